@@ -1,0 +1,205 @@
+// Command livetrace-demo is a small HTTP service that keeps itself busy
+// (goroutines, channels, mutexes, allocation and GC, syscalls, and
+// runtime/trace tasks, regions and logs) so that there is something to see
+// when livetrace attaches to it.
+//
+//	livetrace-demo -listen unix:/tmp/demo.sock
+//
+// It prints one "ready" line with its addresses, serves net/http/pprof,
+// /stats (work done so far) and /debug/livetrace (the trace session, if
+// any), and on SIGINT or SIGTERM ends any trace session cleanly and exits.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/trace"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	livetrace "github.com/livetrace/livetrace/go_helper"
+)
+
+var ops atomic.Int64
+
+func main() {
+	listen := flag.String("listen", "", "where the livetrace helper listens: unix:/path or tcp:127.0.0.1:PORT (or set LIVETRACE_LISTEN)")
+	httpAddr := flag.String("http", "127.0.0.1:0", "address of the demo's HTTP service")
+	workers := flag.Int("workers", 4, "load generators of each kind")
+	queueMB := flag.Int("queue-mb", 0, "cap of the helper's queue in MiB (0: LIVETRACE_QUEUE_MB or 64)")
+	flag.Parse()
+	log.SetPrefix("livetrace-demo: ")
+	log.SetFlags(0)
+
+	srv := livetrace.Default()
+	switch {
+	case *listen != "" && srv != nil:
+		log.Fatal("-listen and LIVETRACE_LISTEN are both set; use one")
+	case *listen != "":
+		var err error
+		srv, err = livetrace.ServeWithOptions(*listen, livetrace.Options{QueueBytes: *queueMB << 20})
+		if err != nil {
+			log.Fatal(err)
+		}
+	case srv == nil:
+		log.Fatal("nowhere to serve traces: pass -listen unix:/path (or tcp:127.0.0.1:PORT), or set LIVETRACE_LISTEN")
+	}
+
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.HandleFunc("/work", handleWork)
+	http.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]int64{"ops": ops.Load()})
+	})
+	http.HandleFunc("/debug/livetrace", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"tracing": trace.IsEnabled(), "session": srv.Status()})
+	})
+	web := &http.Server{Handler: http.DefaultServeMux}
+	go web.Serve(ln)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	base := "http://" + ln.Addr().String()
+	for i := 0; i < *workers; i++ {
+		for _, f := range []func(context.Context, int){httpClient(base), pipeline, contended(), allocator, syscaller} {
+			wg.Add(1)
+			go func(f func(context.Context, int), i int) {
+				defer wg.Done()
+				f(ctx, i)
+			}(f, i)
+		}
+	}
+	fmt.Printf("livetrace-demo ready http=%s trace=%s pid=%d go=%s\n", base, srv.Addr(), os.Getpid(), runtime.Version())
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	cancel()
+	srv.Close()
+	shut, done := context.WithTimeout(context.Background(), 2*time.Second)
+	defer done()
+	web.Shutdown(shut)
+	wg.Wait()
+}
+
+// handleWork hashes and sorts a little, inside a trace region.
+func handleWork(w http.ResponseWriter, r *http.Request) {
+	n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+	if n <= 0 || n > 1<<16 {
+		n = 512
+	}
+	var sum [32]byte
+	trace.WithRegion(r.Context(), "hash", func() {
+		buf := make([]byte, n)
+		rand.Read(buf)
+		sum = sha256.Sum256(buf)
+	})
+	fmt.Fprintf(w, "%x\n", sum[:4])
+	ops.Add(1)
+}
+
+// httpClient makes requests to the demo itself: network syscalls, netpoll
+// wake-ups and a goroutine per connection on the server side.
+func httpClient(base string) func(context.Context, int) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	return func(ctx context.Context, i int) {
+		for ctx.Err() == nil {
+			ctx, task := trace.NewTask(ctx, "request")
+			req, _ := http.NewRequestWithContext(ctx, "GET", base+"/work?n="+strconv.Itoa(256<<(i%4)), nil)
+			if resp, err := client.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				trace.Log(ctx, "status", resp.Status)
+			}
+			task.End()
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
+// pipeline passes work through unbuffered and buffered channels.
+func pipeline(ctx context.Context, i int) {
+	src := make(chan int)
+	mid := make(chan int, 8)
+	go func() {
+		defer close(mid)
+		for v := range src {
+			mid <- v * v
+		}
+	}()
+	go func() {
+		for range mid {
+			ops.Add(1)
+		}
+	}()
+	for v := 0; ctx.Err() == nil; v++ {
+		src <- v
+		if v%64 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(src)
+}
+
+// contended returns workers that fight over one mutex.
+func contended() func(context.Context, int) {
+	var mu sync.Mutex
+	shared := map[int]int{}
+	return func(ctx context.Context, i int) {
+		for ctx.Err() == nil {
+			mu.Lock()
+			shared[rand.Intn(1024)]++
+			time.Sleep(50 * time.Microsecond)
+			mu.Unlock()
+			runtime.Gosched()
+		}
+	}
+}
+
+// allocator makes short-lived garbage, so the GC keeps running while the
+// live heap stays small.
+func allocator(ctx context.Context, i int) {
+	for ctx.Err() == nil {
+		trace.WithRegion(ctx, "allocate", func() {
+			s := make([]string, 0, 256)
+			for j := 0; j < 256; j++ {
+				s = append(s, strconv.Itoa(rand.Int()))
+			}
+			sort.Strings(s)
+		})
+		ops.Add(1)
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// syscaller blocks in real system calls.
+func syscaller(ctx context.Context, i int) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for ctx.Err() == nil {
+		f.Write(buf)
+		time.Sleep(500 * time.Microsecond)
+	}
+}

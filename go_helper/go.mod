@@ -1,0 +1,3 @@
+module github.com/livetrace/livetrace/go_helper
+
+go 1.19

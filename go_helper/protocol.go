@@ -1,0 +1,142 @@
+package livetrace
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// The wire protocol; docs/protocol.md in the livetrace repository is the
+// reference. The preamble and the frame envelope never change between
+// protocol versions, so that any two peers can always tell each other which
+// versions they speak.
+const (
+	protocolMagic      = "LIVETRACE"
+	protocolMinVersion = 1
+	protocolMaxVersion = 1
+	preambleSize       = len(protocolMagic) + 4
+	frameHeaderSize    = 5
+	chunkHeaderSize    = 24
+	// maxControlFrame bounds what a client may make the helper read.
+	maxControlFrame = 64 << 10
+)
+
+// Frame types.
+const (
+	frameHello     = 0x01 // client: JSON helloMsg
+	frameStop      = 0x02 // client: empty
+	frameHandshake = 0x10 // helper: JSON handshakeMsg
+	frameError     = 0x11 // helper: JSON errorMsg, then the helper closes
+	frameChunk     = 0x20 // helper: seq u64, read time i64 (unix ns), generation u64, chunk bytes
+	frameGap       = 0x21 // helper: JSON gapMsg
+	frameEnd       = 0x22 // helper: JSON endMsg, then the helper closes
+)
+
+// Error codes sent in error frames.
+const (
+	errCodeVersion        = "version"
+	errCodeBadRequest     = "bad-request"
+	errCodeUnauthorized   = "unauthorized"
+	errCodeBusy           = "busy"
+	errCodeAlreadyTracing = "already-tracing"
+	errCodeClosing        = "closing"
+)
+
+type helloMsg struct {
+	Token      string `json:"token,omitempty"`
+	DurationNs int64  `json:"duration_ns,omitempty"`
+	Client     string `json:"client,omitempty"`
+}
+
+type handshakeMsg struct {
+	Protocol    int    `json:"protocol"`
+	Helper      string `json:"helper"`
+	GoVersion   string `json:"go_version"`
+	GOOS        string `json:"goos"`
+	GOARCH      string `json:"goarch"`
+	PID         int    `json:"pid"`
+	Executable  string `json:"executable"`
+	GOMAXPROCS  int    `json:"gomaxprocs"`
+	StartUnixNs int64  `json:"start_unix_ns"`
+	QueueBytes  int    `json:"queue_bytes"`
+	Session     uint64 `json:"session"`
+}
+
+type errorMsg struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// gapMsg stands in the stream where generations were shed. When
+// DiscardReceived is set, some chunks of FirstGeneration were already sent
+// and the consumer must throw them away.
+type gapMsg struct {
+	FirstGeneration uint64 `json:"first_generation"`
+	LastGeneration  uint64 `json:"last_generation"`
+	Chunks          uint64 `json:"chunks"`
+	Bytes           uint64 `json:"bytes"`
+	DiscardReceived bool   `json:"discard_received"`
+}
+
+type endMsg struct {
+	Reason             string `json:"reason"`
+	Complete           bool   `json:"complete"`
+	Chunks             uint64 `json:"chunks"`
+	Bytes              uint64 `json:"bytes"`
+	DroppedChunks      uint64 `json:"dropped_chunks"`
+	DroppedBytes       uint64 `json:"dropped_bytes"`
+	DroppedGenerations uint64 `json:"dropped_generations"`
+	Detail             string `json:"detail,omitempty"`
+}
+
+func preamble() []byte {
+	b := make([]byte, 0, preambleSize)
+	b = append(b, protocolMagic...)
+	b = binary.BigEndian.AppendUint16(b, protocolMinVersion)
+	return binary.BigEndian.AppendUint16(b, protocolMaxVersion)
+}
+
+// readPreamble returns the peer's version range.
+func readPreamble(r io.Reader) (lo, hi uint16, err error) {
+	var b [preambleSize]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, 0, err
+	}
+	if string(b[:len(protocolMagic)]) != protocolMagic {
+		return 0, 0, fmt.Errorf("not a livetrace client (no %q preamble)", protocolMagic)
+	}
+	m := len(protocolMagic)
+	return binary.BigEndian.Uint16(b[m:]), binary.BigEndian.Uint16(b[m+2:]), nil
+}
+
+func frameHeader(b []byte, typ byte, n int) []byte {
+	b = append(b, typ)
+	return binary.BigEndian.AppendUint32(b, uint32(n))
+}
+
+func writeJSONFrame(w io.Writer, typ byte, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(frameHeader(make([]byte, 0, frameHeaderSize+len(body)), typ, len(body)), body...))
+	return err
+}
+
+// readFrame reads one client frame, refusing oversized ones.
+func readFrame(r io.Reader) (byte, []byte, error) {
+	var h [frameHeaderSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > maxControlFrame {
+		return 0, nil, fmt.Errorf("client frame of %d bytes exceeds the %d-byte limit", n, maxControlFrame)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, nil, err
+	}
+	return h[0], body, nil
+}

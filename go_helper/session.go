@@ -1,0 +1,187 @@
+package livetrace
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"os"
+	"runtime"
+	"runtime/trace"
+	"sync"
+	"time"
+)
+
+// Why a session ended, as sent in the end frame.
+const (
+	reasonClientStop       = "client-stop"
+	reasonClientDisconnect = "client-disconnect"
+	reasonDuration         = "duration"
+	reasonServiceClosing   = "service-closing"
+	reasonOverflow         = "overflow"
+)
+
+type session struct {
+	srv    *Server
+	id     uint64
+	conn   net.Conn
+	peer   string
+	client string
+	since  time.Time
+	q      *queue
+
+	stopOnce sync.Once
+	stopped  chan struct{}
+	reason   string
+	done     chan struct{}
+
+	mu                  sync.Mutex
+	sentChunks, sentLen uint64
+}
+
+func (s *session) requestStop(reason string) {
+	s.stopOnce.Do(func() {
+		s.reason = reason
+		close(s.stopped)
+	})
+}
+
+// run owns the tracer from trace.Start to trace.Stop. Every way a session
+// can end goes through requestStop, and every one of them stops the tracer
+// and drains it, so the next session finds tracing off.
+func (s *session) run(hello helloMsg) {
+	defer close(s.done)
+	defer s.srv.release(s)
+	defer s.conn.Close()
+
+	start := time.Now()
+	if err := trace.Start(s.q); err != nil {
+		writeJSONFrame(s.conn, frameError, errorMsg{errCodeAlreadyTracing,
+			"this process is already being traced by something else (go test -trace, /debug/pprof/trace, " +
+				"or another tracing tool): " + err.Error() + "; try again once that trace has ended"})
+		return
+	}
+	exe, _ := os.Executable()
+	hs := handshakeMsg{
+		Protocol: protocolMaxVersion, Helper: HelperVersion, GoVersion: runtime.Version(),
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, PID: os.Getpid(), Executable: exe,
+		GOMAXPROCS: runtime.GOMAXPROCS(0), StartUnixNs: start.UnixNano(), QueueBytes: len(s.q.buf), Session: s.id,
+	}
+	s.conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	if err := writeJSONFrame(s.conn, frameHandshake, hs); err != nil {
+		s.requestStop(reasonClientDisconnect)
+	}
+	s.conn.SetWriteDeadline(time.Time{})
+	go s.readControl()
+	if hello.DurationNs > 0 {
+		t := time.AfterFunc(time.Duration(hello.DurationNs), func() { s.requestStop(reasonDuration) })
+		defer t.Stop()
+	}
+	sent := make(chan bool, 1)
+	go func() { sent <- s.send() }()
+
+	<-s.stopped
+	trace.Stop() // returns once the runtime has handed over the final chunk
+	s.q.close()
+	delivered := <-sent
+	dropped, modern, lost := s.q.stats()
+	gone := ""
+	if !delivered {
+		gone = "; the consumer was gone before the end"
+	}
+	s.srv.logf("session %d with %s ended (%s) after %s: %s sent, %d chunks (%s) dropped%s",
+		s.id, s.describe(), s.reason, time.Since(start).Round(time.Millisecond), formatBytes(s.sentLen),
+		dropped.chunks, formatBytes(dropped.bytes), gone)
+	if !delivered {
+		return
+	}
+	end := endMsg{
+		Reason: s.reason, Complete: !lost, Chunks: s.sentChunks, Bytes: s.sentLen,
+		DroppedChunks: dropped.chunks, DroppedBytes: dropped.bytes, DroppedGenerations: dropped.generations,
+	}
+	switch {
+	case lost:
+		end.Detail = "the queue overflowed while the tracer was stopping: the trace is incomplete; raise the queue size"
+	case s.reason == reasonOverflow:
+		end.Detail = "the consumer fell behind and the queue filled, so the trace was stopped early (legacy Go traces cannot shed data)"
+	case modern && dropped.generations > 0:
+		end.Detail = "the consumer fell behind: whole generations were shed (see the gap frames)"
+	}
+	s.conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	writeJSONFrame(s.conn, frameEnd, end)
+}
+
+// send writes queued records until the queue is closed and empty. It keeps
+// draining after the consumer is gone so the tracer never waits for it, and
+// reports whether everything was delivered.
+func (s *session) send() bool {
+	ok := true
+	var hdr [frameHeaderSize + chunkHeaderSize]byte
+	for {
+		r, data, more := s.q.next()
+		if !more {
+			return ok
+		}
+		if ok {
+			s.conn.SetWriteDeadline(time.Now().Add(s.srv.opts.WriteTimeout))
+			var err error
+			switch r.kind {
+			case recChunk:
+				h := frameHeader(hdr[:0], frameChunk, chunkHeaderSize+len(data))
+				h = binary.BigEndian.AppendUint64(h, r.seq)
+				h = binary.BigEndian.AppendUint64(h, uint64(r.unixNano))
+				h = binary.BigEndian.AppendUint64(h, r.gen)
+				bufs := net.Buffers{h, data}
+				_, err = bufs.WriteTo(s.conn)
+			case recGap:
+				err = writeJSONFrame(s.conn, frameGap, r.gap)
+			}
+			if err != nil {
+				ok = false
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					s.srv.logf("session %d: the consumer accepted nothing for %s; disconnecting it", s.id, s.srv.opts.WriteTimeout)
+				}
+				s.requestStop(reasonClientDisconnect)
+			} else if r.kind == recChunk {
+				s.mu.Lock()
+				s.sentChunks++
+				s.sentLen += uint64(len(data))
+				s.mu.Unlock()
+			}
+		}
+		s.q.done()
+	}
+}
+
+// readControl turns client frames, and the client's going away, into stop
+// requests. It ends when the session closes the connection.
+func (s *session) readControl() {
+	for {
+		typ, _, err := readFrame(s.conn)
+		if err != nil {
+			s.requestStop(reasonClientDisconnect)
+			return
+		}
+		if typ == frameStop {
+			s.requestStop(reasonClientStop)
+		}
+	}
+}
+
+func (s *session) describe() string {
+	if s.client == "" {
+		return s.peer
+	}
+	return s.client + " at " + s.peer
+}
+
+func (s *session) status() *SessionStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dropped, _, _ := s.q.stats()
+	return &SessionStatus{
+		ID: s.id, Peer: s.peer, Client: s.client, Since: s.since,
+		SentChunks: s.sentChunks, SentBytes: s.sentLen,
+		DroppedChunks: dropped.chunks, DroppedBytes: dropped.bytes, DroppedGenerations: dropped.generations,
+	}
+}

@@ -1,0 +1,1 @@
+from ._session import connect

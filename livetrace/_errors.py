@@ -1,0 +1,67 @@
+"""The exceptions livetrace raises; every one says what went wrong and what to do."""
+
+from __future__ import annotations
+
+
+class LivetraceError(Exception):
+    """Base class of every livetrace error."""
+
+
+class ConnectError(LivetraceError):
+    """The helper could not be reached at the given address."""
+
+
+class ProtocolError(LivetraceError):
+    """The peer sent something that is not the livetrace protocol."""
+
+
+class RefusedError(LivetraceError):
+    """The helper refused the session; ``code`` says why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class ProtocolVersionError(RefusedError):
+    """The two sides speak no common protocol version."""
+
+
+class AuthenticationError(RefusedError):
+    """The service wants a token (its LIVETRACE_TOKEN) and got none or a wrong one."""
+
+
+class BusyError(RefusedError):
+    """Another consumer holds the service's one trace session."""
+
+
+class AlreadyTracingError(RefusedError):
+    """The process is already being traced by something else."""
+
+
+class ConnectionLostError(LivetraceError):
+    """The connection ended before the helper's end frame.
+
+    ``bytes_received`` and ``chunks_received`` count trace data that did
+    arrive; ``complete`` is always False: the trace is cut short.
+    """
+
+    def __init__(self, message: str, *, bytes_received: int, chunks_received: int) -> None:
+        super().__init__(message)
+        self.bytes_received = bytes_received
+        self.chunks_received = chunks_received
+        self.complete = False
+
+
+_REFUSALS: dict[str, type[RefusedError]] = {
+    "version": ProtocolVersionError,
+    "unauthorized": AuthenticationError,
+    "busy": BusyError,
+    "already-tracing": AlreadyTracingError,
+}
+
+
+def refusal(code: str, message: str) -> RefusedError:
+    """The typed error for an error frame from the helper."""
+    return _REFUSALS.get(code, RefusedError)(code, message)

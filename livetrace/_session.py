@@ -1,0 +1,202 @@
+"""The trio shell around the protocol: connect to a helper, read its chunks."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Union
+
+import trio
+
+from . import _protocol as proto
+from ._address import Address, parse_address
+from ._errors import ConnectError, ConnectionLostError, ProtocolError, refusal
+from ._version import __version__
+
+RECEIVE_SIZE = 1 << 18
+HANDSHAKE_TIMEOUT = 15.0
+
+Frame = Union[proto.Chunk, proto.Gap]
+
+
+@dataclass
+class Counters:
+    """What arrived so far; updated as frames arrive."""
+
+    chunks: int = 0
+    bytes: int = 0
+    gaps: int = 0
+    dropped_chunks: int = 0
+    dropped_bytes: int = 0
+    dropped_generations: int = 0
+
+
+class Session:
+    """One trace session with a helper, from handshake to end frame.
+
+    Iterate over :meth:`chunks` for the raw trace; :attr:`end` is set once
+    the helper says the trace is over.
+    """
+
+    def __init__(self, stream: trio.abc.Stream, address: Address, info: proto.SessionInfo,
+                 conn: proto.ClientConnection, pending: deque[proto.Event]) -> None:
+        self._stream = stream
+        self._conn = conn
+        self._pending = pending
+        self._stop_sent = False
+        self._finished = False
+        self.address = address
+        self.info = info
+        self.counters = Counters()
+        self.end: proto.End | None = None
+
+    def chunks(self) -> AsyncIterator[Frame]:
+        """The trace as it arrives: :class:`Chunk` frames and, where the
+        helper shed generations, :class:`Gap` frames. Ends after the
+        helper's end frame; raises :class:`ConnectionLostError` if the
+        connection ends first."""
+        return _FrameIterator(self)
+
+    async def stop(self) -> None:
+        """Ask the helper to stop tracing. The remaining chunks and the end
+        frame still arrive through :meth:`chunks`."""
+        if self._stop_sent or self._finished:
+            return
+        self._stop_sent = True
+        try:
+            await self._stream.send_all(proto.encode_frame(proto.STOP))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the read side reports the lost connection
+
+    async def _next_frame(self) -> Frame | None:
+        while not self._pending:
+            if self._finished:
+                return None
+            try:
+                data = await self._stream.receive_some(RECEIVE_SIZE)
+            except (trio.BrokenResourceError, OSError) as e:
+                raise self._lost(f"connection to {self.address} broke: {e}") from None
+            if not data:
+                raise self._lost(f"the helper at {self.address} closed the connection before the end of the trace")
+            self._pending.extend(self._conn.receive_data(data))
+        ev = self._pending.popleft()
+        c = self.counters
+        if isinstance(ev, proto.Chunk):
+            c.chunks += 1
+            c.bytes += len(ev.data)
+            return ev
+        if isinstance(ev, proto.Gap):
+            c.gaps += 1
+            c.dropped_chunks += ev.chunks
+            c.dropped_bytes += ev.bytes
+            c.dropped_generations += ev.last_generation - ev.first_generation + 1
+            return ev
+        if isinstance(ev, proto.End):
+            self.end = ev
+            self._finished = True
+            c.dropped_chunks, c.dropped_bytes = ev.dropped_chunks, ev.dropped_bytes
+            c.dropped_generations = ev.dropped_generations
+            return None
+        if isinstance(ev, proto.Refusal):
+            raise refusal(ev.code, ev.message)
+        raise ProtocolError(f"unexpected {type(ev).__name__} in the middle of a session")
+
+    def _lost(self, why: str) -> ConnectionLostError:
+        self._finished = True
+        c = self.counters
+        return ConnectionLostError(
+            f"{why}: got {c.bytes} bytes in {c.chunks} chunks; the trace is incomplete",
+            bytes_received=c.bytes, chunks_received=c.chunks,
+        )
+
+
+class _FrameIterator:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def __aiter__(self) -> _FrameIterator:
+        return self
+
+    async def __anext__(self) -> Frame:
+        frame = await self._session._next_frame()
+        if frame is None:
+            raise StopAsyncIteration
+        return frame
+
+
+async def _open_stream(addr: Address) -> trio.abc.Stream:
+    try:
+        if addr.family == "unix":
+            return await trio.open_unix_socket(addr.path)
+        return await trio.open_tcp_stream(addr.host, addr.port)
+    except FileNotFoundError:
+        raise ConnectError(f"no socket at {addr.path}: is the service running with LIVETRACE_LISTEN={addr}?") from None
+    except PermissionError:
+        raise ConnectError(f"permission denied on {addr.path}: the socket is 0600, run as the service's user") from None
+    except OSError as e:
+        raise ConnectError(f"cannot connect to {addr}: {e.strerror or e}; is the service listening there?") from None
+
+
+@asynccontextmanager
+async def connect(address: str | Address, *, token: str | None = None, duration: float | None = None,
+                  client_name: str | None = None) -> AsyncIterator[Session]:
+    """Start a trace session with the helper at ``address``.
+
+    ``token`` defaults to ``$LIVETRACE_TOKEN``; ``duration`` (seconds) makes
+    the helper stop by itself. Leaving the block before the end frame drops
+    the connection, which makes the helper stop the tracer.
+    """
+    addr = address if isinstance(address, Address) else parse_address(address)
+    if token is None:
+        token = os.environ.get("LIVETRACE_TOKEN") or None
+    name = client_name or f"livetrace-py/{__version__} pid {os.getpid()} on {socket.gethostname()}"
+    stream = await _open_stream(addr)
+    try:
+        with trio.fail_after(HANDSHAKE_TIMEOUT):
+            info, conn, pending = await _handshake(stream, addr, token, duration, name)
+    except trio.TooSlowError:
+        await stream.aclose()
+        raise ConnectError(f"{addr} accepted the connection but did not complete the handshake "
+                           f"in {HANDSHAKE_TIMEOUT:.0f} s; is it a livetrace helper?") from None
+    except BaseException:
+        await stream.aclose()
+        raise
+    session = Session(stream, addr, info, conn, pending)
+    try:
+        yield session
+    finally:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+
+
+async def _handshake(stream: trio.abc.Stream, addr: Address, token: str | None, duration: float | None,
+                     name: str) -> tuple[proto.SessionInfo, proto.ClientConnection, deque[proto.Event]]:
+    conn = proto.ClientConnection()
+    try:
+        await stream.send_all(proto.client_preamble())
+        events: deque[proto.Event] = deque()
+        sent_hello = False
+        while True:
+            while events:
+                ev = events.popleft()
+                if isinstance(ev, proto.PeerPreamble):
+                    proto.negotiate(ev)
+                    await stream.send_all(proto.hello(
+                        token=token, duration_ns=int((duration or 0) * 1e9), client=name))
+                    sent_hello = True
+                elif isinstance(ev, proto.Refusal):
+                    raise refusal(ev.code, ev.message)
+                elif isinstance(ev, proto.SessionInfo) and sent_hello:
+                    return ev, conn, events
+                else:
+                    raise ProtocolError(f"expected a handshake from {addr}, got {type(ev).__name__}")
+            data = await stream.receive_some(RECEIVE_SIZE)
+            if not data:
+                raise ConnectError(f"{addr} closed the connection during the handshake")
+            events.extend(conn.receive_data(data))
+    except (trio.BrokenResourceError, OSError) as e:
+        raise ConnectError(f"connection to {addr} broke during the handshake: {e}") from None
