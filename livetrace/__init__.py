@@ -1,1 +1,30 @@
-from ._session import connect
+"""Live tracing for running Go processes.
+
+The Go helper streams a service's execution trace over a socket;
+:func:`connect` starts a session with it and :func:`record` writes the trace
+to a file that ``go tool trace`` opens.
+"""
+
+from ._address import Address, parse_address
+from ._errors import (
+    AlreadyTracingError,
+    AuthenticationError,
+    BusyError,
+    ConnectError,
+    ConnectionLostError,
+    LivetraceError,
+    ProtocolError,
+    ProtocolVersionError,
+    RefusedError,
+)
+from ._protocol import Chunk, End, Gap, SessionInfo
+from ._recording import Recorder, Recording, record
+from ._session import Counters, Session, connect
+from ._version import __version__
+
+__all__ = [
+    "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ConnectError",
+    "ConnectionLostError", "Counters", "End", "Gap", "LivetraceError", "ProtocolError", "ProtocolVersionError",
+    "Recorder", "Recording", "RefusedError", "Session", "SessionInfo", "__version__", "connect",
+    "parse_address", "record",
+]

