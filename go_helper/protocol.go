@@ -41,6 +41,7 @@ const (
 	errCodeBusy           = "busy"
 	errCodeAlreadyTracing = "already-tracing"
 	errCodeClosing        = "closing"
+	errCodeResources      = "resources"
 )
 
 type helloMsg struct {

@@ -7,9 +7,9 @@ import (
 
 // queue is the bounded buffer between the runtime's trace reader, which
 // must never wait, and the sender, which writes to a consumer that may be
-// slow. Chunk bytes live in one preallocated ring reused across sessions, so
-// a full queue costs no garbage and the process's memory stays within the
-// ring's size however far the consumer falls behind.
+// slow. Chunk bytes live in one preallocated ring, so a full queue costs no
+// garbage and the process's memory stays within the ring's size however far
+// the consumer falls behind.
 type queue struct {
 	mu   sync.Mutex
 	wake *sync.Cond

@@ -53,7 +53,6 @@ type Server struct {
 	cur    *session
 	closed bool
 	nextID uint64
-	ring   []byte // the queue's memory, kept for the next session
 	accept chan struct{}
 }
 
@@ -229,11 +228,7 @@ func (s *Server) handle(conn net.Conn) {
 	}
 	sess, why := s.acquire(conn, peer, hello.Client)
 	if sess == nil {
-		code := errCodeBusy
-		if s.isClosed() {
-			code = errCodeClosing
-		}
-		refuse(code, why)
+		refuse(why.Code, why.Message)
 		return
 	}
 	conn.SetDeadline(time.Time{})
@@ -241,34 +236,29 @@ func (s *Server) handle(conn net.Conn) {
 	sess.run(hello)
 }
 
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
 // acquire claims the single session slot, or says who holds it.
-func (s *Server) acquire(conn net.Conn, peer, client string) (*session, string) {
+func (s *Server) acquire(conn net.Conn, peer, client string) (*session, errorMsg) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, "the service is shutting down"
+		return nil, errorMsg{errCodeClosing, "the service is shutting down"}
 	}
 	if cur := s.cur; cur != nil {
-		return nil, fmt.Sprintf("busy: a trace session is already running for %s since %s (%s ago); only one session at a time",
-			cur.describe(), cur.since.UTC().Format(time.RFC3339), time.Since(cur.since).Round(time.Second))
+		return nil, errorMsg{errCodeBusy, fmt.Sprintf("busy: a trace session is already running for %s since %s (%s ago); only one session at a time",
+			cur.describe(), cur.since.UTC().Format(time.RFC3339), time.Since(cur.since).Round(time.Second))}
 	}
-	if s.ring == nil {
-		s.ring = make([]byte, s.opts.QueueBytes)
+	ring, free, err := allocRing(s.opts.QueueBytes)
+	if err != nil {
+		return nil, errorMsg{errCodeResources, fmt.Sprintf("cannot allocate the %s queue: %v", formatBytes(uint64(s.opts.QueueBytes)), err)}
 	}
 	s.nextID++
 	sess := &session{
 		srv: s, id: s.nextID, conn: conn, peer: peer, client: client, since: time.Now(),
-		stopped: make(chan struct{}), done: make(chan struct{}),
+		stopped: make(chan struct{}), done: make(chan struct{}), freeRing: free,
 	}
-	sess.q = newQueue(s.ring, func() { sess.requestStop(reasonOverflow) })
+	sess.q = newQueue(ring, func() { sess.requestStop(reasonOverflow) })
 	s.cur = sess
-	return sess, ""
+	return sess, errorMsg{}
 }
 
 func (s *Server) release(sess *session) {

@@ -28,6 +28,8 @@ type session struct {
 	client string
 	since  time.Time
 	q      *queue
+	// freeRing returns the queue's memory once nothing can touch it.
+	freeRing func()
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -55,6 +57,7 @@ func (s *session) run(hello helloMsg) {
 
 	start := time.Now()
 	if err := trace.Start(s.q); err != nil {
+		s.freeRing()
 		writeJSONFrame(s.conn, frameError, errorMsg{errCodeAlreadyTracing,
 			"this process is already being traced by something else (go test -trace, /debug/pprof/trace, " +
 				"or another tracing tool): " + err.Error() + "; try again once that trace has ended"})
@@ -83,6 +86,7 @@ func (s *session) run(hello helloMsg) {
 	trace.Stop() // returns once the runtime has handed over the final chunk
 	s.q.close()
 	delivered := <-sent
+	s.freeRing()
 	dropped, modern, lost := s.q.stats()
 	gone := ""
 	if !delivered {

@@ -23,10 +23,11 @@ from livetrace._gotool import build_demo, go_env
 
 ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI") == "true"
-# Every toolchain the bridge must work with, and whether it writes the
-# modern (1.22+) format.
+# The toolchains whose recordings are checked by their own go tool trace,
+# and every toolchain the Go helper must build and serve with.
 GO_VERSIONS = ["1.26", "1.21", "1.19"]
-MODERN = {"1.26": True, "1.21": False, "1.19": False}
+ALL_GO_VERSIONS = ["1.19", "1.21", "1.22", "1.23", "1.24", "1.25", "1.26", "1.27"]
+MODERN = {v: int(v.split(".")[1]) >= 22 for v in ALL_GO_VERSIONS}
 
 
 @cache

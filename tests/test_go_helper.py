@@ -1,0 +1,56 @@
+"""The Go helper builds, vets and passes its own tests with every Go from
+1.19 to 1.27, uses only the standard library, and serves a session with each."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import livetrace
+from livetrace._gotool import go_env, helper_dir
+
+from .conftest import ALL_GO_VERSIONS, MODERN, demo, go_binary
+
+HELPER = helper_dir()
+
+
+def go(version: str, *args: str, **env: str) -> str:
+    out = subprocess.run([str(go_binary(version)), *args], cwd=HELPER, capture_output=True, text=True,
+                         env={**go_env(), **env}, timeout=600)
+    assert out.returncode == 0, f"go {version} {' '.join(args)} failed:\n{out.stdout[-2000:]}{out.stderr[-3000:]}"
+    return out.stdout
+
+
+@pytest.mark.parametrize("version", ALL_GO_VERSIONS)
+def test_vet_and_unit_tests(version: str) -> None:
+    go(version, "vet", "./...")
+    go(version, "test", "-count=1", "./...")
+
+
+def test_standard_library_only() -> None:
+    assert "require" not in (HELPER / "go.mod").read_text()
+    deps = go("1.26", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./...").split()
+    assert all(d.startswith("github.com/livetrace/livetrace/go_helper") for d in deps), deps
+
+
+@pytest.mark.parametrize("goos", ["darwin", "windows", "freebsd"])
+def test_builds_for_other_systems(goos: str) -> None:
+    go("1.26", "build", "-o", "/dev/null", "./cmd/livetrace-demo", GOOS=goos, GOARCH="amd64")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ALL_GO_VERSIONS)
+async def test_a_session_with_every_toolchain(version: str, tmp_path: Path) -> None:
+    async with demo(version) as d:
+        assert d.go_version.startswith(f"go{version}")
+        async with livetrace.connect(d.trace_address, duration=0.5) as session:
+            rec = await livetrace.record(session, tmp_path / "t.trace")
+    assert rec.complete and rec.end is not None and rec.end.reason == "duration"
+    header = rec.paths[0].read_bytes()[:16]
+    assert header.startswith(b"go 1.")
+    minor = int(header[5:].split(b" ")[0])
+    assert (minor >= 22) == MODERN[version]
+    if MODERN[version]:
+        assert rec.generations >= 1
