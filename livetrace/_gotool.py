@@ -25,7 +25,7 @@ def find_go(explicit: str | None = None) -> Path:
         if candidate:
             p = Path(candidate)
             if p.is_file() and os.access(p, os.X_OK):
-                return p
+                return p.absolute()
             if explicit or candidate == os.environ.get("LIVETRACE_GO"):
                 raise GoToolchainError(f"{candidate} is not an executable go binary")
     try:
