@@ -215,3 +215,15 @@ def test_helper_refuses_to_listen_on_a_live_or_foreign_path(tmp_path: Path) -> N
     out = subprocess.run([str(demo_exe("1.26")), "-listen", f"unix:{regular}"], capture_output=True, text=True,
                          timeout=30)
     assert out.returncode != 0 and "is not a socket" in out.stderr
+
+
+async def test_coexists_with_the_runtime_flight_recorder(tmp_path: Path) -> None:
+    async with demo("1.26", args=["-flight-recorder"]) as d:
+        rec = await record_briefly(d.trace_address, tmp_path / "live.trace")
+        assert rec.complete
+        go_tool_trace("1.26", rec.paths[0])
+        snapshot = tmp_path / "flight.trace"
+        snapshot.write_bytes(await trio.to_thread.run_sync(http_get, d.http + "/debug/flight"))
+        go_tool_trace("1.26", snapshot)
+        rec = await record_briefly(d.trace_address, tmp_path / "again.trace")
+        assert rec.complete

@@ -43,6 +43,7 @@ func main() {
 	httpAddr := flag.String("http", "127.0.0.1:0", "address of the demo's HTTP service")
 	workers := flag.Int("workers", 4, "load generators of each kind")
 	queueMB := flag.Int("queue-mb", 0, "cap of the helper's queue in MiB (0: LIVETRACE_QUEUE_MB or 64)")
+	flight := flag.Bool("flight-recorder", false, "also run runtime/trace's flight recorder (Go 1.25+), snapshot at /debug/flight")
 	flag.Parse()
 	log.SetPrefix("livetrace-demo: ")
 	log.SetFlags(0)
@@ -72,6 +73,17 @@ func main() {
 	http.HandleFunc("/debug/livetrace", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"tracing": trace.IsEnabled(), "session": srv.Status()})
 	})
+	if *flight {
+		snapshot, err := startFlightRecorder()
+		if err != nil {
+			log.Fatal(err)
+		}
+		http.HandleFunc("/debug/flight", func(w http.ResponseWriter, r *http.Request) {
+			if err := snapshot(w); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
+		})
+	}
 	web := &http.Server{Handler: http.DefaultServeMux}
 	go web.Serve(ln)
 
