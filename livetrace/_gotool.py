@@ -25,7 +25,7 @@ def find_go(explicit: str | None = None) -> Path:
         if candidate:
             p = Path(candidate)
             if p.is_file() and os.access(p, os.X_OK):
-                return p.absolute()
+                return p
             if explicit or candidate == os.environ.get("LIVETRACE_GO"):
                 raise GoToolchainError(f"{candidate} is not an executable go binary")
     try:
@@ -82,6 +82,7 @@ def cache_dir() -> Path:
 def build_demo(go: Path, out_dir: Path | None = None) -> Path:
     """Build the demo service with ``go``; reuses an earlier build of the
     same sources with the same toolchain."""
+    go = go.absolute()  # the build runs in the helper's directory
     src = helper_dir()
     version = go_version(go)
     out_dir = out_dir or cache_dir() / "demo"
