@@ -16,6 +16,9 @@ from ._errors import (
     ProtocolError,
     ProtocolVersionError,
     RefusedError,
+    TraceFormatError,
+    TruncatedTraceError,
+    UnsupportedTraceVersionError,
 )
 from ._protocol import Chunk, End, Gap, SessionInfo
 from ._recording import Recorder, Recording, record
@@ -25,6 +28,6 @@ from ._version import __version__
 __all__ = [
     "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ConnectError",
     "ConnectionLostError", "Counters", "End", "Gap", "LivetraceError", "ProtocolError", "ProtocolVersionError",
-    "Recorder", "Recording", "RefusedError", "Session", "SessionInfo", "__version__", "connect",
-    "parse_address", "record",
+    "Recorder", "Recording", "RefusedError", "Session", "SessionInfo", "TraceFormatError", "TruncatedTraceError",
+    "UnsupportedTraceVersionError", "__version__", "connect", "parse_address", "record",
 ]

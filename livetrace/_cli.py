@@ -10,8 +10,9 @@ from typing import TextIO
 
 import trio
 
+from ._decode_cli import dump_wire, open_input
 from ._demo import run_demo
-from ._errors import LivetraceError
+from ._errors import LivetraceError, TraceFormatError
 from ._gotool import build_demo, find_go, go_version
 from ._progress import format_bytes, show_progress
 from ._protocol import Gap
@@ -145,6 +146,16 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="show a status line (default: when stderr is a terminal)")
 
+    dec = sub.add_parser(
+        "decode", help="decode a trace file (or - for standard input) and dump it",
+        description="Decode a Go execution trace and print it. --dump wire prints every record of the "
+                    "byte stream exactly as `go tool trace -d=wire` does. Standard input (-) is decoded "
+                    "as it arrives, so `livetrace record ... -o /dev/stdout | livetrace decode -` works live.",
+        epilog="Exit status: 0 when the whole trace decoded, 1 when it is malformed or truncated "
+               "(what decoded before the problem is still printed).")
+    dec.add_argument("file", metavar="FILE", help="trace file, or - for standard input")
+    dec.add_argument("--dump", choices=["wire"], default="wire", help="what to print (default: wire)")
+
     demo = sub.add_parser(
         "demo", help="build and trace the bundled demo service",
         description="Build the bundled Go demo service with the Go it finds ($LIVETRACE_GO, go on PATH, "
@@ -168,6 +179,18 @@ def main(argv: list[str] | None = None) -> int:
             return code
         if args.command == "demo":
             return trio.run(demo_command, args, err)
+        if args.command == "decode":
+            with open_input(args.file) as stream:
+                dump_wire(stream, sys.stdout)
+            return EXIT_OK
+    except TraceFormatError as e:
+        sys.stdout.flush()
+        _say(err, f"error: {e}")
+        return EXIT_INCOMPLETE
+    except BrokenPipeError:
+        return EXIT_OK
+    except OSError as e:
+        _say(err, f"error: {e}")
     except ValueError as e:
         _say(err, f"error: {e}")
     except LivetraceError as e:

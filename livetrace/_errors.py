@@ -65,3 +65,30 @@ _REFUSALS: dict[str, type[RefusedError]] = {
 def refusal(code: str, message: str) -> RefusedError:
     """The typed error for an error frame from the helper."""
     return _REFUSALS.get(code, RefusedError)(code, message)
+
+
+class TraceFormatError(LivetraceError):
+    """The trace bytes are not a valid Go execution trace.
+
+    ``offset`` is the byte offset in the stream where the problem was found
+    and ``generation`` the generation being read (None when unknown).
+    """
+
+    def __init__(self, message: str, *, offset: int | None = None, generation: int | None = None) -> None:
+        where = []
+        if offset is not None:
+            where.append(f"offset {offset}")
+        if generation is not None:
+            where.append(f"generation {generation}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+        self.reason = message
+        self.offset = offset
+        self.generation = generation
+
+
+class UnsupportedTraceVersionError(TraceFormatError):
+    """A well-formed header naming a format version this decoder does not read."""
+
+
+class TruncatedTraceError(TraceFormatError):
+    """The stream ended in the middle of a frame or a generation."""

@@ -89,3 +89,36 @@ def cli(*args: str, **kw) -> subprocess.Popen[str]:
 @pytest.fixture(autouse=True)
 def _no_ambient_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LIVETRACE_TOKEN", raising=False)
+
+
+MODERN_VERSIONS = [v for v in ALL_GO_VERSIONS if MODERN[v]]
+
+
+@pytest.fixture(scope="session")
+def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A fresh trace of the demo service from every modern toolchain,
+    recorded through the bridge (one second, light load)."""
+    import trio
+
+    import livetrace
+
+    out = tmp_path_factory.mktemp("demo-traces")
+    traces: dict[str, Path] = {}
+
+    async def record_all() -> None:
+        for version in MODERN_VERSIONS:
+            async with demo(version, args=["-workers", "1"]) as d:
+                async with livetrace.connect(d.trace_address, duration=1.0) as session:
+                    rec = await livetrace.record(session, out / f"demo-{version}.trace")
+            assert rec.complete
+            traces[version] = rec.paths[0]
+
+    trio.run(record_all)
+    return traces
+
+
+def go_dump(path: Path, mode: str) -> tuple[int, str, str]:
+    """Go 1.27.3's `go tool trace -d=<mode>` of a file: (status, stdout, stderr)."""
+    out = subprocess.run([str(go_binary("1.27")), "tool", "trace", f"-d={mode}", str(path)],
+                         capture_output=True, text=True, env={**go_env(), "TZ": "UTC"}, timeout=600)
+    return out.returncode, out.stdout, out.stderr

@@ -1,0 +1,213 @@
+"""The wire layer of modern (Go 1.22+) traces, sans-IO: bytes in, frames out.
+
+A stream is a 16-byte header and then self-delimiting frames: event
+batches, experimental batches and (Go 1.26+) the end-of-generation byte.
+:class:`FrameReader` cuts any chunking of the stream into whole frames;
+:func:`decode_records` reads the records inside one batch payload.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
+from ._modern_spec import (
+    EV_END_OF_GENERATION,
+    EV_EVENT_BATCH,
+    EV_EXPERIMENTAL_BATCH,
+    LAST_CODE,
+    EventSpec,
+    specs_for,
+)
+
+HEADER_SIZE = 16
+MAX_BATCH_SIZE = 1 << 16  # the parser's limit on a batch payload
+_HEADER = re.compile(rb"go 1\.(\d+) trace\x00+")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    gen: int
+    m: int
+    time: int
+    payload: bytes
+    offset: int  # of the frame's first byte in the stream
+    payload_offset: int
+    exp: int = -1  # experiment id of an experimental batch, -1 for an event batch
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfGeneration:
+    offset: int
+
+
+Frame = Batch | EndOfGeneration
+
+
+def parse_header(header: bytes) -> int:
+    """The format version (minor) a 16-byte header names."""
+    m = _HEADER.fullmatch(header)
+    if not m:
+        raise TraceFormatError("bad file format: not a Go execution trace?", offset=0)
+    minor = int(m.group(1))
+    if minor not in LAST_CODE:
+        raise UnsupportedTraceVersionError(f"unknown or unsupported trace version go 1.{minor}", offset=0)
+    return minor
+
+
+def read_uvarint(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
+    """One unsigned LEB128 value at pos; (-1, pos) if it runs past end."""
+    b = buf[pos] if pos < end else 0x80
+    if b < 0x80:
+        return b, pos + 1
+    value, shift, i = 0, 0, pos
+    while i < end:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            if shift > 63 or value >> 64:
+                raise ValueError("varint overflows a 64-bit integer")
+            return value, i
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint overflows a 64-bit integer")
+    return -1, pos
+
+
+class FrameReader:
+    """Cuts a trace byte stream, fed in any pieces, into frames."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._pos = 0  # next unread byte in _buf
+        self._base = 0  # stream offset of _buf[0]
+        self.minor: int | None = None
+
+    @property
+    def offset(self) -> int:
+        """Stream offset of the first byte not yet part of a returned frame."""
+        return self._base + self._pos
+
+    def feed(self, data: bytes) -> list[Frame]:
+        buf = self._buf
+        buf += data
+        frames: list[Frame] = []
+        pos, end = self._pos, len(buf)
+        if self.minor is None:
+            if end - pos < HEADER_SIZE:
+                return frames
+            self.minor = parse_header(bytes(buf[pos : pos + HEADER_SIZE]))
+            pos += HEADER_SIZE
+        base = self._base
+        while pos < end:
+            kind = buf[pos]
+            if kind == EV_END_OF_GENERATION and self.minor >= 26:
+                frames.append(EndOfGeneration(base + pos))
+                pos += 1
+                continue
+            if kind == EV_EVENT_BATCH:
+                i, exp = pos + 1, -1
+            elif kind == EV_EXPERIMENTAL_BATCH and self.minor >= 23:
+                if end - pos < 2:
+                    break
+                i, exp = pos + 2, buf[pos + 1]
+            else:
+                raise TraceFormatError(f"unexpected byte {kind} where a batch should start", offset=base + pos)
+            try:
+                gen, i = read_uvarint(buf, i, end)
+                if gen >= 0:
+                    m, i = read_uvarint(buf, i, end)
+                if gen >= 0 and m >= 0:
+                    t, i = read_uvarint(buf, i, end)
+                if gen >= 0 and m >= 0 and t >= 0:
+                    size, i = read_uvarint(buf, i, end)
+            except ValueError as e:
+                raise TraceFormatError(f"bad batch header: {e}", offset=base + pos) from None
+            if gen < 0 or m < 0 or t < 0 or size < 0:
+                break  # header not complete yet
+            if size > MAX_BATCH_SIZE:
+                raise TraceFormatError(f"batch of {size} bytes is larger than the {MAX_BATCH_SIZE}-byte maximum",
+                                       offset=base + pos, generation=gen)
+            if end - i < size:
+                break
+            frames.append(Batch(gen, m, t, bytes(buf[i : i + size]), base + pos, base + i, exp))
+            pos = i + size
+        if pos == end:
+            buf.clear()
+            self._base += pos
+            pos = 0
+        elif pos > 1 << 20:
+            del buf[:pos]
+            self._base += pos
+            pos = 0
+        self._pos = pos
+        return frames
+
+    def close(self) -> None:
+        """The stream ended; it must end on a frame boundary."""
+        if self.minor is None:
+            if self._pos == len(self._buf):
+                raise TruncatedTraceError("empty trace: no header", offset=0)
+            raise TruncatedTraceError("trace ends inside its 16-byte header", offset=self.offset)
+        if self._pos != len(self._buf):
+            raise TruncatedTraceError(
+                f"trace ends in the middle of a batch ({len(self._buf) - self._pos} bytes left over)",
+                offset=self.offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record of a batch payload, as the raw reader sees it."""
+
+    spec: EventSpec
+    args: tuple[int, ...]  # for a Stack: id, nframes, then 4 values per frame
+    data: bytes | None = None
+
+
+def decode_records(payload: bytes, minor: int, offset: int = 0, gen: int | None = None) -> Iterator[Record]:
+    """Every record of a batch payload, in order."""
+    specs = _SPECS[minor]
+    i, end = 0, len(payload)
+    while i < end:
+        start = i
+        code = payload[i]
+        spec = specs[code]
+        if spec is None or code in (EV_EVENT_BATCH, EV_EXPERIMENTAL_BATCH):
+            raise TraceFormatError(f"invalid event type: {code}", offset=offset + i, generation=gen)
+        i += 1
+        try:
+            args = []
+            for _ in spec.args:
+                v, i = read_uvarint(payload, i, end)
+                if v < 0:
+                    raise _Short
+                args.append(v)
+            if spec.is_stack:
+                for _ in range(args[1] * 4):
+                    v, i = read_uvarint(payload, i, end)
+                    if v < 0:
+                        raise _Short
+                    args.append(v)
+            data = None
+            if spec.has_data:
+                n, i = read_uvarint(payload, i, end)
+                if n < 0 or end - i < n:
+                    raise _Short
+                data = payload[i : i + n] if n else None
+                i += n
+        except _Short:
+            raise TraceFormatError(f"{spec.name} record runs past the end of its batch",
+                                   offset=offset + start, generation=gen) from None
+        except ValueError as e:
+            raise TraceFormatError(f"{spec.name}: {e}", offset=offset + start, generation=gen) from None
+        yield Record(spec, tuple(args), data)
+
+
+class _Short(Exception):
+    pass
+
+
+_SPECS = {minor: specs_for(minor) for minor in LAST_CODE}

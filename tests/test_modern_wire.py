@@ -1,0 +1,181 @@
+"""The modern wire layer: framing any chunking, and `--dump wire` identical
+to Go 1.27.3's `go tool trace -d=wire` for traces of every toolchain."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from livetrace import TraceFormatError
+from livetrace._dump import wire_lines
+from livetrace._errors import TruncatedTraceError, UnsupportedTraceVersionError
+from livetrace._modern_wire import Batch, FrameReader
+
+from . import textform
+from .conftest import MODERN_VERSIONS, go_dump
+
+TEXT_TESTS = textform.all_tests()
+
+
+def our_wire(pieces: list[bytes]) -> list[str]:
+    reader = FrameReader()
+    lines: list[str] = []
+    for p in pieces:
+        frames = reader.feed(p)
+        if frames:
+            assert reader.minor is not None
+            lines.extend(wire_lines(frames, reader.minor))
+    reader.close()
+    return "\n".join(lines).split("\n") if lines else []
+
+
+@pytest.mark.parametrize("t", [t for t in TEXT_TESTS if t.name != "go122-fail-first-gen-first"], ids=lambda t: t.name)
+def test_text_form_traces_dump_as_written(t: textform.TextTrace) -> None:
+    assert our_wire([t.data]) == t.wire_lines
+
+
+def test_a_batch_cut_short_is_a_truncation_error_with_its_offset() -> None:
+    (t,) = [t for t in TEXT_TESTS if t.name == "go122-fail-first-gen-first"]
+    with pytest.raises(TruncatedTraceError) as exc:
+        our_wire([t.data])
+    assert exc.value.offset is not None and 16 < exc.value.offset < len(t.data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", MODERN_VERSIONS)
+def test_wire_dump_is_identical_to_go(version: str, demo_traces: dict[str, Path]) -> None:
+    path = demo_traces[version]
+    status, expected, err = go_dump(path, "wire")
+    assert status == 0, err
+    ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "wire"],
+                          capture_output=True, text=True, timeout=600)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == expected
+
+
+@pytest.mark.slow
+def test_text_form_traces_match_go_too(tmp_path: Path) -> None:
+    for t in TEXT_TESTS:
+        if t.name == "go122-fail-first-gen-first":
+            continue
+        path = tmp_path / f"{t.name}.trace"
+        path.write_bytes(t.data)
+        status, expected, err = go_dump(path, "wire")
+        assert status == 0, err
+        assert our_wire([t.data]) == expected.splitlines(), t.name
+
+
+@pytest.mark.slow
+def test_any_chunking_gives_identical_frames(demo_traces: dict[str, Path]) -> None:
+    data = demo_traces["1.26"].read_bytes()
+    whole = FrameReader().feed(data)
+    rng = random.Random(7)
+    for _ in range(5):
+        reader, frames, i = FrameReader(), [], 0
+        while i < len(data):
+            n = rng.choice([1, 2, 3, 7, 100, 4096, 70000])
+            frames += reader.feed(data[i : i + n])
+            i += n
+        reader.close()
+        assert frames == whole
+
+
+def test_one_byte_at_a_time_equals_whole() -> None:
+    for t in TEXT_TESTS[:6]:
+        if t.name == "go122-fail-first-gen-first":
+            continue
+        assert our_wire([t.data[i : i + 1] for i in range(len(t.data))]) == our_wire([t.data])
+
+
+def test_frames_know_their_offsets_and_generations() -> None:
+    t = textform.load(textform.CORPUS / "go122-annotations.test")
+    frames = FrameReader().feed(t.data)
+    batches = [f for f in frames if isinstance(f, Batch)]
+    assert batches[0].offset == 16 and batches[0].gen == 1
+    for b in batches:
+        assert t.data[b.payload_offset : b.payload_offset + len(b.payload)] == b.payload
+
+
+@pytest.mark.parametrize(("data", "error", "message"), [
+    (b"", TruncatedTraceError, "empty trace"),
+    (b"go 1.26 tr", TruncatedTraceError, "inside its 16-byte header"),
+    (b"GIF89a this is no trace", TraceFormatError, "not a Go execution trace"),
+    (b"go 1.27 trace\x00\x00\x00", UnsupportedTraceVersionError, "unsupported trace version go 1.27"),
+    (b"go 1.26 trace\x00\x00\x00\x07", TraceFormatError, "unexpected byte 7 where a batch should start"),
+    (b"go 1.26 trace\x00\x00\x00\x01\x01\x02\x03\xff\xff\x7f", TraceFormatError, "larger than the 65536-byte"),
+    (b"go 1.26 trace\x00\x00\x00\x01\x01\x02\x03\x05\x10\x01", TruncatedTraceError, "middle of a batch"),
+    (b"go 1.26 trace\x00\x00\x00\x01" + b"\xff" * 12, TraceFormatError, "overflows a 64-bit integer"),
+])
+def test_bad_input_is_a_typed_error(data: bytes, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        our_wire([data])
+
+
+def test_corrupt_payload_reports_offset_and_generation() -> None:
+    t = textform.load(textform.CORPUS / "go122-annotations.test")
+    frames = FrameReader().feed(t.data)
+    b = next(f for f in frames if isinstance(f, Batch) and len(f.payload) > 20)
+    data = bytearray(t.data)
+    data[b.payload_offset] = 0x7E  # no such event
+    with pytest.raises(TraceFormatError, match="invalid event type: 126") as exc:
+        our_wire([bytes(data)])
+    assert exc.value.offset == b.payload_offset and exc.value.generation == b.gen
+
+
+def test_cli_prints_what_decoded_then_one_error_line(tmp_path: Path) -> None:
+    t = textform.load(textform.CORPUS / "go122-annotations.test")
+    path = tmp_path / "cut.trace"
+    path.write_bytes(t.data[:-3])
+    out = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path)], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stdout.startswith("EventBatch gen=1")
+    assert out.stderr.count("\n") == 1 and "middle of a batch" in out.stderr and "offset" in out.stderr
+
+
+def test_stdin_is_decoded_as_it_arrives() -> None:
+    t = textform.load(textform.CORPUS / "go122-annotations.test")
+    first = FrameReader().feed(t.data)[0]
+    assert isinstance(first, Batch)
+    cut = first.payload_offset + len(first.payload)
+    proc = subprocess.Popen([sys.executable, "-m", "livetrace", "decode", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(t.data[:cut])
+    proc.stdin.flush()
+    # The first batch is printed while the rest of the trace has not been written yet.
+    assert proc.stdout.readline().decode().startswith("EventBatch gen=1")
+    proc.stdin.write(t.data[cut:])
+    proc.stdin.close()
+    rest = proc.stdout.read().decode()
+    assert proc.wait(timeout=30) == 0
+    assert rest.rstrip("\n").split("\n") == t.wire_lines[1:]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_mutated_traces_decode_or_fail_cleanly(data: st.DataObject) -> None:
+    t = data.draw(st.sampled_from(TEXT_TESTS))
+    buf = bytearray(t.data)
+    for _ in range(data.draw(st.integers(1, 8))):
+        op = data.draw(st.sampled_from(["flip", "cut", "insert", "delete"]))
+        pos = data.draw(st.integers(0, len(buf)))
+        if op == "flip" and pos < len(buf):
+            buf[pos] = data.draw(st.integers(0, 255))
+        elif op == "cut":
+            del buf[pos:]
+        elif op == "insert":
+            buf[pos:pos] = data.draw(st.binary(min_size=1, max_size=12))
+        elif op == "delete":
+            del buf[pos : pos + data.draw(st.integers(1, 12))]
+    try:
+        our_wire([bytes(buf)])
+    except TraceFormatError as e:
+        assert e.offset is None or 0 <= e.offset <= len(buf)

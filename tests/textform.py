@@ -1,0 +1,82 @@
+"""Go's text-form trace tests (shared/corpus/modern/*.test) turned into bytes.
+
+The format is described in that folder's README: a txtar archive with an
+`expect` member and a `trace` member whose lines are `-d=wire` records.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from livetrace._modern_spec import SPECS
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "modern"
+_BY_NAME = {s.name: s for s in SPECS if s is not None}
+
+
+@dataclass
+class TextTrace:
+    name: str
+    expect_success: bool
+    failure_pattern: str
+    minor: int
+    wire_lines: list[str]  # the trace member, as -d=wire prints it
+    data: bytes
+
+
+def _uvarint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7F | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _members(text: str) -> dict[str, list[str]]:
+    members: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        m = re.fullmatch(r"-- (.+) --", line)
+        if m:
+            current = members.setdefault(m.group(1), [])
+        elif current is not None:
+            current.append(line)
+    return members
+
+
+def load(path: Path) -> TextTrace:
+    members = _members(path.read_text())
+    expect = members["expect"][0].strip()
+    pattern = ""
+    if expect.startswith("FAILURE"):
+        pattern = codecs.escape_decode(expect[len("FAILURE "):].strip()[1:-1].encode())[0].decode()
+    lines = [line for line in members["trace"] if line.strip() and not line.strip().startswith("#")]
+    minor = int(re.fullmatch(r"Trace Go1\.(\d+)", lines[0].strip()).group(1))  # type: ignore[union-attr]
+    out = bytearray(f"go 1.{minor} trace\x00\x00\x00".encode())
+    for line in lines[1:]:
+        tokens = line.split()
+        if tokens[0].startswith("data="):
+            raw = line.strip()[len("data="):]
+            data = codecs.escape_decode(raw[1:-1].encode())[0]
+            out += _uvarint(len(data)) + data
+            continue
+        values = [int(t.split("=", 1)[1]) for t in tokens if "=" in t]
+        if tokens[0].startswith("pc="):
+            out += b"".join(_uvarint(v) for v in values)
+            continue
+        spec = _BY_NAME[tokens[0]]
+        out.append(spec.code)
+        if spec.code == 49:  # the experiment id is a raw byte
+            out.append(values[0])
+            values = values[1:]
+        out += b"".join(_uvarint(v) for v in values)
+    wire = [line.strip() if not line.startswith("\t") else "\t" + line.strip() for line in lines[1:]]
+    return TextTrace(path.stem, expect == "SUCCESS", pattern, minor, wire, bytes(out))
+
+
+def all_tests() -> list[TextTrace]:
+    return [load(p) for p in sorted(CORPUS.glob("*.test"))]
