@@ -20,13 +20,16 @@ from ._errors import (
     TruncatedTraceError,
     UnsupportedTraceVersionError,
 )
+from ._events import ClockSnapshot, Event, GoState, Kind, ProcState, Resource, StackFrame, StateTransition
+from ._modern_decoder import ModernDecoder
 from ._protocol import Chunk, End, Gap, SessionInfo
 from ._recording import Recorder, Recording, record
 from ._session import Counters, Session, connect
 from ._version import __version__
 
 __all__ = [
-    "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ConnectError",
+    "Address", "AlreadyTracingError", "ClockSnapshot", "Event", "GoState", "Kind", "ModernDecoder", "ProcState",
+    "Resource", "StackFrame", "StateTransition", "AuthenticationError", "BusyError", "Chunk", "ConnectError",
     "ConnectionLostError", "Counters", "End", "Gap", "LivetraceError", "ProtocolError", "ProtocolVersionError",
     "Recorder", "Recording", "RefusedError", "Session", "SessionInfo", "TraceFormatError", "TruncatedTraceError",
     "UnsupportedTraceVersionError", "__version__", "connect", "parse_address", "record",

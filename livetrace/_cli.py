@@ -10,7 +10,7 @@ from typing import TextIO
 
 import trio
 
-from ._decode_cli import dump_wire, open_input
+from ._decode_cli import dump_parsed, dump_wire, open_input
 from ._demo import run_demo
 from ._errors import LivetraceError, TraceFormatError
 from ._gotool import build_demo, find_go, go_version
@@ -149,12 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     dec = sub.add_parser(
         "decode", help="decode a trace file (or - for standard input) and dump it",
         description="Decode a Go execution trace and print it. --dump wire prints every record of the "
-                    "byte stream exactly as `go tool trace -d=wire` does. Standard input (-) is decoded "
+                    "byte stream exactly as `go tool trace -d=wire` does; --dump parsed prints the ordered "
+                    "events exactly as `go tool trace -d=parsed` does (wall-clock times in UTC). "
+                    "Standard input (-) is decoded "
                     "as it arrives, so `livetrace record ... -o /dev/stdout | livetrace decode -` works live.",
         epilog="Exit status: 0 when the whole trace decoded, 1 when it is malformed or truncated "
                "(what decoded before the problem is still printed).")
     dec.add_argument("file", metavar="FILE", help="trace file, or - for standard input")
-    dec.add_argument("--dump", choices=["wire"], default="wire", help="what to print (default: wire)")
+    dec.add_argument("--dump", choices=["wire", "parsed"], default="parsed", help="what to print (default: parsed)")
 
     demo = sub.add_parser(
         "demo", help="build and trace the bundled demo service",
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             return trio.run(demo_command, args, err)
         if args.command == "decode":
             with open_input(args.file) as stream:
-                dump_wire(stream, sys.stdout)
+                (dump_wire if args.dump == "wire" else dump_parsed)(stream, sys.stdout)
             return EXIT_OK
     except TraceFormatError as e:
         sys.stdout.flush()

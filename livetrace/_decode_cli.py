@@ -6,7 +6,10 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO, TextIO
 
-from ._dump import wire_lines
+from ._dump import parsed_text, wire_lines
+from ._errors import TraceFormatError
+from ._events import Event
+from ._modern_decoder import ModernDecoder
 from ._modern_wire import FrameReader
 
 READ_SIZE = 1 << 20
@@ -29,6 +32,23 @@ def dump_wire(stream: BinaryIO, out: TextIO) -> None:
             out.write("\n".join(wire_lines(frames, reader.minor)) + "\n")
             out.flush()
     reader.close()
+
+
+def dump_parsed(stream: BinaryIO, out: TextIO) -> None:
+    decoder = ModernDecoder()
+
+    def write(events: list[Event]) -> None:
+        if events:
+            out.write("\n".join(map(parsed_text, events)) + "\n")
+            out.flush()
+
+    try:
+        for data in _pieces(stream):
+            write(decoder.feed(data))
+        write(decoder.close())
+    except TraceFormatError as e:
+        write(getattr(e, "partial", []))
+        raise
 
 
 def open_input(path: str) -> BinaryIO:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from ._events import GO_STATE_NAMES, KIND_NAMES, PROC_STATE_NAMES, Event, Kind, format_wall, transition_parts
 from ._gostr import go_quote
 from ._modern_spec import SPECS, EventSpec
 from ._modern_wire import Batch, EndOfGeneration, Frame, decode_records
@@ -48,3 +49,66 @@ def _record_lines(batch: Batch, minor: int) -> Iterator[str]:
         if rec.data is not None:
             line += "\n\tdata=" + go_quote(rec.data)
         yield line
+
+
+def _stack_block(e: Event, title: str, stack_id: int) -> str:
+    g = e.gen
+    assert g is not None
+    parts = [f"\n{title}=\n"]
+    for pc in g.stacks[stack_id]:
+        func, file, line = g.frames[pc]
+        parts.append(f"\t{_raw(g.strings[func])} @ 0x{pc:x}\n\t\t{_raw(g.strings[file])}:{line}\n")
+    return "".join(parts)
+
+
+def _raw(b: bytes) -> str:
+    return b.decode("utf-8", "surrogateescape")
+
+
+def parsed_text(e: Event) -> str:
+    """What Go's ``Event.String()`` gives for the event."""
+    kind = e.kind
+    s = f"M={e.m} P={e.p} G={e.g} {KIND_NAMES[kind]} Time={e.time}"
+    if kind == Kind.STATE_TRANSITION:
+        res, rid, old, new, reason, stack = transition_parts(e)
+        names = GO_STATE_NAMES if res == "Goroutine" else PROC_STATE_NAMES
+        s += f" {'GoID' if res == 'Goroutine' else 'ProcID'}={rid} {names[old]}->{names[new]} Reason={go_quote(reason)}"
+        if stack is not None:
+            s += _stack_block(e, "TransitionStack", stack)
+    elif kind == Kind.METRIC:
+        name, value = e.metric()
+        s += f' Name="{name}" Value=Value{{Uint64({value})}}'
+    elif kind in (Kind.RANGE_BEGIN, Kind.RANGE_ACTIVE, Kind.RANGE_END):
+        if e.code in (26, 27):
+            name = "stop-the-world (" + _raw(e.string(e.args[0])) + ")"
+            s += f" Name={go_quote(name.encode('utf-8', 'surrogateescape'))} Scope=Goroutine({e.g})"
+        else:
+            rname, scope = e.range()
+            s += f' Name="{rname}" Scope={scope}'
+        if kind == Kind.RANGE_END:
+            s += " Attributes=[" + " ".join(f'"{n}"=Value{{Uint64({v})}}' for n, v in e.range_attributes()) + "]"
+    elif kind == Kind.SYNC:
+        n, snap = e.sync()
+        s += f" N={n}"
+        if snap is not None:
+            s += f" Trace={snap.trace_ns} Mono={snap.mono_ns} Wall={format_wall(snap.wall_sec, snap.wall_nsec)}"
+    elif kind == Kind.LABEL:
+        s += f" Label={go_quote(e.string(e.args[0]))} Resource=Goroutine({e.g})"
+    elif kind in (Kind.TASK_BEGIN, Kind.TASK_END):
+        if e.code == 40:
+            s += f" ID={e.args[0]} Parent={e.args[1]} Type={go_quote(e.string(e.args[2]))}"
+        else:
+            assert e.gen is not None
+            s += f" ID={e.args[0]} Parent={e.extra[0]} Type={go_quote(e.gen.extra_strings[e.extra[1]])}"
+    elif kind in (Kind.REGION_BEGIN, Kind.REGION_END):
+        s += f" Task={e.args[0]} Type={go_quote(e.string(e.args[1]))}"
+    elif kind == Kind.LOG:
+        s += f" Task={e.args[0]} Category={go_quote(e.string(e.args[1]))} Message={go_quote(e.string(e.args[2]))}"
+    elif kind == Kind.EXPERIMENTAL:
+        name, args = e.experimental()
+        s += f" Name={name} Args=[" + ", ".join(f"{a}=Value{{Uint64({v})}}" for a, v in args) + "]"
+    if kind != Kind.SYNC:
+        sid = e.stack_id()
+        if sid:
+            s += _stack_block(e, "Stack", sid)
+    return s

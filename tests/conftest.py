@@ -97,7 +97,7 @@ MODERN_VERSIONS = [v for v in ALL_GO_VERSIONS if MODERN[v]]
 @pytest.fixture(scope="session")
 def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A fresh trace of the demo service from every modern toolchain,
-    recorded through the bridge (one second, light load)."""
+    recorded through the bridge (2.5 s, light load: at least two generations)."""
     import trio
 
     import livetrace
@@ -108,7 +108,7 @@ def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     async def record_all() -> None:
         for version in MODERN_VERSIONS:
             async with demo(version, args=["-workers", "1"]) as d:
-                async with livetrace.connect(d.trace_address, duration=1.0) as session:
+                async with livetrace.connect(d.trace_address, duration=2.5) as session:
                     rec = await livetrace.record(session, out / f"demo-{version}.trace")
             assert rec.complete
             traces[version] = rec.paths[0]

@@ -3,12 +3,12 @@ to Go 1.27.3's `go tool trace -d=wire` for traces of every toolchain."""
 
 from __future__ import annotations
 
-import io
-import os
 import random
+import select
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -134,7 +134,8 @@ def test_cli_prints_what_decoded_then_one_error_line(tmp_path: Path) -> None:
     t = textform.load(textform.CORPUS / "go122-annotations.test")
     path = tmp_path / "cut.trace"
     path.write_bytes(t.data[:-3])
-    out = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path)], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "livetrace", "decode", "--dump", "wire", str(path)],
+                         capture_output=True, text=True)
     assert out.returncode == 1
     assert out.stdout.startswith("EventBatch gen=1")
     assert out.stderr.count("\n") == 1 and "middle of a batch" in out.stderr and "offset" in out.stderr
@@ -145,18 +146,28 @@ def test_stdin_is_decoded_as_it_arrives() -> None:
     first = FrameReader().feed(t.data)[0]
     assert isinstance(first, Batch)
     cut = first.payload_offset + len(first.payload)
-    proc = subprocess.Popen([sys.executable, "-m", "livetrace", "decode", "-"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-m", "livetrace", "decode", "--dump", "wire", "-"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(t.data[:cut])
     proc.stdin.flush()
     # The first batch is printed while the rest of the trace has not been written yet.
-    assert proc.stdout.readline().decode().startswith("EventBatch gen=1")
+    first = readline_within(proc.stdout, 60)
     proc.stdin.write(t.data[cut:])
     proc.stdin.close()
+    assert first.startswith("EventBatch gen=1")
     rest = proc.stdout.read().decode()
     assert proc.wait(timeout=30) == 0
     assert rest.rstrip("\n").split("\n") == t.wire_lines[1:]
+
+
+def readline_within(stream: IO[bytes], seconds: float) -> str:
+    """One line from a pipe, or a failure (never a hang) if none comes."""
+    ready, _, _ = select.select([stream], [], [], seconds)
+    if not ready:
+        stream.close()
+        pytest.fail(f"no output within {seconds} s")
+    return stream.readline().decode()
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,146 @@
+"""The parsed layer: ordering and state machines, `--dump parsed` identical
+to Go 1.27.3's `go tool trace -d=parsed`, Go's text-form tests, any chunking."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import livetrace
+from livetrace._dump import parsed_text
+from livetrace._modern_decoder import ModernDecoder
+from livetrace._modern_wire import Batch, EndOfGeneration, FrameReader
+
+from . import textform
+from .conftest import MODERN_VERSIONS, go_dump
+
+TEXT_TESTS = textform.all_tests()
+
+
+def decode(pieces: list[bytes]) -> list[str]:
+    d = ModernDecoder()
+    out: list[str] = []
+    for p in pieces:
+        out += map(parsed_text, d.feed(p))
+    out += map(parsed_text, d.close())
+    return out
+
+
+@pytest.mark.parametrize("t", TEXT_TESTS, ids=lambda t: t.name)
+def test_go_text_form_tests(t: textform.TextTrace) -> None:
+    if t.expect_success:
+        assert decode([t.data])
+    else:
+        with pytest.raises(livetrace.TraceFormatError) as exc:
+            decode([t.data])
+        assert re.search(t.failure_pattern, str(exc.value)), str(exc.value)
+
+
+@pytest.mark.slow
+def test_text_form_tests_print_what_go_prints(tmp_path: Path) -> None:
+    for t in TEXT_TESTS:
+        path = tmp_path / f"{t.name}.trace"
+        path.write_bytes(t.data)
+        status, expected, err = go_dump(path, "parsed")
+        ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
+                              capture_output=True, text=True, timeout=300)
+        assert ours.stdout == expected, t.name
+        assert (ours.returncode == 0) == (status == 0), t.name
+        if status:
+            assert err.strip() in ours.stderr, t.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", MODERN_VERSIONS)
+def test_parsed_dump_is_identical_to_go(version: str, demo_traces: dict[str, Path]) -> None:
+    path = demo_traces[version]
+    status, expected, err = go_dump(path, "parsed")
+    assert status == 0, err
+    ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
+                          capture_output=True, text=True, timeout=600)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == expected
+
+
+@pytest.mark.slow
+def test_any_chunking_gives_identical_events(demo_traces: dict[str, Path]) -> None:
+    for version in ("1.26", "1.23"):  # with and without the end-of-generation byte
+        data = demo_traces[version].read_bytes()
+        whole = decode([data])
+        rng = random.Random(version)
+        pieces, i = [], 0
+        while i < len(data):
+            n = rng.choice([1, 5, 333, 4096, 65536])
+            pieces.append(data[i : i + n])
+            i += n
+        assert decode(pieces) == whole
+
+
+@pytest.mark.parametrize("t", [t for t in TEXT_TESTS if t.expect_success][:8], ids=lambda t: t.name)
+def test_one_byte_at_a_time_equals_whole(t: textform.TextTrace) -> None:
+    assert decode([t.data[i : i + 1] for i in range(len(t.data))]) == decode([t.data])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["1.26", "1.23"])
+def test_generations_come_out_as_soon_as_they_are_complete(version: str, demo_traces: dict[str, Path]) -> None:
+    data = demo_traces[version].read_bytes()
+    frames = FrameReader().feed(data)
+    if version == "1.26":
+        # The end-of-generation byte completes generation 1 on its own.
+        end = next(f for f in frames if isinstance(f, EndOfGeneration))
+        complete_at = end.offset + 1
+    else:
+        # Without it, generation 1 is complete once generation 2 begins.
+        first2 = next(f for f in frames if isinstance(f, Batch) and f.gen == 2)
+        complete_at = first2.payload_offset + len(first2.payload)
+    d = ModernDecoder()
+    assert d.feed(data[: complete_at - 1]) == [] and d.generations == 0
+    events = d.feed(data[complete_at - 1 : complete_at])
+    assert d.generations == 1 and events[0].kind == livetrace.Kind.SYNC and len(events) > 100
+
+
+def test_truncated_stream_keeps_what_decoded_and_says_where() -> None:
+    t = textform.load(textform.CORPUS / "go122-annotations.test")
+    d = ModernDecoder()
+    d.feed(t.data[:-7])
+    with pytest.raises(livetrace.TruncatedTraceError) as exc:
+        d.close()
+    assert exc.value.offset is not None and exc.value.offset < len(t.data)
+    assert exc.value.partial and exc.value.partial[-1].kind == livetrace.Kind.SYNC  # type: ignore[attr-defined]
+
+
+def test_ordering_errors_name_the_generation() -> None:
+    (t,) = [t for t in TEXT_TESTS if t.name == "go122-create-syscall-with-p"]
+    with pytest.raises(livetrace.TraceFormatError) as exc:
+        decode([t.data])
+    assert exc.value.generation == 1
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_mutated_traces_decode_or_fail_cleanly(data: st.DataObject) -> None:
+    t = data.draw(st.sampled_from(TEXT_TESTS))
+    buf = bytearray(t.data)
+    for _ in range(data.draw(st.integers(1, 6))):
+        pos = data.draw(st.integers(16, max(16, len(buf) - 1)))
+        op = data.draw(st.sampled_from(["flip", "cut", "insert", "delete"]))
+        if op == "flip" and pos < len(buf):
+            buf[pos] = data.draw(st.integers(0, 255))
+        elif op == "cut":
+            del buf[pos:]
+        elif op == "insert":
+            buf[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
+        else:
+            del buf[pos : pos + data.draw(st.integers(1, 8))]
+    try:
+        decode([bytes(buf)])
+    except livetrace.TraceFormatError:
+        pass
