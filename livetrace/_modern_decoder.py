@@ -52,22 +52,24 @@ class _Cursor:
             what = "found invalid event type" if code > 136 else "found event without a timestamp: type="
             raise TraceFormatError(f"{what}{'' if what.endswith('=') else ': '}{code}",
                                    offset=b.payload_offset + i, generation=gen.gen)
+        # Most values fit one byte: read those inline, call out for the rest.
         i += 1
-        args = []
+        vals = []
         try:
-            dt, i = read_uvarint(p, i, end)
-            for _ in range(n - 1):
-                if dt < 0:
-                    break
-                v, i = read_uvarint(p, i, end)
-                if v < 0:
-                    dt = -1
-                    break
-                args.append(v)
-        except ValueError:
-            dt = -1
-        if dt < 0:
-            raise TraceFormatError("found invalid uvarint", offset=b.payload_offset + self.off, generation=gen.gen)
+            for _ in range(n):
+                v = p[i]
+                if v < 0x80:
+                    i += 1
+                else:
+                    v, i = read_uvarint(p, i, end)
+                    if v < 0:
+                        raise IndexError
+                vals.append(v)
+        except (IndexError, ValueError):
+            raise TraceFormatError("found invalid uvarint", offset=b.payload_offset + self.off,
+                                   generation=gen.gen) from None
+        dt = vals[0]
+        args = vals[1:]
         self.time = gen.ns(dt) + self.last
         self.last = self.time
         self.code = code
@@ -152,6 +154,21 @@ class ModernDecoder:
         out = self._run(lambda: self._asm.close(self._frames.offset) if self._asm else [])
         out.append(self._sync(None))
         return out
+
+    def abandon(self, discard_generation: int | None) -> list[Event]:
+        """Stop at a gap in the stream (the helper shed generations).
+
+        The generation being assembled is dropped if it is the one the gap
+        discards (or, on 1.26+, always, as it lacks its end); on 1.22 to
+        1.25 it is otherwise complete and its events are returned.
+        """
+        asm = self._asm
+        if asm is None or asm.current is None:
+            return []
+        if asm.minor >= 26 or asm.current.gen == discard_generation:
+            asm.current = None
+            return []
+        return self._events(asm.close(self._frames.offset))
 
     def _salvage(self, offset: int) -> list[Event]:
         """Events of the generation a cut interrupted, if it was whole but

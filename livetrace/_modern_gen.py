@@ -204,7 +204,7 @@ class GenerationAssembler:
 
     def __init__(self, minor: int) -> None:
         self.minor = minor
-        self._cur: Generation | None = None
+        self.current: Generation | None = None
         self._last_offset = 0
 
     def push(self, frames: list[Frame]) -> list[Generation]:
@@ -212,13 +212,13 @@ class GenerationAssembler:
         for f in frames:
             self._last_offset = f.offset
             if isinstance(f, EndOfGeneration):
-                if self._cur is None:
+                if self.current is None:
                     raise TraceFormatError("end of generation with no generation", offset=f.offset)
                 done.append(self._complete(f.offset))
                 continue
             if f.gen == 0:
                 raise TraceFormatError("invalid generation number 0", offset=f.offset)
-            cur = self._cur
+            cur = self.current
             if cur is not None and f.gen != cur.gen:
                 if self.minor >= 26:
                     raise TraceFormatError("broken trace: missing end-of-generation event, or generations are "
@@ -228,22 +228,22 @@ class GenerationAssembler:
                 done.append(self._complete(f.offset))
                 cur = None
             if cur is None:
-                cur = self._cur = Generation(f.gen, self.minor)
+                cur = self.current = Generation(f.gen, self.minor)
             cur.add(f)
         return done
 
     def _complete(self, offset: int) -> Generation:
-        g = self._cur
+        g = self.current
         assert g is not None
-        self._cur = None
+        self.current = None
         g.finish(offset)
         return g
 
     def close(self, offset: int) -> list[Generation]:
         """The stream ended at offset."""
-        if self._cur is None:
+        if self.current is None:
             return []
         if self.minor >= 26:
             raise TruncatedTraceError("incomplete generation found; trace likely truncated",
-                                      offset=offset, generation=self._cur.gen)
+                                      offset=offset, generation=self.current.gen)
         return [self._complete(offset)]

@@ -74,11 +74,25 @@ class OrderingError(TraceFormatError):
 
 
 def _check(ctx: Ctx, reqs: tuple[int, int, int]) -> None:
+    """Raise unless the context has (or lacks) a thread, proc and goroutine
+    as the event requires."""
+    if (ctx[0] == NO_ID, ctx[1] == NO_ID, ctx[2] == NO_ID) in _ALLOWED[reqs]:
+        return
     for have, req, what in zip(ctx, reqs, ("a thread", "a proc", "a goroutine")):
         if req == MUST and have == NO_ID:
             raise OrderingError(f"expected {what} but didn't have one")
         if req == MUST_NOT and have != NO_ID:
             raise OrderingError(f"expected no {what.split()[1]} but had one")
+
+
+def _allowed(reqs: tuple[int, int, int]) -> frozenset[tuple[bool, bool, bool]]:
+    """Which (no thread, no proc, no goroutine) combinations satisfy reqs."""
+    ok = (lambda missing, req: not (req == MUST and missing) and not (req == MUST_NOT and not missing))
+    return frozenset((a, b, c) for a in (False, True) for b in (False, True) for c in (False, True)
+                     if ok(a, reqs[0]) and ok(b, reqs[1]) and ok(c, reqs[2]))
+
+
+_ALLOWED = {r: _allowed(r) for r in [(x, y, z) for x in range(3) for y in range(3) for z in range(3)]}
 
 
 def _begin_range(ranges: list[tuple[int, int]], key: tuple[int, int]) -> None:

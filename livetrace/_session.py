@@ -12,9 +12,12 @@ from typing import Union
 
 import trio
 
+from ._nursery import open_nursery
+
 from . import _protocol as proto
 from ._address import Address, parse_address
-from ._errors import ConnectError, ConnectionLostError, ProtocolError, refusal
+from ._errors import ConnectError, ConnectionLostError, LivetraceError, ProtocolError, refusal
+from ._live import Item, LiveDecoder
 from ._version import __version__
 
 RECEIVE_SIZE = 1 << 18
@@ -43,8 +46,9 @@ class Session:
     """
 
     def __init__(self, stream: trio.abc.Stream, address: Address, info: proto.SessionInfo,
-                 conn: proto.ClientConnection, pending: deque[proto.Event]) -> None:
+                 conn: proto.ClientConnection, pending: deque[proto.Event], nursery: trio.Nursery) -> None:
         self._stream = stream
+        self._nursery = nursery
         self._conn = conn
         self._pending = pending
         self._stop_sent = False
@@ -53,6 +57,7 @@ class Session:
         self.info = info
         self.counters = Counters()
         self.end: proto.End | None = None
+        self._event_stream: _EventStream | None = None
 
     def chunks(self) -> AsyncIterator[Frame]:
         """The trace as it arrives: :class:`Chunk` frames and, where the
@@ -60,6 +65,23 @@ class Session:
         helper's end frame; raises :class:`ConnectionLostError` if the
         connection ends first."""
         return _FrameIterator(self)
+
+    def event_batches(self) -> AsyncIterator[list[Item]]:
+        """Decoded events as they become available, a list at a time: each
+        generation's events as soon as the generation is complete, and a
+        :class:`Gap` where the helper shed generations. Decoding runs in a
+        worker thread, so the connection keeps reading meanwhile. Calling
+        it again continues the same stream; :meth:`events` shares it too.
+        Use events or :meth:`chunks`, not both."""
+        if self._event_stream is None:
+            self._event_stream = _EventStream(self)
+        return self._event_stream
+
+    async def events(self) -> AsyncIterator[Item]:
+        """Like :meth:`event_batches`, one event (or gap) at a time."""
+        async for batch in self.event_batches():
+            for item in batch:
+                yield item
 
     async def stop(self) -> None:
         """Ask the helper to stop tracing. The remaining chunks and the end
@@ -114,6 +136,66 @@ class Session:
         )
 
 
+class _EventStream:
+    """Two tasks in the session's nursery: one reads frames off the socket,
+    one decodes whatever has arrived in a worker thread. Errors travel down
+    the channel to the consumer."""
+
+    def __init__(self, session: Session) -> None:
+        self._send, self._recv = trio.open_memory_channel[object](4)
+        session._nursery.start_soon(self._pump, session)
+
+    async def _pump(self, session: Session) -> None:
+        raw_send, raw_recv = trio.open_memory_channel[object](256)
+        async with self._send, open_nursery() as nursery:
+            nursery.start_soon(self._read, session, raw_send)
+            await self._decode(raw_recv)
+
+    @staticmethod
+    async def _read(session: Session, out: trio.MemorySendChannel[object]) -> None:
+        async with out:
+            try:
+                async for frame in session.chunks():
+                    await out.send(frame)
+            except LivetraceError as e:
+                await out.send(e)
+
+    async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
+        live = LiveDecoder()
+        try:
+            async for first in frames:
+                items = [first]
+                while True:
+                    try:
+                        items.append(frames.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                error = next((i for i in items if isinstance(i, BaseException)), None)
+                if error is not None:
+                    items = items[: items.index(error)]
+                events = await trio.to_thread.run_sync(live.process, items)
+                if events:
+                    await self._send.send(events)
+                if error is not None:
+                    await self._send.send(error)
+                    return
+            await self._send.send(await trio.to_thread.run_sync(live.finish))
+        except LivetraceError as e:
+            await self._send.send(e)
+
+    def __aiter__(self) -> _EventStream:
+        return self
+
+    async def __anext__(self) -> list[Item]:
+        try:
+            item = await self._recv.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+        if isinstance(item, BaseException):
+            raise item
+        return item  # type: ignore[return-value]
+
+
 class _FrameIterator:
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -165,9 +247,11 @@ async def connect(address: str | Address, *, token: str | None = None, duration:
     except BaseException:
         await stream.aclose()
         raise
-    session = Session(stream, addr, info, conn, pending)
     try:
-        yield session
+        async with open_nursery() as nursery:
+            session = Session(stream, addr, info, conn, pending, nursery)
+            yield session
+            nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()

@@ -1,0 +1,109 @@
+"""Decoding speed: ours (wire layer, parsed layer) against Go's own reader,
+on the same trace file, in the same run.
+
+    .venv/bin/python bench/decode.py [--trace FILE] [--go PATH] [--xexp-reader PATH]
+
+Without --trace it records the demo service (Go 1.26, 4 workers) until the
+file holds at least 8 MB. Go's side is always `go tool trace -pprof=sched`
+(parsing plus a small profile computation); with --xexp-reader, also a
+program built locally against golang.org/x/exp/trace that reads the file
+given as its argument with ReadEvent in a loop (build it yourself; livetrace
+ships no copy of it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+import livetrace
+from livetrace._demo import run_demo
+from livetrace._gotool import build_demo, find_go, go_env
+from livetrace._modern_decoder import ModernDecoder
+from livetrace._modern_wire import Batch, FrameReader, decode_records
+
+MIN_BYTES = 8_000_000
+CHUNK = 1 << 20
+
+
+async def record_demo(go: Path, path: Path) -> None:
+    async with run_demo(build_demo(go), args=["-workers", "4"]) as demo:
+        async with livetrace.connect(demo.trace_address) as session:
+            async with trio.open_nursery() as nursery:
+                async def stop_when_big() -> None:
+                    while session.counters.bytes < MIN_BYTES:
+                        await trio.sleep(0.1)
+                    await session.stop()
+                nursery.start_soon(stop_when_big)
+                rec = await livetrace.record(session, path)
+    assert rec.complete
+
+
+def wire(data: bytes) -> int:
+    reader, n = FrameReader(), 0
+    for i in range(0, len(data), CHUNK):
+        for f in reader.feed(data[i : i + CHUNK]):
+            if isinstance(f, Batch) and f.exp < 0:
+                for _ in decode_records(f.payload, reader.minor or 26):
+                    n += 1
+    reader.close()
+    return n
+
+
+def parsed(data: bytes) -> int:
+    d, n = ModernDecoder(), 0
+    for i in range(0, len(data), CHUNK):
+        n += len(d.feed(data[i : i + CHUNK]))
+    return n + len(d.close())
+
+
+def best_of(runs: int, fn, *args) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+    best, result = float("inf"), None
+    for _ in range(runs):
+        t = time.perf_counter()
+        result = fn(*args)
+        best = min(best, time.perf_counter() - t)
+    return best, result
+
+
+def run_cmd(cmd: list[str]) -> None:
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=go_env())
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--trace", type=Path)
+    p.add_argument("--go", help="go binary whose `go tool trace` to time (default: as livetrace demo finds it)")
+    p.add_argument("--xexp-reader", help="a binary built against golang.org/x/exp/trace: reads the file given")
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    go = find_go(args.go)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.trace or Path(tmp) / "demo.trace"
+        if args.trace is None:
+            trio.run(record_demo, go, path)
+        data = path.read_bytes()
+        mb = len(data) / 1e6
+        t_wire, records = best_of(args.runs, wire, data)
+        t_parsed, events = best_of(args.runs, parsed, data)
+        rows = [("livetrace wire layer (records)", t_wire, records), ("livetrace parsed layer", t_parsed, events)]
+        t_go, _ = best_of(args.runs, run_cmd, [str(go), "tool", "trace", "-pprof=sched", str(path)])
+        rows.append((f"go tool trace -pprof=sched ({go})", t_go, events))
+        if args.xexp_reader:
+            t_x, _ = best_of(args.runs, run_cmd, [args.xexp_reader, str(path)])
+            rows.append(("golang.org/x/exp/trace ReadEvent loop", t_x, events))
+    print(f"trace: {path.name if args.trace else 'demo (go1.26, 4 workers)'}, {mb:.1f} MB, {events:,} events, "
+          f"{records:,} wire records; best of {args.runs}")
+    print(f"{'reader':<58} {'seconds':>8} {'events/s':>12} {'MB/s':>8}")
+    for name, t, n in rows:
+        print(f"{name:<58} {t:8.2f} {n / t:12,.0f} {mb / t:8.2f}")
+    print(f"parsed layer vs go tool trace: {t_go / t_parsed:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""Events as JSON objects (``tail --format jsonl``) and as terminal lines.
+
+The JSON fields are documented in docs/events-jsonl.md.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._dump import parsed_text
+from ._events import (
+    GO_STATE_NAMES,
+    NO_TASK,
+    PROC_STATE_NAMES,
+    Event,
+    Kind,
+    StackFrame,
+    format_wall,
+    transition_parts,
+)
+from ._protocol import Gap
+
+
+def _frames(frames: list[StackFrame]) -> list[dict[str, Any]]:
+    return [{"function": f.func, "file": f.file, "line": f.line} for f in frames]
+
+
+def wall_string(e: Event) -> str | None:
+    g = e.gen
+    if g is None or not g.has_clock_snapshot:
+        return None
+    ns = g.snap_wall[0] * 1_000_000_000 + g.snap_wall[1] + e.time - g.ns(g.snap_ticks)
+    return format_wall(*divmod(ns, 1_000_000_000))
+
+
+def event_dict(e: Event) -> dict[str, Any]:
+    """One event as a JSON-ready dict."""
+    kind = e.kind
+    d: dict[str, Any] = {"kind": e.kind_name, "time_ns": e.time}
+    wall = wall_string(e)
+    if wall is not None:
+        d["wall"] = wall
+    d["g"], d["p"], d["m"] = e.g, e.p, e.m
+    if kind == Kind.STATE_TRANSITION:
+        st = e.state_transition()
+        d["resource"] = st.resource.kind.lower()
+        d["id"] = st.resource.id
+        d["from"], d["to"], d["reason"] = st.old, st.new, st.reason
+        if st.stack is not None:
+            d["transition_stack"] = _frames(st.stack)
+    elif kind == Kind.METRIC:
+        d["name"], d["value"] = e.metric()
+    elif kind in (Kind.RANGE_BEGIN, Kind.RANGE_ACTIVE, Kind.RANGE_END):
+        name, scope = e.range()
+        d["name"], d["scope"] = name, str(scope)
+        if kind == Kind.RANGE_END:
+            d["attributes"] = dict(e.range_attributes())
+    elif kind in (Kind.TASK_BEGIN, Kind.TASK_END):
+        tid, parent, typ = e.task()
+        d["task"], d["parent"], d["type"] = tid, None if parent == NO_TASK else parent, typ
+    elif kind in (Kind.REGION_BEGIN, Kind.REGION_END):
+        d["task"], d["type"] = e.region()
+    elif kind == Kind.LOG:
+        d["task"], d["category"], d["message"] = e.log()
+    elif kind == Kind.LABEL:
+        d["label"] = e.label()[0]
+    elif kind == Kind.SYNC:
+        n, snap = e.sync()
+        d["n"] = n
+        if snap is not None:
+            d["clock_snapshot"] = {"trace_ns": snap.trace_ns, "mono_ns": snap.mono_ns,
+                                   "wall": format_wall(snap.wall_sec, snap.wall_nsec)}
+    elif kind == Kind.EXPERIMENTAL:
+        d["name"], args = e.experimental()
+        d["args"] = dict(args)
+    if kind != Kind.SYNC:
+        d["stack"] = _frames(e.stack())
+    return d
+
+
+def gap_dict(g: Gap) -> dict[str, Any]:
+    return {"kind": "Gap", "first_generation": g.first_generation, "last_generation": g.last_generation,
+            "dropped_chunks": g.chunks, "dropped_bytes": g.bytes}
+
+
+def jsonl(item: Event | Gap) -> str:
+    return json.dumps(gap_dict(item) if isinstance(item, Gap) else event_dict(item), ensure_ascii=False)
+
+
+def text_line(item: Event | Gap, t0: int) -> str:
+    """One readable line for a terminal."""
+    if isinstance(item, Gap):
+        return (f"--- fell behind: the helper shed generations {item.first_generation}-{item.last_generation} "
+                f"({item.bytes:,} bytes) ---")
+    e = item
+    wall = wall_string(e)
+    clock = wall[11:-1].ljust(18, "0")[:15] if wall else f"+{(e.time - t0) / 1e9:.6f}s"
+    head = parsed_text(e).split("\n", 1)[0]
+    details = head.split(f" Time={e.time}", 1)[1].strip()
+    ctx = " ".join(f"{k}{v}" for k, v in (("P", e.p), ("M", e.m), ("G", e.g)) if v != -1)
+    line = f"{clock} {e.kind_name:<15} {ctx:<22} {details}"
+    stack = e.stack() if e.kind != Kind.SYNC else []
+    if stack:
+        f = stack[0]
+        line += f"  @ {f.func} {f.file.rsplit('/', 1)[-1]}:{f.line}"
+    return line
+
+
+
+
+class JsonlEncoder:
+    """``jsonl`` fast enough for a live pipe: per generation it remembers the
+    JSON of every stack and string it has written, and it writes the common
+    kinds' lines directly. Same objects as :func:`event_dict`."""
+
+    def __init__(self) -> None:
+        self._gen: object = None
+        self._stacks: dict[int, str] = {}
+        self._strings: dict[int, str] = {}
+        self._wall_base = 0
+        self._has_wall = False
+        self._sec = -1
+        self._sec_text = ""
+
+    def _start(self, g: object) -> None:
+        self._gen = g
+        self._stacks.clear()
+        self._strings.clear()
+        gen = g  # type: ignore[assignment]
+        self._has_wall = gen is not None and gen.has_clock_snapshot  # type: ignore[attr-defined]
+        if self._has_wall:
+            sec, nsec = gen.snap_wall  # type: ignore[attr-defined]
+            self._wall_base = sec * 1_000_000_000 + nsec - gen.ns(gen.snap_ticks)  # type: ignore[attr-defined]
+
+    def _stack(self, e: Event, sid: int) -> str:
+        s = self._stacks.get(sid)
+        if s is None:
+            s = self._stacks[sid] = json.dumps(_frames(e.frames(sid)), ensure_ascii=False)
+        return s
+
+    def _string(self, e: Event, sid: int) -> str:
+        s = self._strings.get(sid)
+        if s is None:
+            s = self._strings[sid] = json.dumps(e.string(sid).decode("utf-8", "replace"), ensure_ascii=False)
+        return s
+
+    def encode(self, item: Event | Gap) -> str:
+        if isinstance(item, Gap):
+            return json.dumps(gap_dict(item))
+        e = item
+        if e.gen is not self._gen:
+            self._start(e.gen)
+        if e.kind != Kind.STATE_TRANSITION:
+            return json.dumps(event_dict(e), ensure_ascii=False)
+        head = f'{{"kind": "StateTransition", "time_ns": {e.time}, '
+        if self._has_wall:
+            sec, nsec = divmod(self._wall_base + e.time, 1_000_000_000)
+            if sec != self._sec:
+                self._sec, self._sec_text = sec, format_wall(sec, 0)[:-1]
+            frac = f".{nsec:09d}".rstrip("0") if nsec else ""
+            head += f'"wall": "{self._sec_text}{frac}Z", '
+        res, rid, old, new, reason, tstack = transition_parts(e)
+        names = GO_STATE_NAMES if res == "Goroutine" else PROC_STATE_NAMES
+        reason_json = self._string(e, e.args[0]) if reason else '""'
+        line = (f'{head}"g": {e.g}, "p": {e.p}, "m": {e.m}, "resource": "{res.lower()}", "id": {rid}, '
+                f'"from": "{names[old]}", "to": "{names[new]}", "reason": {reason_json}')
+        if tstack is not None:
+            line += f', "transition_stack": {self._stack(e, tstack) if tstack else "[]"}'
+        sid = e.stack_id()
+        return f'{line}, "stack": {self._stack(e, sid) if sid else "[]"}}}'
