@@ -9,9 +9,6 @@ from ._gostr import go_quote
 from ._modern_spec import SPECS, EventSpec
 from ._modern_wire import Batch, EndOfGeneration, Frame, decode_records
 
-_FRAME_FIELDS = ("pc", "func", "file", "line")
-
-
 def _arg_format(spec: EventSpec) -> str:
     return spec.name + "".join(f" {a}=%d" for a in spec.args)
 

@@ -84,10 +84,6 @@ def gap_dict(g: Gap) -> dict[str, Any]:
             "dropped_chunks": g.chunks, "dropped_bytes": g.bytes}
 
 
-def jsonl(item: Event | Gap) -> str:
-    return json.dumps(gap_dict(item) if isinstance(item, Gap) else event_dict(item), ensure_ascii=False)
-
-
 def text_line(item: Event | Gap, t0: int) -> str:
     """One readable line for a terminal."""
     if isinstance(item, Gap):

@@ -110,7 +110,6 @@ for _s in _TABLE:
 # Each format version accepts codes up to its last one; Go 1.24 writes the
 # 1.23 format and Go 1.27 the 1.26 one.
 LAST_CODE = {22: 44, 23: 49, 25: 51, 26: 136}
-VERSIONS = tuple(LAST_CODE)
 
 
 def specs_for(minor: int) -> list[EventSpec | None]:
@@ -118,8 +117,3 @@ def specs_for(minor: int) -> list[EventSpec | None]:
     last = LAST_CODE[minor]
     return [s if s is not None and s.code <= last else None for s in SPECS]
 
-
-# Argument counts per code for the hot loop; -1 marks codes a timed-event
-# batch cannot hold.
-def arg_counts(minor: int) -> list[int]:
-    return [len(s.args) if s is not None else -1 for s in specs_for(minor)]

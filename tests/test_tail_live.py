@@ -113,3 +113,17 @@ async def test_legacy_traces_are_refused_for_live_decoding_with_advice() -> None
             with pytest.raises(livetrace.UnsupportedTraceVersionError, match="record"):
                 async for _ in session.events():
                     pass
+
+
+def test_the_fast_jsonl_encoder_writes_the_documented_objects() -> None:
+    from livetrace._export import JsonlEncoder, event_dict
+
+    from . import textform
+
+    encoder = JsonlEncoder()
+    for t in textform.all_tests():
+        if not t.expect_success:
+            continue
+        d = livetrace.ModernDecoder()
+        for e in d.feed(t.data) + d.close():
+            assert json.loads(encoder.encode(e)) == event_dict(e), t.name

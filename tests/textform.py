@@ -7,13 +7,27 @@ The format is described in that folder's README: a txtar archive with an
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from livetrace._modern_spec import SPECS
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "modern"
+def _find_corpus() -> Path:
+    """The project's shared/ folder stands beside the checkout (in CI, beside
+    the fresh clone); $LIVETRACE_SHARED names it elsewhere."""
+    if os.environ.get("LIVETRACE_SHARED"):
+        return Path(os.environ["LIVETRACE_SHARED"]) / "corpus" / "modern"
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / "shared" / "corpus" / "modern"
+        if candidate.is_dir():
+            return candidate
+    raise RuntimeError("the trace corpus (shared/corpus/modern) is not beside this checkout; "
+                       "set LIVETRACE_SHARED=/path/to/shared")
+
+
+CORPUS = _find_corpus()
 _BY_NAME = {s.name: s for s in SPECS if s is not None}
 
 
@@ -79,4 +93,7 @@ def load(path: Path) -> TextTrace:
 
 
 def all_tests() -> list[TextTrace]:
-    return [load(p) for p in sorted(CORPUS.glob("*.test"))]
+    tests = [load(p) for p in sorted(CORPUS.glob("*.test"))]
+    if not tests:
+        raise RuntimeError(f"no .test files in {CORPUS}")
+    return tests
