@@ -6,12 +6,12 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 import trio
-
-from ._nursery import open_nursery
 
 from ._decode_cli import dump_parsed, dump_wire, open_input
 from ._demo import run_demo
@@ -19,6 +19,7 @@ from ._errors import LivetraceError, TraceFormatError
 from ._events import Event
 from ._export import JsonlEncoder, text_line
 from ._gotool import build_demo, find_go, go_version
+from ._nursery import open_nursery
 from ._progress import format_bytes, show_progress
 from ._protocol import Gap
 from ._recording import Recorder, Recording
@@ -26,6 +27,7 @@ from ._session import Session, connect
 from ._version import __version__
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
+T = TypeVar("T")
 
 DESCRIPTION = """\
 Attach to a running Go service and stream its execution trace.
@@ -58,6 +60,22 @@ async def _stop_on_signals(session: Session, abort: trio.CancelScope, err: TextI
                 _say(err, "aborted")
                 abort.cancel()
                 return
+
+
+async def _until_done(session: Session, err: TextIO, work: Callable[[], Awaitable[T]],
+                      *helpers: Callable[[], Awaitable[None]]) -> T | None:
+    """Run work with Ctrl-C handling (and helpers such as a progress line)
+    beside it; None if a second Ctrl-C aborted it."""
+    result = None
+    async with open_nursery() as nursery:
+        abort = trio.CancelScope()
+        nursery.start_soon(_stop_on_signals, session, abort, err)
+        for helper in helpers:
+            nursery.start_soon(helper)
+        with abort:
+            result = await work()
+        nursery.cancel_scope.cancel()
+    return result
 
 
 def _silence_stdout() -> None:
@@ -105,14 +123,8 @@ async def record_command(address: str, out: Path, *, duration: float | None, tok
 
         recorder = Recorder(session, out, on_gap=on_gap)
         start = trio.current_time()
-        async with open_nursery() as nursery:
-            abort = trio.CancelScope()
-            nursery.start_soon(_stop_on_signals, session, abort, err)
-            if progress:
-                nursery.start_soon(show_progress, session.counters, err)
-            with abort:
-                await recorder.run()
-            nursery.cancel_scope.cancel()
+        helpers = [partial(show_progress, session.counters, err)] if progress else []
+        await _until_done(session, err, recorder.run, *helpers)
         return _report(recorder.result, err, trio.current_time() - start), recorder.result
 
 
@@ -123,12 +135,8 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
         info = session.info
         _say(err, f"tailing {info.executable} (pid {info.pid}, {info.go_version}); events arrive a generation "
                   "(about a second) at a time" + ("" if duration else "; Ctrl-C stops"))
-        async with open_nursery() as nursery:
-            abort = trio.CancelScope()
-            nursery.start_soon(_stop_on_signals, session, abort, err)
-            with abort:
-                shown, pipe_closed = await _print_events(session, fmt, out, limit)
-            nursery.cancel_scope.cancel()
+        shown, pipe_closed = await _until_done(session, err, partial(_print_events, session, fmt, out, limit)) \
+            or (0, False)
         if pipe_closed:
             _silence_stdout()
             return EXIT_OK
@@ -211,6 +219,13 @@ def _duration(text: str) -> float:
     return v
 
 
+def _session_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("address", metavar="ADDRESS", help="where the service's livetrace helper listens")
+    p.add_argument("-d", "--duration", type=_duration, metavar="SECONDS",
+                   help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--token", help="the service's LIVETRACE_TOKEN (default: $LIVETRACE_TOKEN)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="livetrace", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -224,11 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Ctrl-C aborts. A recording cut short (service died, connection lost) is kept as "
                     "FILE.incomplete and the exit status is 1.",
         epilog="ADDRESS is unix:/path, tcp:HOST:PORT or HOST:PORT, as in the service's LIVETRACE_LISTEN.")
-    rec.add_argument("address", metavar="ADDRESS", help="where the service's livetrace helper listens")
+    _session_arguments(rec)
     rec.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="trace file to write")
-    rec.add_argument("-d", "--duration", type=_duration, metavar="SECONDS",
-                     help="stop after this long (default: until Ctrl-C)")
-    rec.add_argument("--token", help="the service's LIVETRACE_TOKEN (default: $LIVETRACE_TOKEN)")
     rec.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="show a status line (default: when stderr is a terminal)")
 
@@ -251,11 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "as soon as it is complete. `text` is one readable line per event; `jsonl` is one JSON "
                     "object per line (fields in docs/events-jsonl.md), for pipes.",
         epilog="Example: livetrace tail unix:/run/svc.sock --format jsonl | jq 'select(.kind == \"Log\")'")
-    tail.add_argument("address", metavar="ADDRESS", help="where the service's livetrace helper listens")
-    tail.add_argument("-d", "--duration", type=_duration, metavar="SECONDS", help="stop after this long")
+    _session_arguments(tail)
     tail.add_argument("--format", choices=["text", "jsonl"], default="text", help="output format (default: text)")
     tail.add_argument("-n", "--limit", type=int, metavar="N", help="stop after N events")
-    tail.add_argument("--token", help="the service's LIVETRACE_TOKEN (default: $LIVETRACE_TOKEN)")
 
     demo = sub.add_parser(
         "demo", help="build and trace the bundled demo service",

@@ -58,12 +58,13 @@ def test_text_form_tests_print_what_go_prints(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("mode", ["wire", "parsed"])
 @pytest.mark.parametrize("version", MODERN_VERSIONS)
-def test_parsed_dump_is_identical_to_go(version: str, demo_traces: dict[str, Path]) -> None:
+def test_dump_is_identical_to_go(version: str, mode: str, demo_traces: dict[str, Path]) -> None:
     path = demo_traces[version]
-    status, expected, err = go_dump(path, "parsed")
+    status, expected, err = go_dump(path, mode)
     assert status == 0, err
-    ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
+    ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", mode],
                           capture_output=True, text=True, timeout=600)
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == expected

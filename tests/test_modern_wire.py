@@ -20,7 +20,7 @@ from livetrace._errors import TruncatedTraceError, UnsupportedTraceVersionError
 from livetrace._modern_wire import Batch, FrameReader
 
 from . import textform
-from .conftest import MODERN_VERSIONS, go_dump
+from .conftest import go_dump
 
 TEXT_TESTS = textform.all_tests()
 
@@ -47,18 +47,6 @@ def test_a_batch_cut_short_is_a_truncation_error_with_its_offset() -> None:
     with pytest.raises(TruncatedTraceError) as exc:
         our_wire([t.data])
     assert exc.value.offset is not None and 16 < exc.value.offset < len(t.data)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("version", MODERN_VERSIONS)
-def test_wire_dump_is_identical_to_go(version: str, demo_traces: dict[str, Path]) -> None:
-    path = demo_traces[version]
-    status, expected, err = go_dump(path, "wire")
-    assert status == 0, err
-    ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "wire"],
-                          capture_output=True, text=True, timeout=600)
-    assert ours.returncode == 0, ours.stderr
-    assert ours.stdout == expected
 
 
 @pytest.mark.slow
