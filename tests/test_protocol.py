@@ -122,3 +122,24 @@ def test_addresses(text: str, expected: str) -> None:
 def test_bad_addresses_say_what_is_expected(text: str) -> None:
     with pytest.raises(ValueError, match="expected unix:/path|empty unix socket"):
         parse_address(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_fuzz_hostile_helper_streams_give_protocol_errors_only(data: st.DataObject) -> None:
+    buf = bytearray(STREAM)
+    for _ in range(data.draw(st.integers(1, 6))):
+        pos = data.draw(st.integers(0, len(buf)))
+        op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        if op == "flip" and pos < len(buf):
+            buf[pos] = data.draw(st.integers(0, 255))
+        elif op == "cut":
+            del buf[pos:]
+        else:
+            buf[pos:pos] = data.draw(st.binary(min_size=1, max_size=9))
+    conn = proto.ClientConnection()
+    try:
+        for i in range(0, len(buf), 7):
+            conn.receive_data(bytes(buf[i : i + 7]))
+    except ProtocolError:
+        pass

@@ -227,3 +227,41 @@ async def test_coexists_with_the_runtime_flight_recorder(tmp_path: Path) -> None
         go_tool_trace("1.26", snapshot)
         rec = await record_briefly(d.trace_address, tmp_path / "again.trace")
         assert rec.complete
+
+
+async def test_hostile_clients_do_not_hurt_the_service(tmp_path: Path) -> None:
+    async with demo("1.26") as d:
+        path = d.trace_address.removeprefix("unix:")
+        junk = [
+            b"GET / HTTP/1.1\r\n\r\n",  # not a livetrace client at all
+            b"LIVETRACE\x00\x01\x00\x01" + b"\x01\xff\xff\xff\xff",  # a hello claiming 4 GiB
+            b"LIVETRACE\x00\x01\x00\x01" + b"\x01\x00\x00\x00\x05{nope",  # a hello that is not JSON
+            b"LIVETRACE\x00\x01\x00\x01" + b"\x02\x00\x00\x00\x00",  # a stop before any hello
+            b"LIVETRACE",  # a preamble cut short, then silence
+        ]
+
+        def send(blob: bytes) -> bytes:
+            """What the helper answers before it hangs up (closing on unread
+            junk resets the connection, which is a fine way to hang up)."""
+            reply = b""
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(20)
+                s.connect(path)
+                try:
+                    s.sendall(blob)
+                    s.shutdown(socket.SHUT_WR)
+                    while chunk := s.recv(4096):
+                        reply += chunk
+                except ConnectionResetError:
+                    pass
+            return reply
+
+        for blob in junk:
+            reply = await trio.to_thread.run_sync(send, blob)
+            events = proto.ClientConnection().receive_data(reply) if reply else []
+            assert not any(isinstance(e, proto.SessionInfo) for e in events), "no session for junk"
+        bad_hello = proto.ClientConnection().receive_data(await trio.to_thread.run_sync(send, junk[2]))
+        assert isinstance(bad_hello[-1], proto.Refusal) and bad_hello[-1].code == "bad-request"
+        assert not (await status(d))["tracing"]
+        rec = await record_briefly(d.trace_address, tmp_path / "after-junk.trace")
+        assert rec.complete
