@@ -23,7 +23,7 @@ import trio
 
 import livetrace
 from livetrace._demo import run_demo
-from livetrace._gotool import build_demo, find_go, go_env
+from livetrace._gotool import build_demo, find_go, go_env, go_version
 from livetrace._modern_decoder import ModernDecoder
 from livetrace._modern_wire import Batch, FrameReader, decode_records
 
@@ -93,16 +93,20 @@ def main() -> None:
         t_parsed, events = best_of(args.runs, parsed, data)
         rows = [("livetrace wire layer (records)", t_wire, records), ("livetrace parsed layer", t_parsed, events)]
         t_go, _ = best_of(args.runs, run_cmd, [str(go), "tool", "trace", "-pprof=sched", str(path)])
-        rows.append((f"go tool trace -pprof=sched ({go})", t_go, events))
+        rows.append(("go tool trace -pprof=sched", t_go, events))
+        t_x = None
         if args.xexp_reader:
             t_x, _ = best_of(args.runs, run_cmd, [args.xexp_reader, str(path)])
             rows.append(("golang.org/x/exp/trace ReadEvent loop", t_x, events))
     print(f"trace: {path.name if args.trace else 'demo (go1.26, 4 workers)'}, {mb:.1f} MB, {events:,} events, "
           f"{records:,} wire records; best of {args.runs}")
-    print(f"{'reader':<58} {'seconds':>8} {'events/s':>12} {'MB/s':>8}")
+    print(f"go: {go_version(go)} ({go})")
+    print(f"{'reader':<40} {'seconds':>8} {'events/s':>12} {'MB/s':>8}")
     for name, t, n in rows:
-        print(f"{name:<58} {t:8.2f} {n / t:12,.0f} {mb / t:8.2f}")
-    print(f"parsed layer vs go tool trace: {t_go / t_parsed:.2f}x")
+        print(f"{name:<40} {t:8.2f} {n / t:12,.0f} {mb / t:8.2f}")
+    print(f"parsed layer vs go tool trace: {t_go / t_parsed:.3f}x")
+    if t_x is not None:
+        print(f"parsed layer vs x/exp reader: {t_x / t_parsed:.3f}x; wire layer vs x/exp reader: {t_x / t_wire:.3f}x")
 
 
 if __name__ == "__main__":
