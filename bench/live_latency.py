@@ -38,8 +38,10 @@ def parse_wall(s: bytes) -> float:
 async def main(args: argparse.Namespace) -> None:
     exe = build_demo(find_go(args.go))
     async with run_demo(exe, args=["-workers", str(args.workers)]) as demo:
+        kinds = [a for k in args.kind for a in ("-k", k)]
         proc = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", demo.trace_address, "--format", "jsonl",
-                                 "--duration", str(args.seconds)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                 "--duration", str(args.seconds), *kinds],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert proc.stdout is not None
 
         def read() -> list[float]:
@@ -57,7 +59,9 @@ async def main(args: argparse.Namespace) -> None:
         proc.wait()
     lags.sort()
     q = statistics.quantiles(lags, n=100)
-    print(f"demo {demo.go_version}, {args.workers} worker(s) of each kind, {len(lags):,} events over {args.seconds:g} s")
+    shown = ", ".join(args.kind) or "all kinds"
+    print(f"demo {demo.go_version}, {args.workers} worker(s) of each kind, {len(lags):,} events ({shown}) "
+          f"over {args.seconds:g} s")
     print(f"latency from event to pipe: p50 {q[49]:.3f} s, p99 {q[98]:.3f} s, max {lags[-1]:.3f} s")
 
 
@@ -66,4 +70,5 @@ if __name__ == "__main__":
     p.add_argument("--go")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--kind", action="append", default=[], help="tail only this kind (repeatable)")
     trio.run(main, p.parse_args())

@@ -48,6 +48,9 @@ type helloMsg struct {
 	Token      string `json:"token,omitempty"`
 	DurationNs int64  `json:"duration_ns,omitempty"`
 	Client     string `json:"client,omitempty"`
+	// AdvanceMs asks for a generation boundary at least this often, so
+	// that a live consumer sees events sooner (Go 1.22+).
+	AdvanceMs int64 `json:"advance_ms,omitempty"`
 }
 
 type handshakeMsg struct {
@@ -62,6 +65,7 @@ type handshakeMsg struct {
 	StartUnixNs int64  `json:"start_unix_ns"`
 	QueueBytes  int    `json:"queue_bytes"`
 	Session     uint64 `json:"session"`
+	AdvanceMs   int64  `json:"advance_ms"` // what the helper does: 0 leaves the runtime's period alone
 }
 
 type errorMsg struct {

@@ -63,11 +63,13 @@ func (s *session) run(hello helloMsg) {
 				"or another tracing tool): " + err.Error() + "; try again once that trace has ended"})
 		return
 	}
+	advance := advancePeriod(hello.AdvanceMs)
 	exe, _ := os.Executable()
 	hs := handshakeMsg{
 		Protocol: protocolMaxVersion, Helper: HelperVersion, GoVersion: runtime.Version(),
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, PID: os.Getpid(), Executable: exe,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), StartUnixNs: start.UnixNano(), QueueBytes: len(s.q.buf), Session: s.id,
+		AdvanceMs: advance.Milliseconds(),
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 	if err := writeJSONFrame(s.conn, frameHandshake, hs); err != nil {
@@ -81,8 +83,11 @@ func (s *session) run(hello helloMsg) {
 	}
 	sent := make(chan bool, 1)
 	go func() { sent <- s.send() }()
+	advancing := make(chan struct{})
+	go s.advance(advance, advancing)
 
 	<-s.stopped
+	<-advancing
 	trace.Stop() // returns once the runtime has handed over the final chunk
 	s.q.close()
 	delivered := <-sent
@@ -112,6 +117,46 @@ func (s *session) run(hello helloMsg) {
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 	writeJSONFrame(s.conn, frameEnd, end)
+}
+
+// Bounds on a requested generation period: shorter ones cost the service
+// more than a live view gains; longer ones are the runtime's own default.
+const (
+	minAdvance = 100 * time.Millisecond
+	maxAdvance = time.Second
+)
+
+func advancePeriod(ms int64) time.Duration {
+	if ms <= 0 || !canForceBoundaries {
+		return 0
+	}
+	d := time.Duration(ms) * time.Millisecond
+	if d < minAdvance {
+		d = minAdvance
+	}
+	if d >= maxAdvance {
+		return 0
+	}
+	return d
+}
+
+// advance closes a generation every period until the session stops.
+func (s *session) advance(period time.Duration, done chan<- struct{}) {
+	defer close(done)
+	if period == 0 {
+		<-s.stopped
+		return
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopped:
+			return
+		case <-t.C:
+			forceBoundary()
+		}
+	}
 }
 
 // send writes queued records until the queue is closed and empty. It keeps

@@ -16,7 +16,7 @@ import trio
 from ._decode_cli import dump_parsed, dump_wire, open_input
 from ._demo import run_demo
 from ._errors import LivetraceError, TraceFormatError
-from ._events import Event
+from ._events import KIND_NAMES, Event
 from ._export import JsonlEncoder, text_line
 from ._gotool import build_demo, find_go, go_version
 from ._nursery import open_nursery
@@ -129,13 +129,15 @@ async def record_command(address: str, out: Path, *, duration: float | None, tok
 
 
 async def tail_command(address: str, *, duration: float | None, fmt: str, token: str | None, out: TextIO,
-                       err: TextIO, limit: int | None = None) -> int:
+                       err: TextIO, limit: int | None = None, kinds: frozenset[str] = frozenset(),
+                       period: float = 0.5) -> int:
     """Print a live service's events as they are decoded."""
-    async with connect(address, token=token, duration=duration) as session:
+    async with connect(address, token=token, duration=duration, advance=period or None) as session:
         info = session.info
+        every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
         _say(err, f"tailing {info.executable} (pid {info.pid}, {info.go_version}); events arrive a generation "
-                  "(about a second) at a time" + ("" if duration else "; Ctrl-C stops"))
-        shown, pipe_closed = await _until_done(session, err, partial(_print_events, session, fmt, out, limit)) \
+                  f"({every}) at a time" + ("" if duration else "; Ctrl-C stops"))
+        shown, pipe_closed = await _until_done(session, err, partial(_print_events, session, fmt, out, limit, kinds)) \
             or (0, False)
         if pipe_closed:
             _silence_stdout()
@@ -149,12 +151,16 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
         return EXIT_OK
 
 
-async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | None) -> tuple[int, bool]:
-    """Write events until the session ends, the limit is reached (the rest of
-    the session is read but not shown) or the reader of out goes away."""
+async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | None,
+                        kinds: frozenset[str]) -> tuple[int, bool]:
+    """Write events (of the given kinds, gaps always) until the session ends,
+    the limit is reached (the rest of the session is read but not shown) or
+    the reader of out goes away."""
     shown, t0 = 0, None
     encode = JsonlEncoder().encode
     async for batch in session.event_batches():
+        if kinds:
+            batch = [i for i in batch if not isinstance(i, Event) or i.kind_name in kinds]
         if limit is not None:
             batch = batch[: max(0, limit - shown)]
         if t0 is None and batch and isinstance(batch[0], Event):
@@ -192,7 +198,7 @@ async def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
 
 async def _demo_tail(address: str, seconds: float, out: TextIO) -> None:
     shown_per_generation = 6
-    async with connect(address, duration=seconds) as session:
+    async with connect(address, duration=seconds, advance=0.5) as session:
         t0 = None
         async for batch in session.event_batches():
             counts: dict[str, int] = {}
@@ -240,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "FILE.incomplete and the exit status is 1.",
         epilog="ADDRESS is unix:/path, tcp:HOST:PORT or HOST:PORT, as in the service's LIVETRACE_LISTEN.")
     _session_arguments(rec)
-    rec.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="trace file to write")
+    rec.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
+                     help="trace file to write; - for standard output (a pipe or device is written in place)")
     rec.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="show a status line (default: when stderr is a terminal)")
 
@@ -258,14 +265,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     tail = sub.add_parser(
         "tail", help="print a live service's events as they happen",
-        description="Attach to a running Go 1.22+ service and print its decoded events as they happen. The "
-                    "runtime closes a generation about once a second, and a generation's events are printed "
-                    "as soon as it is complete. `text` is one readable line per event; `jsonl` is one JSON "
+        description="Attach to a running Go 1.22+ service and print its decoded events as they happen. A "
+                    "generation's events are printed as soon as it is complete; the helper closes one every "
+                    "--period seconds. `text` is one readable line per event; `jsonl` is one JSON "
                     "object per line (fields in docs/events-jsonl.md), for pipes.",
         epilog="Example: livetrace tail unix:/run/svc.sock --format jsonl | jq 'select(.kind == \"Log\")'")
     _session_arguments(tail)
     tail.add_argument("--format", choices=["text", "jsonl"], default="text", help="output format (default: text)")
     tail.add_argument("-n", "--limit", type=int, metavar="N", help="stop after N events")
+    tail.add_argument("--period", type=float, default=0.5, metavar="SECONDS",
+                      help="have the helper close a generation this often, 0.1 to 1 (default 0.5; 0 leaves the "
+                           "runtime's own period of about a second): shorter means sooner events and a little "
+                           "more work for the service")
+    tail.add_argument("-k", "--kind", action="append", choices=KIND_NAMES[1:], metavar="KIND", default=[],
+                      help="show only events of this kind (repeatable), e.g. -k Log -k TaskBegin; "
+                           f"kinds: {', '.join(KIND_NAMES[1:])}")
 
     demo = sub.add_parser(
         "demo", help="build and trace the bundled demo service",
@@ -295,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             return trio.run(demo_command, args, sys.stdout, err)
         if args.command == "tail":
             return trio.run(lambda: tail_command(args.address, duration=args.duration, fmt=args.format,
-                                                 token=args.token, out=sys.stdout, err=err, limit=args.limit))
+                                                 token=args.token, out=sys.stdout, err=err, limit=args.limit,
+                                                 kinds=frozenset(args.kind), period=args.period))
         if args.command == "decode":
             with open_input(args.file) as stream:
                 (dump_wire if args.dump == "wire" else dump_parsed)(stream, sys.stdout)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ._errors import UnsupportedTraceVersionError
 from ._events import Event
 from ._modern_decoder import ModernDecoder
 from ._modern_wire import parse_header
@@ -30,7 +29,7 @@ class LiveDecoder:
                 out.append(f)
             elif self._decoder is None:
                 self._header = f.data
-                self._check_version()
+                parse_header(f.data[:16])
                 self._decoder = ModernDecoder()
                 out += self._decoder.feed(f.data)
             else:
@@ -44,11 +43,3 @@ class LiveDecoder:
         d = ModernDecoder()
         d.feed(self._header)
         return d
-
-    def _check_version(self) -> None:
-        try:
-            parse_header(self._header[:16])
-        except UnsupportedTraceVersionError:
-            raise UnsupportedTraceVersionError(
-                f"decoding {self._header.rstrip(bytes(1)).decode(errors='replace')} traces (Go 1.21 and older) is "
-                "not supported yet; `livetrace record` them instead", offset=0) from None

@@ -25,6 +25,8 @@ from ._modern_spec import (
 HEADER_SIZE = 16
 MAX_BATCH_SIZE = 1 << 16  # the parser's limit on a batch payload
 _HEADER = re.compile(rb"go 1\.(\d+) trace\x00+")
+_LEGACY = ("this is a {} file, the legacy format of Go 1.5 to 1.21, which livetrace does not decode yet "
+           "(it records it; Go 1.21's `go tool trace` reads it)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +50,14 @@ Frame = Batch | EndOfGeneration
 
 def parse_header(header: bytes) -> int:
     """The format version (minor) a 16-byte header names."""
+    if header.startswith(b"gotrace\x00"):
+        raise UnsupportedTraceVersionError(_LEGACY.format("gotrace"), offset=0)
     m = _HEADER.fullmatch(header)
     if not m:
         raise TraceFormatError("bad file format: not a Go execution trace?", offset=0)
     minor = int(m.group(1))
+    if minor <= 21:
+        raise UnsupportedTraceVersionError(_LEGACY.format(f"go 1.{minor} trace"), offset=0)
     if minor not in LAST_CODE:
         raise UnsupportedTraceVersionError(f"unknown or unsupported trace version go 1.{minor}", offset=0)
     return minor

@@ -65,6 +65,7 @@ class SessionInfo:
     start_unix_ns: int
     queue_bytes: int
     session: int
+    advance_ms: int = 0  # how often the helper closes a generation for us; 0: the runtime's own period
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -130,8 +131,10 @@ def encode_frame(frame_type: int, payload: bytes = b"") -> bytes:
     return FrameHeader.build(dict(type=frame_type, length=len(payload))) + payload
 
 
-def hello(*, token: str | None, duration_ns: int, client: str) -> bytes:
+def hello(*, token: str | None, duration_ns: int, client: str, advance_ms: int = 0) -> bytes:
     body: dict[str, Any] = {"client": client}
+    if advance_ms > 0:
+        body["advance_ms"] = advance_ms
     if token:
         body["token"] = token
     if duration_ns > 0:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,11 +47,28 @@ def segment_path(path: Path, index: int) -> Path:
     return path.with_name(f"{path.stem}.{index}{path.suffix}")
 
 
+def _is_stream(path: Path) -> bool:
+    """A pipe, a terminal or a device (/dev/stdout, /dev/null): written to
+    in place, never renamed over."""
+    if str(path) == "-":
+        return True
+    try:
+        return not stat.S_ISREG(path.stat().st_mode)
+    except FileNotFoundError:
+        return False
+
+
 class _SegmentWriter:
-    """Writes chunks into ``path.part`` and renames it when the segment ends."""
+    """Writes chunks into ``path.part`` and renames it when the segment ends.
+
+    A stream target (``-`` for standard output, a pipe, a device) is
+    written in place instead: it has no name to give, and after a gap the
+    recording simply goes on in it.
+    """
 
     def __init__(self, path: Path) -> None:
         self._base = path
+        self._stream = _is_stream(path)
         self._index = 0
         self._file: BinaryIO | None = None
         self._part: Path | None = None
@@ -61,11 +80,16 @@ class _SegmentWriter:
 
     def _open(self) -> None:
         self._index += 1
-        final = segment_path(self._base, self._index)
-        self._part = final.with_name(final.name + ".part")
-        self._file = open(self._part, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in _close
+        if self._stream:
+            self._file = (os.fdopen(os.dup(sys.stdout.fileno()), "wb") if str(self._base) == "-"
+                          else open(self._base, "wb"))  # noqa: SIM115 - closed in _close
+        else:
+            final = segment_path(self._base, self._index)
+            self._part = final.with_name(final.name + ".part")
+            self._file = open(self._part, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in _close
         self._file.write(self._header)
         self._gen = 0
+        self._written = len(self._header)
 
     def chunk(self, c: Chunk) -> None:
         if self._file is None:
@@ -74,32 +98,40 @@ class _SegmentWriter:
             return
         if c.generation != self._gen and c.generation != 0:
             self._gen = c.generation
-            self._gen_start = self._file.tell()
+            self._gen_start = self._written
             self.generations.add(c.generation)
         self._file.write(c.data)
+        self._written += len(c.data)
 
     def gap(self, g: Gap) -> Path | None:
         """Cut the segment at a gap; returns the file that continues the recording."""
         assert self._file is not None
+        if self._stream:
+            return None  # a stream cannot be cut; readers restart at the next generation
         if g.discard_received and self._gen == g.first_generation:
             self._file.truncate(self._gen_start)
             self._file.seek(self._gen_start)
+            self._written = self._gen_start
             self.generations.discard(g.first_generation)
-        if self._file.tell() <= len(self._header):
+        if self._written <= len(self._header):
             return None  # nothing but the header yet: the next generation can simply follow
         self._close(complete=True)
         self._open()
         return segment_path(self._base, self._index)
 
     def _close(self, complete: bool) -> None:
-        assert self._file is not None and self._part is not None
+        assert self._file is not None
         self._file.close()
+        self._file = None
+        if self._stream:
+            self.paths.append(self._base)
+            return
+        assert self._part is not None
         final = segment_path(self._base, self._index)
         if not complete:
             final = final.with_name(final.name + INCOMPLETE_SUFFIX)
         os.replace(self._part, final)
         self.paths.append(final)
-        self._file = None
 
     def finish(self, complete: bool) -> None:
         if self._file is not None:

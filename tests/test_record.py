@@ -80,3 +80,15 @@ def test_help_teaches_addresses_and_exit_statuses() -> None:
     out = subprocess.run([sys.executable, "-m", "livetrace", "record", "--help"], capture_output=True, text=True)
     assert out.returncode == 0
     assert "unix:/path" in out.stdout and "exit status is 1" in out.stdout and "Ctrl-C" in out.stdout
+
+
+async def test_recording_to_a_device_or_pipe_writes_in_place(tmp_path: Path) -> None:
+    async with demo("1.26", args=["-workers", "1"]) as d:
+        code, err = await finish(cli("record", d.trace_address, "-o", "/dev/null", "--duration", "0.5"))
+        assert code == 0, err
+        assert Path("/dev/null").is_char_device(), "the device must never be renamed over"
+        out = tmp_path / "piped.trace"
+        shell = f"{sys.executable} -m livetrace record {d.trace_address} -o - --duration 1 > {out}"
+        proc = await trio.run_process(shell, shell=True, capture_stderr=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert count_events("1.26", go_tool_trace("1.26", out)) > 1000

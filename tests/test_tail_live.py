@@ -127,3 +127,30 @@ def test_the_fast_jsonl_encoder_writes_the_documented_objects() -> None:
         d = livetrace.ModernDecoder()
         for e in d.feed(t.data) + d.close():
             assert json.loads(encoder.encode(e)) == event_dict(e), t.name
+
+
+async def test_tail_shows_only_the_kinds_asked_for() -> None:
+    async with demo("1.26", args=["-workers", "1"]) as d:
+        proc = cli("tail", d.trace_address, "--format", "jsonl", "-k", "Log", "-k", "TaskBegin", "--limit", "40")
+        out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))
+    assert proc.returncode == 0, err
+    kinds = [json.loads(line)["kind"] for line in out.splitlines()]
+    assert len(kinds) == 40 and set(kinds) == {"Log", "TaskBegin"}
+
+
+async def test_a_live_consumer_can_have_generations_closed_more_often() -> None:
+    async with demo("1.26", args=["-workers", "1"]) as d:
+        async with livetrace.connect(d.trace_address, duration=2.5, advance=0.2) as session:
+            assert session.info.advance_ms == 200
+            syncs = [e async for e in session.events() if isinstance(e, livetrace.Event)
+                     and e.kind == livetrace.Kind.SYNC]
+    # The runtime alone closes about two in 2.5 s.
+    assert len(syncs) >= 7
+
+
+async def test_legacy_runtimes_ignore_the_advance_request(tmp_path: Path) -> None:
+    async with demo("1.21", args=["-workers", "1"]) as d:
+        async with livetrace.connect(d.trace_address, duration=0.5, advance=0.2) as session:
+            assert session.info.advance_ms == 0
+            rec = await livetrace.record(session, tmp_path / "legacy.trace")
+        assert rec.end is not None and rec.end.complete
