@@ -40,7 +40,7 @@ async def main(args: argparse.Namespace) -> None:
     async with run_demo(exe, args=["-workers", str(args.workers)]) as demo:
         kinds = [a for k in args.kind for a in ("-k", k)]
         proc = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", demo.trace_address, "--format", "jsonl",
-                                 "--duration", str(args.seconds), *kinds],
+                                 "--duration", str(args.seconds), "--period", str(args.period), *kinds],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert proc.stdout is not None
 
@@ -61,7 +61,7 @@ async def main(args: argparse.Namespace) -> None:
     q = statistics.quantiles(lags, n=100)
     shown = ", ".join(args.kind) or "all kinds"
     print(f"demo {demo.go_version}, {args.workers} worker(s) of each kind, {len(lags):,} events ({shown}) "
-          f"over {args.seconds:g} s")
+          f"over {args.seconds:g} s, generation period {args.period:g} s")
     print(f"latency from event to pipe: p50 {q[49]:.3f} s, p99 {q[98]:.3f} s, max {lags[-1]:.3f} s")
 
 
@@ -71,4 +71,5 @@ if __name__ == "__main__":
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--kind", action="append", default=[], help="tail only this kind (repeatable)")
+    p.add_argument("--period", type=float, default=0.5, help="tail --period (default 0.5)")
     trio.run(main, p.parse_args())

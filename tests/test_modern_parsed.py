@@ -19,6 +19,7 @@ from livetrace._modern_decoder import ModernDecoder
 from livetrace._modern_wire import Batch, EndOfGeneration, FrameReader
 
 from . import textform
+from .mutate import mutate
 from .conftest import MODERN_VERSIONS, go_dump
 
 TEXT_TESTS = textform.all_tests()
@@ -129,19 +130,8 @@ def test_ordering_errors_name_the_generation() -> None:
 @given(st.data())
 def test_fuzz_mutated_traces_decode_or_fail_cleanly(data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(TEXT_TESTS))
-    buf = bytearray(t.data)
-    for _ in range(data.draw(st.integers(1, 6))):
-        pos = data.draw(st.integers(16, max(16, len(buf) - 1)))
-        op = data.draw(st.sampled_from(["flip", "cut", "insert", "delete"]))
-        if op == "flip" and pos < len(buf):
-            buf[pos] = data.draw(st.integers(0, 255))
-        elif op == "cut":
-            del buf[pos:]
-        elif op == "insert":
-            buf[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
-        else:
-            del buf[pos : pos + data.draw(st.integers(1, 8))]
+    buf = mutate(data, t.data, keep=16)
     try:
-        decode([bytes(buf)])
+        decode([buf])
     except livetrace.TraceFormatError:
         pass

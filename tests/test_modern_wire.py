@@ -20,6 +20,7 @@ from livetrace._errors import TruncatedTraceError, UnsupportedTraceVersionError
 from livetrace._modern_wire import Batch, FrameReader
 
 from . import textform
+from .mutate import mutate
 from .conftest import go_dump
 
 TEXT_TESTS = textform.all_tests()
@@ -162,19 +163,8 @@ def readline_within(stream: IO[bytes], seconds: float) -> str:
 @given(st.data())
 def test_fuzz_mutated_traces_decode_or_fail_cleanly(data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(TEXT_TESTS))
-    buf = bytearray(t.data)
-    for _ in range(data.draw(st.integers(1, 8))):
-        op = data.draw(st.sampled_from(["flip", "cut", "insert", "delete"]))
-        pos = data.draw(st.integers(0, len(buf)))
-        if op == "flip" and pos < len(buf):
-            buf[pos] = data.draw(st.integers(0, 255))
-        elif op == "cut":
-            del buf[pos:]
-        elif op == "insert":
-            buf[pos:pos] = data.draw(st.binary(min_size=1, max_size=12))
-        elif op == "delete":
-            del buf[pos : pos + data.draw(st.integers(1, 12))]
+    buf = mutate(data, t.data)
     try:
-        our_wire([bytes(buf)])
+        our_wire([buf])
     except TraceFormatError as e:
         assert e.offset is None or 0 <= e.offset <= len(buf)

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from livetrace import ProtocolError, ProtocolVersionError, parse_address
 from livetrace import _protocol as proto
 
+from .mutate import mutate
+
 
 def server_preamble(lo: int = 1, hi: int = 1) -> bytes:
     return b"LIVETRACE" + struct.pack(">HH", lo, hi)
@@ -127,19 +129,10 @@ def test_bad_addresses_say_what_is_expected(text: str) -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.data())
 def test_fuzz_hostile_helper_streams_give_protocol_errors_only(data: st.DataObject) -> None:
-    buf = bytearray(STREAM)
-    for _ in range(data.draw(st.integers(1, 6))):
-        pos = data.draw(st.integers(0, len(buf)))
-        op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
-        if op == "flip" and pos < len(buf):
-            buf[pos] = data.draw(st.integers(0, 255))
-        elif op == "cut":
-            del buf[pos:]
-        else:
-            buf[pos:pos] = data.draw(st.binary(min_size=1, max_size=9))
+    buf = mutate(data, STREAM)
     conn = proto.ClientConnection()
     try:
         for i in range(0, len(buf), 7):
-            conn.receive_data(bytes(buf[i : i + 7]))
+            conn.receive_data(buf[i : i + 7])
     except ProtocolError:
         pass
