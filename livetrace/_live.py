@@ -28,10 +28,9 @@ class LiveDecoder:
                     self._decoder = self._new()
                 out.append(f)
             elif self._decoder is None:
-                self._header = f.data
+                self._header = f.data  # the first chunk is the trace header
                 parse_header(f.data[:16])
-                self._decoder = ModernDecoder()
-                out += self._decoder.feed(f.data)
+                self._decoder = self._new()
             else:
                 out += self._decoder.feed(f.data)
         return out

@@ -226,35 +226,30 @@ class ModernDecoder:
                 _sift_up(frontier, len(frontier) - 1)
         samples, si = gen.cpu_samples, 0
         stamp, emit = self._stamp, out.append
-        try:
-            while True:
-                if queue:
-                    for ev in queue:
-                        _check_ids(ev, gen)
-                        emit(stamp(ev))
-                    queue.clear()
-                if not frontier and si == len(samples):
-                    return
-                if si < len(samples) and (not frontier or samples[si].time < frontier[0].time):
-                    s = samples[si]
-                    si += 1
-                    ev = Event(7, s.time, s.m, s.p, s.g, [s.stack], gen)
+        while True:
+            if queue:
+                for ev in queue:
                     _check_ids(ev, gen)
                     emit(stamp(ev))
-                    continue
-                if self._try(frontier, 0, gen):
-                    continue
-                frontier.sort(key=_time_of)  # stable, as Go's sort is for the few threads a frontier holds
-                for i in range(1, len(frontier)):
-                    if self._try(frontier, i, gen):
-                        break
-                else:
-                    raise OrderingError("broken trace: failed to advance: no thread's next event can happen",
-                                        generation=gen.gen)
-        except OrderingError as e:
-            if e.generation is None:
-                raise OrderingError(e.reason, generation=gen.gen) from None
-            raise
+                queue.clear()
+            if not frontier and si == len(samples):
+                return
+            if si < len(samples) and (not frontier or samples[si].time < frontier[0].time):
+                s = samples[si]
+                si += 1
+                ev = Event(7, s.time, s.m, s.p, s.g, [s.stack], gen)
+                _check_ids(ev, gen)
+                emit(stamp(ev))
+                continue
+            if self._try(frontier, 0, gen):
+                continue
+            frontier.sort(key=_time_of)  # stable, as Go's sort is for the few threads a frontier holds
+            for i in range(1, len(frontier)):
+                if self._try(frontier, i, gen):
+                    break
+            else:
+                raise OrderingError("broken trace: failed to advance: no thread's next event can happen",
+                                    generation=gen.gen)
 
     def _try(self, frontier: list[_Cursor], i: int, gen: Generation) -> bool:
         c = frontier[i]

@@ -164,7 +164,12 @@ class Ordering:
         fn = self._dispatch[code]
         if fn is None:
             raise OrderingError(f"bad event type found while ordering: {code}")
-        new = fn(code, time, args, gen, ctx)
+        try:
+            new = fn(code, time, args, gen, ctx)
+        except OrderingError as e:
+            if e.generation is not None:
+                raise
+            raise OrderingError(e.reason, generation=gen.gen) from None
         if new is None:
             return False
         if ms is not None:
