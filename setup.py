@@ -1,10 +1,13 @@
 """Ships the Go helper's sources inside the package, so that an installed
-livetrace can still build the demo service (``livetrace demo``)."""
+livetrace can still build the demo service (``livetrace demo``), and builds
+the compiled decoder core. The core is optional: without a C compiler the
+install still succeeds and livetrace runs on the pure-Python twin (it warns
+once when it does)."""
 
 import shutil
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 
@@ -17,4 +20,7 @@ class BuildPyWithGoHelper(build_py):
         shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*_test.go"))
 
 
-setup(cmdclass={"build_py": BuildPyWithGoHelper})
+CORE = Extension("livetrace._ccore", ["livetrace/_ccore.c"], optional=True,
+                 extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wno-unused-parameter"])
+
+setup(cmdclass={"build_py": BuildPyWithGoHelper}, ext_modules=[CORE])

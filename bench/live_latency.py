@@ -1,15 +1,23 @@
-"""How long after they happen do events reach a `livetrace tail` pipe?
+"""How long after they happen do events reach a `livetrace tail` pipe, and
+how much memory does the consumer need?
 
-    .venv/bin/python bench/live_latency.py [--go PATH] [--seconds 10] [--workers 1]
+    .venv/bin/python bench/live_latency.py [--go PATH] [--seconds 10] [--workers 4] [--period 0.5]
 
-Starts the demo service, runs `livetrace tail --format jsonl` on it into a
-pipe read as fast as possible, and compares each event's wall-clock time
-(from the trace's clock snapshot, Go 1.25+) with when its line arrived.
+Starts the demo service (4 workers of each kind: its full load), runs
+`livetrace tail --format jsonl` on it into a pipe read as fast as
+possible, and compares events' wall-clock times (from the trace's clock
+snapshot, Go 1.25+) with when their lines arrived: everything is read in
+big pieces and the oldest line of each is timed, so that the reader is not
+what falls behind. Also
+reports whether anything was lost (generations shed), the largest
+generation and the tail process's peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import statistics
 import subprocess
 import sys
@@ -41,35 +49,52 @@ async def main(args: argparse.Namespace) -> None:
         kinds = [a for k in args.kind for a in ("-k", k)]
         proc = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", demo.trace_address, "--format", "jsonl",
                                  "--duration", str(args.seconds), "--period", str(args.period), *kinds],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        assert proc.stdout is not None
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
 
-        def read() -> list[float]:
-            lags = []
+        def read() -> tuple[list[float], int]:
+            """Read as fast as the pipe gives; time the oldest whole line of
+            every read (the one that waited longest)."""
+            lags, n, partial = [], 0, b""
             key = b'"wall": "'
-            for line in proc.stdout:  # type: ignore[union-attr]
+            while data := proc.stdout.read1(1 << 20):  # type: ignore[union-attr]
                 now = time.time()
+                n += data.count(b"\n")
+                first = data.find(b"\n")
+                line = partial + data[:first] if first >= 0 else b""
+                last = data.rfind(b"\n")
+                partial = data[last + 1 :] if last >= 0 else partial + data
                 i = line.find(key)
                 if i >= 0:
                     j = i + len(key)
                     lags.append(now - parse_wall(line[j : line.index(b"Z", j)]))
-            return lags
+            return lags, n
 
-        lags = await trio.to_thread.run_sync(read)
-        proc.wait()
+        lags, lines = await trio.to_thread.run_sync(read)
+        err = proc.stderr.read().decode()
+        _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak RSS
+        proc.returncode = os.waitstatus_to_exitcode(status)
     lags.sort()
     q = statistics.quantiles(lags, n=100)
     shown = ", ".join(args.kind) or "all kinds"
-    print(f"demo {demo.go_version}, {args.workers} worker(s) of each kind, {len(lags):,} events ({shown}) "
-          f"over {args.seconds:g} s, generation period {args.period:g} s")
-    print(f"latency from event to pipe: p50 {q[49]:.3f} s, p99 {q[98]:.3f} s, max {lags[-1]:.3f} s")
+    print(f"demo {demo.go_version}, {args.workers} worker(s) of each kind, {lines:,} events ({shown}) "
+          f"over {args.seconds:g} s ({lines / args.seconds:,.0f}/s), generation period {args.period:g} s")
+    print(f"latency from event to pipe ({len(lags):,} reads timed): p50 {q[49]:.3f} s, p99 {q[98]:.3f} s, "
+          f"max {lags[-1]:.3f} s")
+    largest = re.search(r"largest generation ([\d.]+) MB", err)
+    lost = re.search(r"(\d+) generations shed", err)
+    print(f"tail: exit {proc.returncode}; generations shed: {lost.group(1) if lost else 0}; "
+          f"CPU {usage.ru_utime + usage.ru_stime:.1f} s (user {usage.ru_utime:.1f}); "
+          f"peak RSS {usage.ru_maxrss / 1024:.1f} MiB; largest generation "
+          f"{largest.group(1) + ' MB' if largest else '?'}")
+    print("tail said:", err.strip().splitlines()[-1] if err.strip() else "")
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--go")
     p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--workers", type=int, default=4)
     p.add_argument("--kind", action="append", default=[], help="tail only this kind (repeatable)")
     p.add_argument("--period", type=float, default=0.5, help="tail --period (default 0.5)")
     trio.run(main, p.parse_args())

@@ -5,7 +5,9 @@ The Go helper streams a service's execution trace over a socket;
 to a file that ``go tool trace`` opens.
 """
 
+from ._accel import implementation
 from ._address import Address, parse_address
+from ._batch import EventBatch
 from ._errors import (
     AlreadyTracingError,
     AuthenticationError,
@@ -28,9 +30,9 @@ from ._session import Counters, Session, connect
 from ._version import __version__
 
 __all__ = [
-    "Address", "AlreadyTracingError", "ClockSnapshot", "Event", "GoState", "Kind", "ModernDecoder", "ProcState",
+    "Address", "AlreadyTracingError", "ClockSnapshot", "Event", "EventBatch", "GoState", "Kind", "ModernDecoder", "ProcState",
     "Resource", "StackFrame", "StateTransition", "AuthenticationError", "BusyError", "Chunk", "ConnectError",
     "ConnectionLostError", "Counters", "End", "Gap", "LivetraceError", "ProtocolError", "ProtocolVersionError",
     "Recorder", "Recording", "RefusedError", "Session", "SessionInfo", "TraceFormatError", "TruncatedTraceError",
-    "UnsupportedTraceVersionError", "__version__", "connect", "parse_address", "record",
+    "UnsupportedTraceVersionError", "__version__", "connect", "implementation", "parse_address", "record",
 ]

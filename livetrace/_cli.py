@@ -5,18 +5,26 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import stat
 import sys
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TextIO, TypeVar
 
 import trio
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
 from ._decode_cli import dump_parsed, dump_wire, open_input
+from ._batch import EventBatch
 from ._demo import run_demo
 from ._errors import LivetraceError, TraceFormatError
-from ._events import KIND_NAMES, Event
+from ._events import KIND_NAMES, Event, Kind
 from ._export import JsonlEncoder, text_line
 from ._gotool import build_demo, find_go, go_version
 from ._nursery import open_nursery
@@ -132,6 +140,7 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
                        err: TextIO, limit: int | None = None, kinds: frozenset[str] = frozenset(),
                        period: float = 0.5) -> int:
     """Print a live service's events as they are decoded."""
+    _widen_pipe(out)
     async with connect(address, token=token, duration=duration, advance=period or None) as session:
         info = session.info
         every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
@@ -147,7 +156,8 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
             return EXIT_INCOMPLETE
         _say(err, f"{shown:,} events; session ended: {end.reason}"
                   + (f"; {end.dropped_generations} generations shed because the consumer fell behind"
-                     if end.dropped_generations else ""))
+                     if end.dropped_generations else "")
+                  + f"; largest generation {session.counters.largest_generation / 1e6:.1f} MB")
         return EXIT_OK
 
 
@@ -157,25 +167,55 @@ async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | No
     the limit is reached (the rest of the session is read but not shown) or
     the reader of out goes away."""
     shown, t0 = 0, None
-    encode = JsonlEncoder().encode
-    async for batch in session.event_batches():
-        if kinds:
-            batch = [i for i in batch if not isinstance(i, Event) or i.kind_name in kinds]
-        if limit is not None:
+    encoder = JsonlEncoder()
+    wanted = frozenset(Kind(KIND_NAMES.index(k)) for k in kinds) or None
+    async for item in session.event_batches(wanted):
+        batch: Sequence[Event | Gap] = [item] if isinstance(item, Gap) else item
+        if limit is not None and len(batch) > limit - shown:
             batch = batch[: max(0, limit - shown)]
         if t0 is None and batch and isinstance(batch[0], Event):
             t0 = batch[0].time
-        lines = [encode(item) for item in batch] if fmt == "jsonl" else [text_line(item, t0 or 0) for item in batch]
-        if lines:
-            try:
-                out.write("\n".join(lines) + "\n")
-                out.flush()
-            except BrokenPipeError:  # `| head` and the like: the reader has seen enough
-                return shown, True
+        if fmt == "jsonl":
+            pieces = encoder.encode_batch(batch) if isinstance(batch, EventBatch) \
+                else [encoder.encode_many(batch).encode()]
+        else:
+            pieces = ["".join(text_line(e, t0 or 0) + "\n" for e in batch).encode()]
+        try:
+            _write_bytes(out, pieces)
+        except BrokenPipeError:  # `| head` and the like: the reader has seen enough
+            return shown, True
         shown += len(batch)
         if limit is not None and shown >= limit:
             await session.stop()
     return shown, False
+
+
+PIPE_SIZE = 1 << 20  # Linux's default maximum for an unprivileged process
+
+
+def _widen_pipe(out: TextIO) -> None:
+    """A full load of events is hundreds of MB/s of JSON: with the usual
+    64 KiB pipe the writer waits on the reader's every read. Ask Linux for
+    a bigger one, where stdout is a pipe (best effort)."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", 1031) if fcntl else None
+    try:
+        fd = out.fileno()
+        if set_size is not None and stat.S_ISFIFO(os.fstat(fd).st_mode):
+            fcntl.fcntl(fd, set_size, PIPE_SIZE)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _write_bytes(out: TextIO, pieces: list[bytes]) -> None:
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(b"".join(pieces).decode())
+        out.flush()
+        return
+    out.flush()
+    for data in pieces:
+        buffer.write(data)
+    buffer.flush()
 
 
 async def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -199,23 +239,30 @@ async def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
 async def _demo_tail(address: str, seconds: float, out: TextIO) -> None:
     shown_per_generation = 6
     async with connect(address, duration=seconds, advance=0.5) as session:
-        t0 = None
-        async for batch in session.event_batches():
-            counts: dict[str, int] = {}
-            shown = 0
-            for item in batch:
-                if not isinstance(item, Event):
-                    print(text_line(item, 0), file=out)
-                    continue
-                t0 = item.time if t0 is None else t0
-                counts[item.kind_name] = counts.get(item.kind_name, 0) + 1
-                if item.kind_name in ("TaskBegin", "Log") and shown < shown_per_generation:
-                    print(text_line(item, t0), file=out)
-                    shown += 1
+        t0: int | None = None
+        gen, counts, shown = None, Counter[int](), 0
+
+        def summary() -> None:
             if counts:
-                top = sorted(counts.items(), key=lambda kv: -kv[1])[:4]
-                print(f"  ... {sum(counts.values()):,} events in this generation: "
-                      + ", ".join(f"{k} {v:,}" for k, v in top), file=out, flush=True)
+                top = ", ".join(f"{KIND_NAMES[k]} {n:,}" for k, n in counts.most_common(4))
+                print(f"  ... {counts.total():,} events in this generation: {top}", file=out, flush=True)
+
+        async for item in session.event_batches():
+            if isinstance(item, Gap):
+                print(text_line(item, 0), file=out)
+                continue
+            if item.gen is not gen:
+                summary()
+                gen, counts, shown = item.gen, Counter(), 0
+            kinds = item.kinds  # a column: no event objects for the counting
+            counts.update(kinds)
+            t0 = item.times[0] if t0 is None and len(item) else t0
+            for i in (i for i, k in enumerate(kinds) if k in (Kind.TASK_BEGIN, Kind.LOG)):
+                if shown == shown_per_generation:
+                    break
+                print(text_line(item[i], t0 or 0), file=out)
+                shown += 1
+        summary()
 
 
 def _duration(text: str) -> float:

@@ -69,7 +69,7 @@ PROC_STATUS_STATE = [ProcState.UNDETERMINED, ProcState.RUNNING, ProcState.IDLE, 
 NO_TASK = (1 << 64) - 1
 SYNC_CODE = 255  # events the reader makes itself
 
-_KIND_OF_CODE = [Kind.BAD] * 256
+KIND_OF_CODE = [Kind.BAD] * 256
 for _codes, _kind in [
     ((7,), Kind.STACK_SAMPLE), ((9, 37, 38), Kind.METRIC), ((39,), Kind.LABEL),
     ((26, 29, 32, 35), Kind.RANGE_BEGIN), ((28, 31, 34), Kind.RANGE_ACTIVE), ((27, 30, 33, 36), Kind.RANGE_END),
@@ -78,7 +78,19 @@ for _codes, _kind in [
     (tuple(range(128, 137)), Kind.EXPERIMENTAL), ((SYNC_CODE,), Kind.SYNC),
 ]:
     for _c in _codes:
-        _KIND_OF_CODE[_c] = _kind
+        KIND_OF_CODE[_c] = _kind
+
+# How many arguments (Event.args) and extra facts (Event.extra) an event of
+# each code carries. Arguments are the wire's, less the timestamp delta, but
+# for the events the reader makes or rewrites: a CPU sample keeps its stack,
+# a stop-the-world end names its kind, a Sync counts.
+EVENT_NARGS = [0] * 256
+for _c in (*range(9, 49), 51, *range(128, 137)):
+    EVENT_NARGS[_c] = len(SPECS[_c].args) - 1  # type: ignore[union-attr]
+EVENT_NARGS[7] = EVENT_NARGS[27] = EVENT_NARGS[SYNC_CODE] = 1
+EVENT_NEXTRA = [0] * 256
+EVENT_NEXTRA[12] = EVENT_NEXTRA[13] = EVENT_NEXTRA[25] = EVENT_NEXTRA[48] = 1  # the old state
+EVENT_NEXTRA[41] = 2  # a task's parent and type
 
 # Index (into Event.args, which leave out the timestamp) of the stack of the
 # event's own execution context, per code; -1 when it has none.
@@ -133,6 +145,17 @@ def _str(b: bytes) -> str:
     return b.decode("utf-8", "surrogateescape")
 
 
+def stack_frames(g: Generation | None, stack_id: int) -> list[StackFrame]:
+    """The frames of a stack of generation g, innermost first."""
+    if not stack_id or g is None:
+        return []
+    out = []
+    for pc in g.stacks[stack_id]:
+        func, file, line = g.frames[pc]
+        out.append(StackFrame(_str(g.strings[func]), _str(g.strings[file]), line, pc))
+    return out
+
+
 class Event:
     """One decoded event.
 
@@ -159,11 +182,11 @@ class Event:
 
     @property
     def kind(self) -> Kind:
-        return _KIND_OF_CODE[self.code]
+        return KIND_OF_CODE[self.code]
 
     @property
     def kind_name(self) -> str:
-        return KIND_NAMES[_KIND_OF_CODE[self.code]]
+        return KIND_NAMES[KIND_OF_CODE[self.code]]
 
     @property
     def thread(self) -> int:
@@ -195,14 +218,7 @@ class Event:
         return self.frames(self.stack_id())
 
     def frames(self, stack_id: int) -> list[StackFrame]:
-        g = self.gen
-        if not stack_id or g is None:
-            return []
-        out = []
-        for pc in g.stacks[stack_id]:
-            func, file, line = g.frames[pc]
-            out.append(StackFrame(_str(g.strings[func]), _str(g.strings[file]), line, pc))
-        return out
+        return stack_frames(self.gen, stack_id)
 
     def string(self, sid: int) -> bytes:
         assert self.gen is not None

@@ -1,44 +1,56 @@
-"""Decoding a live session: chunks and gaps in, events out, across gaps."""
+"""Decoding a live session: chunks and gaps in, event batches out, across gaps."""
 
 from __future__ import annotations
 
-from ._events import Event
+from collections.abc import Iterable, Iterator
+
+from ._batch import EventBatch
+from ._events import Kind
 from ._modern_decoder import ModernDecoder
 from ._modern_wire import parse_header
 from ._protocol import Chunk, Gap
 
-Item = Event | Gap
+Item = EventBatch | Gap
 
 
 class LiveDecoder:
     """Feeds a session's frames to a decoder; after a gap it starts afresh on
     the next generation, as a new first generation, as Go's reader does for
-    a flight-recorder snapshot."""
+    a flight-recorder snapshot. ``kinds`` keeps only events of those kinds."""
 
-    def __init__(self) -> None:
+    def __init__(self, kinds: Iterable[Kind] | None = None) -> None:
+        self._kinds = None if kinds is None else frozenset(kinds)
         self._header = b""
         self._decoder: ModernDecoder | None = None
+        self._largest = 0
 
-    def process(self, frames: list[Chunk | Gap]) -> list[Item]:
-        out: list[Item] = []
+    @property
+    def largest_generation(self) -> int:
+        """Bytes of the largest generation decoded so far."""
+        return max(self._largest, self._decoder.largest_generation if self._decoder else 0)
+
+    def process(self, frames: list[Chunk | Gap]) -> Iterator[Item]:
+        """The batches (and gaps) the frames complete, lazily: consume them
+        all before processing more."""
         for f in frames:
             if isinstance(f, Gap):
                 if self._decoder is not None:
-                    out += self._decoder.abandon(f.first_generation if f.discard_received else None)
+                    yield from self._decoder.abandon_batches(f.first_generation if f.discard_received else None)
+                    self._largest = self.largest_generation
                     self._decoder = self._new()
-                out.append(f)
+                yield f
             elif self._decoder is None:
                 self._header = f.data  # the first chunk is the trace header
                 parse_header(f.data[:16])
                 self._decoder = self._new()
             else:
-                out += self._decoder.feed(f.data)
-        return out
+                yield from self._decoder.feed_batches(f.data)
 
-    def finish(self) -> list[Item]:
-        return list(self._decoder.close()) if self._decoder is not None else []
+    def finish(self) -> Iterator[Item]:
+        return self._decoder.close_batches() if self._decoder is not None else iter(())
 
     def _new(self) -> ModernDecoder:
-        d = ModernDecoder()
-        d.feed(self._header)
+        d = ModernDecoder(self._kinds)
+        for _ in d.feed_batches(self._header):
+            pass
         return d

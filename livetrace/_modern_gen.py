@@ -27,6 +27,7 @@ from ._modern_wire import Batch, EndOfGeneration, Frame, read_uvarint
 
 MAX_STRING_SIZE = 1024
 MAX_FRAMES_PER_STACK = 128
+MAX_NS = 9.2e18  # times are int64 nanoseconds, as in Go's reader
 
 
 @dataclass(slots=True)
@@ -59,7 +60,10 @@ class Generation:
     extra_strings: list[bytes] = field(default_factory=lambda: [b""])
 
     def ns(self, ticks: int) -> int:
-        return int(ticks * self.ns_per_tick)
+        v = ticks * self.ns_per_tick
+        if not v < MAX_NS:  # also NaN, when the frequency is 0
+            raise TraceFormatError("timestamp out of range", generation=self.gen)
+        return int(v)
 
     def add_extra_string(self, s: bytes) -> int:
         """Intern a string the ordering engine derives (a task's type at its end)."""
@@ -205,12 +209,12 @@ class GenerationAssembler:
     def __init__(self, minor: int) -> None:
         self.minor = minor
         self.current: Generation | None = None
-        self._last_offset = 0
+        self._start = 0  # stream offset of the current generation's first frame
+        self.largest = 0  # bytes of the largest generation completed so far
 
     def push(self, frames: list[Frame]) -> list[Generation]:
         done: list[Generation] = []
         for f in frames:
-            self._last_offset = f.offset
             if isinstance(f, EndOfGeneration):
                 if self.current is None:
                     raise TraceFormatError("end of generation with no generation", offset=f.offset)
@@ -229,6 +233,7 @@ class GenerationAssembler:
                 cur = None
             if cur is None:
                 cur = self.current = Generation(f.gen, self.minor)
+                self._start = f.offset
             cur.add(f)
         return done
 
@@ -236,6 +241,7 @@ class GenerationAssembler:
         g = self.current
         assert g is not None
         self.current = None
+        self.largest = max(self.largest, offset - self._start)
         g.finish(offset)
         return g
 

@@ -9,20 +9,25 @@ batches, experimental batches and (Go 1.26+) the end-of-generation byte.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from ._accel import compiled_core
 from ._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
 from ._modern_spec import (
     EV_END_OF_GENERATION,
     EV_EVENT_BATCH,
     EV_EXPERIMENTAL_BATCH,
     LAST_CODE,
+    SPECS,
     EventSpec,
     specs_for,
 )
 
 HEADER_SIZE = 16
+_OVERFLOW = "varint overflows a 64-bit integer"
 MAX_BATCH_SIZE = 1 << 16  # the parser's limit on a batch payload
 _HEADER = re.compile(rb"go 1\.(\d+) trace\x00+")
 _LEGACY = ("this is a {} file, the legacy format of Go 1.5 to 1.21, which livetrace does not decode yet "
@@ -75,11 +80,11 @@ def read_uvarint(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
         value |= (b & 0x7F) << shift
         if b < 0x80:
             if shift > 63 or value >> 64:
-                raise ValueError("varint overflows a 64-bit integer")
+                raise ValueError(_OVERFLOW)
             return value, i
         shift += 7
         if shift > 63:
-            raise ValueError("varint overflows a 64-bit integer")
+            raise ValueError(_OVERFLOW)
     return -1, pos
 
 
@@ -173,8 +178,63 @@ class Record:
     data: bytes | None = None
 
 
+class RecordColumns(NamedTuple):
+    """The records of a batch payload as columns: record i has code
+    ``codes[i]`` and arguments ``args[starts[i]:starts[i + 1]]`` (for a Stack,
+    its frames follow, 4 values each; a record with data ends with the data's
+    start and length in the payload)."""
+
+    codes: bytes
+    starts: memoryview  # n + 1 unsigned ints
+    args: memoryview  # unsigned 64-bit ints
+
+
+def record_columns(payload: bytes, minor: int, offset: int = 0, gen: int | None = None, *,
+                   compiled: bool | None = None) -> RecordColumns:
+    """Every record of a batch payload, as columns."""
+    core = compiled_core(compiled)
+    if core is None:
+        codes, starts, args = bytearray(), array("I", [0]), array("Q")
+        for code, vals, data_at in _records(payload, minor, offset, gen):
+            codes.append(code)
+            args.extend(vals)
+            if data_at is not None:
+                args.extend(data_at)
+            starts.append(len(args))
+        return RecordColumns(bytes(codes), memoryview(starts), memoryview(args))
+    try:
+        codes, starts, args = core.wire_records(payload, _WIRE_TABLE[minor])
+    except core.WireError as e:
+        kind, code, at = e.args
+        spec = SPECS[code]
+        if kind == 1 or spec is None:
+            raise TraceFormatError(f"invalid event type: {code}", offset=offset + at, generation=gen) from None
+        if kind == 2:
+            raise _short(spec, offset + at, gen) from None
+        raise TraceFormatError(f"{spec.name}: {_OVERFLOW}", offset=offset + at, generation=gen) from None
+    return RecordColumns(codes, memoryview(starts).cast("I"), memoryview(args).cast("Q"))
+
+
 def decode_records(payload: bytes, minor: int, offset: int = 0, gen: int | None = None) -> Iterator[Record]:
     """Every record of a batch payload, in order."""
+    cols = record_columns(payload, minor, offset, gen)
+    specs, starts, args = _SPECS[minor], cols.starts.tolist(), cols.args.tolist()
+    for i, code in enumerate(cols.codes):
+        spec = specs[code]
+        assert spec is not None
+        vals = args[starts[i] : starts[i + 1]]
+        data = None
+        if spec.has_data:
+            at, n = vals[-2:]
+            del vals[-2:]
+            data = payload[at : at + n] if n else None
+        yield Record(spec, tuple(vals), data)
+
+
+def _records(payload: bytes, minor: int, offset: int, gen: int | None) -> Iterator[tuple[int, list[int],
+                                                                                       tuple[int, int] | None]]:
+    """The pure-Python twin of the compiled core's wire_records: (code,
+    arguments, (data start, data length) or None) per record."""
     specs = _SPECS[minor]
     i, end = 0, len(payload)
     while i < end:
@@ -197,19 +257,22 @@ def decode_records(payload: bytes, minor: int, offset: int = 0, gen: int | None 
                     if v < 0:
                         raise _Short
                     args.append(v)
-            data = None
+            data_at = None
             if spec.has_data:
                 n, i = read_uvarint(payload, i, end)
                 if n < 0 or end - i < n:
                     raise _Short
-                data = payload[i : i + n] if n else None
+                data_at = (i, n)
                 i += n
         except _Short:
-            raise TraceFormatError(f"{spec.name} record runs past the end of its batch",
-                                   offset=offset + start, generation=gen) from None
+            raise _short(spec, offset + start, gen) from None
         except ValueError as e:
             raise TraceFormatError(f"{spec.name}: {e}", offset=offset + start, generation=gen) from None
-        yield Record(spec, tuple(args), data)
+        yield code, args, data_at
+
+
+def _short(spec: EventSpec, offset: int, gen: int | None) -> TraceFormatError:
+    return TraceFormatError(f"{spec.name} record runs past the end of its batch", offset=offset, generation=gen)
 
 
 class _Short(Exception):
@@ -217,3 +280,16 @@ class _Short(Exception):
 
 
 _SPECS = {minor: specs_for(minor) for minor in LAST_CODE}
+
+
+def _wire_table(specs: list[EventSpec | None]) -> bytes:
+    """Per code, for the compiled core: 0 if invalid in a batch, else
+    0x80 | argument count | 0x20 if a Stack | 0x40 if it has data."""
+    row = [0] * 256
+    for s in specs:
+        if s is not None and s.code not in (EV_EVENT_BATCH, EV_EXPERIMENTAL_BATCH):
+            row[s.code] = 0x80 | len(s.args) | (0x20 if s.is_stack else 0) | (0x40 if s.has_data else 0)
+    return bytes(row)
+
+
+_WIRE_TABLE = {minor: _wire_table(specs) for minor, specs in _SPECS.items()}

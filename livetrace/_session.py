@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections import deque
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Union
@@ -17,6 +17,7 @@ from ._nursery import open_nursery
 from . import _protocol as proto
 from ._address import Address, parse_address
 from ._errors import ConnectError, ConnectionLostError, LivetraceError, ProtocolError, refusal
+from ._events import Event, Kind
 from ._live import Item, LiveDecoder
 from ._version import __version__
 
@@ -36,6 +37,7 @@ class Counters:
     dropped_chunks: int = 0
     dropped_bytes: int = 0
     dropped_generations: int = 0
+    largest_generation: int = 0  # bytes, once events are being decoded
 
 
 class Session:
@@ -66,22 +68,35 @@ class Session:
         connection ends first."""
         return _FrameIterator(self)
 
-    def event_batches(self) -> AsyncIterator[list[Item]]:
-        """Decoded events as they become available, a list at a time: each
+    def event_batches(self, kinds: Iterable[Kind] | None = None) -> AsyncIterator[Item]:
+        """Decoded events as they become available, in :class:`EventBatch`
+        es of at most a few ten thousand events of one generation: each
         generation's events as soon as the generation is complete, and a
         :class:`Gap` where the helper shed generations. Decoding runs in a
-        worker thread, so the connection keeps reading meanwhile. Calling
-        it again continues the same stream; :meth:`events` shares it too.
-        Use events or :meth:`chunks`, not both."""
+        worker thread (the compiled core releases the GIL), so the
+        connection keeps reading meanwhile; a consumer that falls behind
+        holds up the decoder, and then the helper, which sheds generations
+        rather than let the service wait.
+
+        ``kinds`` keeps only events of those kinds; the others are decoded
+        but never made. Calling this again continues the same stream (with
+        the same kinds); :meth:`events` shares it too. Use events or
+        :meth:`chunks`, not both."""
+        wanted = None if kinds is None else frozenset(kinds)
         if self._event_stream is None:
-            self._event_stream = _EventStream(self)
+            self._event_stream = _EventStream(self, wanted)
+        elif kinds is not None and wanted != self._event_stream.kinds:
+            raise ValueError("this session's events are already being decoded for other kinds")
         return self._event_stream
 
-    async def events(self) -> AsyncIterator[Item]:
+    async def events(self, kinds: Iterable[Kind] | None = None) -> AsyncIterator[Event | proto.Gap]:
         """Like :meth:`event_batches`, one event (or gap) at a time."""
-        async for batch in self.event_batches():
-            for item in batch:
-                yield item
+        async for batch in self.event_batches(kinds):
+            if isinstance(batch, proto.Gap):
+                yield batch
+            else:
+                for ev in batch:
+                    yield ev
 
     async def stop(self) -> None:
         """Ask the helper to stop tracing. The remaining chunks and the end
@@ -138,11 +153,16 @@ class Session:
 
 class _EventStream:
     """Two tasks in the session's nursery: one reads frames off the socket,
-    one decodes whatever has arrived in a worker thread. Errors travel down
-    the channel to the consumer."""
+    one decodes whatever has arrived in a worker thread, which hands each
+    batch over as soon as it is made. Errors travel down the channel to the
+    consumer."""
 
-    def __init__(self, session: Session) -> None:
-        self._send, self._recv = trio.open_memory_channel[object](4)
+    def __init__(self, session: Session, kinds: frozenset[Kind] | None) -> None:
+        self.kinds = kinds
+        self._counters = session.counters
+        self._live = LiveDecoder(kinds)
+        # Few batches in flight: memory stays bounded when the consumer is slow.
+        self._send, self._recv = trio.open_memory_channel[object](2)
         session._nursery.start_soon(self._pump, session)
 
     async def _pump(self, session: Session) -> None:
@@ -160,8 +180,14 @@ class _EventStream:
             except LivetraceError as e:
                 await out.send(e)
 
+    def _deliver(self, items: Iterator[Item]) -> None:
+        """In the worker thread: decode and hand over one batch at a time."""
+        for item in items:
+            trio.from_thread.run(self._send.send, item)
+        self._counters.largest_generation = self._live.largest_generation
+
     async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
-        live = LiveDecoder()
+        live = self._live
         try:
             async for first in frames:
                 items = [first]
@@ -173,20 +199,18 @@ class _EventStream:
                 error = next((i for i in items if isinstance(i, BaseException)), None)
                 if error is not None:
                     items = items[: items.index(error)]
-                events = await trio.to_thread.run_sync(live.process, items)
-                if events:
-                    await self._send.send(events)
+                await trio.to_thread.run_sync(self._deliver, live.process(items))  # type: ignore[arg-type]
                 if error is not None:
                     await self._send.send(error)
                     return
-            await self._send.send(await trio.to_thread.run_sync(live.finish))
+            await trio.to_thread.run_sync(self._deliver, live.finish())
         except LivetraceError as e:
             await self._send.send(e)
 
     def __aiter__(self) -> _EventStream:
         return self
 
-    async def __anext__(self) -> list[Item]:
+    async def __anext__(self) -> Item:
         try:
             item = await self._recv.receive()
         except trio.EndOfChannel:

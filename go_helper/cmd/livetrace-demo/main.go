@@ -6,8 +6,10 @@
 //	livetrace-demo -listen unix:/tmp/demo.sock
 //
 // It prints one "ready" line with its addresses, serves net/http/pprof,
-// /stats (work done so far) and /debug/livetrace (the trace session, if
-// any), and on SIGINT or SIGTERM ends any trace session cleanly and exits.
+// /stats (work done so far), /debug/livetrace (the trace session, if any)
+// and /debug/trace-to-file?seconds=N (runtime/trace into a local file for N
+// seconds, the baseline livetrace's overhead is measured against), and on
+// SIGINT or SIGTERM ends any trace session cleanly and exits.
 package main
 
 import (
@@ -73,6 +75,7 @@ func main() {
 	http.HandleFunc("/debug/livetrace", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"tracing": trace.IsEnabled(), "session": srv.Status()})
 	})
+	http.HandleFunc("/debug/trace-to-file", traceToFile)
 	if *flight {
 		snapshot, err := startFlightRecorder()
 		if err != nil {
@@ -110,6 +113,36 @@ func main() {
 	defer done()
 	web.Shutdown(shut)
 	wg.Wait()
+}
+
+// traceToFile traces the process into a temporary file with runtime/trace
+// for the given number of seconds, then removes the file and says how big
+// it was.
+func traceToFile(w http.ResponseWriter, r *http.Request) {
+	seconds, err := strconv.ParseFloat(r.URL.Query().Get("seconds"), 64)
+	if err != nil || seconds <= 0 || seconds > 600 {
+		http.Error(w, "seconds must be a number in (0, 600]", http.StatusBadRequest)
+		return
+	}
+	f, err := os.CreateTemp("", "livetrace-demo-*.trace")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := trace.Start(f); err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	time.Sleep(time.Duration(seconds * float64(time.Second)))
+	trace.Stop()
+	st, err := f.Stat()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]int64{"bytes": st.Size()})
 }
 
 // handleWork hashes and sorts a little, inside a trace region.

@@ -1,0 +1,51 @@
+"""Which implementation of the decoder's hot loops runs: the compiled core
+(``_ccore``, built from C at install) or its pure-Python twin.
+
+The twin is the reference and always works; the compiled core is used
+whenever it was built, unless ``LIVETRACE_PURE_PYTHON=1``. If it was not
+built, livetrace warns once and carries on with the twin.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from types import ModuleType
+
+try:
+    from . import _ccore as _compiled
+except ImportError as e:  # no compiler at install time, or a broken build
+    _compiled = None
+    _why = str(e)
+else:
+    _why = ""
+
+_warned = False
+
+
+def compiled_core(require: bool | None = None) -> ModuleType | None:
+    """The compiled core, or None for the pure-Python twin.
+
+    require=True insists on the compiled core, False on the twin, None
+    takes the compiled core when there is one (and the environment does
+    not ask for the twin).
+    """
+    global _warned
+    if require is False or (require is None and os.environ.get("LIVETRACE_PURE_PYTHON") == "1"):
+        return None
+    if _compiled is None:
+        if require:
+            raise RuntimeError(f"livetrace's compiled core is not available: {_why}")
+        if not _warned:
+            _warned = True
+            warnings.warn(
+                "livetrace: the compiled decoder core was not built, so decoding runs on the pure-Python twin "
+                f"(correct, but about 30 times slower); reinstall livetrace where a C compiler and the Python "
+                f"headers are present to build it ({_why})", RuntimeWarning, stacklevel=3)
+        return None
+    return _compiled
+
+
+def implementation() -> str:
+    """'compiled' or 'python': what a decoder made now would run on."""
+    return "python" if compiled_core() is None else "compiled"

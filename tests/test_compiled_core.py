@@ -1,0 +1,220 @@
+"""The compiled core and its pure-Python twin: the same events, columns and
+errors for the same bytes, and the compiled core free of memory errors on
+hostile input (a fuzz run under AddressSanitizer)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import livetrace
+from livetrace import EventBatch, Kind, ModernDecoder, TraceFormatError
+from livetrace._accel import compiled_core
+from livetrace._dump import parsed_text
+from livetrace._modern_wire import Batch, FrameReader, record_columns
+
+from . import textform
+from .mutate import mutate
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT_TESTS = [t for t in textform.all_tests() if t.data]
+# Both implementations are tested here, whichever the run is on: once is enough.
+pytestmark = pytest.mark.skipif(os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
+                                reason="compares both implementations; runs on the compiled core's pass")
+needs_core = pytest.mark.skipif(compiled_core(None) is None and not os.environ.get("CI"),
+                                reason="the compiled core is not built here (no C compiler at install)")
+
+
+def test_ci_has_the_compiled_core() -> None:
+    """Where a C compiler is, the install built the core: a broken build
+    must not pass as the twin twice over."""
+    if not (os.environ.get("CI") or shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler here")
+    assert compiled_core(True) is not None
+    assert ModernDecoder().implementation == "compiled"
+
+
+def outcome(data: bytes, compiled: bool, pieces: int = 1) -> tuple[list[str], object]:
+    d = ModernDecoder(compiled=compiled)
+    events: list[livetrace.Event] = []
+    step = max(1, len(data) // pieces)
+    try:
+        for i in range(0, len(data), step):
+            events += d.feed(data[i : i + step])
+        events += d.close()
+        error = None
+    except TraceFormatError as e:
+        events += getattr(e, "partial", [])
+        error = (type(e).__name__, e.reason, e.offset, e.generation)
+    return [parsed_text(e) for e in events], error
+
+
+def assert_twins_agree(data: bytes, pieces: int = 1) -> None:
+    (c_lines, c_err), (py_lines, py_err) = outcome(data, True, pieces), outcome(data, False, pieces)
+    assert c_err == py_err
+    first = next((i for i, (a, b) in enumerate(zip(c_lines, py_lines)) if a != b), min(len(c_lines), len(py_lines)))
+    assert (len(c_lines), c_lines[first : first + 1]) == (len(py_lines), py_lines[first : first + 1])
+
+
+@needs_core
+@pytest.mark.parametrize("t", TEXT_TESTS, ids=lambda t: t.name)
+def test_twins_agree_on_go_text_form_tests(t: textform.TextTrace) -> None:
+    assert_twins_agree(t.data)
+
+
+@needs_core
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_twins_agree_on_mutated_traces(data: st.DataObject) -> None:
+    t = data.draw(st.sampled_from(TEXT_TESTS))
+    buf = mutate(data, t.data, keep=16)
+    assert_twins_agree(buf, data.draw(st.integers(1, 4)))
+
+
+def wire_outcome(payload: bytes, compiled: bool) -> object:
+    try:
+        c = record_columns(payload, 26, 100, 7, compiled=compiled)
+    except TraceFormatError as e:
+        return (e.reason, e.offset, e.generation)
+    return (c.codes, c.starts.tolist(), c.args.tolist())
+
+
+@needs_core
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=200))
+def test_twins_agree_on_any_batch_payload(payload: bytes) -> None:
+    assert wire_outcome(payload, True) == wire_outcome(payload, False)
+
+
+def demo_batches(path: Path, compiled: bool, kinds: set[Kind] | None = None) -> list[EventBatch]:
+    d = ModernDecoder(kinds, compiled=compiled)
+    data = path.read_bytes()
+    batches = [b for i in range(0, len(data), 1 << 20) for b in d.feed_batches(data[i : i + (1 << 20)])]
+    return batches + list(d.close_batches())
+
+
+@needs_core
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_batch_columns_are_the_events(compiled: bool, demo_traces: dict[str, Path]) -> None:
+    batches = demo_batches(demo_traces["1.26"], compiled)
+    assert sum(map(len, batches)) > 10_000
+    b = max(batches, key=len)
+    events = list(b)
+    assert [e.code for e in events] == b.codes.tolist()
+    assert [e.time for e in events] == b.times.tolist()
+    assert [(e.m, e.p, e.g) for e in events] == list(zip(b.threads.tolist(), b.procs.tolist(), b.goroutines.tolist()))
+    assert bytes(e.kind for e in events) == b.kinds
+    args = b.args.tolist()
+    assert all(e.args == args[4 * i : 4 * i + len(e.args)] for i, e in enumerate(events))
+    assert [parsed_text(b[i]) for i in (0, len(b) // 2, -1)] == [parsed_text(events[i]) for i in (0, len(b) // 2, -1)]
+
+
+@needs_core
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_kind_filter_keeps_exactly_those_events(compiled: bool, demo_traces: dict[str, Path]) -> None:
+    everything = [parsed_text(e) for b in demo_batches(demo_traces["1.25"], compiled) for e in b
+                  if e.kind in (Kind.LOG, Kind.TASK_BEGIN)]
+    filtered = [parsed_text(e) for b in demo_batches(demo_traces["1.25"], compiled, {Kind.LOG, Kind.TASK_BEGIN})
+                for e in b]
+    assert filtered == everything and len(everything) > 10
+
+
+ASAN_FUZZ = r'''
+import importlib.util, random, sys, time
+spec = importlib.util.spec_from_file_location("livetrace._ccore", sys.argv[1])
+core = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(core)
+sys.modules["livetrace._ccore"] = core
+from livetrace import ModernDecoder, TraceFormatError
+from livetrace._modern_wire import record_columns
+seeds = [open(p, "rb").read() for p in sys.argv[3:]]
+seed = random.randrange(1 << 32)
+print("seed", seed, flush=True)
+rng = random.Random(seed)
+deadline, runs = time.monotonic() + float(sys.argv[2]), 0
+while time.monotonic() < deadline:
+    buf = bytearray(rng.choice(seeds))
+    for _ in range(rng.randint(1, 8)):
+        pos = rng.randrange(16, len(buf) + 1)
+        op = rng.randrange(4)
+        if op == 0 and pos < len(buf): buf[pos] = rng.randrange(256)
+        elif op == 1: del buf[pos:]
+        elif op == 2: buf[pos:pos] = rng.randbytes(rng.randint(1, 12))
+        else: del buf[pos:pos + rng.randint(1, 12)]
+    d = ModernDecoder(compiled=True)
+    try:
+        for i in range(0, len(buf), 997):
+            for b in d.feed_batches(bytes(buf[i:i + 997])): list(b)
+        for b in d.close_batches(): list(b)
+    except (TraceFormatError, MemoryError):
+        pass
+    try:
+        record_columns(bytes(buf[16:16 + rng.randint(0, 300)]), 26, compiled=True)
+    except TraceFormatError:
+        pass
+    runs += 1
+print(f"{runs} runs clean")
+'''
+
+
+def _asan_runtime() -> str | None:
+    cc = shutil.which("gcc")
+    if cc is None:
+        return None
+    lib = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    return lib if lib and os.path.isabs(lib) and Path(lib).exists() else None
+
+
+@pytest.mark.skipif(_asan_runtime() is None, reason="gcc with AddressSanitizer is not available here")
+def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
+    """A bounded fuzz run of the compiled core built with ASan and UBSan:
+    any out-of-bounds access, use after free or undefined arithmetic aborts
+    the run."""
+    so = tmp_path / ("_ccore" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+                    "-fno-sanitize-recover=undefined", f"-I{sysconfig.get_paths()['include']}",
+                    str(ROOT / "livetrace" / "_ccore.c"), "-o", str(so)], check=True)
+    seeds = []
+    for t in TEXT_TESTS:
+        seeds.append(str(tmp_path / f"{t.name}.trace"))
+        Path(seeds[-1]).write_bytes(t.data)
+    script = tmp_path / "fuzz.py"
+    script.write_text(ASAN_FUZZ)
+    env = {**os.environ, "LD_PRELOAD": _asan_runtime() or "", "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+           "UBSAN_OPTIONS": "print_stacktrace=1"}
+    seconds = os.environ.get("LIVETRACE_ASAN_SECONDS", "60")
+    r = subprocess.run([sys.executable, str(script), str(so), seconds, *seeds], env=env, capture_output=True,
+                       text=True, timeout=float(seconds) + 300)
+    assert r.returncode == 0, r.stdout + r.stderr[-4000:]
+    assert "runs clean" in r.stdout
+
+
+def jsonl_of(batches: list[EventBatch], compiled: bool, monkeypatch: pytest.MonkeyPatch) -> bytes:
+    from livetrace._export import JsonlEncoder
+
+    monkeypatch.setenv("LIVETRACE_PURE_PYTHON", "0" if compiled else "1")
+    encoder = JsonlEncoder()
+    return b"".join(piece for b in batches for piece in encoder.encode_batch(b))
+
+
+@needs_core
+def test_jsonl_twins_write_the_same_bytes(demo_traces: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    traces = [demo_traces["1.26"], demo_traces["1.22"]]
+    for path in traces:
+        batches = demo_batches(path, True)
+        fast = jsonl_of(batches, True, monkeypatch)
+        assert fast == jsonl_of(batches, False, monkeypatch), path.name
+        assert fast.count(b"\n") == sum(map(len, batches))
+    for t in TEXT_TESTS:
+        if t.expect_success:
+            d = ModernDecoder(compiled=True)
+            batches = list(d.feed_batches(t.data)) + list(d.close_batches())
+            assert jsonl_of(batches, True, monkeypatch) == jsonl_of(batches, False, monkeypatch), t.name
