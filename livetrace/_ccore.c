@@ -1219,12 +1219,18 @@ static int h_sweep_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     return emit(e, code, t, c, a, 0, 0) ? -1 : 1;
 }
 
-static int h_go_range_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
-    CHECK(USER_GO);
+static G *ctx_g(Engine *e, int code, Ctx c) {
     G *s = map_get(&e->gs, (u64)c.g);
     if (!s)
-        return ORDER("encountered event of type %d without known state for current goroutine %lld", code,
-                     (long long)c.g);
+        ORDER("encountered event of type %d without known state for current goroutine %lld", code, (long long)c.g);
+    return s;
+}
+
+static int h_go_range_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
+    CHECK(USER_GO);
+    G *s = ctx_g(e, code, c);
+    if (!s)
+        return -1;
     if (range_begin(e, &s->ranges, &s->nrng, &s->caprng, (u64)code, code == 26 ? a[0] : 0))
         return -1;
     *nc = c;
@@ -1243,10 +1249,9 @@ static int h_go_range_active(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc)
 
 static int h_go_range_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     CHECK(USER_GO);
-    G *s = map_get(&e->gs, (u64)c.g);
+    G *s = ctx_g(e, code, c);
     if (!s)
-        return ORDER("encountered event of type %d without known state for current goroutine %lld", code,
-                     (long long)c.g);
+        return -1;
     u64 desc;
     if (range_end(e, s->ranges, &s->nrng, code, &desc))
         return -1;
@@ -1387,6 +1392,7 @@ static int try_cursor(Engine *e, size_t i) {
     memcpy(a, c->args, sizeof a);
     Ctx nc;
     size_t before = e->out.n;
+    i64 last_before = e->last;
     int r = h(e, c->code, c->time, a, ctx, &nc);
     if (r != 1)
         return r;
@@ -1398,6 +1404,7 @@ static int try_cursor(Engine *e, size_t i) {
     if (more < 0) {
         /* As in the twin, an event whose thread cannot go on is not out. */
         e->out.n = before;
+        e->last = last_before;
         return -1;
     }
     if (more) {

@@ -20,7 +20,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-from ._decode_cli import dump_parsed, dump_wire, open_input
+from ._decode_cli import dump_legacy, dump_parsed, dump_wire, open_input
 from ._batch import EventBatch
 from ._demo import run_demo
 from ._errors import LivetraceError, TraceFormatError
@@ -300,15 +300,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     dec = sub.add_parser(
         "decode", help="decode a trace file (or - for standard input) and dump it",
-        description="Decode a Go execution trace and print it. --dump wire prints every record of the "
-                    "byte stream exactly as `go tool trace -d=wire` does; --dump parsed prints the ordered "
-                    "events exactly as `go tool trace -d=parsed` does (wall-clock times in UTC). "
+        description="Decode a Go execution trace and print it. For Go 1.22+ traces, --dump wire prints every "
+                    "record of the byte stream exactly as `go tool trace -d=wire` does and --dump parsed the "
+                    "ordered events exactly as `go tool trace -d=parsed` does (wall-clock times in UTC). For "
+                    "legacy traces (Go 1.5 to 1.21), --dump legacy prints the ordered events exactly as Go "
+                    "1.21's `go tool trace -d` does (lines with equal times may come in another order). "
                     "Standard input (-) is decoded "
                     "as it arrives, so `livetrace record ... -o /dev/stdout | livetrace decode -` works live.",
         epilog="Exit status: 0 when the whole trace decoded, 1 when it is malformed or truncated "
                "(what decoded before the problem is still printed).")
     dec.add_argument("file", metavar="FILE", help="trace file, or - for standard input")
-    dec.add_argument("--dump", choices=["wire", "parsed"], default="parsed", help="what to print (default: parsed)")
+    dec.add_argument("--dump", choices=["wire", "parsed", "legacy"], default="parsed",
+                     help="what to print (default: parsed)")
 
     tail = sub.add_parser(
         "tail", help="print a live service's events as they happen",
@@ -360,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  kinds=frozenset(args.kind), period=args.period))
         if args.command == "decode":
             with open_input(args.file) as stream:
-                (dump_wire if args.dump == "wire" else dump_parsed)(stream, sys.stdout)
+                {"wire": dump_wire, "parsed": dump_parsed, "legacy": dump_legacy}[args.dump](stream, sys.stdout)
             return EXIT_OK
     except TraceFormatError as e:
         sys.stdout.flush()

@@ -6,9 +6,10 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO, TextIO
 
-from ._dump import parsed_text, wire_lines
+from ._dump import legacy_lines, parsed_text, wire_lines
 from ._errors import TraceFormatError
 from ._events import Event
+from ._legacy_decoder import LegacyDecoder
 from ._modern_decoder import ModernDecoder
 from ._modern_wire import FrameReader
 
@@ -49,6 +50,25 @@ def dump_parsed(stream: BinaryIO, out: TextIO) -> None:
     except TraceFormatError as e:
         write(getattr(e, "partial", []))
         raise
+
+
+def dump_legacy(stream: BinaryIO, out: TextIO) -> None:
+    """A legacy trace can only be ordered once it is complete: read it all,
+    then print (its strings as they are: bytes)."""
+    decoder = LegacyDecoder()
+    for data in _pieces(stream):
+        decoder.feed(data)
+    trace = decoder.close()
+    out.flush()
+    buffer = out.buffer if hasattr(out, "buffer") else None
+    for i in range(0, len(trace.events), 4096):
+        text = b"".join(line + b"\n" for line in legacy_lines(trace.events[i : i + 4096]))
+        if buffer is not None:
+            buffer.write(text)
+        else:
+            out.write(text.decode("utf-8", "surrogateescape"))
+    if buffer is not None:
+        buffer.flush()
 
 
 def open_input(path: str) -> BinaryIO:

@@ -1,0 +1,93 @@
+"""Decoding speed for legacy traces (Go 1.5 to 1.21): ours against Go 1.21's
+own tool, on the same file, in the same run.
+
+    .venv/bin/python bench/decode_legacy.py [--trace FILE] [--go PATH-to-go-1.21] [--runs 3]
+
+Without --trace it records the demo service built with Go 1.21 (4 workers)
+until the file holds at least 8 MB. Timed: our decoder (read, order, check:
+`LegacyDecoder`), our whole dump (`livetrace decode --dump legacy`) and Go
+1.21's `go tool trace -d` (parse and print), both dumps into /dev/null.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+import livetrace
+from livetrace._demo import run_demo
+from livetrace._gotool import build_demo, find_go, go_env, go_version
+from livetrace._legacy_decoder import LegacyDecoder
+
+MIN_BYTES = 8_000_000
+CHUNK = 1 << 20
+
+
+async def record_demo(go: Path, path: Path) -> None:
+    async with run_demo(build_demo(go), args=["-workers", "4"]) as demo:
+        async with livetrace.connect(demo.trace_address) as session:
+            async with trio.open_nursery() as nursery:
+                async def stop_when_big() -> None:
+                    while session.counters.bytes < MIN_BYTES:
+                        await trio.sleep(0.1)
+                    await session.stop()
+                nursery.start_soon(stop_when_big)
+                rec = await livetrace.record(session, path)
+    assert rec.complete
+
+
+def decode(data: bytes) -> int:
+    d = LegacyDecoder()
+    for i in range(0, len(data), CHUNK):
+        d.feed(data[i : i + CHUNK])
+    return len(d.close().events)
+
+
+def timed(runs: int, fn, *args) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+    best, result = float("inf"), None
+    for _ in range(runs):
+        t = time.perf_counter()
+        result = fn(*args)
+        best = min(best, time.perf_counter() - t)
+    return best, result
+
+
+def run(cmd: list[str]) -> None:
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=go_env())
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--trace", type=Path)
+    p.add_argument("--go", required=True, help="a Go 1.21 go binary: builds the demo, and its tool is timed")
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    go = find_go(args.go)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.trace or Path(tmp) / "demo.trace"
+        if args.trace is None:
+            trio.run(record_demo, go, path)
+        data = path.read_bytes()
+        mb = len(data) / 1e6
+        t_ours, events = timed(args.runs, decode, data)
+        t_dump, _ = timed(args.runs, run, [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"])
+        binary = ["/bin/true"] if data.startswith(b"go 1.5 trace") else []
+        t_go, _ = timed(args.runs, run, [str(go), "tool", "trace", "-d", *binary, str(path)])
+    print(f"trace: {path.name if args.trace else 'demo (4 workers)'} ({data[:13].decode()}), {mb:.1f} MB, "
+          f"{events:,} events; best of {args.runs}; go: {go_version(go)}")
+    print(f"{'reader':<44} {'seconds':>8} {'events/s':>12} {'MB/s':>8}")
+    for name, t in [("livetrace LegacyDecoder (read, order, check)", t_ours),
+                    ("livetrace decode --dump legacy > /dev/null", t_dump),
+                    ("go tool trace -d > /dev/null", t_go)]:
+        print(f"{name:<44} {t:8.2f} {events / t:12,.0f} {mb / t:8.2f}")
+    print(f"dump vs Go's dump: {t_go / t_dump:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

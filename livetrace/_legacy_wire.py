@@ -1,0 +1,153 @@
+"""The wire layer of legacy traces (Go 1.5 to 1.21), sans-IO: bytes in, raw
+events out, for any chunking of the stream.
+
+Every event starts with a type byte: its low 6 bits are the type, its top 2
+an inline value count (3: a byte length follows). Strings (1.7+) and the
+message of a user log carry bytes; nothing else does.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
+from ._legacy_spec import EV_COUNT, EV_STRING, EV_USER_LOG, SPECS, VERSIONS
+from ._modern_wire import read_uvarint
+
+HEADER_SIZE = 16
+MAX_STRING = 1_000_000
+_HEADER = re.compile(rb"go 1\.(\d{1,3}) trace\x00*")
+
+RawEvent = tuple[int, int, list[int], list[bytes]]  # offset, type, values, string arguments
+
+
+def legacy_version(header: bytes) -> int | None:
+    """The version (1005 ... 1021) a 16-byte header names, None for a modern
+    one; raises for anything else."""
+    if header.startswith(b"gotrace\x00"):
+        raise UnsupportedTraceVersionError(
+            "this is a gotrace file, from a pre-release Go 1.5 runtime; livetrace does not decode it yet", offset=0)
+    m = _HEADER.fullmatch(header[:HEADER_SIZE])
+    if not m or len(header) < HEADER_SIZE:
+        raise TraceFormatError("bad file format: not a Go execution trace?", offset=0)
+    ver = 1000 + int(m.group(1))
+    if ver >= 1022:
+        return None
+    if ver not in VERSIONS:
+        raise UnsupportedTraceVersionError(f"unsupported trace file version 1.{ver % 1000} ({ver})", offset=0)
+    return ver
+
+
+class _Short(Exception):
+    """The event is not all here yet."""
+
+
+class LegacyReader:
+    """Cuts a legacy trace, fed in any pieces, into raw events; collects the
+    string table as it goes."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self._base = 0
+        self.version: int | None = None
+        self.strings: dict[int, bytes] = {}
+
+    @property
+    def offset(self) -> int:
+        return self._base + self._pos
+
+    def feed(self, data: bytes) -> list[RawEvent]:
+        buf = self._buf
+        buf += data
+        out: list[RawEvent] = []
+        pos, end = self._pos, len(buf)
+        if self.version is None:
+            if end - pos < HEADER_SIZE:
+                return out
+            ver = legacy_version(bytes(buf[pos : pos + HEADER_SIZE]))
+            if ver is None:
+                raise UnsupportedTraceVersionError("a Go 1.22+ trace: decode it with the modern decoder", offset=0)
+            self.version = ver
+            pos += HEADER_SIZE
+        while pos < end:
+            try:
+                ev, pos2 = self._event(buf, pos, end)
+            except _Short:
+                break
+            if ev is not None:
+                out.append(ev)
+            pos = pos2
+        if pos > 1 << 20 or pos == end:
+            del buf[:pos]
+            self._base += pos
+            pos = 0
+        self._pos = pos
+        return out
+
+    def close(self) -> None:
+        if self.version is None:
+            raise TruncatedTraceError("trace ends inside its 16-byte header" if self._buf else "empty trace: no header",
+                                      offset=self.offset)
+        if self._pos != len(self._buf):
+            raise TruncatedTraceError(f"trace ends in the middle of an event ({len(self._buf) - self._pos} bytes "
+                                      "left over)", offset=self.offset)
+
+    def _value(self, buf: bytearray, i: int, end: int, at: int) -> tuple[int, int]:
+        try:
+            v, j = read_uvarint(buf, i, end)
+        except ValueError:
+            raise TraceFormatError(f"bad value at offset 0x{self._base + i:x}", offset=self._base + at) from None
+        if v < 0:
+            raise _Short
+        return v, j
+
+    def _event(self, buf: bytearray, pos: int, end: int) -> tuple[RawEvent | None, int]:
+        ver = self.version
+        assert ver is not None
+        off = self._base + pos
+        b = buf[pos]
+        typ, narg, inline = b & 0x3F, (b >> 6) + 1, 4
+        if ver < 1007:
+            narg += 1
+            inline += 1
+        if typ == 0 or typ >= EV_COUNT or SPECS[typ].since > ver:
+            raise TraceFormatError(f"unknown event type {typ} at offset 0x{off:x}", offset=off)
+        i = pos + 1
+        if typ == EV_STRING:
+            sid, i = self._value(buf, i, end, pos)
+            n, i = self._value(buf, i, end, pos)
+            if sid == 0:
+                raise TraceFormatError(f"string at offset {off} has invalid id 0", offset=off)
+            if self.strings.get(sid):
+                raise TraceFormatError(f"string at offset {off} has duplicate id {sid}", offset=off)
+            if n == 0 or n > MAX_STRING:
+                raise TraceFormatError(f"string at offset {off} has invalid length {n}", offset=off)
+            if end - i < n:
+                raise _Short
+            self.strings[sid] = bytes(buf[i : i + n])
+            return None, i + n
+        args: list[int] = []
+        if narg < inline:
+            for _ in range(narg):
+                v, i = self._value(buf, i, end, pos)
+                args.append(v)
+        else:
+            length, i = self._value(buf, i, end, pos)
+            start = i
+            while length > i - start:
+                v, i = self._value(buf, i, end, pos)
+                args.append(v)
+            if length != i - start:
+                raise TraceFormatError(f"event has wrong length at offset 0x{off:x}: want {length}, "
+                                       f"got {i - start}", offset=off)
+        sargs: list[bytes] = []
+        if typ == EV_USER_LOG:
+            n, i = self._value(buf, i, end, pos)
+            if n > MAX_STRING:
+                raise TraceFormatError(f"string at offset {self._base + i} is too large (len={n})", offset=off)
+            if end - i < n:
+                raise _Short
+            sargs.append(bytes(buf[i : i + n]))
+            i += n
+        return (off, typ, args, sargs), i
