@@ -69,8 +69,8 @@ class Session:
         return _FrameIterator(self)
 
     def event_batches(self, kinds: Iterable[Kind] | None = None) -> AsyncIterator[Item]:
-        """Decoded events as they become available, in :class:`EventBatch`
-        es of at most a few ten thousand events of one generation: each
+        """Decoded events as they become available, as :class:`EventBatch`
+        objects (a few thousand events of one generation each): each
         generation's events as soon as the generation is complete, and a
         :class:`Gap` where the helper shed generations. Decoding runs in a
         worker thread (the compiled core releases the GIL), so the
