@@ -23,32 +23,16 @@ from __future__ import annotations
 import argparse
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import trio
 
-import livetrace
-from livetrace._demo import run_demo
-from livetrace._gotool import build_demo, find_go, go_env, go_version
+from _common import best_of, record_demo  # bench/, the script's directory
+from livetrace._gotool import find_go, go_env, go_version
 from livetrace._modern_decoder import ModernDecoder
 from livetrace._modern_wire import Batch, FrameReader, record_columns
 
-MIN_BYTES = 8_000_000
 CHUNK = 1 << 20
-
-
-async def record_demo(go: Path, path: Path) -> None:
-    async with run_demo(build_demo(go), args=["-workers", "4"]) as demo:
-        async with livetrace.connect(demo.trace_address) as session:
-            async with trio.open_nursery() as nursery:
-                async def stop_when_big() -> None:
-                    while session.counters.bytes < MIN_BYTES:
-                        await trio.sleep(0.1)
-                    await session.stop()
-                nursery.start_soon(stop_when_big)
-                rec = await livetrace.record(session, path)
-    assert rec.complete
 
 
 def wire(data: bytes, compiled: bool) -> int:
@@ -66,15 +50,6 @@ def parsed(data: bytes, compiled: bool) -> int:
     for i in range(0, len(data), CHUNK):
         n += sum(map(len, d.feed_batches(data[i : i + CHUNK])))
     return n + sum(map(len, d.close_batches()))
-
-
-def best_of(runs: int, fn, *args) -> tuple[float, object]:  # type: ignore[no-untyped-def]
-    best, result = float("inf"), None
-    for _ in range(runs):
-        t = time.perf_counter()
-        result = fn(*args)
-        best = min(best, time.perf_counter() - t)
-    return best, result
 
 
 def run_cmd(cmd: list[str]) -> None:

@@ -15,31 +15,15 @@ import argparse
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import trio
 
-import livetrace
-from livetrace._demo import run_demo
-from livetrace._gotool import build_demo, find_go, go_env, go_version
+from _common import best_of, record_demo  # bench/, the script's directory
+from livetrace._gotool import find_go, go_env, go_version
 from livetrace._legacy_decoder import LegacyDecoder
 
-MIN_BYTES = 8_000_000
 CHUNK = 1 << 20
-
-
-async def record_demo(go: Path, path: Path) -> None:
-    async with run_demo(build_demo(go), args=["-workers", "4"]) as demo:
-        async with livetrace.connect(demo.trace_address) as session:
-            async with trio.open_nursery() as nursery:
-                async def stop_when_big() -> None:
-                    while session.counters.bytes < MIN_BYTES:
-                        await trio.sleep(0.1)
-                    await session.stop()
-                nursery.start_soon(stop_when_big)
-                rec = await livetrace.record(session, path)
-    assert rec.complete
 
 
 def decode(data: bytes) -> int:
@@ -47,15 +31,6 @@ def decode(data: bytes) -> int:
     for i in range(0, len(data), CHUNK):
         d.feed(data[i : i + CHUNK])
     return len(d.close().events)
-
-
-def timed(runs: int, fn, *args) -> tuple[float, object]:  # type: ignore[no-untyped-def]
-    best, result = float("inf"), None
-    for _ in range(runs):
-        t = time.perf_counter()
-        result = fn(*args)
-        best = min(best, time.perf_counter() - t)
-    return best, result
 
 
 def run(cmd: list[str]) -> None:
@@ -75,10 +50,10 @@ def main() -> None:
             trio.run(record_demo, go, path)
         data = path.read_bytes()
         mb = len(data) / 1e6
-        t_ours, events = timed(args.runs, decode, data)
-        t_dump, _ = timed(args.runs, run, [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"])
+        t_ours, events = best_of(args.runs, decode, data)
+        t_dump, _ = best_of(args.runs, run, [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"])
         binary = ["/bin/true"] if data.startswith(b"go 1.5 trace") else []
-        t_go, _ = timed(args.runs, run, [str(go), "tool", "trace", "-d", *binary, str(path)])
+        t_go, _ = best_of(args.runs, run, [str(go), "tool", "trace", "-d", *binary, str(path)])
     print(f"trace: {path.name if args.trace else 'demo (4 workers)'} ({data[:13].decode()}), {mb:.1f} MB, "
           f"{events:,} events; best of {args.runs}; go: {go_version(go)}")
     print(f"{'reader':<44} {'seconds':>8} {'events/s':>12} {'MB/s':>8}")

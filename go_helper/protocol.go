@@ -31,6 +31,7 @@ const (
 	frameChunk     = 0x20 // helper: seq u64, read time i64 (unix ns), generation u64, chunk bytes
 	frameGap       = 0x21 // helper: JSON gapMsg
 	frameEnd       = 0x22 // helper: JSON endMsg, then the helper closes
+	frameSegment   = 0x23 // helper: JSON segmentMsg, after the last chunk of a segment (legacy Go)
 )
 
 // Error codes sent in error frames.
@@ -51,6 +52,10 @@ type helloMsg struct {
 	// AdvanceMs asks for a generation boundary at least this often, so
 	// that a live consumer sees events sooner (Go 1.22+).
 	AdvanceMs int64 `json:"advance_ms,omitempty"`
+	// SegmentMs asks a legacy runtime (before Go 1.22) to stop and restart
+	// the trace this often, so that each segment is a complete trace, with
+	// its stacks and frequency, a few seconds after its events.
+	SegmentMs int64 `json:"segment_ms,omitempty"`
 }
 
 type handshakeMsg struct {
@@ -66,6 +71,7 @@ type handshakeMsg struct {
 	QueueBytes  int    `json:"queue_bytes"`
 	Session     uint64 `json:"session"`
 	AdvanceMs   int64  `json:"advance_ms"` // what the helper does: 0 leaves the runtime's period alone
+	SegmentMs   int64  `json:"segment_ms"` // what the helper does: 0 for one trace from start to end
 }
 
 type errorMsg struct {
@@ -82,6 +88,14 @@ type gapMsg struct {
 	Chunks          uint64 `json:"chunks"`
 	Bytes           uint64 `json:"bytes"`
 	DiscardReceived bool   `json:"discard_received"`
+}
+
+// segmentMsg ends a segment: the trace of that segment is complete, and the
+// next chunk (if any) is the header of the next one. Tracing was off from
+// StopUnixNs until the next segment's first chunk.
+type segmentMsg struct {
+	Segment    uint64 `json:"segment"`
+	StopUnixNs int64  `json:"stop_unix_ns"`
 }
 
 type endMsg struct {

@@ -42,6 +42,7 @@ type recordKind uint8
 const (
 	recChunk recordKind = iota
 	recGap
+	recSegment
 )
 
 type record struct {
@@ -52,6 +53,7 @@ type record struct {
 	unixNano int64
 	gen      uint64
 	gap      gapMsg
+	segment  segmentMsg
 }
 
 type dropStats struct {
@@ -206,6 +208,16 @@ func (q *queue) endShedding() {
 	}
 	q.recs = append(q.recs, record{kind: recGap, gap: *q.shedding})
 	q.shedding = nil
+	q.wake.Signal()
+}
+
+// endSegment marks the end of a complete trace (its StopTrace has
+// returned); the next chunk starts a new one, with its own header.
+func (q *queue) endSegment(m segmentMsg) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.recs = append(q.recs, record{kind: recSegment, segment: m})
+	q.sawHeader = false
 	q.wake.Signal()
 }
 

@@ -18,6 +18,7 @@ const (
 	reasonDuration         = "duration"
 	reasonServiceClosing   = "service-closing"
 	reasonOverflow         = "overflow"
+	reasonRestartFailed    = "segment-restart-failed"
 )
 
 type session struct {
@@ -64,12 +65,13 @@ func (s *session) run(hello helloMsg) {
 		return
 	}
 	advance := advancePeriod(hello.AdvanceMs)
+	segment := segmentPeriod(hello.SegmentMs)
 	exe, _ := os.Executable()
 	hs := handshakeMsg{
 		Protocol: protocolMaxVersion, Helper: HelperVersion, GoVersion: runtime.Version(),
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, PID: os.Getpid(), Executable: exe,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), StartUnixNs: start.UnixNano(), QueueBytes: len(s.q.buf), Session: s.id,
-		AdvanceMs: advance.Milliseconds(),
+		AdvanceMs: advance.Milliseconds(), SegmentMs: segment.Milliseconds(),
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 	if err := writeJSONFrame(s.conn, frameHandshake, hs); err != nil {
@@ -86,9 +88,11 @@ func (s *session) run(hello helloMsg) {
 	advancing := make(chan struct{})
 	go s.advance(advance, advancing)
 
-	<-s.stopped
+	tracing := s.cycle(segment)
 	<-advancing
-	trace.Stop() // returns once the runtime has handed over the final chunk
+	if tracing {
+		trace.Stop() // returns once the runtime has handed over the final chunk
+	}
 	s.q.close()
 	delivered := <-sent
 	s.freeRing()
@@ -110,6 +114,8 @@ func (s *session) run(hello helloMsg) {
 	switch {
 	case lost:
 		end.Detail = "the queue overflowed while the tracer was stopping: the trace is incomplete; raise the queue size"
+	case s.reason == reasonRestartFailed:
+		end.Detail = "something else started tracing the process between two segments, so the session ended; the segments sent are complete"
 	case s.reason == reasonOverflow:
 		end.Detail = "the consumer fell behind and the queue filled, so the trace was stopped early (legacy Go traces cannot shed data)"
 	case modern && dropped.generations > 0:
@@ -117,6 +123,48 @@ func (s *session) run(hello helloMsg) {
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 	writeJSONFrame(s.conn, frameEnd, end)
+}
+
+// Bounds on a requested segment period: each restart costs two
+// stop-the-worlds and a stack dump, so not more often than once a second.
+const minSegment = time.Second
+
+func segmentPeriod(ms int64) time.Duration {
+	if ms <= 0 || canForceBoundaries { // Go 1.22+ traces are made of self-contained generations already
+		return 0
+	}
+	if d := time.Duration(ms) * time.Millisecond; d > minSegment {
+		return d
+	}
+	return minSegment
+}
+
+// cycle waits for the session to stop; with a segment period, it stops and
+// restarts the trace that often meanwhile, so that every segment is a
+// complete legacy trace (StopTrace flushes every buffer and the footer).
+// It reports whether the session's trace is still running.
+func (s *session) cycle(period time.Duration) bool {
+	if period == 0 {
+		<-s.stopped
+		return true
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for n := uint64(1); ; n++ {
+		select {
+		case <-s.stopped:
+			return true
+		case <-t.C:
+		}
+		trace.Stop()
+		s.q.endSegment(segmentMsg{Segment: n, StopUnixNs: time.Now().UnixNano()})
+		if err := trace.Start(s.q); err != nil {
+			// Something else started tracing in the moment it was off.
+			s.srv.logf("session %d: could not restart the trace for the next segment: %v", s.id, err)
+			s.requestStop(reasonRestartFailed)
+			return false
+		}
+	}
 }
 
 // Bounds on a requested generation period: shorter ones cost the service
@@ -183,6 +231,8 @@ func (s *session) send() bool {
 				_, err = bufs.WriteTo(s.conn)
 			case recGap:
 				err = writeJSONFrame(s.conn, frameGap, r.gap)
+			case recSegment:
+				err = writeJSONFrame(s.conn, frameSegment, r.segment)
 			}
 			if err != nil {
 				ok = false

@@ -24,15 +24,16 @@ from ._errors import (
 )
 from ._events import ClockSnapshot, Event, GoState, Kind, ProcState, Resource, StackFrame, StateTransition
 from ._modern_decoder import ModernDecoder
-from ._protocol import Chunk, End, Gap, SessionInfo
+from ._protocol import Chunk, End, Gap, SegmentEnd, SessionInfo
 from ._recording import Recorder, Recording, record
 from ._session import Counters, Session, connect
 from ._version import __version__
 
 __all__ = [
-    "Address", "AlreadyTracingError", "ClockSnapshot", "Event", "EventBatch", "GoState", "Kind", "ModernDecoder", "ProcState",
-    "Resource", "StackFrame", "StateTransition", "AuthenticationError", "BusyError", "Chunk", "ConnectError",
-    "ConnectionLostError", "Counters", "End", "Gap", "LivetraceError", "ProtocolError", "ProtocolVersionError",
-    "Recorder", "Recording", "RefusedError", "Session", "SessionInfo", "TraceFormatError", "TruncatedTraceError",
-    "UnsupportedTraceVersionError", "__version__", "connect", "implementation", "parse_address", "record",
+    "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ClockSnapshot", "ConnectError",
+    "ConnectionLostError", "Counters", "End", "Event", "EventBatch", "Gap", "GoState", "Kind", "LivetraceError",
+    "ModernDecoder", "ProcState", "ProtocolError", "ProtocolVersionError", "Recorder", "Recording", "RefusedError",
+    "Resource", "SegmentEnd", "Session", "SessionInfo", "StackFrame", "StateTransition", "TraceFormatError",
+    "TruncatedTraceError", "UnsupportedTraceVersionError", "__version__", "connect", "implementation",
+    "parse_address", "record",
 ]

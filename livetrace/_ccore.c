@@ -1394,6 +1394,11 @@ static int try_cursor(Engine *e, size_t i) {
     size_t before = e->out.n;
     i64 last_before = e->last;
     int r = h(e, c->code, c->time, a, ctx, &nc);
+    if (r < 0) {
+        /* As in the twin, what a failing handler emitted is not out. */
+        e->out.n = before;
+        e->last = last_before;
+    }
     if (r != 1)
         return r;
     if (ms) {
@@ -1402,7 +1407,7 @@ static int try_cursor(Engine *e, size_t i) {
     }
     int more = cursor_next(e, c);
     if (more < 0) {
-        /* As in the twin, an event whose thread cannot go on is not out. */
+        /* Nor is an event whose thread cannot go on. */
         e->out.n = before;
         e->last = last_before;
         return -1;

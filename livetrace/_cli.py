@@ -118,11 +118,17 @@ def _report(rec: Recording, err: TextIO, elapsed: float) -> int:
 
 
 async def record_command(address: str, out: Path, *, duration: float | None, token: str | None,
-                         progress: bool, err: TextIO) -> tuple[int, Recording]:
-    async with connect(address, token=token, duration=duration) as session:
+                         progress: bool, err: TextIO, segment: float | None = None) -> tuple[int, Recording]:
+    async with connect(address, token=token, duration=duration, segment=segment) as session:
         info = session.info
         _say(err, f"recording {info.executable} (pid {info.pid}, {info.go_version} {info.goos}/{info.goarch}) "
                   f"to {out}" + (f" for {duration:g} s" if duration else "; Ctrl-C stops"))
+        if segment and not info.segment_ms:
+            _say(err, f"note: {info.go_version} writes self-contained generations; --segment applies only to "
+                      "Go 1.21 and older, so this is one trace")
+        elif info.segment_ms:
+            _say(err, f"segment mode: the trace restarts every {info.segment_ms / 1000:g} s; each segment is "
+                      "a complete trace in a file of its own")
 
         def on_gap(gap: Gap, continued: Path | None) -> None:
             where = f"; continuing in {continued}" if continued else ""
@@ -272,6 +278,13 @@ def _duration(text: str) -> float:
     return v
 
 
+def _segment(text: str) -> float:
+    v = float(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError("must be at least 1 second: each restart stops the world twice")
+    return v
+
+
 def _session_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("address", metavar="ADDRESS", help="where the service's livetrace helper listens")
     p.add_argument("-d", "--duration", type=_duration, metavar="SECONDS",
@@ -295,6 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     _session_arguments(rec)
     rec.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
                      help="trace file to write; - for standard output (a pipe or device is written in place)")
+    rec.add_argument("--segment", type=_segment, metavar="SECONDS",
+                     help="legacy Go (1.21 and older) only: stop and restart the trace every SECONDS (at least "
+                          "1), writing each segment, a complete trace, to its own file: FILE, then FILE's "
+                          "name with .2, .3, ... before its suffix")
     rec.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="show a status line (default: when stderr is a terminal)")
 
@@ -352,8 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "record":
             progress = err.isatty() if args.progress is None else args.progress
+            if args.segment and str(args.output) == "-":
+                _say(err, "error: --segment writes one file per segment: give -o a file name, not -")
+                return EXIT_ERROR
             code, _ = trio.run(lambda: record_command(args.address, args.output, duration=args.duration,
-                                                      token=args.token, progress=progress, err=err))
+                                                      token=args.token, progress=progress, err=err,
+                                                      segment=args.segment))
             return code
         if args.command == "demo":
             return trio.run(demo_command, args, sys.stdout, err)

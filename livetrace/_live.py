@@ -8,7 +8,7 @@ from ._batch import EventBatch
 from ._events import Kind
 from ._modern_decoder import ModernDecoder
 from ._modern_wire import parse_header
-from ._protocol import Chunk, Gap
+from ._protocol import Chunk, Gap, SegmentEnd
 
 Item = EventBatch | Gap
 
@@ -29,10 +29,12 @@ class LiveDecoder:
         """Bytes of the largest generation decoded so far."""
         return max(self._largest, self._decoder.largest_generation if self._decoder else 0)
 
-    def process(self, frames: list[Chunk | Gap]) -> Iterator[Item]:
+    def process(self, frames: list[Chunk | Gap | SegmentEnd]) -> Iterator[Item]:
         """The batches (and gaps) the frames complete, lazily: consume them
         all before processing more."""
         for f in frames:
+            if isinstance(f, SegmentEnd):
+                continue  # only legacy traces come in segments, and they stop at their header
             if isinstance(f, Gap):
                 if self._decoder is not None:
                     yield from self._decoder.abandon_batches(f.first_generation if f.discard_received else None)

@@ -15,7 +15,7 @@ from ._batch import EventBatch, kind_mask
 from ._errors import TraceFormatError
 from ._events import EVENT_NARGS, SYNC_CODE, STACK_ARG, STRING_ARGS, Event, Kind
 from ._modern_gen import Generation, GenerationAssembler
-from ._modern_order import Ordering, OrderingError
+from ._modern_order import Ordering, OrderingError, check_ids
 from ._modern_spec import SPECS
 from ._modern_wire import FrameReader, read_uvarint
 
@@ -172,7 +172,6 @@ class _PythonEngine:
         while True:
             if queue:
                 for ev in queue:
-                    _check_ids(ev, gen)
                     stamp(ev)
                     if mask[ev.code]:
                         out.append(ev)
@@ -186,7 +185,7 @@ class _PythonEngine:
                 s = samples[si]
                 si += 1
                 ev = Event(7, s.time, s.m, s.p, s.g, [s.stack], gen)
-                _check_ids(ev, gen)
+                check_ids(ev, gen)
                 stamp(ev)
                 if mask[7]:
                     out.append(ev)
@@ -400,18 +399,3 @@ def _collect(batches: Iterator[EventBatch]) -> list[Event]:
 
 def _time_of(c: _Cursor) -> int:
     return c.time
-
-
-def _check_ids(ev: Event, gen: Generation) -> None:
-    code, args = ev.code, ev.args
-    i = STACK_ARG[code]
-    if i >= 0 and args[i] not in gen.stacks:
-        raise TraceFormatError(f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
-                               generation=gen.gen)
-    if code in (14, 47) and args[1] not in gen.stacks:
-        raise TraceFormatError(f"found invalid stack ID {args[1]} for event {SPECS[code].name}",  # type: ignore[union-attr]
-                               generation=gen.gen)
-    for j in STRING_ARGS.get(code, ()):
-        if args[j] not in gen.strings:
-            raise TraceFormatError(f"found invalid string ID {args[j]} for event {SPECS[code].name}",  # type: ignore[union-attr]
-                                   generation=gen.gen)

@@ -21,7 +21,6 @@ from ._modern_spec import (
     EV_STRING,
     EV_STRINGS,
     EV_SYNC,
-    NO_THREAD,
 )
 from ._modern_wire import Batch, EndOfGeneration, Frame, read_uvarint
 

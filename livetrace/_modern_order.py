@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 from ._errors import TraceFormatError
 from ._events import (
+    STACK_ARG,
+    STRING_ARGS,
     GO_RUNNABLE,
     GO_RUNNING,
     GO_STATUS_STATE,
@@ -177,7 +179,9 @@ class Ordering:
         return True
 
     def _emit(self, code: int, time: int, ctx: Ctx, args: list[int], gen: Generation, extra: tuple[int, ...] = ()) -> None:
-        self.out.append(Event(code, time, ctx[0], ctx[1], ctx[2], args, gen, extra))
+        ev = Event(code, time, ctx[0], ctx[1], ctx[2], args, gen, extra)
+        check_ids(ev, gen)
+        self.out.append(ev)
 
     # -- procs --
 
@@ -618,3 +622,19 @@ class Ordering:
 
 def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def check_ids(ev: Event, gen: Generation) -> None:
+    """The stacks and strings an event names must be in its generation."""
+    code, args = ev.code, ev.args
+    i = STACK_ARG[code]
+    if i >= 0 and args[i] not in gen.stacks:
+        raise TraceFormatError(f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+                               generation=gen.gen)
+    if code in (14, 47) and args[1] not in gen.stacks:
+        raise TraceFormatError(f"found invalid stack ID {args[1]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+                               generation=gen.gen)
+    for j in STRING_ARGS.get(code, ()):
+        if args[j] not in gen.strings:
+            raise TraceFormatError(f"found invalid string ID {args[j]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+                                   generation=gen.gen)

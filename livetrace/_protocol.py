@@ -44,6 +44,7 @@ ERROR = 0x11
 CHUNK = 0x20
 GAP = 0x21
 END = 0x22
+SEGMENT = 0x23
 
 # A trace chunk is at most one runtime buffer (64 KiB) but legacy footers
 # can be larger; anything past this is not a livetrace helper talking.
@@ -66,6 +67,7 @@ class SessionInfo:
     queue_bytes: int
     session: int
     advance_ms: int = 0  # how often the helper closes a generation for us; 0: the runtime's own period
+    segment_ms: int = 0  # how often the helper restarts a legacy trace; 0: one trace for the session
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -95,6 +97,16 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class SegmentEnd:
+    """A segment of a legacy trace is over and complete (the helper stopped
+    the trace and restarts it); the next chunk is the next segment's header.
+    Tracing was off from ``stop_unix_ns`` until that chunk was read."""
+
+    segment: int
+    stop_unix_ns: int
+
+
+@dataclass(frozen=True)
 class End:
     """The helper's last word: why the session ended and what was lost."""
 
@@ -120,7 +132,7 @@ class Refusal:
     message: str
 
 
-Event = Union[PeerPreamble, SessionInfo, Refusal, Chunk, Gap, End]
+Event = Union[PeerPreamble, SessionInfo, Refusal, Chunk, Gap, SegmentEnd, End]
 
 
 def client_preamble() -> bytes:
@@ -131,10 +143,12 @@ def encode_frame(frame_type: int, payload: bytes = b"") -> bytes:
     return FrameHeader.build(dict(type=frame_type, length=len(payload))) + payload
 
 
-def hello(*, token: str | None, duration_ns: int, client: str, advance_ms: int = 0) -> bytes:
+def hello(*, token: str | None, duration_ns: int, client: str, advance_ms: int = 0, segment_ms: int = 0) -> bytes:
     body: dict[str, Any] = {"client": client}
     if advance_ms > 0:
         body["advance_ms"] = advance_ms
+    if segment_ms > 0:
+        body["segment_ms"] = segment_ms
     if token:
         body["token"] = token
     if duration_ns > 0:
@@ -239,6 +253,8 @@ class ClientConnection:
             return _json_fields(Gap, body, "gap")
         if ftype == END:
             return _json_fields(End, body, "end")
+        if ftype == SEGMENT:
+            return _json_fields(SegmentEnd, body, "segment")
         if ftype == HANDSHAKE:
             return _json_fields(SessionInfo, body, "handshake")
         if ftype == ERROR:

@@ -13,7 +13,7 @@ from typing import BinaryIO
 import trio
 
 from ._errors import ConnectionLostError, LivetraceError
-from ._protocol import Chunk, End, Gap, SessionInfo
+from ._protocol import Chunk, End, Gap, SegmentEnd, SessionInfo
 from ._session import Counters, Session
 
 INCOMPLETE_SUFFIX = ".incomplete"
@@ -26,8 +26,9 @@ class Recording:
     ``paths`` lists the files written: one, unless the helper shed
     generations, in which case the recording continues in a new file after
     each gap (Go's reader rejects a trace with a generation missing, but
-    reads one that starts at any generation). Incomplete files carry the
-    ``.incomplete`` suffix.
+    reads one that starts at any generation), or the session is in segment
+    mode, where each segment of a legacy trace is a file of its own.
+    Incomplete files carry the ``.incomplete`` suffix.
     """
 
     info: SessionInfo
@@ -38,6 +39,7 @@ class Recording:
     counters: Counters = field(default_factory=Counters)
     generations: int = 0
     gaps: list[Gap] = field(default_factory=list)
+    segments: list[SegmentEnd] = field(default_factory=list)
 
 
 def segment_path(path: Path, index: int) -> Path:
@@ -119,6 +121,13 @@ class _SegmentWriter:
         self._open()
         return segment_path(self._base, self._index)
 
+    def segment_end(self) -> None:
+        """A legacy segment is over and complete: the next chunk is the
+        header of the next one, which goes in a file of its own (a stream
+        just goes on: its reader sees one trace after the other)."""
+        if self._file is not None and not self._stream:
+            self._close(complete=True)
+
     def _close(self, complete: bool) -> None:
         assert self._file is not None
         self._file.close()
@@ -161,6 +170,9 @@ class Recorder:
             async for frame in self._session.chunks():
                 if isinstance(frame, Chunk):
                     writer.chunk(frame)
+                elif isinstance(frame, SegmentEnd):
+                    rec.segments.append(frame)
+                    writer.segment_end()
                 else:
                     rec.gaps.append(frame)
                     continued = writer.gap(frame)

@@ -24,7 +24,7 @@ from ._version import __version__
 RECEIVE_SIZE = 1 << 18
 HANDSHAKE_TIMEOUT = 15.0
 
-Frame = Union[proto.Chunk, proto.Gap]
+Frame = Union[proto.Chunk, proto.Gap, proto.SegmentEnd]
 
 
 @dataclass
@@ -38,6 +38,7 @@ class Counters:
     dropped_bytes: int = 0
     dropped_generations: int = 0
     largest_generation: int = 0  # bytes, once events are being decoded
+    segments: int = 0  # legacy trace segments completed (segment mode)
 
 
 class Session:
@@ -125,6 +126,9 @@ class Session:
         if isinstance(ev, proto.Chunk):
             c.chunks += 1
             c.bytes += len(ev.data)
+            return ev
+        if isinstance(ev, proto.SegmentEnd):
+            c.segments += 1
             return ev
         if isinstance(ev, proto.Gap):
             c.gaps += 1
@@ -249,15 +253,21 @@ async def _open_stream(addr: Address) -> trio.abc.Stream:
 
 @asynccontextmanager
 async def connect(address: str | Address, *, token: str | None = None, duration: float | None = None,
-                  advance: float | None = None, client_name: str | None = None) -> AsyncIterator[Session]:
+                  advance: float | None = None, segment: float | None = None,
+                  client_name: str | None = None) -> AsyncIterator[Session]:
     """Start a trace session with the helper at ``address``.
 
     ``token`` defaults to ``$LIVETRACE_TOKEN``; ``duration`` (seconds) makes
     the helper stop by itself; ``advance`` (seconds, 0.1 to 1) asks it to
     close a generation that often instead of about once a second, so that
     live events arrive sooner (Go 1.22+; ``info.advance_ms`` says what it
-    does). Leaving the block before the end frame drops the connection,
-    which makes the helper stop the tracer.
+    does). ``segment`` (seconds, at least 1) asks a legacy runtime (Go 1.21
+    and older) to stop and restart the trace that often, so that each
+    segment is a complete trace soon after its events: :meth:`Session.chunks`
+    then yields a :class:`SegmentEnd` after each but the last
+    (``info.segment_ms`` says what the helper does; 0 on Go 1.22+, whose
+    generations are complete already). Leaving the block before the end
+    frame drops the connection, which makes the helper stop the tracer.
     """
     addr = address if isinstance(address, Address) else parse_address(address)
     if token is None:
@@ -266,7 +276,7 @@ async def connect(address: str | Address, *, token: str | None = None, duration:
     stream = await _open_stream(addr)
     try:
         with trio.fail_after(HANDSHAKE_TIMEOUT):
-            info, conn, pending = await _handshake(stream, addr, token, duration, name, advance)
+            info, conn, pending = await _handshake(stream, addr, token, duration, name, advance, segment)
     except trio.TooSlowError:
         await stream.aclose()
         raise ConnectError(f"{addr} accepted the connection but did not complete the handshake "
@@ -285,7 +295,8 @@ async def connect(address: str | Address, *, token: str | None = None, duration:
 
 
 async def _handshake(stream: trio.abc.Stream, addr: Address, token: str | None, duration: float | None,
-                     name: str, advance: float | None) -> tuple[proto.SessionInfo, proto.ClientConnection, deque[proto.Event]]:
+                     name: str, advance: float | None,
+                     segment: float | None) -> tuple[proto.SessionInfo, proto.ClientConnection, deque[proto.Event]]:
     conn = proto.ClientConnection()
     try:
         await stream.send_all(proto.client_preamble())
@@ -298,7 +309,7 @@ async def _handshake(stream: trio.abc.Stream, addr: Address, token: str | None, 
                     proto.negotiate(ev)
                     await stream.send_all(proto.hello(
                         token=token, duration_ns=int((duration or 0) * 1e9), client=name,
-                        advance_ms=int((advance or 0) * 1000)))
+                        advance_ms=int((advance or 0) * 1000), segment_ms=int((segment or 0) * 1000)))
                     sent_hello = True
                 elif isinstance(ev, proto.Refusal):
                     raise refusal(ev.code, ev.message)

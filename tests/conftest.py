@@ -94,27 +94,31 @@ def _no_ambient_token(monkeypatch: pytest.MonkeyPatch) -> None:
 MODERN_VERSIONS = [v for v in ALL_GO_VERSIONS if MODERN[v]]
 
 
-@pytest.fixture(scope="session")
-def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A fresh trace of the demo service from every modern toolchain,
-    recorded through the bridge (2.5 s, light load: at least two generations)."""
+def record_demo_traces(versions: Sequence[str], out: Path, seconds: float) -> dict[str, Path]:
+    """A fresh trace of the demo service (light load) from each toolchain,
+    recorded through the bridge."""
     import trio
 
     import livetrace
 
-    out = tmp_path_factory.mktemp("demo-traces")
     traces: dict[str, Path] = {}
 
     async def record_all() -> None:
-        for version in MODERN_VERSIONS:
+        for version in versions:
             async with demo(version, args=["-workers", "1"]) as d:
-                async with livetrace.connect(d.trace_address, duration=2.5) as session:
+                async with livetrace.connect(d.trace_address, duration=seconds) as session:
                     rec = await livetrace.record(session, out / f"demo-{version}.trace")
             assert rec.complete
             traces[version] = rec.paths[0]
 
     trio.run(record_all)
     return traces
+
+
+@pytest.fixture(scope="session")
+def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every modern toolchain, 2.5 s: at least two generations."""
+    return record_demo_traces(MODERN_VERSIONS, tmp_path_factory.mktemp("demo-traces"), 2.5)
 
 
 def go_dump(path: Path, mode: str) -> tuple[int, str, str]:

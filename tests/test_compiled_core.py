@@ -19,7 +19,7 @@ import livetrace
 from livetrace import EventBatch, Kind, ModernDecoder, TraceFormatError
 from livetrace._accel import compiled_core
 from livetrace._dump import parsed_text
-from livetrace._modern_wire import Batch, FrameReader, record_columns
+from livetrace._modern_wire import record_columns
 
 from . import textform
 from .mutate import mutate

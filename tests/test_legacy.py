@@ -5,7 +5,6 @@ gives the same events; bad input is a typed error."""
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import subprocess
@@ -14,18 +13,16 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import livetrace
 from livetrace import TraceFormatError
 from livetrace._dump import legacy_lines
 from livetrace._gotool import go_env
 from livetrace._legacy_decoder import LegacyDecoder
 
 from . import textform
-from .conftest import demo, go_binary
+from .conftest import go_binary, record_demo_traces
 from .mutate import mutate
 
 CORPUS = textform.CORPUS.parent / "legacy" / "go-testdata"
@@ -79,19 +76,7 @@ def test_unordered_trace_fails_as_in_go() -> None:
 
 @pytest.fixture(scope="module")
 def legacy_demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("legacy-demo")
-    traces: dict[str, Path] = {}
-
-    async def record_all() -> None:
-        for version in ("1.19", "1.21"):
-            async with demo(version, args=["-workers", "1"]) as d:
-                async with livetrace.connect(d.trace_address, duration=1.0) as session:
-                    rec = await livetrace.record(session, out / f"demo-{version}.trace")
-            assert rec.complete
-            traces[version] = rec.paths[0]
-
-    trio.run(record_all)
-    return traces
+    return record_demo_traces(["1.19", "1.21"], tmp_path_factory.mktemp("legacy-demo"), 1.0)
 
 
 @pytest.mark.parametrize("version", ["1.19", "1.21"])

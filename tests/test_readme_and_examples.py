@@ -12,7 +12,6 @@ import pytest
 import trio
 
 import livetrace
-from livetrace._demo import run_demo
 from livetrace._gotool import go_env
 
 from .conftest import ROOT, go_binary, go_tool_trace
