@@ -116,82 +116,93 @@ def _signed(v: int) -> int:
 
 
 class LegacyDecoder:
-    """Decodes a legacy trace: ``feed`` bytes as they come, ``close`` at
-    the end for the ordered events (a :class:`LegacyTrace`)."""
+    """Decodes a legacy trace.
+
+    ``feed`` takes the stream in any pieces and returns the events they
+    complete, per P, as they arrive: in each P's own order, with ``ts`` in
+    ticks, stacks and label strings as ids (they come in the footer, or
+    later in the stream). Fed whole chunks as the runtime handed them over,
+    with the time it did (``read_unix_ns``), it also learns the tick
+    frequency long before the footer says it: ``clock.wall_ns(ticks)`` is a
+    provisional wall-clock time. ``close`` at the end gives the trace as Go
+    1.21's tools see it: ordered across Ps, in nanoseconds, checked.
+    """
 
     def __init__(self) -> None:
         self._reader = LegacyReader()
-        self._raw: list[RawEvent] = []
+        self.clock = TickClock()
+        self._ticks_per_sec = self._seq = self._ts = self._g = self._p = 0
+        self._last_gs: dict[int, int] = {}
+        self._timer_gs: set[int] = set()
+        self._stacks: dict[int, tuple[int, ...]] = {}
+        self._batches: dict[int, list[LegacyEvent]] = {}
 
     @property
     def version(self) -> int | None:
         return self._reader.version
 
-    def feed(self, data: bytes) -> None:
-        self._raw += self._reader.feed(data)
-
-    def close(self) -> LegacyTrace:
-        self._reader.close()
+    def feed(self, data: bytes, read_unix_ns: int | None = None) -> list[LegacyEvent]:
+        out: list[LegacyEvent] = []
+        raws = self._reader.feed(data)
         ver = self._reader.version
-        assert ver is not None
-        trace = _parse_events(ver, self._raw, self._reader.strings)
-        trace.events = _remove_futile(trace.events)
-        _check_states(ver, trace.events)
-        return trace
+        if ver is None:
+            return out
+        timed = False
+        for raw in raws:
+            e = self._event(ver, raw)
+            if e is not None:
+                out.append(e)
+                timed = timed or e.typ != EV_CPU_SAMPLE
+        # A full buffer reaches the reader the moment it fills: its last
+        # event happened about when the helper got the chunk.
+        if read_unix_ns is not None and timed and len(data) >= FULL_CHUNK:
+            self.clock.add(read_unix_ns, self._ts)
+        return out
 
-
-def _parse_events(ver: int, raws: list[RawEvent], strings: dict[int, bytes]) -> LegacyTrace:
-    """Raw events into events with P, G and absolute ticks, per P; then
-    ordered and in nanoseconds."""
-    ticks_per_sec = last_seq = last_ts = last_g = last_p = 0
-    timer_gs: set[int] = set()
-    last_gs: dict[int, int] = {}
-    stacks: dict[int, tuple[int, ...]] = {}
-    batches: dict[int, list[LegacyEvent]] = {}
-    for off, typ, vals, sargs in raws:
+    def _event(self, ver: int, raw: RawEvent) -> LegacyEvent | None:
+        """One raw event: into the tables, or an event with its P, G and ticks."""
+        off, typ, vals, sargs = raw
         spec = SPECS[typ]
         want = len(vals) if typ == EV_STACK else value_count(typ, ver)
         if len(vals) != want:
             raise TraceFormatError(f"{spec.name} has wrong number of arguments at offset 0x{off:x}: want {want}, "
                                    f"got {len(vals)}", offset=off)
         if typ == EV_BATCH:
-            last_gs[last_p] = last_g
-            last_p = _signed(vals[0])
-            last_g = last_gs.get(last_p, 0)
+            self._last_gs[self._p] = self._g
+            self._p = _signed(vals[0])
+            self._g = self._last_gs.get(self._p, 0)
             if ver < 1007:
-                last_seq, last_ts = vals[1], vals[2]
+                self._seq, self._ts = vals[1], vals[2]
             else:
-                last_ts = vals[1]
-            continue
+                self._ts = vals[1]
+            return None
         if typ == EV_FREQUENCY:
-            ticks_per_sec = vals[0]
-            if ticks_per_sec <= 0 or ticks_per_sec > (1 << 63) - 1:
+            self._ticks_per_sec = vals[0]
+            if self._ticks_per_sec <= 0 or self._ticks_per_sec > (1 << 63) - 1:
                 raise TraceFormatError(TIME_ORDER, offset=off)
-            continue
+            return None
         if typ == EV_TIMER_GOROUTINE:
-            timer_gs.add(vals[0])
-            continue
+            self._timer_gs.add(vals[0])
+            return None
         if typ == EV_STACK:
-            _add_stack(ver, off, vals, stacks)
-            continue
-        e = LegacyEvent(off, typ, last_p, last_g)
+            _add_stack(ver, off, vals, self._stacks)
+            return None
+        e = LegacyEvent(off, typ, self._p, self._g)
         if ver < 1007:
-            e.seq = last_seq = last_seq + vals[0]
-            e.ts = last_ts + vals[1]
+            e.seq = self._seq = self._seq + vals[0]
+            e.ts = self._ts + vals[1]
             first = 2
         else:
-            e.ts = last_ts + vals[0]
+            e.ts = self._ts + vals[0]
             first = 1
-        last_ts = e.ts
+        self._ts = e.ts
         rest = vals[first:]
         if spec.stack:
             e.stk = rest.pop()
         e.args[: len(rest)] = rest
         a = e.args
         if typ in (EV_GO_START, EV_GO_START_LOCAL, EV_GO_START_LABEL):
-            last_g = e.g = a[0]
-            if typ == EV_GO_START_LABEL:
-                e.sargs = [strings.get(a[2], b"")]
+            self._g = e.g = a[0]
         elif typ == EV_STW_START:
             e.g = 0
             if ver < 1021:
@@ -203,31 +214,107 @@ def _parse_events(ver: int, raws: list[RawEvent], strings: dict[int, bytes]) -> 
         elif typ in (EV_GC_START, EV_GC_DONE, EV_STW_DONE):
             e.g = 0
         elif typ in ENDS_G:
-            last_g = 0
+            self._g = 0
         elif typ in (EV_GO_SYS_EXIT, EV_GO_WAITING, EV_GO_IN_SYSCALL):
             e.g = a[0]
-        elif typ in (EV_USER_TASK_CREATE, EV_USER_REGION):
-            e.sargs = [strings.get(a[2], b"")]
         elif typ == EV_USER_LOG:
-            e.sargs = [strings.get(a[1], b""), sargs[0]]
+            e.sargs = [b"", sargs[0]]  # the category is a string id, named at the end
         elif typ == EV_CPU_SAMPLE:
             e.ts, e.p, e.g = a[0], _signed(a[1]), a[2]
             a[0] = 0
-        batches.setdefault(PROFILE_P if typ == EV_CPU_SAMPLE else last_p, []).append(e)
-    if not batches:
-        raise TraceFormatError("trace is empty")
-    if ticks_per_sec == 0:
-        raise TraceFormatError("no EvFrequency event")
-    events = _order_1005(batches) if ver < 1007 else _order_1007(batches)
-    min_ts = events[0].ts
-    ns_per_tick = 1e9 / ticks_per_sec
-    for ev in events:
-        ev.ts = int((ev.ts - min_ts) * ns_per_tick)
-        if ev.typ == EV_GO_UNBLOCK and ev.g in timer_gs:
-            ev.p = TIMER_P
-        if ev.typ == EV_GO_SYS_EXIT:
-            ev.p = SYSCALL_P
-    return LegacyTrace(ver, events, stacks, strings, ticks_per_sec, timer_gs)
+        self._batches.setdefault(PROFILE_P if typ == EV_CPU_SAMPLE else self._p, []).append(e)
+        return e
+
+    def close(self) -> LegacyTrace:
+        self._reader.close()
+        ver = self._reader.version
+        assert ver is not None
+        if not self._batches:
+            raise TraceFormatError("trace is empty")
+        if self._ticks_per_sec == 0:
+            raise TraceFormatError("no EvFrequency event")
+        strings = self._reader.strings
+        for batch in self._batches.values():
+            _name_strings(batch, strings)
+        events = _order_1005(self._batches) if ver < 1007 else _order_1007(self._batches)
+        min_ts = events[0].ts
+        ns_per_tick = 1e9 / self._ticks_per_sec
+        for ev in events:
+            ev.ts = int((ev.ts - min_ts) * ns_per_tick)
+            if ev.typ == EV_GO_UNBLOCK and ev.g in self._timer_gs:
+                ev.p = TIMER_P
+            if ev.typ == EV_GO_SYS_EXIT:
+                ev.p = SYSCALL_P
+        events = _remove_futile(events)
+        _check_states(ver, events)
+        return LegacyTrace(ver, events, self._stacks, strings, self._ticks_per_sec, self._timer_gs)
+
+
+FULL_CHUNK = 60_000  # bytes: a buffer the runtime handed over because it was full (64 KiB less its header)
+
+
+class TickClock:
+    """The legacy trace clock, estimated before the footer gives its
+    frequency: a least-squares line through (ticks, wall time) pairs, one
+    per full chunk (Go's buffers reach the reader the moment they fill).
+    bench/legacy_clock.py measures how close it comes."""
+
+    MIN_SPAN = 50_000_000  # ns of wall time the samples must cover
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._x0 = self._y0 = 0
+        self._sx = self._sy = self._sxx = self._sxy = 0.0
+        self._ymin = self._ymax = 0
+
+    def add(self, unix_ns: int, ticks: int) -> None:
+        if self._n == 0:
+            # Sums relative to the first sample keep float64 precise.
+            self._x0, self._y0 = ticks, unix_ns
+            self._ymin = self._ymax = unix_ns
+        x, y = float(ticks - self._x0), float(unix_ns - self._y0)
+        self._n += 1
+        self._sx += x
+        self._sy += y
+        self._sxx += x * x
+        self._sxy += x * y
+        self._ymin, self._ymax = min(self._ymin, unix_ns), max(self._ymax, unix_ns)
+
+    def _line(self) -> tuple[float, float] | None:
+        """(ns per tick, ns at the first sample's ticks), once known."""
+        n = self._n
+        if n < 2 or self._ymax - self._ymin < self.MIN_SPAN:
+            return None
+        den = n * self._sxx - self._sx * self._sx
+        if den <= 0:
+            return None
+        slope = (n * self._sxy - self._sx * self._sy) / den
+        if slope <= 0:
+            return None
+        return slope, (self._sy - slope * self._sx) / n
+
+    @property
+    def ticks_per_sec(self) -> float | None:
+        line = self._line()
+        return None if line is None else 1e9 / line[0]
+
+    def wall_ns(self, ticks: int) -> int | None:
+        """Provisional Unix time of a tick value, or None until known."""
+        line = self._line()
+        if line is None:
+            return None
+        slope, intercept = line
+        return self._y0 + int(intercept + slope * (ticks - self._x0))
+
+
+def _name_strings(events: list[LegacyEvent], strings: dict[int, bytes]) -> None:
+    """Strings can come after the events that name them: name them now."""
+    for e in events:
+        t = e.typ
+        if t in (EV_GO_START_LABEL, EV_USER_TASK_CREATE, EV_USER_REGION):
+            e.sargs = [strings.get(e.args[2], b"")]
+        elif t == EV_USER_LOG:
+            e.sargs[0] = strings.get(e.args[1], b"")
 
 
 def _add_stack(ver: int, off: int, vals: list[int], stacks: dict[int, tuple[int, ...]]) -> None:
