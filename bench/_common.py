@@ -3,8 +3,10 @@ and best-of-N timing."""
 
 from __future__ import annotations
 
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,6 +33,19 @@ async def record_demo(go: Path, path: Path, min_bytes: int = MIN_BYTES) -> None:
                 nursery.start_soon(stop_when_big)
                 rec = await livetrace.record(session, path)
     assert rec.complete
+
+
+@contextmanager
+def demo_trace(given: Path | None, go: Path) -> Iterator[Path]:
+    """The trace to time: the one given, or a fresh recording of the demo
+    service (removed afterwards)."""
+    if given is not None:
+        yield given
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "demo.trace"
+        trio.run(record_demo, go, path)
+        yield path
 
 
 def best_of(runs: int, fn: Callable[..., T], *args: object) -> tuple[float, T]:

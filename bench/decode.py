@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import tempfile
 from pathlib import Path
 
-import trio
-
-from _common import best_of, record_demo  # bench/, the script's directory
+from _common import best_of, demo_trace  # bench/, the script's directory
 from livetrace._gotool import find_go, go_env, go_version
 from livetrace._modern_decoder import ModernDecoder
 from livetrace._modern_wire import Batch, FrameReader, record_columns
@@ -65,10 +62,7 @@ def main() -> None:
     p.add_argument("--no-twin", action="store_true", help="skip the pure-Python twin (slow)")
     args = p.parse_args()
     go = find_go(args.go)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = args.trace or Path(tmp) / "demo.trace"
-        if args.trace is None:
-            trio.run(record_demo, go, path)
+    with demo_trace(args.trace, go) as path:
         data = path.read_bytes()
         mb = len(data) / 1e6
         t_wire, records = best_of(args.runs, wire, data, True)

@@ -14,12 +14,9 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-import trio
-
-from _common import best_of, record_demo  # bench/, the script's directory
+from _common import best_of, demo_trace  # bench/, the script's directory
 from livetrace._gotool import find_go, go_env, go_version
 from livetrace._legacy_decoder import LegacyDecoder
 
@@ -44,10 +41,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     args = p.parse_args()
     go = find_go(args.go)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = args.trace or Path(tmp) / "demo.trace"
-        if args.trace is None:
-            trio.run(record_demo, go, path)
+    with demo_trace(args.trace, go) as path:
         data = path.read_bytes()
         mb = len(data) / 1e6
         t_ours, events = best_of(args.runs, decode, data)

@@ -13,6 +13,7 @@ import re
 from ._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
 from ._legacy_spec import EV_COUNT, EV_STRING, EV_USER_LOG, SPECS, VERSIONS
 from ._modern_wire import read_uvarint
+from ._streambuf import StreamBuffer
 
 HEADER_SIZE = 16
 MAX_STRING = 1_000_000
@@ -47,21 +48,19 @@ class LegacyReader:
     string table as it goes."""
 
     def __init__(self) -> None:
-        self._buf = bytearray()
-        self._pos = 0
-        self._base = 0
+        self._in = StreamBuffer()
         self.version: int | None = None
         self.strings: dict[int, bytes] = {}
 
     @property
     def offset(self) -> int:
-        return self._base + self._pos
+        return self._in.offset
 
     def feed(self, data: bytes) -> list[RawEvent]:
-        buf = self._buf
+        buf = self._in.buf
         buf += data
         out: list[RawEvent] = []
-        pos, end = self._pos, len(buf)
+        pos, end = self._in.pos, len(buf)
         if self.version is None:
             if end - pos < HEADER_SIZE:
                 return out
@@ -78,26 +77,23 @@ class LegacyReader:
             if ev is not None:
                 out.append(ev)
             pos = pos2
-        if pos > 1 << 20 or pos == end:
-            del buf[:pos]
-            self._base += pos
-            pos = 0
-        self._pos = pos
+        self._in.consumed(pos)
         return out
 
     def close(self) -> None:
+        left = self._in.unread
         if self.version is None:
-            raise TruncatedTraceError("trace ends inside its 16-byte header" if self._buf else "empty trace: no header",
+            raise TruncatedTraceError("trace ends inside its 16-byte header" if left else "empty trace: no header",
                                       offset=self.offset)
-        if self._pos != len(self._buf):
-            raise TruncatedTraceError(f"trace ends in the middle of an event ({len(self._buf) - self._pos} bytes "
-                                      "left over)", offset=self.offset)
+        if left:
+            raise TruncatedTraceError(f"trace ends in the middle of an event ({left} bytes left over)",
+                                      offset=self.offset)
 
     def _value(self, buf: bytearray, i: int, end: int, at: int) -> tuple[int, int]:
         try:
             v, j = read_uvarint(buf, i, end)
         except ValueError:
-            raise TraceFormatError(f"bad value at offset 0x{self._base + i:x}", offset=self._base + at) from None
+            raise TraceFormatError(f"bad value at offset 0x{self._in.base + i:x}", offset=self._in.base + at) from None
         if v < 0:
             raise _Short
         return v, j
@@ -105,7 +101,7 @@ class LegacyReader:
     def _event(self, buf: bytearray, pos: int, end: int) -> tuple[RawEvent | None, int]:
         ver = self.version
         assert ver is not None
-        off = self._base + pos
+        off = self._in.base + pos
         b = buf[pos]
         typ, narg, inline = b & 0x3F, (b >> 6) + 1, 4
         if ver < 1007:
@@ -145,7 +141,7 @@ class LegacyReader:
         if typ == EV_USER_LOG:
             n, i = self._value(buf, i, end, pos)
             if n > MAX_STRING:
-                raise TraceFormatError(f"string at offset {self._base + i} is too large (len={n})", offset=off)
+                raise TraceFormatError(f"string at offset {self._in.base + i} is too large (len={n})", offset=off)
             if end - i < n:
                 raise _Short
             sargs.append(bytes(buf[i : i + n]))

@@ -25,6 +25,7 @@ from ._modern_spec import (
     EventSpec,
     specs_for,
 )
+from ._streambuf import StreamBuffer
 
 HEADER_SIZE = 16
 _OVERFLOW = "varint overflows a 64-bit integer"
@@ -93,27 +94,25 @@ class FrameReader:
     """Cuts a trace byte stream, fed in any pieces, into frames."""
 
     def __init__(self) -> None:
-        self._buf = bytearray()
-        self._pos = 0  # next unread byte in _buf
-        self._base = 0  # stream offset of _buf[0]
+        self._in = StreamBuffer()
         self.minor: int | None = None
 
     @property
     def offset(self) -> int:
         """Stream offset of the first byte not yet part of a returned frame."""
-        return self._base + self._pos
+        return self._in.offset
 
     def feed(self, data: bytes) -> list[Frame]:
-        buf = self._buf
+        buf = self._in.buf
         buf += data
         frames: list[Frame] = []
-        pos, end = self._pos, len(buf)
+        pos, end = self._in.pos, len(buf)
         if self.minor is None:
             if end - pos < HEADER_SIZE:
                 return frames
             self.minor = parse_header(bytes(buf[pos : pos + HEADER_SIZE]))
             pos += HEADER_SIZE
-        base = self._base
+        base = self._in.base
         while pos < end:
             kind = buf[pos]
             if kind == EV_END_OF_GENERATION and self.minor >= 26:
@@ -147,27 +146,19 @@ class FrameReader:
                 break
             frames.append(Batch(gen, m, t, bytes(buf[i : i + size]), base + pos, base + i, exp))
             pos = i + size
-        if pos == end:
-            buf.clear()
-            self._base += pos
-            pos = 0
-        elif pos > 1 << 20:
-            del buf[:pos]
-            self._base += pos
-            pos = 0
-        self._pos = pos
+        self._in.consumed(pos)
         return frames
 
     def close(self) -> None:
         """The stream ended; it must end on a frame boundary."""
+        left = self._in.unread
         if self.minor is None:
-            if self._pos == len(self._buf):
+            if not left:
                 raise TruncatedTraceError("empty trace: no header", offset=0)
             raise TruncatedTraceError("trace ends inside its 16-byte header", offset=self.offset)
-        if self._pos != len(self._buf):
-            raise TruncatedTraceError(
-                f"trace ends in the middle of a batch ({len(self._buf) - self._pos} bytes left over)",
-                offset=self.offset)
+        if left:
+            raise TruncatedTraceError(f"trace ends in the middle of a batch ({left} bytes left over)",
+                                      offset=self.offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,8 +209,14 @@ def record_columns(payload: bytes, minor: int, offset: int = 0, gen: int | None 
 
 def decode_records(payload: bytes, minor: int, offset: int = 0, gen: int | None = None) -> Iterator[Record]:
     """Every record of a batch payload, in order."""
+    specs = _SPECS[minor]
+    if compiled_core() is None:
+        for code, vals, data_at in _records(payload, minor, offset, gen):
+            at, n = data_at or (0, 0)
+            yield Record(specs[code], tuple(vals), payload[at : at + n] if n else None)  # type: ignore[arg-type]
+        return
     cols = record_columns(payload, minor, offset, gen)
-    specs, starts, args = _SPECS[minor], cols.starts.tolist(), cols.args.tolist()
+    starts, args = cols.starts.tolist(), cols.args.tolist()
     for i, code in enumerate(cols.codes):
         spec = specs[code]
         assert spec is not None

@@ -14,6 +14,7 @@ from typing import Any, Union
 from construct import Const, Int8ub, Int16ub, Int32ub, Int64sb, Int64ub, Struct
 
 from ._errors import ProtocolError, ProtocolVersionError
+from ._streambuf import StreamBuffer
 
 MIN_VERSION = 1
 MAX_VERSION = 1
@@ -193,8 +194,7 @@ class ClientConnection:
     """
 
     def __init__(self) -> None:
-        self._buf = bytearray()
-        self._pos = 0
+        self._in = StreamBuffer()
         self._preamble_seen = False
         self.closed = False
 
@@ -204,10 +204,10 @@ class ClientConnection:
         if not data:
             self.closed = True
             return []
-        buf = self._buf
+        buf = self._in.buf
         buf += data
         events: list[Event] = []
-        pos = self._pos
+        pos = self._in.pos
         if not self._preamble_seen:
             if len(buf) - pos < PREAMBLE_SIZE:
                 return events
@@ -230,15 +230,7 @@ class ClientConnection:
             start = pos + FRAME_HEADER_SIZE
             pos = start + h.length
             events.append(self._frame(h.type, buf, start, pos))
-        # Drop consumed bytes only now and then: trimming a bytearray's
-        # front on every frame would copy the tail each time.
-        if pos == end:
-            buf.clear()
-            pos = 0
-        elif pos > (1 << 20):
-            del buf[:pos]
-            pos = 0
-        self._pos = pos
+        self._in.consumed(pos)
         return events
 
     @staticmethod
@@ -264,5 +256,5 @@ class ClientConnection:
     @property
     def buffered(self) -> int:
         """Bytes received that do not yet make a whole frame."""
-        return len(self._buf) - self._pos
+        return self._in.unread
 
