@@ -1,12 +1,15 @@
 """How long after they happen do events reach a `livetrace tail` pipe, and
 how much memory does the consumer need?
 
-    .venv/bin/python bench/live_latency.py [--go PATH] [--seconds 10] [--workers 4] [--period 0.5]
+    .venv/bin/python bench/live_latency.py [--go PATH] [--seconds 10] [--workers 4] [--pace 1] [--period 0.5]
+                                           [--segment 1]
 
 Starts the demo service (4 workers of each kind: its full load), runs
 `livetrace tail --format jsonl` on it into a pipe read as fast as
 possible, and compares events' wall-clock times (from the trace's clock
-snapshot, Go 1.25+) with when their lines arrived: everything is read in
+snapshot, Go 1.25+; estimated from chunk arrival times for a legacy Go,
+1.21 and older, which tail reads in segments of --segment seconds) with
+when their lines arrived: everything is read in
 big pieces and the oldest line of each is timed, so that the reader is not
 what falls behind. Also
 reports whether anything was lost (generations shed), the largest
@@ -45,10 +48,11 @@ def parse_wall(s: bytes) -> float:
 
 async def main(args: argparse.Namespace) -> None:
     exe = build_demo(find_go(args.go))
-    async with run_demo(exe, args=["-workers", str(args.workers)]) as demo:
+    async with run_demo(exe, args=["-workers", str(args.workers), "-pace", str(args.pace)]) as demo:
         kinds = [a for k in args.kind for a in ("-k", k)]
         proc = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", demo.trace_address, "--format", "jsonl",
-                                 "--duration", str(args.seconds), "--period", str(args.period), *kinds],
+                                 "--duration", str(args.seconds), "--period", str(args.period),
+                                 "--segment", str(args.segment), *kinds],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdout is not None and proc.stderr is not None
 
@@ -77,8 +81,9 @@ async def main(args: argparse.Namespace) -> None:
     lags.sort()
     q = statistics.quantiles(lags, n=100)
     shown = ", ".join(args.kind) or "all kinds"
-    print(f"demo {demo.go_version}, {args.workers} worker(s) of each kind, {lines:,} events ({shown}) "
-          f"over {args.seconds:g} s ({lines / args.seconds:,.0f}/s), generation period {args.period:g} s")
+    print(f"demo {demo.go_version}, {args.workers} worker(s) of each kind, pace {args.pace:g}, {lines:,} events "
+          f"({shown}) over {args.seconds:g} s ({lines / args.seconds:,.0f}/s), generation period {args.period:g} s "
+          f"(Go 1.22+) or segment {args.segment:g} s (legacy Go)")
     print(f"latency from event to pipe ({len(lags):,} reads timed): p50 {q[49]:.3f} s, p99 {q[98]:.3f} s, "
           f"max {lags[-1]:.3f} s")
     largest = re.search(r"largest generation ([\d.]+) MB", err)
@@ -96,5 +101,7 @@ if __name__ == "__main__":
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--kind", action="append", default=[], help="tail only this kind (repeatable)")
+    p.add_argument("--pace", type=float, default=1.0, help="the demo's -pace: 5 is a fifth of the load (default 1)")
     p.add_argument("--period", type=float, default=0.5, help="tail --period (default 0.5)")
+    p.add_argument("--segment", type=float, default=1.0, help="tail --segment, for legacy Go (default 1)")
     trio.run(main, p.parse_args())

@@ -23,6 +23,9 @@ from ._errors import (
     UnsupportedTraceVersionError,
 )
 from ._events import ClockSnapshot, Event, GoState, Kind, ProcState, Resource, StackFrame, StateTransition
+from ._legacy_decoder import LegacyDecoder, LegacyTrace
+from ._legacy_live import Provisional, SegmentGap, SymbolsResolved
+from ._legacy_model import legacy_events
 from ._modern_decoder import ModernDecoder
 from ._protocol import Chunk, End, Gap, SegmentEnd, SessionInfo
 from ._recording import Recorder, Recording, record
@@ -31,9 +34,10 @@ from ._version import __version__
 
 __all__ = [
     "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ClockSnapshot", "ConnectError",
-    "ConnectionLostError", "Counters", "End", "Event", "EventBatch", "Gap", "GoState", "Kind", "LivetraceError",
-    "ModernDecoder", "ProcState", "ProtocolError", "ProtocolVersionError", "Recorder", "Recording", "RefusedError",
-    "Resource", "SegmentEnd", "Session", "SessionInfo", "StackFrame", "StateTransition", "TraceFormatError",
-    "TruncatedTraceError", "UnsupportedTraceVersionError", "__version__", "connect", "implementation",
-    "parse_address", "record",
+    "ConnectionLostError", "Counters", "End", "Event", "EventBatch", "Gap", "GoState", "Kind", "LegacyDecoder",
+    "LegacyTrace", "LivetraceError", "ModernDecoder", "ProcState", "ProtocolError", "ProtocolVersionError",
+    "Provisional", "Recorder", "Recording", "RefusedError", "Resource", "SegmentEnd", "SegmentGap", "Session",
+    "SessionInfo", "StackFrame", "StateTransition", "SymbolsResolved", "TraceFormatError", "TruncatedTraceError",
+    "UnsupportedTraceVersionError", "__version__", "connect", "implementation", "legacy_events", "parse_address",
+    "record",
 ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import signal
 import stat
 import sys
@@ -25,7 +27,8 @@ from ._batch import EventBatch
 from ._demo import run_demo
 from ._errors import LivetraceError, TraceFormatError
 from ._events import KIND_NAMES, Event, Kind
-from ._export import JsonlEncoder, text_line
+from ._export import JsonlEncoder, Notice, provisional_dict, text_line
+from ._legacy_live import Provisional, SymbolsResolved
 from ._gotool import build_demo, find_go, go_version
 from ._nursery import open_nursery
 from ._progress import format_bytes, show_progress
@@ -144,14 +147,23 @@ async def record_command(address: str, out: Path, *, duration: float | None, tok
 
 async def tail_command(address: str, *, duration: float | None, fmt: str, token: str | None, out: TextIO,
                        err: TextIO, limit: int | None = None, kinds: frozenset[str] = frozenset(),
-                       period: float = 0.5) -> int:
+                       period: float = 0.5, segment: float = 1.0) -> int:
     """Print a live service's events as they are decoded."""
     _widen_pipe(out)
-    async with connect(address, token=token, duration=duration, advance=period or None) as session:
+    async with connect(address, token=token, duration=duration, advance=period or None,
+                       segment=segment or None) as session:
         info = session.info
-        every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
-        _say(err, f"tailing {info.executable} (pid {info.pid}, {info.go_version}); events arrive a generation "
-                  f"({every}) at a time" + ("" if duration else "; Ctrl-C stops"))
+        if info.segment_ms:
+            how = (f"a legacy trace, restarted every {info.segment_ms / 1000:g} s: each segment's events are "
+                   f"printed, exact and with stacks, once it completes")
+        elif _is_legacy_go(info.go_version):
+            how = ("a legacy trace without segments: events are printed provisionally (marked ~, times "
+                   "estimated, stacks as ids) as the runtime's buffers fill, and stacks resolve when it stops")
+        else:
+            every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
+            how = f"events arrive a generation ({every}) at a time"
+        _say(err, f"tailing {info.executable} (pid {info.pid}, {info.go_version}); {how}"
+                  + ("" if duration else "; Ctrl-C stops"))
         shown, pipe_closed = await _until_done(session, err, partial(_print_events, session, fmt, out, limit, kinds)) \
             or (0, False)
         if pipe_closed:
@@ -163,34 +175,59 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
         _say(err, f"{shown:,} events; session ended: {end.reason}"
                   + (f"; {end.dropped_generations} generations shed because the consumer fell behind"
                      if end.dropped_generations else "")
-                  + f"; largest generation {session.counters.largest_generation / 1e6:.1f} MB")
+                  + (f"; {session.counters.segments + 1} segments" if info.segment_ms
+                     else "" if _is_legacy_go(info.go_version)
+                     else f"; largest generation {session.counters.largest_generation / 1e6:.1f} MB"))
         return EXIT_OK
+
+
+def _is_legacy_go(version: str) -> bool:
+    m = re.match(r"go1\.(\d+)", version)
+    return m is not None and int(m.group(1)) <= 21
 
 
 async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | None,
                         kinds: frozenset[str]) -> tuple[int, bool]:
     """Write events (of the given kinds, gaps always) until the session ends,
     the limit is reached (the rest of the session is read but not shown) or
-    the reader of out goes away."""
+    the reader of out goes away. A legacy trace without segments shows its
+    provisional events, and then only the notice that its footer came."""
     shown, t0 = 0, None
     encoder = JsonlEncoder()
     wanted = frozenset(Kind(KIND_NAMES.index(k)) for k in kinds) or None
+    provisional = False
     async for item in session.event_batches(wanted):
-        batch: Sequence[Event | Gap] = [item] if isinstance(item, Gap) else item
+        if isinstance(item, Provisional):
+            provisional = True
+            batch: Sequence[Event | Notice] = item.events
+        elif isinstance(item, EventBatch):
+            if provisional:
+                continue  # shown already; `record` keeps the exact trace
+            batch = item
+        elif isinstance(item, SymbolsResolved) and not provisional:
+            continue  # in segment mode, every segment has one
+        else:
+            batch = [item]
         if limit is not None and len(batch) > limit - shown:
             batch = batch[: max(0, limit - shown)]
         if t0 is None and batch and isinstance(batch[0], Event):
             t0 = batch[0].time
         if fmt == "jsonl":
-            pieces = encoder.encode_batch(batch) if isinstance(batch, EventBatch) \
-                else [encoder.encode_many(batch).encode()]
+            if isinstance(item, Provisional):
+                pieces = ["".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n"
+                                  for e in batch).encode()]  # type: ignore[arg-type]
+            elif isinstance(batch, EventBatch):
+                pieces = encoder.encode_batch(batch)
+            else:
+                pieces = [encoder.encode_many(batch).encode()]
         else:
-            pieces = ["".join(text_line(e, t0 or 0) + "\n" for e in batch).encode()]
+            mark = isinstance(item, Provisional)
+            pieces = ["".join(text_line(e, t0 or 0, mark) + "\n" for e in batch).encode()]
         try:
             _write_bytes(out, pieces)
         except BrokenPipeError:  # `| head` and the like: the reader has seen enough
             return shown, True
-        shown += len(batch)
+        shown += sum(isinstance(e, Event) for e in batch) if not isinstance(batch, EventBatch) else len(batch)
         if limit is not None and shown >= limit:
             await session.stop()
     return shown, False
@@ -285,6 +322,10 @@ def _segment(text: str) -> float:
     return v
 
 
+def _segment_or_zero(text: str) -> float:
+    return 0.0 if float(text) == 0 else _segment(text)
+
+
 def _session_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("address", metavar="ADDRESS", help="where the service's livetrace helper listens")
     p.add_argument("-d", "--duration", type=_duration, metavar="SECONDS",
@@ -329,13 +370,19 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("file", metavar="FILE", help="trace file, or - for standard input")
     dec.add_argument("--dump", choices=["wire", "parsed", "legacy"], default="parsed",
                      help="what to print (default: parsed)")
+    dec.add_argument("--binary", type=Path, metavar="PROGRAM",
+                     help="Go 1.5/1.6 traces only, whose stacks are bare PCs: the program binary that wrote the "
+                          "trace, to name its frames in --dump parsed (with `go tool addr2line`)")
 
     tail = sub.add_parser(
         "tail", help="print a live service's events as they happen",
-        description="Attach to a running Go 1.22+ service and print its decoded events as they happen. A "
-                    "generation's events are printed as soon as it is complete; the helper closes one every "
-                    "--period seconds. `text` is one readable line per event; `jsonl` is one JSON "
-                    "object per line (fields in docs/events-jsonl.md), for pipes.",
+        description="Attach to a running Go service and print its decoded events as they happen. On Go 1.22+ "
+                    "a generation's events are printed as soon as it is complete; the helper closes one every "
+                    "--period seconds. On Go 1.21 and older, whose trace only completes when it stops, the "
+                    "helper restarts the trace every --segment seconds and each segment is printed when it "
+                    "completes (or, with --segment 0, events are printed provisionally as they arrive). "
+                    "`text` is one readable line per event; `jsonl` is one JSON object per line (fields in "
+                    "docs/events-jsonl.md), for pipes.",
         epilog="Example: livetrace tail unix:/run/svc.sock --format jsonl | jq 'select(.kind == \"Log\")'")
     _session_arguments(tail)
     tail.add_argument("--format", choices=["text", "jsonl"], default="text", help="output format (default: text)")
@@ -344,6 +391,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="have the helper close a generation this often, 0.1 to 1 (default 0.5; 0 leaves the "
                            "runtime's own period of about a second): shorter means sooner events and a little "
                            "more work for the service")
+    tail.add_argument("--segment", type=_segment_or_zero, default=1.0, metavar="SECONDS",
+                      help="legacy Go (1.21 and older) only: restart the trace every SECONDS (default 1), so that "
+                           "each segment's events are printed exact and with stacks within about that long; 0 "
+                           "traces without restarts and prints events provisionally (marked ~: times estimated, "
+                           "stacks as ids) as the runtime hands its buffers over")
     tail.add_argument("-k", "--kind", action="append", choices=KIND_NAMES[1:], metavar="KIND", default=[],
                       help="show only events of this kind (repeatable), e.g. -k Log -k TaskBegin; "
                            f"kinds: {', '.join(KIND_NAMES[1:])}")
@@ -381,10 +433,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "tail":
             return trio.run(lambda: tail_command(args.address, duration=args.duration, fmt=args.format,
                                                  token=args.token, out=sys.stdout, err=err, limit=args.limit,
-                                                 kinds=frozenset(args.kind), period=args.period))
+                                                 kinds=frozenset(args.kind), period=args.period, segment=args.segment))
         if args.command == "decode":
             with open_input(args.file) as stream:
-                {"wire": dump_wire, "parsed": dump_parsed, "legacy": dump_legacy}[args.dump](stream, sys.stdout)
+                if args.dump == "parsed":
+                    dump_parsed(stream, sys.stdout, args.binary)
+                else:
+                    {"wire": dump_wire, "legacy": dump_legacy}[args.dump](stream, sys.stdout)
             return EXIT_OK
     except TraceFormatError as e:
         sys.stdout.flush()

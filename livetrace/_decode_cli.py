@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
+from pathlib import Path
 from collections.abc import Iterator
 from typing import BinaryIO, TextIO
 
@@ -10,6 +12,9 @@ from ._dump import legacy_lines, parsed_text, wire_lines
 from ._errors import TraceFormatError
 from ._events import Event
 from ._legacy_decoder import LegacyDecoder
+from ._legacy_model import legacy_events
+from ._legacy_wire import HEADER_SIZE, is_legacy
+from ._symbols import symbolize
 from ._modern_decoder import ModernDecoder
 from ._modern_wire import FrameReader
 
@@ -35,7 +40,23 @@ def dump_wire(stream: BinaryIO, out: TextIO) -> None:
     reader.close()
 
 
-def dump_parsed(stream: BinaryIO, out: TextIO) -> None:
+def _head(stream: BinaryIO) -> tuple[bytes, Iterator[bytes]]:
+    """The stream's first 16 bytes (fewer if it is shorter), and all its pieces."""
+    pieces = _pieces(stream)
+    head = b""
+    for data in pieces:
+        head += data
+        if len(head) >= HEADER_SIZE:
+            break
+    return head, itertools.chain([head], pieces)
+
+
+def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> None:
+    """``binary``: the program that wrote a Go 1.5/1.6 trace, to name its PCs."""
+    head, pieces = _head(stream)
+    if is_legacy(head[:HEADER_SIZE]):
+        _dump_legacy_parsed(pieces, out, binary)
+        return
     decoder = ModernDecoder()
 
     def write(events: list[Event]) -> None:
@@ -44,12 +65,31 @@ def dump_parsed(stream: BinaryIO, out: TextIO) -> None:
             out.flush()
 
     try:
-        for data in _pieces(stream):
+        for data in pieces:
             write(decoder.feed(data))
         write(decoder.close())
     except TraceFormatError as e:
         write(getattr(e, "partial", []))
         raise
+
+
+def _dump_legacy_parsed(pieces: Iterator[bytes], out: TextIO, binary: Path | None) -> None:
+    """Go's conversion of a legacy trace into the modern event model, which
+    can only begin once the trace is complete."""
+    decoder = LegacyDecoder()
+    for data in pieces:
+        decoder.feed(data)
+    trace = decoder.close()
+    if binary is not None:
+        symbolize(trace, binary)
+    lines: list[str] = []
+    for e in legacy_events(trace):
+        lines.append(parsed_text(e))
+        if len(lines) == 4096:
+            out.write("\n".join(lines) + "\n")
+            lines.clear()
+    out.write("".join(line + "\n" for line in lines))
+    out.flush()
 
 
 def dump_legacy(stream: BinaryIO, out: TextIO) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from ._events import GO_STATE_NAMES, KIND_NAMES, PROC_STATE_NAMES, Event, Kind, format_wall, transition_parts
 from ._gostr import go_quote
 from ._legacy_decoder import LegacyEvent
+from ._legacy_spec import GLOBAL_G0
 from ._legacy_spec import SPECS as LEGACY_SPECS
 from ._modern_spec import SPECS, EventSpec
 from ._modern_wire import Batch, EndOfGeneration, Frame, decode_records
@@ -16,7 +17,8 @@ def legacy_lines(events: Iterable[LegacyEvent]) -> Iterator[bytes]:
     (strings as the trace has them, bytes)."""
     for e in events:
         spec = LEGACY_SPECS[e.typ]
-        line = f"{e.ts} {spec.name} p={e.p} g={e.g} off={e.off}".encode()
+        g = 0 if e.typ in GLOBAL_G0 else e.g
+        line = f"{e.ts} {spec.name} p={e.p} g={g} off={e.off}".encode()
         line += b"".join(f" {name}={v}".encode() for name, v in zip(spec.args, e.args))
         line += b"".join(b" " + name.encode() + b"=" + v for name, v in zip(spec.sargs, e.sargs))
         yield line

@@ -202,12 +202,10 @@ class Event:
 
     @property
     def wall_time(self) -> float | None:
-        """Unix time of the event, where its generation has a clock snapshot (Go 1.25+)."""
-        g = self.gen
-        if g is None or not g.has_clock_snapshot:
-            return None
-        snap = g.ns(g.snap_ticks)
-        return g.snap_wall[0] + (g.snap_wall[1] + self.time - snap) / 1e9
+        """Unix time of the event, where its generation has a clock snapshot
+        (Go 1.25+), or, estimated, in a live legacy session."""
+        base = None if self.gen is None else self.gen.wall_base
+        return None if base is None else (base + self.time) / 1e9
 
     def stack_id(self) -> int:
         i = STACK_ARG[self.code]

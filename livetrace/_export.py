@@ -23,8 +23,11 @@ from ._events import (
     stack_frames,
     transition_parts,
 )
+from ._legacy_live import SegmentGap, SymbolsResolved
 from ._modern_gen import Generation
 from ._protocol import Gap
+
+Notice = Gap | SegmentGap | SymbolsResolved
 
 
 def _frames(frames: list[StackFrame]) -> list[dict[str, Any]]:
@@ -32,11 +35,8 @@ def _frames(frames: list[StackFrame]) -> list[dict[str, Any]]:
 
 
 def wall_string(e: Event) -> str | None:
-    g = e.gen
-    if g is None or not g.has_clock_snapshot:
-        return None
-    ns = g.snap_wall[0] * 1_000_000_000 + g.snap_wall[1] + e.time - g.ns(g.snap_ticks)
-    return format_wall(*divmod(ns, 1_000_000_000))
+    base = None if e.gen is None else e.gen.wall_base
+    return None if base is None else format_wall(*divmod(base + e.time, 1_000_000_000))
 
 
 def event_dict(e: Event, stack: bool = True) -> dict[str, Any]:
@@ -84,17 +84,46 @@ def event_dict(e: Event, stack: bool = True) -> dict[str, Any]:
     return d
 
 
-def gap_dict(g: Gap) -> dict[str, Any]:
+def gap_dict(g: Notice) -> dict[str, Any]:
+    """A gap in the events, or a legacy trace's notice, as a JSON-ready dict."""
+    if isinstance(g, SegmentGap):
+        return {"kind": "Gap", "why": g.why, "segment": g.segment, "duration_ns": g.duration_ns}
+    if isinstance(g, SymbolsResolved):
+        return {"kind": "SymbolsResolved", "segment": g.segment, "events": g.events, "stacks": g.stacks,
+                "ticks_per_sec": g.ticks_per_sec, "estimated_ticks_per_sec": g.estimated_ticks_per_sec}
     return {"kind": "Gap", "first_generation": g.first_generation, "last_generation": g.last_generation,
             "dropped_chunks": g.chunks, "dropped_bytes": g.bytes}
 
 
-def text_line(item: Event | Gap, t0: int) -> str:
-    """One readable line for a terminal."""
+def provisional_dict(e: Event) -> dict[str, Any]:
+    """A legacy trace's event before its footer: estimated time, stack id."""
+    d = event_dict(e, stack=False)
+    d.pop("transition_stack", None)
+    d["provisional"] = True
+    d["stack_id"] = e.stack_id()
+    return d
+
+
+def text_line(item: Event | Notice, t0: int, provisional: bool = False) -> str:
+    """One readable line for a terminal (provisional events marked ~)."""
+    if isinstance(item, SegmentGap):
+        return f"--- not traced for {item.duration_ns / 1e6:.1f} ms: {item.why} ---"
+    if isinstance(item, SymbolsResolved):
+        est = item.estimated_ticks_per_sec
+        off = f", estimate {100 * (est / item.ticks_per_sec - 1):+.4f}%" if est else ""
+        return (f"--- footer: symbols resolved, {item.events:,} exact events, {item.stacks:,} stacks, "
+                f"{item.ticks_per_sec:,} ticks/s{off} ---")
     if isinstance(item, Gap):
         return (f"--- fell behind: the helper shed generations {item.first_generation}-{item.last_generation} "
                 f"({item.bytes:,} bytes) ---")
     e = item
+    if provisional:
+        sid = e.stack_id()
+        return "~" + _event_line(e, t0) + (f"  stack {sid}" if sid else "")
+    return _event_line(e, t0)
+
+
+def _event_line(e: Event, t0: int) -> str:
     wall = wall_string(e)
     clock = wall[11:-1].ljust(18, "0")[:15] if wall else f"+{(e.time - t0) / 1e9:.6f}s"
     head = parsed_text(e).split("\n", 1)[0]
@@ -135,10 +164,9 @@ class JsonlEncoder:
         self._gen = gen
         for cache in (self._stacks, self._strings, self._stack_bytes, self._string_bytes):
             cache.clear()
-        self._has_wall = gen is not None and gen.has_clock_snapshot
-        if gen is not None and self._has_wall:
-            sec, nsec = gen.snap_wall
-            self._wall_base = sec * 1_000_000_000 + nsec - gen.ns(gen.snap_ticks)
+        base = None if gen is None else gen.wall_base
+        self._has_wall = base is not None
+        self._wall_base = base or 0
 
     def _stack(self, sid: int) -> str:
         s = self._stacks.get(sid)
@@ -162,7 +190,7 @@ class JsonlEncoder:
             b = self._string_bytes[sid] = self._string(sid).encode()
         return b
 
-    def encode_many(self, items: Iterable[Event | Gap]) -> str:
+    def encode_many(self, items: Iterable[Event | Notice]) -> str:
         """Lines for all the items, each ending in a newline."""
         encode = self.encode
         return "".join([encode(i) + "\n" for i in items])
@@ -187,8 +215,8 @@ class JsonlEncoder:
                                      lambda k, i=i: self.encode(batch[i + k])))
         return pieces
 
-    def encode(self, item: Event | Gap) -> str:
-        if isinstance(item, Gap):
+    def encode(self, item: Event | Notice) -> str:
+        if isinstance(item, (Gap, SegmentGap, SymbolsResolved)):
             return json.dumps(gap_dict(item))
         e = item
         if e.gen is not self._gen:

@@ -1,13 +1,15 @@
-"""Legacy traces (Go 1.5 to 1.21) as Go 1.21's own tools see them.
+"""Legacy traces (Go 1.5 to 1.21, and pre-release gotrace streams) as Go
+1.21's own tools see them.
 
 A legacy trace is only whole at its end: the frequency and the stacks come
 in the footer, and buffers reach the reader when full, so events can only be
 put in their final order once the stream is over. :class:`LegacyDecoder`
 reads raw events as they arrive (sans-IO, any chunking) and, at ``close``,
-orders them across Ps (by the 1.5 global sequence, or from 1.7 on by merging
-the Ps' streams under the goroutines' sequence numbers), converts ticks to
-nanoseconds and checks the goroutine and P states, as ``go tool trace``
-does, so that its dump is the same line for line.
+orders them across Ps (gotrace: by time alone; 1.5: by the global sequence;
+from 1.7 on by merging the Ps' streams under the goroutines' sequence
+numbers), converts ticks to nanoseconds and checks the goroutine and P
+states, as ``go tool trace`` does, so that its dump is the same line for
+line.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ from ._legacy_spec import (
     EV_USER_TASK_CREATE,
     EV_USER_TASK_END,
     GC_P,
+    GLOBAL_G0,
+    GOTRACE,
     NETPOLL_P,
     PROFILE_P,
     SPECS,
@@ -66,14 +70,16 @@ from ._legacy_spec import (
     STW_REASONS_1021,
     SYSCALL_P,
     TIMER_P,
+    has_global_seq,
+    has_stack,
     value_count,
 )
 from ._legacy_wire import LegacyReader, RawEvent
 
 U64 = (1 << 64) - 1
 TIME_ORDER = "time stamps out of order"
-_LOCAL_TO_PLAIN = {EV_GO_START_LOCAL: EV_GO_START, EV_GO_UNBLOCK_LOCAL: EV_GO_UNBLOCK,
-                   EV_GO_SYS_EXIT_LOCAL: EV_GO_SYS_EXIT}
+LOCAL_TO_PLAIN = {EV_GO_START_LOCAL: EV_GO_START, EV_GO_UNBLOCK_LOCAL: EV_GO_UNBLOCK,
+                  EV_GO_SYS_EXIT_LOCAL: EV_GO_SYS_EXIT}
 
 
 class LegacyEvent:
@@ -109,6 +115,7 @@ class LegacyTrace:
     strings: dict[int, bytes]
     ticks_per_sec: int
     timer_goroutines: set[int] = field(default_factory=set)
+    frames: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # pc -> func, file (string ids), line
 
 
 def _signed(v: int) -> int:
@@ -135,11 +142,17 @@ class LegacyDecoder:
         self._last_gs: dict[int, int] = {}
         self._timer_gs: set[int] = set()
         self._stacks: dict[int, tuple[int, ...]] = {}
+        self._frames: dict[int, tuple[int, int, int]] = {}  # pc -> its first frame: func, file (string ids), line
         self._batches: dict[int, list[LegacyEvent]] = {}
 
     @property
     def version(self) -> int | None:
         return self._reader.version
+
+    @property
+    def strings(self) -> dict[int, bytes]:
+        """The string table as far as it has arrived."""
+        return self._reader.strings
 
     def feed(self, data: bytes, read_unix_ns: int | None = None) -> list[LegacyEvent]:
         out: list[LegacyEvent] = []
@@ -171,7 +184,7 @@ class LegacyDecoder:
             self._last_gs[self._p] = self._g
             self._p = _signed(vals[0])
             self._g = self._last_gs.get(self._p, 0)
-            if ver < 1007:
+            if has_global_seq(ver):
                 self._seq, self._ts = vals[1], vals[2]
             else:
                 self._ts = vals[1]
@@ -185,10 +198,10 @@ class LegacyDecoder:
             self._timer_gs.add(vals[0])
             return None
         if typ == EV_STACK:
-            _add_stack(ver, off, vals, self._stacks)
+            _add_stack(ver, off, vals, self._stacks, self._frames)
             return None
         e = LegacyEvent(off, typ, self._p, self._g)
-        if ver < 1007:
+        if has_global_seq(ver):
             e.seq = self._seq = self._seq + vals[0]
             e.ts = self._ts + vals[1]
             first = 2
@@ -197,22 +210,19 @@ class LegacyDecoder:
             first = 1
         self._ts = e.ts
         rest = vals[first:]
-        if spec.stack:
+        if has_stack(typ, ver):
             e.stk = rest.pop()
         e.args[: len(rest)] = rest
         a = e.args
         if typ in (EV_GO_START, EV_GO_START_LOCAL, EV_GO_START_LABEL):
             self._g = e.g = a[0]
         elif typ == EV_STW_START:
-            e.g = 0
             if ver < 1021:
                 if a[0] >= len(STW_KINDS_OLD):
                     raise TraceFormatError(f"unknown STW kind {a[0]}", offset=off)
                 e.sargs = [STW_KINDS_OLD[a[0]].encode()]
             else:
                 e.sargs = [(STW_REASONS_1021[a[0]] if a[0] < len(STW_REASONS_1021) else "unknown").encode()]
-        elif typ in (EV_GC_START, EV_GC_DONE, EV_STW_DONE):
-            e.g = 0
         elif typ in ENDS_G:
             self._g = 0
         elif typ in (EV_GO_SYS_EXIT, EV_GO_WAITING, EV_GO_IN_SYSCALL):
@@ -236,7 +246,7 @@ class LegacyDecoder:
         strings = self._reader.strings
         for batch in self._batches.values():
             _name_strings(batch, strings)
-        events = _order_1005(self._batches) if ver < 1007 else _order_1007(self._batches)
+        events = (_order_gotrace if ver == GOTRACE else _order_1005 if ver < 1007 else _order_1007)(self._batches)
         min_ts = events[0].ts
         ns_per_tick = 1e9 / self._ticks_per_sec
         for ev in events:
@@ -247,7 +257,7 @@ class LegacyDecoder:
                 ev.p = SYSCALL_P
         events = _remove_futile(events)
         _check_states(ver, events)
-        return LegacyTrace(ver, events, self._stacks, strings, self._ticks_per_sec, self._timer_gs)
+        return LegacyTrace(ver, events, self._stacks, strings, self._ticks_per_sec, self._timer_gs, self._frames)
 
 
 FULL_CHUNK = 60_000  # bytes: a buffer the runtime handed over because it was full (64 KiB less its header)
@@ -317,7 +327,8 @@ def _name_strings(events: list[LegacyEvent], strings: dict[int, bytes]) -> None:
             e.sargs[0] = strings.get(e.args[1], b"")
 
 
-def _add_stack(ver: int, off: int, vals: list[int], stacks: dict[int, tuple[int, ...]]) -> None:
+def _add_stack(ver: int, off: int, vals: list[int], stacks: dict[int, tuple[int, ...]],
+               frames: dict[int, tuple[int, int, int]]) -> None:
     if len(vals) < 2:
         raise TraceFormatError(f"EvStack has wrong number of arguments at offset 0x{off:x}: want at least 2, "
                                f"got {len(vals)}", offset=off)
@@ -330,6 +341,19 @@ def _add_stack(ver: int, off: int, vals: list[int], stacks: dict[int, tuple[int,
                                f"got {len(vals)}", offset=off)
     if sid and size:
         stacks[sid] = tuple(vals[2:])
+        if ver >= 1007:
+            for k in range(2, want, 4):
+                frames.setdefault(vals[k], (vals[k + 1], vals[k + 2], vals[k + 3]))
+
+
+def _order_gotrace(batches: dict[int, list[LegacyEvent]]) -> list[LegacyEvent]:
+    """gotrace: no sequence numbers of any kind, only each event's ticks, so
+    the Ps' streams are merged by time. A P's own order is exact and kept;
+    equal times go first to the P that appeared first in the stream."""
+    events = list(heapq.merge(*batches.values(), key=lambda e: e.ts))
+    if any(events[i].ts > events[i + 1].ts for i in range(len(events) - 1)):
+        raise TraceFormatError(TIME_ORDER)
+    return events
 
 
 def _order_1005(batches: dict[int, list[LegacyEvent]]) -> list[LegacyEvent]:
@@ -417,7 +441,7 @@ def _order_1007(batches: dict[int, list[LegacyEvent]]) -> list[LegacyEvent]:
         e = streams[s][heads[s]]
         heads[s] += 1
         key, _, _, nseq, nstatus = _transition(e)
-        e.typ = _LOCAL_TO_PLAIN.get(e.typ, e.typ)
+        e.typ = LOCAL_TO_PLAIN.get(e.typ, e.typ)
         out.append(e)
         if key != UNORDERED:
             cseq = states.get(key, (0, G_DEAD))[0]
@@ -490,7 +514,7 @@ def _check_states(ver: int, events: list[LegacyEvent]) -> None:
 
     for e in events:
         t = e.typ
-        g = gs.setdefault(e.g, [G_DEAD, None])
+        g = gs.setdefault(0 if t in GLOBAL_G0 else e.g, [G_DEAD, None])
         p = ps.setdefault(e.p, [False, 0, False, False])
         if t == EV_PROC_START:
             if p[0]:

@@ -1,5 +1,6 @@
-"""The wire layer of legacy traces (Go 1.5 to 1.21), sans-IO: bytes in, raw
-events out, for any chunking of the stream.
+"""The wire layer of legacy traces (Go 1.5 to 1.21, and the pre-release
+``gotrace`` streams), sans-IO: bytes in, raw events out, for any chunking of
+the stream.
 
 Every event starts with a type byte: its low 6 bits are the type, its top 2
 an inline value count (3: a byte length follows). Strings (1.7+) and the
@@ -11,23 +12,38 @@ from __future__ import annotations
 import re
 
 from ._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
-from ._legacy_spec import EV_COUNT, EV_STRING, EV_USER_LOG, SPECS, VERSIONS
+from ._legacy_spec import EV_COUNT, EV_STRING, EV_USER_LOG, GOTRACE, SPECS, VERSIONS, has_global_seq
 from ._modern_wire import read_uvarint
 from ._streambuf import StreamBuffer
 
 HEADER_SIZE = 16
+GOTRACE_HEADER = b"gotrace\x00"  # the only header without padding to 16 bytes
 MAX_STRING = 1_000_000
 _HEADER = re.compile(rb"go 1\.(\d{1,3}) trace\x00*")
 
 RawEvent = tuple[int, int, list[int], list[bytes]]  # offset, type, values, string arguments
 
 
+def is_legacy(header: bytes) -> bool:
+    """Whether the start of a stream (16 bytes, or all of a shorter one)
+    names a legacy trace."""
+    m = _HEADER.match(header)
+    return header.startswith(GOTRACE_HEADER) or (m is not None and int(m.group(1)) <= 21)
+
+
+def header_size(head: bytes) -> int:
+    """How long the header is that a stream starting with head (its first
+    bytes, as many as have arrived) begins with: 8 bytes for gotrace, else 16."""
+    n = min(len(head), len(GOTRACE_HEADER))
+    # "go" also begins every numbered header.
+    return len(GOTRACE_HEADER) if n > 2 and head[:n] == GOTRACE_HEADER[:n] else HEADER_SIZE
+
+
 def legacy_version(header: bytes) -> int | None:
-    """The version (1005 ... 1021) a 16-byte header names, None for a modern
-    one; raises for anything else."""
-    if header.startswith(b"gotrace\x00"):
-        raise UnsupportedTraceVersionError(
-            "this is a gotrace file, from a pre-release Go 1.5 runtime; livetrace does not decode it yet", offset=0)
+    """The version (GOTRACE, or 1005 ... 1021) a header names, None for a
+    modern one; raises for anything else."""
+    if header.startswith(GOTRACE_HEADER):
+        return GOTRACE
     m = _HEADER.fullmatch(header[:HEADER_SIZE])
     if not m or len(header) < HEADER_SIZE:
         raise TraceFormatError("bad file format: not a Go execution trace?", offset=0)
@@ -62,13 +78,14 @@ class LegacyReader:
         out: list[RawEvent] = []
         pos, end = self._in.pos, len(buf)
         if self.version is None:
-            if end - pos < HEADER_SIZE:
+            size = header_size(bytes(buf[pos : pos + HEADER_SIZE]))
+            if end - pos < size:
                 return out
-            ver = legacy_version(bytes(buf[pos : pos + HEADER_SIZE]))
+            ver = legacy_version(bytes(buf[pos : pos + size]))
             if ver is None:
                 raise UnsupportedTraceVersionError("a Go 1.22+ trace: decode it with the modern decoder", offset=0)
             self.version = ver
-            pos += HEADER_SIZE
+            pos += size
         while pos < end:
             try:
                 ev, pos2 = self._event(buf, pos, end)
@@ -83,7 +100,8 @@ class LegacyReader:
     def close(self) -> None:
         left = self._in.unread
         if self.version is None:
-            raise TruncatedTraceError("trace ends inside its 16-byte header" if left else "empty trace: no header",
+            size = header_size(bytes(self._in.buf[self._in.pos :]))
+            raise TruncatedTraceError(f"trace ends inside its {size}-byte header" if left else "empty trace: no header",
                                       offset=self.offset)
         if left:
             raise TruncatedTraceError(f"trace ends in the middle of an event ({left} bytes left over)",
@@ -104,7 +122,7 @@ class LegacyReader:
         off = self._in.base + pos
         b = buf[pos]
         typ, narg, inline = b & 0x3F, (b >> 6) + 1, 4
-        if ver < 1007:
+        if has_global_seq(ver):
             narg += 1
             inline += 1
         if typ == 0 or typ >= EV_COUNT or SPECS[typ].since > ver:

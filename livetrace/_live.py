@@ -1,4 +1,5 @@
-"""Decoding a live session: chunks and gaps in, event batches out, across gaps."""
+"""Decoding a live session: chunks and gaps in, event batches out, across
+gaps; legacy sessions (Go 1.21 and older) through :class:`LegacyLive`."""
 
 from __future__ import annotations
 
@@ -6,22 +7,27 @@ from collections.abc import Iterable, Iterator
 
 from ._batch import EventBatch
 from ._events import Kind
+from ._legacy_live import LegacyItem, LegacyLive
+from ._legacy_wire import is_legacy
 from ._modern_decoder import ModernDecoder
 from ._modern_wire import parse_header
 from ._protocol import Chunk, Gap, SegmentEnd
 
-Item = EventBatch | Gap
+Item = EventBatch | Gap | LegacyItem
 
 
 class LiveDecoder:
     """Feeds a session's frames to a decoder; after a gap it starts afresh on
     the next generation, as a new first generation, as Go's reader does for
-    a flight-recorder snapshot. ``kinds`` keeps only events of those kinds."""
+    a flight-recorder snapshot. ``kinds`` keeps only events of those kinds;
+    ``provisional`` asks for a legacy trace's provisional events too."""
 
-    def __init__(self, kinds: Iterable[Kind] | None = None) -> None:
+    def __init__(self, kinds: Iterable[Kind] | None = None, provisional: bool = True) -> None:
         self._kinds = None if kinds is None else frozenset(kinds)
+        self._provisional = provisional
         self._header = b""
         self._decoder: ModernDecoder | None = None
+        self._legacy: LegacyLive | None = None
         self._largest = 0
 
     @property
@@ -33,8 +39,16 @@ class LiveDecoder:
         """The batches (and gaps) the frames complete, lazily: consume them
         all before processing more."""
         for f in frames:
+            if self._legacy is not None:
+                if isinstance(f, SegmentEnd):
+                    yield from self._legacy.end_segment(f)
+                elif isinstance(f, Chunk):
+                    yield from self._legacy.feed(f)
+                else:
+                    yield f  # legacy runtimes stop rather than shed: no gap is expected
+                continue
             if isinstance(f, SegmentEnd):
-                continue  # only legacy traces come in segments, and they stop at their header
+                continue
             if isinstance(f, Gap):
                 if self._decoder is not None:
                     yield from self._decoder.abandon_batches(f.first_generation if f.discard_received else None)
@@ -42,6 +56,10 @@ class LiveDecoder:
                     self._decoder = self._new()
                 yield f
             elif self._decoder is None:
+                if is_legacy(f.data[:16]):
+                    self._legacy = LegacyLive(self._kinds, provisional=self._provisional)
+                    yield from self._legacy.feed(f)
+                    continue
                 self._header = f.data  # the first chunk is the trace header
                 parse_header(f.data[:16])
                 self._decoder = self._new()
@@ -49,6 +67,8 @@ class LiveDecoder:
                 yield from self._decoder.feed_batches(f.data)
 
     def finish(self) -> Iterator[Item]:
+        if self._legacy is not None:
+            return self._legacy.end_segment(None)
         return self._decoder.close_batches() if self._decoder is not None else iter(())
 
     def _new(self) -> ModernDecoder:

@@ -57,6 +57,16 @@ class Generation:
     snap_wall: tuple[int, int] = (0, 0)  # seconds, nanoseconds
     min_ticks: int = 0
     extra_strings: list[bytes] = field(default_factory=lambda: [b""])
+    # Unix ns of time 0 where the trace has no clock snapshot but the live
+    # session knows it (legacy traces: estimated from when chunks arrived).
+    wall_origin: int | None = None
+
+    @property
+    def wall_base(self) -> int | None:
+        """Unix ns of trace time 0, where known."""
+        if self.has_clock_snapshot:
+            return self.snap_wall[0] * 1_000_000_000 + self.snap_wall[1] - self.ns(self.snap_ticks)
+        return self.wall_origin
 
     def ns(self, ticks: int) -> int:
         v = ticks * self.ns_per_tick

@@ -31,9 +31,8 @@ HEADER_SIZE = 16
 _OVERFLOW = "varint overflows a 64-bit integer"
 MAX_BATCH_SIZE = 1 << 16  # the parser's limit on a batch payload
 _HEADER = re.compile(rb"go 1\.(\d+) trace\x00+")
-_LEGACY = ("this is a {} file, the legacy format of Go 1.5 to 1.21: livetrace records it, and "
-           "`livetrace decode --dump legacy` prints it as Go 1.21's `go tool trace -d` does, but does not yet "
-           "decode it into the parsed event model or live")
+_LEGACY = ("this is a {} file, the legacy format of Go 1.5 to 1.21, which the modern decoder does not read: "
+           "decode it with livetrace.LegacyDecoder and livetrace.legacy_events (what `livetrace decode` does)")
 
 
 @dataclass(frozen=True, slots=True)

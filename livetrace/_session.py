@@ -17,7 +17,9 @@ from ._nursery import open_nursery
 from . import _protocol as proto
 from ._address import Address, parse_address
 from ._errors import ConnectError, ConnectionLostError, LivetraceError, ProtocolError, refusal
+from ._batch import EventBatch
 from ._events import Event, Kind
+from ._legacy_live import Provisional, SegmentGap, SymbolsResolved
 from ._live import Item, LiveDecoder
 from ._version import __version__
 
@@ -25,6 +27,7 @@ RECEIVE_SIZE = 1 << 18
 HANDSHAKE_TIMEOUT = 15.0
 
 Frame = Union[proto.Chunk, proto.Gap, proto.SegmentEnd]
+Notice = Union[proto.Gap, SymbolsResolved, SegmentGap]
 
 
 @dataclass
@@ -69,7 +72,8 @@ class Session:
         connection ends first."""
         return _FrameIterator(self)
 
-    def event_batches(self, kinds: Iterable[Kind] | None = None) -> AsyncIterator[Item]:
+    def event_batches(self, kinds: Iterable[Kind] | None = None, *,
+                      provisional: bool | None = None) -> AsyncIterator[Item]:
         """Decoded events as they become available, as :class:`EventBatch`
         objects (a few thousand events of one generation each): each
         generation's events as soon as the generation is complete, and a
@@ -79,25 +83,39 @@ class Session:
         holds up the decoder, and then the helper, which sheds generations
         rather than let the service wait.
 
+        A legacy runtime (Go 1.21 and older) completes its trace only when
+        it stops: its events come first as :class:`Provisional` batches as
+        the chunks arrive (estimated times, stacks as ids), then, once the
+        footer is in, a :class:`SymbolsResolved` notice and the exact events
+        as EventBatch objects. In segment mode (``connect(segment=...)``)
+        that happens once per segment, and a :class:`SegmentGap` marks each
+        restart. ``provisional`` says whether to make the provisional
+        events at all (the default: only when not in segment mode, where the
+        exact ones follow within a segment).
+
         ``kinds`` keeps only events of those kinds; the others are decoded
         but never made. Calling this again continues the same stream (with
         the same kinds); :meth:`events` shares it too. Use events or
         :meth:`chunks`, not both."""
         wanted = None if kinds is None else frozenset(kinds)
         if self._event_stream is None:
-            self._event_stream = _EventStream(self, wanted)
+            if provisional is None:
+                provisional = not self.info.segment_ms
+            self._event_stream = _EventStream(self, wanted, provisional)
         elif kinds is not None and wanted != self._event_stream.kinds:
             raise ValueError("this session's events are already being decoded for other kinds")
         return self._event_stream
 
-    async def events(self, kinds: Iterable[Kind] | None = None) -> AsyncIterator[Event | proto.Gap]:
-        """Like :meth:`event_batches`, one event (or gap) at a time."""
-        async for batch in self.event_batches(kinds):
-            if isinstance(batch, proto.Gap):
-                yield batch
-            else:
+    async def events(self, kinds: Iterable[Kind] | None = None) -> AsyncIterator[Event | Notice]:
+        """Like :meth:`event_batches`, one event at a time, and only the
+        exact ones: a legacy trace's provisional events are left out; gaps
+        and a legacy trace's notices come through."""
+        async for batch in self.event_batches(kinds, provisional=False):
+            if isinstance(batch, EventBatch):
                 for ev in batch:
                     yield ev
+            elif not isinstance(batch, Provisional):
+                yield batch
 
     async def stop(self) -> None:
         """Ask the helper to stop tracing. The remaining chunks and the end
@@ -161,10 +179,10 @@ class _EventStream:
     batch over as soon as it is made. Errors travel down the channel to the
     consumer."""
 
-    def __init__(self, session: Session, kinds: frozenset[Kind] | None) -> None:
+    def __init__(self, session: Session, kinds: frozenset[Kind] | None, provisional: bool) -> None:
         self.kinds = kinds
         self._counters = session.counters
-        self._live = LiveDecoder(kinds)
+        self._live = LiveDecoder(kinds, provisional)
         # Few batches in flight: memory stays bounded when the consumer is slow.
         self._send, self._recv = trio.open_memory_channel[object](2)
         session._nursery.start_soon(self._pump, session)

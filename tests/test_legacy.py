@@ -1,11 +1,15 @@
 """Legacy traces (Go 1.5 to 1.21): `--dump legacy` prints what Go 1.21.13's
 `go tool trace -d` prints, for Go's canned traces of every version and for
-fresh traces of the demo service built with Go 1.19 and 1.21; any chunking
-gives the same events; bad input is a typed error."""
+fresh traces of the demo service built with Go 1.19 and 1.21; `--dump parsed`
+prints what Go 1.27.3's `go tool trace -d=parsed` prints (1.11 to 1.21) or a
+consistent event stream in the same model (1.5 to 1.10); any chunking gives
+the same events; bad input is a typed error."""
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -17,16 +21,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError
-from livetrace._dump import legacy_lines
+from livetrace._dump import legacy_lines, parsed_text
 from livetrace._gotool import go_env
+from livetrace._events import Kind
 from livetrace._legacy_decoder import LegacyDecoder
+from livetrace._legacy_model import legacy_events
 
 from . import textform
-from .conftest import go_binary, record_demo_traces
+from .conftest import demo_exe, go_binary, go_dump, record_demo_traces
 from .mutate import mutate
 
 CORPUS = textform.CORPUS.parent / "legacy" / "go-testdata"
 FILES = sorted(p for p in CORPUS.iterdir() if p.is_file()) if CORPUS.is_dir() else []
+# Go 1.23+ converts these versions to the modern model; 1.5 to 1.10 it refuses.
+CONVERTED_BY_GO = re.compile(r"_1_(11|19|21)_")
+
+# The legacy decoder has no compiled twin: the compiled-core run covers it.
+pytestmark = pytest.mark.skipif(os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
+                                reason="pure Python either way; tested in the compiled-core run")
 
 
 def go_legacy_dump(path: Path) -> subprocess.CompletedProcess[bytes]:
@@ -129,7 +141,136 @@ def test_fuzz_mutated_legacy_traces_decode_or_fail_cleanly(data: st.DataObject) 
         pass
 
 
-def test_modern_commands_point_legacy_traces_to_the_legacy_dump() -> None:
+def our_parsed_dump(data: bytes) -> list[str]:
+    d = LegacyDecoder()
+    d.feed(data)
+    return "\n".join(map(parsed_text, legacy_events(d.close()))).split("\n")
+
+
+_TIME = re.compile(r" Time=(-?\d+)")
+
+
+def canonical_parsed(lines: list[str]) -> list[str]:
+    """A -d=parsed dump with ties made canonical. Go's merge of the Ps'
+    streams breaks equal times in map order, and the modern model then moves
+    each tied event 1 ns on, so a tie shows as a run of events 1 ns apart
+    whose order varies from run to run of Go's own tool. Within each such
+    run, sort the events (with their stack lines) and hand the times back in
+    order."""
+    events: list[list[str]] = []
+    for line in lines:
+        if line.startswith("M="):
+            events.append([line])
+        else:
+            events[-1].append(line)
+    out: list[str] = []
+    run: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        for t, key in zip([t for t, _ in run], sorted(k for _, k in run)):
+            out.append(key.replace(" Time=_", f" Time={t}", 1))
+        run.clear()
+
+    for ev in events:
+        m = _TIME.search(ev[0])
+        assert m, ev[0]
+        t = int(m.group(1))
+        if run and t != run[-1][0] + 1:
+            flush()
+        run.append((t, "\n".join([_TIME.sub(" Time=_", ev[0], 1), *ev[1:]])))
+    flush()
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if CONVERTED_BY_GO.search(p.name)], ids=lambda p: p.name)
+def test_canned_traces_convert_as_go_1_27_does(path: Path) -> None:
+    status, go, err = go_dump(path, "parsed")
+    assert status == 0, err
+    ours = our_parsed_dump(path.read_bytes())
+    assert ours[0] == "M=-1 P=-1 G=-1 Sync Time=-1 N=1" and ours[-1].endswith(" N=2")
+    assert canonical_parsed(ours) == canonical_parsed(go.rstrip("\n").split("\n"))
+
+
+@pytest.mark.parametrize("version", ["1.19", "1.21"])
+def test_fresh_demo_traces_convert_as_go_1_27_does(version: str, legacy_demo_traces: dict[str, Path]) -> None:
+    path = legacy_demo_traces[version]
+    status, go, err = go_dump(path, "parsed")
+    assert status == 0, err
+    ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
+                          capture_output=True, text=True, timeout=600)
+    assert ours.returncode == 0, ours.stderr
+    go_lines = go.rstrip("\n").split("\n")
+    assert len(go_lines) > 10_000
+    assert canonical_parsed(ours.stdout.rstrip("\n").split("\n")) == canonical_parsed(go_lines)
+
+
+GO_STATES = ("Undetermined", "NotExist", "Runnable", "Running", "Waiting", "Syscall")
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if not CONVERTED_BY_GO.search(p.name) and "unordered" not in p.name],
+                         ids=lambda p: p.name)
+def test_traces_go_no_longer_reads_convert_to_a_consistent_stream(path: Path) -> None:
+    """Go 1.5 to 1.10: no Go tool converts these, so check what the model
+    promises: a Sync at each end, strictly rising times, and every
+    goroutine and proc transition starting from the state the previous one
+    left (or from Undetermined, for what the trace's opening snapshot says)."""
+    status, _, err = go_dump(path, "parsed")
+    assert status == 1 and "unknown or unsupported trace version" in err
+    d = LegacyDecoder()
+    d.feed(path.read_bytes())
+    events = list(legacy_events(d.close()))
+    assert [e.kind for e in (events[0], events[-1])] == [Kind.SYNC, Kind.SYNC]
+    assert all(a.time < b.time for a, b in zip(events, events[1:]))
+    state: dict[tuple[str, int], str] = {}
+    kinds = Counter(e.kind for e in events)
+    for e in events:
+        if e.kind != Kind.STATE_TRANSITION:
+            continue
+        st_ = e.state_transition()
+        key = (st_.resource.kind, st_.resource.id)
+        if st_.old != "Undetermined":
+            assert state.get(key, "NotExist") == st_.old, (e, st_)
+        state[key] = st_.new
+    assert kinds[Kind.STATE_TRANSITION] > 20 and kinds[Kind.METRIC] > 0
+
+
+def test_the_default_dump_of_a_legacy_trace_is_the_modern_model() -> None:
     out = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(CORPUS / "http_1_11_good")],
                          capture_output=True, text=True)
-    assert out.returncode == 1 and "--dump legacy" in out.stderr
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("M=-1 P=-1 G=-1 Sync Time=-1 N=1\n")
+
+
+def test_a_binary_names_the_pcs_of_a_pcs_only_trace(legacy_demo_traces: dict[str, Path]) -> None:
+    """Go 1.5/1.6 stacks are bare return addresses. No binary of those
+    survives here, so take a fresh Go 1.21 trace (whose frames hold the
+    call's PC, one before the return address), keep only the return
+    addresses, and have the demo binary that wrote it name them again: the
+    names must be the footer's (but where inlining shares a PC: there
+    addr2line names the caller)."""
+    from livetrace._symbols import symbolize
+
+    d = LegacyDecoder()
+    d.feed(legacy_demo_traces["1.21"].read_bytes())
+    trace = d.close()
+    expected: dict[int, tuple[bytes, bytes, int]] = {}
+    for vals in trace.stacks.values():
+        for k in range(0, len(vals), 4):
+            pc, func, file, line = vals[k : k + 4]
+            if pc:
+                expected.setdefault(pc + 1, (trace.strings.get(func, b""), trace.strings.get(file, b""), line))
+    trace.version, trace.frames = 1005, {}
+    trace.stacks = {sid: tuple(pc + 1 for pc in vals[0::4] if pc) for sid, vals in trace.stacks.items()}
+    named = symbolize(trace, demo_exe("1.21"), go_binary("1.21"))
+    assert named == len(expected) > 50
+    got = {pc: (trace.strings[f], trace.strings[fl], ln) for pc, (f, fl, ln) in trace.frames.items()}
+    same = sum(got[pc] == want for pc, want in expected.items())
+    assert same > 0.85 * len(expected), [(pc, got[pc], want) for pc, want in expected.items() if got[pc] != want][:5]
+    lines = "\n".join(map(parsed_text, legacy_events(trace)))
+    assert "main.allocator" in lines and "livetrace-demo/main.go:" in lines
+
+
+def test_decode_takes_a_binary_for_go_1_5_traces(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(CORPUS / "http_1_5_good"), "--binary",
+                          str(tmp_path / "missing")], capture_output=True, text=True)
+    assert out.returncode == 2 and "no such file; give the program binary" in out.stderr

@@ -111,14 +111,6 @@ async def test_demo_tails_after_recording(tmp_path: Path) -> None:
     go_tool_trace("1.26", tmp_path / "demo.trace")
 
 
-async def test_legacy_traces_are_refused_for_live_decoding_with_advice() -> None:
-    async with demo("1.21") as d:
-        async with livetrace.connect(d.trace_address, duration=0.5) as session:
-            with pytest.raises(livetrace.UnsupportedTraceVersionError, match="record"):
-                async for _ in session.events():
-                    pass
-
-
 def test_the_fast_jsonl_encoder_writes_the_documented_objects() -> None:
     from livetrace._export import JsonlEncoder, event_dict
 

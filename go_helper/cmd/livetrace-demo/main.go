@@ -44,6 +44,7 @@ func main() {
 	listen := flag.String("listen", "", "where the livetrace helper listens: unix:/path or tcp:127.0.0.1:PORT (or set LIVETRACE_LISTEN)")
 	httpAddr := flag.String("http", "127.0.0.1:0", "address of the demo's HTTP service")
 	workers := flag.Int("workers", 4, "load generators of each kind")
+	flag.Float64Var(&pace, "pace", 1, "stretch the load generators' pauses by this factor: 10 is a tenth of the load")
 	queueMB := flag.Int("queue-mb", 0, "cap of the helper's queue in MiB (0: LIVETRACE_QUEUE_MB or 64)")
 	flight := flag.Bool("flight-recorder", false, "also run runtime/trace's flight recorder (Go 1.25+), snapshot at /debug/flight")
 	flag.Parse()
@@ -115,6 +116,13 @@ func main() {
 	wg.Wait()
 }
 
+// pace stretches the load generators' pauses (the -pace flag).
+var pace = 1.0
+
+func pause(d time.Duration) {
+	time.Sleep(time.Duration(float64(d) * pace))
+}
+
 // traceToFile traces the process into a temporary file with runtime/trace
 // for the given number of seconds, then removes the file and says how big
 // it was.
@@ -175,7 +183,7 @@ func httpClient(base string) func(context.Context, int) {
 				trace.Log(ctx, "status", resp.Status)
 			}
 			task.End()
-			time.Sleep(2 * time.Millisecond)
+			pause(2 * time.Millisecond)
 		}
 	}
 }
@@ -198,7 +206,7 @@ func pipeline(ctx context.Context, i int) {
 	for v := 0; ctx.Err() == nil; v++ {
 		src <- v
 		if v%64 == 0 {
-			time.Sleep(time.Millisecond)
+			pause(time.Millisecond)
 		}
 	}
 	close(src)
@@ -212,7 +220,7 @@ func contended() func(context.Context, int) {
 		for ctx.Err() == nil {
 			mu.Lock()
 			shared[rand.Intn(1024)]++
-			time.Sleep(50 * time.Microsecond)
+			pause(50 * time.Microsecond)
 			mu.Unlock()
 			runtime.Gosched()
 		}
@@ -231,7 +239,7 @@ func allocator(ctx context.Context, i int) {
 			sort.Strings(s)
 		})
 		ops.Add(1)
-		time.Sleep(time.Millisecond)
+		pause(time.Millisecond)
 	}
 }
 
@@ -245,6 +253,6 @@ func syscaller(ctx context.Context, i int) {
 	buf := make([]byte, 4096)
 	for ctx.Err() == nil {
 		f.Write(buf)
-		time.Sleep(500 * time.Microsecond)
+		pause(500 * time.Microsecond)
 	}
 }
