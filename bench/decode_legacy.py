@@ -9,6 +9,8 @@ until the file holds at least 8 MB. Timed: our decoder (read, order, check:
 1.21's `go tool trace -d` (parse and print), both dumps into /dev/null;
 with --go-parsed, also our `--dump parsed` (the legacy trace in the modern
 event model) against that Go's `go tool trace -d=parsed` (1.11+ traces).
+For 1.11 to 1.21 traces also the compiled path that makes the modern
+events straight from the bytes (`exact_events`), and its pure-Python twin.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pathlib import Path
 from _common import best_of, demo_trace  # bench/, the script's directory
 from livetrace._gotool import find_go, go_env, go_version
 from livetrace._legacy_decoder import LegacyDecoder
+from livetrace._legacy_fast import COMPILED_VERSIONS, exact_events
+from livetrace._legacy_wire import legacy_version
 
 CHUNK = 1 << 20
 
@@ -30,6 +34,10 @@ def decode(data: bytes) -> int:
     for i in range(0, len(data), CHUNK):
         d.feed(data[i : i + CHUNK])
     return len(d.close().events)
+
+
+def exact(data: bytes, compiled: bool) -> int:
+    return exact_events(data, compiled=compiled).events
 
 
 def run(cmd: list[str]) -> None:
@@ -54,6 +62,11 @@ def main() -> None:
         rows = [("livetrace LegacyDecoder (read, order, check)", t_ours),
                 ("livetrace decode --dump legacy > /dev/null", t_dump),
                 ("go tool trace -d > /dev/null", t_go)]
+        if legacy_version(data[:16]) in COMPILED_VERSIONS:
+            t_fast, _ = best_of(args.runs, exact, data, True)
+            t_twin, _ = best_of(1, exact, data, False)
+            rows += [("livetrace compiled: bytes to modern events", t_fast),
+                     ("livetrace pure-Python twin of that", t_twin)]
         if args.go_parsed:
             parsed = find_go(args.go_parsed)
             t_parsed, _ = best_of(args.runs, run, [sys.executable, "-m", "livetrace", "decode", str(path), "--dump",

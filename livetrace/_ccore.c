@@ -2118,8 +2118,12 @@ static PyObject *init_tables(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* _ccore_legacy.c */
+PyObject *legacy_exact(PyObject *self, PyObject *args);
+
 static PyMethodDef module_methods[] = {
     {"wire_records", wire_records, METH_VARARGS, "The records of one batch payload, as columns."},
+    {"legacy_exact", legacy_exact, METH_VARARGS, "A complete Go 1.11-1.21 trace in the modern model, or None."},
     {"init_tables", init_tables, METH_VARARGS, "Hand over the format tables."},
     {"jsonl", jsonl, METH_VARARGS, "JSON lines for a batch's events (state transitions here, others by callback)."},
     {NULL},

@@ -28,8 +28,8 @@ from ._demo import run_demo
 from ._errors import LivetraceError, TraceFormatError
 from ._events import KIND_NAMES, Event, Kind
 from ._export import JsonlEncoder, Notice, provisional_dict, text_line
-from ._legacy_live import Provisional, SymbolsResolved
 from ._gotool import build_demo, find_go, go_version
+from ._legacy_live import Provisional, SegmentGap, SymbolsResolved
 from ._nursery import open_nursery
 from ._progress import format_bytes, show_progress
 from ._protocol import Gap
@@ -281,7 +281,8 @@ async def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
 
 async def _demo_tail(address: str, seconds: float, out: TextIO) -> None:
     shown_per_generation = 6
-    async with connect(address, duration=seconds, advance=0.5) as session:
+    # A demo built with Go 1.21 or older comes in 1 s segments (newer Go ignores the request).
+    async with connect(address, duration=seconds, advance=0.5, segment=1.0) as session:
         t0: int | None = None
         gen, counts, shown = None, Counter[int](), 0
 
@@ -291,8 +292,9 @@ async def _demo_tail(address: str, seconds: float, out: TextIO) -> None:
                 print(f"  ... {counts.total():,} events in this generation: {top}", file=out, flush=True)
 
         async for item in session.event_batches():
-            if isinstance(item, Gap):
-                print(text_line(item, 0), file=out)
+            if not isinstance(item, EventBatch):
+                if isinstance(item, (Gap, SegmentGap)):
+                    print(text_line(item, 0), file=out)
                 continue
             if item.gen is not gen:
                 summary()

@@ -5,13 +5,14 @@ from __future__ import annotations
 import itertools
 import sys
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import BinaryIO, TextIO
 
 from ._dump import legacy_lines, parsed_text, wire_lines
 from ._errors import TraceFormatError
 from ._events import Event
 from ._legacy_decoder import LegacyDecoder
+from ._legacy_fast import exact_events
 from ._legacy_model import legacy_events
 from ._legacy_wire import HEADER_SIZE, is_legacy
 from ._symbols import symbolize
@@ -76,14 +77,17 @@ def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> No
 def _dump_legacy_parsed(pieces: Iterator[bytes], out: TextIO, binary: Path | None) -> None:
     """Go's conversion of a legacy trace into the modern event model, which
     can only begin once the trace is complete."""
-    decoder = LegacyDecoder()
-    for data in pieces:
-        decoder.feed(data)
-    trace = decoder.close()
-    if binary is not None:
+    if binary is None:
+        events: Iterable[Event] = (e for b in exact_events(b"".join(pieces)).batches for e in b)
+    else:
+        decoder = LegacyDecoder()
+        for data in pieces:
+            decoder.feed(data)
+        trace = decoder.close()
         symbolize(trace, binary)
+        events = legacy_events(trace)
     lines: list[str] = []
-    for e in legacy_events(trace):
+    for e in events:
         lines.append(parsed_text(e))
         if len(lines) == 4096:
             out.write("\n".join(lines) + "\n")

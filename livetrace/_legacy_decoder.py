@@ -135,7 +135,11 @@ class LegacyDecoder:
     1.21's tools see it: ordered across Ps, in nanoseconds, checked.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = True) -> None:
+        """``keep``: keep the events for ``close``; without, the decoder
+        only hands each chunk's events out (live, where the exact events
+        come from elsewhere) and cannot close."""
+        self._keep = keep
         self._reader = LegacyReader()
         self.clock = TickClock()
         self._ticks_per_sec = self._seq = self._ts = self._g = self._p = 0
@@ -232,10 +236,13 @@ class LegacyDecoder:
         elif typ == EV_CPU_SAMPLE:
             e.ts, e.p, e.g = a[0], _signed(a[1]), a[2]
             a[0] = 0
-        self._batches.setdefault(PROFILE_P if typ == EV_CPU_SAMPLE else self._p, []).append(e)
+        if self._keep:
+            self._batches.setdefault(PROFILE_P if typ == EV_CPU_SAMPLE else self._p, []).append(e)
         return e
 
     def close(self) -> LegacyTrace:
+        if not self._keep:
+            raise RuntimeError("this LegacyDecoder kept no events to close with")
         self._reader.close()
         ver = self._reader.version
         assert ver is not None

@@ -26,9 +26,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ._batch import EventBatch
-from ._events import SYNC_CODE, Event, Kind
+from ._events import Event, Kind
 from ._legacy_decoder import LegacyDecoder
-from ._legacy_model import ModelConverter, blocked_syscalls, legacy_events
+from ._legacy_fast import exact_events
+from ._legacy_model import ModelConverter, blocked_syscalls
 from ._modern_gen import Generation
 from ._protocol import Chunk, SegmentEnd
 
@@ -117,7 +118,6 @@ class LegacyLive:
         self._window = window_ns
         self._max_held = max_held
         self._segment = 0
-        self._decoder: LegacyDecoder | None = None
         self._origin: int | None = None  # Unix ns: the first segment's start
         self._offset = 0  # ns from the origin to this segment's start
         self._stopped: int | None = None  # when the last segment ended
@@ -125,6 +125,8 @@ class LegacyLive:
         self._new_segment_state()
 
     def _new_segment_state(self) -> None:
+        self._chunks: list[bytes] = []  # the segment's bytes, for its exact decoding at the end
+        self._decoder: LegacyDecoder | None = None  # the provisional decoder
         self._table: Generation | None = None
         self._converter: ModelConverter | None = None
         self._unclocked: list[list] = []  # chunks' events that came before the clock was known
@@ -134,12 +136,15 @@ class LegacyLive:
         self._released = -(1 << 63)  # time of the last event delivered
 
     def feed(self, chunk: Chunk) -> Iterator[LegacyItem]:
-        if self._decoder is None:
+        if not self._chunks:
             yield from self._start(chunk)
             return
+        self._chunks.append(chunk.data)
         dec = self._decoder
+        if dec is None:
+            return  # no provisional events: the segment is decoded whole at its end
         events = dec.feed(chunk.data, chunk.read_unix_ns)
-        if not events or not self._provisional:
+        if not events:
             return
         self._unclocked.append(events)
         if dec.clock.wall_ns(0) is None:
@@ -159,7 +164,10 @@ class LegacyLive:
         self._offset = chunk.read_unix_ns - self._origin
         if self._stopped is not None:
             yield SegmentGap(self._segment - 1, self._stopped, chunk.read_unix_ns)
-        self._decoder = LegacyDecoder()
+        self._chunks.append(chunk.data)
+        if not self._provisional:
+            return
+        self._decoder = LegacyDecoder(keep=False)
         self._decoder.feed(chunk.data, chunk.read_unix_ns)
         ver = self._decoder.version
         if ver is not None:
@@ -203,28 +211,18 @@ class LegacyLive:
     def end_segment(self, end: SegmentEnd | None) -> Iterator[LegacyItem]:
         """The segment's footer is in (``end`` None: the trace is over):
         the rest of the provisional events, then the exact ones."""
-        dec = self._decoder
-        if dec is None:
+        if not self._chunks:
             return
-        yield from self._release([], 1 << 63)
-        estimate = dec.clock.ticks_per_sec
-        trace = dec.close()
-        exact = list(legacy_events(trace))
-        offset, kinds = self._offset, self._kinds
-        for e in exact:
-            e.time += offset
-            if e.code == SYNC_CODE:
-                self._syncs += 1
-                e.args[0] = self._syncs
-        if kinds is not None:
-            exact = [e for e in exact if e.kind in kinds]
-        yield SymbolsResolved(self._segment, len(exact), len(trace.stacks), trace.ticks_per_sec, estimate)
-        table = exact[0].gen if exact else None
-        if table is not None:
-            table.wall_origin = self._origin
-        for i in range(0, len(exact), BATCH_EVENTS):
-            yield EventBatch.from_events(table, exact[i : i + BATCH_EVENTS])
-        self._decoder = None
+        estimate = None
+        if self._decoder is not None:
+            yield from self._release([], 1 << 63)
+            estimate = self._decoder.clock.ticks_per_sec
+        exact = exact_events(b"".join(self._chunks), self._kinds, offset=self._offset, syncs=self._syncs)
+        self._syncs += 2
+        yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
+        if exact.table is not None:
+            exact.table.wall_origin = self._origin
+        yield from exact.batches
         self._segment += 1
         if end is not None:
             self._stopped = end.stop_unix_ns

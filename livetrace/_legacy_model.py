@@ -115,6 +115,11 @@ def legacy_table(trace: LegacyTrace) -> Generation:
         for sid, vals in trace.stacks.items():
             stacks[sid & 0xFFFFFFFF] = vals[0::4]
         g.frames = dict(trace.frames)
+        for pc, (func, file, _) in g.frames.items():
+            for sid in (func, file):
+                if sid not in g.strings:
+                    raise TraceFormatError(f"the stack frame at PC 0x{pc:x} names string {sid}, which the trace "
+                                           f"does not define")
     else:
         # PCs only: frames without names, but where a binary named them (symbolize).
         g.frames = dict(trace.frames)

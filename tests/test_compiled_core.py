@@ -134,6 +134,7 @@ core = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(core)
 sys.modules["livetrace._ccore"] = core
 from livetrace import ModernDecoder, TraceFormatError
+from livetrace._legacy_fast import exact_events
 from livetrace._modern_wire import record_columns
 seeds = [open(p, "rb").read() for p in sys.argv[3:]]
 seed = random.randrange(1 << 32)
@@ -149,6 +150,13 @@ while time.monotonic() < deadline:
         elif op == 1: del buf[pos:]
         elif op == 2: buf[pos:pos] = rng.randbytes(rng.randint(1, 12))
         else: del buf[pos:pos + rng.randint(1, 12)]
+    if buf.startswith(b"go 1.1") or buf.startswith(b"go 1.21"):  # legacy
+        try:
+            exact_events(bytes(buf), compiled=True)
+        except (TraceFormatError, MemoryError):
+            pass
+        runs += 1
+        continue
     d = ModernDecoder(compiled=True)
     try:
         for i in range(0, len(buf), 997):
@@ -181,11 +189,15 @@ def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
     so = tmp_path / ("_ccore" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                     "-fno-sanitize-recover=undefined", f"-I{sysconfig.get_paths()['include']}",
-                    str(ROOT / "livetrace" / "_ccore.c"), "-o", str(so)], check=True)
+                    str(ROOT / "livetrace" / "_ccore.c"), str(ROOT / "livetrace" / "_ccore_legacy.c"), "-o", str(so)],
+                   check=True)
     seeds = []
     for t in TEXT_TESTS:
         seeds.append(str(tmp_path / f"{t.name}.trace"))
         Path(seeds[-1]).write_bytes(t.data)
+    # and legacy traces of the versions the compiled legacy path reads
+    legacy = textform.CORPUS.parent / "legacy" / "go-testdata"
+    seeds += [str(p) for p in sorted(legacy.glob("*_1_[12][19]_good")) if p.stat().st_size < 200_000] * 10
     script = tmp_path / "fuzz.py"
     script.write_text(ASAN_FUZZ)
     env = {**os.environ, "LD_PRELOAD": _asan_runtime() or "", "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",

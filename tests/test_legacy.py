@@ -24,7 +24,9 @@ from livetrace import TraceFormatError
 from livetrace._dump import legacy_lines, parsed_text
 from livetrace._gotool import go_env
 from livetrace._events import Kind
+from livetrace._accel import compiled_core
 from livetrace._legacy_decoder import LegacyDecoder
+from livetrace._legacy_fast import exact_events
 from livetrace._legacy_model import legacy_events
 
 from . import textform
@@ -36,9 +38,10 @@ FILES = sorted(p for p in CORPUS.iterdir() if p.is_file()) if CORPUS.is_dir() el
 # Go 1.23+ converts these versions to the modern model; 1.5 to 1.10 it refuses.
 CONVERTED_BY_GO = re.compile(r"_1_(11|19|21)_")
 
-# The legacy decoder has no compiled twin: the compiled-core run covers it.
+# These compare the pure-Python decoder with Go's tools, and the compiled
+# fast path with it, whichever run this is: the compiled-core run is enough.
 pytestmark = pytest.mark.skipif(os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-                                reason="pure Python either way; tested in the compiled-core run")
+                                reason="both implementations are tested in the compiled-core run")
 
 
 def go_legacy_dump(path: Path) -> subprocess.CompletedProcess[bytes]:
@@ -136,7 +139,14 @@ def test_fuzz_mutated_legacy_traces_decode_or_fail_cleanly(data: st.DataObject) 
     path = data.draw(st.sampled_from(small))
     buf = mutate(data, path.read_bytes(), keep=16)
     try:
-        our_dump(buf, pieces=data.draw(st.integers(1, 3)))
+        d = LegacyDecoder()
+        step = max(1, len(buf) // data.draw(st.integers(1, 3)))
+        for i in range(0, len(buf), step):
+            d.feed(buf[i : i + step])
+        trace = d.close()
+        list(legacy_lines(trace.events))
+        for e in legacy_events(trace):  # and in the modern model
+            parsed_text(e)
     except TraceFormatError:
         pass
 
@@ -274,3 +284,55 @@ def test_decode_takes_a_binary_for_go_1_5_traces(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(CORPUS / "http_1_5_good"), "--binary",
                           str(tmp_path / "missing")], capture_output=True, text=True)
     assert out.returncode == 2 and "no such file; give the program binary" in out.stderr
+
+
+# The compiled fast path for 1.11 to 1.21 and its twin (the decoder and converter above).
+needs_core = pytest.mark.skipif(compiled_core(None) is None and not os.environ.get("CI"),
+                                reason="the compiled core was not built here")
+FAST_FILES = [p for p in FILES if CONVERTED_BY_GO.search(p.name)]
+
+
+def both_ways(data: bytes, **kw: object) -> tuple[list[str], list[str]]:
+    out = []
+    for compiled in (True, False):
+        exact = exact_events(data, compiled=compiled, **kw)  # type: ignore[arg-type]
+        out.append([parsed_text(e) for b in exact.batches for e in b])
+    return out[0], out[1]
+
+
+@needs_core
+@pytest.mark.parametrize("path", FAST_FILES, ids=lambda p: p.name)
+def test_the_compiled_legacy_path_gives_the_twins_events(path: Path) -> None:
+    data = path.read_bytes()
+    ours, twin = both_ways(data)
+    assert ours == twin and len(ours) > 30
+    exact = exact_events(data, compiled=True)
+    assert all(b._events is None for b in exact.batches)  # columns straight from C, not the twin's objects
+    kinds = frozenset({Kind.LOG, Kind.REGION_BEGIN, Kind.STATE_TRANSITION})
+    assert both_ways(data, kinds=kinds, offset=10**9, syncs=4)[0] == both_ways(data, kinds=kinds, offset=10**9,
+                                                                              syncs=4)[1]
+
+
+@needs_core
+@pytest.mark.parametrize("version", ["1.19", "1.21"])
+def test_the_compiled_legacy_path_on_fresh_demo_traces(version: str, legacy_demo_traces: dict[str, Path]) -> None:
+    ours, twin = both_ways(legacy_demo_traces[version].read_bytes())
+    assert ours == twin and len(ours) > 10_000
+
+
+@needs_core
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_compiled_legacy_path_fails_as_the_twin_does(data: st.DataObject) -> None:
+    """On anything a valid trace would not have, the compiled path hands the
+    trace to the twin: the same events, or the same error."""
+    path = data.draw(st.sampled_from([p for p in FAST_FILES if p.stat().st_size < 200_000]))
+    buf = bytes(mutate(data, path.read_bytes(), keep=16))
+    results = []
+    for compiled in (True, False):
+        try:
+            exact = exact_events(buf, compiled=compiled)
+            results.append([parsed_text(e) for b in exact.batches for e in b])
+        except TraceFormatError as e:
+            results.append(str(e))
+    assert results[0] == results[1]

@@ -7,7 +7,10 @@ default."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 import trio
@@ -16,7 +19,7 @@ import livetrace
 from livetrace._legacy_decoder import LegacyDecoder, TickClock
 from livetrace._legacy_spec import EV_CPU_SAMPLE, EV_GO_SYS_EXIT
 
-from .conftest import cli, demo
+from .conftest import cli, demo, go_binary
 
 
 def test_the_clock_is_the_line_through_its_samples() -> None:
@@ -131,3 +134,11 @@ async def test_tail_without_segments_prints_provisional_events() -> None:
     assert "printed provisionally" in err
     assert sum(line.startswith("~") for line in lines) > 1000
     assert lines[-1].startswith("--- footer: symbols resolved")
+
+
+def test_the_demo_command_tails_a_legacy_service_in_segments(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "livetrace", "demo", "--go", str(go_binary("1.21")), "-s", "1",
+                           "--tail", "2.5", "-o", str(tmp_path / "demo.trace")], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "not traced for" in proc.stdout and "Log " in proc.stdout and "events in this generation" in proc.stdout
