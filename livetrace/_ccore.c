@@ -1,5 +1,5 @@
 /*
- * livetrace._ccore: the compiled twin of the modern decoder's hot loops.
+ * livetrace._ccore: the compiled twin of the decoders' hot loops.
  *
  * Two things live here, each a faithful twin of pure-Python code that stays
  * the reference (tests run both):
@@ -9,6 +9,8 @@
  *     ordering engine's state machines (twin of _modern_decoder and
  *     _modern_order), writing events as columns, a bounded number per call,
  *     with the GIL released.
+ * (and the JSON lines of the common kinds; legacy_exact(), the fast path for
+ * legacy traces, is in _ccore_legacy.c.)
  *
  * Format facts that both twins need (argument counts, which argument is a
  * stack or a string) come from Python at import time (init_tables), so there
@@ -25,10 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef uint8_t u8;
-typedef uint32_t u32;
-typedef uint64_t u64;
-typedef int64_t i64;
+#include "_ccore_common.h"
 
 #define NO_ID ((i64)-1)
 #define NO_TASK UINT64_MAX
@@ -68,22 +67,6 @@ static inline int uvarint(const u8 *p, size_t end, size_t *pos, u64 *out) {
         }
         shift += 7;
     }
-    return 0;
-}
-
-/* ---- growable arrays ---- */
-
-static int grow(void **ptr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 16;
-    while (nc < need)
-        nc *= 2;
-    void *p = realloc(*ptr, nc * elem);
-    if (!p)
-        return -1;
-    *ptr = p;
-    *cap = nc;
     return 0;
 }
 
@@ -202,14 +185,6 @@ typedef struct {
     size_t cap, len;
 } Map;
 
-static inline size_t hmix(u64 x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return (size_t)x;
-}
 
 static void *map_get(const Map *m, u64 k) {
     if (!m->cap)
@@ -2130,7 +2105,7 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "livetrace._ccore",
-                                    "Compiled hot loops of the modern decoder.", -1, module_methods};
+                                    "Compiled hot loops of the decoders: modern traces, and legacy ones of Go 1.11 to 1.21.", -1, module_methods};
 
 PyMODINIT_FUNC PyInit__ccore(void) {
     if (PyType_Ready(&EngineType) < 0)

@@ -12,10 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef uint8_t u8;
-typedef uint32_t u32;
-typedef uint64_t u64;
-typedef int64_t i64;
+#include "_ccore_common.h"
 
 /* legacy event types (_legacy_spec) */
 enum {
@@ -45,42 +42,18 @@ enum {
     B_PREEMPTED, B_STW0, B_COUNT = B_STW0 + 17
 };
 
-/* ---- small containers ---- */
-
-static int lg_grow(void **ptr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 16;
-    while (nc < need)
-        nc *= 2;
-    void *p = realloc(*ptr, nc * elem);
-    if (!p)
-        return -1;
-    *ptr = p;
-    *cap = nc;
-    return 0;
-}
-
-/* u64 -> u64, open addressing; no deletion but by tombstone value */
+/* ---- u64 -> u64: open addressing, no deletion ---- */
 typedef struct {
     u64 *keys, *vals;
     u8 *used;
     size_t cap, len;
 } UMap;
 
-static inline size_t lg_mix(u64 x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return (size_t)x;
-}
 
 static u64 *um_find(const UMap *m, u64 k) {
     if (!m->cap)
         return NULL;
-    size_t mask = m->cap - 1, i = lg_mix(k) & mask;
+    size_t mask = m->cap - 1, i = hmix(k) & mask;
     while (m->used[i]) {
         if (m->keys[i] == k)
             return &m->vals[i];
@@ -95,7 +68,7 @@ static int um_resize(UMap *m, size_t cap);
 static u64 *um_slot(UMap *m, u64 k, u64 v0) {
     if ((m->len + 1) * 2 > m->cap && um_resize(m, m->cap ? m->cap * 2 : 64))
         return NULL;
-    size_t mask = m->cap - 1, i = lg_mix(k) & mask;
+    size_t mask = m->cap - 1, i = hmix(k) & mask;
     while (m->used[i]) {
         if (m->keys[i] == k)
             return &m->vals[i];
@@ -196,7 +169,7 @@ static Stream *stream_of(L *l, i64 p) {
     if (!s)
         return NULL;
     if (!*s) {
-        if (lg_grow((void **)&l->st, &l->capst, l->nst + 1, sizeof(Stream)))
+        if (grow((void **)&l->st, &l->capst, l->nst + 1, sizeof(Stream)))
             return NULL;
         memset(&l->st[l->nst], 0, sizeof(Stream));
         l->st[l->nst].p = p;
@@ -391,7 +364,7 @@ static int l_read(L *l, size_t pos) {
             (typ == L_GC_START && e.a[0] == U64MAX))
             goto out;
         Stream *s = stream_of(l, typ == L_CPU_SAMPLE ? PROFILE_P : cur_p);
-        if (!s || lg_grow((void **)&s->ev, &s->cap, s->n + 1, sizeof(LEv)))
+        if (!s || grow((void **)&s->ev, &s->cap, s->n + 1, sizeof(LEv)))
             goto oom;
         s->ev[s->n++] = e;
     }
@@ -457,7 +430,7 @@ typedef struct {
 } Heap;
 
 static int heap_push(Heap *q, HE v) {
-    if (lg_grow((void **)&q->h, &q->cap, q->n + 1, sizeof(HE)))
+    if (grow((void **)&q->h, &q->cap, q->n + 1, sizeof(HE)))
         return -1;
     size_t i = q->n++;
     while (i) {
@@ -507,7 +480,7 @@ static int l_order(L *l) {
     size_t total = 0;
     for (size_t s = 0; s < l->nst; s++)
         total += l->st[s].n;
-    if (lg_grow((void **)&l->all, &l->capall, total + 1, sizeof(LEv)))
+    if (grow((void **)&l->all, &l->capall, total + 1, sizeof(LEv)))
         return -1;
     Order o = {0};
     Heap q = {0};
@@ -525,8 +498,8 @@ static int l_order(L *l) {
                 u64 cseq_ = cs_ ? *cs_ : 0, cstat_ = cst_ ? *cst_ : G_DEAD;                                         \
                 if (!((tr_.seq == NOSEQ || tr_.seq == cseq_) && (u64)tr_.status == cstat_)) {                       \
                     ready_ = 0;                                                                                     \
-                    if (lg_grow((void **)&o.next, &o.capn, o.nnode + 1, sizeof(size_t)) ||                          \
-                        lg_grow((void **)&o.stream, &o.capn2, o.nnode + 1, sizeof(size_t)))                         \
+                    if (grow((void **)&o.next, &o.capn, o.nnode + 1, sizeof(size_t)) ||                          \
+                        grow((void **)&o.stream, &o.capn2, o.nnode + 1, sizeof(size_t)))                         \
                         goto oom;                                                                                   \
                     /* append at the tail: walk (lists are short) */                                                \
                     u64 *h_ = um_slot(&o.wait_head, tr_.key, 0);                                                    \
@@ -818,15 +791,15 @@ static int l_check(L *l) {
             if (!r)
                 goto oom;
             if (!*r) {
-                if (lg_grow((void **)&rs, &caprs, nrs + 1, sizeof(RegionStack)))
+                if (grow((void **)&rs, &caprs, nrs + 1, sizeof(RegionStack)))
                     goto oom;
                 memset(&rs[nrs], 0, sizeof(RegionStack));
                 *r = ++nrs;
             }
             RegionStack *st = &rs[*r - 1];
             if (e->a[1] == 0) {
-                if (lg_grow((void **)&st->task, &st->cap, st->n + 1, 8) ||
-                    lg_grow((void **)&st->name, &st->cap2, st->n + 1, 8))
+                if (grow((void **)&st->task, &st->cap, st->n + 1, 8) ||
+                    grow((void **)&st->name, &st->cap2, st->n + 1, 8))
                     goto oom;
                 st->task[st->n] = e->a[0], st->name[st->n] = e->a[2];
                 st->n++;
@@ -992,7 +965,7 @@ static int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
         case L_GO_CREATE:
             if (pre_init) {
                 u64 *v = um_slot(&created, a[0], 0);
-                if (!v || lg_grow((void **)&order, &caporder, norder + 1, 8))
+                if (!v || grow((void **)&order, &caporder, norder + 1, 8))
                     goto oom;
                 if (!*v) {
                     order[norder++] = a[0];
