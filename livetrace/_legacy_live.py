@@ -29,7 +29,7 @@ from ._batch import EventBatch
 from ._events import Event, Kind
 from ._legacy_decoder import LegacyDecoder
 from ._legacy_fast import exact_events
-from ._legacy_model import ModelConverter, blocked_syscalls
+from ._legacy_model import ModelConverter, StackTable, blocked_syscalls
 from ._modern_gen import Generation
 from ._protocol import Chunk, SegmentEnd
 
@@ -97,11 +97,6 @@ class _LiveStrings(dict):  # type: ignore[type-arg]
 
     def get(self, sid: int, default: bytes | None = None) -> bytes | None:  # type: ignore[override]
         return self[sid] if sid in self else default
-
-
-class _NoStacks(dict):  # type: ignore[type-arg]
-    def __missing__(self, sid: int) -> tuple[int, ...]:
-        return ()
 
 
 class LegacyLive:
@@ -173,7 +168,7 @@ class LegacyLive:
         if ver is not None:
             table = self._table = Generation(self._segment + 1, 0, wall_origin=self._origin)
             table.strings = _LiveStrings(self._decoder.strings)
-            table.stacks = _NoStacks({0: ()})
+            table.stacks = StackTable({0: ()})  # none until the footer
             self._converter = ModelConverter(table, ver, BUILTIN_STRINGS, strict=False)
 
     def _hold(self, events: list, late: list[Event]) -> None:

@@ -97,7 +97,7 @@ NARGS = {GC_BEGIN: 2, GC_SWEEP_BEGIN: 1, GC_SWEEP_END: 2, GO_CREATE: 3, GO_UNBLO
          GO_SYSCALL_END_BLOCKED: 0}
 
 
-class _Table(dict):  # type: ignore[type-arg]
+class StackTable(dict):  # type: ignore[type-arg]
     """A stack table where an id the trace never defined has no frames,
     as in Go's tables."""
 
@@ -110,7 +110,7 @@ def legacy_table(trace: LegacyTrace) -> Generation:
     g = Generation(1, 0)
     g.strings = dict(trace.strings)
     g.strings[0] = b""
-    stacks = _Table({0: ()})
+    stacks = StackTable({0: ()})
     if trace.version >= 1007:
         for sid, vals in trace.stacks.items():
             stacks[sid & 0xFFFFFFFF] = vals[0::4]
