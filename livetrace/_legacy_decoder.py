@@ -71,8 +71,7 @@ from ._legacy_spec import (
     SYSCALL_P,
     TIMER_P,
     has_global_seq,
-    has_stack,
-    value_count,
+    layout,
 )
 from ._legacy_wire import LegacyReader, RawEvent
 
@@ -148,6 +147,9 @@ class LegacyDecoder:
         self._stacks: dict[int, tuple[int, ...]] = {}
         self._frames: dict[int, tuple[int, int, int]] = {}  # pc -> its first frame: func, file (string ids), line
         self._batches: dict[int, list[LegacyEvent]] = {}
+        self._counts: bytes | None = None  # the version's layout, once it is known
+        self._stackf = b""
+        self._global_seq = False
 
     @property
     def version(self) -> int | None:
@@ -164,6 +166,9 @@ class LegacyDecoder:
         ver = self._reader.version
         if ver is None:
             return out
+        if self._counts is None:
+            self._counts, self._stackf = layout(ver)
+            self._global_seq = has_global_seq(ver)
         timed = False
         for raw in raws:
             e = self._event(ver, raw)
@@ -180,7 +185,7 @@ class LegacyDecoder:
         """One raw event: into the tables, or an event with its P, G and ticks."""
         off, typ, vals, sargs = raw
         spec = SPECS[typ]
-        want = len(vals) if typ == EV_STACK else value_count(typ, ver)
+        want = len(vals) if typ == EV_STACK else self._counts[typ]  # type: ignore[index]
         if len(vals) != want:
             raise TraceFormatError(f"{spec.name} has wrong number of arguments at offset 0x{off:x}: want {want}, "
                                    f"got {len(vals)}", offset=off)
@@ -188,7 +193,7 @@ class LegacyDecoder:
             self._last_gs[self._p] = self._g
             self._p = _signed(vals[0])
             self._g = self._last_gs.get(self._p, 0)
-            if has_global_seq(ver):
+            if self._global_seq:
                 self._seq, self._ts = vals[1], vals[2]
             else:
                 self._ts = vals[1]
@@ -205,7 +210,7 @@ class LegacyDecoder:
             _add_stack(ver, off, vals, self._stacks, self._frames)
             return None
         e = LegacyEvent(off, typ, self._p, self._g)
-        if has_global_seq(ver):
+        if self._global_seq:
             e.seq = self._seq = self._seq + vals[0]
             e.ts = self._ts + vals[1]
             first = 2
@@ -214,7 +219,7 @@ class LegacyDecoder:
             first = 1
         self._ts = e.ts
         rest = vals[first:]
-        if has_stack(typ, ver):
+        if self._stackf[typ]:  # type: ignore[index]
             e.stk = rest.pop()
         e.args[: len(rest)] = rest
         a = e.args
@@ -349,8 +354,14 @@ def _add_stack(ver: int, off: int, vals: list[int], stacks: dict[int, tuple[int,
     if sid and size:
         stacks[sid] = tuple(vals[2:])
         if ver >= 1007:
-            for k in range(2, want, 4):
-                frames.setdefault(vals[k], (vals[k + 1], vals[k + 2], vals[k + 3]))
+            add_frames(frames, stacks[sid])
+
+
+def add_frames(frames: dict[int, tuple[int, int, int]], stack: tuple[int, ...]) -> None:
+    """A 1.7+ stack's (pc, func, file, line) frames into the PC table, where
+    the PC is new: the first frame seen for a PC names it, as in Go."""
+    for k in range(0, len(stack), 4):
+        frames.setdefault(stack[k], (stack[k + 1], stack[k + 2], stack[k + 3]))
 
 
 def _order_gotrace(batches: dict[int, list[LegacyEvent]]) -> list[LegacyEvent]:

@@ -11,10 +11,9 @@ from typing import Any
 from ._accel import compiled_core
 from ._batch import EventBatch, kind_mask
 from ._events import SYNC_CODE, Kind
-from ._legacy_decoder import LegacyDecoder, LegacyTrace
+from ._legacy_decoder import LegacyDecoder, LegacyTrace, add_frames
 from ._legacy_model import BLOCK_REASONS, STOP_REASONS, STW_REASONS, legacy_events, legacy_table
 from ._legacy_spec import (
-    EV_COUNT,
     EV_GO_BLOCK,
     EV_GO_BLOCK_COND,
     EV_GO_BLOCK_GC,
@@ -27,9 +26,7 @@ from ._legacy_spec import (
     EV_GO_SCHED,
     EV_GO_SLEEP,
     EV_GO_STOP,
-    EV_STRING,
-    SPECS,
-    value_count,
+    layout,
 )
 from ._legacy_wire import HEADER_SIZE, legacy_version
 from ._modern_gen import Generation
@@ -59,21 +56,6 @@ class ExactTrace:
     ticks_per_sec: int
 
 
-def _layout(ver: int) -> tuple[bytes, bytes]:
-    """Per event type: how many values it has (0: not in this version), and
-    whether the last is a stack."""
-    counts = bytearray(64)
-    stacks = bytearray(64)
-    for t in range(1, EV_COUNT):
-        if SPECS[t].since <= ver:
-            counts[t] = 1 if t == EV_STRING else value_count(t, ver)
-            stacks[t] = SPECS[t].stack
-    return bytes(counts), bytes(stacks)
-
-
-_LAYOUTS = {v: _layout(v) for v in COMPILED_VERSIONS}
-
-
 def exact_events(data: bytes, kinds: frozenset[Kind] | None = None, compiled: bool | None = None, *,
                  offset: int = 0, syncs: int = 0) -> ExactTrace:
     """The exact events of a complete legacy trace (the same as
@@ -85,7 +67,7 @@ def exact_events(data: bytes, kinds: frozenset[Kind] | None = None, compiled: bo
     if core is not None and len(data) >= HEADER_SIZE:
         ver = _version(data)
         if ver in COMPILED_VERSIONS:
-            counts, stacks = _LAYOUTS[ver]
+            counts, stacks = layout(ver)
             res = core.legacy_exact(data, ver, counts, stacks, kind_mask(kinds), _BUILTIN_IDS, MESSAGE_BASE, offset,
                                     syncs)
             # (A trace naming its own strings where the conversion puts its
@@ -119,8 +101,7 @@ def _from_columns(res: tuple[Any, ...], ver: int) -> ExactTrace:
     trace = LegacyTrace(ver, [], {}, dict(strings), ticks)
     for sid, vals in stack_list:
         trace.stacks[sid] = vals
-        for k in range(0, len(vals), 4):
-            trace.frames.setdefault(vals[k], (vals[k + 1], vals[k + 2], vals[k + 3]))
+        add_frames(trace.frames, vals)
     table = legacy_table(trace)
     for k, s in enumerate(_BUILTIN):
         table.strings[BUILTIN_BASE + k] = s.encode()

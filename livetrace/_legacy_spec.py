@@ -8,6 +8,7 @@ Versions are written as Go's old parser writes them: 1000*major + minor.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 (EV_NONE, EV_BATCH, EV_FREQUENCY, EV_STACK, EV_GOMAXPROCS, EV_PROC_START, EV_PROC_STOP, EV_GC_START, EV_GC_DONE,
@@ -168,3 +169,17 @@ def value_count(typ: int, ver: int) -> int:
     elif typ == EV_STW_START and ver < 1010:
         n -= 1
     return n
+
+
+@functools.cache
+def layout(ver: int) -> tuple[bytes, bytes]:
+    """Per event type, in a trace of version ver: how many values it has
+    (``value_count``; 0 where the type does not exist yet), and whether the
+    last of them is a stack id. Made once per version, for the decoders'
+    per-event loops."""
+    counts, stacks = bytearray(64), bytearray(64)
+    for t in range(1, EV_COUNT):
+        if SPECS[t].since <= ver:
+            counts[t] = value_count(t, ver)
+            stacks[t] = has_stack(t, ver)
+    return bytes(counts), bytes(stacks)
