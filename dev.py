@@ -48,9 +48,8 @@ def ensure_venv() -> None:
         venv.EnvBuilder(with_pip=True).create(VENV)
     stamp = VENV / ".livetrace-installed"
     # The compiled core is built at install: a change to its source reinstalls.
-    sources = ("pyproject.toml", "setup.py", "livetrace/_ccore.c", "livetrace/_ccore_legacy.c",
-               "livetrace/_ccore_common.h")
-    want = hashlib.sha256(b"".join((ROOT / s).read_bytes() for s in sources)).hexdigest()
+    sources = [ROOT / "pyproject.toml", ROOT / "setup.py", *sorted((ROOT / "livetrace/_trace/csrc").iterdir())]
+    want = hashlib.sha256(b"".join(s.read_bytes() for s in sources)).hexdigest()
     if not stamp.exists() or stamp.read_text() != want:
         log("installing livetrace and its dependencies into .venv")
         run(PY, "-m", "pip", "install", "-q", "-e", f"{ROOT}[go,test]")

@@ -20,8 +20,9 @@ class BuildPyWithGoHelper(build_py):
         shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*_test.go"))
 
 
-CORE = Extension("livetrace._ccore", ["livetrace/_ccore.c", "livetrace/_ccore_legacy.c"],
-                 depends=["livetrace/_ccore_common.h"], optional=True,
+CSRC = "livetrace/_trace/csrc"
+CORE = Extension("livetrace._trace._ccore", [f"{CSRC}/_ccore.c", f"{CSRC}/_ccore_legacy.c"],
+                 depends=[f"{CSRC}/_ccore_common.h"], optional=True,
                  extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wno-unused-parameter"])
 
 setup(cmdclass={"build_py": BuildPyWithGoHelper}, ext_modules=[CORE])

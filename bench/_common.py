@@ -13,8 +13,8 @@ from typing import TypeVar
 import trio
 
 import livetrace
-from livetrace._demo import run_demo
-from livetrace._gotool import build_demo
+from livetrace._go.demo import run_demo
+from livetrace._go.toolchain import build_demo
 
 MIN_BYTES = 8_000_000
 T = TypeVar("T")

@@ -17,8 +17,8 @@ import psutil
 import trio
 
 import livetrace
-from livetrace._demo import run_demo
-from livetrace._gotool import build_demo, find_go
+from livetrace._go.demo import run_demo
+from livetrace._go.toolchain import build_demo, find_go
 
 
 async def main(args: argparse.Namespace) -> None:

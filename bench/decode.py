@@ -25,9 +25,9 @@ import subprocess
 from pathlib import Path
 
 from _common import best_of, demo_trace  # bench/, the script's directory
-from livetrace._gotool import find_go, go_env, go_version
-from livetrace._modern_decoder import ModernDecoder
-from livetrace._modern_wire import Batch, FrameReader, record_columns
+from livetrace._go.toolchain import find_go, go_env, go_version
+from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._trace.modern.wire import Batch, FrameReader, record_columns
 
 CHUNK = 1 << 20
 

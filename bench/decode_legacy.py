@@ -21,10 +21,10 @@ import sys
 from pathlib import Path
 
 from _common import best_of, demo_trace  # bench/, the script's directory
-from livetrace._gotool import find_go, go_env, go_version
-from livetrace._legacy_decoder import LegacyDecoder
-from livetrace._legacy_fast import COMPILED_VERSIONS, exact_events
-from livetrace._legacy_wire import legacy_version
+from livetrace._go.toolchain import find_go, go_env, go_version
+from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.legacy.fast import COMPILED_VERSIONS, exact_events
+from livetrace._trace.legacy.wire import legacy_version
 
 CHUNK = 1 << 20
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import trio
 
 import livetrace
-from livetrace._demo import run_demo
-from livetrace._gotool import build_demo, find_go
-from livetrace._legacy_decoder import LegacyDecoder
-from livetrace._legacy_spec import EV_CPU_SAMPLE, EV_GO_SYS_EXIT
+from livetrace._go.demo import run_demo
+from livetrace._go.toolchain import build_demo, find_go
+from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.spec.legacy import EV_CPU_SAMPLE, EV_GO_SYS_EXIT
 
 
 async def main(args: argparse.Namespace) -> None:

@@ -29,8 +29,8 @@ from datetime import datetime
 
 import trio
 
-from livetrace._demo import run_demo
-from livetrace._gotool import build_demo, find_go
+from livetrace._go.demo import run_demo
+from livetrace._go.toolchain import build_demo, find_go
 
 
 _seconds: dict[bytes, float] = {}

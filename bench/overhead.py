@@ -30,8 +30,8 @@ from pathlib import Path
 import trio
 
 import livetrace
-from livetrace._demo import DemoProcess, run_demo
-from livetrace._gotool import build_demo, find_go
+from livetrace._go.demo import DemoProcess, run_demo
+from livetrace._go.toolchain import build_demo, find_go
 
 WARMUP = 0.5  # seconds of tracing before the window opens
 

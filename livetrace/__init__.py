@@ -5,10 +5,10 @@ The Go helper streams a service's execution trace over a socket;
 to a file that ``go tool trace`` opens.
 """
 
-from ._accel import implementation
-from ._address import Address, parse_address
-from ._batch import EventBatch
-from ._errors import (
+from livetrace._trace.accel import implementation
+from livetrace._protocol.address import Address, parse_address
+from livetrace._trace.model.batch import EventBatch
+from livetrace._errors import (
     AlreadyTracingError,
     AuthenticationError,
     BusyError,
@@ -22,15 +22,15 @@ from ._errors import (
     TruncatedTraceError,
     UnsupportedTraceVersionError,
 )
-from ._events import ClockSnapshot, Event, GoState, Kind, ProcState, Resource, StackFrame, StateTransition
-from ._legacy_decoder import LegacyDecoder, LegacyTrace
-from ._legacy_live import Provisional, SegmentGap, SymbolsResolved
-from ._legacy_model import legacy_events
-from ._modern_decoder import ModernDecoder
-from ._protocol import Chunk, End, Gap, SegmentEnd, SessionInfo
-from ._recording import Recorder, Recording, record
-from ._session import Counters, Session, connect
-from ._version import __version__
+from livetrace._trace.model.events import ClockSnapshot, Event, GoState, Kind, ProcState, Resource, StackFrame, StateTransition
+from livetrace._trace.legacy.read import LegacyDecoder, LegacyTrace
+from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
+from livetrace._trace.legacy.convert import legacy_events
+from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
+from livetrace._session.recording import Recorder, Recording, record
+from livetrace._session.session import Counters, Session, connect
+from livetrace._version import __version__
 
 __all__ = [
     "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ClockSnapshot", "ConnectError",

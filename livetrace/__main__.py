@@ -1,5 +1,5 @@
 import sys
 
-from ._cli import main
+from livetrace._cli.main import main
 
 sys.exit(main())

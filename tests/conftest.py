@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from livetrace._demo import DemoProcess, run_demo
-from livetrace._gotool import build_demo, go_env
+from livetrace._go.demo import DemoProcess, run_demo
+from livetrace._go.toolchain import build_demo, go_env
 
 ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI") == "true"

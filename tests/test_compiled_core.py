@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import livetrace
 from livetrace import EventBatch, Kind, ModernDecoder, TraceFormatError
-from livetrace._accel import compiled_core
-from livetrace._dump import parsed_text
-from livetrace._modern_wire import record_columns
+from livetrace._trace.accel import compiled_core
+from livetrace._cli.render.dump import parsed_text
+from livetrace._trace.modern.wire import record_columns
 
 from . import textform
 from .mutate import mutate
@@ -129,13 +129,13 @@ def test_kind_filter_keeps_exactly_those_events(compiled: bool, demo_traces: dic
 
 ASAN_FUZZ = r'''
 import importlib.util, random, sys, time
-spec = importlib.util.spec_from_file_location("livetrace._ccore", sys.argv[1])
+spec = importlib.util.spec_from_file_location("livetrace._trace._ccore", sys.argv[1])
 core = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(core)
-sys.modules["livetrace._ccore"] = core
+sys.modules["livetrace._trace._ccore"] = core
 from livetrace import ModernDecoder, TraceFormatError
-from livetrace._legacy_fast import exact_events
-from livetrace._modern_wire import record_columns
+from livetrace._trace.legacy.fast import exact_events
+from livetrace._trace.modern.wire import record_columns
 seeds = [open(p, "rb").read() for p in sys.argv[3:]]
 seed = random.randrange(1 << 32)
 print("seed", seed, flush=True)
@@ -189,7 +189,7 @@ def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
     so = tmp_path / ("_ccore" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                     "-fno-sanitize-recover=undefined", f"-I{sysconfig.get_paths()['include']}",
-                    str(ROOT / "livetrace" / "_ccore.c"), str(ROOT / "livetrace" / "_ccore_legacy.c"), "-o", str(so)],
+                    *[str(c) for c in sorted((ROOT / "livetrace/_trace/csrc").glob("*.c"))], "-o", str(so)],
                    check=True)
     seeds = []
     for t in TEXT_TESTS:
@@ -210,7 +210,7 @@ def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
 
 
 def jsonl_of(batches: list[EventBatch], compiled: bool, monkeypatch: pytest.MonkeyPatch) -> bytes:
-    from livetrace._export import JsonlEncoder
+    from livetrace._cli.render.jsonl import JsonlEncoder
 
     monkeypatch.setenv("LIVETRACE_PURE_PYTHON", "0" if compiled else "1")
     encoder = JsonlEncoder()

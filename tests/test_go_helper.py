@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import livetrace
-from livetrace._gotool import go_env, helper_dir
+from livetrace._go.toolchain import go_env, helper_dir
 
 from .conftest import ALL_GO_VERSIONS, MODERN, demo, go_binary
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError, TruncatedTraceError
-from livetrace._dump import legacy_lines
-from livetrace._legacy_decoder import LegacyDecoder, LegacyEvent, LegacyTrace
+from livetrace._cli.render.dump import legacy_lines
+from livetrace._trace.legacy.read import LegacyDecoder, LegacyEvent, LegacyTrace
 
 from .mutate import mutate
 

@@ -21,13 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError
-from livetrace._dump import legacy_lines, parsed_text
-from livetrace._gotool import go_env
-from livetrace._events import Kind
-from livetrace._accel import compiled_core
-from livetrace._legacy_decoder import LegacyDecoder
-from livetrace._legacy_fast import exact_events
-from livetrace._legacy_model import legacy_events
+from livetrace._cli.render.dump import legacy_lines, parsed_text
+from livetrace._go.toolchain import go_env
+from livetrace._trace.model.events import Kind
+from livetrace._trace.accel import compiled_core
+from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.legacy.fast import exact_events
+from livetrace._trace.legacy.convert import legacy_events
 
 from . import textform
 from .conftest import demo_exe, go_binary, go_dump, record_demo_traces
@@ -258,7 +258,7 @@ def test_a_binary_names_the_pcs_of_a_pcs_only_trace(legacy_demo_traces: dict[str
     addresses, and have the demo binary that wrote it name them again: the
     names must be the footer's (but where inlining shares a PC: there
     addr2line names the caller)."""
-    from livetrace._symbols import symbolize
+    from livetrace._go.symbols import symbolize
 
     d = LegacyDecoder()
     d.feed(legacy_demo_traces["1.21"].read_bytes())

@@ -16,8 +16,8 @@ import pytest
 import trio
 
 import livetrace
-from livetrace._legacy_decoder import LegacyDecoder, TickClock
-from livetrace._legacy_spec import EV_CPU_SAMPLE, EV_GO_SYS_EXIT
+from livetrace._trace.legacy.read import LegacyDecoder, TickClock
+from livetrace._trace.spec.legacy import EV_CPU_SAMPLE, EV_GO_SYS_EXIT
 
 from .conftest import cli, demo, go_binary
 

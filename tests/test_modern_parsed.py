@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import livetrace
-from livetrace._dump import parsed_text
-from livetrace._modern_decoder import ModernDecoder
-from livetrace._modern_wire import Batch, EndOfGeneration, FrameReader
+from livetrace._cli.render.dump import parsed_text
+from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._trace.modern.wire import Batch, EndOfGeneration, FrameReader
 
 from . import textform
 from .mutate import mutate

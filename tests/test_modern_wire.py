@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError
-from livetrace._dump import wire_lines
+from livetrace._cli.render.dump import wire_lines
 from livetrace._errors import TruncatedTraceError, UnsupportedTraceVersionError
-from livetrace._modern_wire import Batch, FrameReader
+from livetrace._trace.modern.wire import Batch, FrameReader
 
 from . import textform
 from .mutate import mutate

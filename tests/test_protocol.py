@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import ProtocolError, ProtocolVersionError, parse_address
-from livetrace import _protocol as proto
+from livetrace._protocol import frames as proto
 
 from .mutate import mutate
 

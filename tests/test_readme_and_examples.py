@@ -12,7 +12,7 @@ import pytest
 import trio
 
 import livetrace
-from livetrace._gotool import go_env
+from livetrace._go.toolchain import go_env
 
 from .conftest import ROOT, go_binary, go_tool_trace
 

@@ -18,8 +18,8 @@ import pytest
 import trio
 
 import livetrace
-from livetrace import _protocol as proto
-from livetrace._demo import DemoProcess
+from livetrace._protocol import frames as proto
+from livetrace._go.demo import DemoProcess
 
 from .conftest import cli, demo, demo_exe, go_tool_trace
 

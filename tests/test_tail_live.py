@@ -112,7 +112,7 @@ async def test_demo_tails_after_recording(tmp_path: Path) -> None:
 
 
 def test_the_fast_jsonl_encoder_writes_the_documented_objects() -> None:
-    from livetrace._export import JsonlEncoder, event_dict
+    from livetrace._cli.render.jsonl import JsonlEncoder, event_dict
 
     from . import textform
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from livetrace._modern_spec import SPECS
+from livetrace._trace.spec.modern import SPECS
 
 def _find_corpus() -> Path:
     """The project's shared/ folder stands beside the checkout (in CI, beside

@@ -1,0 +1,247 @@
+"""Events as JSON objects (``tail --format jsonl``) and as terminal lines.
+
+The JSON fields are documented in docs/events-jsonl.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from livetrace._trace.accel import compiled_core
+from livetrace._trace.model.batch import EventBatch
+from livetrace._cli.render.dump import parsed_text
+from livetrace._trace.model.events import (
+    GO_STATE_NAMES,
+    NO_TASK,
+    PROC_STATE_NAMES,
+    Event,
+    Kind,
+    StackFrame,
+    format_wall,
+    stack_frames,
+    transition_parts,
+)
+from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
+from livetrace._trace.modern.generation import Generation
+from livetrace._protocol.frames import Gap
+
+Notice = Gap | SegmentGap | SymbolsResolved
+
+
+def _frames(frames: list[StackFrame]) -> list[dict[str, Any]]:
+    return [{"function": f.func, "file": f.file, "line": f.line} for f in frames]
+
+
+def wall_string(e: Event) -> str | None:
+    base = None if e.gen is None else e.gen.wall_base
+    return None if base is None else format_wall(*divmod(base + e.time, 1_000_000_000))
+
+
+def event_dict(e: Event, stack: bool = True) -> dict[str, Any]:
+    """One event as a JSON-ready dict (without its ``stack`` if not stack)."""
+    kind = e.kind
+    d: dict[str, Any] = {"kind": e.kind_name, "time_ns": e.time}
+    wall = wall_string(e)
+    if wall is not None:
+        d["wall"] = wall
+    d["g"], d["p"], d["m"] = e.g, e.p, e.m
+    if kind == Kind.STATE_TRANSITION:
+        st = e.state_transition()
+        d["resource"] = st.resource.kind.lower()
+        d["id"] = st.resource.id
+        d["from"], d["to"], d["reason"] = st.old, st.new, st.reason
+        if st.stack is not None:
+            d["transition_stack"] = _frames(st.stack)
+    elif kind == Kind.METRIC:
+        d["name"], d["value"] = e.metric()
+    elif kind in (Kind.RANGE_BEGIN, Kind.RANGE_ACTIVE, Kind.RANGE_END):
+        name, scope = e.range()
+        d["name"], d["scope"] = name, str(scope)
+        if kind == Kind.RANGE_END:
+            d["attributes"] = dict(e.range_attributes())
+    elif kind in (Kind.TASK_BEGIN, Kind.TASK_END):
+        tid, parent, typ = e.task()
+        d["task"], d["parent"], d["type"] = tid, None if parent == NO_TASK else parent, typ
+    elif kind in (Kind.REGION_BEGIN, Kind.REGION_END):
+        d["task"], d["type"] = e.region()
+    elif kind == Kind.LOG:
+        d["task"], d["category"], d["message"] = e.log()
+    elif kind == Kind.LABEL:
+        d["label"] = e.label()[0]
+    elif kind == Kind.SYNC:
+        n, snap = e.sync()
+        d["n"] = n
+        if snap is not None:
+            d["clock_snapshot"] = {"trace_ns": snap.trace_ns, "mono_ns": snap.mono_ns,
+                                   "wall": format_wall(snap.wall_sec, snap.wall_nsec)}
+    elif kind == Kind.EXPERIMENTAL:
+        d["name"], args = e.experimental()
+        d["args"] = dict(args)
+    if kind != Kind.SYNC and stack:
+        d["stack"] = _frames(e.stack())
+    return d
+
+
+def gap_dict(g: Notice) -> dict[str, Any]:
+    """A gap in the events, or a legacy trace's notice, as a JSON-ready dict."""
+    if isinstance(g, SegmentGap):
+        return {"kind": "Gap", "why": g.why, "segment": g.segment, "duration_ns": g.duration_ns}
+    if isinstance(g, SymbolsResolved):
+        return {"kind": "SymbolsResolved", "segment": g.segment, "events": g.events, "stacks": g.stacks,
+                "ticks_per_sec": g.ticks_per_sec, "estimated_ticks_per_sec": g.estimated_ticks_per_sec}
+    return {"kind": "Gap", "first_generation": g.first_generation, "last_generation": g.last_generation,
+            "dropped_chunks": g.chunks, "dropped_bytes": g.bytes}
+
+
+def provisional_dict(e: Event) -> dict[str, Any]:
+    """A legacy trace's event before its footer: estimated time, stack id."""
+    d = event_dict(e, stack=False)
+    d.pop("transition_stack", None)
+    d["provisional"] = True
+    d["stack_id"] = e.stack_id()
+    return d
+
+
+def text_line(item: Event | Notice, t0: int, provisional: bool = False) -> str:
+    """One readable line for a terminal (provisional events marked ~)."""
+    if isinstance(item, SegmentGap):
+        return f"--- not traced for {item.duration_ns / 1e6:.1f} ms: {item.why} ---"
+    if isinstance(item, SymbolsResolved):
+        est = item.estimated_ticks_per_sec
+        off = f", estimate {100 * (est / item.ticks_per_sec - 1):+.4f}%" if est else ""
+        return (f"--- footer: symbols resolved, {item.events:,} exact events, {item.stacks:,} stacks, "
+                f"{item.ticks_per_sec:,} ticks/s{off} ---")
+    if isinstance(item, Gap):
+        return (f"--- fell behind: the helper shed generations {item.first_generation}-{item.last_generation} "
+                f"({item.bytes:,} bytes) ---")
+    e = item
+    if provisional:
+        sid = e.stack_id()
+        return "~" + _event_line(e, t0) + (f"  stack {sid}" if sid else "")
+    return _event_line(e, t0)
+
+
+def _event_line(e: Event, t0: int) -> str:
+    wall = wall_string(e)
+    clock = wall[11:-1].ljust(18, "0")[:15] if wall else f"+{(e.time - t0) / 1e9:.6f}s"
+    head = parsed_text(e).split("\n", 1)[0]
+    details = head.split(f" Time={e.time}", 1)[1].strip()
+    ctx = " ".join(f"{k}{v}" for k, v in (("P", e.p), ("M", e.m), ("G", e.g)) if v != -1)
+    line = f"{clock} {e.kind_name:<15} {ctx:<22} {details}"
+    stack = e.stack() if e.kind != Kind.SYNC else []
+    if stack:
+        f = stack[0]
+        line += f"  @ {f.func} {f.file.rsplit('/', 1)[-1]}:{f.line}"
+    return line
+
+
+
+
+PIECE_LINES = 512
+
+
+class JsonlEncoder:
+    """``jsonl`` fast enough for a live pipe: per generation it remembers the
+    JSON of every stack and string it has written, and it writes the common
+    kinds' lines directly (a whole batch's state transitions in the compiled
+    core, when there is one). Same objects as :func:`event_dict`."""
+
+    def __init__(self) -> None:
+        self._core = compiled_core()
+        self._gen: Generation | None = None
+        self._stacks: dict[int, str] = {}
+        self._strings: dict[int, str] = {}
+        self._stack_bytes: dict[int, bytes] = {}
+        self._string_bytes: dict[int, bytes] = {}
+        self._wall_base = 0
+        self._has_wall = False
+        self._sec = -1
+        self._sec_text = ""
+
+    def _start(self, gen: Generation | None) -> None:
+        self._gen = gen
+        for cache in (self._stacks, self._strings, self._stack_bytes, self._string_bytes):
+            cache.clear()
+        base = None if gen is None else gen.wall_base
+        self._has_wall = base is not None
+        self._wall_base = base or 0
+
+    def _stack(self, sid: int) -> str:
+        s = self._stacks.get(sid)
+        if s is None:
+            s = self._stacks[sid] = json.dumps(_frames(stack_frames(self._gen, sid)), ensure_ascii=False)
+        return s
+
+    def _string(self, sid: int) -> str:
+        s = self._strings.get(sid)
+        if s is None:
+            assert self._gen is not None
+            text = self._gen.strings[sid].decode("utf-8", "replace")
+            s = self._strings[sid] = json.dumps(text, ensure_ascii=False)
+        return s
+
+    def _miss(self, kind: str, sid: int) -> bytes:
+        """For the compiled core: the JSON of a stack or string, cached."""
+        if kind == "stack":
+            b = self._stack_bytes[sid] = self._stack(sid).encode()
+        else:
+            b = self._string_bytes[sid] = self._string(sid).encode()
+        return b
+
+    def encode_many(self, items: Iterable[Event | Notice]) -> str:
+        """Lines for all the items, each ending in a newline."""
+        encode = self.encode
+        return "".join([encode(i) + "\n" for i in items])
+
+    def encode_batch(self, batch: EventBatch) -> list[bytes]:
+        """Lines (UTF-8) for a batch's events, each ending in a newline, in
+        pieces of a few hundred lines (small pieces are written in warm
+        memory: much faster than one big one). The compiled core writes the
+        common kinds straight from the columns."""
+        core = self._core
+        if core is None or not len(batch):
+            return [self.encode_many(batch).encode()]
+        if batch.gen is not self._gen:
+            self._start(batch.gen)
+        code, time, m, p, g, args, extra = batch.columns()
+        wall = self._wall_base if self._has_wall else None
+        pieces = []
+        for i in range(0, len(batch), PIECE_LINES):
+            j = i + PIECE_LINES
+            pieces.append(core.jsonl(code[i:j], time[i:j], m[i:j], p[i:j], g[i:j], args[4 * i : 4 * j],
+                                     extra[2 * i : 2 * j], wall, self._string_bytes, self._stack_bytes, self._miss,
+                                     lambda k, i=i: self.encode(batch[i + k])))
+        return pieces
+
+    def encode(self, item: Event | Notice) -> str:
+        if isinstance(item, (Gap, SegmentGap, SymbolsResolved)):
+            return json.dumps(gap_dict(item))
+        e = item
+        if e.gen is not self._gen:
+            self._start(e.gen)
+        kind = e.kind
+        if kind != Kind.STATE_TRANSITION:
+            if kind == Kind.SYNC:
+                return json.dumps(event_dict(e), ensure_ascii=False)
+            # The stack comes last: splice in its JSON, made once per generation.
+            sid = e.stack_id()
+            return (json.dumps(event_dict(e, stack=False), ensure_ascii=False)[:-1]
+                    + f', "stack": {self._stack(sid) if sid else "[]"}}}')
+        head = f'{{"kind": "StateTransition", "time_ns": {e.time}, '
+        if self._has_wall:
+            sec, nsec = divmod(self._wall_base + e.time, 1_000_000_000)
+            if sec != self._sec:
+                self._sec, self._sec_text = sec, format_wall(sec, 0)[:-1]
+            frac = f".{nsec:09d}".rstrip("0") if nsec else ""
+            head += f'"wall": "{self._sec_text}{frac}Z", '
+        res, rid, old, new, reason, tstack = transition_parts(e)
+        names = GO_STATE_NAMES if res == "Goroutine" else PROC_STATE_NAMES
+        reason_json = self._string(e.args[0]) if reason else '""'
+        line = (f'{head}"g": {e.g}, "p": {e.p}, "m": {e.m}, "resource": "{res.lower()}", "id": {rid}, '
+                f'"from": "{names[old]}", "to": "{names[new]}", "reason": {reason_json}')
+        if tstack is not None:
+            line += f', "transition_stack": {self._stack(tstack) if tstack else "[]"}'
+        sid = e.stack_id()
+        return f'{line}, "stack": {self._stack(sid) if sid else "[]"}}}'

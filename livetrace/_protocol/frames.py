@@ -1,0 +1,260 @@
+"""The livetrace session protocol, sans-IO: bytes in, protocol events out.
+
+See docs/protocol.md. The preamble and the frame envelope are fixed for
+every protocol version, so peers can always tell each other which versions
+they speak before anything else is understood.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from construct import Const, Int8ub, Int16ub, Int32ub, Int64sb, Int64ub, Struct
+
+from livetrace._errors import ProtocolError, ProtocolVersionError
+from livetrace._streambuf import StreamBuffer
+
+MIN_VERSION = 1
+MAX_VERSION = 1
+
+Preamble = Struct(
+    "magic" / Const(b"LIVETRACE"),
+    "min_version" / Int16ub,
+    "max_version" / Int16ub,
+).compile()
+
+FrameHeader = Struct("type" / Int8ub, "length" / Int32ub).compile()
+
+ChunkHeader = Struct(
+    "seq" / Int64ub,
+    "read_unix_ns" / Int64sb,
+    "generation" / Int64ub,
+).compile()
+
+PREAMBLE_SIZE = Preamble.sizeof()
+FRAME_HEADER_SIZE = FrameHeader.sizeof()
+CHUNK_HEADER_SIZE = ChunkHeader.sizeof()
+
+# Frame types.
+HELLO = 0x01
+STOP = 0x02
+HANDSHAKE = 0x10
+ERROR = 0x11
+CHUNK = 0x20
+GAP = 0x21
+END = 0x22
+SEGMENT = 0x23
+
+# A trace chunk is at most one runtime buffer (64 KiB) but legacy footers
+# can be larger; anything past this is not a livetrace helper talking.
+MAX_FRAME = 256 << 20
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What the helper says about the traced process when a session starts."""
+
+    protocol: int
+    helper: str
+    go_version: str
+    goos: str
+    goarch: str
+    pid: int
+    executable: str
+    gomaxprocs: int
+    start_unix_ns: int
+    queue_bytes: int
+    session: int
+    advance_ms: int = 0  # how often the helper closes a generation for us; 0: the runtime's own period
+    segment_ms: int = 0  # how often the helper restarts a legacy trace; 0: one trace for the session
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One trace chunk exactly as ``runtime.ReadTrace`` returned it."""
+
+    seq: int
+    read_unix_ns: int
+    generation: int  # 0 for the header and for every legacy chunk
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Generations the helper shed because the consumer fell behind.
+
+    When ``discard_received`` is set, chunks of ``first_generation`` that
+    already arrived belong to the shed generation and must be thrown away.
+    """
+
+    first_generation: int
+    last_generation: int
+    chunks: int
+    bytes: int
+    discard_received: bool
+
+
+@dataclass(frozen=True)
+class SegmentEnd:
+    """A segment of a legacy trace is over and complete (the helper stopped
+    the trace and restarts it); the next chunk is the next segment's header.
+    Tracing was off from ``stop_unix_ns`` until that chunk was read."""
+
+    segment: int
+    stop_unix_ns: int
+
+
+@dataclass(frozen=True)
+class End:
+    """The helper's last word: why the session ended and what was lost."""
+
+    reason: str
+    complete: bool
+    chunks: int
+    bytes: int
+    dropped_chunks: int = 0
+    dropped_bytes: int = 0
+    dropped_generations: int = 0
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class PeerPreamble:
+    min_version: int
+    max_version: int
+
+
+@dataclass(frozen=True)
+class Refusal:
+    code: str
+    message: str
+
+
+Event = Union[PeerPreamble, SessionInfo, Refusal, Chunk, Gap, SegmentEnd, End]
+
+
+def client_preamble() -> bytes:
+    return Preamble.build(dict(min_version=MIN_VERSION, max_version=MAX_VERSION))
+
+
+def encode_frame(frame_type: int, payload: bytes = b"") -> bytes:
+    return FrameHeader.build(dict(type=frame_type, length=len(payload))) + payload
+
+
+def hello(*, token: str | None, duration_ns: int, client: str, advance_ms: int = 0, segment_ms: int = 0) -> bytes:
+    body: dict[str, Any] = {"client": client}
+    if advance_ms > 0:
+        body["advance_ms"] = advance_ms
+    if segment_ms > 0:
+        body["segment_ms"] = segment_ms
+    if token:
+        body["token"] = token
+    if duration_ns > 0:
+        body["duration_ns"] = duration_ns
+    return encode_frame(HELLO, json.dumps(body).encode())
+
+
+def negotiate(peer: PeerPreamble) -> int:
+    """The protocol version both sides speak, or ProtocolVersionError."""
+    lo, hi = max(MIN_VERSION, peer.min_version), min(MAX_VERSION, peer.max_version)
+    if lo > hi:
+        raise ProtocolVersionError(
+            "version",
+            f"the helper speaks livetrace protocol versions {peer.min_version} to {peer.max_version} "
+            f"and this client {MIN_VERSION} to {MAX_VERSION}; upgrade the older side",
+        )
+    return hi
+
+
+def _json_fields(cls: type, body: bytes, what: str) -> Any:
+    try:
+        obj = json.loads(body)
+    except ValueError as e:
+        raise ProtocolError(f"malformed {what} frame: {e}") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"malformed {what} frame: expected a JSON object")
+    names = cls.__dataclass_fields__
+    known = {k: v for k, v in obj.items() if k in names and k != "extra"}
+    try:
+        if "extra" in names:
+            return cls(**known, extra={k: v for k, v in obj.items() if k not in names})
+        return cls(**known)
+    except TypeError as e:
+        raise ProtocolError(f"malformed {what} frame: {e}") from None
+
+
+class ClientConnection:
+    """The client's side of the protocol as a state machine.
+
+    ``receive_data`` takes bytes in any chunking and returns the events they
+    complete; ``receive_data(b"")`` means the peer closed the connection.
+    """
+
+    def __init__(self) -> None:
+        self._in = StreamBuffer()
+        self._preamble_seen = False
+        self.closed = False
+
+    def receive_data(self, data: bytes) -> list[Event]:
+        if self.closed:
+            raise ProtocolError("data after the end of the session")
+        if not data:
+            self.closed = True
+            return []
+        buf = self._in.buf
+        buf += data
+        events: list[Event] = []
+        pos = self._in.pos
+        if not self._preamble_seen:
+            if len(buf) - pos < PREAMBLE_SIZE:
+                return events
+            try:
+                p = Preamble.parse(bytes(buf[pos : pos + PREAMBLE_SIZE]))
+            except Exception:
+                raise ProtocolError(
+                    "the peer is not a livetrace helper (no LIVETRACE preamble); check the address"
+                ) from None
+            pos += PREAMBLE_SIZE
+            self._preamble_seen = True
+            events.append(PeerPreamble(p.min_version, p.max_version))
+        end = len(buf)
+        while end - pos >= FRAME_HEADER_SIZE:
+            h = FrameHeader.parse(bytes(buf[pos : pos + FRAME_HEADER_SIZE]))
+            if h.length > MAX_FRAME:
+                raise ProtocolError(f"frame of {h.length} bytes exceeds the {MAX_FRAME}-byte limit")
+            if end - pos < FRAME_HEADER_SIZE + h.length:
+                break
+            start = pos + FRAME_HEADER_SIZE
+            pos = start + h.length
+            events.append(self._frame(h.type, buf, start, pos))
+        self._in.consumed(pos)
+        return events
+
+    @staticmethod
+    def _frame(ftype: int, buf: bytearray, start: int, stop: int) -> Event:
+        if ftype == CHUNK:
+            if stop - start < CHUNK_HEADER_SIZE:
+                raise ProtocolError(f"chunk frame of {stop - start} bytes is shorter than its header")
+            h = ChunkHeader.parse(bytes(buf[start : start + CHUNK_HEADER_SIZE]))
+            return Chunk(h.seq, h.read_unix_ns, h.generation, bytes(buf[start + CHUNK_HEADER_SIZE : stop]))
+        body = bytes(buf[start:stop])
+        if ftype == GAP:
+            return _json_fields(Gap, body, "gap")
+        if ftype == END:
+            return _json_fields(End, body, "end")
+        if ftype == SEGMENT:
+            return _json_fields(SegmentEnd, body, "segment")
+        if ftype == HANDSHAKE:
+            return _json_fields(SessionInfo, body, "handshake")
+        if ftype == ERROR:
+            return _json_fields(Refusal, body, "error")
+        raise ProtocolError(f"unknown frame type {ftype:#04x} from the helper")
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received that do not yet make a whole frame."""
+        return self._in.unread
+

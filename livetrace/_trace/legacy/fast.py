@@ -1,0 +1,123 @@
+"""A complete legacy trace, straight to its exact events in the modern
+model: through the compiled core where it can (Go 1.11 to 1.21, the traces
+the helper's Go can write, and valid), else through the pure-Python
+decoder and converter, its twin, which also reports every error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from livetrace._trace.accel import compiled_core
+from livetrace._trace.model.batch import EventBatch, kind_mask
+from livetrace._trace.model.events import SYNC_CODE, Kind
+from livetrace._trace.legacy.read import LegacyDecoder, LegacyTrace, add_frames
+from livetrace._trace.legacy.convert import BLOCK_REASONS, STOP_REASONS, STW_REASONS, legacy_events, legacy_table
+from livetrace._trace.spec.legacy import (
+    EV_GO_BLOCK,
+    EV_GO_BLOCK_COND,
+    EV_GO_BLOCK_GC,
+    EV_GO_BLOCK_NET,
+    EV_GO_BLOCK_RECV,
+    EV_GO_BLOCK_SELECT,
+    EV_GO_BLOCK_SEND,
+    EV_GO_BLOCK_SYNC,
+    EV_GO_PREEMPT,
+    EV_GO_SCHED,
+    EV_GO_SLEEP,
+    EV_GO_STOP,
+    layout,
+)
+from livetrace._trace.legacy.wire import HEADER_SIZE, legacy_version
+from livetrace._trace.modern.generation import Generation
+
+BATCH_EVENTS = 4096
+COMPILED_VERSIONS = (1011, 1019, 1021)
+# Ids of the strings the conversion adds (reasons, stop-the-world kinds,
+# user log messages), clear of the trace's own.
+BUILTIN_BASE = 1 << 62
+MESSAGE_BASE = BUILTIN_BASE + 64
+# In the order the core's builtin table has them.
+_BUILTIN = ([BLOCK_REASONS[t] for t in (EV_GO_STOP, EV_GO_SLEEP, EV_GO_BLOCK, EV_GO_BLOCK_SEND, EV_GO_BLOCK_RECV,
+                                        EV_GO_BLOCK_SELECT, EV_GO_BLOCK_SYNC, EV_GO_BLOCK_COND, EV_GO_BLOCK_NET,
+                                        EV_GO_BLOCK_GC)]
+            + [STOP_REASONS[EV_GO_SCHED], STOP_REASONS[EV_GO_PREEMPT]] + list(STW_REASONS))
+_BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(len(_BUILTIN)))
+
+
+@dataclass
+class ExactTrace:
+    """A complete legacy trace's events in the modern model, in batches."""
+
+    table: Generation | None
+    batches: list[EventBatch]
+    events: int
+    stacks: int
+    ticks_per_sec: int
+
+
+def exact_events(data: bytes, kinds: frozenset[Kind] | None = None, compiled: bool | None = None, *,
+                 offset: int = 0, syncs: int = 0) -> ExactTrace:
+    """The exact events of a complete legacy trace (the same as
+    ``legacy_events``), of the given kinds, with ``offset`` added to their
+    times and their Syncs counting on from ``syncs`` (for segments stitched
+    into one stream). ``compiled``: None uses the compiled core where there
+    is one, True insists, False never does."""
+    core = compiled_core(compiled)
+    if core is not None and len(data) >= HEADER_SIZE:
+        ver = _version(data)
+        if ver in COMPILED_VERSIONS:
+            counts, stacks = layout(ver)
+            res = core.legacy_exact(data, ver, counts, stacks, kind_mask(kinds), _BUILTIN_IDS, MESSAGE_BASE, offset,
+                                    syncs)
+            # (A trace naming its own strings where the conversion puts its
+            # own is left to the twin, which interns them elsewhere.)
+            if res is not None and all(sid < BUILTIN_BASE for sid, _ in res[7]):
+                return _from_columns(res, ver)
+    d = LegacyDecoder()
+    d.feed(data)
+    trace = d.close()
+    events = []
+    for e in legacy_events(trace):
+        e.time += offset
+        if e.code == SYNC_CODE:
+            e.args[0] += syncs
+        if kinds is None or e.kind in kinds:
+            events.append(e)
+    table = events[0].gen if events else None
+    batches = [EventBatch.from_events(table, events[i : i + BATCH_EVENTS]) for i in range(0, len(events), BATCH_EVENTS)]
+    return ExactTrace(table, batches, len(events), len(trace.stacks), trace.ticks_per_sec)
+
+
+def _version(data: bytes) -> int | None:
+    try:
+        return legacy_version(data[:HEADER_SIZE])
+    except Exception:  # the twin reports it
+        return None
+
+
+def _from_columns(res: tuple[Any, ...], ver: int) -> ExactTrace:
+    code, time, m, p, g, args, extra, strings, stack_list, ticks, messages = res
+    trace = LegacyTrace(ver, [], {}, dict(strings), ticks)
+    for sid, vals in stack_list:
+        trace.stacks[sid] = vals
+        add_frames(trace.frames, vals)
+    table = legacy_table(trace)
+    for k, s in enumerate(_BUILTIN):
+        table.strings[BUILTIN_BASE + k] = s.encode()
+    for k, msg in enumerate(messages):
+        table.strings[MESSAGE_BASE + k] = msg
+    n = len(code)
+    # A task's end names its type as an extra string, made here.
+    if b"\x29" in code:
+        xs = memoryview(extra).cast("Q")
+        for i, c in enumerate(code):
+            if c == 41:
+                xs[2 * i + 1] = table.add_extra_string(table.strings.get(xs[2 * i + 1], b""))
+    batches = []
+    for i in range(0, n, BATCH_EVENTS):
+        j = min(n, i + BATCH_EVENTS)
+        cols = (code[i:j], time[8 * i : 8 * j], m[8 * i : 8 * j], p[8 * i : 8 * j], g[8 * i : 8 * j],
+                args[32 * i : 32 * j], bytes(extra[16 * i : 16 * j]))
+        batches.append(EventBatch(table, j - i, cols))
+    return ExactTrace(table, batches, n, len(trace.stacks), ticks)

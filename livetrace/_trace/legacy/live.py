@@ -1,0 +1,224 @@
+"""A legacy trace (Go 1.21 and older) live, sans-IO: chunks in, events out.
+
+Legacy Go hands over each P's buffer only when it is full, and the stacks
+and the tick frequency only in the footer, after the trace stops. So a
+legacy trace is delivered twice:
+
+- **provisionally**, as its chunks arrive: each chunk's events, with times
+  from a clock estimated from when the chunks arrived and stacks as bare ids,
+  merged across Ps in time order through a bounded reorder window
+  (:class:`Provisional`);
+- **exactly**, when the footer arrives (at the end of the trace or of each
+  segment, in segment mode): a :class:`SymbolsResolved` notice, then the
+  events in Go's order with exact times and stacks, the same events
+  ``livetrace decode --dump parsed`` prints for the trace (as
+  :class:`EventBatch` objects).
+
+In segment mode the segments are stitched into one stream: times count from
+the first segment's start, and a :class:`SegmentGap` marks each time the
+runtime was not tracing.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.events import Event, Kind
+from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.legacy.fast import exact_events
+from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
+from livetrace._trace.modern.generation import Generation
+from livetrace._protocol.frames import Chunk, SegmentEnd
+
+BATCH_EVENTS = 4096
+WINDOW_NS = 500_000_000
+MAX_HELD = 1_000_000  # provisional events held for ordering, at most
+BUILTIN_STRINGS = 1 << 62  # ids of the strings the conversion adds, clear of the trace's own
+
+
+@dataclass(frozen=True)
+class Provisional:
+    """Events of a legacy trace before its footer, in time order but for
+    ``late`` events that arrived after later ones had already been delivered
+    (a quiet P's buffer can fill long after its first event). Times are
+    nanoseconds from the start of the first segment, estimated; stacks are
+    ids (their frames come with the footer)."""
+
+    events: EventBatch
+    segment: int
+    late: int = 0
+
+
+@dataclass(frozen=True)
+class SymbolsResolved:
+    """The footer of a legacy trace (or of one segment) arrived: its
+    ``events`` exact events, with resolved stacks, follow."""
+
+    segment: int
+    events: int
+    stacks: int
+    ticks_per_sec: int
+    estimated_ticks_per_sec: float | None  # what the clock estimate had made of it, if it had one
+
+
+@dataclass(frozen=True)
+class SegmentGap:
+    """In segment mode, the runtime was not tracing between two segments."""
+
+    segment: int  # the segment that ended
+    stopped_unix_ns: int
+    resumed_unix_ns: int
+    why: str = "segment mode: the helper stopped and restarted the trace"
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.resumed_unix_ns - self.stopped_unix_ns)
+
+
+LegacyItem = EventBatch | Provisional | SymbolsResolved | SegmentGap
+
+
+class _LiveStrings(dict):  # type: ignore[type-arg]
+    """The provisional string table: the conversion's own strings, and the
+    trace's as far as they have arrived."""
+
+    def __init__(self, trace_strings: dict[int, bytes]) -> None:
+        super().__init__({0: b""})
+        self._trace = trace_strings
+
+    def __missing__(self, sid: int) -> bytes:
+        return self._trace.get(sid, b"")
+
+    def __contains__(self, sid: object) -> bool:
+        return super().__contains__(sid) or sid in self._trace
+
+    def get(self, sid: int, default: bytes | None = None) -> bytes | None:  # type: ignore[override]
+        return self[sid] if sid in self else default
+
+
+class LegacyLive:
+    """Decodes a live legacy session, segment by segment.
+
+    ``window_ns`` is how far behind the newest event a provisional event
+    is held for ordering; ``kinds`` keeps only events of those kinds;
+    without ``provisional``, only the exact events are made."""
+
+    def __init__(self, kinds: frozenset[Kind] | None = None, window_ns: int = WINDOW_NS,
+                 max_held: int = MAX_HELD, provisional: bool = True) -> None:
+        self._kinds = kinds
+        self._provisional = provisional
+        self._window = window_ns
+        self._max_held = max_held
+        self._segment = 0
+        self._origin: int | None = None  # Unix ns: the first segment's start
+        self._offset = 0  # ns from the origin to this segment's start
+        self._stopped: int | None = None  # when the last segment ended
+        self._syncs = 0
+        self._new_segment_state()
+
+    def _new_segment_state(self) -> None:
+        self._chunks: list[bytes] = []  # the segment's bytes, for its exact decoding at the end
+        self._decoder: LegacyDecoder | None = None  # the provisional decoder
+        self._table: Generation | None = None
+        self._converter: ModelConverter | None = None
+        self._unclocked: list[list] = []  # chunks' events that came before the clock was known
+        self._held: list[tuple[int, int, Event]] = []  # the reorder window: (time, arrival, event)
+        self._arrivals = 0
+        self._newest = -(1 << 63)
+        self._released = -(1 << 63)  # time of the last event delivered
+
+    def feed(self, chunk: Chunk) -> Iterator[LegacyItem]:
+        if not self._chunks:
+            yield from self._start(chunk)
+            return
+        self._chunks.append(chunk.data)
+        dec = self._decoder
+        if dec is None:
+            return  # no provisional events: the segment is decoded whole at its end
+        events = dec.feed(chunk.data, chunk.read_unix_ns)
+        if not events:
+            return
+        self._unclocked.append(events)
+        if dec.clock.wall_ns(0) is None:
+            if sum(map(len, self._unclocked)) > self._max_held:
+                self._unclocked.pop(0)  # the exact stream still has them
+            return
+        late: list[Event] = []
+        for evs in self._unclocked:
+            self._hold(evs, late)
+        self._unclocked.clear()
+        yield from self._release(late, self._newest - self._window)
+
+    def _start(self, chunk: Chunk) -> Iterator[LegacyItem]:
+        """The first chunk of a segment: its header (and whatever follows)."""
+        if self._origin is None:
+            self._origin = chunk.read_unix_ns
+        self._offset = chunk.read_unix_ns - self._origin
+        if self._stopped is not None:
+            yield SegmentGap(self._segment - 1, self._stopped, chunk.read_unix_ns)
+        self._chunks.append(chunk.data)
+        if not self._provisional:
+            return
+        self._decoder = LegacyDecoder(keep=False)
+        self._decoder.feed(chunk.data, chunk.read_unix_ns)
+        ver = self._decoder.version
+        if ver is not None:
+            table = self._table = Generation(self._segment + 1, 0, wall_origin=self._origin)
+            table.strings = _LiveStrings(self._decoder.strings)
+            table.stacks = StackTable({0: ()})  # none until the footer
+            self._converter = ModelConverter(table, ver, BUILTIN_STRINGS, strict=False)
+
+    def _hold(self, events: list, late: list[Event]) -> None:
+        """Converts one chunk's events (one P's, in order) and puts them in
+        the window, or straight into ``late`` if their time has passed."""
+        conv, clock, origin = self._converter, self._decoder.clock, self._origin  # type: ignore[union-attr]
+        assert conv is not None and origin is not None
+        blocked = blocked_syscalls(events)
+        kinds = self._kinds
+        for i, e in enumerate(events):
+            wall = clock.wall_ns(e.ts)
+            assert wall is not None
+            for ev in conv.convert(e, wall - origin, i in blocked):
+                if kinds is not None and ev.kind not in kinds:
+                    continue
+                if ev.time <= self._released:
+                    late.append(ev)
+                else:
+                    heapq.heappush(self._held, (ev.time, self._arrivals, ev))
+                    self._arrivals += 1
+                    self._newest = max(self._newest, ev.time)
+
+    def _release(self, late: list[Event], until: int) -> Iterator[LegacyItem]:
+        held, out = self._held, []
+        while held and (held[0][0] <= until or len(held) > self._max_held):
+            out.append(heapq.heappop(held)[2])
+        if out:
+            self._released = max(self._released, out[-1].time)
+        late.sort(key=lambda e: e.time)
+        events = late + out
+        for i in range(0, len(events), BATCH_EVENTS):
+            n_late = max(0, min(len(late) - i, BATCH_EVENTS))
+            yield Provisional(EventBatch.from_events(self._table, events[i : i + BATCH_EVENTS]), self._segment, n_late)
+
+    def end_segment(self, end: SegmentEnd | None) -> Iterator[LegacyItem]:
+        """The segment's footer is in (``end`` None: the trace is over):
+        the rest of the provisional events, then the exact ones."""
+        if not self._chunks:
+            return
+        estimate = None
+        if self._decoder is not None:
+            yield from self._release([], 1 << 63)
+            estimate = self._decoder.clock.ticks_per_sec
+        exact = exact_events(b"".join(self._chunks), self._kinds, offset=self._offset, syncs=self._syncs)
+        self._syncs += 2
+        yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
+        if exact.table is not None:
+            exact.table.wall_origin = self._origin
+        yield from exact.batches
+        self._segment += 1
+        if end is not None:
+            self._stopped = end.stop_unix_ns
+        self._new_segment_state()

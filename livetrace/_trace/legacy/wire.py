@@ -1,0 +1,167 @@
+"""The wire layer of legacy traces (Go 1.5 to 1.21, and the pre-release
+``gotrace`` streams), sans-IO: bytes in, raw events out, for any chunking of
+the stream.
+
+Every event starts with a type byte: its low 6 bits are the type, its top 2
+an inline value count (3: a byte length follows). Strings (1.7+) and the
+message of a user log carry bytes; nothing else does.
+"""
+
+from __future__ import annotations
+
+import re
+
+from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
+from livetrace._trace.spec.legacy import EV_COUNT, EV_STRING, EV_USER_LOG, GOTRACE, SPECS, VERSIONS, has_global_seq
+from livetrace._trace.modern.wire import read_uvarint
+from livetrace._streambuf import StreamBuffer
+
+HEADER_SIZE = 16
+GOTRACE_HEADER = b"gotrace\x00"  # the only header without padding to 16 bytes
+MAX_STRING = 1_000_000
+_HEADER = re.compile(rb"go 1\.(\d{1,3}) trace\x00*")
+
+RawEvent = tuple[int, int, list[int], list[bytes]]  # offset, type, values, string arguments
+
+
+def is_legacy(header: bytes) -> bool:
+    """Whether the start of a stream (16 bytes, or all of a shorter one)
+    names a legacy trace."""
+    m = _HEADER.match(header)
+    return header.startswith(GOTRACE_HEADER) or (m is not None and int(m.group(1)) <= 21)
+
+
+def header_size(head: bytes) -> int:
+    """How long the header is that a stream starting with head (its first
+    bytes, as many as have arrived) begins with: 8 bytes for gotrace, else 16."""
+    n = min(len(head), len(GOTRACE_HEADER))
+    # "go" also begins every numbered header.
+    return len(GOTRACE_HEADER) if n > 2 and head[:n] == GOTRACE_HEADER[:n] else HEADER_SIZE
+
+
+def legacy_version(header: bytes) -> int | None:
+    """The version (GOTRACE, or 1005 ... 1021) a header names, None for a
+    modern one; raises for anything else."""
+    if header.startswith(GOTRACE_HEADER):
+        return GOTRACE
+    m = _HEADER.fullmatch(header[:HEADER_SIZE])
+    if not m or len(header) < HEADER_SIZE:
+        raise TraceFormatError("bad file format: not a Go execution trace?", offset=0)
+    ver = 1000 + int(m.group(1))
+    if ver >= 1022:
+        return None
+    if ver not in VERSIONS:
+        raise UnsupportedTraceVersionError(f"unsupported trace file version 1.{ver % 1000} ({ver})", offset=0)
+    return ver
+
+
+class _Short(Exception):
+    """The event is not all here yet."""
+
+
+class LegacyReader:
+    """Cuts a legacy trace, fed in any pieces, into raw events; collects the
+    string table as it goes."""
+
+    def __init__(self) -> None:
+        self._in = StreamBuffer()
+        self.version: int | None = None
+        self.strings: dict[int, bytes] = {}
+
+    @property
+    def offset(self) -> int:
+        return self._in.offset
+
+    def feed(self, data: bytes) -> list[RawEvent]:
+        buf = self._in.buf
+        buf += data
+        out: list[RawEvent] = []
+        pos, end = self._in.pos, len(buf)
+        if self.version is None:
+            size = header_size(bytes(buf[pos : pos + HEADER_SIZE]))
+            if end - pos < size:
+                return out
+            ver = legacy_version(bytes(buf[pos : pos + size]))
+            if ver is None:
+                raise UnsupportedTraceVersionError("a Go 1.22+ trace: decode it with the modern decoder", offset=0)
+            self.version = ver
+            pos += size
+        while pos < end:
+            try:
+                ev, pos2 = self._event(buf, pos, end)
+            except _Short:
+                break
+            if ev is not None:
+                out.append(ev)
+            pos = pos2
+        self._in.consumed(pos)
+        return out
+
+    def close(self) -> None:
+        left = self._in.unread
+        if self.version is None:
+            size = header_size(bytes(self._in.buf[self._in.pos :]))
+            raise TruncatedTraceError(f"trace ends inside its {size}-byte header" if left else "empty trace: no header",
+                                      offset=self.offset)
+        if left:
+            raise TruncatedTraceError(f"trace ends in the middle of an event ({left} bytes left over)",
+                                      offset=self.offset)
+
+    def _value(self, buf: bytearray, i: int, end: int, at: int) -> tuple[int, int]:
+        try:
+            v, j = read_uvarint(buf, i, end)
+        except ValueError:
+            raise TraceFormatError(f"bad value at offset 0x{self._in.base + i:x}", offset=self._in.base + at) from None
+        if v < 0:
+            raise _Short
+        return v, j
+
+    def _event(self, buf: bytearray, pos: int, end: int) -> tuple[RawEvent | None, int]:
+        ver = self.version
+        assert ver is not None
+        off = self._in.base + pos
+        b = buf[pos]
+        typ, narg, inline = b & 0x3F, (b >> 6) + 1, 4
+        if has_global_seq(ver):
+            narg += 1
+            inline += 1
+        if typ == 0 or typ >= EV_COUNT or SPECS[typ].since > ver:
+            raise TraceFormatError(f"unknown event type {typ} at offset 0x{off:x}", offset=off)
+        i = pos + 1
+        if typ == EV_STRING:
+            sid, i = self._value(buf, i, end, pos)
+            n, i = self._value(buf, i, end, pos)
+            if sid == 0:
+                raise TraceFormatError(f"string at offset {off} has invalid id 0", offset=off)
+            if self.strings.get(sid):
+                raise TraceFormatError(f"string at offset {off} has duplicate id {sid}", offset=off)
+            if n == 0 or n > MAX_STRING:
+                raise TraceFormatError(f"string at offset {off} has invalid length {n}", offset=off)
+            if end - i < n:
+                raise _Short
+            self.strings[sid] = bytes(buf[i : i + n])
+            return None, i + n
+        args: list[int] = []
+        if narg < inline:
+            for _ in range(narg):
+                v, i = self._value(buf, i, end, pos)
+                args.append(v)
+        else:
+            length, i = self._value(buf, i, end, pos)
+            start = i
+            while length > i - start:
+                v, i = self._value(buf, i, end, pos)
+                args.append(v)
+            if length != i - start:
+                raise TraceFormatError(f"event has wrong length at offset 0x{off:x}: want {length}, "
+                                       f"got {i - start}", offset=off)
+        sargs: list[bytes] = []
+        if typ == EV_USER_LOG:
+            n, i = self._value(buf, i, end, pos)
+            if n > MAX_STRING:
+                raise TraceFormatError(f"string at offset {self._in.base + i} is too large (len={n})", offset=off)
+            if end - i < n:
+                raise _Short
+            sargs.append(bytes(buf[i : i + n]))
+            i += n
+        return (off, typ, args, sargs), i

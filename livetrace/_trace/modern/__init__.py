@@ -1,0 +1,1 @@
+"""The modern trace format (Go 1.22+): self-contained generations."""

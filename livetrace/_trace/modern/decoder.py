@@ -1,0 +1,401 @@
+"""The modern trace decoder, sans-IO: bytes in, ordered events out.
+
+Feed it the stream in any pieces; every generation's events come out as
+soon as the generation is complete, merged across threads in time order as
+far as the ordering engine allows. Identical output for any chunking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from types import ModuleType
+
+from livetrace._trace.accel import compiled_core
+from livetrace._trace.model.batch import EventBatch, kind_mask
+from livetrace._errors import TraceFormatError
+from livetrace._trace.model.events import EVENT_NARGS, SYNC_CODE, STACK_ARG, STRING_ARGS, Event, Kind
+from livetrace._trace.modern.generation import Generation, GenerationAssembler
+from livetrace._trace.modern.order import Ordering, OrderingError, check_ids
+from livetrace._trace.spec.modern import SPECS
+from livetrace._trace.modern.wire import FrameReader, read_uvarint
+
+BATCH_EVENTS = 1 << 12  # events per EventBatch: small columns are reused warm, and a batch waits less
+MAX_TIME = (1 << 63) - 1
+
+# Codes that may stand in a thread's event batch, with their argument
+# counts (the timestamp delta included).
+_TIMED = [0] * 256
+for _c in (*range(9, 49), 51, *range(128, 137)):
+    _spec = SPECS[_c]
+    assert _spec is not None
+    _TIMED[_c] = len(_spec.args)
+
+
+class _Cursor:
+    """Reads one thread's batches of a generation, one timed event at a time."""
+
+    __slots__ = ("m", "batches", "bi", "off", "last", "time", "code", "args")
+
+    def __init__(self, m: int, batches: list) -> None:  # type: ignore[type-arg]
+        self.m = m - (1 << 64) if m >= 1 << 63 else m
+        self.batches = batches
+        self.bi = self.off = self.last = self.time = self.code = 0
+        self.args: list[int] = []
+
+    def next(self, gen: Generation) -> bool:
+        batches = self.batches
+        while self.bi < len(batches) and self.off == len(batches[self.bi].payload):
+            self.bi += 1
+            self.off = 0
+            self.last = 0
+        if self.bi == len(batches):
+            return False
+        b = batches[self.bi]
+        if self.last == 0:
+            self.last = gen.ns(b.time)
+        p, i, end = b.payload, self.off, len(b.payload)
+        code = p[i]
+        n = _TIMED[code]
+        if n == 0:
+            what = "found invalid event type" if code > 136 else "found event without a timestamp: type="
+            raise TraceFormatError(f"{what}{'' if what.endswith('=') else ': '}{code}",
+                                   offset=b.payload_offset + i, generation=gen.gen)
+        # Most values fit one byte: read those inline, call out for the rest.
+        i += 1
+        vals = []
+        try:
+            for _ in range(n):
+                v = p[i]
+                if v < 0x80:
+                    i += 1
+                else:
+                    v, i = read_uvarint(p, i, end)
+                    if v < 0:
+                        raise IndexError
+                vals.append(v)
+        except (IndexError, ValueError):
+            raise TraceFormatError("found invalid uvarint", offset=b.payload_offset + self.off,
+                                   generation=gen.gen) from None
+        dt = vals[0]
+        args = vals[1:]
+        self.time = gen.ns(dt) + self.last
+        if self.time > MAX_TIME:
+            raise TraceFormatError("timestamp out of range", generation=gen.gen)
+        self.last = self.time
+        self.code = code
+        self.args = args
+        self.off = i
+        return True
+
+
+# The frontier is a binary min-heap on event time whose exact sift rules
+# decide between threads with equal times, as Go's reader does.
+def _sift_up(h: list[_Cursor], i: int) -> int:
+    while i > 0 and h[(i - 1) // 2].time > h[i].time:
+        j = (i - 1) // 2
+        h[j], h[i] = h[i], h[j]
+        i = j
+    return i
+
+
+def _sift_down(h: list[_Cursor], i: int) -> None:
+    n = len(h)
+    while True:
+        m, mt = i, h[i].time if i < n else None
+        for c in (2 * i + 1, 2 * i + 2):
+            if c < n and (mt is None or h[c].time < mt):
+                m, mt = c, h[c].time
+        if m == i:
+            return
+        h[i], h[m] = h[m], h[i]
+        i = m
+
+
+def _heap_remove(h: list[_Cursor], i: int) -> None:
+    while i > 0:
+        j = (i - 1) // 2
+        h[j], h[i] = h[i], h[j]
+        i = j
+    h[0], h[-1] = h[-1], h[0]
+    h.pop()
+    if h:
+        _sift_down(h, 0)
+
+
+class _PythonEngine:
+    """The reference twin of the compiled engine: merges a generation's
+    threads by time and asks the ordering engine, in pure Python."""
+
+    def __init__(self, mask: bytes) -> None:
+        self._order = Ordering()
+        self._mask = mask
+        self.last = 0
+        self.syncs = 0
+
+    def final_sync(self) -> Event:
+        self.syncs += 1
+        return self._stamp(Event(SYNC_CODE, self.last, -1, -1, -1, [self.syncs], None))
+
+    def _stamp(self, ev: Event) -> Event:
+        # Event times never go backwards, nor repeat.
+        if ev.time <= self.last:
+            ev.time = self.last + 1
+        self.last = ev.time
+        return ev
+
+    def generation(self, gen: Generation) -> Iterator[EventBatch]:
+        out: list[Event] = []
+        try:
+            yield from self._run(gen, out)
+        except TraceFormatError as e:
+            e.partial = out  # type: ignore[attr-defined]
+            raise
+        if out:
+            yield EventBatch.from_events(gen, out)
+
+    def _run(self, gen: Generation, out: list[Event]) -> Iterator[EventBatch]:
+        self.syncs += 1
+        mask = self._mask
+        stamp = self._stamp
+        ev = stamp(Event(SYNC_CODE, gen.ns(gen.min_ticks), -1, -1, -1, [self.syncs], gen))
+        if mask[SYNC_CODE]:
+            out.append(ev)
+        order = self._order
+        queue = order.out
+        frontier: list[_Cursor] = []
+        for m, batches in gen.batches.items():
+            c = _Cursor(m, batches)
+            if c.next(gen):
+                frontier.append(c)
+                _sift_up(frontier, len(frontier) - 1)
+        samples, si = gen.cpu_samples, 0
+        while True:
+            if queue:
+                for ev in queue:
+                    stamp(ev)
+                    if mask[ev.code]:
+                        out.append(ev)
+                queue.clear()
+            if len(out) >= BATCH_EVENTS:
+                yield EventBatch.from_events(gen, out[:])
+                out.clear()
+            if not frontier and si == len(samples):
+                return
+            if si < len(samples) and (not frontier or samples[si].time < frontier[0].time):
+                s = samples[si]
+                si += 1
+                ev = Event(7, s.time, s.m, s.p, s.g, [s.stack], gen)
+                check_ids(ev, gen)
+                stamp(ev)
+                if mask[7]:
+                    out.append(ev)
+                continue
+            if self._try(frontier, 0, gen):
+                continue
+            frontier.sort(key=_time_of)  # stable, as Go's sort is for the few threads a frontier holds
+            for i in range(1, len(frontier)):
+                if self._try(frontier, i, gen):
+                    break
+            else:
+                raise OrderingError("broken trace: failed to advance: no thread's next event can happen",
+                                    generation=gen.gen)
+
+    def _try(self, frontier: list[_Cursor], i: int, gen: Generation) -> bool:
+        c = frontier[i]
+        if not self._order.advance(c.code, c.time, c.args, c.m, gen):
+            return False
+        if c.next(gen):
+            if _sift_up(frontier, i) == i:
+                _sift_down(frontier, i)
+        else:
+            _heap_remove(frontier, i)
+        return True
+
+
+def _init_core(core: ModuleType) -> None:
+    def table(values: list[int], none: int = 255) -> bytes:
+        return bytes(none if v < 0 else v for v in values)
+
+    str0 = [-1] * 256
+    str1 = [-1] * 256
+    for code, idx in STRING_ARGS.items():
+        str0[code] = idx[0]
+        if len(idx) > 1:
+            str1[code] = idx[1]
+    core.init_tables(bytes(_TIMED), bytes(EVENT_NARGS), table(STACK_ARG), table(str0), table(str1))
+
+
+_NAMES = {s.code: s.name for s in SPECS if s is not None}
+_tables_handed_over = False
+
+
+class _CompiledEngine:
+    """The same, in the compiled core: a generation at a time, a batch of
+    columns per call, with the GIL released while it decodes."""
+
+    def __init__(self, core: ModuleType, mask: bytes) -> None:
+        global _tables_handed_over
+        if not _tables_handed_over:
+            _init_core(core)
+            _tables_handed_over = True
+        self._c = core.Engine(_NAMES, mask)
+
+    def final_sync(self) -> Event:
+        time, n = self._c.final_sync()
+        return Event(SYNC_CODE, time, -1, -1, -1, [n], None)
+
+    def generation(self, gen: Generation) -> Iterator[EventBatch]:
+        threads = [(m - (1 << 64) if m >= 1 << 63 else m, [(b.payload, b.time, b.payload_offset) for b in batches])
+                   for m, batches in gen.batches.items()]
+        samples = [(s.time, s.m, s.p, s.g, s.stack) for s in gen.cpu_samples]
+        self._c.begin(gen.gen, gen.ns_per_tick, gen.min_ticks, threads, samples, gen.strings, gen.stacks.keys())
+        while True:
+            n, *cols, extra_strings, done, err = self._c.run(BATCH_EVENTS)
+            gen.extra_strings[1:] = extra_strings
+            batch = EventBatch(gen, n, tuple(cols))
+            if err is not None:
+                kind, msg, offset = err
+                if kind == 3:
+                    raise MemoryError(msg)
+                exc = (OrderingError if kind == 2 else TraceFormatError)(
+                    msg, offset=None if offset < 0 else offset, generation=gen.gen)
+                exc.partial = list(batch)  # type: ignore[attr-defined]
+                raise exc
+            if n:
+                yield batch
+            if done:
+                return
+
+
+class ModernDecoder:
+    """Decodes a Go 1.22+ trace incrementally.
+
+    ``feed`` returns the events of every generation the new bytes complete;
+    ``close`` (at the end of the stream) the rest and the final Sync. A
+    :class:`TraceFormatError` raised by either carries, in ``partial``, the
+    events decoded before the problem. The ``*_batches`` variants give the
+    same events as :class:`EventBatch` columns, lazily: consume each
+    iterator before feeding more.
+
+    ``kinds`` keeps only events of those kinds (the rest are decoded, and
+    checked, but never made). ``compiled`` chooses the implementation: the
+    compiled core (True), the pure-Python twin (False) or the compiled core
+    when it was built (None).
+    """
+
+    def __init__(self, kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None) -> None:
+        self._frames = FrameReader()
+        self._asm: GenerationAssembler | None = None
+        mask = kind_mask(None if kinds is None else frozenset(kinds))
+        core = compiled_core(compiled)
+        self._engine: _PythonEngine | _CompiledEngine = _PythonEngine(mask) if core is None \
+            else _CompiledEngine(core, mask)
+        self._sync_wanted = bool(mask[SYNC_CODE])
+        self.implementation = "python" if core is None else "compiled"
+        self.generations = 0
+
+    @property
+    def minor(self) -> int | None:
+        return self._frames.minor
+
+    @property
+    def largest_generation(self) -> int:
+        """Bytes of the largest generation decoded so far."""
+        return self._asm.largest if self._asm is not None else 0
+
+    def feed(self, data: bytes) -> list[Event]:
+        return _collect(self.feed_batches(data))
+
+    def close(self) -> list[Event]:
+        return _collect(self.close_batches())
+
+    def abandon(self, discard_generation: int | None) -> list[Event]:
+        return _collect(self.abandon_batches(discard_generation))
+
+    def feed_batches(self, data: bytes) -> Iterator[EventBatch]:
+        frames = self._frames.feed(data)
+        if not frames:
+            return iter(())
+        if self._asm is None:
+            assert self._frames.minor is not None
+            self._asm = GenerationAssembler(self._frames.minor)
+        return self._decode(self._assemble(lambda: self._asm.push(frames)))  # type: ignore[union-attr]
+
+    def close_batches(self) -> Iterator[EventBatch]:
+        try:
+            self._frames.close()
+        except TraceFormatError as e:
+            # What came before the cut still counts: a generation that was
+            # whole but for its end is delivered (as Go's reader does), if its
+            # tables made it; either way the cut is what gets reported.
+            e.partial = self._salvage(e.offset or 0)  # type: ignore[attr-defined]
+            raise
+        gens = self._assemble(lambda: self._asm.close(self._frames.offset) if self._asm else [])
+        return self._then_final_sync(self._decode(gens))
+
+    def abandon_batches(self, discard_generation: int | None) -> Iterator[EventBatch]:
+        """Stop at a gap in the stream (the helper shed generations).
+
+        The generation being assembled is dropped if it is the one the gap
+        discards (or, on 1.26+, always, as it lacks its end); on 1.22 to
+        1.25 it is otherwise complete and its events are returned.
+        """
+        asm = self._asm
+        if asm is None or asm.current is None:
+            return iter(())
+        if asm.minor >= 26 or asm.current.gen == discard_generation:
+            asm.current = None
+            return iter(())
+        return self._decode(asm.close(self._frames.offset))
+
+    def _final_sync(self) -> list[Event]:
+        ev = self._engine.final_sync()
+        return [ev] if self._sync_wanted else []
+
+    def _then_final_sync(self, batches: Iterator[EventBatch]) -> Iterator[EventBatch]:
+        yield from batches
+        sync = self._final_sync()
+        if sync:
+            yield EventBatch.from_events(None, sync)
+
+    def _salvage(self, offset: int) -> list[Event]:
+        """Events of the generation a cut interrupted, if it was whole but
+        for its end. Its events contradicting each other is reported over the
+        cut; its tables missing is just the cut."""
+        events: list[Event] = []
+        if self._asm is not None and self._asm.minor < 26:
+            try:
+                events = _collect(self._decode(self._asm.close(offset)))
+            except OrderingError:
+                raise
+            except TraceFormatError as e:
+                events = getattr(e, "partial", [])
+        return events + self._final_sync()
+
+    def _assemble(self, step) -> list[Generation]:  # type: ignore[no-untyped-def]
+        try:
+            return step()  # type: ignore[no-any-return]
+        except TraceFormatError as e:
+            e.partial = self._final_sync()  # type: ignore[attr-defined]
+            raise
+
+    def _decode(self, gens: list[Generation]) -> Iterator[EventBatch]:
+        for g in gens:
+            self.generations += 1
+            yield from self._engine.generation(g)
+
+
+def _collect(batches: Iterator[EventBatch]) -> list[Event]:
+    """All events of the batches; on an error, those before it in its partial."""
+    out: list[Event] = []
+    try:
+        for b in batches:
+            out.extend(b)
+    except TraceFormatError as e:
+        e.partial = out + list(getattr(e, "partial", []))  # type: ignore[attr-defined]
+        raise
+    return out
+
+
+def _time_of(c: _Cursor) -> int:
+    return c.time

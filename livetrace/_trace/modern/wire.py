@@ -1,0 +1,292 @@
+"""The wire layer of modern (Go 1.22+) traces, sans-IO: bytes in, frames out.
+
+A stream is a 16-byte header and then self-delimiting frames: event
+batches, experimental batches and (Go 1.26+) the end-of-generation byte.
+:class:`FrameReader` cuts any chunking of the stream into whole frames;
+:func:`decode_records` reads the records inside one batch payload.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from livetrace._trace.accel import compiled_core
+from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
+from livetrace._trace.spec.modern import (
+    EV_END_OF_GENERATION,
+    EV_EVENT_BATCH,
+    EV_EXPERIMENTAL_BATCH,
+    LAST_CODE,
+    SPECS,
+    EventSpec,
+    specs_for,
+)
+from livetrace._streambuf import StreamBuffer
+
+HEADER_SIZE = 16
+_OVERFLOW = "varint overflows a 64-bit integer"
+MAX_BATCH_SIZE = 1 << 16  # the parser's limit on a batch payload
+_HEADER = re.compile(rb"go 1\.(\d+) trace\x00+")
+_LEGACY = ("this is a {} file, the legacy format of Go 1.5 to 1.21, which the modern decoder does not read: "
+           "decode it with livetrace.LegacyDecoder and livetrace.legacy_events (what `livetrace decode` does)")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    gen: int
+    m: int
+    time: int
+    payload: bytes
+    offset: int  # of the frame's first byte in the stream
+    payload_offset: int
+    exp: int = -1  # experiment id of an experimental batch, -1 for an event batch
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfGeneration:
+    offset: int
+
+
+Frame = Batch | EndOfGeneration
+
+
+def parse_header(header: bytes) -> int:
+    """The format version (minor) a 16-byte header names."""
+    if header.startswith(b"gotrace\x00"):
+        raise UnsupportedTraceVersionError(_LEGACY.format("gotrace"), offset=0)
+    m = _HEADER.fullmatch(header)
+    if not m:
+        raise TraceFormatError("bad file format: not a Go execution trace?", offset=0)
+    minor = int(m.group(1))
+    if minor <= 21:
+        raise UnsupportedTraceVersionError(_LEGACY.format(f"go 1.{minor} trace"), offset=0)
+    if minor not in LAST_CODE:
+        raise UnsupportedTraceVersionError(f"unknown or unsupported trace version go 1.{minor}", offset=0)
+    return minor
+
+
+def read_uvarint(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
+    """One unsigned LEB128 value at pos; (-1, pos) if it runs past end."""
+    b = buf[pos] if pos < end else 0x80
+    if b < 0x80:
+        return b, pos + 1
+    value, shift, i = 0, 0, pos
+    while i < end:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            if shift > 63 or value >> 64:
+                raise ValueError(_OVERFLOW)
+            return value, i
+        shift += 7
+        if shift > 63:
+            raise ValueError(_OVERFLOW)
+    return -1, pos
+
+
+class FrameReader:
+    """Cuts a trace byte stream, fed in any pieces, into frames."""
+
+    def __init__(self) -> None:
+        self._in = StreamBuffer()
+        self.minor: int | None = None
+
+    @property
+    def offset(self) -> int:
+        """Stream offset of the first byte not yet part of a returned frame."""
+        return self._in.offset
+
+    def feed(self, data: bytes) -> list[Frame]:
+        buf = self._in.buf
+        buf += data
+        frames: list[Frame] = []
+        pos, end = self._in.pos, len(buf)
+        if self.minor is None:
+            if end - pos < HEADER_SIZE:
+                return frames
+            self.minor = parse_header(bytes(buf[pos : pos + HEADER_SIZE]))
+            pos += HEADER_SIZE
+        base = self._in.base
+        while pos < end:
+            kind = buf[pos]
+            if kind == EV_END_OF_GENERATION and self.minor >= 26:
+                frames.append(EndOfGeneration(base + pos))
+                pos += 1
+                continue
+            if kind == EV_EVENT_BATCH:
+                i, exp = pos + 1, -1
+            elif kind == EV_EXPERIMENTAL_BATCH and self.minor >= 23:
+                if end - pos < 2:
+                    break
+                i, exp = pos + 2, buf[pos + 1]
+            else:
+                raise TraceFormatError(f"unexpected byte {kind} where a batch should start", offset=base + pos)
+            try:
+                gen, i = read_uvarint(buf, i, end)
+                if gen >= 0:
+                    m, i = read_uvarint(buf, i, end)
+                if gen >= 0 and m >= 0:
+                    t, i = read_uvarint(buf, i, end)
+                if gen >= 0 and m >= 0 and t >= 0:
+                    size, i = read_uvarint(buf, i, end)
+            except ValueError as e:
+                raise TraceFormatError(f"bad batch header: {e}", offset=base + pos) from None
+            if gen < 0 or m < 0 or t < 0 or size < 0:
+                break  # header not complete yet
+            if size > MAX_BATCH_SIZE:
+                raise TraceFormatError(f"batch of {size} bytes is larger than the {MAX_BATCH_SIZE}-byte maximum",
+                                       offset=base + pos, generation=gen)
+            if end - i < size:
+                break
+            frames.append(Batch(gen, m, t, bytes(buf[i : i + size]), base + pos, base + i, exp))
+            pos = i + size
+        self._in.consumed(pos)
+        return frames
+
+    def close(self) -> None:
+        """The stream ended; it must end on a frame boundary."""
+        left = self._in.unread
+        if self.minor is None:
+            if not left:
+                raise TruncatedTraceError("empty trace: no header", offset=0)
+            raise TruncatedTraceError("trace ends inside its 16-byte header", offset=self.offset)
+        if left:
+            raise TruncatedTraceError(f"trace ends in the middle of a batch ({left} bytes left over)",
+                                      offset=self.offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record of a batch payload, as the raw reader sees it."""
+
+    spec: EventSpec
+    args: tuple[int, ...]  # for a Stack: id, nframes, then 4 values per frame
+    data: bytes | None = None
+
+
+class RecordColumns(NamedTuple):
+    """The records of a batch payload as columns: record i has code
+    ``codes[i]`` and arguments ``args[starts[i]:starts[i + 1]]`` (for a Stack,
+    its frames follow, 4 values each; a record with data ends with the data's
+    start and length in the payload)."""
+
+    codes: bytes
+    starts: memoryview  # n + 1 unsigned ints
+    args: memoryview  # unsigned 64-bit ints
+
+
+def record_columns(payload: bytes, minor: int, offset: int = 0, gen: int | None = None, *,
+                   compiled: bool | None = None) -> RecordColumns:
+    """Every record of a batch payload, as columns."""
+    core = compiled_core(compiled)
+    if core is None:
+        codes, starts, args = bytearray(), array("I", [0]), array("Q")
+        for code, vals, data_at in _records(payload, minor, offset, gen):
+            codes.append(code)
+            args.extend(vals)
+            if data_at is not None:
+                args.extend(data_at)
+            starts.append(len(args))
+        return RecordColumns(bytes(codes), memoryview(starts), memoryview(args))
+    try:
+        codes, starts, args = core.wire_records(payload, _WIRE_TABLE[minor])
+    except core.WireError as e:
+        kind, code, at = e.args
+        spec = SPECS[code]
+        if kind == 1 or spec is None:
+            raise TraceFormatError(f"invalid event type: {code}", offset=offset + at, generation=gen) from None
+        if kind == 2:
+            raise _short(spec, offset + at, gen) from None
+        raise TraceFormatError(f"{spec.name}: {_OVERFLOW}", offset=offset + at, generation=gen) from None
+    return RecordColumns(codes, memoryview(starts).cast("I"), memoryview(args).cast("Q"))
+
+
+def decode_records(payload: bytes, minor: int, offset: int = 0, gen: int | None = None) -> Iterator[Record]:
+    """Every record of a batch payload, in order."""
+    specs = _SPECS[minor]
+    if compiled_core() is None:
+        for code, vals, data_at in _records(payload, minor, offset, gen):
+            at, n = data_at or (0, 0)
+            yield Record(specs[code], tuple(vals), payload[at : at + n] if n else None)  # type: ignore[arg-type]
+        return
+    cols = record_columns(payload, minor, offset, gen)
+    starts, args = cols.starts.tolist(), cols.args.tolist()
+    for i, code in enumerate(cols.codes):
+        spec = specs[code]
+        assert spec is not None
+        vals = args[starts[i] : starts[i + 1]]
+        data = None
+        if spec.has_data:
+            at, n = vals[-2:]
+            del vals[-2:]
+            data = payload[at : at + n] if n else None
+        yield Record(spec, tuple(vals), data)
+
+
+def _records(payload: bytes, minor: int, offset: int, gen: int | None) -> Iterator[tuple[int, list[int],
+                                                                                       tuple[int, int] | None]]:
+    """The pure-Python twin of the compiled core's wire_records: (code,
+    arguments, (data start, data length) or None) per record."""
+    specs = _SPECS[minor]
+    i, end = 0, len(payload)
+    while i < end:
+        start = i
+        code = payload[i]
+        spec = specs[code]
+        if spec is None or code in (EV_EVENT_BATCH, EV_EXPERIMENTAL_BATCH):
+            raise TraceFormatError(f"invalid event type: {code}", offset=offset + i, generation=gen)
+        i += 1
+        try:
+            args = []
+            for _ in spec.args:
+                v, i = read_uvarint(payload, i, end)
+                if v < 0:
+                    raise _Short
+                args.append(v)
+            if spec.is_stack:
+                for _ in range(args[1] * 4):
+                    v, i = read_uvarint(payload, i, end)
+                    if v < 0:
+                        raise _Short
+                    args.append(v)
+            data_at = None
+            if spec.has_data:
+                n, i = read_uvarint(payload, i, end)
+                if n < 0 or end - i < n:
+                    raise _Short
+                data_at = (i, n)
+                i += n
+        except _Short:
+            raise _short(spec, offset + start, gen) from None
+        except ValueError as e:
+            raise TraceFormatError(f"{spec.name}: {e}", offset=offset + start, generation=gen) from None
+        yield code, args, data_at
+
+
+def _short(spec: EventSpec, offset: int, gen: int | None) -> TraceFormatError:
+    return TraceFormatError(f"{spec.name} record runs past the end of its batch", offset=offset, generation=gen)
+
+
+class _Short(Exception):
+    pass
+
+
+_SPECS = {minor: specs_for(minor) for minor in LAST_CODE}
+
+
+def _wire_table(specs: list[EventSpec | None]) -> bytes:
+    """Per code, for the compiled core: 0 if invalid in a batch, else
+    0x80 | argument count | 0x20 if a Stack | 0x40 if it has data."""
+    row = [0] * 256
+    for s in specs:
+        if s is not None and s.code not in (EV_EVENT_BATCH, EV_EXPERIMENTAL_BATCH):
+            row[s.code] = 0x80 | len(s.args) | (0x20 if s.is_stack else 0) | (0x40 if s.has_data else 0)
+    return bytes(row)
+
+
+_WIRE_TABLE = {minor: _wire_table(specs) for minor, specs in _SPECS.items()}

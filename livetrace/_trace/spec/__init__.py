@@ -1,0 +1,1 @@
+"""The trace format tables, the single source of codes and names."""
