@@ -1,8 +1,8 @@
 """gotrace streams, the format of the pre-release Go 1.5 runtime: no runtime
 that writes them survives and no Go tool reads them, so there is no oracle but
 that runtime's source. The streams here are built by hand following its
-trace.go (/work/shared/seeds/000_2239faeb9ea56da0.txt, cited below as "seed
-L<line of that file>"), and the expected events are derived by hand from it
+trace.go (golang/go's src/runtime/trace.go at git blob 9804092da37f, cited
+below as "seed L<line of that file>"), and the expected events are derived by hand from it
 and written out literally."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Go's text-form trace tests (shared/corpus/modern/*.test) turned into bytes.
+"""Go's text-form trace tests (tests/corpus/modern/*.test) turned into bytes.
 
 The format is described in that folder's README: a txtar archive with an
 `expect` member and a `trace` member whose lines are `-d=wire` records.
@@ -7,27 +7,14 @@ The format is described in that folder's README: a txtar archive with an
 from __future__ import annotations
 
 import codecs
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from livetrace._trace.spec.modern import SPECS
 
-def _find_corpus() -> Path:
-    """The project's shared/ folder stands beside the checkout (in CI, beside
-    the fresh clone); $LIVETRACE_SHARED names it elsewhere."""
-    if os.environ.get("LIVETRACE_SHARED"):
-        return Path(os.environ["LIVETRACE_SHARED"]) / "corpus" / "modern"
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "corpus" / "modern"
-        if candidate.is_dir():
-            return candidate
-    raise RuntimeError("the trace corpus (shared/corpus/modern) is not beside this checkout; "
-                       "set LIVETRACE_SHARED=/path/to/shared")
-
-
-CORPUS = _find_corpus()
+# Go's text-form tests, copied into the repository with Go's LICENSE beside them.
+CORPUS = Path(__file__).resolve().parent / "corpus" / "modern"
 _BY_NAME = {s.name: s for s in SPECS if s is not None}
 
 
