@@ -1,8 +1,10 @@
 // Package livetrace streams this process's Go execution trace to a livetrace
-// consumer over a unix socket or loopback TCP, one session at a time.
+// consumer over a unix socket, loopback TCP or TLS, one session at a time.
 //
-// Opting in takes one import: with LIVETRACE_LISTEN set (unix:/path or
-// tcp:127.0.0.1:PORT) the package starts listening from its init function.
+// Opting in takes one import: with LIVETRACE_LISTEN set (unix:/path,
+// tcp:127.0.0.1:PORT, or tls:HOST:PORT with LIVETRACE_TLS_CERT and
+// LIVETRACE_TLS_KEY) the package starts listening from its init function.
+// Listening beyond loopback requires LIVETRACE_TOKEN.
 //
 //	import _ "github.com/livetrace/livetrace/go_helper"
 //

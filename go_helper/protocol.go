@@ -32,6 +32,7 @@ const (
 	frameGap       = 0x21 // helper: JSON gapMsg
 	frameEnd       = 0x22 // helper: JSON endMsg, then the helper closes
 	frameSegment   = 0x23 // helper: JSON segmentMsg, after the last chunk of a segment (legacy Go)
+	frameHeartbeat = 0x24 // helper: empty, after heartbeat_ms without any other frame
 )
 
 // Error codes sent in error frames.
@@ -56,6 +57,10 @@ type helloMsg struct {
 	// the trace this often, so that each segment is a complete trace, with
 	// its stacks and frequency, a few seconds after its events.
 	SegmentMs int64 `json:"segment_ms,omitempty"`
+	// HeartbeatMs asks for a heartbeat frame whenever the helper has sent
+	// nothing for this long, so that the consumer can tell a quiet service
+	// from a dead connection.
+	HeartbeatMs int64 `json:"heartbeat_ms,omitempty"`
 }
 
 type handshakeMsg struct {
@@ -143,6 +148,13 @@ func writeJSONFrame(w io.Writer, typ byte, v any) error {
 	return err
 }
 
+// frameTooLargeError is a client frame over maxControlFrame.
+type frameTooLargeError struct{ size uint32 }
+
+func (e frameTooLargeError) Error() string {
+	return fmt.Sprintf("a client frame of %d bytes exceeds the %d-byte limit", e.size, maxControlFrame)
+}
+
 // readFrame reads one client frame, refusing oversized ones.
 func readFrame(r io.Reader) (byte, []byte, error) {
 	var h [frameHeaderSize]byte
@@ -151,7 +163,7 @@ func readFrame(r io.Reader) (byte, []byte, error) {
 	}
 	n := binary.BigEndian.Uint32(h[1:])
 	if n > maxControlFrame {
-		return 0, nil, fmt.Errorf("client frame of %d bytes exceeds the %d-byte limit", n, maxControlFrame)
+		return 0, nil, frameTooLargeError{n}
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {

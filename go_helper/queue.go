@@ -43,6 +43,7 @@ const (
 	recChunk recordKind = iota
 	recGap
 	recSegment
+	recHeartbeat
 )
 
 type record struct {
@@ -219,6 +220,19 @@ func (q *queue) endSegment(m segmentMsg) {
 	q.recs = append(q.recs, record{kind: recSegment, segment: m})
 	q.sawHeader = false
 	q.wake.Signal()
+}
+
+// heartbeat queues a heartbeat frame if nothing is waiting to be sent: with
+// anything queued, the consumer hears from the helper soon anyway.
+func (q *queue) heartbeat() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || len(q.recs) > 0 {
+		return false
+	}
+	q.recs = append(q.recs, record{kind: recHeartbeat})
+	q.wake.Signal()
+	return true
 }
 
 // next waits for the oldest record and lends it to the sender, which hands

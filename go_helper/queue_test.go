@@ -186,3 +186,27 @@ func TestHeaderFamilies(t *testing.T) {
 		}
 	}
 }
+
+func TestHeartbeatsOnlyJoinAnEmptyOpenQueue(t *testing.T) {
+	q := newQueue(make([]byte, 4096), func() {})
+	if !q.heartbeat() {
+		t.Fatal("an empty queue refused a heartbeat")
+	}
+	if q.heartbeat() {
+		t.Fatal("a heartbeat queued behind another")
+	}
+	r, data, ok := q.next()
+	if !ok || r.kind != recHeartbeat || len(data) != 0 {
+		t.Fatalf("got %+v %q %v", r, data, ok)
+	}
+	q.done()
+	q.Write(modernHeader)
+	if q.heartbeat() {
+		t.Fatal("a heartbeat queued behind a chunk")
+	}
+	drain(q)
+	q.close()
+	if q.heartbeat() {
+		t.Fatal("a heartbeat queued after the end")
+	}
+}

@@ -1,8 +1,7 @@
 package livetrace
 
 import (
-	"crypto/subtle"
-	"encoding/json"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -23,37 +22,62 @@ const (
 	// DefaultWriteTimeout is how long a consumer may accept no data at all
 	// before the helper gives up on it and frees the session.
 	DefaultWriteTimeout = 2 * time.Minute
-	handshakeTimeout    = 10 * time.Second
+	// DefaultHandshakeTimeout is how long a client has from connecting to
+	// sending its HELLO.
+	DefaultHandshakeTimeout = 5 * time.Second
+	// DefaultMaxHandshakes caps the connections still in their handshake.
+	DefaultMaxHandshakes = 16
+	// controlWriteTimeout bounds writing the handshake and end frames.
+	controlWriteTimeout = 10 * time.Second
 	closeGrace          = 5 * time.Second
 )
 
 // Options configure a Server. Zero fields take their defaults, or the
-// environment's LIVETRACE_TOKEN and LIVETRACE_QUEUE_MB.
+// environment's LIVETRACE_TOKEN, LIVETRACE_QUEUE_MB, LIVETRACE_TLS_CERT and
+// LIVETRACE_TLS_KEY.
 type Options struct {
 	// QueueBytes caps the memory holding trace data the consumer has not
 	// taken yet (at least 1 MiB).
 	QueueBytes int
-	// Token, when set, must be presented by every client.
+	// Token, when set, must be presented by every client. Listening beyond
+	// loopback requires one.
 	Token string
 	// WriteTimeout bounds how long a consumer may take no data at all.
 	WriteTimeout time.Duration
-	// Logf receives one line per session start, end and refusal; nil logs
-	// through the standard log package.
+	// HandshakeTimeout bounds the time from accepting a connection to
+	// reading its HELLO (default 5 s).
+	HandshakeTimeout time.Duration
+	// MaxHandshakes caps the connections still in their handshake; more are
+	// closed at once (default 16).
+	MaxHandshakes int
+	// TLSConfig serves a tls: address; nil loads the PEM files named by
+	// LIVETRACE_TLS_CERT and LIVETRACE_TLS_KEY.
+	TLSConfig *tls.Config
+	// Logf receives one line per session start and end, and summaries of
+	// refusals; nil logs through the standard log package.
 	Logf func(format string, args ...any)
 }
 
 // Server accepts livetrace consumers and serves one trace session at a time.
 type Server struct {
-	opts    Options
-	ln      net.Listener
-	cleanup func()
-	addr    string
+	opts     Options
+	ln       net.Listener
+	cleanup  func()
+	addr     string
+	warnings []string // said once in the log when the server started
 
-	mu     sync.Mutex
-	cur    *session
-	closed bool
-	nextID uint64
-	accept chan struct{}
+	quit   chan struct{} // closed by Close
+	accept chan struct{} // closed once the accept loop has ended
+
+	gate          tokenGate
+	refusedTokens *tally
+	excess        *tally // connections closed unanswered: too many in their handshake
+
+	mu      sync.Mutex
+	cur     *session
+	closed  bool
+	nextID  uint64
+	pending int // connections in their handshake
 }
 
 // SessionStatus describes the session in progress.
@@ -69,27 +93,84 @@ type SessionStatus struct {
 	DroppedGenerations uint64    `json:"dropped_generations"`
 }
 
-// Serve listens on addr (unix:/path, tcp:HOST:PORT, or tcp:PORT for
-// loopback) with default options.
+// Serve listens on addr (unix:/path, tcp:HOST:PORT, tcp:PORT for loopback,
+// or tls:HOST:PORT) with default options.
 func Serve(addr string) (*Server, error) {
 	return ServeWithOptions(addr, Options{})
 }
 
-// ServeWithOptions listens on addr with the given options.
+// ServeWithOptions listens on addr with the given options. A TCP or TLS
+// address beyond loopback is refused unless a token is set.
 func ServeWithOptions(addr string, opts Options) (*Server, error) {
-	if err := opts.fill(); err != nil {
-		return nil, err
-	}
-	ln, cleanup, err := listen(addr)
+	s, err := listenServer(addr, opts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("livetrace: %v", err)
 	}
-	s := &Server{opts: opts, ln: ln, cleanup: cleanup, addr: addr, accept: make(chan struct{})}
-	if ln.Addr().Network() == "tcp" {
-		s.addr = "tcp:" + ln.Addr().String()
+	for _, w := range s.warnings {
+		s.logf("%s", w)
 	}
 	go s.serve()
 	return s, nil
+}
+
+func listenServer(addr string, opts Options) (*Server, error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	a, err := parseAddress(addr)
+	if err != nil {
+		return nil, err
+	}
+	var tlsCfg *tls.Config
+	if a.network == "tls" {
+		if tlsCfg, err = serverTLSConfig(opts.TLSConfig); err != nil {
+			return nil, err
+		}
+	}
+	ln, cleanup, err := listen(a, opts.Logf)
+	if err != nil {
+		return nil, err
+	}
+	s := newServer(ln, cleanup, addr, opts)
+	if a.network == "unix" {
+		return s, nil
+	}
+	s.addr = a.network + ":" + ln.Addr().String()
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		if opts.Token == "" {
+			if err := ln.Close(); err != nil {
+				opts.Logf("closing the refused listener on %s: %v", s.addr, err)
+			}
+			return nil, fmt.Errorf("refusing to serve traces on %s without a token: anyone who can reach it could "+
+				"trace this service; set LIVETRACE_TOKEN (or Options.Token), or listen on loopback (%s:PORT)", s.addr, a.network)
+		}
+		w := "listening on " + s.addr + ", beyond loopback: anyone who can reach it and has the token can trace this service"
+		if tlsCfg == nil {
+			w += "; the token and the trace cross the network unencrypted (tls:HOST:PORT encrypts them)"
+		}
+		s.warnings = append(s.warnings, w)
+	}
+	if tlsCfg != nil {
+		s.ln = tls.NewListener(ln, tlsCfg)
+	}
+	return s, nil
+}
+
+// newServer makes a server around a listener; opts must be filled.
+func newServer(ln net.Listener, cleanup func(), addr string, opts Options) *Server {
+	s := &Server{
+		opts: opts, ln: ln, cleanup: cleanup, addr: addr,
+		quit: make(chan struct{}), accept: make(chan struct{}), gate: newTokenGate(),
+	}
+	s.refusedTokens = newTally(s.logf, func(n int, since time.Time, latest string) string {
+		return fmt.Sprintf("%s since %s (latest from %s)", plural(n, "refused token attempt", "refused token attempts"),
+			since.Format(time.RFC3339), latest)
+	})
+	s.excess = newTally(s.logf, func(n int, since time.Time, latest string) string {
+		return fmt.Sprintf("%s since %s closed unanswered: %d were already in their handshake (latest from %s)",
+			plural(n, "connection", "connections"), since.Format(time.RFC3339), s.opts.MaxHandshakes, latest)
+	})
+	return s
 }
 
 func (o *Options) fill() error {
@@ -101,16 +182,22 @@ func (o *Options) fill() error {
 		if v := os.Getenv("LIVETRACE_QUEUE_MB"); v != "" {
 			mb, err := strconv.Atoi(v)
 			if err != nil || mb <= 0 {
-				return fmt.Errorf("livetrace: LIVETRACE_QUEUE_MB=%q is not a positive whole number of MiB", v)
+				return fmt.Errorf("LIVETRACE_QUEUE_MB=%q is not a positive whole number of MiB", v)
 			}
 			o.QueueBytes = mb << 20
 		}
 	}
 	if o.QueueBytes < minQueueBytes {
-		return fmt.Errorf("livetrace: a queue of %d bytes is too small; use at least %d", o.QueueBytes, minQueueBytes)
+		return fmt.Errorf("a queue of %d bytes is too small; use at least %d", o.QueueBytes, minQueueBytes)
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.MaxHandshakes <= 0 {
+		o.MaxHandshakes = DefaultMaxHandshakes
 	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { log.Printf("livetrace: "+format, args...) }
@@ -134,7 +221,7 @@ func (s *Server) Status() *SessionStatus {
 
 // Close stops listening, ends the session in progress (its consumer gets a
 // complete trace and an end frame saying the service is closing) and removes
-// the unix socket.
+// the unix socket if it is still this server's.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -144,6 +231,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	cur := s.cur
 	s.mu.Unlock()
+	close(s.quit)
 	err := s.ln.Close()
 	<-s.accept
 	s.cleanup()
@@ -154,87 +242,18 @@ func (s *Server) Close() error {
 		case <-time.After(closeGrace):
 			// The consumer is not taking the rest: cut it off so the
 			// tracer still gets stopped.
-			cur.conn.SetDeadline(time.Now())
+			if derr := cur.conn.SetDeadline(time.Now()); derr != nil && !errors.Is(derr, net.ErrClosed) {
+				s.logf("session %d: cutting off the consumer: %v", cur.id, derr)
+			}
 			<-cur.done
 		}
 	}
+	s.refusedTokens.flush()
+	s.excess.flush()
 	return err
 }
 
-func (s *Server) serve() {
-	defer close(s.accept)
-	for {
-		conn, err := s.ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return
-		}
-		go s.handle(conn)
-	}
-}
-
 func (s *Server) logf(format string, args ...any) { s.opts.Logf(format, args...) }
-
-// handle runs the handshake and, if the client is let in, the session.
-func (s *Server) handle(conn net.Conn) {
-	peer := conn.RemoteAddr().String()
-	if peer == "" || peer == "@" {
-		peer = "unix socket " + s.addr
-	}
-	conn.SetDeadline(time.Now().Add(handshakeTimeout))
-	if _, err := conn.Write(preamble()); err != nil {
-		conn.Close()
-		return
-	}
-	refuse := func(code, msg string) {
-		s.logf("refused %s: %s", peer, msg)
-		writeJSONFrame(conn, frameError, errorMsg{code, msg})
-		conn.Close()
-	}
-	lo, hi, err := readPreamble(conn)
-	if err != nil {
-		conn.Close()
-		return
-	}
-	if hi < protocolMinVersion || lo > protocolMaxVersion {
-		refuse(errCodeVersion, fmt.Sprintf("this helper speaks livetrace protocol versions %d to %d and the client %d to %d; upgrade the older side",
-			protocolMinVersion, protocolMaxVersion, lo, hi))
-		return
-	}
-	typ, body, err := readFrame(conn)
-	if err != nil {
-		conn.Close()
-		return
-	}
-	var hello helloMsg
-	if typ != frameHello {
-		refuse(errCodeBadRequest, fmt.Sprintf("expected a hello frame, got frame type %#x", typ))
-		return
-	}
-	if err := json.Unmarshal(body, &hello); err != nil {
-		refuse(errCodeBadRequest, "malformed hello: "+err.Error())
-		return
-	}
-	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(hello.Token), []byte(s.opts.Token)) != 1 {
-		if hello.Token == "" {
-			refuse(errCodeUnauthorized, "this service requires a token: pass the value of its LIVETRACE_TOKEN")
-		} else {
-			refuse(errCodeUnauthorized, "wrong token")
-		}
-		return
-	}
-	sess, why := s.acquire(conn, peer, hello.Client)
-	if sess == nil {
-		refuse(why.Code, why.Message)
-		return
-	}
-	conn.SetDeadline(time.Time{})
-	s.logf("session %d started for %s", sess.id, sess.describe())
-	sess.run(hello)
-}
 
 // acquire claims the single session slot, or says who holds it.
 func (s *Server) acquire(conn net.Conn, peer, client string) (*session, errorMsg) {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/trace"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,7 +31,9 @@ type session struct {
 	since  time.Time
 	q      *queue
 	// freeRing returns the queue's memory once nothing can touch it.
-	freeRing func()
+	freeRing func() error
+	// lastSent is when the latest frame went out, as time since since.
+	lastSent atomic.Int64
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -54,30 +57,39 @@ func (s *session) requestStop(reason string) {
 func (s *session) run(hello helloMsg) {
 	defer close(s.done)
 	defer s.srv.release(s)
-	defer s.conn.Close()
+	defer closeQuietly(s.conn)
 
 	start := time.Now()
 	if err := trace.Start(s.q); err != nil {
-		s.freeRing()
-		writeJSONFrame(s.conn, frameError, errorMsg{errCodeAlreadyTracing,
+		s.free()
+		s.srv.logf("refused %s: the process is already being traced (%v)", s.describe(), err)
+		s.setWriteDeadline(time.Now().Add(controlWriteTimeout))
+		if werr := writeJSONFrame(s.conn, frameError, errorMsg{errCodeAlreadyTracing,
 			"this process is already being traced by something else (go test -trace, /debug/pprof/trace, " +
-				"or another tracing tool): " + err.Error() + "; try again once that trace has ended"})
+				"or another tracing tool): " + err.Error() + "; try again once that trace has ended"}); werr != nil && !isGone(werr) {
+			s.warn("sending the already-tracing error", werr)
+		}
 		return
 	}
+	s.srv.logf("session %d started for %s", s.id, s.describe())
 	advance := advancePeriod(hello.AdvanceMs)
 	segment := segmentPeriod(hello.SegmentMs)
-	exe, _ := os.Executable()
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
 	hs := handshakeMsg{
 		Protocol: protocolMaxVersion, Helper: HelperVersion, GoVersion: runtime.Version(),
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, PID: os.Getpid(), Executable: exe,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), StartUnixNs: start.UnixNano(), QueueBytes: len(s.q.buf), Session: s.id,
 		AdvanceMs: advance.Milliseconds(), SegmentMs: segment.Milliseconds(),
 	}
-	s.conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	s.setWriteDeadline(time.Now().Add(controlWriteTimeout))
 	if err := writeJSONFrame(s.conn, frameHandshake, hs); err != nil {
 		s.requestStop(reasonClientDisconnect)
 	}
-	s.conn.SetWriteDeadline(time.Time{})
+	s.markSent()
+	s.setWriteDeadline(time.Time{})
 	go s.readControl()
 	if hello.DurationNs > 0 {
 		t := time.AfterFunc(time.Duration(hello.DurationNs), func() { s.requestStop(reasonDuration) })
@@ -87,6 +99,11 @@ func (s *session) run(hello helloMsg) {
 	go func() { sent <- s.send() }()
 	advancing := make(chan struct{})
 	go s.advance(advance, advancing)
+	if hello.HeartbeatMs > 0 {
+		quiet := make(chan struct{})
+		go s.heartbeat(time.Duration(hello.HeartbeatMs)*time.Millisecond, quiet)
+		defer close(quiet)
+	}
 
 	tracing := s.cycle(segment)
 	<-advancing
@@ -95,7 +112,7 @@ func (s *session) run(hello helloMsg) {
 	}
 	s.q.close()
 	delivered := <-sent
-	s.freeRing()
+	s.free()
 	dropped, modern, lost := s.q.stats()
 	gone := ""
 	if !delivered {
@@ -121,22 +138,57 @@ func (s *session) run(hello helloMsg) {
 	case modern && dropped.generations > 0:
 		end.Detail = "the consumer fell behind: whole generations were shed (see the gap frames)"
 	}
-	s.conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
-	writeJSONFrame(s.conn, frameEnd, end)
+	s.setWriteDeadline(time.Now().Add(controlWriteTimeout))
+	if err := writeJSONFrame(s.conn, frameEnd, end); err != nil {
+		s.warn("sending the end frame", err)
+	}
 }
 
-// Bounds on a requested segment period: each restart costs two
-// stop-the-worlds and a stack dump, so not more often than once a second.
-const minSegment = time.Second
+// free returns the queue's memory.
+func (s *session) free() {
+	if err := s.freeRing(); err != nil {
+		s.warn("releasing the queue's memory", err)
+	}
+}
+
+func (s *session) warn(what string, err error) {
+	s.srv.logf("session %d: %s: %v", s.id, what, err)
+}
+
+func (s *session) setWriteDeadline(t time.Time) {
+	if err := s.conn.SetWriteDeadline(t); err != nil && !errors.Is(err, net.ErrClosed) {
+		s.warn("setting the write deadline", err)
+	}
+}
+
+func (s *session) markSent() { s.lastSent.Store(int64(time.Since(s.since))) }
+
+// heartbeat has the sender send a heartbeat frame whenever nothing else
+// went out for period, until quiet is closed. It only ever adds a frame to
+// an empty queue, so it neither waits for the consumer nor holds up data.
+func (s *session) heartbeat(period time.Duration, quiet <-chan struct{}) {
+	t := time.NewTimer(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-quiet:
+			return
+		case <-t.C:
+		}
+		idle := time.Since(s.since) - time.Duration(s.lastSent.Load())
+		if idle >= period {
+			s.q.heartbeat()
+			idle = 0
+		}
+		t.Reset(period - idle)
+	}
+}
 
 func segmentPeriod(ms int64) time.Duration {
 	if ms <= 0 || canForceBoundaries { // Go 1.22+ traces are made of self-contained generations already
 		return 0
 	}
-	if d := time.Duration(ms) * time.Millisecond; d > minSegment {
-		return d
-	}
-	return minSegment
+	return time.Duration(ms) * time.Millisecond // parseHello checked the range
 }
 
 // cycle waits for the session to stop; with a segment period, it stops and
@@ -167,25 +219,11 @@ func (s *session) cycle(period time.Duration) bool {
 	}
 }
 
-// Bounds on a requested generation period: shorter ones cost the service
-// more than a live view gains; longer ones are the runtime's own default.
-const (
-	minAdvance = 100 * time.Millisecond
-	maxAdvance = time.Second
-)
-
 func advancePeriod(ms int64) time.Duration {
 	if ms <= 0 || !canForceBoundaries {
 		return 0
 	}
-	d := time.Duration(ms) * time.Millisecond
-	if d < minAdvance {
-		d = minAdvance
-	}
-	if d >= maxAdvance {
-		return 0
-	}
-	return d
+	return time.Duration(ms) * time.Millisecond // parseHello checked the range
 }
 
 // advance closes a generation every period until the session stops.
@@ -219,7 +257,7 @@ func (s *session) send() bool {
 			return ok
 		}
 		if ok {
-			s.conn.SetWriteDeadline(time.Now().Add(s.srv.opts.WriteTimeout))
+			s.setWriteDeadline(time.Now().Add(s.srv.opts.WriteTimeout))
 			var err error
 			switch r.kind {
 			case recChunk:
@@ -233,6 +271,8 @@ func (s *session) send() bool {
 				err = writeJSONFrame(s.conn, frameGap, r.gap)
 			case recSegment:
 				err = writeJSONFrame(s.conn, frameSegment, r.segment)
+			case recHeartbeat:
+				_, err = s.conn.Write(frameHeader(hdr[:0], frameHeartbeat, 0))
 			}
 			if err != nil {
 				ok = false
@@ -241,11 +281,14 @@ func (s *session) send() bool {
 					s.srv.logf("session %d: the consumer accepted nothing for %s; disconnecting it", s.id, s.srv.opts.WriteTimeout)
 				}
 				s.requestStop(reasonClientDisconnect)
-			} else if r.kind == recChunk {
-				s.mu.Lock()
-				s.sentChunks++
-				s.sentLen += uint64(len(data))
-				s.mu.Unlock()
+			} else {
+				s.markSent()
+				if r.kind == recChunk {
+					s.mu.Lock()
+					s.sentChunks++
+					s.sentLen += uint64(len(data))
+					s.mu.Unlock()
+				}
 			}
 		}
 		s.q.done()
@@ -271,7 +314,7 @@ func (s *session) describe() string {
 	if s.client == "" {
 		return s.peer
 	}
-	return s.client + " at " + s.peer
+	return quote(s.client) + " at " + s.peer
 }
 
 func (s *session) status() *SessionStatus {

