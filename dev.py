@@ -150,7 +150,7 @@ def lint() -> int:
     go_env = {**os.environ, "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local"}
     checks: list[tuple[str, list[str], Path]] = [
         ("ruff check", [str(PY), "-m", "ruff", "check", "--output-format", "concise"], ROOT),
-        ("ruff format --check", [str(PY), "-m", "ruff", "format", "--check"], ROOT),
+        ("ruff format --check", [str(PY), "-m", "ruff", "format", "--check", "--output-format", "concise"], ROOT),
         ("mypy", [str(PY), "-m", "mypy"], ROOT),
         *((f"go vet ({module.relative_to(ROOT)})", [str(go), "vet", "./..."], module) for module in GO_MODULES),
     ]

@@ -306,7 +306,9 @@ def both_ways(data: bytes, **kw: object) -> tuple[list[str], list[str]]:
 
 
 @needs_core
-@pytest.mark.parametrize("path", FAST_FILES, ids=lambda p: p.name)
+# The stress traces (350 kB) take seconds each through the twin: integration set.
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 200_000 else p
+                                  for p in FAST_FILES], ids=lambda p: p.name)
 def test_the_compiled_legacy_path_gives_the_twins_events(path: Path) -> None:
     data = path.read_bytes()
     ours, twin = both_ways(data)
