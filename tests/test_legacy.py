@@ -24,7 +24,6 @@ from livetrace import TraceFormatError
 from livetrace._cli.render.dump import legacy_lines, parsed_text
 from livetrace._go.toolchain import go_env
 from livetrace._trace.model.events import Kind
-from livetrace._trace.accel import compiled_core
 from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.convert import legacy_events
@@ -71,6 +70,7 @@ def assert_same_dump(ours: list[bytes], go: list[bytes]) -> None:
     assert Counter(ours) == Counter(go)
 
 
+@pytest.mark.go
 @pytest.mark.parametrize("path", [p for p in FILES if "unordered" not in p.name], ids=lambda p: p.name)
 def test_canned_traces_dump_as_go_1_21_does(path: Path) -> None:
     go = go_legacy_dump(path)
@@ -78,6 +78,7 @@ def test_canned_traces_dump_as_go_1_21_does(path: Path) -> None:
     assert_same_dump(our_dump(path.read_bytes()), go.stdout.splitlines())
 
 
+@pytest.mark.go
 def test_unordered_trace_fails_as_in_go() -> None:
     path = CORPUS / "stress_1_5_unordered"
     go = go_legacy_dump(path)
@@ -94,6 +95,7 @@ def legacy_demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
     return record_demo_traces(["1.19", "1.21"], tmp_path_factory.mktemp("legacy-demo"), 1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.19", "1.21"])
 def test_fresh_demo_traces_dump_as_go_1_21_does(version: str, legacy_demo_traces: dict[str, Path]) -> None:
     path = legacy_demo_traces[version]
@@ -192,6 +194,7 @@ def canonical_parsed(lines: list[str]) -> list[str]:
     return out
 
 
+@pytest.mark.go
 @pytest.mark.parametrize("path", [p for p in FILES if CONVERTED_BY_GO.search(p.name)], ids=lambda p: p.name)
 def test_canned_traces_convert_as_go_1_27_does(path: Path) -> None:
     status, go, err = go_dump(path, "parsed")
@@ -201,6 +204,7 @@ def test_canned_traces_convert_as_go_1_27_does(path: Path) -> None:
     assert canonical_parsed(ours) == canonical_parsed(go.rstrip("\n").split("\n"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.19", "1.21"])
 def test_fresh_demo_traces_convert_as_go_1_27_does(version: str, legacy_demo_traces: dict[str, Path]) -> None:
     path = legacy_demo_traces[version]
@@ -217,6 +221,7 @@ def test_fresh_demo_traces_convert_as_go_1_27_does(version: str, legacy_demo_tra
 GO_STATES = ("Undetermined", "NotExist", "Runnable", "Running", "Waiting", "Syscall")
 
 
+@pytest.mark.go
 @pytest.mark.parametrize("path", [p for p in FILES if not CONVERTED_BY_GO.search(p.name) and "unordered" not in p.name],
                          ids=lambda p: p.name)
 def test_traces_go_no_longer_reads_convert_to_a_consistent_stream(path: Path) -> None:
@@ -251,6 +256,7 @@ def test_the_default_dump_of_a_legacy_trace_is_the_modern_model() -> None:
     assert out.stdout.startswith("M=-1 P=-1 G=-1 Sync Time=-1 N=1\n")
 
 
+@pytest.mark.slow
 def test_a_binary_names_the_pcs_of_a_pcs_only_trace(legacy_demo_traces: dict[str, Path]) -> None:
     """Go 1.5/1.6 stacks are bare return addresses. No binary of those
     survives here, so take a fresh Go 1.21 trace (whose frames hold the
@@ -287,8 +293,7 @@ def test_decode_takes_a_binary_for_go_1_5_traces(tmp_path: Path) -> None:
 
 
 # The compiled fast path for 1.11 to 1.21 and its twin (the decoder and converter above).
-needs_core = pytest.mark.skipif(compiled_core(None) is None and not os.environ.get("CI"),
-                                reason="the compiled core was not built here")
+needs_core = pytest.mark.compiled_core  # skips where the core was not built (fails in CI): see conftest.py
 FAST_FILES = [p for p in FILES if CONVERTED_BY_GO.search(p.name)]
 
 
@@ -301,7 +306,9 @@ def both_ways(data: bytes, **kw: object) -> tuple[list[str], list[str]]:
 
 
 @needs_core
-@pytest.mark.parametrize("path", FAST_FILES, ids=lambda p: p.name)
+# The stress traces (350 kB) take seconds each through the twin: integration set.
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 200_000 else p
+                                  for p in FAST_FILES], ids=lambda p: p.name)
 def test_the_compiled_legacy_path_gives_the_twins_events(path: Path) -> None:
     data = path.read_bytes()
     ours, twin = both_ways(data)
@@ -313,6 +320,7 @@ def test_the_compiled_legacy_path_gives_the_twins_events(path: Path) -> None:
                                                                               syncs=4)[1]
 
 
+@pytest.mark.slow
 @needs_core
 @pytest.mark.parametrize("version", ["1.19", "1.21"])
 def test_the_compiled_legacy_path_on_fresh_demo_traces(version: str, legacy_demo_traces: dict[str, Path]) -> None:

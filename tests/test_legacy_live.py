@@ -68,6 +68,7 @@ async def test_events_come_per_p_as_chunks_arrive_with_provisional_times(version
     assert worst < 5_000_000, f"provisional times stray {worst / 1e6:.3f} ms from the final ones"
 
 
+@pytest.mark.slow
 async def test_a_session_delivers_provisional_events_then_the_exact_ones() -> None:
     items: list[object] = []
     ended_before_first = None
@@ -106,6 +107,7 @@ async def test_a_session_delivers_provisional_events_then_the_exact_ones() -> No
     assert [e.kind for e in (exact[0], exact[-1])] == [livetrace.Kind.SYNC, livetrace.Kind.SYNC]
 
 
+@pytest.mark.slow
 async def test_tail_of_a_legacy_service_prints_exact_segments_stitched_together() -> None:
     async with demo("1.21", args=["-workers", "1", "-pace", "5"]) as d:
         proc = cli("tail", d.trace_address, "--format", "jsonl", "-d", "3.5")
@@ -125,6 +127,7 @@ async def test_tail_of_a_legacy_service_prints_exact_segments_stitched_together(
     assert sum(bool(x.get("stack")) for x in events) > len(events) // 10
 
 
+@pytest.mark.slow
 async def test_tail_without_segments_prints_provisional_events() -> None:
     async with demo("1.21", args=["-workers", "1", "-pace", "5"]) as d:
         proc = cli("tail", d.trace_address, "-d", "2.5", "--segment", "0")
@@ -136,6 +139,7 @@ async def test_tail_without_segments_prints_provisional_events() -> None:
     assert lines[-1].startswith("--- footer: symbols resolved")
 
 
+@pytest.mark.slow
 def test_the_demo_command_tails_a_legacy_service_in_segments(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "livetrace", "demo", "--go", str(go_binary("1.21")), "-s", "1",
                            "--tail", "2.5", "-o", str(tmp_path / "demo.trace")], capture_output=True, text=True,

@@ -44,7 +44,7 @@ def test_go_text_form_tests(t: textform.TextTrace) -> None:
         assert re.search(t.failure_pattern, str(exc.value)), str(exc.value)
 
 
-@pytest.mark.slow
+@pytest.mark.go
 def test_text_form_tests_print_what_go_prints(tmp_path: Path) -> None:
     for t in TEXT_TESTS:
         path = tmp_path / f"{t.name}.trace"

@@ -50,7 +50,7 @@ def test_a_batch_cut_short_is_a_truncation_error_with_its_offset() -> None:
     assert exc.value.offset is not None and 16 < exc.value.offset < len(t.data)
 
 
-@pytest.mark.slow
+@pytest.mark.go
 def test_text_form_traces_match_go_too(tmp_path: Path) -> None:
     for t in TEXT_TESTS:
         if t.name == "go122-fail-first-gen-first":

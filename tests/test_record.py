@@ -13,9 +13,6 @@ import trio
 
 from .conftest import GO_VERSIONS, cli, count_events, demo, go_tool_trace
 
-pytestmark = pytest.mark.slow
-
-
 async def finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str]:
     def wait() -> tuple[int, str]:
         _, err = proc.communicate(timeout=timeout)
@@ -23,6 +20,7 @@ async def finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int,
     return await trio.to_thread.run_sync(wait)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", GO_VERSIONS)
 async def test_recording_is_accepted_by_the_same_toolchain(version: str, tmp_path: Path) -> None:
     out = tmp_path / f"demo-{version}.trace"
@@ -36,6 +34,7 @@ async def test_recording_is_accepted_by_the_same_toolchain(version: str, tmp_pat
     assert count_events(version, go_tool_trace(version, out)) > 1000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.26", "1.21"])
 async def test_ctrl_c_stops_cleanly_and_the_trace_is_complete(version: str, tmp_path: Path) -> None:
     out = tmp_path / "interrupted.trace"
@@ -52,6 +51,7 @@ async def test_ctrl_c_stops_cleanly_and_the_trace_is_complete(version: str, tmp_
     assert count_events(version, go_tool_trace(version, out)) > 0
 
 
+@pytest.mark.slow
 async def test_service_death_is_reported_incomplete_with_status_1(tmp_path: Path) -> None:
     out = tmp_path / "cut.trace"
     async with demo("1.26") as d:
@@ -82,6 +82,7 @@ def test_help_teaches_addresses_and_exit_statuses() -> None:
     assert "unix:/path" in out.stdout and "exit status is 1" in out.stdout and "Ctrl-C" in out.stdout
 
 
+@pytest.mark.slow
 async def test_recording_to_a_device_or_pipe_writes_in_place(tmp_path: Path) -> None:
     async with demo("1.26", args=["-workers", "1"]) as d:
         code, err = await finish(cli("record", d.trace_address, "-o", "/dev/null", "--duration", "0.5"))

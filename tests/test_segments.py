@@ -17,9 +17,7 @@ import livetrace
 from .conftest import demo, go_tool_trace
 from .test_legacy import assert_same_dump, go_legacy_dump, our_dump
 
-pytestmark = pytest.mark.slow
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.19", "1.21"])
 async def test_each_segment_is_a_complete_trace(version: str, tmp_path: Path) -> None:
     async with demo(version, args=["-workers", "1"]) as d:
@@ -37,6 +35,7 @@ async def test_each_segment_is_a_complete_trace(version: str, tmp_path: Path) ->
     assert_same_dump(our_dump(rec.paths[1].read_bytes()), go.stdout.splitlines())
 
 
+@pytest.mark.slow
 async def test_modern_runtimes_need_no_segments(tmp_path: Path) -> None:
     async with demo("1.26", args=["-workers", "1"]) as d:
         async with livetrace.connect(d.trace_address, duration=1.5, segment=1.0) as session:
@@ -45,6 +44,7 @@ async def test_modern_runtimes_need_no_segments(tmp_path: Path) -> None:
     assert rec.complete and rec.segments == [] and len(rec.paths) == 1
 
 
+@pytest.mark.slow
 async def test_record_cli_writes_a_file_per_segment(tmp_path: Path) -> None:
     async with demo("1.21", args=["-workers", "1"]) as d:
         out = await trio.to_thread.run_sync(lambda: subprocess.run(
