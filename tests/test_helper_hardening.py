@@ -47,6 +47,7 @@ async def _stop_and_read_log(d: DemoProcess) -> str:
     return d.log_path.read_text(errors="replace")
 
 
+@pytest.mark.go
 def test_unknown_listen_scheme_is_named_once_with_the_accepted_forms() -> None:
     env = {**_env_without_livetrace(), "LIVETRACE_LISTEN": "bogus:foo"}
     out = subprocess.run([str(demo_exe("1.26"))], check=False, capture_output=True, text=True, env=env, timeout=30)
@@ -58,6 +59,7 @@ def test_unknown_listen_scheme_is_named_once_with_the_accepted_forms() -> None:
     assert all(form in line for form in ("unix:/path", "tcp:HOST:PORT", "tcp:PORT", "tls:HOST:PORT")), line
 
 
+@pytest.mark.go
 def test_beyond_loopback_without_a_token_is_refused() -> None:
     out = subprocess.run([str(demo_exe("1.26")), "-listen", "tcp:0.0.0.0:0"], check=False,
                          capture_output=True, text=True, env=_env_without_livetrace(), timeout=30)
