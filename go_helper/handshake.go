@@ -44,7 +44,7 @@ func (s *Server) admit(conn net.Conn) (*session, helloMsg) {
 		return nil, helloMsg{}
 	}
 	if hi < protocolMinVersion || lo > protocolMaxVersion {
-		s.refuse(conn, peer, errCodeVersion, fmt.Sprintf("this helper speaks livetrace protocol versions %d to %d and the client %d to %d; upgrade the older side",
+		s.refuseHandshake(conn, peer, errCodeVersion, fmt.Sprintf("this helper speaks livetrace protocol versions %d to %d and the client %d to %d; upgrade the older side",
 			protocolMinVersion, protocolMaxVersion, lo, hi))
 		return nil, helloMsg{}
 	}
@@ -52,18 +52,18 @@ func (s *Server) admit(conn net.Conn) (*session, helloMsg) {
 	var tooLarge frameTooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		s.refuse(conn, peer, errCodeBadRequest, "malformed hello: "+err.Error())
+		s.refuseHandshake(conn, peer, errCodeBadRequest, "malformed hello: "+err.Error())
 		return nil, helloMsg{}
 	case err != nil:
 		closeQuietly(conn)
 		return nil, helloMsg{}
 	case typ != frameHello:
-		s.refuse(conn, peer, errCodeBadRequest, fmt.Sprintf("expected a hello frame, got frame type %#x", typ))
+		s.refuseHandshake(conn, peer, errCodeBadRequest, fmt.Sprintf("expected a hello frame, got frame type %#x", typ))
 		return nil, helloMsg{}
 	}
 	hello, err := parseHello(body)
 	if err != nil {
-		s.refuse(conn, peer, errCodeBadRequest, err.Error())
+		s.refuseHandshake(conn, peer, errCodeBadRequest, err.Error())
 		return nil, helloMsg{}
 	}
 	if s.opts.Token != "" {
@@ -95,6 +95,15 @@ func (s *Server) admit(conn net.Conn) (*session, helloMsg) {
 // refuse logs a refusal, tells the client why and closes the connection.
 func (s *Server) refuse(conn net.Conn, peer, code, msg string) {
 	s.logf("refused %s: %s", peer, msg)
+	s.sendRefusal(conn, peer, code, msg)
+}
+
+// refuseHandshake refuses a client whose preamble or HELLO the helper will
+// not serve. Like token guesses these are summarised, not logged one by one:
+// anyone who can connect could otherwise write to the service's log as fast
+// as it can reconnect. The message names only fixed text and numbers.
+func (s *Server) refuseHandshake(conn net.Conn, peer, code, msg string) {
+	s.refusedHandshakes.add(peer + ": " + msg)
 	s.sendRefusal(conn, peer, code, msg)
 }
 

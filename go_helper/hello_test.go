@@ -3,6 +3,7 @@ package livetrace
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHelloFieldsAreReadAndUnknownOnesIgnored(t *testing.T) {
@@ -63,7 +64,44 @@ func TestABadHelloIsRefusedNamingTheField(t *testing.T) {
 	if e.Code != errCodeBadRequest || e.Message != `hello field "client" must be a string` {
 		t.Fatalf("refusal %+v", e)
 	}
-	if len(book.matching(`refused 127.0.0.1:`)) != 2 {
+	closeServer(t, s) // the second refusal waits in the summary until then
+	if lines := book.matching(`refused handshake since `); len(lines) != 2 ||
+		!strings.Contains(lines[0], `(latest from 127.0.0.1:`) || !strings.Contains(lines[1], `hello field "client" must be a string)`) {
+		t.Fatalf("log:\n%s", book)
+	}
+}
+
+// A client that keeps sending junk must not write a line each time to the
+// service's log: the first refusal of a quiet spell is logged at once, the
+// rest in one line per summary window, as token guesses are.
+func TestRefusedHandshakesAreSummarised(t *testing.T) {
+	window := summaryWindow
+	summaryWindow = time.Hour
+	t.Cleanup(func() { summaryWindow = window })
+	s, book := serveTest(t, "tcp:0", Options{})
+	for i := 0; i < 20; i++ {
+		c := dial(t, s)
+		if i%2 == 0 {
+			c.sendPreamble(7, 9)
+			c.readPreamble()
+			if e := c.refusal(); e.Code != errCodeVersion {
+				t.Fatalf("refusal %+v", e)
+			}
+			continue
+		}
+		if e := c.refused(map[string]any{"advance_ms": 5}); e.Code != errCodeBadRequest {
+			t.Fatalf("refusal %+v", e)
+		}
+	}
+	lines := book.matching("refused")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "1 refused handshake since ") ||
+		!strings.Contains(lines[0], "versions 1 to 1 and the client 7 to 9") {
+		t.Fatalf("refusals are not summarised:\n%s", book)
+	}
+	closeServer(t, s)
+	lines = book.matching("refused")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "19 refused handshakes since ") ||
+		!strings.Contains(lines[1], `(latest from 127.0.0.1:`) || !strings.HasSuffix(lines[1], `hello field "advance_ms" is 5; it must be from 100 to 999)`) {
 		t.Fatalf("log:\n%s", book)
 	}
 }

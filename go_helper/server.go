@@ -69,9 +69,10 @@ type Server struct {
 	quit   chan struct{} // closed by Close
 	accept chan struct{} // closed once the accept loop has ended
 
-	gate          tokenGate
-	refusedTokens *tally
-	excess        *tally // connections closed unanswered: too many in their handshake
+	gate              tokenGate
+	refusedTokens     *tally
+	refusedHandshakes *tally // version and bad-request refusals
+	excess            *tally // connections closed unanswered: too many in their handshake
 
 	mu      sync.Mutex
 	cur     *session
@@ -166,6 +167,10 @@ func newServer(ln net.Listener, cleanup func(), addr string, opts Options) *Serv
 		return fmt.Sprintf("%s since %s (latest from %s)", plural(n, "refused token attempt", "refused token attempts"),
 			since.Format(time.RFC3339), latest)
 	})
+	s.refusedHandshakes = newTally(s.logf, func(n int, since time.Time, latest string) string {
+		return fmt.Sprintf("%s since %s (latest from %s)", plural(n, "refused handshake", "refused handshakes"),
+			since.Format(time.RFC3339), latest)
+	})
 	s.excess = newTally(s.logf, func(n int, since time.Time, latest string) string {
 		return fmt.Sprintf("%s since %s closed unanswered: %d were already in their handshake (latest from %s)",
 			plural(n, "connection", "connections"), since.Format(time.RFC3339), s.opts.MaxHandshakes, latest)
@@ -249,6 +254,7 @@ func (s *Server) Close() error {
 		}
 	}
 	s.refusedTokens.flush()
+	s.refusedHandshakes.flush()
 	s.excess.flush()
 	return err
 }
