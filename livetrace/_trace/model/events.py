@@ -19,7 +19,26 @@ if TYPE_CHECKING:
     from livetrace._trace.modern.generation import Generation
 
 
-class Kind(enum.IntEnum):
+class _Named(enum.IntEnum):
+    """An enum that prints as Go's reader names it (``Log``, ``Running``),
+    as the JSON lines do; ``repr`` and ``int`` still give the number."""
+
+    def _name(self) -> str:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self._name()
+
+    def __format__(self, spec: str) -> str:
+        try:
+            return format(self._name(), spec)
+        except ValueError:  # a numeric format: the number
+            return int.__format__(self, spec)
+
+
+class Kind(_Named):
+    """What an event is; ``str`` gives its name as in Go's reader (``Log``)."""
+
     BAD = 0
     SYNC = 1
     METRIC = 2
@@ -36,12 +55,15 @@ class Kind(enum.IntEnum):
     STATE_TRANSITION = 13
     EXPERIMENTAL = 14
 
+    def _name(self) -> str:
+        return KIND_NAMES[self]
+
 
 KIND_NAMES = ["Bad", "Sync", "Metric", "Label", "StackSample", "RangeBegin", "RangeActive", "RangeEnd",
               "TaskBegin", "TaskEnd", "RegionBegin", "RegionEnd", "Log", "StateTransition", "Experimental"]
 
 
-class GoState(enum.IntEnum):
+class GoState(_Named):
     UNDETERMINED = 0
     NOT_EXIST = 1
     RUNNABLE = 2
@@ -49,12 +71,18 @@ class GoState(enum.IntEnum):
     WAITING = 4
     SYSCALL = 5
 
+    def _name(self) -> str:
+        return GO_STATE_NAMES[self]
 
-class ProcState(enum.IntEnum):
+
+class ProcState(_Named):
     UNDETERMINED = 0
     NOT_EXIST = 1
     RUNNING = 2
     IDLE = 3
+
+    def _name(self) -> str:
+        return PROC_STATE_NAMES[self]
 
 
 GO_STATE_NAMES = ["Undetermined", "NotExist", "Runnable", "Running", "Waiting", "Syscall"]
