@@ -24,7 +24,7 @@ from livetrace._trace.model.events import (
     transition_parts,
 )
 from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
-from livetrace._trace.modern.generation import Generation
+from livetrace._trace.model.tables import Tables
 from livetrace._protocol.frames import Gap
 
 Notice = Gap | SegmentGap | SymbolsResolved
@@ -150,7 +150,7 @@ class JsonlEncoder:
 
     def __init__(self) -> None:
         self._core = compiled_core()
-        self._gen: Generation | None = None
+        self._gen: Tables | None = None
         self._stacks: dict[int, str] = {}
         self._strings: dict[int, str] = {}
         self._stack_bytes: dict[int, bytes] = {}
@@ -160,7 +160,7 @@ class JsonlEncoder:
         self._sec = -1
         self._sec_text = ""
 
-    def _start(self, gen: Generation | None) -> None:
+    def _start(self, gen: Tables | None) -> None:
         self._gen = gen
         for cache in (self._stacks, self._strings, self._stack_bytes, self._string_bytes):
             cache.clear()

@@ -30,7 +30,7 @@ from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
-from livetrace._trace.modern.generation import Generation
+from livetrace._trace.model.tables import Tables
 from livetrace._protocol.frames import Chunk, SegmentEnd
 
 BATCH_EVENTS = 4096
@@ -122,7 +122,7 @@ class LegacyLive:
     def _new_segment_state(self) -> None:
         self._chunks: list[bytes] = []  # the segment's bytes, for its exact decoding at the end
         self._decoder: LegacyDecoder | None = None  # the provisional decoder
-        self._table: Generation | None = None
+        self._table: Tables | None = None
         self._converter: ModelConverter | None = None
         self._unclocked: list[list] = []  # chunks' events that came before the clock was known
         self._held: list[tuple[int, int, Event]] = []  # the reorder window: (time, arrival, event)
@@ -166,7 +166,7 @@ class LegacyLive:
         self._decoder.feed(chunk.data, chunk.read_unix_ns)
         ver = self._decoder.version
         if ver is not None:
-            table = self._table = Generation(self._segment + 1, 0, wall_origin=self._origin)
+            table = self._table = Tables(self._segment + 1, wall_origin=self._origin)
             table.strings = _LiveStrings(self._decoder.strings)
             table.stacks = StackTable({0: ()})  # none until the footer
             self._converter = ModelConverter(table, ver, BUILTIN_STRINGS, strict=False)

@@ -2,8 +2,8 @@
 
 Its kinds and fields follow Go's own reader (golang.org/x/exp/trace), so
 that tools written against either read alike. An :class:`Event` is a thin
-record; strings and stacks are looked up in its generation's tables only
-when asked for.
+record; strings and stacks are looked up in its :class:`Tables` (those of
+its generation, or of its legacy trace) only when asked for.
 """
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ from __future__ import annotations
 import enum
 import time as _time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.modern import SPECS
-
-if TYPE_CHECKING:
-    from livetrace._trace.modern.generation import Generation
 
 
 class _Named(enum.IntEnum):
@@ -173,8 +170,8 @@ def _str(b: bytes) -> str:
     return b.decode("utf-8", "surrogateescape")
 
 
-def stack_frames(g: Generation | None, stack_id: int) -> list[StackFrame]:
-    """The frames of a stack of generation g, innermost first."""
+def stack_frames(g: Tables | None, stack_id: int) -> list[StackFrame]:
+    """The frames of a stack of the tables g, innermost first."""
     if not stack_id or g is None:
         return []
     out = []
@@ -190,12 +187,13 @@ class Event:
     ``time`` is nanoseconds on the trace clock; ``thread``, ``proc`` and
     ``goroutine`` are the scheduling context the event happened in (-1 for
     none). What else an event carries depends on its :attr:`kind`; the
-    accessor for another kind raises ``ValueError``.
+    accessor for another kind raises ``ValueError``. ``gen`` is the
+    :class:`Tables` its ids refer to (None for a trace's final Sync).
     """
 
     __slots__ = ("code", "time", "m", "p", "g", "args", "gen", "extra")
 
-    def __init__(self, code: int, time: int, m: int, p: int, g: int, args: list[int], gen: Generation | None,
+    def __init__(self, code: int, time: int, m: int, p: int, g: int, args: list[int], gen: Tables | None,
                  extra: tuple[int, ...] = ()) -> None:
         self.code = code
         self.time = time
