@@ -22,6 +22,7 @@ from livetrace._errors import (
     TruncatedTraceError,
     UnsupportedTraceVersionError,
 )
+from livetrace._notice import Notice
 from livetrace._trace.model.events import ClockSnapshot, Event, GoState, Kind, ProcState, Resource, StackFrame, StateTransition
 from livetrace._trace.legacy.read import LegacyDecoder, LegacyTrace
 from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
@@ -35,7 +36,7 @@ from livetrace._version import __version__
 __all__ = [
     "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ClockSnapshot", "ConnectError",
     "ConnectionLostError", "Counters", "End", "Event", "EventBatch", "Gap", "GoState", "Kind", "LegacyDecoder",
-    "LegacyTrace", "LivetraceError", "ModernDecoder", "ProcState", "ProtocolError", "ProtocolVersionError",
+    "LegacyTrace", "LivetraceError", "ModernDecoder", "Notice", "ProcState", "ProtocolError", "ProtocolVersionError",
     "Provisional", "Recorder", "Recording", "RefusedError", "Resource", "SegmentEnd", "SegmentGap", "Session",
     "SessionInfo", "StackFrame", "StateTransition", "SymbolsResolved", "TraceFormatError", "TruncatedTraceError",
     "UnsupportedTraceVersionError", "__version__", "connect", "implementation", "legacy_events", "parse_address",

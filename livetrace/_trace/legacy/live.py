@@ -25,6 +25,7 @@ import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from livetrace._notice import Notice
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.legacy.read import LegacyDecoder
@@ -53,7 +54,7 @@ class Provisional:
 
 
 @dataclass(frozen=True)
-class SymbolsResolved:
+class SymbolsResolved(Notice):
     """The footer of a legacy trace (or of one segment) arrived: its
     ``events`` exact events, with resolved stacks, follow."""
 
@@ -63,9 +64,16 @@ class SymbolsResolved:
     ticks_per_sec: int
     estimated_ticks_per_sec: float | None  # what the clock estimate had made of it, if it had one
 
+    @property
+    def message(self) -> str:
+        est = self.estimated_ticks_per_sec
+        off = f", estimate {100 * (est / self.ticks_per_sec - 1):+.4f}%" if est else ""
+        return (f"footer: symbols resolved, {self.events:,} exact events, {self.stacks:,} stacks, "
+                f"{self.ticks_per_sec:,} ticks/s{off}")
+
 
 @dataclass(frozen=True)
-class SegmentGap:
+class SegmentGap(Notice):
     """In segment mode, the runtime was not tracing between two segments."""
 
     segment: int  # the segment that ended
@@ -76,6 +84,10 @@ class SegmentGap:
     @property
     def duration_ns(self) -> int:
         return max(0, self.resumed_unix_ns - self.stopped_unix_ns)
+
+    @property
+    def message(self) -> str:
+        return f"not traced for {self.duration_ns / 1e6:.1f} ms: {self.why}"
 
 
 LegacyItem = EventBatch | Provisional | SymbolsResolved | SegmentGap
