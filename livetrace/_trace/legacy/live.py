@@ -32,7 +32,7 @@ from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
 from livetrace._trace.model.tables import Tables
-from livetrace._protocol.frames import Chunk, SegmentEnd
+from livetrace._protocol.frames import SegmentEnd
 
 BATCH_EVENTS = 4096
 WINDOW_NS = 500_000_000
@@ -119,13 +119,14 @@ class LegacyLive:
     without ``provisional``, only the exact events are made."""
 
     def __init__(self, kinds: frozenset[Kind] | None = None, window_ns: int = WINDOW_NS,
-                 max_held: int = MAX_HELD, provisional: bool = True) -> None:
+                 max_held: int = MAX_HELD, provisional: bool = True, compiled: bool | None = None) -> None:
         self._kinds = kinds
         self._provisional = provisional
+        self._compiled = compiled
         self._window = window_ns
         self._max_held = max_held
         self._segment = 0
-        self._origin: int | None = None  # Unix ns: the first segment's start
+        self._origin: int | None = None  # Unix ns: the first segment's start, if the chunks have times
         self._offset = 0  # ns from the origin to this segment's start
         self._stopped: int | None = None  # when the last segment ended
         self._syncs = 0
@@ -142,17 +143,21 @@ class LegacyLive:
         self._newest = -(1 << 63)
         self._released = -(1 << 63)  # time of the last event delivered
 
-    def feed(self, chunk: Chunk) -> Iterator[LegacyItem]:
+    def feed(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[LegacyItem]:
+        """The next bytes of the trace, and when they were read (Unix ns).
+        Without read times (offline), exact times count from the trace's
+        start and provisional events, which need the times, never come."""
         if not self._chunks:
-            yield from self._start(chunk)
+            yield from self._start(data, read_unix_ns)
             return
-        self._chunks.append(chunk.data)
+        self._chunks.append(data)
         dec = self._decoder
         if dec is None:
             return  # no provisional events: the segment is decoded whole at its end
-        events = dec.feed(chunk.data, chunk.read_unix_ns)
+        events = dec.feed(data, read_unix_ns)
         if not events:
             return
+        self._converter_for(dec)
         self._unclocked.append(events)
         if dec.clock.wall_ns(0) is None:
             if sum(map(len, self._unclocked)) > self._max_held:
@@ -164,22 +169,27 @@ class LegacyLive:
         self._unclocked.clear()
         yield from self._release(late, self._newest - self._window)
 
-    def _start(self, chunk: Chunk) -> Iterator[LegacyItem]:
+    def _start(self, data: bytes, read_unix_ns: int | None) -> Iterator[LegacyItem]:
         """The first chunk of a segment: its header (and whatever follows)."""
         if self._origin is None:
-            self._origin = chunk.read_unix_ns
-        self._offset = chunk.read_unix_ns - self._origin
-        if self._stopped is not None:
-            yield SegmentGap(self._segment - 1, self._stopped, chunk.read_unix_ns)
-        self._chunks.append(chunk.data)
+            self._origin = read_unix_ns
+        if read_unix_ns is not None and self._origin is not None:
+            self._offset = read_unix_ns - self._origin
+            if self._stopped is not None:
+                yield SegmentGap(self._segment - 1, self._stopped, read_unix_ns)
+        self._chunks.append(data)
         if not self._provisional:
             return
         self._decoder = LegacyDecoder(keep=False)
-        self._decoder.feed(chunk.data, chunk.read_unix_ns)
-        ver = self._decoder.version
-        if ver is not None:
+        self._decoder.feed(data, read_unix_ns)
+        self._converter_for(self._decoder)
+
+    def _converter_for(self, dec: LegacyDecoder) -> None:
+        """The provisional tables and converter, once the header is in."""
+        ver = dec.version
+        if self._converter is None and ver is not None:
             table = self._table = Tables(self._segment + 1, wall_origin=self._origin)
-            table.strings = _LiveStrings(self._decoder.strings)
+            table.strings = _LiveStrings(dec.strings)
             table.stacks = StackTable({0: ()})  # none until the footer
             self._converter = ModelConverter(table, ver, BUILTIN_STRINGS, strict=False)
 
@@ -224,7 +234,8 @@ class LegacyLive:
         if self._decoder is not None:
             yield from self._release([], 1 << 63)
             estimate = self._decoder.clock.ticks_per_sec
-        exact = exact_events(b"".join(self._chunks), self._kinds, offset=self._offset, syncs=self._syncs)
+        exact = exact_events(b"".join(self._chunks), self._kinds, self._compiled, offset=self._offset,
+                             syncs=self._syncs)
         self._syncs += 2
         yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
         if exact.table is not None:
