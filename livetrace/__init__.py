@@ -2,7 +2,9 @@
 
 The Go helper streams a service's execution trace over a socket;
 :func:`connect` starts a session with it and :func:`record` writes the trace
-to a file that ``go tool trace`` opens.
+to a file that ``go tool trace`` opens. Offline, :func:`decode` reads a
+trace file of any Go version, and :func:`open_decoder` gives a sans-IO
+decoder for any format. docs/reference.md lists what each yields.
 """
 
 from livetrace._trace.accel import implementation
@@ -22,6 +24,10 @@ from livetrace._errors import (
     TruncatedTraceError,
     UnsupportedTraceVersionError,
 )
+from livetrace._files import decode, decode_batches
+from livetrace._notice import Notice
+from livetrace._trace.decoder import TraceDecoder, open_decoder
+from livetrace._trace.model.tables import Tables
 from livetrace._trace.model.events import ClockSnapshot, Event, GoState, Kind, ProcState, Resource, StackFrame, StateTransition
 from livetrace._trace.legacy.read import LegacyDecoder, LegacyTrace
 from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
@@ -35,9 +41,9 @@ from livetrace._version import __version__
 __all__ = [
     "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ClockSnapshot", "ConnectError",
     "ConnectionLostError", "Counters", "End", "Event", "EventBatch", "Gap", "GoState", "Kind", "LegacyDecoder",
-    "LegacyTrace", "LivetraceError", "ModernDecoder", "ProcState", "ProtocolError", "ProtocolVersionError",
+    "LegacyTrace", "LivetraceError", "ModernDecoder", "Notice", "ProcState", "ProtocolError", "ProtocolVersionError",
     "Provisional", "Recorder", "Recording", "RefusedError", "Resource", "SegmentEnd", "SegmentGap", "Session",
-    "SessionInfo", "StackFrame", "StateTransition", "SymbolsResolved", "TraceFormatError", "TruncatedTraceError",
-    "UnsupportedTraceVersionError", "__version__", "connect", "implementation", "legacy_events", "parse_address",
-    "record",
+    "SessionInfo", "StackFrame", "StateTransition", "SymbolsResolved", "Tables", "TraceDecoder", "TraceFormatError",
+    "TruncatedTraceError", "UnsupportedTraceVersionError", "__version__", "connect", "decode", "decode_batches",
+    "implementation", "legacy_events", "open_decoder", "parse_address", "record",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import sys
 from pathlib import Path
 from collections.abc import Iterable, Iterator
@@ -10,29 +9,19 @@ from typing import BinaryIO, TextIO
 
 from livetrace._cli.render.dump import legacy_lines, parsed_text, wire_lines
 from livetrace._errors import TraceFormatError
+from livetrace._files import head, pieces
+from livetrace._trace.decoder import Item, open_decoder
+from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event
 from livetrace._trace.legacy.read import LegacyDecoder
-from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.convert import legacy_events
-from livetrace._trace.legacy.wire import HEADER_SIZE, is_legacy
 from livetrace._go.symbols import symbolize
-from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.wire import FrameReader
-
-READ_SIZE = 1 << 20
-
-
-def _pieces(stream: BinaryIO) -> Iterator[bytes]:
-    # read1 returns what is available instead of waiting for a full buffer,
-    # so a pipe is decoded as it arrives.
-    read = getattr(stream, "read1", stream.read)
-    while data := read(READ_SIZE):
-        yield data
 
 
 def dump_wire(stream: BinaryIO, out: TextIO) -> None:
     reader = FrameReader()
-    for data in _pieces(stream):
+    for data in pieces(stream):
         frames = reader.feed(data)
         if frames:
             assert reader.minor is not None
@@ -41,53 +30,44 @@ def dump_wire(stream: BinaryIO, out: TextIO) -> None:
     reader.close()
 
 
-def _head(stream: BinaryIO) -> tuple[bytes, Iterator[bytes]]:
-    """The stream's first 16 bytes (fewer if it is shorter), and all its pieces."""
-    pieces = _pieces(stream)
-    head = b""
-    for data in pieces:
-        head += data
-        if len(head) >= HEADER_SIZE:
-            break
-    return head, itertools.chain([head], pieces)
-
-
 def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> None:
     """``binary``: the program that wrote a Go 1.5/1.6 trace, to name its PCs."""
-    head, pieces = _head(stream)
-    if is_legacy(head[:HEADER_SIZE]):
-        _dump_legacy_parsed(pieces, out, binary)
+    first, rest = head(stream)
+    decoder = open_decoder(first)
+    if binary is not None and decoder.legacy:
+        _dump_symbolized(rest, out, binary)
         return
-    decoder = ModernDecoder()
 
-    def write(events: list[Event]) -> None:
-        if events:
-            out.write("\n".join(map(parsed_text, events)) + "\n")
+    def write(events: Iterable[Event]) -> None:
+        lines = "\n".join(map(parsed_text, events))
+        if lines:
+            out.write(lines + "\n")
             out.flush()
 
+    def write_all(items: Iterator[Item]) -> None:
+        for item in items:
+            if isinstance(item, EventBatch):  # a legacy trace's footer notice is not printed
+                write(item)
+
     try:
-        for data in pieces:
-            write(decoder.feed(data))
-        write(decoder.close())
+        for data in rest:
+            write_all(decoder.feed_iter(data))
+        write_all(decoder.close_iter())
     except TraceFormatError as e:
         write(getattr(e, "partial", []))
         raise
 
 
-def _dump_legacy_parsed(pieces: Iterator[bytes], out: TextIO, binary: Path | None) -> None:
-    """Go's conversion of a legacy trace into the modern event model, which
-    can only begin once the trace is complete."""
-    if binary is None:
-        events: Iterable[Event] = (e for b in exact_events(b"".join(pieces)).batches for e in b)
-    else:
-        decoder = LegacyDecoder()
-        for data in pieces:
-            decoder.feed(data)
-        trace = decoder.close()
-        symbolize(trace, binary)
-        events = legacy_events(trace)
+def _dump_symbolized(pieces: Iterator[bytes], out: TextIO, binary: Path) -> None:
+    """A legacy trace whose PCs the program binary names, then converted
+    into the modern event model as Go converts it."""
+    decoder = LegacyDecoder()
+    for data in pieces:
+        decoder.feed(data)
+    trace = decoder.close()
+    symbolize(trace, binary)
     lines: list[str] = []
-    for e in events:
+    for e in legacy_events(trace):
         lines.append(parsed_text(e))
         if len(lines) == 4096:
             out.write("\n".join(lines) + "\n")
@@ -100,7 +80,7 @@ def dump_legacy(stream: BinaryIO, out: TextIO) -> None:
     """A legacy trace can only be ordered once it is complete: read it all,
     then print (its strings as they are: bytes)."""
     decoder = LegacyDecoder()
-    for data in _pieces(stream):
+    for data in pieces(stream):
         decoder.feed(data)
     trace = decoder.close()
     out.flush()

@@ -14,6 +14,7 @@ from typing import Any, Union
 from construct import Const, Int8ub, Int16ub, Int32ub, Int64sb, Int64ub, Struct
 
 from livetrace._errors import ProtocolError, ProtocolVersionError
+from livetrace._notice import Notice
 from livetrace._streambuf import StreamBuffer
 
 MIN_VERSION = 1
@@ -83,7 +84,7 @@ class Chunk:
 
 
 @dataclass(frozen=True)
-class Gap:
+class Gap(Notice):
     """Generations the helper shed because the consumer fell behind.
 
     When ``discard_received`` is set, chunks of ``first_generation`` that
@@ -95,6 +96,11 @@ class Gap:
     chunks: int
     bytes: int
     discard_received: bool
+
+    @property
+    def message(self) -> str:
+        return (f"fell behind: the helper shed generations {self.first_generation}-{self.last_generation} "
+                f"({self.bytes:,} bytes)")
 
 
 @dataclass(frozen=True)

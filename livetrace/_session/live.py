@@ -1,78 +1,51 @@
-"""Decoding a live session: chunks and gaps in, event batches out, across
-gaps; legacy sessions (Go 1.21 and older) through :class:`LegacyLive`."""
+"""Decoding a live session: chunks, gaps and segment ends in, event batches
+and notices out, through the decoder :func:`open_decoder` picks for the
+trace's header."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from livetrace._trace.model.batch import EventBatch
-from livetrace._trace.model.events import Kind
-from livetrace._trace.legacy.live import LegacyItem, LegacyLive
-from livetrace._trace.legacy.wire import is_legacy
-from livetrace._trace.modern.decoder import ModernDecoder
-from livetrace._trace.modern.wire import parse_header
 from livetrace._protocol.frames import Chunk, Gap, SegmentEnd
+from livetrace._trace.decoder import Item, TraceDecoder, open_decoder
+from livetrace._trace.model.events import Kind
 
-Item = EventBatch | Gap | LegacyItem
+__all__ = ["Item", "LiveDecoder"]
 
 
 class LiveDecoder:
-    """Feeds a session's frames to a decoder; after a gap it starts afresh on
-    the next generation, as a new first generation, as Go's reader does for
-    a flight-recorder snapshot. ``kinds`` keeps only events of those kinds;
-    ``provisional`` asks for a legacy trace's provisional events too."""
+    """Feeds a session's frames to its trace's decoder. ``kinds`` keeps only
+    events of those kinds; ``provisional`` asks a legacy trace for its
+    provisional events too."""
 
     def __init__(self, kinds: Iterable[Kind] | None = None, provisional: bool = True) -> None:
         self._kinds = None if kinds is None else frozenset(kinds)
         self._provisional = provisional
-        self._header = b""
-        self._decoder: ModernDecoder | None = None
-        self._legacy: LegacyLive | None = None
-        self._largest = 0
+        self._decoder: TraceDecoder | None = None
 
     @property
     def largest_generation(self) -> int:
         """Bytes of the largest generation decoded so far."""
-        return max(self._largest, self._decoder.largest_generation if self._decoder else 0)
+        return self._decoder.largest_generation if self._decoder is not None else 0
 
     def process(self, frames: list[Chunk | Gap | SegmentEnd]) -> Iterator[Item]:
-        """The batches (and gaps) the frames complete, lazily: consume them
-        all before processing more."""
+        """The batches (and notices) the frames complete, lazily: consume
+        them all before processing more."""
         for f in frames:
-            if self._legacy is not None:
-                if isinstance(f, SegmentEnd):
-                    yield from self._legacy.end_segment(f)
-                elif isinstance(f, Chunk):
-                    yield from self._legacy.feed(f)
-                else:
-                    yield f  # legacy runtimes stop rather than shed: no gap is expected
-                continue
-            if isinstance(f, SegmentEnd):
-                continue
-            if isinstance(f, Gap):
-                if self._decoder is not None:
-                    yield from self._decoder.abandon_batches(f.first_generation if f.discard_received else None)
-                    self._largest = self.largest_generation
-                    self._decoder = self._new()
-                yield f
-            elif self._decoder is None:
-                if is_legacy(f.data[:16]):
-                    self._legacy = LegacyLive(self._kinds, provisional=self._provisional)
-                    yield from self._legacy.feed(f)
+            d = self._decoder
+            if d is None:
+                if isinstance(f, Gap):
+                    yield f
+                if not isinstance(f, Chunk):
                     continue
-                self._header = f.data  # the first chunk is the trace header
-                parse_header(f.data[:16])
-                self._decoder = self._new()
+                # The first chunk is the trace's header.
+                d = self._decoder = open_decoder(f.data, self._kinds, provisional=self._provisional)
+            if isinstance(f, Chunk):
+                yield from d.feed_iter(f.data, f.read_unix_ns)
+            elif isinstance(f, Gap):
+                yield from d.gap(f)
             else:
-                yield from self._decoder.feed_batches(f.data)
+                yield from d.end_segment(f)
 
     def finish(self) -> Iterator[Item]:
-        if self._legacy is not None:
-            return self._legacy.end_segment(None)
-        return self._decoder.close_batches() if self._decoder is not None else iter(())
-
-    def _new(self) -> ModernDecoder:
-        d = ModernDecoder(self._kinds)
-        for _ in d.feed_batches(self._header):
-            pass
-        return d
+        return self._decoder.close_iter() if self._decoder is not None else iter(())

@@ -19,7 +19,8 @@ from livetrace._protocol.address import Address, parse_address
 from livetrace._errors import ConnectError, ConnectionLostError, LivetraceError, ProtocolError, refusal
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
-from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
+from livetrace._notice import Notice
+from livetrace._trace.legacy.live import Provisional
 from livetrace._session.live import Item, LiveDecoder
 from livetrace._version import __version__
 
@@ -27,7 +28,6 @@ RECEIVE_SIZE = 1 << 18
 HANDSHAKE_TIMEOUT = 15.0
 
 Frame = Union[proto.Chunk, proto.Gap, proto.SegmentEnd]
-Notice = Union[proto.Gap, SymbolsResolved, SegmentGap]
 
 
 @dataclass
@@ -108,8 +108,9 @@ class Session:
 
     async def events(self, kinds: Iterable[Kind] | None = None) -> AsyncIterator[Event | Notice]:
         """Like :meth:`event_batches`, one event at a time, and only the
-        exact ones: a legacy trace's provisional events are left out; gaps
-        and a legacy trace's notices come through."""
+        exact ones: a legacy trace's provisional events are left out; the
+        :class:`Notice` objects (gaps, a legacy trace's footer and segment
+        gaps) come through."""
         async for batch in self.event_batches(kinds, provisional=False):
             if isinstance(batch, EventBatch):
                 for ev in batch:

@@ -23,11 +23,10 @@ from livetrace._trace.model.events import (
     stack_frames,
     transition_parts,
 )
+from livetrace._notice import Notice
 from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
-from livetrace._trace.modern.generation import Generation
+from livetrace._trace.model.tables import Tables
 from livetrace._protocol.frames import Gap
-
-Notice = Gap | SegmentGap | SymbolsResolved
 
 
 def _frames(frames: list[StackFrame]) -> list[dict[str, Any]]:
@@ -91,8 +90,10 @@ def gap_dict(g: Notice) -> dict[str, Any]:
     if isinstance(g, SymbolsResolved):
         return {"kind": "SymbolsResolved", "segment": g.segment, "events": g.events, "stacks": g.stacks,
                 "ticks_per_sec": g.ticks_per_sec, "estimated_ticks_per_sec": g.estimated_ticks_per_sec}
-    return {"kind": "Gap", "first_generation": g.first_generation, "last_generation": g.last_generation,
-            "dropped_chunks": g.chunks, "dropped_bytes": g.bytes}
+    if isinstance(g, Gap):
+        return {"kind": "Gap", "first_generation": g.first_generation, "last_generation": g.last_generation,
+                "dropped_chunks": g.chunks, "dropped_bytes": g.bytes}
+    return {"kind": type(g).__name__, "message": g.message}
 
 
 def provisional_dict(e: Event) -> dict[str, Any]:
@@ -106,16 +107,8 @@ def provisional_dict(e: Event) -> dict[str, Any]:
 
 def text_line(item: Event | Notice, t0: int, provisional: bool = False) -> str:
     """One readable line for a terminal (provisional events marked ~)."""
-    if isinstance(item, SegmentGap):
-        return f"--- not traced for {item.duration_ns / 1e6:.1f} ms: {item.why} ---"
-    if isinstance(item, SymbolsResolved):
-        est = item.estimated_ticks_per_sec
-        off = f", estimate {100 * (est / item.ticks_per_sec - 1):+.4f}%" if est else ""
-        return (f"--- footer: symbols resolved, {item.events:,} exact events, {item.stacks:,} stacks, "
-                f"{item.ticks_per_sec:,} ticks/s{off} ---")
-    if isinstance(item, Gap):
-        return (f"--- fell behind: the helper shed generations {item.first_generation}-{item.last_generation} "
-                f"({item.bytes:,} bytes) ---")
+    if isinstance(item, Notice):
+        return f"--- {item.message} ---"
     e = item
     if provisional:
         sid = e.stack_id()
@@ -150,7 +143,7 @@ class JsonlEncoder:
 
     def __init__(self) -> None:
         self._core = compiled_core()
-        self._gen: Generation | None = None
+        self._gen: Tables | None = None
         self._stacks: dict[int, str] = {}
         self._strings: dict[int, str] = {}
         self._stack_bytes: dict[int, bytes] = {}
@@ -160,7 +153,7 @@ class JsonlEncoder:
         self._sec = -1
         self._sec_text = ""
 
-    def _start(self, gen: Generation | None) -> None:
+    def _start(self, gen: Tables | None) -> None:
         self._gen = gen
         for cache in (self._stacks, self._strings, self._stack_bytes, self._string_bytes):
             cache.clear()
@@ -216,7 +209,7 @@ class JsonlEncoder:
         return pieces
 
     def encode(self, item: Event | Notice) -> str:
-        if isinstance(item, (Gap, SegmentGap, SymbolsResolved)):
+        if isinstance(item, Notice):
             return json.dumps(gap_dict(item))
         e = item
         if e.gen is not self._gen:

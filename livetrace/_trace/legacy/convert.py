@@ -64,7 +64,7 @@ from livetrace._trace.spec.legacy import (
     SPECS,
     STW_REASONS_1021,
 )
-from livetrace._trace.modern.generation import Generation
+from livetrace._trace.model.tables import Tables
 
 U64 = (1 << 64) - 1
 
@@ -105,9 +105,9 @@ class StackTable(dict):  # type: ignore[type-arg]
         return ()
 
 
-def legacy_table(trace: LegacyTrace) -> Generation:
-    """The tables of a complete legacy trace, as one generation's."""
-    g = Generation(1, 0)
+def legacy_table(trace: LegacyTrace) -> Tables:
+    """The tables of a complete legacy trace."""
+    g = Tables(1)
     g.strings = dict(trace.strings)
     g.strings[0] = b""
     stacks = StackTable({0: ()})
@@ -178,7 +178,7 @@ class ModelConverter:
     conversion needs to know of the past (the opening snapshot, which Ps
     have run and on which thread, open tasks); times are left as given."""
 
-    def __init__(self, table: Generation, version: int, first_string_id: int, strict: bool = True) -> None:
+    def __init__(self, table: Tables, version: int, first_string_id: int, strict: bool = True) -> None:
         """``strict``: the trace is complete, so a string or stack it names
         and lacks is an error (a string) or no stack."""
         self.table = table

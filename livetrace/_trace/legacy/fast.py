@@ -29,7 +29,7 @@ from livetrace._trace.spec.legacy import (
     layout,
 )
 from livetrace._trace.legacy.wire import HEADER_SIZE, legacy_version
-from livetrace._trace.modern.generation import Generation
+from livetrace._trace.model.tables import Tables
 
 BATCH_EVENTS = 4096
 COMPILED_VERSIONS = (1011, 1019, 1021)
@@ -49,7 +49,7 @@ _BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(
 class ExactTrace:
     """A complete legacy trace's events in the modern model, in batches."""
 
-    table: Generation | None
+    table: Tables | None
     batches: list[EventBatch]
     events: int
     stacks: int

@@ -25,13 +25,14 @@ import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from livetrace._notice import Notice
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
-from livetrace._trace.modern.generation import Generation
-from livetrace._protocol.frames import Chunk, SegmentEnd
+from livetrace._trace.model.tables import Tables
+from livetrace._protocol.frames import SegmentEnd
 
 BATCH_EVENTS = 4096
 WINDOW_NS = 500_000_000
@@ -53,7 +54,7 @@ class Provisional:
 
 
 @dataclass(frozen=True)
-class SymbolsResolved:
+class SymbolsResolved(Notice):
     """The footer of a legacy trace (or of one segment) arrived: its
     ``events`` exact events, with resolved stacks, follow."""
 
@@ -63,9 +64,16 @@ class SymbolsResolved:
     ticks_per_sec: int
     estimated_ticks_per_sec: float | None  # what the clock estimate had made of it, if it had one
 
+    @property
+    def message(self) -> str:
+        est = self.estimated_ticks_per_sec
+        off = f", estimate {100 * (est / self.ticks_per_sec - 1):+.4f}%" if est else ""
+        return (f"footer: symbols resolved, {self.events:,} exact events, {self.stacks:,} stacks, "
+                f"{self.ticks_per_sec:,} ticks/s{off}")
+
 
 @dataclass(frozen=True)
-class SegmentGap:
+class SegmentGap(Notice):
     """In segment mode, the runtime was not tracing between two segments."""
 
     segment: int  # the segment that ended
@@ -76,6 +84,10 @@ class SegmentGap:
     @property
     def duration_ns(self) -> int:
         return max(0, self.resumed_unix_ns - self.stopped_unix_ns)
+
+    @property
+    def message(self) -> str:
+        return f"not traced for {self.duration_ns / 1e6:.1f} ms: {self.why}"
 
 
 LegacyItem = EventBatch | Provisional | SymbolsResolved | SegmentGap
@@ -107,13 +119,14 @@ class LegacyLive:
     without ``provisional``, only the exact events are made."""
 
     def __init__(self, kinds: frozenset[Kind] | None = None, window_ns: int = WINDOW_NS,
-                 max_held: int = MAX_HELD, provisional: bool = True) -> None:
+                 max_held: int = MAX_HELD, provisional: bool = True, compiled: bool | None = None) -> None:
         self._kinds = kinds
         self._provisional = provisional
+        self._compiled = compiled
         self._window = window_ns
         self._max_held = max_held
         self._segment = 0
-        self._origin: int | None = None  # Unix ns: the first segment's start
+        self._origin: int | None = None  # Unix ns: the first segment's start, if the chunks have times
         self._offset = 0  # ns from the origin to this segment's start
         self._stopped: int | None = None  # when the last segment ended
         self._syncs = 0
@@ -122,7 +135,7 @@ class LegacyLive:
     def _new_segment_state(self) -> None:
         self._chunks: list[bytes] = []  # the segment's bytes, for its exact decoding at the end
         self._decoder: LegacyDecoder | None = None  # the provisional decoder
-        self._table: Generation | None = None
+        self._table: Tables | None = None
         self._converter: ModelConverter | None = None
         self._unclocked: list[list] = []  # chunks' events that came before the clock was known
         self._held: list[tuple[int, int, Event]] = []  # the reorder window: (time, arrival, event)
@@ -130,17 +143,21 @@ class LegacyLive:
         self._newest = -(1 << 63)
         self._released = -(1 << 63)  # time of the last event delivered
 
-    def feed(self, chunk: Chunk) -> Iterator[LegacyItem]:
+    def feed(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[LegacyItem]:
+        """The next bytes of the trace, and when they were read (Unix ns).
+        Without read times (offline), exact times count from the trace's
+        start and provisional events, which need the times, never come."""
         if not self._chunks:
-            yield from self._start(chunk)
+            yield from self._start(data, read_unix_ns)
             return
-        self._chunks.append(chunk.data)
+        self._chunks.append(data)
         dec = self._decoder
         if dec is None:
             return  # no provisional events: the segment is decoded whole at its end
-        events = dec.feed(chunk.data, chunk.read_unix_ns)
+        events = dec.feed(data, read_unix_ns)
         if not events:
             return
+        self._converter_for(dec)
         self._unclocked.append(events)
         if dec.clock.wall_ns(0) is None:
             if sum(map(len, self._unclocked)) > self._max_held:
@@ -152,22 +169,27 @@ class LegacyLive:
         self._unclocked.clear()
         yield from self._release(late, self._newest - self._window)
 
-    def _start(self, chunk: Chunk) -> Iterator[LegacyItem]:
+    def _start(self, data: bytes, read_unix_ns: int | None) -> Iterator[LegacyItem]:
         """The first chunk of a segment: its header (and whatever follows)."""
         if self._origin is None:
-            self._origin = chunk.read_unix_ns
-        self._offset = chunk.read_unix_ns - self._origin
-        if self._stopped is not None:
-            yield SegmentGap(self._segment - 1, self._stopped, chunk.read_unix_ns)
-        self._chunks.append(chunk.data)
+            self._origin = read_unix_ns
+        if read_unix_ns is not None and self._origin is not None:
+            self._offset = read_unix_ns - self._origin
+            if self._stopped is not None:
+                yield SegmentGap(self._segment - 1, self._stopped, read_unix_ns)
+        self._chunks.append(data)
         if not self._provisional:
             return
         self._decoder = LegacyDecoder(keep=False)
-        self._decoder.feed(chunk.data, chunk.read_unix_ns)
-        ver = self._decoder.version
-        if ver is not None:
-            table = self._table = Generation(self._segment + 1, 0, wall_origin=self._origin)
-            table.strings = _LiveStrings(self._decoder.strings)
+        self._decoder.feed(data, read_unix_ns)
+        self._converter_for(self._decoder)
+
+    def _converter_for(self, dec: LegacyDecoder) -> None:
+        """The provisional tables and converter, once the header is in."""
+        ver = dec.version
+        if self._converter is None and ver is not None:
+            table = self._table = Tables(self._segment + 1, wall_origin=self._origin)
+            table.strings = _LiveStrings(dec.strings)
             table.stacks = StackTable({0: ()})  # none until the footer
             self._converter = ModelConverter(table, ver, BUILTIN_STRINGS, strict=False)
 
@@ -212,7 +234,8 @@ class LegacyLive:
         if self._decoder is not None:
             yield from self._release([], 1 << 63)
             estimate = self._decoder.clock.ticks_per_sec
-        exact = exact_events(b"".join(self._chunks), self._kinds, offset=self._offset, syncs=self._syncs)
+        exact = exact_events(b"".join(self._chunks), self._kinds, self._compiled, offset=self._offset,
+                             syncs=self._syncs)
         self._syncs += 2
         yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
         if exact.table is not None:

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
 from livetrace._trace.model.events import EVENT_NARGS, EVENT_NEXTRA, KIND_OF_CODE, Event, Kind
-
-if TYPE_CHECKING:
-    from livetrace._trace.modern.generation import Generation
+from livetrace._trace.model.tables import Tables
 
 NARGS = 4  # argument columns per event
 NEXTRA = 2  # extra columns per event: old state, a task's parent and type
@@ -37,12 +35,14 @@ class EventBatch(Sequence[Event]):
     :class:`Kind` values), ``times`` (ns), ``threads``, ``procs``,
     ``goroutines`` (-1: none), ``args`` (4 per event, unsigned; an event
     uses as many as its code has) and ``extra`` (2 per event: what the
-    ordering engine learned, such as a transition's old state).
+    ordering engine learned, such as a transition's old state). ``gen`` is
+    the :class:`Tables` the events' ids refer to, one object per generation
+    (or legacy trace segment).
     """
 
     __slots__ = ("gen", "_n", "_events", "_cols")
 
-    def __init__(self, gen: Generation | None, n: int, cols: tuple[bytes, ...] | None,
+    def __init__(self, gen: Tables | None, n: int, cols: tuple[bytes, ...] | None,
                  events: list[Event] | None = None) -> None:
         self.gen = gen
         self._n = n
@@ -55,7 +55,7 @@ class EventBatch(Sequence[Event]):
                           memoryview(extra).cast("Q"))
 
     @classmethod
-    def from_events(cls, gen: Generation | None, events: list[Event]) -> EventBatch:
+    def from_events(cls, gen: Tables | None, events: list[Event]) -> EventBatch:
         return cls(gen, len(events), None, events)
 
     def __len__(self) -> int:

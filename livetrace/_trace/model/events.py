@@ -2,8 +2,8 @@
 
 Its kinds and fields follow Go's own reader (golang.org/x/exp/trace), so
 that tools written against either read alike. An :class:`Event` is a thin
-record; strings and stacks are looked up in its generation's tables only
-when asked for.
+record; strings and stacks are looked up in its :class:`Tables` (those of
+its generation, or of its legacy trace) only when asked for.
 """
 
 from __future__ import annotations
@@ -11,15 +11,31 @@ from __future__ import annotations
 import enum
 import time as _time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.modern import SPECS
 
-if TYPE_CHECKING:
-    from livetrace._trace.modern.generation import Generation
+
+class _Named(enum.IntEnum):
+    """An enum that prints as Go's reader names it (``Log``, ``Running``),
+    as the JSON lines do; ``repr`` and ``int`` still give the number."""
+
+    def _name(self) -> str:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self._name()
+
+    def __format__(self, spec: str) -> str:
+        try:
+            return format(self._name(), spec)
+        except ValueError:  # a numeric format: the number
+            return int.__format__(self, spec)
 
 
-class Kind(enum.IntEnum):
+class Kind(_Named):
+    """What an event is; ``str`` gives its name as in Go's reader (``Log``)."""
+
     BAD = 0
     SYNC = 1
     METRIC = 2
@@ -36,12 +52,15 @@ class Kind(enum.IntEnum):
     STATE_TRANSITION = 13
     EXPERIMENTAL = 14
 
+    def _name(self) -> str:
+        return KIND_NAMES[self]
+
 
 KIND_NAMES = ["Bad", "Sync", "Metric", "Label", "StackSample", "RangeBegin", "RangeActive", "RangeEnd",
               "TaskBegin", "TaskEnd", "RegionBegin", "RegionEnd", "Log", "StateTransition", "Experimental"]
 
 
-class GoState(enum.IntEnum):
+class GoState(_Named):
     UNDETERMINED = 0
     NOT_EXIST = 1
     RUNNABLE = 2
@@ -49,12 +68,18 @@ class GoState(enum.IntEnum):
     WAITING = 4
     SYSCALL = 5
 
+    def _name(self) -> str:
+        return GO_STATE_NAMES[self]
 
-class ProcState(enum.IntEnum):
+
+class ProcState(_Named):
     UNDETERMINED = 0
     NOT_EXIST = 1
     RUNNING = 2
     IDLE = 3
+
+    def _name(self) -> str:
+        return PROC_STATE_NAMES[self]
 
 
 GO_STATE_NAMES = ["Undetermined", "NotExist", "Runnable", "Running", "Waiting", "Syscall"]
@@ -145,8 +170,8 @@ def _str(b: bytes) -> str:
     return b.decode("utf-8", "surrogateescape")
 
 
-def stack_frames(g: Generation | None, stack_id: int) -> list[StackFrame]:
-    """The frames of a stack of generation g, innermost first."""
+def stack_frames(g: Tables | None, stack_id: int) -> list[StackFrame]:
+    """The frames of a stack of the tables g, innermost first."""
     if not stack_id or g is None:
         return []
     out = []
@@ -162,12 +187,13 @@ class Event:
     ``time`` is nanoseconds on the trace clock; ``thread``, ``proc`` and
     ``goroutine`` are the scheduling context the event happened in (-1 for
     none). What else an event carries depends on its :attr:`kind`; the
-    accessor for another kind raises ``ValueError``.
+    accessor for another kind raises ``ValueError``. ``gen`` is the
+    :class:`Tables` its ids refer to (None for a trace's final Sync).
     """
 
     __slots__ = ("code", "time", "m", "p", "g", "args", "gen", "extra")
 
-    def __init__(self, code: int, time: int, m: int, p: int, g: int, args: list[int], gen: Generation | None,
+    def __init__(self, code: int, time: int, m: int, p: int, g: int, args: list[int], gen: Tables | None,
                  extra: tuple[int, ...] = ()) -> None:
         self.code = code
         self.time = time

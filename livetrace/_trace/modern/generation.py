@@ -22,11 +22,11 @@ from livetrace._trace.spec.modern import (
     EV_STRINGS,
     EV_SYNC,
 )
+from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, read_uvarint
 
 MAX_STRING_SIZE = 1024
 MAX_FRAMES_PER_STACK = 128
-MAX_NS = 9.2e18  # times are int64 nanoseconds, as in Go's reader
 
 
 @dataclass(slots=True)
@@ -38,51 +38,16 @@ class CPUSample:
     stack: int
 
 
-@dataclass
-class Generation:
-    """One complete generation: its per-thread event batches and its tables."""
+@dataclass(eq=False, repr=False)
+class Generation(Tables):
+    """One complete generation: its per-thread event batches, and the tables
+    its events refer to (read from its string, stack and sync batches)."""
 
-    gen: int
-    minor: int
+    minor: int = 0
     batches: dict[int, list[Batch]] = field(default_factory=dict)  # by thread, in order of first appearance
-    strings: dict[int, bytes] = field(default_factory=lambda: {0: b""})
-    stacks: dict[int, tuple[int, ...]] = field(default_factory=lambda: {0: ()})  # stack id -> PCs
-    frames: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # pc -> func id, file id, line
     cpu_samples: list[CPUSample] = field(default_factory=list)
     experimental: dict[int, list[tuple[int, bytes]]] = field(default_factory=dict)
-    ns_per_tick: float = 0.0
-    has_clock_snapshot: bool = False
-    snap_ticks: int = 0
-    snap_mono: int = 0
-    snap_wall: tuple[int, int] = (0, 0)  # seconds, nanoseconds
     min_ticks: int = 0
-    extra_strings: list[bytes] = field(default_factory=lambda: [b""])
-    # Unix ns of time 0 where the trace has no clock snapshot but the live
-    # session knows it (legacy traces: estimated from when chunks arrived).
-    wall_origin: int | None = None
-
-    @property
-    def wall_base(self) -> int | None:
-        """Unix ns of trace time 0, where known."""
-        if self.has_clock_snapshot:
-            return self.snap_wall[0] * 1_000_000_000 + self.snap_wall[1] - self.ns(self.snap_ticks)
-        return self.wall_origin
-
-    def ns(self, ticks: int) -> int:
-        v = ticks * self.ns_per_tick
-        if not v < MAX_NS:  # also NaN, when the frequency is 0
-            raise TraceFormatError("timestamp out of range", generation=self.gen)
-        return int(v)
-
-    def add_extra_string(self, s: bytes) -> int:
-        """Intern a string the ordering engine derives (a task's type at its end)."""
-        if not s:
-            return 0
-        try:
-            return self.extra_strings.index(s)
-        except ValueError:
-            self.extra_strings.append(s)
-            return len(self.extra_strings) - 1
 
     # -- building --
 
@@ -241,7 +206,7 @@ class GenerationAssembler:
                 done.append(self._complete(f.offset))
                 cur = None
             if cur is None:
-                cur = self.current = Generation(f.gen, self.minor)
+                cur = self.current = Generation(f.gen, minor=self.minor)
                 self._start = f.offset
             cur.add(f)
         return done

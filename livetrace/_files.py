@@ -1,0 +1,80 @@
+"""Trace files through the one decoder: where decoding meets a file."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import BinaryIO
+
+from livetrace._errors import TraceFormatError
+from livetrace._notice import Notice
+from livetrace._trace.decoder import open_decoder
+from livetrace._trace.legacy.wire import HEADER_SIZE
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.events import Event, Kind
+
+READ_SIZE = 1 << 20
+Source = str | os.PathLike[str] | BinaryIO
+
+
+def pieces(stream: BinaryIO) -> Iterator[bytes]:
+    """The stream's bytes as they can be read."""
+    # read1 returns what is available instead of waiting for a full buffer,
+    # so a pipe is decoded as it arrives.
+    read = getattr(stream, "read1", stream.read)
+    while data := read(READ_SIZE):
+        yield data
+
+
+def head(stream: BinaryIO) -> tuple[bytes, Iterator[bytes]]:
+    """The stream's first bytes (at least 16, unless it is shorter), and all
+    its pieces, those included."""
+    rest = pieces(stream)
+    first = b""
+    for data in rest:
+        first += data
+        if len(first) >= HEADER_SIZE:
+            break
+    return first, itertools.chain([first], rest)
+
+
+@contextmanager
+def _opened(source: Source) -> Iterator[BinaryIO]:
+    if hasattr(source, "read"):
+        yield source  # type: ignore[misc]
+        return
+    with open(source, "rb") as f:  # type: ignore[arg-type]
+        yield f
+
+
+def decode_batches(source: Source, kinds: Iterable[Kind] | None = None, *,
+                   compiled: bool | None = None) -> Iterator[EventBatch | Notice]:
+    """A whole trace file (a path, or a binary file object read to its end),
+    of any format, as :class:`EventBatch` objects, in order, and the
+    decoder's notices (a legacy trace's :class:`SymbolsResolved` before its
+    events). ``kinds`` and ``compiled`` as for :func:`open_decoder`. A
+    malformed or truncated trace raises :class:`TraceFormatError`, whose
+    ``partial`` holds the events decoded before the problem and not yet
+    yielded."""
+    with _opened(source) as stream:
+        first, rest = head(stream)
+        decoder = open_decoder(first, kinds, compiled=compiled)
+        for data in rest:
+            yield from decoder.feed_iter(data)  # type: ignore[misc]
+        yield from decoder.close_iter()  # type: ignore[misc]
+
+
+def decode(source: Source, kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None) -> Iterator[Event]:
+    """A whole trace file's events, of any format, in order: the exact
+    events ``livetrace decode --dump parsed`` prints. On a malformed or
+    truncated trace, the events before the problem come first, then the
+    :class:`TraceFormatError`."""
+    try:
+        for item in decode_batches(source, kinds, compiled=compiled):
+            if isinstance(item, EventBatch):
+                yield from item
+    except TraceFormatError as e:
+        yield from getattr(e, "partial", [])
+        raise

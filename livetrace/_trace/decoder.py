@@ -1,0 +1,173 @@
+"""One decoder for every trace format, sans-IO: bytes in, event batches out.
+
+:func:`open_decoder` looks at a stream's first bytes and picks the format's
+decoder; everything that decodes events (``livetrace.decode``, ``livetrace
+decode --dump parsed``, live sessions) goes through it, so the choice between
+the modern format (Go 1.22+) and the legacy ones (Go 1.5 to 1.21, gotrace)
+is made here only.
+
+Both decoders give :class:`EventBatch` objects, identical for any chunking
+of the input and on the compiled core or its twin, and :class:`Notice`
+objects. They differ in when events come:
+
+- **modern**: each generation's events as soon as the generation is
+  complete (its end on Go 1.26+, the next generation's first batch before),
+  the last one and the final Sync at ``close``;
+- **legacy**: a legacy trace can only be ordered once its footer is in, and
+  the footer is simply the end of the stream, so ``feed`` gives nothing and
+  ``close`` gives a :class:`SymbolsResolved` notice and then all the exact
+  events. (Live, with ``provisional`` and each chunk's read time, ``feed``
+  also gives :class:`Provisional` batches as the chunks arrive; and in
+  segment mode, where the helper says when each segment's footer is in,
+  ``end_segment`` gives the segment's exact events.)
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Iterator
+
+from livetrace._errors import TraceFormatError
+from livetrace._notice import Notice
+from livetrace._protocol.frames import Gap, SegmentEnd
+from livetrace._trace.legacy.live import LegacyLive, Provisional
+from livetrace._trace.legacy.wire import (
+    GOTRACE_HEADER,
+    HEADER_SIZE,
+    is_legacy,
+    legacy_version,
+)
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.events import Event, Kind
+from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._trace.modern.wire import parse_header
+
+Item = EventBatch | Provisional | Notice
+
+
+class TraceDecoder(abc.ABC):
+    """Decodes one trace, of either family, fed in any pieces.
+
+    ``feed`` returns what the new bytes complete, ``close`` (at the end of
+    the stream) the rest: :class:`EventBatch` objects and notices. A
+    :class:`TraceFormatError` raised by either carries, in ``partial``, the
+    events decoded before the problem that were not returned. The
+    ``*_iter`` variants give the same items lazily (one batch at a time):
+    consume each iterator before feeding more.
+    """
+
+    legacy: bool  # Go 1.21 and older, or gotrace
+
+    def feed(self, data: bytes, read_unix_ns: int | None = None) -> list[Item]:
+        """``read_unix_ns``: when the bytes were read, for a live legacy
+        trace's clock (ignored otherwise)."""
+        return _collect(self.feed_iter(data, read_unix_ns))
+
+    def close(self) -> list[Item]:
+        return _collect(self.close_iter())
+
+    @abc.abstractmethod
+    def feed_iter(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[Item]: ...
+
+    @abc.abstractmethod
+    def close_iter(self) -> Iterator[Item]: ...
+
+    def gap(self, gap: Gap) -> Iterator[Item]:
+        """A live session's gap (the helper shed generations): what it
+        completes, then the gap; decoding goes on after it."""
+        yield gap
+
+    def end_segment(self, end: SegmentEnd) -> Iterator[Item]:
+        """A live legacy segment is over and complete (segment mode)."""
+        return iter(())
+
+    @property
+    def largest_generation(self) -> int:
+        """Bytes of the largest generation decoded so far (modern traces)."""
+        return 0
+
+
+class _Modern(TraceDecoder):
+    legacy = False
+
+    def __init__(self, kinds: frozenset[Kind] | None, compiled: bool | None) -> None:
+        self._kinds = kinds
+        self._compiled = compiled
+        self._header = b""  # to start afresh after a gap
+        self._largest = 0
+        self._decoder = ModernDecoder(kinds, compiled=compiled)
+
+    def feed_iter(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[Item]:
+        if len(self._header) < HEADER_SIZE:
+            self._header += data[: HEADER_SIZE - len(self._header)]
+        return self._decoder.feed_batches(data)
+
+    def close_iter(self) -> Iterator[Item]:
+        return self._decoder.close_batches()
+
+    def gap(self, gap: Gap) -> Iterator[Item]:
+        # Start afresh on the next generation, as a new first generation, as
+        # Go's reader does for a flight-recorder snapshot.
+        yield from self._decoder.abandon_batches(gap.first_generation if gap.discard_received else None)
+        self._largest = self.largest_generation
+        self._decoder = ModernDecoder(self._kinds, compiled=self._compiled)
+        for _ in self._decoder.feed_batches(self._header):
+            pass
+        yield gap
+
+    @property
+    def largest_generation(self) -> int:
+        return max(self._largest, self._decoder.largest_generation)
+
+
+class _Legacy(TraceDecoder):
+    legacy = True
+
+    def __init__(self, kinds: frozenset[Kind] | None, compiled: bool | None, provisional: bool) -> None:
+        self._live = LegacyLive(kinds, provisional=provisional, compiled=compiled)
+
+    def feed_iter(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[Item]:
+        return self._live.feed(data, read_unix_ns) if data else iter(())
+
+    def close_iter(self) -> Iterator[Item]:
+        return self._live.end_segment(None)
+
+    def end_segment(self, end: SegmentEnd) -> Iterator[Item]:
+        return self._live.end_segment(end)
+
+
+def open_decoder(header: bytes, kinds: Iterable[Kind] | None = None, *, provisional: bool = False,
+                 compiled: bool | None = None) -> TraceDecoder:
+    """A decoder for the trace whose stream begins with ``header``: its
+    first 16 bytes or more (all of a shorter stream; a gotrace stream's 8).
+    ``header`` is only looked at: feed the decoder the whole stream, from
+    its first byte. Raises :class:`TraceFormatError` for a header no Go
+    wrote, ``UnsupportedTraceVersionError`` for a version we do not read.
+
+    ``kinds`` keeps only events of those kinds (the others are decoded,
+    and checked, but never made); ``provisional`` asks a legacy trace for
+    its provisional events (live, with read times); ``compiled`` chooses the
+    compiled core (True), its twin (False) or the core where it was built
+    (None).
+    """
+    wanted = None if kinds is None else frozenset(kinds)
+    head = header[:HEADER_SIZE]
+    if is_legacy(head):
+        if len(head) == HEADER_SIZE or head.startswith(GOTRACE_HEADER):
+            legacy_version(head)
+        return _Legacy(wanted, compiled, provisional)
+    if len(head) == HEADER_SIZE:
+        parse_header(head)
+    return _Modern(wanted, compiled)
+
+
+def _collect(items: Iterator[Item]) -> list[Item]:
+    """All the items; on an error, the events before it in its partial."""
+    out: list[Item] = []
+    try:
+        out.extend(items)
+    except TraceFormatError as e:
+        done: list[Event] = [ev for item in out if isinstance(item, EventBatch) for ev in item]
+        e.partial = done + list(getattr(e, "partial", []))  # type: ignore[attr-defined]
+        raise
+    return out
