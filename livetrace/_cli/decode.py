@@ -14,10 +14,10 @@ from livetrace._trace.model.events import Event
 from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.convert import legacy_events
-from livetrace._trace.legacy.wire import HEADER_SIZE, is_legacy
 from livetrace._go.symbols import symbolize
 from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.wire import FrameReader
+from livetrace._trace.version import HEADER_SIZE, header_size, sniff
 
 READ_SIZE = 1 << 20
 
@@ -55,7 +55,9 @@ def _head(stream: BinaryIO) -> tuple[bytes, Iterator[bytes]]:
 def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> None:
     """``binary``: the program that wrote a Go 1.5/1.6 trace, to name its PCs."""
     head, pieces = _head(stream)
-    if is_legacy(head[:HEADER_SIZE]):
+    size = header_size(head)
+    # (Too short for a header: the modern decoder says how.)
+    if len(head) >= size and sniff(head[:size]).is_legacy:
         _dump_legacy_parsed(pieces, out, binary)
         return
     decoder = ModernDecoder()

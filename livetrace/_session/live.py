@@ -8,9 +8,8 @@ from collections.abc import Iterable, Iterator
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Kind
 from livetrace._trace.legacy.live import LegacyItem, LegacyLive
-from livetrace._trace.legacy.wire import is_legacy
 from livetrace._trace.modern.decoder import ModernDecoder
-from livetrace._trace.modern.wire import parse_header
+from livetrace._trace.version import header_size, sniff
 from livetrace._protocol.frames import Chunk, Gap, SegmentEnd
 
 Item = EventBatch | Gap | LegacyItem
@@ -56,12 +55,12 @@ class LiveDecoder:
                     self._decoder = self._new()
                 yield f
             elif self._decoder is None:
-                if is_legacy(f.data[:16]):
+                # The first chunk is the trace header.
+                if sniff(f.data[: header_size(f.data)]).is_legacy:
                     self._legacy = LegacyLive(self._kinds, provisional=self._provisional)
                     yield from self._legacy.feed(f)
                     continue
-                self._header = f.data  # the first chunk is the trace header
-                parse_header(f.data[:16])
+                self._header = f.data
                 self._decoder = self._new()
             else:
                 yield from self._decoder.feed_batches(f.data)
