@@ -4,16 +4,19 @@ the header sniffer. Sans-IO: no Go toolchain."""
 
 from __future__ import annotations
 
+import os
 import re
 from types import ModuleType
 
 import pytest
 
 from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
+from livetrace._trace.accel import compiled_core
 from livetrace._trace.legacy.wire import LegacyReader
 from livetrace._trace.model import events
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.modern import decoder
+from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.order import RANGE_START, Ordering
 from livetrace._trace.modern.wire import FrameReader
 from livetrace._trace.spec import legacy, modern
@@ -149,6 +152,41 @@ def test_the_ordering_engine_has_a_rule_for_every_timed_event() -> None:
     nothing else (a clock snapshot there is an error)."""
     want = {s.code for s in MODERN_ROWS if s.timed and s.kind is not None}
     assert set(Ordering().handlers()) == want
+
+
+def one_event_trace(code: int) -> bytes:
+    """A Go 1.26 trace of one generation: its sync batch and one event of
+    the given code, every argument 0."""
+    def batch(payload: bytes) -> bytes:
+        return bytes([modern.EV_EVENT_BATCH, 1, 1, 1, len(payload)]) + payload
+
+    spec = modern.SPECS[code]
+    assert spec is not None
+    sync = bytes([modern.EV_SYNC, modern.EV_FREQUENCY, 0x80, 0x94, 0xEB, 0xDC, 0x03,  # 1 GHz
+                  modern.EV_CLOCK_SNAPSHOT, 0, 0, 0, 0])
+    return GO1_26.header + batch(sync) + batch(bytes([code]) + bytes(len(spec.args))) + bytes([
+        modern.EV_END_OF_GENERATION])
+
+
+def ordering_outcome(code: int, compiled: bool) -> str:
+    try:
+        events = ModernDecoder(compiled=compiled).feed(one_event_trace(code))
+    except TraceFormatError as e:
+        return e.reason
+    return " ".join(str(e.code) for e in events)
+
+
+@pytest.mark.skipif(compiled_core(None) is None and not os.environ.get("CI"),
+                    reason="the compiled core is not built here (no C compiler at install)")
+def test_the_compiled_engine_orders_what_the_spec_says() -> None:
+    """The compiled twin's dispatch has its own switch: it must know the
+    same codes as the Python engine's, which is derived from the spec."""
+    unknown = "bad event type found while ordering"
+    for s in MODERN_ROWS:
+        if s.timed:
+            python, compiled = ordering_outcome(s.code, False), ordering_outcome(s.code, True)
+            assert python == compiled, s.name
+            assert python.startswith(unknown) == (s.kind is None), (s.name, python)
 
 
 # -- the legacy table --
