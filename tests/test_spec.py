@@ -10,7 +10,11 @@ from types import ModuleType
 
 import pytest
 
-from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
+from livetrace._errors import (
+    TraceFormatError,
+    TruncatedTraceError,
+    UnsupportedTraceVersionError,
+)
 from livetrace._trace.accel import compiled_core
 from livetrace._trace.legacy.wire import LegacyReader
 from livetrace._trace.model import events

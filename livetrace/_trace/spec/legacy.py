@@ -12,7 +12,17 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from livetrace._trace.version import GO1_5, GO1_7, GO1_8, GO1_9, GO1_11, GO1_19, GOTRACE, Family, TraceVersion
+from livetrace._trace.version import (
+    GO1_5,
+    GO1_7,
+    GO1_8,
+    GO1_9,
+    GO1_11,
+    GO1_19,
+    GOTRACE,
+    Family,
+    TraceVersion,
+)
 
 (EV_NONE, EV_BATCH, EV_FREQUENCY, EV_STACK, EV_GOMAXPROCS, EV_PROC_START, EV_PROC_STOP, EV_GC_START, EV_GC_DONE,
  EV_STW_START, EV_STW_DONE, EV_GC_SWEEP_START, EV_GC_SWEEP_DONE, EV_GO_CREATE, EV_GO_START, EV_GO_END, EV_GO_STOP,
