@@ -24,7 +24,7 @@ from _common import best_of, demo_trace  # bench/, the script's directory
 from livetrace._go.toolchain import find_go, go_env, go_version
 from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.fast import COMPILED_VERSIONS, exact_events
-from livetrace._trace.legacy.wire import legacy_version
+from livetrace._trace.version import GO1_5, sniff
 
 CHUNK = 1 << 20
 
@@ -57,12 +57,12 @@ def main() -> None:
         mb = len(data) / 1e6
         t_ours, events = best_of(args.runs, decode, data)
         t_dump, _ = best_of(args.runs, run, [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"])
-        binary = ["/bin/true"] if data.startswith(b"go 1.5 trace") else []
+        binary = ["/bin/true"] if sniff(data[:16]) == GO1_5 else []
         t_go, _ = best_of(args.runs, run, [str(go), "tool", "trace", "-d", *binary, str(path)])
         rows = [("livetrace LegacyDecoder (read, order, check)", t_ours),
                 ("livetrace decode --dump legacy > /dev/null", t_dump),
                 ("go tool trace -d > /dev/null", t_go)]
-        if legacy_version(data[:16]) in COMPILED_VERSIONS:
+        if sniff(data[:16]) in COMPILED_VERSIONS:
             t_fast, _ = best_of(args.runs, exact, data, True)
             t_twin, _ = best_of(1, exact, data, False)
             rows += [("livetrace compiled: bytes to modern events", t_fast),

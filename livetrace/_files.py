@@ -11,7 +11,7 @@ from typing import BinaryIO
 from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
 from livetrace._trace.decoder import open_decoder
-from livetrace._trace.legacy.wire import HEADER_SIZE
+from livetrace._trace.version import HEADER_SIZE
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from livetrace import TraceFormatError, TruncatedTraceError
 from livetrace._cli.render.dump import legacy_lines
 from livetrace._trace.legacy.read import LegacyDecoder, LegacyEvent, LegacyTrace
+from livetrace._trace.version import GOTRACE
 
 from .mutate import mutate
 
@@ -224,7 +225,7 @@ def test_encoder_writes_what_the_seed_writes() -> None:
 
 def test_gotrace_stream_decodes_as_derived_from_the_seed() -> None:
     trace = decode(DATA)
-    assert trace.version == 1000
+    assert trace.version == GOTRACE
     assert rows(trace.events) == EXPECTED
     stw = trace.events[18]
     assert stw.name == "STWStart" and stw.sargs == [b"mark termination"]  # what Go 1.21 says for 1.5's kindless one

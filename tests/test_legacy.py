@@ -27,6 +27,7 @@ from livetrace._trace.model.events import Kind
 from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.convert import legacy_events
+from livetrace._trace.version import GO1_5
 
 from . import textform
 from .conftest import demo_exe, go_binary, go_dump, record_demo_traces
@@ -275,7 +276,7 @@ def test_a_binary_names_the_pcs_of_a_pcs_only_trace(legacy_demo_traces: dict[str
             pc, func, file, line = vals[k : k + 4]
             if pc:
                 expected.setdefault(pc + 1, (trace.strings.get(func, b""), trace.strings.get(file, b""), line))
-    trace.version, trace.frames = 1005, {}
+    trace.version, trace.frames = GO1_5, {}
     trace.stacks = {sid: tuple(pc + 1 for pc in vals[0::4] if pc) for sid, vals in trace.stacks.items()}
     named = symbolize(trace, demo_exe("1.21"), go_binary("1.21"))
     assert named == len(expected) > 50

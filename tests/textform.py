@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from livetrace._trace.spec.modern import SPECS
+from livetrace._trace.spec.modern import EV_EXPERIMENTAL_BATCH, SPECS
 
 # Go's text-form tests, copied into the repository with Go's LICENSE beside them.
 CORPUS = Path(__file__).resolve().parent / "corpus" / "modern"
@@ -71,7 +71,7 @@ def load(path: Path) -> TextTrace:
             continue
         spec = _BY_NAME[tokens[0]]
         out.append(spec.code)
-        if spec.code == 49:  # the experiment id is a raw byte
+        if spec.code == EV_EXPERIMENTAL_BATCH:  # the experiment id is a raw byte
             out.append(values[0])
             values = values[1:]
         out += b"".join(_uvarint(v) for v in values)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import stat
 import sys
@@ -35,6 +34,7 @@ from livetrace._cli.progress import format_bytes, show_progress
 from livetrace._protocol.frames import Gap
 from livetrace._session.recording import Recorder, Recording
 from livetrace._session.session import Session, connect
+from livetrace._trace.version import TraceVersion
 from livetrace._version import __version__
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
@@ -182,8 +182,12 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
 
 
 def _is_legacy_go(version: str) -> bool:
-    m = re.match(r"go1\.(\d+)", version)
-    return m is not None and int(m.group(1)) <= 21
+    """Whether the runtime that says it is ``version`` writes a legacy trace
+    (one we cannot name, such as a development build's, is taken for new)."""
+    try:
+        return TraceVersion.of_runtime(version).is_legacy
+    except (ValueError, TraceFormatError):
+        return False
 
 
 async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | None,

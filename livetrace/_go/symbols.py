@@ -20,7 +20,7 @@ def symbolize(trace: LegacyTrace, binary: Path, go: Path | None = None) -> int:
     """Names the PCs of a PCs-only trace from the binary that wrote it;
     returns how many PCs got a function. Traces of Go 1.7 and later name
     their own frames and are left alone."""
-    if trace.version >= 1007 or not trace.stacks:
+    if not trace.version.stacks_are_pcs or not trace.stacks:
         return 0
     if not binary.is_file():
         raise SymbolizeError(f"{binary}: no such file; give the program binary that wrote the trace")

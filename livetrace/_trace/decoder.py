@@ -31,16 +31,10 @@ from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
 from livetrace._protocol.frames import Gap, SegmentEnd
 from livetrace._trace.legacy.live import LegacyLive, Provisional
-from livetrace._trace.legacy.wire import (
-    GOTRACE_HEADER,
-    HEADER_SIZE,
-    is_legacy,
-    legacy_version,
-)
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.modern.decoder import ModernDecoder
-from livetrace._trace.modern.wire import parse_header
+from livetrace._trace.version import HEADER_SIZE, header_size, sniff
 
 Item = EventBatch | Provisional | Notice
 
@@ -151,13 +145,10 @@ def open_decoder(header: bytes, kinds: Iterable[Kind] | None = None, *, provisio
     (None).
     """
     wanted = None if kinds is None else frozenset(kinds)
-    head = header[:HEADER_SIZE]
-    if is_legacy(head):
-        if len(head) == HEADER_SIZE or head.startswith(GOTRACE_HEADER):
-            legacy_version(head)
+    size = header_size(header)
+    # A stream too short for a header: the modern decoder says how, at close.
+    if len(header) >= size and sniff(header[:size]).is_legacy:
         return _Legacy(wanted, compiled, provisional)
-    if len(head) == HEADER_SIZE:
-        parse_header(head)
     return _Modern(wanted, compiled)
 
 

@@ -9,7 +9,15 @@ from livetrace._cli.render.gostr import go_quote
 from livetrace._trace.legacy.read import LegacyEvent
 from livetrace._trace.spec.legacy import GLOBAL_G0
 from livetrace._trace.spec.legacy import SPECS as LEGACY_SPECS
-from livetrace._trace.spec.modern import SPECS, EventSpec
+from livetrace._trace.spec.modern import (
+    EV_EVENT_BATCH,
+    EV_EXPERIMENTAL_BATCH,
+    EV_STW_BEGIN,
+    EV_STW_END,
+    EV_USER_TASK_BEGIN,
+    SPECS,
+    EventSpec,
+)
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, decode_records
 
 def legacy_lines(events: Iterable[LegacyEvent]) -> Iterator[bytes]:
@@ -34,7 +42,7 @@ _FORMATS = {s.code: _arg_format(s) for s in SPECS if s is not None}
 def wire_lines(frames: Iterable[Frame], minor: int) -> Iterator[str]:
     """``go tool trace -d=wire``: one line per record (Stack frames and
     string data on tab-indented continuation lines)."""
-    batch_fmt, exp_fmt = _FORMATS[1], _FORMATS[49]
+    batch_fmt, exp_fmt = _FORMATS[EV_EVENT_BATCH], _FORMATS[EV_EXPERIMENTAL_BATCH]
     for f in frames:
         if isinstance(f, EndOfGeneration):
             yield "EndOfGeneration"
@@ -91,7 +99,7 @@ def parsed_text(e: Event) -> str:
         name, value = e.metric()
         s += f' Name="{name}" Value=Value{{Uint64({value})}}'
     elif kind in (Kind.RANGE_BEGIN, Kind.RANGE_ACTIVE, Kind.RANGE_END):
-        if e.code in (26, 27):
+        if e.code in (EV_STW_BEGIN, EV_STW_END):
             name = "stop-the-world (" + _raw(e.string(e.args[0])) + ")"
             s += f" Name={go_quote(name.encode('utf-8', 'surrogateescape'))} Scope=Goroutine({e.g})"
         else:
@@ -107,7 +115,7 @@ def parsed_text(e: Event) -> str:
     elif kind == Kind.LABEL:
         s += f" Label={go_quote(e.string(e.args[0]))} Resource=Goroutine({e.g})"
     elif kind in (Kind.TASK_BEGIN, Kind.TASK_END):
-        if e.code == 40:
+        if e.code == EV_USER_TASK_BEGIN:
             s += f" ID={e.args[0]} Parent={e.args[1]} Type={go_quote(e.string(e.args[2]))}"
         else:
             assert e.gen is not None

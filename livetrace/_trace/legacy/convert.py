@@ -64,17 +64,45 @@ from livetrace._trace.spec.legacy import (
     SPECS,
     STW_REASONS_1021,
 )
+# The modern event codes the conversion produces.
+from livetrace._trace.spec.modern import (
+    EV_CPU_SAMPLE as CPU_SAMPLE,
+    EV_GC_BEGIN as GC_BEGIN,
+    EV_GC_END as GC_END,
+    EV_GC_MARK_ASSIST_BEGIN as GC_MARK_ASSIST_BEGIN,
+    EV_GC_MARK_ASSIST_END as GC_MARK_ASSIST_END,
+    EV_GC_SWEEP_BEGIN as GC_SWEEP_BEGIN,
+    EV_GC_SWEEP_END as GC_SWEEP_END,
+    EV_GO_BLOCK as GO_BLOCK,
+    EV_GO_CREATE as GO_CREATE,
+    EV_GO_DESTROY as GO_DESTROY,
+    EV_GO_LABEL as GO_LABEL,
+    EV_GO_START as GO_START,
+    EV_GO_STATUS as GO_STATUS,
+    EV_GO_STOP as GO_STOP,
+    EV_GO_SYSCALL_BEGIN as GO_SYSCALL_BEGIN,
+    EV_GO_SYSCALL_END as GO_SYSCALL_END,
+    EV_GO_SYSCALL_END_BLOCKED as GO_SYSCALL_END_BLOCKED,
+    EV_GO_UNBLOCK as GO_UNBLOCK,
+    EV_HEAP_ALLOC as HEAP_ALLOC,
+    EV_HEAP_GOAL as HEAP_GOAL,
+    EV_PROC_START as PROC_START,
+    EV_PROC_STATUS as PROC_STATUS,
+    EV_PROC_STOP as PROC_STOP,
+    EV_PROCS_CHANGE as PROCS_CHANGE,
+    EV_STW_BEGIN as STW_BEGIN,
+    EV_STW_END as STW_END,
+    EV_USER_LOG as USER_LOG,
+    EV_USER_REGION_BEGIN as USER_REGION_BEGIN,
+    EV_USER_REGION_END as USER_REGION_END,
+    EV_USER_TASK_BEGIN as USER_TASK_BEGIN,
+    EV_USER_TASK_END as USER_TASK_END,
+)
+from livetrace._trace.spec.modern import SPECS as MODERN_SPECS
 from livetrace._trace.model.tables import Tables
+from livetrace._trace.version import TraceVersion
 
 U64 = (1 << 64) - 1
-
-# Modern event codes the conversion produces.
-(CPU_SAMPLE, PROCS_CHANGE, PROC_START, PROC_STOP, PROC_STATUS, GO_CREATE, GO_START, GO_DESTROY, GO_STOP, GO_BLOCK,
- GO_UNBLOCK, GO_SYSCALL_BEGIN, GO_SYSCALL_END, GO_SYSCALL_END_BLOCKED, GO_STATUS, STW_BEGIN, STW_END, GC_BEGIN,
- GC_END, GC_SWEEP_BEGIN, GC_SWEEP_END, GC_MARK_ASSIST_BEGIN, GC_MARK_ASSIST_END, HEAP_ALLOC, HEAP_GOAL, GO_LABEL,
- USER_TASK_BEGIN, USER_TASK_END, USER_REGION_BEGIN, USER_REGION_END, USER_LOG) = (
-    7, 9, 10, 11, 13, 14, 16, 17, 19, 20, 21, 22, 23, 24, 25, 26, 27, 29, 30, 32, 33, 35, 36, 37, 38, 39, 40, 41,
-    42, 43, 44)
 
 # Why a goroutine stopped or blocked, as the modern model names it.
 STOP_REASONS = {EV_GO_SCHED: "runtime.Gosched", EV_GO_PREEMPT: "preempted"}
@@ -92,9 +120,7 @@ SAME_ARGS = {EV_GC_START: GC_BEGIN, EV_GC_SWEEP_START: GC_SWEEP_BEGIN, EV_GC_SWE
              EV_GC_DONE: GC_END, EV_GC_MARK_ASSIST_DONE: GC_MARK_ASSIST_END, EV_GO_SYS_EXIT: GO_SYSCALL_END_BLOCKED}
 # How many arguments each of those has in the modern model; where the legacy
 # event has a stack, it is the last one.
-NARGS = {GC_BEGIN: 2, GC_SWEEP_BEGIN: 1, GC_SWEEP_END: 2, GO_CREATE: 3, GO_UNBLOCK: 3, HEAP_ALLOC: 1, HEAP_GOAL: 1,
-         GC_MARK_ASSIST_BEGIN: 1, PROCS_CHANGE: 2, GO_DESTROY: 0, GC_END: 1, GC_MARK_ASSIST_END: 0,
-         GO_SYSCALL_END_BLOCKED: 0}
+NARGS = {code: len(MODERN_SPECS[code].event_args) for code in SAME_ARGS.values()}  # type: ignore[union-attr]
 
 
 class StackTable(dict):  # type: ignore[type-arg]
@@ -111,7 +137,7 @@ def legacy_table(trace: LegacyTrace) -> Tables:
     g.strings = dict(trace.strings)
     g.strings[0] = b""
     stacks = StackTable({0: ()})
-    if trace.version >= 1007:
+    if not trace.version.stacks_are_pcs:
         for sid, vals in trace.stacks.items():
             stacks[sid & 0xFFFFFFFF] = vals[0::4]
         g.frames = dict(trace.frames)
@@ -178,7 +204,7 @@ class ModelConverter:
     conversion needs to know of the past (the opening snapshot, which Ps
     have run and on which thread, open tasks); times are left as given."""
 
-    def __init__(self, table: Tables, version: int, first_string_id: int, strict: bool = True) -> None:
+    def __init__(self, table: Tables, version: TraceVersion, first_string_id: int, strict: bool = True) -> None:
         """``strict``: the trace is complete, so a string or stack it names
         and lacks is an error (a string) or no stack."""
         self.table = table
@@ -238,9 +264,10 @@ class ModelConverter:
             self._seen_procs.add(p)
             return [Event(PROC_STATUS, time, m, p, g, [p, PROC_IDLE], table, (0,))]
         if t == EV_STW_START:
-            if self._version < 1021:
+            v = self._version
+            if not v.has_stw_reasons:
                 # Before 1.10 the kind was not traced, and 1.10 to 1.20 knew two.
-                reason = STW_REASONS[a[0] + 1] if self._version >= 1010 and a[0] < 2 else ""
+                reason = STW_REASONS[a[0] + 1] if v.stw_has_kind and a[0] < 2 else ""
             else:
                 reason = STW_REASONS[a[0]] if a[0] < len(STW_REASONS) else ""
             self._stw_reason = strings.id(reason.encode())

@@ -28,11 +28,13 @@ from livetrace._trace.spec.legacy import (
     EV_GO_STOP,
     layout,
 )
-from livetrace._trace.legacy.wire import HEADER_SIZE, legacy_version
+from livetrace._trace.spec.modern import EV_USER_TASK_END as TASK_END
 from livetrace._trace.model.tables import Tables
+from livetrace._errors import TraceFormatError
+from livetrace._trace.version import FORMATS, HEADER_SIZE, TraceVersion, sniff
 
 BATCH_EVENTS = 4096
-COMPILED_VERSIONS = (1011, 1019, 1021)
+COMPILED_VERSIONS = frozenset(v for v in FORMATS if v.go_converts)
 # Ids of the strings the conversion adds (reasons, stop-the-world kinds,
 # user log messages), clear of the trace's own.
 BUILTIN_BASE = 1 << 62
@@ -68,8 +70,8 @@ def exact_events(data: bytes, kinds: frozenset[Kind] | None = None, compiled: bo
         ver = _version(data)
         if ver in COMPILED_VERSIONS:
             counts, stacks = layout(ver)
-            res = core.legacy_exact(data, ver, counts, stacks, kind_mask(kinds), _BUILTIN_IDS, MESSAGE_BASE, offset,
-                                    syncs)
+            res = core.legacy_exact(data, ver.legacy_number, counts, stacks, kind_mask(kinds), _BUILTIN_IDS,
+                                    MESSAGE_BASE, offset, syncs)
             # (A trace naming its own strings where the conversion puts its
             # own is left to the twin, which interns them elsewhere.)
             if res is not None and all(sid < BUILTIN_BASE for sid, _ in res[7]):
@@ -89,14 +91,14 @@ def exact_events(data: bytes, kinds: frozenset[Kind] | None = None, compiled: bo
     return ExactTrace(table, batches, len(events), len(trace.stacks), trace.ticks_per_sec)
 
 
-def _version(data: bytes) -> int | None:
+def _version(data: bytes) -> TraceVersion | None:
     try:
-        return legacy_version(data[:HEADER_SIZE])
-    except Exception:  # the twin reports it
+        return sniff(data[:HEADER_SIZE])
+    except TraceFormatError:  # the twin reports it
         return None
 
 
-def _from_columns(res: tuple[Any, ...], ver: int) -> ExactTrace:
+def _from_columns(res: tuple[Any, ...], ver: TraceVersion) -> ExactTrace:
     code, time, m, p, g, args, extra, strings, stack_list, ticks, messages = res
     trace = LegacyTrace(ver, [], {}, dict(strings), ticks)
     for sid, vals in stack_list:
@@ -109,10 +111,10 @@ def _from_columns(res: tuple[Any, ...], ver: int) -> ExactTrace:
         table.strings[MESSAGE_BASE + k] = msg
     n = len(code)
     # A task's end names its type as an extra string, made here.
-    if b"\x29" in code:
+    if bytes([TASK_END]) in code:
         xs = memoryview(extra).cast("Q")
         for i, c in enumerate(code):
-            if c == 41:
+            if c == TASK_END:
                 xs[2 * i + 1] = table.add_extra_string(table.strings.get(xs[2 * i + 1], b""))
     batches = []
     for i in range(0, n, BATCH_EVENTS):

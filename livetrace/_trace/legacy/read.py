@@ -62,18 +62,18 @@ from livetrace._trace.spec.legacy import (
     EV_USER_TASK_END,
     GC_P,
     GLOBAL_G0,
-    GOTRACE,
     NETPOLL_P,
     PROFILE_P,
     SPECS,
+    STRING_ARG,
     STW_KINDS_OLD,
     STW_REASONS_1021,
     SYSCALL_P,
     TIMER_P,
-    has_global_seq,
     layout,
 )
 from livetrace._trace.legacy.wire import LegacyReader, RawEvent
+from livetrace._trace.version import TraceVersion
 
 U64 = (1 << 64) - 1
 TIME_ORDER = "time stamps out of order"
@@ -108,7 +108,7 @@ class LegacyEvent:
 
 @dataclass
 class LegacyTrace:
-    version: int
+    version: TraceVersion
     events: list[LegacyEvent]
     stacks: dict[int, tuple[int, ...]]  # id -> values: PCs (1005) or (pc, func, file, line) per frame
     strings: dict[int, bytes]
@@ -152,7 +152,7 @@ class LegacyDecoder:
         self._global_seq = False
 
     @property
-    def version(self) -> int | None:
+    def version(self) -> TraceVersion | None:
         return self._reader.version
 
     @property
@@ -168,7 +168,7 @@ class LegacyDecoder:
             return out
         if self._counts is None:
             self._counts, self._stackf = layout(ver)
-            self._global_seq = has_global_seq(ver)
+            self._global_seq = ver.has_global_seq
         timed = False
         for raw in raws:
             e = self._event(ver, raw)
@@ -181,7 +181,7 @@ class LegacyDecoder:
             self.clock.add(read_unix_ns, self._ts)
         return out
 
-    def _event(self, ver: int, raw: RawEvent) -> LegacyEvent | None:
+    def _event(self, ver: TraceVersion, raw: RawEvent) -> LegacyEvent | None:
         """One raw event: into the tables, or an event with its P, G and ticks."""
         off, typ, vals, sargs = raw
         spec = SPECS[typ]
@@ -226,7 +226,7 @@ class LegacyDecoder:
         if typ in (EV_GO_START, EV_GO_START_LOCAL, EV_GO_START_LABEL):
             self._g = e.g = a[0]
         elif typ == EV_STW_START:
-            if ver < 1021:
+            if not ver.has_stw_reasons:
                 if a[0] >= len(STW_KINDS_OLD):
                     raise TraceFormatError(f"unknown STW kind {a[0]}", offset=off)
                 e.sargs = [STW_KINDS_OLD[a[0]].encode()]
@@ -258,7 +258,8 @@ class LegacyDecoder:
         strings = self._reader.strings
         for batch in self._batches.values():
             _name_strings(batch, strings)
-        events = (_order_gotrace if ver == GOTRACE else _order_1005 if ver < 1007 else _order_1007)(self._batches)
+        order = _order_1007 if ver.has_goroutine_seq else _order_1005 if ver.has_global_seq else _order_gotrace
+        events = order(self._batches)
         min_ts = events[0].ts
         ns_per_tick = 1e9 / self._ticks_per_sec
         for ev in events:
@@ -331,15 +332,14 @@ class TickClock:
 
 def _name_strings(events: list[LegacyEvent], strings: dict[int, bytes]) -> None:
     """Strings can come after the events that name them: name them now."""
+    string_arg = STRING_ARG
     for e in events:
-        t = e.typ
-        if t in (EV_GO_START_LABEL, EV_USER_TASK_CREATE, EV_USER_REGION):
-            e.sargs = [strings.get(e.args[2], b"")]
-        elif t == EV_USER_LOG:
-            e.sargs[0] = strings.get(e.args[1], b"")
+        i = string_arg[e.typ]
+        if i >= 0:
+            e.sargs[:1] = [strings.get(e.args[i], b"")]
 
 
-def _add_stack(ver: int, off: int, vals: list[int], stacks: dict[int, tuple[int, ...]],
+def _add_stack(ver: TraceVersion, off: int, vals: list[int], stacks: dict[int, tuple[int, ...]],
                frames: dict[int, tuple[int, int, int]]) -> None:
     if len(vals) < 2:
         raise TraceFormatError(f"EvStack has wrong number of arguments at offset 0x{off:x}: want at least 2, "
@@ -347,13 +347,13 @@ def _add_stack(ver: int, off: int, vals: list[int], stacks: dict[int, tuple[int,
     sid, size = vals[0], vals[1]
     if size > 1000:
         raise TraceFormatError(f"EvStack has bad number of frames at offset 0x{off:x}: {size}", offset=off)
-    want = 2 + (size if ver < 1007 else 4 * size)
+    want = 2 + (size if ver.stacks_are_pcs else 4 * size)
     if len(vals) != want:
         raise TraceFormatError(f"EvStack has wrong number of arguments at offset 0x{off:x}: want {want}, "
                                f"got {len(vals)}", offset=off)
     if sid and size:
         stacks[sid] = tuple(vals[2:])
-        if ver >= 1007:
+        if not ver.stacks_are_pcs:
             add_frames(frames, stacks[sid])
 
 
@@ -509,7 +509,7 @@ def _remove_futile(events: list[LegacyEvent]) -> list[LegacyEvent]:
     return [e for e in events if id(e) not in futile]
 
 
-def _check_states(ver: int, events: list[LegacyEvent]) -> None:
+def _check_states(ver: TraceVersion, events: list[LegacyEvent]) -> None:
     """Go's consistency checks over the ordered events; also puts GC starts
     on the GC pseudo-P and network wakeups on the netpoll one."""
     gs: dict[int, list] = {0: [G_RUNNING, None]}  # g -> [state, type of its last event that matters here]
@@ -518,6 +518,7 @@ def _check_states(ver: int, events: list[LegacyEvent]) -> None:
     tasks: set[int] = set()
     regions: dict[int, list[tuple[int, bytes]]] = {}
     assists: set[int] = set()
+    stw_per_p = ver.stw_per_p
 
     def err(msg: str, e: LegacyEvent) -> TraceFormatError:
         return TraceFormatError(f"{msg} (offset {e.off}, time {e.ts})", offset=e.off)
@@ -554,12 +555,12 @@ def _check_states(ver: int, events: list[LegacyEvent]) -> None:
                 raise err("bogus GC end", e)
             gc_on = False
         elif t in (EV_STW_START, EV_STW_DONE):
-            on = p[2] if ver < 1010 else stw_on  # before 1.10, per P
+            on = p[2] if stw_per_p else stw_on
             if t == EV_STW_START and on:
                 raise err("previous STW is not ended before a new one", e)
             if t == EV_STW_DONE and not on:
                 raise err("bogus STW end", e)
-            if ver < 1010:
+            if stw_per_p:
                 p[2] = t == EV_STW_START
             else:
                 stw_on = t == EV_STW_START

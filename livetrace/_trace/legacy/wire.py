@@ -9,50 +9,15 @@ message of a user log carry bytes; nothing else does.
 
 from __future__ import annotations
 
-import re
-
 from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
-from livetrace._trace.spec.legacy import EV_COUNT, EV_STRING, EV_USER_LOG, GOTRACE, SPECS, VERSIONS, has_global_seq
+from livetrace._trace.spec.legacy import EV_STRING, EV_USER_LOG, layout
 from livetrace._trace.modern.wire import read_uvarint
+from livetrace._trace.version import HEADER_SIZE, TraceVersion, header_size, sniff
 from livetrace._streambuf import StreamBuffer
 
-HEADER_SIZE = 16
-GOTRACE_HEADER = b"gotrace\x00"  # the only header without padding to 16 bytes
 MAX_STRING = 1_000_000
-_HEADER = re.compile(rb"go 1\.(\d{1,3}) trace\x00*")
 
 RawEvent = tuple[int, int, list[int], list[bytes]]  # offset, type, values, string arguments
-
-
-def is_legacy(header: bytes) -> bool:
-    """Whether the start of a stream (16 bytes, or all of a shorter one)
-    names a legacy trace."""
-    m = _HEADER.match(header)
-    return header.startswith(GOTRACE_HEADER) or (m is not None and int(m.group(1)) <= 21)
-
-
-def header_size(head: bytes) -> int:
-    """How long the header is that a stream starting with head (its first
-    bytes, as many as have arrived) begins with: 8 bytes for gotrace, else 16."""
-    n = min(len(head), len(GOTRACE_HEADER))
-    # "go" also begins every numbered header.
-    return len(GOTRACE_HEADER) if n > 2 and head[:n] == GOTRACE_HEADER[:n] else HEADER_SIZE
-
-
-def legacy_version(header: bytes) -> int | None:
-    """The version (GOTRACE, or 1005 ... 1021) a header names, None for a
-    modern one; raises for anything else."""
-    if header.startswith(GOTRACE_HEADER):
-        return GOTRACE
-    m = _HEADER.fullmatch(header[:HEADER_SIZE])
-    if not m or len(header) < HEADER_SIZE:
-        raise TraceFormatError("bad file format: not a Go execution trace?", offset=0)
-    ver = 1000 + int(m.group(1))
-    if ver >= 1022:
-        return None
-    if ver not in VERSIONS:
-        raise UnsupportedTraceVersionError(f"unsupported trace file version 1.{ver % 1000} ({ver})", offset=0)
-    return ver
 
 
 class _Short(Exception):
@@ -65,8 +30,10 @@ class LegacyReader:
 
     def __init__(self) -> None:
         self._in = StreamBuffer()
-        self.version: int | None = None
+        self.version: TraceVersion | None = None
         self.strings: dict[int, bytes] = {}
+        self._counts = b""  # the version's value counts: 0 for a type it does not have
+        self._global_seq = False
 
     @property
     def offset(self) -> int:
@@ -81,10 +48,12 @@ class LegacyReader:
             size = header_size(bytes(buf[pos : pos + HEADER_SIZE]))
             if end - pos < size:
                 return out
-            ver = legacy_version(bytes(buf[pos : pos + size]))
-            if ver is None:
+            ver = sniff(bytes(buf[pos : pos + size]))
+            if ver.is_modern:
                 raise UnsupportedTraceVersionError("a Go 1.22+ trace: decode it with the modern decoder", offset=0)
             self.version = ver
+            self._counts = layout(ver)[0]
+            self._global_seq = ver.has_global_seq
             pos += size
         while pos < end:
             try:
@@ -117,15 +86,13 @@ class LegacyReader:
         return v, j
 
     def _event(self, buf: bytearray, pos: int, end: int) -> tuple[RawEvent | None, int]:
-        ver = self.version
-        assert ver is not None
         off = self._in.base + pos
         b = buf[pos]
         typ, narg, inline = b & 0x3F, (b >> 6) + 1, 4
-        if has_global_seq(ver):
+        if self._global_seq:
             narg += 1
             inline += 1
-        if typ == 0 or typ >= EV_COUNT or SPECS[typ].since > ver:
+        if not self._counts[typ]:
             raise TraceFormatError(f"unknown event type {typ} at offset 0x{off:x}", offset=off)
         i = pos + 1
         if typ == EV_STRING:

@@ -8,59 +8,49 @@ its generation, or of its legacy trace) only when asked for.
 
 from __future__ import annotations
 
-import enum
 import time as _time
 from dataclasses import dataclass
 
 from livetrace._trace.model.tables import Tables
-from livetrace._trace.spec.modern import SPECS
+from livetrace._trace.spec.kinds import KIND_NAMES, Kind, NamedEnum
+from livetrace._trace.spec.modern import (
+    EV_GC_ACTIVE,
+    EV_GC_BEGIN,
+    EV_GC_END,
+    EV_GC_SWEEP_ACTIVE,
+    EV_GC_SWEEP_BEGIN,
+    EV_GC_SWEEP_END,
+    EV_GC_MARK_ASSIST_ACTIVE,
+    EV_GO_BLOCK,
+    EV_GO_CREATE,
+    EV_GO_CREATE_BLOCKED,
+    EV_GO_CREATE_SYSCALL,
+    EV_GO_DESTROY,
+    EV_GO_DESTROY_SYSCALL,
+    EV_GO_START,
+    EV_GO_STATUS_STACK,
+    EV_GO_STOP,
+    EV_GO_SWITCH,
+    EV_GO_SWITCH_DESTROY,
+    EV_GO_SYSCALL_BEGIN,
+    EV_GO_SYSCALL_END,
+    EV_GO_SYSCALL_END_BLOCKED,
+    EV_GO_UNBLOCK,
+    EV_HEAP_ALLOC,
+    EV_HEAP_GOAL,
+    EV_PROC_START,
+    EV_PROC_STATUS,
+    EV_PROC_STEAL,
+    EV_PROC_STOP,
+    EV_PROCS_CHANGE,
+    EV_STW_BEGIN,
+    EV_STW_END,
+    EV_USER_TASK_BEGIN,
+    SPECS,
+)
 
 
-class _Named(enum.IntEnum):
-    """An enum that prints as Go's reader names it (``Log``, ``Running``),
-    as the JSON lines do; ``repr`` and ``int`` still give the number."""
-
-    def _name(self) -> str:
-        raise NotImplementedError
-
-    def __str__(self) -> str:
-        return self._name()
-
-    def __format__(self, spec: str) -> str:
-        try:
-            return format(self._name(), spec)
-        except ValueError:  # a numeric format: the number
-            return int.__format__(self, spec)
-
-
-class Kind(_Named):
-    """What an event is; ``str`` gives its name as in Go's reader (``Log``)."""
-
-    BAD = 0
-    SYNC = 1
-    METRIC = 2
-    LABEL = 3
-    STACK_SAMPLE = 4
-    RANGE_BEGIN = 5
-    RANGE_ACTIVE = 6
-    RANGE_END = 7
-    TASK_BEGIN = 8
-    TASK_END = 9
-    REGION_BEGIN = 10
-    REGION_END = 11
-    LOG = 12
-    STATE_TRANSITION = 13
-    EXPERIMENTAL = 14
-
-    def _name(self) -> str:
-        return KIND_NAMES[self]
-
-
-KIND_NAMES = ["Bad", "Sync", "Metric", "Label", "StackSample", "RangeBegin", "RangeActive", "RangeEnd",
-              "TaskBegin", "TaskEnd", "RegionBegin", "RegionEnd", "Log", "StateTransition", "Experimental"]
-
-
-class GoState(_Named):
+class GoState(NamedEnum):
     UNDETERMINED = 0
     NOT_EXIST = 1
     RUNNABLE = 2
@@ -72,7 +62,7 @@ class GoState(_Named):
         return GO_STATE_NAMES[self]
 
 
-class ProcState(_Named):
+class ProcState(NamedEnum):
     UNDETERMINED = 0
     NOT_EXIST = 1
     RUNNING = 2
@@ -94,38 +84,29 @@ PROC_STATUS_STATE = [ProcState.UNDETERMINED, ProcState.RUNNING, ProcState.IDLE, 
 NO_TASK = (1 << 64) - 1
 SYNC_CODE = 255  # events the reader makes itself
 
+# Per code, from the format table: the event's kind, how many arguments
+# (Event.args) and extra facts (Event.extra) it carries, the index into its
+# arguments of the stack of its own execution context (-1: none) and of a
+# stack of a goroutine it creates, and the indexes of string-id arguments.
+# A Sync, which the reader makes, carries one argument: its number.
 KIND_OF_CODE = [Kind.BAD] * 256
-for _codes, _kind in [
-    ((7,), Kind.STACK_SAMPLE), ((9, 37, 38), Kind.METRIC), ((39,), Kind.LABEL),
-    ((26, 29, 32, 35), Kind.RANGE_BEGIN), ((28, 31, 34), Kind.RANGE_ACTIVE), ((27, 30, 33, 36), Kind.RANGE_END),
-    ((40,), Kind.TASK_BEGIN), ((41,), Kind.TASK_END), ((42,), Kind.REGION_BEGIN), ((43,), Kind.REGION_END),
-    ((44,), Kind.LOG), (tuple(range(10, 26)) + (45, 46, 47, 48), Kind.STATE_TRANSITION),
-    (tuple(range(128, 137)), Kind.EXPERIMENTAL), ((SYNC_CODE,), Kind.SYNC),
-]:
-    for _c in _codes:
-        KIND_OF_CODE[_c] = _kind
-
-# How many arguments (Event.args) and extra facts (Event.extra) an event of
-# each code carries. Arguments are the wire's, less the timestamp delta, but
-# for the events the reader makes or rewrites: a CPU sample keeps its stack,
-# a stop-the-world end names its kind, a Sync counts.
 EVENT_NARGS = [0] * 256
-for _c in (*range(9, 49), 51, *range(128, 137)):
-    EVENT_NARGS[_c] = len(SPECS[_c].args) - 1  # type: ignore[union-attr]
-EVENT_NARGS[7] = EVENT_NARGS[27] = EVENT_NARGS[SYNC_CODE] = 1
 EVENT_NEXTRA = [0] * 256
-EVENT_NEXTRA[12] = EVENT_NEXTRA[13] = EVENT_NEXTRA[25] = EVENT_NEXTRA[48] = 1  # the old state
-EVENT_NEXTRA[41] = 2  # a task's parent and type
-
-# Index (into Event.args, which leave out the timestamp) of the stack of the
-# event's own execution context, per code; -1 when it has none.
 STACK_ARG = [-1] * 256
-for _c, _i in {7: 0, 9: 1, 14: 2, 19: 1, 20: 1, 21: 2, 22: 1, 26: 1, 29: 1, 32: 0, 35: 0, 40: 3, 41: 1,
-               42: 2, 43: 2, 44: 3, 47: 2, 48: 3}.items():
-    STACK_ARG[_c] = _i
-# Indexes of string-id arguments, per code.
-STRING_ARGS: dict[int, tuple[int, ...]] = {19: (0,), 20: (0,), 26: (0,), 39: (0,), 40: (2,), 42: (1,), 43: (1,),
-                                           44: (1, 2)}
+NEW_STACK_ARG = [-1] * 256
+STRING_ARGS: dict[int, tuple[int, ...]] = {}
+for _s in SPECS:
+    if _s is None:
+        continue
+    KIND_OF_CODE[_s.code] = Kind.BAD if _s.kind is None else _s.kind
+    EVENT_NARGS[_s.code] = len(_s.event_args)
+    EVENT_NEXTRA[_s.code] = len(_s.extra)
+    STACK_ARG[_s.code] = _s.stack_arg
+    NEW_STACK_ARG[_s.code] = _s.new_stack_arg
+    if _s.string_args:
+        STRING_ARGS[_s.code] = _s.string_args
+KIND_OF_CODE[SYNC_CODE] = Kind.SYNC
+EVENT_NARGS[SYNC_CODE] = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,24 +248,24 @@ class Event:
         """(name, scope) of a RangeBegin, RangeActive or RangeEnd."""
         self._need(Kind.RANGE_BEGIN, Kind.RANGE_ACTIVE, Kind.RANGE_END)
         c = self.code
-        if c in (26, 27):
+        if c in (EV_STW_BEGIN, EV_STW_END):
             return f"stop-the-world ({_str(self.string(self.args[0]))})", Resource("Goroutine", self.g)
-        if c in (28, 29, 30):
+        if c in (EV_GC_ACTIVE, EV_GC_BEGIN, EV_GC_END):
             return "GC concurrent mark phase", Resource("None")
-        if c in (31, 32, 33):
-            return "GC incremental sweep", Resource("Proc", self.args[0] if c == 31 else self.p)
-        return "GC mark assist", Resource("Goroutine", self.args[0] if c == 34 else self.g)
+        if c in (EV_GC_SWEEP_ACTIVE, EV_GC_SWEEP_BEGIN, EV_GC_SWEEP_END):
+            return "GC incremental sweep", Resource("Proc", self.args[0] if c == EV_GC_SWEEP_ACTIVE else self.p)
+        return "GC mark assist", Resource("Goroutine", self.args[0] if c == EV_GC_MARK_ASSIST_ACTIVE else self.g)
 
     def range_attributes(self) -> list[tuple[str, int]]:
         self._need(Kind.RANGE_END)
-        if self.code != 33:
+        if self.code != EV_GC_SWEEP_END:
             return []
         return [("bytes swept", self.args[0]), ("bytes reclaimed", self.args[1])]
 
     def task(self) -> tuple[int, int, str]:
         """(id, parent id, type); the parent is NO_TASK when there is none."""
         self._need(Kind.TASK_BEGIN, Kind.TASK_END)
-        if self.code == 40:
+        if self.code == EV_USER_TASK_BEGIN:
             return self.args[0], self.args[1], _str(self.string(self.args[2]))
         assert self.gen is not None
         parent, name = self.extra
@@ -319,50 +300,52 @@ class Event:
         self._need(Kind.EXPERIMENTAL)
         spec = SPECS[self.code]
         assert spec is not None
-        return spec.name, list(zip(spec.args[1:], self.args))
+        return spec.name, list(zip(spec.event_args, self.args))
 
     def __repr__(self) -> str:
         return f"<Event {self.kind_name} t={self.time} M={self.m} P={self.p} G={self.g} code={self.code}>"
 
 
-METRIC_NAMES = {9: "/sched/gomaxprocs:threads", 37: "/memory/classes/heap/objects:bytes", 38: "/gc/heap/goal:bytes"}
+METRIC_NAMES = {EV_PROCS_CHANGE: "/sched/gomaxprocs:threads", EV_HEAP_ALLOC: "/memory/classes/heap/objects:bytes",
+                EV_HEAP_GOAL: "/gc/heap/goal:bytes"}
 
 
 def transition_parts(e: Event) -> tuple[str, int, int, int, bytes, int | None]:
     """(resource kind, id, old state, new state, reason, transition stack id or None)."""
     c, a = e.code, e.args
-    if c == 10:
+    if c == EV_PROC_START:
         return "Proc", a[0], ProcState.IDLE, ProcState.RUNNING, b"", None
-    if c == 11:
+    if c == EV_PROC_STOP:
         return "Proc", e.p, ProcState.RUNNING, ProcState.IDLE, b"", None
-    if c == 12:
+    if c == EV_PROC_STEAL:
         before = ProcState.IDLE if e.extra[0] == PROC_SYSCALL_ABANDONED else ProcState.RUNNING
         return "Proc", a[0], before, ProcState.IDLE, b"", None
-    if c == 13:
+    if c == EV_PROC_STATUS:
         return "Proc", a[0], e.extra[0], PROC_STATUS_STATE[a[1]], b"", None
-    if c in (14, 47):
-        return "Goroutine", a[0], GoState.NOT_EXIST, GoState.WAITING if c == 47 else GoState.RUNNABLE, b"", a[1]
-    if c == 15:
+    if c in (EV_GO_CREATE, EV_GO_CREATE_BLOCKED):
+        new = GoState.WAITING if c == EV_GO_CREATE_BLOCKED else GoState.RUNNABLE
+        return "Goroutine", a[0], GoState.NOT_EXIST, new, b"", a[1]
+    if c == EV_GO_CREATE_SYSCALL:
         return "Goroutine", a[0], GoState.NOT_EXIST, GoState.SYSCALL, b"", None
-    if c == 16:
+    if c == EV_GO_START:
         return "Goroutine", a[0], GoState.RUNNABLE, GoState.RUNNING, b"", None
-    if c == 17:
+    if c == EV_GO_DESTROY:
         return "Goroutine", e.g, GoState.RUNNING, GoState.NOT_EXIST, b"", None
-    if c == 18:
+    if c == EV_GO_DESTROY_SYSCALL:
         return "Goroutine", e.g, GoState.SYSCALL, GoState.NOT_EXIST, b"", None
-    if c in (19, 20):
-        return ("Goroutine", e.g, GoState.RUNNING, GoState.RUNNABLE if c == 19 else GoState.WAITING,
+    if c in (EV_GO_STOP, EV_GO_BLOCK):
+        return ("Goroutine", e.g, GoState.RUNNING, GoState.RUNNABLE if c == EV_GO_STOP else GoState.WAITING,
                 e.string(a[0]), a[1] or None)
-    if c in (21, 45, 46):
+    if c in (EV_GO_UNBLOCK, EV_GO_SWITCH, EV_GO_SWITCH_DESTROY):
         return "Goroutine", a[0], GoState.WAITING, GoState.RUNNABLE, b"", None
-    if c == 22:
+    if c == EV_GO_SYSCALL_BEGIN:
         return "Goroutine", e.g, GoState.RUNNING, GoState.SYSCALL, b"", a[1] or None
-    if c == 23:
+    if c == EV_GO_SYSCALL_END:
         return "Goroutine", e.g, GoState.SYSCALL, GoState.RUNNING, b"", None
-    if c == 24:
+    if c == EV_GO_SYSCALL_END_BLOCKED:
         return "Goroutine", e.g, GoState.SYSCALL, GoState.RUNNABLE, b"", None
     # GoStatus, GoStatusStack
-    stack = (a[3] or None) if c == 48 else None
+    stack = (a[3] or None) if c == EV_GO_STATUS_STACK else None
     return "Goroutine", a[0], e.extra[0], GO_STATUS_STATE[a[2]], b"", stack
 
 

@@ -16,8 +16,9 @@ from livetrace._errors import TraceFormatError
 from livetrace._trace.model.events import EVENT_NARGS, SYNC_CODE, STACK_ARG, STRING_ARGS, Event, Kind
 from livetrace._trace.modern.generation import Generation, GenerationAssembler
 from livetrace._trace.modern.order import Ordering, OrderingError, check_ids
-from livetrace._trace.spec.modern import SPECS
+from livetrace._trace.spec.modern import EV_CPU_SAMPLE, MAX_CODE, SPECS, timed_specs
 from livetrace._trace.modern.wire import FrameReader, read_uvarint
+from livetrace._trace.version import TraceVersion
 
 BATCH_EVENTS = 1 << 12  # events per EventBatch: small columns are reused warm, and a batch waits less
 MAX_TIME = (1 << 63) - 1
@@ -25,10 +26,8 @@ MAX_TIME = (1 << 63) - 1
 # Codes that may stand in a thread's event batch, with their argument
 # counts (the timestamp delta included).
 _TIMED = [0] * 256
-for _c in (*range(9, 49), 51, *range(128, 137)):
-    _spec = SPECS[_c]
-    assert _spec is not None
-    _TIMED[_c] = len(_spec.args)
+for _spec in timed_specs():
+    _TIMED[_spec.code] = len(_spec.args)
 
 
 class _Cursor:
@@ -57,7 +56,7 @@ class _Cursor:
         code = p[i]
         n = _TIMED[code]
         if n == 0:
-            what = "found invalid event type" if code > 136 else "found event without a timestamp: type="
+            what = "found invalid event type" if code > MAX_CODE else "found event without a timestamp: type="
             raise TraceFormatError(f"{what}{'' if what.endswith('=') else ': '}{code}",
                                    offset=b.payload_offset + i, generation=gen.gen)
         # Most values fit one byte: read those inline, call out for the rest.
@@ -184,10 +183,10 @@ class _PythonEngine:
             if si < len(samples) and (not frontier or samples[si].time < frontier[0].time):
                 s = samples[si]
                 si += 1
-                ev = Event(7, s.time, s.m, s.p, s.g, [s.stack], gen)
+                ev = Event(EV_CPU_SAMPLE, s.time, s.m, s.p, s.g, [s.stack], gen)
                 check_ids(ev, gen)
                 stamp(ev)
-                if mask[7]:
+                if mask[EV_CPU_SAMPLE]:
                     out.append(ev)
                 continue
             if self._try(frontier, 0, gen):
@@ -299,6 +298,11 @@ class ModernDecoder:
         return self._frames.minor
 
     @property
+    def version(self) -> TraceVersion | None:
+        """The trace's format version, once its header is in."""
+        return self._frames.version
+
+    @property
     def largest_generation(self) -> int:
         """Bytes of the largest generation decoded so far."""
         return self._asm.largest if self._asm is not None else 0
@@ -343,7 +347,7 @@ class ModernDecoder:
         asm = self._asm
         if asm is None or asm.current is None:
             return iter(())
-        if asm.minor >= 26 or asm.current.gen == discard_generation:
+        if asm.version.has_end_of_generation or asm.current.gen == discard_generation:
             asm.current = None
             return iter(())
         return self._decode(asm.close(self._frames.offset))
@@ -363,7 +367,7 @@ class ModernDecoder:
         for its end. Its events contradicting each other is reported over the
         cut; its tables missing is just the cut."""
         events: list[Event] = []
-        if self._asm is not None and self._asm.minor < 26:
+        if self._asm is not None and not self._asm.version.has_end_of_generation:
             try:
                 events = _collect(self._decode(self._asm.close(offset)))
             except OrderingError:

@@ -24,6 +24,7 @@ from livetrace._trace.spec.modern import (
 )
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, read_uvarint
+from livetrace._trace.version import TraceVersion
 
 MAX_STRING_SIZE = 1024
 MAX_FRAMES_PER_STACK = 128
@@ -49,6 +50,10 @@ class Generation(Tables):
     experimental: dict[int, list[tuple[int, bytes]]] = field(default_factory=dict)
     min_ticks: int = 0
 
+    @property
+    def version(self) -> TraceVersion:
+        return TraceVersion.of_minor(self.minor)
+
     # -- building --
 
     def add(self, b: Batch) -> None:
@@ -65,7 +70,7 @@ class Generation(Tables):
             self._add_stacks(b)
         elif first == EV_CPU_SAMPLES:
             self._add_cpu_samples(b)
-        elif (first == EV_FREQUENCY and self.minor < 25) or (first == EV_SYNC and self.minor >= 25):
+        elif first == (EV_SYNC if self.version.has_sync_marker else EV_FREQUENCY):
             self._set_sync(b)
         else:
             self.batches.setdefault(b.m, []).append(b)
@@ -131,7 +136,7 @@ class Generation(Tables):
             self.cpu_samples.append(CPUSample(t, _signed(m), _signed(proc), -1 if g == 0 else g, stk))
 
     def _set_sync(self, b: Batch) -> None:
-        p, i = b.payload, 1 if self.minor >= 25 else 0
+        p, i = b.payload, 1 if self.version.has_sync_marker else 0
         last = b.time
         while i < len(p):
             code = p[i]
@@ -140,7 +145,7 @@ class Generation(Tables):
                     raise self._error(b, "found multiple frequency events", i)
                 (freq,), i = self._uvarints(b, i + 1, 1)
                 self.ns_per_tick = 1.0 / (freq / 1e9) if freq else float("inf")
-            elif code == EV_CLOCK_SNAPSHOT and self.minor >= 25:
+            elif code == EV_CLOCK_SNAPSHOT and self.version.has_clock_snapshot:
                 if self.has_clock_snapshot:
                     raise self._error(b, "found multiple clock snapshot events", i)
                 (dt, mono, sec, nsec), i = self._uvarints(b, i + 1, 4)
@@ -154,7 +159,7 @@ class Generation(Tables):
         """Checks once every batch is in; times of CPU samples become nanoseconds."""
         if not self.ns_per_tick:
             raise TraceFormatError("no frequency event found", offset=offset, generation=self.gen)
-        if self.minor >= 25 and not self.has_clock_snapshot:
+        if self.version.has_clock_snapshot and not self.has_clock_snapshot:
             raise TraceFormatError("no clock snapshot event found", offset=offset, generation=self.gen)
         for sid, pcs in self.stacks.items():
             for pc in pcs:
@@ -182,6 +187,7 @@ class GenerationAssembler:
 
     def __init__(self, minor: int) -> None:
         self.minor = minor
+        self.version = TraceVersion.of_minor(minor)
         self.current: Generation | None = None
         self._start = 0  # stream offset of the current generation's first frame
         self.largest = 0  # bytes of the largest generation completed so far
@@ -198,7 +204,7 @@ class GenerationAssembler:
                 raise TraceFormatError("invalid generation number 0", offset=f.offset)
             cur = self.current
             if cur is not None and f.gen != cur.gen:
-                if self.minor >= 26:
+                if self.version.has_end_of_generation:
                     raise TraceFormatError("broken trace: missing end-of-generation event, or generations are "
                                            "interleaved", offset=f.offset, generation=cur.gen)
                 if f.gen != cur.gen + 1:
@@ -223,7 +229,7 @@ class GenerationAssembler:
         """The stream ended at offset."""
         if self.current is None:
             return []
-        if self.minor >= 26:
+        if self.version.has_end_of_generation:
             raise TruncatedTraceError("incomplete generation found; trace likely truncated",
                                       offset=offset, generation=self.current.gen)
         return [self._complete(offset)]

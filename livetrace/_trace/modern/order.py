@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from livetrace._errors import TraceFormatError
 from livetrace._trace.model.events import (
+    NEW_STACK_ARG,
     STACK_ARG,
     STRING_ARGS,
     GO_RUNNABLE,
@@ -34,14 +35,60 @@ from livetrace._trace.model.events import (
     ProcState,
 )
 from livetrace._trace.modern.generation import Generation
-from livetrace._trace.spec.modern import SPECS
+from livetrace._trace.spec.modern import (
+    EV_GC_ACTIVE,
+    EV_GC_BEGIN,
+    EV_GC_END,
+    EV_GC_MARK_ASSIST_ACTIVE,
+    EV_GC_MARK_ASSIST_BEGIN,
+    EV_GC_MARK_ASSIST_END,
+    EV_GC_SWEEP_ACTIVE,
+    EV_GC_SWEEP_BEGIN,
+    EV_GC_SWEEP_END,
+    EV_GO_BLOCK,
+    EV_GO_CREATE,
+    EV_GO_CREATE_BLOCKED,
+    EV_GO_CREATE_SYSCALL,
+    EV_GO_DESTROY,
+    EV_GO_DESTROY_SYSCALL,
+    EV_GO_LABEL,
+    EV_GO_START,
+    EV_GO_STATUS,
+    EV_GO_STATUS_STACK,
+    EV_GO_STOP,
+    EV_GO_SWITCH,
+    EV_GO_SWITCH_DESTROY,
+    EV_GO_SYSCALL_BEGIN,
+    EV_GO_SYSCALL_END,
+    EV_GO_SYSCALL_END_BLOCKED,
+    EV_GO_UNBLOCK,
+    EV_HEAP_ALLOC,
+    EV_HEAP_GOAL,
+    EV_PROC_START,
+    EV_PROC_STATUS,
+    EV_PROC_STEAL,
+    EV_PROC_STOP,
+    EV_PROCS_CHANGE,
+    EV_STW_BEGIN,
+    EV_STW_END,
+    EV_USER_LOG,
+    EV_USER_REGION_BEGIN,
+    EV_USER_REGION_END,
+    EV_USER_TASK_BEGIN,
+    EV_USER_TASK_END,
+    EXPERIMENT_ALLOC_FREE,
+    SPECS,
+    range_begins,
+)
 
 NO_ID = -1
 MUST_NOT, MAY, MUST = 0, 1, 2
 USER_GO = (MUST, MUST, MUST)  # thread, proc, goroutine
 
 # The event that opens the range a given event belongs to.
-RANGE_START = {27: 26, 28: 29, 30: 29, 31: 32, 33: 32, 34: 35, 36: 35, 23: 22, 24: 22, 43: 42}
+RANGE_START = range_begins()
+# The experimental events of the alloc/free experiment, all alike to the engine.
+_ALLOC_FREE = tuple(s.code for s in SPECS if s is not None and s.experiment == EXPERIMENT_ALLOC_FREE)
 
 _GO_STATUS_NAMES = ["Bad", "Runnable", "Running", "Syscall", "Waiting"]
 _PROC_STATUS_NAMES = ["Bad", "Running", "Idle", "Syscall", "SyscallAbandoned"]
@@ -135,21 +182,32 @@ class Ordering:
         self.initial_gen = 0
         self.out: list[Event] = []
         self._dispatch: list[Callable[..., Ctx | None] | None] = [None] * 256
-        for codes, fn in [
-            ((9, 39, 44), self._annotation), ((10,), self._proc_start), ((11,), self._proc_stop),
-            ((12,), self._proc_steal), ((13,), self._proc_status), ((14, 47), self._go_create),
-            ((15,), self._go_create_syscall), ((16,), self._go_start), ((17, 19, 20), self._go_stop_exec),
-            ((18,), self._go_destroy_syscall), ((21,), self._go_unblock), ((22,), self._syscall_begin),
-            ((23,), self._syscall_end), ((24,), self._syscall_end_blocked), ((25, 48), self._go_status),
-            ((26, 35), self._go_range_begin), ((27, 36), self._go_range_end), ((28,), self._gc_active),
-            ((29,), self._gc_begin), ((30,), self._gc_end), ((31,), self._sweep_active),
-            ((32,), self._sweep_begin), ((33,), self._sweep_end), ((34,), self._go_range_active),
-            ((37, 38), self._heap_metric), ((40,), self._task_begin), ((41,), self._task_end),
-            ((42,), self._region_begin), ((43,), self._region_end), ((45, 46), self._go_switch),
-            (tuple(range(128, 137)), self._alloc_free),
-        ]:
-            for c in codes:
-                self._dispatch[c] = fn
+        for c, fn in self.handlers().items():
+            self._dispatch[c] = fn
+
+    def handlers(self) -> dict[int, Callable[..., Ctx | None]]:
+        """The rule for each code that may stand in a thread's event batch."""
+        by_codes: list[tuple[tuple[int, ...], Callable[..., Ctx | None]]] = [
+            ((EV_PROCS_CHANGE, EV_GO_LABEL, EV_USER_LOG), self._annotation), ((EV_PROC_START,), self._proc_start),
+            ((EV_PROC_STOP,), self._proc_stop), ((EV_PROC_STEAL,), self._proc_steal),
+            ((EV_PROC_STATUS,), self._proc_status), ((EV_GO_CREATE, EV_GO_CREATE_BLOCKED), self._go_create),
+            ((EV_GO_CREATE_SYSCALL,), self._go_create_syscall), ((EV_GO_START,), self._go_start),
+            ((EV_GO_DESTROY, EV_GO_STOP, EV_GO_BLOCK), self._go_stop_exec),
+            ((EV_GO_DESTROY_SYSCALL,), self._go_destroy_syscall), ((EV_GO_UNBLOCK,), self._go_unblock),
+            ((EV_GO_SYSCALL_BEGIN,), self._syscall_begin), ((EV_GO_SYSCALL_END,), self._syscall_end),
+            ((EV_GO_SYSCALL_END_BLOCKED,), self._syscall_end_blocked),
+            ((EV_GO_STATUS, EV_GO_STATUS_STACK), self._go_status),
+            ((EV_STW_BEGIN, EV_GC_MARK_ASSIST_BEGIN), self._go_range_begin),
+            ((EV_STW_END, EV_GC_MARK_ASSIST_END), self._go_range_end), ((EV_GC_ACTIVE,), self._gc_active),
+            ((EV_GC_BEGIN,), self._gc_begin), ((EV_GC_END,), self._gc_end),
+            ((EV_GC_SWEEP_ACTIVE,), self._sweep_active), ((EV_GC_SWEEP_BEGIN,), self._sweep_begin),
+            ((EV_GC_SWEEP_END,), self._sweep_end), ((EV_GC_MARK_ASSIST_ACTIVE,), self._go_range_active),
+            ((EV_HEAP_ALLOC, EV_HEAP_GOAL), self._heap_metric), ((EV_USER_TASK_BEGIN,), self._task_begin),
+            ((EV_USER_TASK_END,), self._task_end), ((EV_USER_REGION_BEGIN,), self._region_begin),
+            ((EV_USER_REGION_END,), self._region_end), ((EV_GO_SWITCH, EV_GO_SWITCH_DESTROY), self._go_switch),
+            (_ALLOC_FREE, self._alloc_free),
+        ]
+        return {c: fn for codes, fn in by_codes for c in codes}
 
     def advance(self, code: int, time: int, args: list[int], m: int, gen: Generation) -> bool:
         """Try to make the event happen now; True if it did."""
@@ -316,7 +374,7 @@ class Ordering:
         newg = a[0]
         if newg in self.gs:
             raise OrderingError(f"tried to create goroutine ({newg}) that already exists")
-        self.gs[newg] = _G(newg, GO_WAITING if code == 47 else GO_RUNNABLE, gen.gen)
+        self.gs[newg] = _G(newg, GO_WAITING if code == EV_GO_CREATE_BLOCKED else GO_RUNNABLE, gen.gen)
         self._emit(code, t, ctx, a, gen)
         return ctx
 
@@ -332,10 +390,10 @@ class Ordering:
     def _go_stop_exec(self, code: int, t: int, a: list[int], gen: Generation, ctx: Ctx) -> Ctx | None:
         _check(ctx, USER_GO)
         s = self._running_g(code, ctx)
-        if code == 17:
+        if code == EV_GO_DESTROY:
             del self.gs[ctx[2]]
         else:
-            s.status = GO_RUNNABLE if code == 19 else GO_WAITING
+            s.status = GO_RUNNABLE if code == EV_GO_STOP else GO_WAITING
         self._emit(code, t, ctx, a, gen)
         return (ctx[0], ctx[1], NO_ID)
 
@@ -365,14 +423,14 @@ class Ordering:
         if nxt is None or nxt.status != GO_WAITING or not (nxt.seq_gen == gen.gen and a[1] == nxt.seq + 1):
             return None
         self._emit(code, t, ctx, a, gen)
-        if code == 45:
+        if code == EV_GO_SWITCH:
             cur.status = GO_WAITING
-            self._emit(20, t, ctx, [0, 0], gen)  # the switched-from goroutine blocks
+            self._emit(EV_GO_BLOCK, t, ctx, [0, 0], gen)  # the switched-from goroutine blocks
         else:
             del self.gs[ctx[2]]
-            self._emit(17, t, ctx, [], gen)
+            self._emit(EV_GO_DESTROY, t, ctx, [], gen)
         nxt.status, nxt.seq_gen, nxt.seq = GO_RUNNING, gen.gen, a[1]
-        self._emit(16, t, (ctx[0], ctx[1], NO_ID), [nextg, a[1]], gen)
+        self._emit(EV_GO_START, t, (ctx[0], ctx[1], NO_ID), [nextg, a[1]], gen)
         return (ctx[0], ctx[1], nextg)
 
     def _syscall_begin(self, code: int, t: int, a: list[int], gen: Generation, ctx: Ctx) -> Ctx | None:
@@ -452,7 +510,7 @@ class Ordering:
             ps.status = PROC_SYSCALL_ABANDONED
             new = (ctx[0], NO_ID, NO_ID)
             # The proc this thread held is lost to it: say so as a steal.
-            self._emit(12, t, ctx, [ctx[1], 0, 0], gen, (PROC_SYSCALL,))
+            self._emit(EV_PROC_STEAL, t, ctx, [ctx[1], 0, 0], gen, (PROC_SYSCALL,))
         self._emit(code, t, ctx, a, gen)
         return new
 
@@ -596,7 +654,7 @@ class Ordering:
         s = self.gs.get(ctx[2])
         if s is None:
             raise OrderingError(f"encountered event of type {code} without known state for current goroutine {ctx[2]}")
-        _begin_range(s.ranges, (code, a[0] if code == 26 else 0))
+        _begin_range(s.ranges, (code, a[0] if code == EV_STW_BEGIN else 0))
         self._emit(code, t, ctx, a, gen)
         return ctx
 
@@ -614,7 +672,7 @@ class Ordering:
         if s is None:
             raise OrderingError(f"encountered event of type {code} without known state for current goroutine {ctx[2]}")
         desc = _end_range(s.ranges, code)
-        if code == 27:  # the end of a stop-the-world names what its begin named
+        if code == EV_STW_END:  # the end of a stop-the-world names what its begin named
             a = [desc]
         self._emit(code, t, ctx, a, gen)
         return ctx
@@ -631,8 +689,9 @@ def check_ids(ev: Event, gen: Generation) -> None:
     if i >= 0 and args[i] not in gen.stacks:
         raise TraceFormatError(f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
                                generation=gen.gen)
-    if code in (14, 47) and args[1] not in gen.stacks:
-        raise TraceFormatError(f"found invalid stack ID {args[1]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+    i = NEW_STACK_ARG[code]
+    if i >= 0 and args[i] not in gen.stacks:
+        raise TraceFormatError(f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
                                generation=gen.gen)
     for j in STRING_ARGS.get(code, ()):
         if args[j] not in gen.strings:

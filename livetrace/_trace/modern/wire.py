@@ -8,7 +8,6 @@ batches, experimental batches and (Go 1.26+) the end-of-generation byte.
 
 from __future__ import annotations
 
-import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,12 +24,11 @@ from livetrace._trace.spec.modern import (
     EventSpec,
     specs_for,
 )
+from livetrace._trace.version import HEADER_SIZE, TraceVersion, sniff
 from livetrace._streambuf import StreamBuffer
 
-HEADER_SIZE = 16
 _OVERFLOW = "varint overflows a 64-bit integer"
 MAX_BATCH_SIZE = 1 << 16  # the parser's limit on a batch payload
-_HEADER = re.compile(rb"go 1\.(\d+) trace\x00+")
 _LEGACY = ("this is a {} file, the legacy format of Go 1.5 to 1.21, which the modern decoder does not read: "
            "decode it with livetrace.LegacyDecoder and livetrace.legacy_events (what `livetrace decode` does)")
 
@@ -54,19 +52,12 @@ class EndOfGeneration:
 Frame = Batch | EndOfGeneration
 
 
-def parse_header(header: bytes) -> int:
-    """The format version (minor) a 16-byte header names."""
-    if header.startswith(b"gotrace\x00"):
-        raise UnsupportedTraceVersionError(_LEGACY.format("gotrace"), offset=0)
-    m = _HEADER.fullmatch(header)
-    if not m:
-        raise TraceFormatError("bad file format: not a Go execution trace?", offset=0)
-    minor = int(m.group(1))
-    if minor <= 21:
-        raise UnsupportedTraceVersionError(_LEGACY.format(f"go 1.{minor} trace"), offset=0)
-    if minor not in LAST_CODE:
-        raise UnsupportedTraceVersionError(f"unknown or unsupported trace version go 1.{minor}", offset=0)
-    return minor
+def modern_version(header: bytes) -> TraceVersion:
+    """The format version a 16-byte header names, if it is a modern one."""
+    version = sniff(header)
+    if version.is_legacy:
+        raise UnsupportedTraceVersionError(_LEGACY.format(version.header_name), offset=0)
+    return version
 
 
 def read_uvarint(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
@@ -94,7 +85,12 @@ class FrameReader:
 
     def __init__(self) -> None:
         self._in = StreamBuffer()
-        self.minor: int | None = None
+        self.version: TraceVersion | None = None
+
+    @property
+    def minor(self) -> int | None:
+        """The format version's minor, once the header is in."""
+        return None if self.version is None else self.version.minor
 
     @property
     def offset(self) -> int:
@@ -106,21 +102,23 @@ class FrameReader:
         buf += data
         frames: list[Frame] = []
         pos, end = self._in.pos, len(buf)
-        if self.minor is None:
+        if self.version is None:
             if end - pos < HEADER_SIZE:
                 return frames
-            self.minor = parse_header(bytes(buf[pos : pos + HEADER_SIZE]))
+            self.version = modern_version(bytes(buf[pos : pos + HEADER_SIZE]))
             pos += HEADER_SIZE
         base = self._in.base
+        end_of_generation = self.version.has_end_of_generation
+        experimental = self.version.has_experimental_batches
         while pos < end:
             kind = buf[pos]
-            if kind == EV_END_OF_GENERATION and self.minor >= 26:
+            if kind == EV_END_OF_GENERATION and end_of_generation:
                 frames.append(EndOfGeneration(base + pos))
                 pos += 1
                 continue
             if kind == EV_EVENT_BATCH:
                 i, exp = pos + 1, -1
-            elif kind == EV_EXPERIMENTAL_BATCH and self.minor >= 23:
+            elif kind == EV_EXPERIMENTAL_BATCH and experimental:
                 if end - pos < 2:
                     break
                 i, exp = pos + 2, buf[pos + 1]
@@ -151,7 +149,7 @@ class FrameReader:
     def close(self) -> None:
         """The stream ended; it must end on a frame boundary."""
         left = self._in.unread
-        if self.minor is None:
+        if self.version is None:
             if not left:
                 raise TruncatedTraceError("empty trace: no header", offset=0)
             raise TruncatedTraceError("trace ends inside its 16-byte header", offset=self.offset)
@@ -276,7 +274,8 @@ class _Short(Exception):
     pass
 
 
-_SPECS = {minor: specs_for(minor) for minor in LAST_CODE}
+# Per format version's minor: what the per-batch loops index.
+_SPECS = {version.minor: specs_for(version) for version in LAST_CODE}
 
 
 def _wire_table(specs: list[EventSpec | None]) -> bytes:
