@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -67,12 +68,11 @@ func (s *Server) admit(conn net.Conn) (*session, helloMsg) {
 		return nil, helloMsg{}
 	}
 	if s.opts.Token != "" {
-		ok, answered := s.gate.check(hello.Token, s.opts.Token, deadline)
-		if !answered {
-			closeQuietly(conn)
-			return nil, helloMsg{}
-		}
-		if !ok {
+		if ok, wait := s.gate.check(hello.Token, s.opts.Token, time.Now()); !ok {
+			if !s.holdRefusal(wait, deadline) {
+				closeQuietly(conn)
+				return nil, helloMsg{}
+			}
 			// Guesses are summarised, not logged one by one: a guesser must
 			// not be able to flood the service's log.
 			s.refusedTokens.add(peer)
@@ -124,53 +124,80 @@ func isConnReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// The delay after a wrong token: doubling from the first to the last with
-// every failure in a row, back to none after a right token.
+// holdRefusal keeps a connection with a wrong or missing token for wait
+// before it is answered. It is false when the answer would come after the
+// handshake deadline (the connection is then closed at the deadline, not
+// before, so that the close tells the guesser nothing sooner) or when the
+// server closes meanwhile.
+//
+// The connection keeps its handshake slot all that time, even if the
+// guesser hangs up: a right token is answered at once, so the lack of a
+// prompt answer is itself the verdict, and holding the slot is what bounds
+// the guessing. With at most MaxHandshakes connections in their handshake,
+// at most MaxHandshakes guesses are made per delay (2 s once guessing goes
+// on). The sleep is this connection's alone: other clients' checks, the
+// refusal of connections over the cap and the session in progress never
+// wait for it.
+func (s *Server) holdRefusal(wait time.Duration, deadline time.Time) bool {
+	answer := true
+	if left := time.Until(deadline); wait > left {
+		wait, answer = left, false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return answer
+	case <-s.quit:
+		return false
+	}
+}
+
+// The delay before a wrong or missing token is refused: the first of a
+// streak waits tokenDelayFirst, each one after it twice as long as the one
+// before, up to tokenDelayMax. A streak ends once tokenQuiet has passed with
+// no refusal waiting. A right token does not end it: a legitimate client
+// connecting among guessers would otherwise hand them the short delay back.
 var (
 	tokenDelayFirst = 50 * time.Millisecond
 	tokenDelayMax   = 2 * time.Second
+	tokenQuiet      = 10 * time.Second
 )
 
-// tokenGate answers token checks one at a time, each after the delay the
-// failures before it earned, so that guessing is slow however many
-// connections a guesser opens (there are at most MaxHandshakes waiting).
+// tokenGate decides how long each wrong token waits. It does not serialise
+// the checks: each is made at once, so that a right token is never queued
+// behind guesses; each wrong one then waits on its own (holdRefusal).
 type tokenGate struct {
-	turn chan struct{}
-	// Only the holder of turn touches these.
-	delay     time.Duration
-	notBefore time.Time
+	mu      sync.Mutex
+	streak  int       // wrong tokens in the current streak
+	quietAt time.Time // when the last refusal of the streak is due
 }
 
-func newTokenGate() tokenGate { return tokenGate{turn: make(chan struct{}, 1)} }
+func newTokenGate() tokenGate { return tokenGate{} }
 
 // check compares got with want in constant time (hashing both first, so
-// that not even the length is revealed). answered is false when the check
-// could not be made before deadline.
-func (g *tokenGate) check(got, want string, deadline time.Time) (ok, answered bool) {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case g.turn <- struct{}{}:
-	case <-t.C:
-		return false, false
-	}
-	defer func() { <-g.turn }()
-	if wait := time.Until(g.notBefore); wait > 0 {
-		if g.notBefore.After(deadline) {
-			return false, false
-		}
-		time.Sleep(wait)
-	}
+// that not even the length is revealed). A wrong token is told how long to
+// wait before its refusal.
+func (g *tokenGate) check(got, want string, now time.Time) (ok bool, wait time.Duration) {
 	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
 	if subtle.ConstantTimeCompare(a[:], b[:]) == 1 {
-		g.delay, g.notBefore = 0, time.Time{}
-		return true, true
+		return true, 0
 	}
-	if g.delay == 0 {
-		g.delay = tokenDelayFirst
-	} else if g.delay *= 2; g.delay > tokenDelayMax {
-		g.delay = tokenDelayMax
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Sub(g.quietAt) >= tokenQuiet {
+		g.streak = 0
 	}
-	g.notBefore = time.Now().Add(g.delay)
-	return false, true
+	g.streak++
+	wait = tokenDelayFirst
+	for i := 1; i < g.streak && wait < tokenDelayMax; i++ {
+		wait *= 2
+	}
+	if wait > tokenDelayMax {
+		wait = tokenDelayMax
+	}
+	if due := now.Add(wait); due.After(g.quietAt) {
+		g.quietAt = due
+	}
+	return false, wait
 }
