@@ -6,7 +6,7 @@ decoder and converter, its twin, which also reports every error."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from livetrace._trace.accel import compiled_core
 from livetrace._trace.model.batch import EventBatch, kind_mask
@@ -30,6 +30,9 @@ from livetrace._trace.spec.legacy import (
 )
 from livetrace._trace.legacy.wire import HEADER_SIZE, legacy_version
 from livetrace._trace.modern.generation import Generation
+
+if TYPE_CHECKING:
+    from livetrace._trace._ccore import LegacyEvents
 
 BATCH_EVENTS = 4096
 COMPILED_VERSIONS = (1011, 1019, 1021)
@@ -72,7 +75,7 @@ def exact_events(data: bytes, kinds: frozenset[Kind] | None = None, compiled: bo
                                     syncs)
             # (A trace naming its own strings where the conversion puts its
             # own is left to the twin, which interns them elsewhere.)
-            if res is not None and all(sid < BUILTIN_BASE for sid, _ in res[7]):
+            if res is not None and all(sid < BUILTIN_BASE for sid, _ in res.strings):
                 return _from_columns(res, ver)
     d = LegacyDecoder()
     d.feed(data)
@@ -96,20 +99,23 @@ def _version(data: bytes) -> int | None:
         return None
 
 
-def _from_columns(res: tuple[Any, ...], ver: int) -> ExactTrace:
-    code, time, m, p, g, args, extra, strings, stack_list, ticks, messages = res
-    trace = LegacyTrace(ver, [], {}, dict(strings), ticks)
-    for sid, vals in stack_list:
+def _from_columns(res: LegacyEvents, ver: int) -> ExactTrace:
+    code, time, m, p, g, args, _ = res.columns
+    ticks = res.ticks_per_sec
+    trace = LegacyTrace(ver, [], {}, dict(res.strings), ticks)
+    for sid, vals in res.stacks:
         trace.stacks[sid] = vals
         add_frames(trace.frames, vals)
     table = legacy_table(trace)
     for k, s in enumerate(_BUILTIN):
         table.strings[BUILTIN_BASE + k] = s.encode()
-    for k, msg in enumerate(messages):
+    for k, msg in enumerate(res.messages):
         table.strings[MESSAGE_BASE + k] = msg
     n = len(code)
+    extra: bytes | bytearray = res.columns.extra
     # A task's end names its type as an extra string, made here.
     if b"\x29" in code:
+        extra = bytearray(extra)
         xs = memoryview(extra).cast("Q")
         for i, c in enumerate(code):
             if c == 41:
