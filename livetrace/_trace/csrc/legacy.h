@@ -30,6 +30,9 @@ enum {
     B_PREEMPTED, B_STW0, B_COUNT = B_STW0 + 17 /* Go 1.21's stop-the-world reasons */
 };
 
+/* A UserRegion event's mode argument. */
+enum { REGION_START, REGION_END };
+
 /* A goroutine's state, as the order and the checks follow it. */
 enum { G_DEAD, G_RUNNABLE, G_RUNNING, G_WAITING };
 

@@ -171,13 +171,13 @@ int l_check(L *l) {
                 *r = ++nrs;
             }
             RegionStack *st = &rs[*r - 1];
-            if (e->a[1] == 0) {
+            if (e->a[1] == REGION_START) {
                 if (grow((void **)&st->task, &st->cap, st->n + 1, 8) ||
                     grow((void **)&st->name, &st->cap2, st->n + 1, 8))
                     goto oom;
                 st->task[st->n] = e->a[0], st->name[st->n] = e->a[2];
                 st->n++;
-            } else if (e->a[1] == 1) {
+            } else if (e->a[1] == REGION_END) {
                 if (st->n) {
                     if (st->task[st->n - 1] != e->a[0] || !str_eq(l, st->name[st->n - 1], e->a[2]))
                         goto out;

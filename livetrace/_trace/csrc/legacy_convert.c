@@ -229,7 +229,7 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
         case LEV_USER_REGION:
             if (!has_str(l, a[2]))
                 goto out;
-            PUT(a[1] == 0 ? EV_USER_REGION_BEGIN : EV_USER_REGION_END, m, g, a[0], a[2], stk, 0, 0, 0);
+            PUT(a[1] == REGION_START ? EV_USER_REGION_BEGIN : EV_USER_REGION_END, m, g, a[0], a[2], stk, 0, 0, 0);
             break;
         case LEV_USER_LOG:
             if (!has_str(l, a[1]))

@@ -55,7 +55,7 @@ int l_read(L *l, size_t pos) {
     while (pos < end) {
         u8 b = d[pos++];
         int typ = b & 0x3f, narg = (b >> 6) + 1;
-        if (typ == 0 || typ >= LEV_COUNT || !l->counts[typ] || typ == LEV_FUTILE_WAKEUP)
+        if (typ == LEV_NONE || typ >= LEV_COUNT || !l->counts[typ] || typ == LEV_FUTILE_WAKEUP)
             goto out;
         if (typ == LEV_STRING) {
             u64 sid, n;
