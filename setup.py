@@ -5,6 +5,7 @@ install still succeeds and livetrace runs on the pure-Python twin (it warns
 once when it does)."""
 
 import shutil
+from glob import glob
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -21,8 +22,10 @@ class BuildPyWithGoHelper(build_py):
 
 
 CSRC = "livetrace/_trace/csrc"
-CORE = Extension("livetrace._trace._ccore", [f"{CSRC}/_ccore.c", f"{CSRC}/_ccore_legacy.c"],
-                 depends=[f"{CSRC}/_ccore_common.h"], optional=True,
-                 extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wno-unused-parameter"])
+# One extension from every C file; hidden visibility keeps the calls and
+# tables shared between them direct (only PyInit__ccore is exported).
+CORE = Extension("livetrace._trace._ccore", sorted(glob(f"{CSRC}/*.c")), depends=sorted(glob(f"{CSRC}/*.h")),
+                 optional=True,
+                 extra_compile_args=["-O3", "-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"])
 
 setup(cmdclass={"build_py": BuildPyWithGoHelper}, ext_modules=[CORE])

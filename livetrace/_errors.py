@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from livetrace._trace.model.events import Event
+
 
 class LivetraceError(Exception):
     """Base class of every livetrace error."""
@@ -72,9 +77,13 @@ class TraceFormatError(LivetraceError):
 
     ``offset`` is the byte offset in the stream where the problem was found
     and ``generation`` the generation being read (None when unknown).
+    ``partial`` holds the events decoded before the problem (a list of
+    :class:`Event`, in order) when the decoder that raised the error hands
+    them over, as ``ModernDecoder`` does; None when it does not.
     """
 
-    def __init__(self, message: str, *, offset: int | None = None, generation: int | None = None) -> None:
+    def __init__(self, message: str, *, offset: int | None = None, generation: int | None = None,
+                 partial: list[Event] | None = None) -> None:
         where = []
         if offset is not None:
             where.append(f"offset {offset}")
@@ -84,6 +93,7 @@ class TraceFormatError(LivetraceError):
         self.reason = message
         self.offset = offset
         self.generation = generation
+        self.partial = partial
 
 
 class UnsupportedTraceVersionError(TraceFormatError):

@@ -76,5 +76,5 @@ def decode(source: Source, kinds: Iterable[Kind] | None = None, *, compiled: boo
             if isinstance(item, EventBatch):
                 yield from item
     except TraceFormatError as e:
-        yield from getattr(e, "partial", [])
+        yield from e.partial or []
         raise

@@ -19,6 +19,8 @@ import livetrace
 from livetrace import EventBatch, Kind, ModernDecoder, TraceFormatError
 from livetrace._trace.accel import compiled_core
 from livetrace._cli.render.dump import parsed_text
+from livetrace._trace.model.batch import NARGS, NEXTRA
+from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.wire import record_columns
 
 from . import textform
@@ -42,6 +44,42 @@ def test_ci_has_the_compiled_core() -> None:
     assert ModernDecoder().implementation == "compiled"
 
 
+def test_spec_header_is_the_generators_output() -> None:
+    """csrc/spec_codes.h, which names the event codes in C, is what the
+    Python spec tables make: regenerate it when they change."""
+    out = subprocess.run([sys.executable, "-m", "livetrace._trace.spec.cheader"], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert (ROOT / "livetrace/_trace/csrc/spec_codes.h").read_text() == out.stdout
+
+
+@needs_core
+def test_compiled_dispatch_is_the_twins() -> None:
+    """The C engine has a handler for exactly the codes the Python twin's
+    Ordering dispatches on, and groups them alike: codes that share a
+    handler in one share it in the other."""
+    core = compiled_core(True)
+    assert core is not None
+    compiled = core.handlers()
+    python = {code: fn.__name__ for code, fn in enumerate(Ordering()._dispatch) if fn is not None}
+    assert compiled.keys() == python.keys()
+
+    def groups(table: dict[int, str]) -> set[frozenset[int]]:
+        return {frozenset(c for c, h in table.items() if h == name) for name in table.values()}
+
+    assert groups(compiled) == groups(python)
+    assert (core.NARGS, core.NEXTRA) == (NARGS, NEXTRA)
+
+
+@needs_core
+def test_stub_describes_the_compiled_module(tmp_path: Path) -> None:
+    """_ccore.pyi, which types the C module for the type checker, has what
+    the module has, with the same parameters (mypy's stubtest compares them)."""
+    pytest.importorskip("mypy.stubtest")
+    r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "livetrace._trace._ccore"], capture_output=True,
+                       text=True, check=False, cwd=ROOT, env={**os.environ, "MYPY_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def outcome(data: bytes, compiled: bool, pieces: int = 1) -> tuple[list[str], object]:
     d = ModernDecoder(compiled=compiled)
     events: list[livetrace.Event] = []
@@ -52,7 +90,7 @@ def outcome(data: bytes, compiled: bool, pieces: int = 1) -> tuple[list[str], ob
         events += d.close()
         error = None
     except TraceFormatError as e:
-        events += getattr(e, "partial", [])
+        events += e.partial or []
         error = (type(e).__name__, e.reason, e.offset, e.generation)
     return [parsed_text(e) for e in events], error
 

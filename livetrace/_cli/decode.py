@@ -54,7 +54,7 @@ def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> No
             write_all(decoder.feed_iter(data))
         write_all(decoder.close_iter())
     except TraceFormatError as e:
-        write(getattr(e, "partial", []))
+        write(e.partial or [])
         raise
 
 

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import os
 import warnings
-from types import ModuleType
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
+    from ._ccore import Engine, LegacyEvents, WireError, WireRecords
 
 try:
     from . import _ccore as _compiled
 except ImportError as e:  # no compiler at install time, or a broken build
-    _compiled = None
+    _compiled = None  # type: ignore[assignment]
     _why = str(e)
 else:
     _why = ""
@@ -23,7 +29,41 @@ else:
 _warned = False
 
 
-def compiled_core(require: bool | None = None) -> ModuleType | None:
+class CompiledCore(Protocol):
+    """The compiled core as the decoders use it: the module ``_ccore``
+    (``_ccore.pyi`` types it; the type checker holds the module to this)."""
+
+    @property
+    def Engine(self) -> type[Engine]: ...
+    @property
+    def WireError(self) -> type[WireError]: ...
+    @property
+    def ERR_ORDER(self) -> int: ...
+    @property
+    def ERR_MEMORY(self) -> int: ...
+    @property
+    def WIRE_INVALID_TYPE(self) -> int: ...
+    @property
+    def WIRE_SHORT(self) -> int: ...
+    @property
+    def NARGS(self) -> int: ...
+    @property
+    def NEXTRA(self) -> int: ...
+
+    def init_tables(self, timed: ReadableBuffer, nargs: ReadableBuffer, stack: ReadableBuffer,
+                    str0: ReadableBuffer, str1: ReadableBuffer, /) -> None: ...
+    def wire_records(self, payload: ReadableBuffer, table: ReadableBuffer, /) -> WireRecords: ...
+    def legacy_exact(self, data: ReadableBuffer, ver: int, counts: ReadableBuffer, stack_flags: ReadableBuffer,
+                     mask: ReadableBuffer, builtin: ReadableBuffer, msg_base: int, offset: int, syncs: int,
+                     /) -> LegacyEvents | None: ...
+    def jsonl(self, codes: ReadableBuffer, times: ReadableBuffer, threads: ReadableBuffer, procs: ReadableBuffer,
+              goroutines: ReadableBuffer, args: ReadableBuffer, extra: ReadableBuffer, wall_base: int | None,
+              strings: dict[int, bytes], stacks: dict[int, bytes], miss: Callable[[str, int], bytes],
+              other: Callable[[int], str], /) -> bytes: ...
+    def handlers(self) -> dict[int, str]: ...
+
+
+def compiled_core(require: bool | None = None) -> CompiledCore | None:
     """The compiled core, or None for the pure-Python twin.
 
     require=True insists on the compiled core, False on the twin, None

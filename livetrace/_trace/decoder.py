@@ -159,6 +159,6 @@ def _collect(items: Iterator[Item]) -> list[Item]:
         out.extend(items)
     except TraceFormatError as e:
         done: list[Event] = [ev for item in out if isinstance(item, EventBatch) for ev in item]
-        e.partial = done + list(getattr(e, "partial", []))  # type: ignore[attr-defined]
+        e.partial = done + (e.partial or [])
         raise
     return out

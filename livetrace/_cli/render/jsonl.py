@@ -203,9 +203,13 @@ class JsonlEncoder:
         pieces = []
         for i in range(0, len(batch), PIECE_LINES):
             j = i + PIECE_LINES
+
+            def other(k: int, i: int = i) -> str:  # the line of an event the core does not write
+                return self.encode(batch[i + k])
+
             pieces.append(core.jsonl(code[i:j], time[i:j], m[i:j], p[i:j], g[i:j], args[4 * i : 4 * j],
                                      extra[2 * i : 2 * j], wall, self._string_bytes, self._stack_bytes, self._miss,
-                                     lambda k, i=i: self.encode(batch[i + k])))
+                                     other))
         return pieces
 
     def encode(self, item: Event | Notice) -> str:

@@ -6,7 +6,7 @@ decoder and converter, its twin, which also reports every error."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from livetrace._trace.accel import compiled_core
 from livetrace._trace.model.batch import EventBatch, kind_mask
@@ -32,6 +32,9 @@ from livetrace._trace.spec.modern import EV_USER_TASK_END as TASK_END
 from livetrace._trace.model.tables import Tables
 from livetrace._errors import TraceFormatError
 from livetrace._trace.version import FORMATS, HEADER_SIZE, TraceVersion, sniff
+
+if TYPE_CHECKING:
+    from livetrace._trace._ccore import LegacyEvents
 
 BATCH_EVENTS = 4096
 COMPILED_VERSIONS = frozenset(v for v in FORMATS if v.go_converts)
@@ -74,7 +77,7 @@ def exact_events(data: bytes, kinds: frozenset[Kind] | None = None, compiled: bo
                                     MESSAGE_BASE, offset, syncs)
             # (A trace naming its own strings where the conversion puts its
             # own is left to the twin, which interns them elsewhere.)
-            if res is not None and all(sid < BUILTIN_BASE for sid, _ in res[7]):
+            if res is not None and all(sid < BUILTIN_BASE for sid, _ in res.strings):
                 return _from_columns(res, ver)
     d = LegacyDecoder()
     d.feed(data)
@@ -98,20 +101,23 @@ def _version(data: bytes) -> TraceVersion | None:
         return None
 
 
-def _from_columns(res: tuple[Any, ...], ver: TraceVersion) -> ExactTrace:
-    code, time, m, p, g, args, extra, strings, stack_list, ticks, messages = res
-    trace = LegacyTrace(ver, [], {}, dict(strings), ticks)
-    for sid, vals in stack_list:
+def _from_columns(res: LegacyEvents, ver: TraceVersion) -> ExactTrace:
+    code, time, m, p, g, args, _ = res.columns
+    ticks = res.ticks_per_sec
+    trace = LegacyTrace(ver, [], {}, dict(res.strings), ticks)
+    for sid, vals in res.stacks:
         trace.stacks[sid] = vals
         add_frames(trace.frames, vals)
     table = legacy_table(trace)
     for k, s in enumerate(_BUILTIN):
         table.strings[BUILTIN_BASE + k] = s.encode()
-    for k, msg in enumerate(messages):
+    for k, msg in enumerate(res.messages):
         table.strings[MESSAGE_BASE + k] = msg
     n = len(code)
+    extra: bytes | bytearray = res.columns.extra
     # A task's end names its type as an extra string, made here.
     if bytes([TASK_END]) in code:
+        extra = bytearray(extra)
         xs = memoryview(extra).cast("Q")
         for i, c in enumerate(code):
             if c == TASK_END:

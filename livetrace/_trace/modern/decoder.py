@@ -8,9 +8,8 @@ far as the ordering engine allows. Identical output for any chunking.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from types import ModuleType
 
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import CompiledCore, compiled_core
 from livetrace._trace.model.batch import EventBatch, kind_mask
 from livetrace._errors import TraceFormatError
 from livetrace._trace.model.events import EVENT_NARGS, SYNC_CODE, STACK_ARG, STRING_ARGS, Event, Kind
@@ -147,7 +146,7 @@ class _PythonEngine:
         try:
             yield from self._run(gen, out)
         except TraceFormatError as e:
-            e.partial = out  # type: ignore[attr-defined]
+            e.partial = out
             raise
         if out:
             yield EventBatch.from_events(gen, out)
@@ -211,7 +210,7 @@ class _PythonEngine:
         return True
 
 
-def _init_core(core: ModuleType) -> None:
+def _init_core(core: CompiledCore) -> None:
     def table(values: list[int], none: int = 255) -> bytes:
         return bytes(none if v < 0 else v for v in values)
 
@@ -232,16 +231,17 @@ class _CompiledEngine:
     """The same, in the compiled core: a generation at a time, a batch of
     columns per call, with the GIL released while it decodes."""
 
-    def __init__(self, core: ModuleType, mask: bytes) -> None:
+    def __init__(self, core: CompiledCore, mask: bytes) -> None:
         global _tables_handed_over
         if not _tables_handed_over:
             _init_core(core)
             _tables_handed_over = True
+        self._core = core
         self._c = core.Engine(_NAMES, mask)
 
     def final_sync(self) -> Event:
-        time, n = self._c.final_sync()
-        return Event(SYNC_CODE, time, -1, -1, -1, [n], None)
+        sync = self._c.final_sync()
+        return Event(SYNC_CODE, sync.time, -1, -1, -1, [sync.syncs], None)
 
     def generation(self, gen: Generation) -> Iterator[EventBatch]:
         threads = [(m - (1 << 64) if m >= 1 << 63 else m, [(b.payload, b.time, b.payload_offset) for b in batches])
@@ -249,20 +249,19 @@ class _CompiledEngine:
         samples = [(s.time, s.m, s.p, s.g, s.stack) for s in gen.cpu_samples]
         self._c.begin(gen.gen, gen.ns_per_tick, gen.min_ticks, threads, samples, gen.strings, gen.stacks.keys())
         while True:
-            n, *cols, extra_strings, done, err = self._c.run(BATCH_EVENTS)
-            gen.extra_strings[1:] = extra_strings
-            batch = EventBatch(gen, n, tuple(cols))
+            out = self._c.run(BATCH_EVENTS)
+            gen.extra_strings[1:] = out.extra_strings
+            batch = EventBatch(gen, out.n_events, out.columns)
+            err = out.error
             if err is not None:
-                kind, msg, offset = err
-                if kind == 3:
-                    raise MemoryError(msg)
-                exc = (OrderingError if kind == 2 else TraceFormatError)(
-                    msg, offset=None if offset < 0 else offset, generation=gen.gen)
-                exc.partial = list(batch)  # type: ignore[attr-defined]
+                if err.kind == self._core.ERR_MEMORY:
+                    raise MemoryError(err.message)
+                exc = (OrderingError if err.kind == self._core.ERR_ORDER else TraceFormatError)(
+                    err.message, offset=err.offset, generation=gen.gen, partial=list(batch))
                 raise exc
-            if n:
+            if out.n_events:
                 yield batch
-            if done:
+            if out.done:
                 return
 
 
@@ -332,7 +331,7 @@ class ModernDecoder:
             # What came before the cut still counts: a generation that was
             # whole but for its end is delivered (as Go's reader does), if its
             # tables made it; either way the cut is what gets reported.
-            e.partial = self._salvage(e.offset or 0)  # type: ignore[attr-defined]
+            e.partial = self._salvage(e.offset or 0)
             raise
         gens = self._assemble(lambda: self._asm.close(self._frames.offset) if self._asm else [])
         return self._then_final_sync(self._decode(gens))
@@ -373,14 +372,14 @@ class ModernDecoder:
             except OrderingError:
                 raise
             except TraceFormatError as e:
-                events = getattr(e, "partial", [])
+                events = e.partial or []
         return events + self._final_sync()
 
     def _assemble(self, step) -> list[Generation]:  # type: ignore[no-untyped-def]
         try:
             return step()  # type: ignore[no-any-return]
         except TraceFormatError as e:
-            e.partial = self._final_sync()  # type: ignore[attr-defined]
+            e.partial = self._final_sync()
             raise
 
     def _decode(self, gens: list[Generation]) -> Iterator[EventBatch]:
@@ -396,7 +395,7 @@ def _collect(batches: Iterator[EventBatch]) -> list[Event]:
         for b in batches:
             out.extend(b)
     except TraceFormatError as e:
-        e.partial = out + list(getattr(e, "partial", []))  # type: ignore[attr-defined]
+        e.partial = out + (e.partial or [])
         raise
     return out
 

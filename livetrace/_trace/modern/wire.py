@@ -192,16 +192,16 @@ def record_columns(payload: bytes, minor: int, offset: int = 0, gen: int | None 
             starts.append(len(args))
         return RecordColumns(bytes(codes), memoryview(starts), memoryview(args))
     try:
-        codes, starts, args = core.wire_records(payload, _WIRE_TABLE[minor])
+        recs = core.wire_records(payload, _WIRE_TABLE[minor])
     except core.WireError as e:
-        kind, code, at = e.args
-        spec = SPECS[code]
-        if kind == 1 or spec is None:
-            raise TraceFormatError(f"invalid event type: {code}", offset=offset + at, generation=gen) from None
-        if kind == 2:
-            raise _short(spec, offset + at, gen) from None
-        raise TraceFormatError(f"{spec.name}: {_OVERFLOW}", offset=offset + at, generation=gen) from None
-    return RecordColumns(codes, memoryview(starts).cast("I"), memoryview(args).cast("Q"))
+        spec = SPECS[e.code]
+        at = offset + e.offset
+        if e.kind == core.WIRE_INVALID_TYPE or spec is None:
+            raise TraceFormatError(f"invalid event type: {e.code}", offset=at, generation=gen) from None
+        if e.kind == core.WIRE_SHORT:
+            raise _short(spec, at, gen) from None
+        raise TraceFormatError(f"{spec.name}: {_OVERFLOW}", offset=at, generation=gen) from None
+    return RecordColumns(recs.codes, memoryview(recs.starts).cast("I"), memoryview(recs.args).cast("Q"))
 
 
 def decode_records(payload: bytes, minor: int, offset: int = 0, gen: int | None = None) -> Iterator[Record]:

@@ -1,0 +1,175 @@
+"""The compiled core (built from csrc/, its CPython side in module.c): the
+compiled twin of the decoders' hot loops. Results are struct sequences:
+tuples whose items also have names."""
+
+from collections.abc import Callable, Iterable
+from typing import Any, Final, final
+
+from _typeshed import ReadableBuffer, structseq
+
+# EngineError.kind: what stopped a generation
+ERR_FORMAT: Final[int]
+ERR_ORDER: Final[int]
+ERR_MEMORY: Final[int]
+# WireError.kind: why a record could not be read
+WIRE_INVALID_TYPE: Final[int]
+WIRE_SHORT: Final[int]
+WIRE_OVERFLOW: Final[int]
+# argument and extra columns per event
+NARGS: Final[int]
+NEXTRA: Final[int]
+
+class WireError(Exception):
+    """A batch payload's record could not be read: ``kind`` (WIRE_*) says
+    why, ``code`` is its type and ``offset`` where it starts in the payload."""
+
+    kind: int
+    code: int
+    offset: int
+
+@final
+class WireRecords(structseq[bytes], tuple[bytes, bytes, bytes]):
+    """Record i has code ``codes[i]`` and values ``args[starts[i]:starts[i + 1]]``."""
+
+    __match_args__: Final = ("codes", "starts", "args")
+    @property
+    def codes(self) -> bytes: ...
+    @property
+    def starts(self) -> bytes:
+        """n + 1 native unsigned 32-bit ints."""
+    @property
+    def args(self) -> bytes:
+        """Native unsigned 64-bit ints."""
+
+@final
+class EventColumns(structseq[bytes], tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]):
+    """Events as an EventBatch's columns: native int64 times, threads, procs
+    and goroutines, NARGS uint64 args and NEXTRA uint64 extra per event."""
+
+    __match_args__: Final = ("codes", "times", "threads", "procs", "goroutines", "args", "extra")
+    @property
+    def codes(self) -> bytes: ...
+    @property
+    def times(self) -> bytes: ...
+    @property
+    def threads(self) -> bytes: ...
+    @property
+    def procs(self) -> bytes: ...
+    @property
+    def goroutines(self) -> bytes: ...
+    @property
+    def args(self) -> bytes: ...
+    @property
+    def extra(self) -> bytes: ...
+
+@final
+class EngineError(structseq[Any], tuple[int, str, int | None]):
+    __match_args__: Final = ("kind", "message", "offset")
+    @property
+    def kind(self) -> int:
+        """ERR_FORMAT, ERR_ORDER or ERR_MEMORY."""
+    @property
+    def message(self) -> str: ...
+    @property
+    def offset(self) -> int | None:
+        """Byte offset in the stream, when known."""
+
+@final
+class EngineBatch(structseq[Any], tuple[int, EventColumns, list[bytes], bool, EngineError | None]):
+    __match_args__: Final = ("n_events", "columns", "extra_strings", "done", "error")
+    @property
+    def n_events(self) -> int: ...
+    @property
+    def columns(self) -> EventColumns: ...
+    @property
+    def extra_strings(self) -> list[bytes]:
+        """The generation's derived strings so far (task types), extra string ids 1, 2, ..."""
+    @property
+    def done(self) -> bool:
+        """Whether the generation is over: decoded, or stopped by ``error``."""
+    @property
+    def error(self) -> EngineError | None: ...
+
+@final
+class FinalSync(structseq[int], tuple[int, int]):
+    __match_args__: Final = ("time", "syncs")
+    @property
+    def time(self) -> int: ...
+    @property
+    def syncs(self) -> int:
+        """The Syncs so far, this one included."""
+
+@final
+class LegacyEvents(
+    structseq[Any],
+    tuple[EventColumns, list[tuple[int, bytes]], list[tuple[int, tuple[int, ...]]], int, list[bytes]],
+):
+    __match_args__: Final = ("columns", "strings", "stacks", "ticks_per_sec", "messages")
+    @property
+    def columns(self) -> EventColumns: ...
+    @property
+    def strings(self) -> list[tuple[int, bytes]]:
+        """(id, text), in the trace's order."""
+    @property
+    def stacks(self) -> list[tuple[int, tuple[int, ...]]]:
+        """(id, values as the trace has them), for the stacks with frames."""
+    @property
+    def ticks_per_sec(self) -> int: ...
+    @property
+    def messages(self) -> list[bytes]:
+        """The user logs' messages, by the index their events name."""
+
+@final
+class Engine:
+    """The ordering engine and frontier of the modern decoder."""
+
+    def __init__(self, names: dict[int, str], mask: ReadableBuffer) -> None: ...
+    def begin(
+        self,
+        gen: int,
+        ns_per_tick: float,
+        start_ticks: int,
+        threads: list[tuple[int, list[tuple[bytes, int, int]]]],
+        samples: list[tuple[int, int, int, int, int]],
+        strings: dict[int, bytes],
+        stacks: Iterable[int],
+        /,
+    ) -> None:
+        """threads: (m, [(payload, ticks, payload offset), ...]) in order of
+        first appearance; samples: (ns, m, p, g, stack) in time order."""
+    def run(self, max_events: int, /) -> EngineBatch: ...
+    def final_sync(self) -> FinalSync: ...
+
+def init_tables(
+    timed: ReadableBuffer, nargs: ReadableBuffer, stack: ReadableBuffer, str0: ReadableBuffer, str1: ReadableBuffer, /
+) -> None: ...
+def wire_records(payload: ReadableBuffer, table: ReadableBuffer, /) -> WireRecords: ...
+def legacy_exact(
+    data: ReadableBuffer,
+    ver: int,
+    counts: ReadableBuffer,
+    stack_flags: ReadableBuffer,
+    mask: ReadableBuffer,
+    builtin: ReadableBuffer,
+    msg_base: int,
+    offset: int,
+    syncs: int,
+    /,
+) -> LegacyEvents | None: ...
+def jsonl(
+    codes: ReadableBuffer,
+    times: ReadableBuffer,
+    threads: ReadableBuffer,
+    procs: ReadableBuffer,
+    goroutines: ReadableBuffer,
+    args: ReadableBuffer,
+    extra: ReadableBuffer,
+    wall_base: int | None,
+    strings: dict[int, bytes],
+    stacks: dict[int, bytes],
+    miss: Callable[[str, int], bytes],
+    other: Callable[[int], str],
+    /,
+) -> bytes: ...
+def handlers() -> dict[int, str]:
+    """The ordering engine's dispatch table: code -> handler name."""

@@ -1,0 +1,349 @@
+/* JSON lines for a batch's events: the twin of _cli/render/jsonl.py's
+ * JsonlEncoder for state transitions and the common annotations, written
+ * straight from the columns; other events' lines come from Python. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+#include "jsonl.h"
+
+/* The output is written straight into a bytes object, sized for the usual
+ * line up front (untouched pages cost nothing) and cut to length at the
+ * end: a batch's lines are tens of megabytes, and every copy shows. */
+typedef struct {
+    PyObject *obj;
+    char *p;
+    size_t n, cap;
+    int oom; /* sticky: a line is never written in part */
+} Buf;
+
+static int buf_init(Buf *b, size_t cap) {
+    b->obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(cap ? cap : 1));
+    if (!b->obj)
+        return -1;
+    b->p = PyBytes_AS_STRING(b->obj);
+    b->cap = cap ? cap : 1;
+    return 0;
+}
+
+static int buf_put(Buf *b, const char *s, size_t n) {
+    if (b->oom)
+        return -1;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap;
+        while (nc < b->n + n)
+            nc *= 2;
+        if (_PyBytes_Resize(&b->obj, (Py_ssize_t)nc)) {
+            b->oom = 1;
+            return -1;
+        }
+        b->p = PyBytes_AS_STRING(b->obj);
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return 0;
+}
+
+#define PUTS(b, lit) buf_put(b, lit, sizeof(lit) - 1)
+
+static int buf_i64(Buf *b, i64 v) {
+    char tmp[24];
+    int k = 24;
+    u64 u = v < 0 ? (u64)0 - (u64)v : (u64)v;
+    do {
+        tmp[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--k] = '-';
+    return buf_put(b, tmp + k, (size_t)(24 - k));
+}
+
+static int buf_u64(Buf *b, u64 u) {
+    char tmp[24];
+    int k = 24;
+    do {
+        tmp[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    return buf_put(b, tmp + k, (size_t)(24 - k));
+}
+
+/* The JSON text (bytes) for a string or stack id: from the cache dict, or
+ * made by miss(kind, id) ("string" or "stack"), which caches it too. */
+static PyObject *json_part(PyObject *cache, PyObject *miss, const char *kind, u64 id) {
+    PyObject *key = PyLong_FromUnsignedLongLong(id);
+    if (!key)
+        return NULL;
+    PyObject *v = PyDict_GetItemWithError(cache, key);
+    if (v) {
+        Py_DECREF(key);
+        Py_INCREF(v);
+        return v;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    v = PyObject_CallFunction(miss, "sO", kind, key);
+    Py_DECREF(key);
+    if (v && !PyBytes_Check(v)) {
+        Py_DECREF(v);
+        PyErr_SetString(PyExc_TypeError, "miss() must return bytes");
+        return NULL;
+    }
+    return v;
+}
+
+/* A few recently used parts, so that most lookups make no Python objects;
+ * the cache dict keeps every part alive for the call. */
+typedef struct {
+    u64 id;
+    const char *p;
+    size_t n;
+} Recent;
+#define NRECENT 8192
+
+static int put_part(Buf *b, Recent *recent, PyObject *cache, PyObject *miss, const char *kind, u64 id) {
+    Recent *r = &recent[id % NRECENT];
+    if (r->p && r->id == id)
+        return buf_put(b, r->p, r->n);
+    PyObject *v = json_part(cache, miss, kind, id);
+    if (!v)
+        return -1;
+    *r = (Recent){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
+    Py_DECREF(v); /* alive in the cache dict, which only grows during the call */
+    return buf_put(b, r->p, r->n);
+}
+
+/* {"kind": K, "time_ns": T, ["wall": W, ]"g": G, "p": P, "m": M */
+static void line_head(Buf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, int has_wall, i64 wall_base,
+                      i64 *cached_sec, char *sec_text, size_t *sec_len) {
+    PUTS(b, "{\"kind\": \"");
+    buf_put(b, kind, strlen(kind));
+    PUTS(b, "\", \"time_ns\": ");
+    buf_i64(b, t);
+    if (has_wall) {
+        i64 w = wall_base + t;
+        i64 sec = w >= 0 ? w / 1000000000 : -((-w + 999999999) / 1000000000);
+        i64 nsec = w - sec * 1000000000;
+        if (sec != *cached_sec) {
+            time_t tt = (time_t)sec;
+            struct tm tm;
+            gmtime_r(&tt, &tm);
+            *sec_len = strftime(sec_text, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+            *cached_sec = sec;
+        }
+        PUTS(b, ", \"wall\": \"");
+        buf_put(b, sec_text, *sec_len);
+        if (nsec) {
+            char frac[10];
+            frac[0] = '.';
+            for (int k = 9; k > 0; k--, nsec /= 10)
+                frac[k] = (char)('0' + nsec % 10);
+            size_t k = 10;
+            while (frac[k - 1] == '0')
+                k--;
+            buf_put(b, frac, k);
+        }
+        PUTS(b, "Z\"");
+    }
+    PUTS(b, ", \"g\": ");
+    buf_i64(b, g);
+    PUTS(b, ", \"p\": ");
+    buf_i64(b, p);
+    PUTS(b, ", \"m\": ");
+    buf_i64(b, m);
+}
+
+/* Metric, TaskBegin, RegionBegin/End and Log lines, as event_dict has them. */
+static int annotation_line(Buf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 *a, int has_wall, i64 wall_base,
+                           i64 *cached_sec, char *sec_text, size_t *sec_len, Recent *rstrings, Recent *rstacks,
+                           PyObject *strings, PyObject *stacks, PyObject *miss) {
+    static const char *const kinds[] = {
+        [EV_PROCS_CHANGE] = "Metric", [EV_HEAP_ALLOC] = "Metric", [EV_HEAP_GOAL] = "Metric",
+        [EV_USER_TASK_BEGIN] = "TaskBegin", [EV_USER_REGION_BEGIN] = "RegionBegin",
+        [EV_USER_REGION_END] = "RegionEnd", [EV_USER_LOG] = "Log"};
+    line_head(b, kinds[c], t, g, p, m, has_wall, wall_base, cached_sec, sec_text, sec_len);
+    switch (c) {
+    case EV_PROCS_CHANGE: PUTS(b, ", \"name\": \"/sched/gomaxprocs:threads\", \"value\": "); buf_u64(b, a[0]); break;
+    case EV_HEAP_ALLOC: PUTS(b, ", \"name\": \"/memory/classes/heap/objects:bytes\", \"value\": "); buf_u64(b, a[0]); break;
+    case EV_HEAP_GOAL: PUTS(b, ", \"name\": \"/gc/heap/goal:bytes\", \"value\": "); buf_u64(b, a[0]); break;
+    case EV_USER_TASK_BEGIN:
+        PUTS(b, ", \"task\": ");
+        buf_u64(b, a[0]);
+        PUTS(b, ", \"parent\": ");
+        if (a[1] == NO_TASK)
+            PUTS(b, "null");
+        else
+            buf_u64(b, a[1]);
+        PUTS(b, ", \"type\": ");
+        if (put_part(b, rstrings, strings, miss, "string", a[2]))
+            return -1;
+        break;
+    case EV_USER_REGION_BEGIN: case EV_USER_REGION_END:
+        PUTS(b, ", \"task\": ");
+        buf_u64(b, a[0]);
+        PUTS(b, ", \"type\": ");
+        if (put_part(b, rstrings, strings, miss, "string", a[1]))
+            return -1;
+        break;
+    case EV_USER_LOG:
+        PUTS(b, ", \"task\": ");
+        buf_u64(b, a[0]);
+        PUTS(b, ", \"category\": ");
+        if (put_part(b, rstrings, strings, miss, "string", a[1]))
+            return -1;
+        PUTS(b, ", \"message\": ");
+        if (put_part(b, rstrings, strings, miss, "string", a[2]))
+            return -1;
+        break;
+    }
+    PUTS(b, ", \"stack\": ");
+    int si = T_STACK[c];
+    if (si != 255 && a[si]) {
+        if (put_part(b, rstacks, stacks, miss, "stack", a[si]))
+            return -1;
+    } else {
+        PUTS(b, "[]");
+    }
+    return PUTS(b, "}\n");
+}
+
+/* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other) -> bytes
+ * One line per event: state transitions written here, any other event by
+ * other(i), which returns its line (str). wall_base: ns to add to an event's
+ * time for its Unix time, or None when the generation has no clock snapshot. */
+
+PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
+                      PyObject *miss, PyObject *other) {
+    PyObject *result = NULL;
+    Buf b = {0};
+    Recent *rstacks = NULL, *rstrings = NULL;
+    size_t n = v->n;
+    const u8 *code = v->code;
+    const i64 *time = v->time, *m = v->m, *p = v->p, *g = v->g;
+    const u64 *a_all = v->args, *x_all = v->extra;
+    rstacks = calloc(NRECENT, sizeof(Recent));
+    rstrings = calloc(NRECENT, sizeof(Recent));
+    if (!rstacks || !rstrings || buf_init(&b, n * 768))
+        goto fail;
+    i64 cached_sec = INT64_MIN;
+    char sec_text[32] = "";
+    size_t sec_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = code[i];
+        const u64 *a = a_all + i * NARGS, *x = x_all + i * NEXTRA;
+        int proc = 0, old, new_, has_t = 0;
+        i64 rid_signed = 0;
+        u64 rid = 0, reason = 0, tstack = 0;
+        int rid_is_signed = 0;
+        switch (c) {
+        case EV_PROC_START: proc = 1, rid = a[0], old = PS_IDLE, new_ = PS_RUNNING; break;
+        case EV_PROC_STOP: proc = 1, rid_signed = p[i], rid_is_signed = 1, old = PS_RUNNING, new_ = PS_IDLE; break;
+        case EV_PROC_STEAL: proc = 1, rid = a[0], old = x[0] == PROC_SYSCALL_ABANDONED ? PS_IDLE : PS_RUNNING, new_ = PS_IDLE; break;
+        case EV_PROC_STATUS:
+            proc = 1, rid = a[0], old = (int)x[0], new_ = a[1] < PROC_STATUS_COUNT ? PROC_STATUS_STATE[a[1]] : 0;
+            break;
+        case EV_GO_CREATE: case EV_GO_CREATE_BLOCKED:
+            rid = a[0], old = GS_NOT_EXIST, new_ = c == EV_GO_CREATE_BLOCKED ? GS_WAITING : GS_RUNNABLE, has_t = 1, tstack = a[1];
+            break;
+        case EV_GO_CREATE_SYSCALL: rid = a[0], old = GS_NOT_EXIST, new_ = GS_SYSCALL; break;
+        case EV_GO_START: rid = a[0], old = GS_RUNNABLE, new_ = GS_RUNNING; break;
+        case EV_GO_DESTROY: rid_signed = g[i], rid_is_signed = 1, old = GS_RUNNING, new_ = GS_NOT_EXIST; break;
+        case EV_GO_DESTROY_SYSCALL: rid_signed = g[i], rid_is_signed = 1, old = GS_SYSCALL, new_ = GS_NOT_EXIST; break;
+        case EV_GO_STOP: case EV_GO_BLOCK:
+            rid_signed = g[i], rid_is_signed = 1, old = GS_RUNNING, new_ = c == EV_GO_STOP ? GS_RUNNABLE : GS_WAITING;
+            reason = a[0], has_t = a[1] != 0, tstack = a[1];
+            break;
+        case EV_GO_UNBLOCK: case EV_GO_SWITCH: case EV_GO_SWITCH_DESTROY: rid = a[0], old = GS_WAITING, new_ = GS_RUNNABLE; break;
+        case EV_GO_SYSCALL_BEGIN: rid_signed = g[i], rid_is_signed = 1, old = GS_RUNNING, new_ = GS_SYSCALL, has_t = a[1] != 0, tstack = a[1]; break;
+        case EV_GO_SYSCALL_END: rid_signed = g[i], rid_is_signed = 1, old = GS_SYSCALL, new_ = GS_RUNNING; break;
+        case EV_GO_SYSCALL_END_BLOCKED: rid_signed = g[i], rid_is_signed = 1, old = GS_SYSCALL, new_ = GS_RUNNABLE; break;
+        case EV_GO_STATUS: case EV_GO_STATUS_STACK:
+            rid = a[0], old = (int)x[0], new_ = a[2] < GO_STATUS_COUNT ? GO_STATUS_STATE[a[2]] : 0;
+            has_t = c == EV_GO_STATUS_STACK && a[3] != 0, tstack = c == EV_GO_STATUS_STACK ? a[3] : 0;
+            break;
+        case EV_PROCS_CHANGE: case EV_HEAP_ALLOC: case EV_HEAP_GOAL: case EV_USER_TASK_BEGIN:
+        case EV_USER_REGION_BEGIN: case EV_USER_REGION_END: case EV_USER_LOG:
+            if (annotation_line(&b, c, time[i], g[i], p[i], m[i], a, has_wall, wall_base, &cached_sec, sec_text,
+                                &sec_len, rstrings, rstacks, strings, stacks, miss))
+                goto fail;
+            continue;
+        default: {
+            PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
+            if (!line)
+                goto done;
+            Py_ssize_t len;
+            const char *s = PyUnicode_AsUTF8AndSize(line, &len);
+            int r = s ? buf_put(&b, s, (size_t)len) : -1;
+            Py_DECREF(line);
+            if (r || PUTS(&b, "\n"))
+                goto fail;
+            continue;
+        }
+        }
+        if (old < 0 || old >= GS_COUNT || (proc && old >= PS_COUNT))
+            old = 0;
+        line_head(&b, "StateTransition", time[i], g[i], p[i], m[i], has_wall, wall_base, &cached_sec, sec_text,
+                  &sec_len);
+        if (proc)
+            PUTS(&b, ", \"resource\": \"proc\", \"id\": ");
+        else
+            PUTS(&b, ", \"resource\": \"goroutine\", \"id\": ");
+        if (rid_is_signed)
+            buf_i64(&b, rid_signed);
+        else
+            buf_u64(&b, rid);
+        const char *on = proc ? PS_NAMES[old] : GS_NAMES[old], *nn = proc ? PS_NAMES[new_] : GS_NAMES[new_];
+        PUTS(&b, ", \"from\": \"");
+        buf_put(&b, on, strlen(on));
+        PUTS(&b, "\", \"to\": \"");
+        buf_put(&b, nn, strlen(nn));
+        PUTS(&b, "\", \"reason\": ");
+        if (reason) {
+            if (put_part(&b, rstrings, strings, miss, "string", reason))
+                goto done;
+        } else {
+            PUTS(&b, "\"\"");
+        }
+        if (has_t || c == EV_GO_CREATE || c == EV_GO_CREATE_BLOCKED) {
+            PUTS(&b, ", \"transition_stack\": ");
+            if (tstack) {
+                if (put_part(&b, rstacks, stacks, miss, "stack", tstack))
+                    goto done;
+            } else {
+                PUTS(&b, "[]");
+            }
+        }
+        PUTS(&b, ", \"stack\": ");
+        int si = T_STACK[c];
+        if (si != 255 && a[si]) {
+            if (put_part(&b, rstacks, stacks, miss, "stack", a[si]))
+                goto done;
+        } else {
+            PUTS(&b, "[]");
+        }
+        if (PUTS(&b, "}\n"))
+            goto fail;
+    }
+    if (b.oom || _PyBytes_Resize(&b.obj, (Py_ssize_t)b.n))
+        goto fail;
+    result = b.obj;
+    b.obj = NULL;
+    goto done;
+fail:
+    if (!PyErr_Occurred())
+        PyErr_NoMemory();
+done:
+    Py_XDECREF(b.obj);
+    free(rstacks);
+    free(rstrings);
+    return result;
+}
+
+/* init_tables(timed, nargs, stack, str0, str1): 256 bytes each */

@@ -1,0 +1,29 @@
+/* JSON lines for a batch's events (twin of _cli/render/jsonl.py's JsonlEncoder). */
+
+#ifndef LIVETRACE_JSONL_H
+#define LIVETRACE_JSONL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "containers.h"
+
+/* A batch's columns as EventBatch has them, n events, read-only. */
+typedef struct {
+    size_t n;
+    const u8 *code;
+    const i64 *time, *m, *p, *g;
+    const u64 *args, *extra;
+} EventView;
+
+/* One line per event, as bytes: state transitions and the common
+ * annotations written here, any other event's by other(i), which returns
+ * its line (str). The JSON of a string or stack id comes from the cache
+ * dicts strings and stacks, or else from miss(kind, id) ("string" or
+ * "stack", returning bytes), which caches it too. wall_base: ns to add to
+ * an event's time for its Unix time, when has_wall. NULL with an exception
+ * set on failure. */
+PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
+                      PyObject *miss, PyObject *other);
+
+#endif

@@ -1,0 +1,106 @@
+/* The compiled fast path for legacy traces of Go 1.11 to 1.21: a complete
+ * trace (or segment) in, its events in the modern event model out, as
+ * columns. It is the twin of legacy/wire.py, legacy/read.py and
+ * legacy/convert.py together, for valid traces only: at the first thing
+ * that is not as a valid trace has it, it gives up and the Python twin
+ * decodes the trace again and reports the error, so errors are the twin's
+ * by construction.
+ *
+ * Four stages, each in its own file: read (legacy_read.c) the events into
+ * per-P streams and the tables, order (legacy_order.c) them as Go's old
+ * parser does, check (legacy_check.c) the states they go through, and
+ * convert (legacy_convert.c) them to modern events. No Python object is
+ * touched: the module builds the tables' objects afterwards. */
+
+#ifndef LIVETRACE_LEGACY_H
+#define LIVETRACE_LEGACY_H
+
+#include <string.h>
+
+#include "containers.h"
+#include "spec_codes.h"
+
+#define HEADER_SIZE 16 /* "go 1.x trace" and its padding (legacy/wire.py) */
+#define U64MAX UINT64_MAX
+#define MAX_STRING 1000000 /* bytes; 1 << 24 would not fit a string's place in str_at */
+
+/* builtin string ids, in the order legacy/fast.py hands them over */
+enum {
+    B_FOREVER, B_SLEEP, B_EMPTY, B_SEND, B_RECV, B_SELECT, B_SYNC, B_COND, B_NETWORK, B_ASSIST, B_GOSCHED,
+    B_PREEMPTED, B_STW0, B_COUNT = B_STW0 + 17 /* Go 1.21's stop-the-world reasons */
+};
+
+/* A UserRegion event's mode argument. */
+enum { REGION_START, REGION_END };
+
+/* A goroutine's state, as the order and the checks follow it. */
+enum { G_DEAD, G_RUNNABLE, G_RUNNING, G_WAITING };
+
+/* Each stage's outcome. */
+enum { L_NO_MEMORY = -1, L_OK = 0, L_GIVE_UP = 1 };
+
+typedef struct {
+    i64 ts, p;
+    u64 g, stk, a[3];
+    u32 msg; /* a user log's message: index into the messages */
+    u8 typ;
+} LEv;
+
+typedef struct {
+    LEv *ev;
+    size_t n, cap, head;
+    i64 p;
+} Stream;
+
+typedef struct {
+    const u8 *d;
+    size_t end;
+    int ver;
+    const u8 *counts, *stackf, *mask;
+    const u64 *builtin;
+    /* tables */
+    Map str_at; /* string id -> offset << 24 | length (MAX_STRING < 2^20) */
+    Map stacks; /* truncated stack id -> 1, for stacks with frames */
+    Map timer_gs;
+    u64 ticks_per_sec;
+    /* the tables as the module hands them to Python, in the trace's order */
+    u64 *strings; /* per string: id, offset, length */
+    size_t nstrings, capstrings;
+    u64 *stack_vals; /* per stack with frames: id, count, then its count values */
+    size_t nstack_vals, capstack_vals, nstacks;
+    u64 *messages; /* per user log: offset, length */
+    size_t nmessages, capmessages;
+    /* streams, by P, in order of their first event */
+    Stream *st;
+    size_t nst, capst;
+    Map p_stream; /* P (as u64) -> stream index + 1 */
+    /* ordered events */
+    LEv *all;
+    size_t nall, capall;
+} L;
+
+/* Where converted events go. */
+typedef struct {
+    Columns out;
+    const u8 *mask;
+    i64 last, offset; /* offset: added to every time written (segments stitched together) */
+} Cols;
+
+int l_read(L *l, size_t pos);
+int l_order(L *l);
+int l_check(L *l);
+int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs);
+/* Stable sort by time: 0, or L_NO_MEMORY. */
+int sort_by_ts(LEv *ev, size_t n);
+void l_free(L *l);
+
+/* The whole path, from the header's end: L_OK with the events in c and the
+ * tables in l, L_GIVE_UP for the twin to decode, or L_NO_MEMORY. */
+int legacy_decode(L *l, Cols *c, u64 msg_base, u64 syncs);
+
+static inline int is_blocking(int t) {
+    return t == LEV_GO_SLEEP || t == LEV_GO_BLOCK || (t >= LEV_GO_BLOCK_SEND && t <= LEV_GO_BLOCK_NET) ||
+           t == LEV_GO_BLOCK_GC;
+}
+
+#endif

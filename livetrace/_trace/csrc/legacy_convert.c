@@ -1,0 +1,267 @@
+/* Converting a legacy trace's ordered events to the modern event model
+ * (twin: legacy/convert.py's ModelConverter and legacy_events), and the
+ * whole legacy path from bytes to columns. */
+
+#include "legacy.h"
+#include "model.h"
+
+static int col_put(Cols *c, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1, u64 a2, u64 a3, u64 x0,
+                   u64 x1, int bump) {
+    if (bump) {
+        if (t <= c->last)
+            t = c->last + 1;
+        c->last = t;
+    }
+    if (!c->mask[code])
+        return 0;
+    Columns *o = &c->out;
+    if (o->n == o->cap && cols_reserve(o, o->n + 1))
+        return -1;
+    size_t i = o->n++;
+    o->code[i] = (u8)code, o->time[i] = t + c->offset, o->m[i] = m, o->p[i] = p, o->g[i] = g;
+    u64 *a = &o->args[NARGS * i], *x = &o->extra[NEXTRA * i];
+    a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3, x[0] = x0, x[1] = x1;
+    return 0;
+}
+
+static int has_str(L *l, u64 id) { return id == 0 || map_find(&l->str_at, id) != NULL; }
+
+int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
+    size_t n = l->nall;
+    LEv *ev = l->all;
+    const u64 *B = l->builtin;
+    int rc = L_GIVE_UP;
+    Map next_g = {0}, created = {0}, seen = {0}, pms = {0}, tasks_name = {0}, tasks_parent = {0};
+    size_t *after = NULL;
+    u64 *order = NULL;
+    size_t norder = 0, caporder = 0;
+    int pre_init = 1;
+    u64 stw_reason = B[B_STW0];
+    if (!n)
+        goto out;
+    /* double: the same as the twin's float arithmetic */
+    double npt = 1e9 / (double)l->ticks_per_sec;
+    i64 min_ts = ev[0].ts;
+    for (size_t i = 0; i < n; i++) {
+        double v = (double)(ev[i].ts - min_ts) * npt;
+        if (!(v < 9.0e18 && v > -9.0e18))
+            goto out;
+        ev[i].ts = (i64)v;
+        if (ev[i].typ == LEV_GO_UNBLOCK && map_find(&l->timer_gs, ev[i].g))
+            ev[i].p = TIMER_P;
+        if (ev[i].typ == LEV_GO_SYS_EXIT)
+            ev[i].p = SYSCALL_P;
+    }
+    int chk = l_check(l);
+    if (chk) {
+        rc = chk;
+        goto out;
+    }
+    /* the next event on the same goroutine: whether a syscall blocked */
+    if (!(after = malloc(n * sizeof(size_t))))
+        goto oom;
+    for (size_t i = n; i-- > 0;) {
+        u64 *v = map_slot(&next_g, ev[i].g, n);
+        if (!v)
+            goto oom;
+        after[i] = (size_t)*v;
+        *v = i;
+    }
+    if (col_put(c, SYNC_CODE, ev[0].ts - 1, -1, -1, -1, syncs + 1, 0, 0, 0, 0, 0, 0))
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        LEv *e = &ev[i];
+        int t = e->typ;
+        const u64 *a = e->a;
+        i64 p = e->p, ts = e->ts;
+        u64 *pm = p != -1 ? map_find(&pms, (u64)p) : NULL;
+        i64 m = pm ? (i64)*pm : -1;
+        i64 g = e->g ? (i64)e->g : -1;
+        u64 s32 = e->stk & 0xffffffffu;
+        u64 stk = map_find(&l->stacks, s32) ? s32 : 0;
+        int r = 0;
+#define PUT(CODE, M, G, A0, A1, A2, A3, X0, X1) r = col_put(c, CODE, ts, M, p, G, A0, A1, A2, A3, X0, X1, 1)
+        switch (t) {
+        case LEV_GOMAXPROCS:
+            if (pre_init) {
+                pre_init = 0;
+                for (size_t k = 0; k < norder && !r; k++) {
+                    u64 *alive = map_find(&created, order[k]);
+                    if (alive && *alive == k + 1)
+                        r = col_put(c, EV_GO_STATUS, ts, -1, -1, -1, order[k], U64MAX, GO_RUNNABLE, 0, 0, 0, 1);
+                }
+                norder = 0;
+                map_free(&created);
+            } else
+                PUT(EV_PROCS_CHANGE, m, g, a[0], stk, 0, 0, 0, 0);
+            break;
+        case LEV_GO_CREATE:
+            if (pre_init) {
+                u64 *v = map_slot(&created, a[0], 0);
+                if (!v || grow((void **)&order, &caporder, norder + 1, 8))
+                    goto oom;
+                if (!*v) {
+                    order[norder++] = a[0];
+                    *v = norder;
+                }
+            } else
+                PUT(EV_GO_CREATE, m, g, a[0], a[1], stk, 0, 0, 0);
+            break;
+        case LEV_PROC_START: {
+            u64 *v = map_slot(&pms, (u64)p, 0), *sv;
+            if (!v)
+                goto oom;
+            *v = a[0];
+            m = p != -1 ? (i64)a[0] : -1;
+            if (!(sv = map_slot(&seen, (u64)p, 0)))
+                goto oom;
+            if (*sv)
+                PUT(EV_PROC_START, m, g, (u64)p, 0, 0, 0, 0, 0);
+            else {
+                *sv = 1;
+                PUT(EV_PROC_STATUS, m, g, (u64)p, PROC_RUNNING, 0, 0, 0, 0);
+            }
+            break;
+        }
+        case LEV_PROC_STOP: {
+            u64 *v = map_find(&pms, (u64)p), *sv;
+            if (v)
+                *v = (u64)-1; /* no thread any more (no real thread id is this: see l_read) */
+            if (!(sv = map_slot(&seen, (u64)p, 0)))
+                goto oom;
+            if (*sv)
+                PUT(EV_PROC_STOP, m, g, 0, 0, 0, 0, 0, 0);
+            else {
+                *sv = 1;
+                PUT(EV_PROC_STATUS, m, g, (u64)p, PROC_IDLE, 0, 0, 0, 0);
+            }
+            break;
+        }
+        case LEV_GC_START: PUT(EV_GC_BEGIN, m, g, a[0], stk, 0, 0, 0, 0); break;
+        case LEV_GC_DONE: PUT(EV_GC_END, m, g, 0, 0, 0, 0, 0, 0); break;
+        case LEV_STW_START: {
+            int k = l->ver < LEGACY_GO1_21 ? (int)a[0] + 1 : (a[0] < B_COUNT - B_STW0 ? (int)a[0] : 0);
+            stw_reason = B[B_STW0 + k];
+            PUT(EV_STW_BEGIN, m, g, stw_reason, 0, 0, 0, 0, 0);
+            break;
+        }
+        case LEV_STW_DONE: PUT(EV_STW_END, m, g, stw_reason, 0, 0, 0, 0, 0); break;
+        case LEV_GC_SWEEP_START: PUT(EV_GC_SWEEP_BEGIN, m, g, stk, 0, 0, 0, 0, 0); break;
+        case LEV_GC_SWEEP_DONE: PUT(EV_GC_SWEEP_END, m, g, a[0], a[1], 0, 0, 0, 0); break;
+        case LEV_GO_START:
+            if (pre_init) {
+                u64 *v = map_find(&created, a[0]);
+                if (v)
+                    *v = 0;
+                PUT(EV_GO_STATUS, m, g, a[0], U64MAX, GO_RUNNING, 0, 0, 0);
+            } else
+                PUT(EV_GO_START, m, g, a[0], a[1], 0, 0, 0, 0);
+            break;
+        case LEV_GO_START_LABEL: {
+            u64 *v = map_find(&pms, (u64)p);
+            i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
+            if (!has_str(l, a[2]))
+                goto out;
+            PUT(EV_GO_START, m0, (i64)e->g, a[0], a[1], 0, 0, 0, 0);
+            if (!r)
+                PUT(EV_GO_LABEL, m0, (i64)e->g, a[2], 0, 0, 0, 0, 0);
+            break;
+        }
+        case LEV_GO_END: PUT(EV_GO_DESTROY, m, g, 0, 0, 0, 0, 0, 0); break;
+        case LEV_GO_SCHED: PUT(EV_GO_STOP, m, g, B[B_GOSCHED], stk, 0, 0, 0, 0); break;
+        case LEV_GO_PREEMPT: PUT(EV_GO_STOP, m, g, B[B_PREEMPTED], stk, 0, 0, 0, 0); break;
+        case LEV_GO_STOP: PUT(EV_GO_BLOCK, m, g, B[B_FOREVER], stk, 0, 0, 0, 0); break;
+        case LEV_GO_SLEEP: PUT(EV_GO_BLOCK, m, g, B[B_SLEEP], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK: PUT(EV_GO_BLOCK, m, g, B[B_EMPTY], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_SEND: PUT(EV_GO_BLOCK, m, g, B[B_SEND], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_RECV: PUT(EV_GO_BLOCK, m, g, B[B_RECV], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_SELECT: PUT(EV_GO_BLOCK, m, g, B[B_SELECT], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_SYNC: PUT(EV_GO_BLOCK, m, g, B[B_SYNC], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_COND: PUT(EV_GO_BLOCK, m, g, B[B_COND], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_NET: PUT(EV_GO_BLOCK, m, g, B[B_NETWORK], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_GC: PUT(EV_GO_BLOCK, m, g, B[B_ASSIST], stk, 0, 0, 0, 0); break;
+        case LEV_GO_UNBLOCK: PUT(EV_GO_UNBLOCK, m, g, a[0], a[1], stk, 0, 0, 0); break;
+        case LEV_GO_SYS_CALL:
+            if (after[i] < n && ev[after[i]].typ == LEV_GO_SYS_BLOCK)
+                PUT(EV_GO_SYSCALL_BEGIN, m, g, 0, stk, 0, 0, 0, 0);
+            else {
+                u64 *v = map_find(&pms, (u64)p);
+                i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
+                PUT(EV_GO_SYSCALL_BEGIN, m0, (i64)e->g, 0, stk, 0, 0, 0, 0);
+                if (!r)
+                    r = col_put(c, EV_GO_SYSCALL_END, ts + 1, m0, p, (i64)e->g, 0, 0, 0, 0, 0, 0, 1);
+            }
+            break;
+        case LEV_GO_SYS_EXIT: PUT(EV_GO_SYSCALL_END_BLOCKED, m, g, 0, 0, 0, 0, 0, 0); break;
+        case LEV_GO_SYS_BLOCK: break;
+        case LEV_GO_WAITING: case LEV_GO_IN_SYSCALL: {
+            u64 *v = map_find(&created, a[0]);
+            if (v)
+                *v = 0;
+            PUT(EV_GO_STATUS, m, g, a[0], U64MAX, t == LEV_GO_WAITING ? GO_WAITING : GO_SYSCALL, 0, 0, 0);
+            break;
+        }
+        case LEV_HEAP_ALLOC: PUT(EV_HEAP_ALLOC, m, g, a[0], 0, 0, 0, 0, 0); break;
+        case LEV_HEAP_GOAL: PUT(EV_HEAP_GOAL, m, g, a[0], 0, 0, 0, 0, 0); break;
+        case LEV_GC_MARK_ASSIST_START: PUT(EV_GC_MARK_ASSIST_BEGIN, m, g, stk, 0, 0, 0, 0, 0); break;
+        case LEV_GC_MARK_ASSIST_DONE: PUT(EV_GC_MARK_ASSIST_END, m, g, 0, 0, 0, 0, 0, 0); break;
+        case LEV_USER_TASK_CREATE: {
+            if (!has_str(l, a[2]))
+                goto out;
+            u64 *nm = map_slot(&tasks_name, a[0], 0), *pa = map_slot(&tasks_parent, a[0], 0);
+            if (!nm || !pa)
+                goto oom;
+            *nm = a[2] + 1, *pa = a[1]; /* name id + 1: 0 is "no open task" */
+            PUT(EV_USER_TASK_BEGIN, m, g, a[0], a[1] ? a[1] : NO_TASK, a[2], stk, 0, 0);
+            break;
+        }
+        case LEV_USER_TASK_END: {
+            u64 *nm = map_find(&tasks_name, a[0]), *pa = map_find(&tasks_parent, a[0]);
+            u64 name = 0, parent = NO_TASK;
+            if (nm && *nm) {
+                name = *nm - 1, parent = *pa;
+                *nm = 0;
+            }
+            /* extra[1]: the name's string id; Python makes it an extra string */
+            PUT(EV_USER_TASK_END, m, g, a[0], stk, 0, 0, parent, name);
+            break;
+        }
+        case LEV_USER_REGION:
+            if (!has_str(l, a[2]))
+                goto out;
+            PUT(a[1] == REGION_START ? EV_USER_REGION_BEGIN : EV_USER_REGION_END, m, g, a[0], a[2], stk, 0, 0, 0);
+            break;
+        case LEV_USER_LOG:
+            if (!has_str(l, a[1]))
+                goto out;
+            PUT(EV_USER_LOG, m, g, a[0], a[1], msg_base + e->msg, stk, 0, 0);
+            break;
+        case LEV_CPU_SAMPLE: PUT(EV_CPU_SAMPLE, -1, g, stk, 0, 0, 0, 0, 0); break;
+        default:
+            goto out;
+        }
+#undef PUT
+        if (r)
+            goto oom;
+    }
+    if (col_put(c, SYNC_CODE, c->last + 1, -1, -1, -1, syncs + 2, 0, 0, 0, 0, 0, 0))
+        goto oom;
+    rc = L_OK;
+    goto out;
+oom:
+    rc = L_NO_MEMORY;
+out:
+    map_free(&next_g), map_free(&created), map_free(&seen), map_free(&pms), map_free(&tasks_name);
+    map_free(&tasks_parent);
+    free(after), free(order);
+    return rc;
+}
+
+int legacy_decode(L *l, Cols *c, u64 msg_base, u64 syncs) {
+    int rc = l_read(l, HEADER_SIZE);
+    if (rc == L_OK)
+        rc = l_order(l);
+    if (rc == L_OK)
+        rc = l_convert(l, c, msg_base, syncs);
+    return rc;
+}

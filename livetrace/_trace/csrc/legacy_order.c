@@ -1,0 +1,245 @@
+/* Ordering a legacy trace's events as Go's old parser does (twin:
+ * legacy/read.py's _order_1007): each P's stream in time order, an event
+ * waiting while the goroutine it moves is not in the state it expects. */
+
+#include "legacy.h"
+
+#define UNORDERED U64MAX
+#define GARBAGE (U64MAX - 1)
+#define NOSEQ U64MAX
+#define SEQINC (U64MAX - 1)
+
+typedef struct {
+    u64 key, seq, nseq;
+    int status, nstatus;
+} Tr;
+
+static Tr transition(const LEv *e) {
+    Tr r = {UNORDERED, 0, 0, 0, 0};
+    int t = e->typ;
+    const u64 *a = e->a;
+    if (t == LEV_GO_CREATE)
+        r = (Tr){a[0], 0, 1, G_DEAD, G_RUNNABLE};
+    else if (t == LEV_GO_WAITING || t == LEV_GO_IN_SYSCALL)
+        r = (Tr){e->g, 1, 2, G_RUNNABLE, G_WAITING};
+    else if (t == LEV_GO_START || t == LEV_GO_START_LABEL)
+        r = (Tr){e->g, a[1], a[1] + 1, G_RUNNABLE, G_RUNNING};
+    else if (t == LEV_GO_START_LOCAL)
+        r = (Tr){e->g, NOSEQ, SEQINC, G_RUNNABLE, G_RUNNING};
+    else if (is_blocking(t) || t == LEV_GO_SYS_BLOCK)
+        r = (Tr){e->g, NOSEQ, NOSEQ, G_RUNNING, G_WAITING};
+    else if (t == LEV_GO_SCHED || t == LEV_GO_PREEMPT)
+        r = (Tr){e->g, NOSEQ, NOSEQ, G_RUNNING, G_RUNNABLE};
+    else if (t == LEV_GO_UNBLOCK || t == LEV_GO_SYS_EXIT)
+        r = (Tr){a[0], a[1], a[1] + 1, G_WAITING, G_RUNNABLE};
+    else if (t == LEV_GO_UNBLOCK_LOCAL || t == LEV_GO_SYS_EXIT_LOCAL)
+        r = (Tr){a[0], NOSEQ, SEQINC, G_WAITING, G_RUNNABLE};
+    else if (t == LEV_GC_START)
+        r = (Tr){GARBAGE, a[0], a[0] + 1, G_DEAD, G_DEAD};
+    return r;
+}
+
+typedef struct {
+    i64 ts;
+    u64 tie;
+    size_t s;
+} HE;
+
+static inline int he_less(const HE *x, const HE *y) { return x->ts < y->ts || (x->ts == y->ts && x->tie < y->tie); }
+
+typedef struct {
+    HE *h;
+    size_t n, cap;
+} Heap;
+
+static int heap_push(Heap *q, HE v) {
+    if (grow((void **)&q->h, &q->cap, q->n + 1, sizeof(HE)))
+        return -1;
+    size_t i = q->n++;
+    while (i) {
+        size_t up = (i - 1) / 2;
+        if (!he_less(&v, &q->h[up]))
+            break;
+        q->h[i] = q->h[up];
+        i = up;
+    }
+    q->h[i] = v;
+    return 0;
+}
+
+static HE heap_pop(Heap *q) {
+    HE top = q->h[0], last = q->h[--q->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= q->n)
+            break;
+        if (c + 1 < q->n && he_less(&q->h[c + 1], &q->h[c]))
+            c++;
+        if (!he_less(&q->h[c], &last))
+            break;
+        q->h[i] = q->h[c];
+        i = c;
+    }
+    if (q->n)
+        q->h[i] = last;
+    return top;
+}
+
+/* per-key state: seq and status packed; waiting streams as a linked list */
+typedef struct {
+    Map seq, status, wait_head; /* wait_head: key -> first node + 1 */
+    size_t *next, *stream;       /* nodes */
+    size_t nnode, capn, capn2;
+} Order;
+
+int l_order(L *l) {
+    /* CPU samples come in the order they were flushed: put them in time order */
+    u64 *ps = map_find(&l->p_stream, (u64)(i64)PROFILE_P);
+    if (ps && sort_by_ts(l->st[*ps - 1].ev, l->st[*ps - 1].n))
+        return L_NO_MEMORY;
+    size_t total = 0;
+    for (size_t s = 0; s < l->nst; s++)
+        total += l->st[s].n;
+    if (grow((void **)&l->all, &l->capall, total + 1, sizeof(LEv)))
+        return L_NO_MEMORY;
+    Order o = {0};
+    Heap q = {0};
+    u64 tie = 0;
+    int rc = L_GIVE_UP;
+#define OFFER(S)                                                                                                    \
+    do {                                                                                                            \
+        Stream *st_ = &l->st[S];                                                                                    \
+        if (st_->head < st_->n) {                                                                                   \
+            LEv *e_ = &st_->ev[st_->head];                                                                          \
+            Tr tr_ = transition(e_);                                                                                \
+            int ready_ = 1;                                                                                         \
+            if (tr_.key != UNORDERED) {                                                                             \
+                u64 *cs_ = map_find(&o.seq, tr_.key), *cst_ = map_find(&o.status, tr_.key);                           \
+                u64 cseq_ = cs_ ? *cs_ : 0, cstat_ = cst_ ? *cst_ : G_DEAD;                                         \
+                if (!((tr_.seq == NOSEQ || tr_.seq == cseq_) && (u64)tr_.status == cstat_)) {                       \
+                    ready_ = 0;                                                                                     \
+                    if (grow((void **)&o.next, &o.capn, o.nnode + 1, sizeof(size_t)) ||                          \
+                        grow((void **)&o.stream, &o.capn2, o.nnode + 1, sizeof(size_t)))                         \
+                        goto oom;                                                                                   \
+                    /* append at the tail: walk (lists are short) */                                                \
+                    u64 *h_ = map_slot(&o.wait_head, tr_.key, 0);                                                    \
+                    if (!h_)                                                                                        \
+                        goto oom;                                                                                   \
+                    o.stream[o.nnode] = (S);                                                                        \
+                    o.next[o.nnode] = 0;                                                                            \
+                    if (!*h_)                                                                                       \
+                        *h_ = o.nnode + 1;                                                                          \
+                    else {                                                                                          \
+                        size_t k_ = *h_ - 1;                                                                        \
+                        while (o.next[k_])                                                                          \
+                            k_ = o.next[k_] - 1;                                                                    \
+                        o.next[k_] = o.nnode + 1;                                                                   \
+                    }                                                                                               \
+                    o.nnode++;                                                                                      \
+                }                                                                                                   \
+            }                                                                                                       \
+            if (ready_ && heap_push(&q, (HE){e_->ts, tie++, (S)}))                                                  \
+                goto oom;                                                                                           \
+        }                                                                                                           \
+    } while (0)
+
+    for (size_t s = 0; s < l->nst; s++)
+        OFFER(s);
+    while (l->nall < total) {
+        if (!q.n)
+            goto out; /* no consistent order: the twin says so */
+        HE top = heap_pop(&q);
+        size_t s = top.s;
+        LEv *e = &l->st[s].ev[l->st[s].head++];
+        Tr tr = transition(e);
+        if (e->typ == LEV_GO_START_LOCAL)
+            e->typ = LEV_GO_START;
+        else if (e->typ == LEV_GO_UNBLOCK_LOCAL)
+            e->typ = LEV_GO_UNBLOCK;
+        else if (e->typ == LEV_GO_SYS_EXIT_LOCAL)
+            e->typ = LEV_GO_SYS_EXIT;
+        l->all[l->nall++] = *e;
+        if (tr.key != UNORDERED) {
+            u64 *cs = map_slot(&o.seq, tr.key, 0), *cst;
+            if (!cs)
+                goto oom;
+            *cs = tr.nseq == NOSEQ ? *cs : tr.nseq == SEQINC ? *cs + 1 : tr.nseq;
+            if (!(cst = map_slot(&o.status, tr.key, G_DEAD)))
+                goto oom;
+            *cst = (u64)tr.nstatus;
+            u64 *h = map_find(&o.wait_head, tr.key);
+            if (h && *h) {
+                size_t k = *h - 1;
+                *h = 0;
+                for (;;) {
+                    OFFER(o.stream[k]);
+                    if (!o.next[k])
+                        break;
+                    k = o.next[k] - 1;
+                }
+            }
+        }
+        OFFER(s);
+    }
+#undef OFFER
+    for (size_t i = 1; i < l->nall; i++)
+        if (l->all[i - 1].ts > l->all[i].ts)
+            goto out;
+    /* a syscall exit happened when the syscall returned */
+    {
+        Map last_block = {0};
+        for (size_t i = 0; i < l->nall; i++) {
+            LEv *e = &l->all[i];
+            if (e->typ == LEV_GO_SYS_BLOCK || e->typ == LEV_GO_IN_SYSCALL) {
+                u64 *v = map_slot(&last_block, e->g, 0);
+                if (!v) {
+                    map_free(&last_block);
+                    goto oom;
+                }
+                *v = (u64)e->ts;
+            } else if (e->typ == LEV_GO_SYS_EXIT && e->a[2]) {
+                u64 *v = map_find(&last_block, e->g);
+                if (!v || !*v || e->a[2] < *v || e->a[2] > (u64)1 << 61) {
+                    map_free(&last_block);
+                    goto out;
+                }
+                e->ts = (i64)e->a[2];
+            }
+        }
+        map_free(&last_block);
+    }
+    rc = sort_by_ts(l->all, l->nall) ? L_NO_MEMORY : L_OK;
+    goto out;
+oom:
+    rc = L_NO_MEMORY;
+out:
+    map_free(&o.seq), map_free(&o.status), map_free(&o.wait_head);
+    free(o.next), free(o.stream), free(q.h);
+    return rc;
+}
+
+int sort_by_ts(LEv *ev, size_t n) {
+    int sorted = 1;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = ev[i - 1].ts <= ev[i].ts;
+    if (sorted)
+        return 0;
+    LEv *tmp = malloc(n * sizeof(LEv));
+    if (!tmp)
+        return L_NO_MEMORY;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = ev[j].ts < ev[i].ts ? ev[j++] : ev[i++];
+            while (i < mid)
+                tmp[k++] = ev[i++];
+            while (j < hi)
+                tmp[k++] = ev[j++];
+        }
+        memcpy(ev, tmp, n * sizeof(LEv));
+    }
+    free(tmp);
+    return 0;
+}

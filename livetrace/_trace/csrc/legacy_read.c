@@ -1,0 +1,205 @@
+/* Reading a legacy trace: its events into per-P streams, its strings,
+ * stacks and user log messages into tables (see legacy.h). */
+
+#include "legacy.h"
+#include "varint.h"
+
+void l_free(L *l) {
+    map_free(&l->str_at), map_free(&l->stacks), map_free(&l->timer_gs), map_free(&l->p_stream);
+    for (size_t i = 0; i < l->nst; i++)
+        free(l->st[i].ev);
+    free(l->st);
+    free(l->all);
+    free(l->strings), free(l->stack_vals), free(l->messages);
+}
+
+/* A varint; one that overflows is given up on as one cut short is. */
+static inline int uv(const u8 *p, size_t end, size_t *pos, u64 *out) { return uvarint(p, end, pos, out) == 1; }
+
+static Stream *stream_of(L *l, i64 p) {
+    u64 *s = map_slot(&l->p_stream, (u64)p, 0);
+    if (!s)
+        return NULL;
+    if (!*s) {
+        if (grow((void **)&l->st, &l->capst, l->nst + 1, sizeof(Stream)))
+            return NULL;
+        memset(&l->st[l->nst], 0, sizeof(Stream));
+        l->st[l->nst].p = p;
+        *s = ++l->nst;
+    }
+    return &l->st[*s - 1];
+}
+
+static inline i64 sgn(u64 v) { return (i64)v; }
+
+static int is_ends_g(int t) {
+    switch (t) {
+    case LEV_GO_END: case LEV_GO_STOP: case LEV_GO_SCHED: case LEV_GO_PREEMPT: case LEV_GO_SLEEP: case LEV_GO_BLOCK:
+    case LEV_GO_BLOCK_SEND: case LEV_GO_BLOCK_RECV: case LEV_GO_BLOCK_SELECT: case LEV_GO_BLOCK_SYNC: case LEV_GO_BLOCK_COND:
+    case LEV_GO_BLOCK_NET: case LEV_GO_SYS_BLOCK: case LEV_GO_BLOCK_GC:
+        return 1;
+    }
+    return 0;
+}
+
+/* Reads every event into the tables and the per-P streams (the twin:
+ * LegacyReader and LegacyDecoder._event): an L_* outcome. */
+int l_read(L *l, size_t pos) {
+    const u8 *d = l->d;
+    size_t end = l->end;
+    i64 cur_p = 0, cur_ts = 0;
+    u64 cur_g = 0;
+    Map last_g = {0};
+    u64 vals[4 + 4 * 1000];
+    int rc = L_GIVE_UP;
+    while (pos < end) {
+        u8 b = d[pos++];
+        int typ = b & 0x3f, narg = (b >> 6) + 1;
+        if (typ == LEV_NONE || typ >= LEV_COUNT || !l->counts[typ] || typ == LEV_FUTILE_WAKEUP)
+            goto out;
+        if (typ == LEV_STRING) {
+            u64 sid, n;
+            if (!uv(d, end, &pos, &sid) || !uv(d, end, &pos, &n) || sid == 0 || n == 0 || n > MAX_STRING ||
+                end - pos < n || map_find(&l->str_at, sid))
+                goto out;
+            if (!map_slot(&l->str_at, sid, ((u64)pos << 24) | n) ||
+                grow((void **)&l->strings, &l->capstrings, l->nstrings + 3, 8))
+                goto oom;
+            l->strings[l->nstrings++] = sid;
+            l->strings[l->nstrings++] = pos;
+            l->strings[l->nstrings++] = n;
+            pos += n;
+            continue;
+        }
+        size_t nv = 0;
+        if (narg < 4) {
+            for (int k = 0; k < narg; k++)
+                if (!uv(d, end, &pos, &vals[nv++]))
+                    goto out;
+        } else {
+            u64 len;
+            if (!uv(d, end, &pos, &len))
+                goto out;
+            size_t vstart = pos;
+            while (len > pos - vstart) {
+                if (nv == sizeof vals / sizeof vals[0] || !uv(d, end, &pos, &vals[nv++]))
+                    goto out;
+            }
+            if (len != pos - vstart)
+                goto out;
+        }
+        size_t msg_at = 0, msg_len = 0;
+        if (typ == LEV_USER_LOG) {
+            u64 n;
+            if (!uv(d, end, &pos, &n) || n > MAX_STRING || end - pos < n)
+                goto out;
+            msg_at = pos, msg_len = n;
+            pos += n;
+        }
+        if (typ != LEV_STACK && nv != l->counts[typ])
+            goto out;
+        switch (typ) {
+        case LEV_BATCH: {
+            u64 *s = map_slot(&last_g, (u64)cur_p, 0);
+            if (!s)
+                goto oom;
+            *s = cur_g;
+            cur_p = sgn(vals[0]);
+            u64 *g = map_find(&last_g, (u64)cur_p);
+            cur_g = g ? *g : 0;
+            if (vals[1] > (u64)1 << 61)
+                goto out;
+            cur_ts = (i64)vals[1];
+            continue;
+        }
+        case LEV_FREQUENCY:
+            if (vals[0] == 0 || vals[0] > (u64)INT64_MAX)
+                goto out;
+            l->ticks_per_sec = vals[0];
+            continue;
+        case LEV_TIMER_GOROUTINE:
+            if (!map_slot(&l->timer_gs, vals[0], 1))
+                goto oom;
+            continue;
+        case LEV_STACK: {
+            if (nv < 2 || vals[1] > 1000 || nv != 2 + 4 * vals[1])
+                goto out;
+            if (vals[0] && vals[1]) {
+                if (!map_slot(&l->stacks, vals[0] & 0xffffffffu, 1) ||
+                    grow((void **)&l->stack_vals, &l->capstack_vals, l->nstack_vals + nv, 8))
+                    goto oom;
+                u64 *dst = l->stack_vals + l->nstack_vals;
+                dst[0] = vals[0];
+                dst[1] = nv - 2;
+                memcpy(dst + 2, vals + 2, (nv - 2) * 8);
+                l->nstack_vals += nv;
+                l->nstacks++;
+            }
+            continue;
+        }
+        }
+        LEv e = {0};
+        e.typ = (u8)typ;
+        e.p = cur_p;
+        e.g = cur_g;
+        if (vals[0] > (u64)1 << 61 || cur_ts > (i64)1 << 61)
+            goto out; /* times this far out would overflow on the way: the twin judges */
+        e.ts = cur_ts + (i64)vals[0];
+        cur_ts = e.ts;
+        size_t nrest = nv - 1;
+        if (l->stackf[typ])
+            e.stk = vals[--nv], nrest--;
+        if (nrest > 3)
+            goto out;
+        for (size_t k = 0; k < nrest; k++)
+            e.a[k] = vals[1 + k];
+        switch (typ) {
+        case LEV_GO_START: case LEV_GO_START_LOCAL: case LEV_GO_START_LABEL:
+            cur_g = e.g = e.a[0];
+            break;
+        case LEV_STW_START:
+            if (l->ver < LEGACY_GO1_21 && e.a[0] >= 2) /* before 1.21, two kinds */
+                goto out;
+            break;
+        case LEV_GO_SYS_EXIT: case LEV_GO_WAITING: case LEV_GO_IN_SYSCALL:
+            e.g = e.a[0];
+            break;
+        case LEV_USER_LOG:
+            if (grow((void **)&l->messages, &l->capmessages, 2 * l->nmessages + 2, 8))
+                goto oom;
+            l->messages[2 * l->nmessages] = msg_at;
+            l->messages[2 * l->nmessages + 1] = msg_len;
+            e.msg = (u32)l->nmessages++;
+            break;
+        case LEV_CPU_SAMPLE:
+            if (e.a[0] > (u64)1 << 61)
+                goto out;
+            e.ts = (i64)e.a[0];
+            e.p = sgn(e.a[1]);
+            e.g = e.a[2];
+            e.a[0] = 0;
+            break;
+        default:
+            if (is_ends_g(typ))
+                cur_g = 0;
+        }
+        /* values the columns (int64) or the sequence arithmetic (wrapping)
+         * would not carry as the twin's Python ints do */
+        if (e.g > (u64)INT64_MAX || (typ == LEV_PROC_START && e.a[0] > (u64)INT64_MAX) ||
+            ((typ == LEV_GO_START || typ == LEV_GO_START_LABEL || typ == LEV_GO_UNBLOCK || typ == LEV_GO_SYS_EXIT) &&
+             e.a[1] == U64MAX) ||
+            (typ == LEV_GC_START && e.a[0] == U64MAX))
+            goto out;
+        Stream *s = stream_of(l, typ == LEV_CPU_SAMPLE ? PROFILE_P : cur_p);
+        if (!s || grow((void **)&s->ev, &s->cap, s->n + 1, sizeof(LEv)))
+            goto oom;
+        s->ev[s->n++] = e;
+    }
+    rc = (l->nst && l->ticks_per_sec) ? L_OK : L_GIVE_UP;
+    goto out;
+oom:
+    rc = L_NO_MEMORY;
+out:
+    map_free(&last_g);
+    return rc;
+}

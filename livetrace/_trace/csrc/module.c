@@ -1,0 +1,580 @@
+/* livetrace._trace._ccore, the compiled twin of the decoders' hot loops:
+ * the CPython side only. Arguments are parsed and results built here; the
+ * work is done by code that touches no Python object (wire.c, engine.c and
+ * the handlers, legacy_*.c), with the GIL released, and by jsonl.c, which
+ * calls back into Python for what it does not write itself. Results cross
+ * the boundary as named structures (struct sequences); _ccore.pyi
+ * describes them. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "engine.h"
+#include "handlers.h"
+#include "jsonl.h"
+#include "legacy.h"
+#include "wire.h"
+
+/* ---- result types ---- */
+
+static PyTypeObject *WireRecordsType, *EventColumnsType, *EngineBatchType, *EngineErrorType, *FinalSyncType,
+    *LegacyEventsType;
+static PyObject *WireError;
+
+static PyStructSequence_Field wire_records_fields[] = {
+    {"codes", "bytes: record i's type code"},
+    {"starts", "bytes: n + 1 native unsigned 32-bit ints, where each record's values start in args"},
+    {"args", "bytes: native unsigned 64-bit ints, each record's arguments (and frames, and data's place)"},
+    {NULL}};
+static PyStructSequence_Field event_columns_fields[] = {
+    {"codes", "bytes: each event's code"},
+    {"times", "bytes: native int64, ns"},
+    {"threads", "bytes: native int64, -1 none"},
+    {"procs", "bytes: native int64, -1 none"},
+    {"goroutines", "bytes: native int64, -1 none"},
+    {"args", "bytes: NARGS native uint64 per event"},
+    {"extra", "bytes: NEXTRA native uint64 per event"},
+    {NULL}};
+static PyStructSequence_Field engine_batch_fields[] = {
+    {"n_events", "events in columns"},
+    {"columns", "EventColumns"},
+    {"extra_strings", "the generation's derived strings so far (task types), list of bytes"},
+    {"done", "whether the generation is over (decoded, or stopped by error)"},
+    {"error", "EngineError that stopped the generation, or None"},
+    {NULL}};
+static PyStructSequence_Field engine_error_fields[] = {
+    {"kind", "ERR_FORMAT, ERR_ORDER or ERR_MEMORY"},
+    {"message", "str, as Go's reader words it"},
+    {"offset", "byte offset in the stream, or None"},
+    {NULL}};
+static PyStructSequence_Field final_sync_fields[] = {
+    {"time", "ns"},
+    {"syncs", "the Syncs so far, this one included: its number"},
+    {NULL}};
+static PyStructSequence_Field legacy_events_fields[] = {
+    {"columns", "EventColumns"},
+    {"strings", "list of (id, bytes), in the trace's order"},
+    {"stacks", "list of (id, tuple of ints): the stacks with frames, their values as the trace has them"},
+    {"ticks_per_sec", "the trace's clock"},
+    {"messages", "list of bytes: the user logs' messages"},
+    {NULL}};
+
+static PyStructSequence_Desc result_descs[] = {
+    {"livetrace._trace._ccore.WireRecords", "The records of one batch payload, as columns.", wire_records_fields, 3},
+    {"livetrace._trace._ccore.EventColumns", "Events as the columns of an EventBatch.", event_columns_fields, 7},
+    {"livetrace._trace._ccore.EngineBatch", "What Engine.run decoded.", engine_batch_fields, 5},
+    {"livetrace._trace._ccore.EngineError", "What stopped a generation.", engine_error_fields, 3},
+    {"livetrace._trace._ccore.FinalSync", "The Sync that ends the stream.", final_sync_fields, 2},
+    {"livetrace._trace._ccore.LegacyEvents", "A legacy trace's events in the modern model.", legacy_events_fields, 5},
+};
+
+/* A struct sequence of type t from the values, whose references it takes
+ * (NULL among them: a failure, and all are released). */
+static PyObject *make_struct(PyTypeObject *t, int n, PyObject **vals) {
+    PyObject *r = NULL;
+    int ok = 1;
+    for (int i = 0; i < n; i++)
+        ok &= vals[i] != NULL;
+    if (ok)
+        r = PyStructSequence_New(t);
+    for (int i = 0; i < n; i++) {
+        if (r)
+            PyStructSequence_SET_ITEM(r, i, vals[i]);
+        else
+            Py_XDECREF(vals[i]);
+    }
+    return r;
+}
+
+static PyObject *bytes_of(const void *p, size_t n) { return PyBytes_FromStringAndSize(n ? p : NULL, (Py_ssize_t)n); }
+
+/* The first n events of c, as EventColumns. */
+static PyObject *event_columns(const Columns *c, size_t n) {
+    PyObject *v[7] = {bytes_of(c->code, n), bytes_of(c->time, n * 8), bytes_of(c->m, n * 8),
+                      bytes_of(c->p, n * 8), bytes_of(c->g, n * 8), bytes_of(c->args, n * 8 * NARGS),
+                      bytes_of(c->extra, n * 8 * NEXTRA)};
+    return make_struct(EventColumnsType, 7, v);
+}
+
+/* ---- format tables ---- */
+
+static int tables_ready = 0;
+
+/* init_tables(timed, nargs, stack, str0, str1): 256 bytes each */
+static PyObject *init_tables(PyObject *self, PyObject *args) {
+    Py_buffer b[5];
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &b[0], &b[1], &b[2], &b[3], &b[4]))
+        return NULL;
+    u8 *dst[5] = {T_TIMED, T_NARGS, T_STACK, T_STR0, T_STR1};
+    int ok = 1;
+    for (int i = 0; i < 5; i++) {
+        if (b[i].len == 256)
+            memcpy(dst[i], b[i].buf, 256);
+        else
+            ok = 0;
+        PyBuffer_Release(&b[i]);
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "tables must have 256 entries");
+        return NULL;
+    }
+    for (int c = 0; c < 256; c++)
+        if (T_NARGS[c] > NARGS || T_TIMED[c] > NARGS + 1) {
+            PyErr_Format(PyExc_ValueError, "code %d has more arguments than the engine holds", c);
+            return NULL;
+        }
+    tables_ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* handlers() -> {code: handler name}: the ordering engine's dispatch table */
+static PyObject *handlers(PyObject *self, PyObject *noargs) {
+    PyObject *d = PyDict_New();
+    for (int c = 0; d && c < 256; c++) {
+        const char *name = handler_name(c);
+        if (!name)
+            continue;
+        PyObject *k = PyLong_FromLong(c), *v = PyUnicode_FromString(name + 2); /* without "h_" */
+        if (!k || !v || PyDict_SetItem(d, k, v))
+            Py_CLEAR(d);
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+    }
+    return d;
+}
+
+/* ---- the wire layer ---- */
+
+/* wire_records(payload, table) -> WireRecords; raises WireError(kind, code, offset) */
+static PyObject *wire_records(PyObject *self, PyObject *args) {
+    Py_buffer pb, tb;
+    if (!PyArg_ParseTuple(args, "y*y*", &pb, &tb))
+        return NULL;
+    PyObject *result = NULL;
+    WireRecords r = {0};
+    WireFault f = {0};
+    int kind;
+    if (tb.len != 256) {
+        PyErr_SetString(PyExc_ValueError, "table must have 256 entries");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    kind = wire_decode(pb.buf, (size_t)pb.len, tb.buf, &r, &f);
+    Py_END_ALLOW_THREADS
+    if (kind == WIRE_NO_MEMORY) {
+        PyErr_NoMemory();
+    } else if (kind != WIRE_OK) {
+        PyObject *e = PyObject_CallFunction(WireError, "iin", kind, f.code, (Py_ssize_t)f.at);
+        if (e) {
+            PyObject *a = ((PyBaseExceptionObject *)e)->args;
+            if (!PyObject_SetAttrString(e, "kind", PyTuple_GET_ITEM(a, 0)) &&
+                !PyObject_SetAttrString(e, "code", PyTuple_GET_ITEM(a, 1)) &&
+                !PyObject_SetAttrString(e, "offset", PyTuple_GET_ITEM(a, 2)))
+                PyErr_SetObject(WireError, e);
+            Py_DECREF(e);
+        }
+    } else {
+        PyObject *v[3] = {bytes_of(r.codes, r.n), bytes_of(r.start, (r.n + 1) * 4), bytes_of(r.vals, r.nv * 8)};
+        result = make_struct(WireRecordsType, 3, v);
+    }
+done:
+    wire_free(&r);
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&tb);
+    return result;
+}
+
+/* ---- the ordering engine ---- */
+
+typedef struct {
+    PyObject_HEAD
+    Engine e;
+    PyObject *keep; /* the generation's Python objects the engine points into */
+} EngineObject;
+
+static void Engine_dealloc(EngineObject *self) {
+    engine_free(&self->e);
+    Py_CLEAR(self->keep);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Engine(names, mask): names {code: event name}, for messages; mask: 256
+ * bytes, 1 for the codes whose events are wanted */
+static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
+    PyObject *names;
+    Py_buffer mask;
+    static char *kwlist[] = {"names", "mask", NULL};
+    if (!tables_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "init_tables() first");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!y*", kwlist, &PyDict_Type, &names, &mask))
+        return -1;
+    if (mask.len != 256) {
+        PyBuffer_Release(&mask);
+        PyErr_SetString(PyExc_ValueError, "mask must be 256 bytes");
+        return -1;
+    }
+    memcpy(self->e.mask, mask.buf, 256);
+    PyBuffer_Release(&mask);
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(names, &pos, &k, &v)) {
+        long code = PyLong_AsLong(k);
+        const char *s = PyUnicode_AsUTF8(v);
+        if (!s || PyErr_Occurred())
+            return -1;
+        if (code < 0 || code > 255) {
+            PyErr_Format(PyExc_ValueError, "no event code %ld", code);
+            return -1;
+        }
+        if (engine_set_name(&self->e, (int)code, s)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void Engine_release(EngineObject *self) {
+    engine_gen_release(&self->e);
+    Py_CLEAR(self->keep);
+}
+
+/* begin(gen, ns_per_tick, start_ticks, threads, samples, strings, stacks)
+ *   threads: [(m, [(payload, ticks, payload_offset), ...]), ...] in order of first appearance
+ *   samples: [(ns, m, p, g, stack), ...] sorted by time
+ *   strings: {id: bytes}; stacks: a collection of ids
+ * Emits the generation's Sync and loads every thread's first event. */
+static PyObject *Engine_begin(EngineObject *self, PyObject *args) {
+    unsigned long long gen, start_ticks;
+    double npt;
+    PyObject *threads, *samples, *strings, *stacks;
+    if (!PyArg_ParseTuple(args, "KdKO!O!O!O", &gen, &npt, &start_ticks, &PyList_Type, &threads, &PyList_Type,
+                          &samples, &PyDict_Type, &strings, &stacks))
+        return NULL;
+    Engine *e = &self->e;
+    Engine_release(self);
+    Py_ssize_t nt = PyList_GET_SIZE(threads), nsmp = PyList_GET_SIZE(samples);
+    if (engine_gen_prepare(e, gen, npt, (size_t)PyDict_Size(strings), (size_t)nsmp, (size_t)nt))
+        return PyErr_NoMemory();
+    self->keep = Py_BuildValue("(OO)", threads, strings);
+    if (!self->keep)
+        return NULL;
+    PyObject *key, *val;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(strings, &pos, &key, &val)) {
+        unsigned long long id = PyLong_AsUnsignedLongLong(key);
+        char *p;
+        Py_ssize_t n;
+        if (PyErr_Occurred() || PyBytes_AsStringAndSize(val, &p, &n))
+            return NULL;
+        if (engine_add_string(e, id, p, (size_t)n))
+            return PyErr_NoMemory();
+    }
+    PyObject *it = PyObject_GetIter(stacks);
+    if (!it)
+        return NULL;
+    PyObject *item;
+    while ((item = PyIter_Next(it))) {
+        unsigned long long id = PyLong_AsUnsignedLongLong(item);
+        Py_DECREF(item);
+        if (PyErr_Occurred() || engine_add_stack(e, id)) {
+            Py_DECREF(it);
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred())
+        return NULL;
+    for (Py_ssize_t i = 0; i < nsmp; i++) {
+        long long t, m, p, g;
+        unsigned long long stk;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(samples, i), "LLLLK", &t, &m, &p, &g, &stk))
+            return NULL;
+        engine_add_sample(e, (Sample){t, m, p, g, stk});
+    }
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        long long m;
+        PyObject *batches;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(threads, i), "LO!", &m, &PyList_Type, &batches))
+            return NULL;
+        Py_ssize_t nb = PyList_GET_SIZE(batches);
+        Cursor *c = engine_add_thread(e, m, (size_t)nb);
+        if (!c)
+            return PyErr_NoMemory();
+        for (Py_ssize_t j = 0; j < nb; j++) {
+            PyObject *payload;
+            unsigned long long ticks;
+            long long off;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(batches, j), "O!KL", &PyBytes_Type, &payload, &ticks, &off))
+                return NULL;
+            c->b[j] = (BatchRef){(const u8 *)PyBytes_AS_STRING(payload), (size_t)PyBytes_GET_SIZE(payload), ticks,
+                                 off};
+        }
+    }
+    engine_gen_start(e, start_ticks);
+    Py_RETURN_NONE;
+}
+
+/* The events written so far, and the error that stopped the generation if any. */
+static PyObject *take(Engine *e) {
+    PyObject *xs = PyList_New((Py_ssize_t)e->nx);
+    for (size_t i = 0; xs && i < e->nx; i++) {
+        PyObject *b = bytes_of(e->xstr[i].p, e->xstr[i].n);
+        if (!b)
+            Py_CLEAR(xs);
+        else
+            PyList_SET_ITEM(xs, (Py_ssize_t)i, b);
+    }
+    PyObject *err = Py_None;
+    Py_INCREF(err);
+    if (e->err) {
+        Py_DECREF(err);
+        PyObject *offset = Py_None;
+        if (e->err_offset >= 0)
+            offset = PyLong_FromLongLong(e->err_offset);
+        else
+            Py_INCREF(offset);
+        PyObject *v[3] = {PyLong_FromLong(e->err), PyUnicode_DecodeUTF8(e->errmsg, (Py_ssize_t)strlen(e->errmsg),
+                          "replace"), offset};
+        err = make_struct(EngineErrorType, 3, v);
+    }
+    PyObject *done = (e->active && !e->err) ? Py_False : Py_True;
+    Py_INCREF(done);
+    PyObject *v[5] = {PyLong_FromSize_t(e->out.n), event_columns(&e->out, e->out.n), xs, done, err};
+    e->out.n = 0;
+    return make_struct(EngineBatchType, 5, v);
+}
+
+/* run(max_events) -> EngineBatch: decode on, with the GIL released, until
+ * the generation is done or max_events are out */
+static PyObject *Engine_run(EngineObject *self, PyObject *args) {
+    Py_ssize_t max;
+    if (!PyArg_ParseTuple(args, "n", &max))
+        return NULL;
+    Engine *e = &self->e;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = engine_run(e, max > 0 ? (size_t)max : 0);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return PyErr_NoMemory();
+    PyObject *r = take(e);
+    if (!e->active || e->err)
+        Engine_release(self);
+    return r;
+}
+
+/* final_sync() -> FinalSync: the Sync event the stream's end makes */
+static PyObject *Engine_final_sync(EngineObject *self, PyObject *noargs) {
+    i64 time;
+    u64 count = engine_final_sync(&self->e, &time);
+    PyObject *v[2] = {PyLong_FromLongLong(time), PyLong_FromUnsignedLongLong(count)};
+    return make_struct(FinalSyncType, 2, v);
+}
+
+static PyMethodDef Engine_methods[] = {
+    {"begin", (PyCFunction)Engine_begin, METH_VARARGS,
+     "begin($self, gen, ns_per_tick, start_ticks, threads, samples, strings, stacks, /)\n--\n\n"
+     "Start decoding a complete generation."},
+    {"run", (PyCFunction)Engine_run, METH_VARARGS,
+     "run($self, max_events, /)\n--\n\nDecode up to max_events more events of the generation."},
+    {"final_sync", (PyCFunction)Engine_final_sync, METH_NOARGS,
+     "final_sync($self, /)\n--\n\nThe Sync that ends the stream."},
+    {NULL},
+};
+
+static PyTypeObject EngineType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "livetrace._trace._ccore.Engine",
+    .tp_basicsize = sizeof(EngineObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Engine_init,
+    .tp_dealloc = (destructor)Engine_dealloc,
+    .tp_methods = Engine_methods,
+    .tp_doc = "Engine(names, mask)\n--\n\nThe ordering engine and frontier of the modern decoder, compiled.",
+};
+
+/* ---- JSON lines ---- */
+
+/* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other) -> bytes
+ * (see jsonl.h); wall_base None when the generation has no clock snapshot */
+static PyObject *jsonl(PyObject *self, PyObject *args) {
+    Py_buffer cb, tb, mb, pb, gb, ab, xb;
+    PyObject *wall_obj, *strings, *stacks, *miss, *other;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!O!OO", &cb, &tb, &mb, &pb, &gb, &ab, &xb, &wall_obj, &PyDict_Type,
+                          &strings, &PyDict_Type, &stacks, &miss, &other))
+        return NULL;
+    PyObject *result = NULL;
+    size_t n = (size_t)cb.len;
+    if ((size_t)tb.len != n * 8 || (size_t)mb.len != n * 8 || (size_t)pb.len != n * 8 || (size_t)gb.len != n * 8 ||
+        (size_t)ab.len != n * 8 * NARGS || (size_t)xb.len != n * 8 * NEXTRA) {
+        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+        goto done;
+    }
+    int has_wall = wall_obj != Py_None;
+    i64 wall_base = has_wall ? PyLong_AsLongLong(wall_obj) : 0;
+    if (PyErr_Occurred())
+        goto done;
+    EventView v = {n, cb.buf, tb.buf, mb.buf, pb.buf, gb.buf, ab.buf, xb.buf};
+    result = jsonl_lines(&v, has_wall, wall_base, strings, stacks, miss, other);
+done:
+    PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&mb), PyBuffer_Release(&pb);
+    PyBuffer_Release(&gb), PyBuffer_Release(&ab), PyBuffer_Release(&xb);
+    return result;
+}
+
+/* ---- legacy traces ---- */
+
+/* The tables legacy_decode gathered, as LegacyEvents' Python objects. */
+static PyObject *legacy_strings(const L *l) {
+    PyObject *list = PyList_New((Py_ssize_t)(l->nstrings / 3));
+    for (size_t i = 0; list && i < l->nstrings / 3; i++) {
+        const u64 *s = l->strings + 3 * i;
+        PyObject *t = Py_BuildValue("(Ky#)", (unsigned long long)s[0], (const char *)l->d + s[1], (Py_ssize_t)s[2]);
+        if (!t)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
+}
+
+static PyObject *legacy_stacks(const L *l) {
+    PyObject *list = PyList_New((Py_ssize_t)l->nstacks);
+    const u64 *s = l->stack_vals;
+    for (size_t i = 0; list && i < l->nstacks; i++, s += 2 + s[1]) {
+        PyObject *vals = PyTuple_New((Py_ssize_t)s[1]);
+        for (size_t k = 0; vals && k < s[1]; k++) {
+            PyObject *v = PyLong_FromUnsignedLongLong(s[2 + k]);
+            if (!v)
+                Py_CLEAR(vals);
+            else
+                PyTuple_SET_ITEM(vals, (Py_ssize_t)k, v);
+        }
+        PyObject *t = vals ? Py_BuildValue("(KN)", (unsigned long long)s[0], vals) : NULL;
+        if (!t)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
+}
+
+static PyObject *legacy_messages(const L *l) {
+    PyObject *list = PyList_New((Py_ssize_t)l->nmessages);
+    for (size_t i = 0; list && i < l->nmessages; i++) {
+        PyObject *b = bytes_of(l->d + l->messages[2 * i], l->messages[2 * i + 1]);
+        if (!b)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, b);
+    }
+    return list;
+}
+
+/* legacy_exact(data, ver, counts, stackflags, mask, builtin, msg_base, offset, syncs)
+ *   -> LegacyEvents, or None (the twin must decode it)
+ * offset is added to every time, and the Syncs count on from syncs. */
+static PyObject *legacy_exact(PyObject *self, PyObject *args) {
+    Py_buffer db, cb, sb, mb, bb;
+    int ver;
+    unsigned long long msg_base, syncs;
+    long long offset;
+    if (!PyArg_ParseTuple(args, "y*iy*y*y*y*KLK", &db, &ver, &cb, &sb, &mb, &bb, &msg_base, &offset, &syncs))
+        return NULL;
+    PyObject *res = NULL;
+    L l = {0};
+    Cols c = {0};
+    int rc = L_GIVE_UP;
+    if (cb.len >= LEV_COUNT && sb.len >= LEV_COUNT && mb.len >= 256 && bb.len >= (Py_ssize_t)(B_COUNT * 8) &&
+        db.len >= HEADER_SIZE) {
+        l.d = db.buf, l.end = (size_t)db.len, l.ver = ver;
+        l.counts = cb.buf, l.stackf = sb.buf, l.mask = mb.buf, l.builtin = bb.buf;
+        c.mask = l.mask, c.last = -1, c.offset = (i64)offset;
+        Py_BEGIN_ALLOW_THREADS
+        rc = legacy_decode(&l, &c, msg_base, syncs);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc == L_NO_MEMORY) {
+        PyErr_NoMemory();
+    } else if (rc == L_GIVE_UP) {
+        res = Py_None;
+        Py_INCREF(res);
+    } else {
+        PyObject *v[5] = {event_columns(&c.out, c.out.n), legacy_strings(&l), legacy_stacks(&l),
+                          PyLong_FromUnsignedLongLong(l.ticks_per_sec), legacy_messages(&l)};
+        res = make_struct(LegacyEventsType, 5, v);
+    }
+    l_free(&l);
+    cols_free(&c.out);
+    PyBuffer_Release(&db), PyBuffer_Release(&cb), PyBuffer_Release(&sb), PyBuffer_Release(&mb);
+    PyBuffer_Release(&bb);
+    return res;
+}
+
+/* ---- the module ---- */
+
+static PyMethodDef module_methods[] = {
+    {"wire_records", wire_records, METH_VARARGS,
+     "wire_records($module, payload, table, /)\n--\n\nThe records of one batch payload, as columns."},
+    {"legacy_exact", legacy_exact, METH_VARARGS,
+     "legacy_exact($module, data, ver, counts, stack_flags, mask, builtin, msg_base, offset, syncs, /)\n--\n\n"
+     "A complete Go 1.11-1.21 trace in the modern model, or None."},
+    {"init_tables", init_tables, METH_VARARGS,
+     "init_tables($module, timed, nargs, stack, str0, str1, /)\n--\n\nHand over the format tables."},
+    {"jsonl", jsonl, METH_VARARGS,
+     "jsonl($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, stacks, miss, "
+     "other, /)\n--\n\nJSON lines for a batch's events (state transitions here, others by callback)."},
+    {"handlers", handlers, METH_NOARGS,
+     "handlers($module, /)\n--\n\nThe ordering engine's dispatch table: {code: handler name}."},
+    {NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "livetrace._trace._ccore",
+    "Compiled hot loops of the decoders: modern traces, and legacy ones of Go 1.11 to 1.21.", -1, module_methods};
+
+PyMODINIT_FUNC PyInit__ccore(void) {
+    if (PyType_Ready(&EngineType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    init_handlers();
+    PyTypeObject **types[] = {&WireRecordsType, &EventColumnsType, &EngineBatchType, &EngineErrorType,
+                              &FinalSyncType, &LegacyEventsType};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        if (!*types[i] && !(*types[i] = PyStructSequence_NewType(&result_descs[i])))
+            goto fail;
+        const char *name = strrchr(result_descs[i].name, '.') + 1;
+        Py_INCREF(*types[i]);
+        if (PyModule_AddObject(m, name, (PyObject *)*types[i]) < 0) {
+            Py_DECREF(*types[i]);
+            goto fail;
+        }
+    }
+    if (!WireError && !(WireError = PyErr_NewException("livetrace._trace._ccore.WireError", NULL, NULL)))
+        goto fail;
+    Py_INCREF(WireError);
+    Py_INCREF(&EngineType);
+    if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
+        PyModule_AddObject(m, "WireError", WireError) < 0)
+        goto fail;
+    static const struct {
+        const char *name;
+        long value;
+    } constants[] = {
+        {"ERR_FORMAT", ERR_FORMAT}, {"ERR_ORDER", ERR_ORDER}, {"ERR_MEMORY", ERR_MEMORY},
+        {"WIRE_INVALID_TYPE", WIRE_INVALID_TYPE}, {"WIRE_SHORT", WIRE_SHORT}, {"WIRE_OVERFLOW", WIRE_OVERFLOW},
+        {"NARGS", NARGS}, {"NEXTRA", NEXTRA},
+    };
+    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++)
+        if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0)
+            goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}
