@@ -29,7 +29,8 @@ from livetrace._notice import Notice
 from livetrace._trace.decoder import TraceDecoder, open_decoder
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.model.events import ClockSnapshot, Event, GoState, Kind, ProcState, Resource, StackFrame, StateTransition
-from livetrace._trace.legacy.read import LegacyDecoder, LegacyTrace
+from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.legacy.trace import LegacyTrace
 from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
 from livetrace._trace.legacy.convert import legacy_events
 from livetrace._trace.modern.decoder import ModernDecoder

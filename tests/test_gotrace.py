@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from livetrace import TraceFormatError, TruncatedTraceError
 from livetrace._cli.render.dump import legacy_lines
-from livetrace._trace.legacy.read import LegacyDecoder, LegacyEvent, LegacyTrace
+from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.legacy.trace import LegacyEvent, LegacyTrace
 from livetrace._trace.version import GOTRACE
 
 from .mutate import mutate

@@ -16,7 +16,8 @@ import pytest
 import trio
 
 import livetrace
-from livetrace._trace.legacy.read import LegacyDecoder, TickClock
+from livetrace._trace.legacy.clock import TickClock
+from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.spec.legacy import EV_CPU_SAMPLE, EV_GO_SYS_EXIT
 
 from .conftest import cli, demo, go_binary

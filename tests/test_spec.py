@@ -21,7 +21,8 @@ from livetrace._trace.model import events
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.modern import decoder
 from livetrace._trace.modern.decoder import ModernDecoder
-from livetrace._trace.modern.order import RANGE_START, Ordering
+from livetrace._trace.modern.gc import RANGE_START
+from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.wire import FrameReader
 from livetrace._trace.spec import legacy, modern
 from livetrace._trace.spec.kinds import Kind, RangeRole

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from livetrace._errors import LivetraceError
 from livetrace._go.toolchain import find_go, go_env
-from livetrace._trace.legacy.read import LegacyTrace
+from livetrace._trace.legacy.trace import LegacyTrace
 
 
 class SymbolizeError(LivetraceError):

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from livetrace._trace.model.events import GO_STATE_NAMES, KIND_NAMES, PROC_STATE_NAMES, Event, Kind, format_wall, transition_parts
 from livetrace._cli.render.gostr import go_quote
-from livetrace._trace.legacy.read import LegacyEvent
+from livetrace._trace.legacy.trace import LegacyEvent
 from livetrace._trace.spec.legacy import GLOBAL_G0
 from livetrace._trace.spec.legacy import SPECS as LEGACY_SPECS
 from livetrace._trace.spec.modern import (

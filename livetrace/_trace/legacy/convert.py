@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from livetrace._errors import TraceFormatError
 from livetrace._trace.model.events import GO_RUNNABLE, GO_RUNNING, GO_SYSCALL, GO_WAITING, NO_TASK, PROC_IDLE, PROC_RUNNING, SYNC_CODE, Event
-from livetrace._trace.legacy.read import LOCAL_TO_PLAIN, LegacyEvent, LegacyTrace
+from livetrace._trace.legacy.trace import LOCAL_TO_PLAIN, LegacyEvent, LegacyTrace
 from livetrace._trace.spec.legacy import (
     EV_CPU_SAMPLE,
     EV_GC_DONE,

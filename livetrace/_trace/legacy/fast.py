@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from livetrace._trace.accel import compiled_core
 from livetrace._trace.model.batch import EventBatch, kind_mask
 from livetrace._trace.model.events import SYNC_CODE, Kind
-from livetrace._trace.legacy.read import LegacyDecoder, LegacyTrace, add_frames
+from livetrace._trace.legacy.read import LegacyDecoder, add_frames
+from livetrace._trace.legacy.trace import LegacyTrace
 from livetrace._trace.legacy.convert import BLOCK_REASONS, STOP_REASONS, STW_REASONS, legacy_events, legacy_table
 from livetrace._trace.spec.legacy import (
     EV_GO_BLOCK,

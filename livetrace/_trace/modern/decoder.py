@@ -14,7 +14,8 @@ from livetrace._trace.model.batch import EventBatch, kind_mask
 from livetrace._errors import TraceFormatError
 from livetrace._trace.model.events import EVENT_NARGS, SYNC_CODE, STACK_ARG, STRING_ARGS, Event, Kind
 from livetrace._trace.modern.generation import Generation, GenerationAssembler
-from livetrace._trace.modern.order import Ordering, OrderingError, check_ids
+from livetrace._trace.modern.order import Ordering
+from livetrace._trace.modern.state import OrderingError, check_ids
 from livetrace._trace.spec.modern import EV_CPU_SAMPLE, MAX_CODE, SPECS, timed_specs
 from livetrace._trace.modern.wire import FrameReader, read_uvarint
 from livetrace._trace.version import TraceVersion
