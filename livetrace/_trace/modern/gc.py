@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from livetrace._trace.modern.generation import Generation
 from livetrace._trace.modern.state import (
+    GC_NOT_RUNNING,
+    GC_RUNNING,
+    GC_UNDETERMINED,
     MAY,
     MUST,
     USER_GO,
@@ -55,14 +58,14 @@ class GCRules(OrderState):
     def _gc_active(self, code: int, t: int, a: list[int], gen: Generation, ctx: Ctx) -> Ctx | None:
         seq = a[0]
         if gen.gen == self.initial_gen:
-            if self.gc_state != 0:
+            if self.gc_state != GC_UNDETERMINED:
                 raise OrderingError("GCActive in the first generation isn't first GC event")
-            self.gc_seq, self.gc_state = seq, 2
+            self.gc_seq, self.gc_state = seq, GC_RUNNING
             self._emit(code, t, ctx, a, gen)
             return ctx
         if seq != self.gc_seq + 1:
             return None
-        if self.gc_state != 2:
+        if self.gc_state != GC_RUNNING:
             raise OrderingError("encountered GCActive while GC was not in progress")
         self.gc_seq = seq
         check_ctx(ctx, USER_GO)
@@ -71,15 +74,15 @@ class GCRules(OrderState):
 
     def _gc_begin(self, code: int, t: int, a: list[int], gen: Generation, ctx: Ctx) -> Ctx | None:
         seq = a[0]
-        if self.gc_state == 0:
-            self.gc_seq, self.gc_state = seq, 2
+        if self.gc_state == GC_UNDETERMINED:
+            self.gc_seq, self.gc_state = seq, GC_RUNNING
             self._emit(code, t, ctx, a, gen)
             return ctx
         if seq != self.gc_seq + 1:
             return None
-        if self.gc_state == 2:
+        if self.gc_state == GC_RUNNING:
             raise OrderingError("encountered GCBegin while GC was already in progress")
-        self.gc_seq, self.gc_state = seq, 2
+        self.gc_seq, self.gc_state = seq, GC_RUNNING
         check_ctx(ctx, USER_GO)
         self._emit(code, t, ctx, a, gen)
         return ctx
@@ -88,11 +91,11 @@ class GCRules(OrderState):
         seq = a[0]
         if seq != self.gc_seq + 1:
             return None
-        if self.gc_state == 1:
+        if self.gc_state == GC_NOT_RUNNING:
             raise OrderingError("encountered GCEnd when GC was not in progress")
-        if self.gc_state == 0:
+        if self.gc_state == GC_UNDETERMINED:
             raise OrderingError("encountered GCEnd when GC was in an undetermined state")
-        self.gc_seq, self.gc_state = seq, 1
+        self.gc_seq, self.gc_state = seq, GC_NOT_RUNNING
         check_ctx(ctx, USER_GO)
         self._emit(code, t, ctx, a, gen)
         return ctx

@@ -22,6 +22,9 @@ PROC_STATUS_NAMES = ["Bad", "Running", "Idle", "Syscall", "SyscallAbandoned"]
 Ctx = tuple[int, int, int]  # thread, proc, goroutine
 
 
+# What the engine knows of the GC across the trace.
+GC_UNDETERMINED, GC_NOT_RUNNING, GC_RUNNING = range(3)
+
 class GState:
     __slots__ = ("id", "status", "seq_gen", "seq", "regions", "ranges")
 
@@ -101,7 +104,7 @@ class OrderState:
         self.ms: dict[int, list[int]] = {}  # thread -> [proc, goroutine]
         self.tasks: dict[int, tuple[bytes, int]] = {}  # id -> type, parent
         self.gc_seq = 0
-        self.gc_state = 0  # 0 undetermined, 1 not running, 2 running
+        self.gc_state = GC_UNDETERMINED
         self.initial_gen = 0
         self.out: list[Event] = []
 
