@@ -24,8 +24,12 @@ class BuildPyWithGoHelper(build_py):
 CSRC = "livetrace/_trace/csrc"
 # One extension from every C file; hidden visibility keeps the calls and
 # tables shared between them direct (only PyInit__ccore is exported).
-CORE = Extension("livetrace._trace._ccore", sorted(glob(f"{CSRC}/*.c")), depends=sorted(glob(f"{CSRC}/*.h")),
-                 optional=True,
-                 extra_compile_args=["-O3", "-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"])
+CORE = Extension(
+    "livetrace._trace._ccore",
+    sorted(glob(f"{CSRC}/*.c")),
+    depends=sorted(glob(f"{CSRC}/*.h")),
+    optional=True,
+    extra_compile_args=["-O3", "-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"],
+)
 
 setup(cmdclass={"build_py": BuildPyWithGoHelper}, ext_modules=[CORE])

@@ -26,10 +26,12 @@ async def record_demo(go: Path, path: Path, min_bytes: int = MIN_BYTES) -> None:
     async with run_demo(build_demo(go), args=["-workers", "4"]) as demo:
         async with livetrace.connect(demo.trace_address) as session:
             async with trio.open_nursery() as nursery:
+
                 async def stop_when_big() -> None:
                     while session.counters.bytes < min_bytes:
                         await trio.sleep(0.1)
                     await session.stop()
+
                 nursery.start_soon(stop_when_big)
                 rec = await livetrace.record(session, path)
     assert rec.complete

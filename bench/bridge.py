@@ -33,11 +33,13 @@ async def main(args: argparse.Namespace) -> None:
             async with livetrace.connect(demo.trace_address, duration=args.seconds) as session:
                 cpu0, t0 = me.cpu_times(), trio.current_time()
                 async with trio.open_nursery() as nursery:
+
                     async def sample() -> None:
                         nonlocal peak
                         while True:
                             peak = max(peak, service.memory_info().rss)
                             await trio.sleep(0.1)
+
                     nursery.start_soon(sample)
                     rec = await livetrace.record(session, Path(tmp) / "bench.trace")
                     nursery.cancel_scope.cancel()

@@ -25,6 +25,7 @@ import subprocess
 from pathlib import Path
 
 from _common import best_of, demo_trace  # bench/, the script's directory
+
 from livetrace._go.toolchain import find_go, go_env, go_version
 from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.wire import Batch, FrameReader, record_columns
@@ -79,18 +80,25 @@ def main() -> None:
         if args.xexp_reader:
             t_x, _ = best_of(args.runs, run_cmd, [args.xexp_reader, str(path)])
             rows.append(("golang.org/x/exp/trace ReadEvent loop", t_x, events))
-    print(f"trace: {path.name if args.trace else 'demo (go1.26, 4 workers)'}, {mb:.1f} MB, {events:,} events, "
-          f"{records:,} wire records; best of {args.runs} (the twin: 1 run)")
+    print(
+        f"trace: {path.name if args.trace else 'demo (go1.26, 4 workers)'}, {mb:.1f} MB, {events:,} events, "
+        f"{records:,} wire records; best of {args.runs} (the twin: 1 run)"
+    )
     print(f"go: {go_version(go)} ({go})")
     print(f"{'reader':<40} {'seconds':>8} {'events/s':>12} {'MB/s':>8}")
     for name, t, n in rows:
         print(f"{name:<40} {t:8.3f} {n / t:12,.0f} {mb / t:8.2f}")
-    print(f"vs go tool trace: parsed layer {t_go / t_parsed:.2f}x, wire layer {t_go / t_wire:.2f}x "
-          "(events/s and records/s over Go's events/s)")
+    print(
+        f"vs go tool trace: parsed layer {t_go / t_parsed:.2f}x, wire layer {t_go / t_wire:.2f}x "
+        "(events/s and records/s over Go's events/s)"
+    )
     if t_x is not None:
         wire_ratio = (records / t_wire) / (events / t_x)
-        print(f"vs x/exp reader: parsed layer {t_x / t_parsed:.2f}x (target >= 1x), "
-              f"wire layer {wire_ratio:.2f}x (target >= 5x)")
+        print(
+            f"vs x/exp reader: parsed layer {t_x / t_parsed:.2f}x (target >= 1x), "
+            f"wire layer {wire_ratio:.2f}x (target >= 5x)"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -21,9 +21,10 @@ import sys
 from pathlib import Path
 
 from _common import best_of, demo_trace  # bench/, the script's directory
+
 from livetrace._go.toolchain import find_go, go_env, go_version
-from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.fast import COMPILED_VERSIONS, exact_events
+from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.version import GO1_5, sniff
 
 CHUNK = 1 << 20
@@ -56,26 +57,37 @@ def main() -> None:
         data = path.read_bytes()
         mb = len(data) / 1e6
         t_ours, events = best_of(args.runs, decode, data)
-        t_dump, _ = best_of(args.runs, run, [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"])
+        t_dump, _ = best_of(
+            args.runs, run, [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"]
+        )
         binary = ["/bin/true"] if sniff(data[:16]) == GO1_5 else []
         t_go, _ = best_of(args.runs, run, [str(go), "tool", "trace", "-d", *binary, str(path)])
-        rows = [("livetrace LegacyDecoder (read, order, check)", t_ours),
-                ("livetrace decode --dump legacy > /dev/null", t_dump),
-                ("go tool trace -d > /dev/null", t_go)]
+        rows = [
+            ("livetrace LegacyDecoder (read, order, check)", t_ours),
+            ("livetrace decode --dump legacy > /dev/null", t_dump),
+            ("go tool trace -d > /dev/null", t_go),
+        ]
         if sniff(data[:16]) in COMPILED_VERSIONS:
             t_fast, _ = best_of(args.runs, exact, data, True)
             t_twin, _ = best_of(1, exact, data, False)
-            rows += [("livetrace compiled: bytes to modern events", t_fast),
-                     ("livetrace pure-Python twin of that", t_twin)]
+            rows += [
+                ("livetrace compiled: bytes to modern events", t_fast),
+                ("livetrace pure-Python twin of that", t_twin),
+            ]
         if args.go_parsed:
             parsed = find_go(args.go_parsed)
-            t_parsed, _ = best_of(args.runs, run, [sys.executable, "-m", "livetrace", "decode", str(path), "--dump",
-                                                   "parsed"])
+            t_parsed, _ = best_of(
+                args.runs, run, [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"]
+            )
             t_go_parsed, _ = best_of(args.runs, run, [str(parsed), "tool", "trace", "-d=parsed", str(path)])
-            rows += [("livetrace decode --dump parsed > /dev/null", t_parsed),
-                     (f"{go_version(parsed)} tool trace -d=parsed", t_go_parsed)]
-    print(f"trace: {path.name if args.trace else 'demo (4 workers)'} ({data[:13].decode()}), {mb:.1f} MB, "
-          f"{events:,} events; best of {args.runs}; go: {go_version(go)}")
+            rows += [
+                ("livetrace decode --dump parsed > /dev/null", t_parsed),
+                (f"{go_version(parsed)} tool trace -d=parsed", t_go_parsed),
+            ]
+    print(
+        f"trace: {path.name if args.trace else 'demo (4 workers)'} ({data[:13].decode()}), {mb:.1f} MB, "
+        f"{events:,} events; best of {args.runs}; go: {go_version(go)}"
+    )
     print(f"{'reader':<44} {'seconds':>8} {'events/s':>12} {'MB/s':>8}")
     for name, t in rows:
         print(f"{name:<44} {t:8.2f} {events / t:12,.0f} {mb / t:8.2f}")

@@ -48,12 +48,17 @@ async def main(args: argparse.Namespace) -> None:
     ref, ref_wall = provisional[0]
     errors = sorted(abs((wall - ref_wall) - (e.ts - ref.ts)) / 1e6 for e, wall in provisional)
     q = statistics.quantiles(errors, n=100)
-    print(f"demo {demo.go_version}, {args.workers} workers, {args.seconds:g} s: {len(trace.events):,} events, "
-          f"{len(provisional):,} given a provisional time as they arrived, {undated:,} before the clock was known")
-    print(f"frequency: estimated {estimate:,.0f}/s, footer {trace.ticks_per_sec:,}/s "
-          f"({100 * (estimate - trace.ticks_per_sec) / trace.ticks_per_sec:+.4f}%)")
-    print(f"provisional time between two events, error: p50 {q[49]:.3f} ms, p99 {q[98]:.3f} ms, "
-          f"max {errors[-1]:.3f} ms")
+    print(
+        f"demo {demo.go_version}, {args.workers} workers, {args.seconds:g} s: {len(trace.events):,} events, "
+        f"{len(provisional):,} given a provisional time as they arrived, {undated:,} before the clock was known"
+    )
+    print(
+        f"frequency: estimated {estimate:,.0f}/s, footer {trace.ticks_per_sec:,}/s "
+        f"({100 * (estimate - trace.ticks_per_sec) / trace.ticks_per_sec:+.4f}%)"
+    )
+    print(
+        f"provisional time between two events, error: p50 {q[49]:.3f} ms, p99 {q[98]:.3f} ms, max {errors[-1]:.3f} ms"
+    )
 
 
 if __name__ == "__main__":

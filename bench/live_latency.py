@@ -32,7 +32,6 @@ import trio
 from livetrace._go.demo import run_demo
 from livetrace._go.toolchain import build_demo, find_go
 
-
 _seconds: dict[bytes, float] = {}
 
 
@@ -50,10 +49,26 @@ async def main(args: argparse.Namespace) -> None:
     exe = build_demo(find_go(args.go))
     async with run_demo(exe, args=["-workers", str(args.workers), "-pace", str(args.pace)]) as demo:
         kinds = [a for k in args.kind for a in ("-k", k)]
-        proc = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", demo.trace_address, "--format", "jsonl",
-                                 "--duration", str(args.seconds), "--period", str(args.period),
-                                 "--segment", str(args.segment), *kinds],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "livetrace",
+                "tail",
+                demo.trace_address,
+                "--format",
+                "jsonl",
+                "--duration",
+                str(args.seconds),
+                "--period",
+                str(args.period),
+                "--segment",
+                str(args.segment),
+                *kinds,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert proc.stdout is not None and proc.stderr is not None
 
         def read() -> tuple[list[float], int]:
@@ -81,17 +96,23 @@ async def main(args: argparse.Namespace) -> None:
     lags.sort()
     q = statistics.quantiles(lags, n=100)
     shown = ", ".join(args.kind) or "all kinds"
-    print(f"demo {demo.go_version}, {args.workers} worker(s) of each kind, pace {args.pace:g}, {lines:,} events "
-          f"({shown}) over {args.seconds:g} s ({lines / args.seconds:,.0f}/s), generation period {args.period:g} s "
-          f"(Go 1.22+) or segment {args.segment:g} s (legacy Go)")
-    print(f"latency from event to pipe ({len(lags):,} reads timed): p50 {q[49]:.3f} s, p99 {q[98]:.3f} s, "
-          f"max {lags[-1]:.3f} s")
+    print(
+        f"demo {demo.go_version}, {args.workers} worker(s) of each kind, pace {args.pace:g}, {lines:,} events "
+        f"({shown}) over {args.seconds:g} s ({lines / args.seconds:,.0f}/s), generation period {args.period:g} s "
+        f"(Go 1.22+) or segment {args.segment:g} s (legacy Go)"
+    )
+    print(
+        f"latency from event to pipe ({len(lags):,} reads timed): p50 {q[49]:.3f} s, p99 {q[98]:.3f} s, "
+        f"max {lags[-1]:.3f} s"
+    )
     largest = re.search(r"largest generation ([\d.]+) MB", err)
     lost = re.search(r"(\d+) generations shed", err)
-    print(f"tail: exit {proc.returncode}; generations shed: {lost.group(1) if lost else 0}; "
-          f"CPU {usage.ru_utime + usage.ru_stime:.1f} s (user {usage.ru_utime:.1f}); "
-          f"peak RSS {usage.ru_maxrss / 1024:.1f} MiB; largest generation "
-          f"{largest.group(1) + ' MB' if largest else '?'}")
+    print(
+        f"tail: exit {proc.returncode}; generations shed: {lost.group(1) if lost else 0}; "
+        f"CPU {usage.ru_utime + usage.ru_stime:.1f} s (user {usage.ru_utime:.1f}); "
+        f"peak RSS {usage.ru_maxrss / 1024:.1f} MiB; largest generation "
+        f"{largest.group(1) + ' MB' if largest else '?'}"
+    )
     print("tail said:", err.strip().splitlines()[-1] if err.strip() else "")
 
 

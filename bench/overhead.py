@@ -55,17 +55,30 @@ async def window(demo: DemoProcess, seconds: float) -> float:
 
 async def traced_to_file(demo: DemoProcess, seconds: float) -> float:
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(trio.to_thread.run_sync, get,
-                           f"{demo.http}/debug/trace-to-file?seconds={seconds + 2 * WARMUP}")
+        nursery.start_soon(
+            trio.to_thread.run_sync, get, f"{demo.http}/debug/trace-to-file?seconds={seconds + 2 * WARMUP}"
+        )
         await trio.sleep(WARMUP)
         return await window(demo, seconds)
 
 
 async def traced_live(demo: DemoProcess, seconds: float, consumer: str, tmp: Path) -> float:
     if consumer == "tail":
-        proc = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", demo.trace_address, "--format", "jsonl",
-                                 "--duration", str(seconds + 2 * WARMUP)], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "livetrace",
+                "tail",
+                demo.trace_address,
+                "--format",
+                "jsonl",
+                "--duration",
+                str(seconds + 2 * WARMUP),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
 
         def drain() -> None:
             while proc.stdout.read1(1 << 20):  # type: ignore[union-attr]
@@ -103,13 +116,14 @@ async def main(args: argparse.Namespace) -> None:
                         rate = await traced_live(demo, args.window, args.consumer, Path(tmp))
                     results[mode].append(rate)
                     await trio.sleep(1)  # let the last session's ends settle
-                print(f"round {r + 1}: " + ", ".join(f"{m} {results[m][-1]:,.0f} ops/s" for m in results),
-                      flush=True)
+                print(f"round {r + 1}: " + ", ".join(f"{m} {results[m][-1]:,.0f} ops/s" for m in results), flush=True)
     med = {m: statistics.median(v) for m, v in results.items()}
     print(f"demo {demo.go_version}, 4 workers, {args.rounds} rounds of {args.window:g} s, consumer: {args.consumer}")
     print("median ops/s: " + ", ".join(f"{m} {v:,.0f}" for m, v in med.items()))
-    print(f"livetrace / tracing to a file: {med['livetrace'] / med['file']:.3f} (target >= 0.97); "
-          f"file / untraced: {med['file'] / med['untraced']:.3f}")
+    print(
+        f"livetrace / tracing to a file: {med['livetrace'] / med['file']:.3f} (target >= 0.97); "
+        f"file / untraced: {med['file'] / med['untraced']:.3f}"
+    )
 
 
 if __name__ == "__main__":

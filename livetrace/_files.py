@@ -11,9 +11,9 @@ from typing import BinaryIO
 from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
 from livetrace._trace.decoder import open_decoder
-from livetrace._trace.version import HEADER_SIZE
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
+from livetrace._trace.version import HEADER_SIZE
 
 READ_SIZE = 1 << 20
 Source = str | os.PathLike[str] | BinaryIO
@@ -49,8 +49,9 @@ def _opened(source: Source) -> Iterator[BinaryIO]:
         yield f
 
 
-def decode_batches(source: Source, kinds: Iterable[Kind] | None = None, *,
-                   compiled: bool | None = None) -> Iterator[EventBatch | Notice]:
+def decode_batches(
+    source: Source, kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None
+) -> Iterator[EventBatch | Notice]:
     """A whole trace file (a path, or a binary file object read to its end),
     of any format, as :class:`EventBatch` objects, in order, and the
     decoder's notices (a legacy trace's :class:`SymbolsResolved` before its

@@ -15,7 +15,7 @@ class StreamBuffer:
     copy the tail each time.
     """
 
-    __slots__ = ("buf", "pos", "base")
+    __slots__ = ("base", "buf", "pos")
 
     def __init__(self) -> None:
         self.buf = bytearray()

@@ -86,8 +86,10 @@ def _needs_mark(what: str, mark: str, forbidden: str | None = None) -> None:
         return
     item = _running[-1]
     if not item.get_closest_marker(mark) or (forbidden and item.get_closest_marker(forbidden)):
-        pytest.fail(f"{item.nodeid} {what}: mark it @pytest.mark.{mark}"
-                    + (f", not {forbidden}" if forbidden else ""), pytrace=False)
+        pytest.fail(
+            f"{item.nodeid} {what}: mark it @pytest.mark.{mark}" + (f", not {forbidden}" if forbidden else ""),
+            pytrace=False,
+        )
 
 
 def go_binary(version: str) -> Path:
@@ -124,8 +126,9 @@ def _demo_exe(version: str) -> Path:
 
 
 @asynccontextmanager
-async def demo(version: str, *, args: Sequence[str] = (), env: dict[str, str] | None = None,
-               listen: str | None = None) -> AsyncIterator[DemoProcess]:
+async def demo(
+    version: str, *, args: Sequence[str] = (), env: dict[str, str] | None = None, listen: str | None = None
+) -> AsyncIterator[DemoProcess]:
     _needs_mark("starts a Go service", "slow", forbidden="go")
     async with run_demo(demo_exe(version), args=args, env=env, listen=listen) as d:
         yield d
@@ -135,8 +138,13 @@ def go_tool_trace(version: str, path: Path) -> str:
     """Run that toolchain's own trace tool on path; return what it printed.
     Go 1.22+ reads a modern trace with -d=footprint, older Go with -d."""
     mode = "-d=footprint" if MODERN[version] else "-d"
-    out = subprocess.run([str(go_binary(version)), "tool", "trace", mode, str(path)],
-                         capture_output=True, text=True, env=go_env(), timeout=600)
+    out = subprocess.run(
+        [str(go_binary(version)), "tool", "trace", mode, str(path)],
+        capture_output=True,
+        text=True,
+        env=go_env(),
+        timeout=600,
+    )
     assert out.returncode == 0, f"go {version} tool trace {mode} rejected {path}:\n{out.stderr[-3000:]}"
     return out.stdout
 
@@ -157,8 +165,14 @@ def count_events(version: str, tool_output: str) -> int:
 def cli(*args: str, **kw: Any) -> subprocess.Popen[str]:
     """Start the livetrace CLI as a separate process, as a user would."""
     env = {k: v for k, v in os.environ.items() if k != "LIVETRACE_TOKEN"}
-    return subprocess.Popen([sys.executable, "-m", "livetrace", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "livetrace", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        **kw,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -200,6 +214,11 @@ def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def go_dump(path: Path, mode: str) -> tuple[int, str, str]:
     """Go 1.27.3's `go tool trace -d=<mode>` of a file: (status, stdout, stderr)."""
-    out = subprocess.run([str(go_binary("1.27")), "tool", "trace", f"-d={mode}", str(path)],
-                         capture_output=True, text=True, env={**go_env(), "TZ": "UTC"}, timeout=600)
+    out = subprocess.run(
+        [str(go_binary("1.27")), "tool", "trace", f"-d={mode}", str(path)],
+        capture_output=True,
+        text=True,
+        env={**go_env(), "TZ": "UTC"},
+        timeout=600,
+    )
     return out.returncode, out.stdout, out.stderr

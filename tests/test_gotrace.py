@@ -101,10 +101,20 @@ def footer(freq: int, timer_g: int) -> bytes:
 
 # The stack table, in the order the dump's hash-table walk might give.
 STACKS = [
-    (8, (0x4512A0, 0x401C00)), (3, (0x401500, 0x4A1B2C)), (14, (0x4313F0, 0x401480)),
-    (1, (0x4301D0, 0x401234, 0x400F00)), (12, (0x42D000,)), (5, (0x405A10, 0x401300)), (10, (0x44F2C0,)),
-    (7, (0x451290, 0x403040)), (2, (0x405000,)), (13, (0x405B00, 0x403080)), (4, (0x4059E0, 0x401280)),
-    (11, (0x42F1A8, 0x42E000)), (6, (0x40C3F0, 0x402100)), (9, (0x410A00, 0x402140)),
+    (8, (0x4512A0, 0x401C00)),
+    (3, (0x401500, 0x4A1B2C)),
+    (14, (0x4313F0, 0x401480)),
+    (1, (0x4301D0, 0x401234, 0x400F00)),
+    (12, (0x42D000,)),
+    (5, (0x405A10, 0x401300)),
+    (10, (0x44F2C0,)),
+    (7, (0x451290, 0x403040)),
+    (2, (0x405000,)),
+    (13, (0x405B00, 0x403080)),
+    (4, (0x4059E0, 0x401280)),
+    (11, (0x42F1A8, 0x42E000)),
+    (6, (0x40C3F0, 0x402100)),
+    (9, (0x410A00, 0x402140)),
 ]
 
 
@@ -117,23 +127,59 @@ def scenario() -> tuple[bytes, int]:
     # StartTrace (seed L929-979), on P0: a GoCreate per live goroutine with
     # StartTrace's stack, GoWaiting for a waiting one, ProcStart, GoStart of
     # the caller. Buffers reach the reader as they fill: these two first.
-    p0a = (Buffer(0).ev(GO_CREATE, 1000, 1, 0x401000, stk=1).ev(GO_CREATE, 1001, 2, 0x402000, stk=1)
-           .ev(GO_WAITING, 1002, 2).ev(GO_CREATE, 1003, 4, 0x404000, stk=1).ev(PROC_START, 1004)
-           .ev(GO_START, 1005, 1).ev(GOMAXPROCS, 1010, 2, stk=2).ev(GO_CREATE, 1020, 3, 0x403000, stk=3)
-           .ev(GO_UNBLOCK, 1030, 2, stk=4).ev(GO_BLOCK_RECV, 1040, stk=5).ev(GO_START, 1045, 2))
+    p0a = (
+        Buffer(0)
+        .ev(GO_CREATE, 1000, 1, 0x401000, stk=1)
+        .ev(GO_CREATE, 1001, 2, 0x402000, stk=1)
+        .ev(GO_WAITING, 1002, 2)
+        .ev(GO_CREATE, 1003, 4, 0x404000, stk=1)
+        .ev(PROC_START, 1004)
+        .ev(GO_START, 1005, 1)
+        .ev(GOMAXPROCS, 1010, 2, stk=2)
+        .ev(GO_CREATE, 1020, 3, 0x403000, stk=3)
+        .ev(GO_UNBLOCK, 1030, 2, stk=4)
+        .ev(GO_BLOCK_RECV, 1040, stk=5)
+        .ev(GO_START, 1045, 2)
+    )
     # The syscall blocks and sysmon takes P1 away: traceGoSysBlock and
     # traceProcStop write into P1's buffer (seed L714-723, L789-798).
-    p1a = (Buffer(1).ev(PROC_START, 1025).ev(GO_START, 1026, 3).ev(GO_SYSCALL, 1035, stk=7)
-           .ev(GO_SYS_BLOCK, 1047, stk=8).ev(PROC_STOP, 1048))
+    p1a = (
+        Buffer(1)
+        .ev(PROC_START, 1025)
+        .ev(GO_START, 1026, 3)
+        .ev(GO_SYSCALL, 1035, stk=7)
+        .ev(GO_SYS_BLOCK, 1047, stk=8)
+        .ev(PROC_STOP, 1048)
+    )
     # P0's next buffer goes on with g2, still running. GC scan start/done are
     # types 9/10. StopTrace ends it with g1's GoSched (seed L1001).
-    p0b = (Buffer(0).ev(HEAP_ALLOC, 1050, 4 << 20).ev(GC_START, 1052, stk=6).ev(GC_SCAN_START, 1053)
-           .ev(GC_SCAN_DONE, 1054).ev(GC_DONE, 1055).ev(NEXT_GC, 1056, 8 << 20).ev(GC_SWEEP_START, 1057, stk=9)
-           .ev(GC_SWEEP_DONE, 1058).ev(GO_SLEEP, 1060, stk=10).ev(GO_START, 1062, 4).ev(GO_UNBLOCK, 1064, 2, stk=11)
-           .ev(GO_BLOCK, 1066, stk=12).ev(GO_START, 1068, 2).ev(GO_END, 1070).ev(GO_START, 1086, 1)
-           .ev(GO_SCHED, 1095, stk=14))
-    p1b = (Buffer(1).ev(PROC_START, 1074).ev(GO_START, 1075, 3).ev(GO_UNBLOCK, 1080, 1, stk=13).ev(GO_END, 1085)
-           .ev(PROC_STOP, 1086))
+    p0b = (
+        Buffer(0)
+        .ev(HEAP_ALLOC, 1050, 4 << 20)
+        .ev(GC_START, 1052, stk=6)
+        .ev(GC_SCAN_START, 1053)
+        .ev(GC_SCAN_DONE, 1054)
+        .ev(GC_DONE, 1055)
+        .ev(NEXT_GC, 1056, 8 << 20)
+        .ev(GC_SWEEP_START, 1057, stk=9)
+        .ev(GC_SWEEP_DONE, 1058)
+        .ev(GO_SLEEP, 1060, stk=10)
+        .ev(GO_START, 1062, 4)
+        .ev(GO_UNBLOCK, 1064, 2, stk=11)
+        .ev(GO_BLOCK, 1066, stk=12)
+        .ev(GO_START, 1068, 2)
+        .ev(GO_END, 1070)
+        .ev(GO_START, 1086, 1)
+        .ev(GO_SCHED, 1095, stk=14)
+    )
+    p1b = (
+        Buffer(1)
+        .ev(PROC_START, 1074)
+        .ev(GO_START, 1075, 3)
+        .ev(GO_UNBLOCK, 1080, 1, stk=13)
+        .ev(GO_END, 1085)
+        .ev(PROC_STOP, 1086)
+    )
     # g3 leaves its syscall holding no P: its GoSysExit goes to the global
     # buffer, pid traceGlobProc = -1 (seed L878, L1300-1307).
     glob = Buffer(-1).ev(GO_SYS_EXIT, 1072, 3)
@@ -207,18 +253,38 @@ def rows(events: list[LegacyEvent]) -> list[tuple]:
 
 
 def everything(trace: LegacyTrace) -> tuple:
-    return ([(e.off, e.typ, e.seq, e.ts, e.p, e.g, e.stk, list(e.args), list(e.sargs)) for e in trace.events],
-            trace.stacks, trace.strings, trace.ticks_per_sec, trace.timer_goroutines, trace.version)
+    return (
+        [(e.off, e.typ, e.seq, e.ts, e.p, e.g, e.stk, list(e.args), list(e.sargs)) for e in trace.events],
+        trace.stacks,
+        trace.strings,
+        trace.ticks_per_sec,
+        trace.timer_goroutines,
+        trace.version,
+    )
 
 
 def test_encoder_writes_what_the_seed_writes() -> None:
     """The encoder above against bytes worked out by hand from the seed."""
-    assert Buffer(0).ev(GO_CREATE, 1000, 1, 0x401000, stk=1).ev(GO_WAITING, 1002, 2).data == bytes([
-        0x41, 0x00, 0xE8, 0x07,  # Batch|1<<6, pid 0, ticks 1000 = 0x68|0x80, 7
-        0xCD, 0x07,  # GoCreate (13) | 3<<6, then the values' length: 7 bytes
-        0x00, 0x01, 0x80, 0xA0, 0x80, 0x02, 0x01,  # delta 0, g 1, PC 0x401000 in 4 bytes, stack 1
-        0x5F, 0x02, 0x02,  # GoWaiting (31) | 1<<6, delta 2, g 2
-    ])
+    assert Buffer(0).ev(GO_CREATE, 1000, 1, 0x401000, stk=1).ev(GO_WAITING, 1002, 2).data == bytes(
+        [
+            0x41,
+            0x00,
+            0xE8,
+            0x07,  # Batch|1<<6, pid 0, ticks 1000 = 0x68|0x80, 7
+            0xCD,
+            0x07,  # GoCreate (13) | 3<<6, then the values' length: 7 bytes
+            0x00,
+            0x01,
+            0x80,
+            0xA0,
+            0x80,
+            0x02,
+            0x01,  # delta 0, g 1, PC 0x401000 in 4 bytes, stack 1
+            0x5F,
+            0x02,
+            0x02,  # GoWaiting (31) | 1<<6, delta 2, g 2
+        ]
+    )
     assert Buffer(-1).ev(GO_SYS_EXIT, 5, 3).data == bytes([0x41, *[0xFF] * 9, 0x01, 0x05, 0x5D, 0x00, 0x03])
     assert stack_dump([(2, (0x405000,))]) == bytes([0xC3, 0x06, 0x02, 0x01, 0x80, 0xA0, 0x81, 0x02])
     assert footer(FREQ, 4) == bytes([0x02, 0xA8, 0xD6, 0xB9, 0x07, 0x23, 0x04])  # 15625000 = 0xEE6B28
@@ -241,8 +307,10 @@ def test_feed_gives_each_ps_events_in_stream_order_in_ticks() -> None:
     assert [(e.p, e.ts) for e in events] == [
         *[(0, t) for t in (1000, 1001, 1002, 1003, 1004, 1005, 1010, 1020, 1030, 1040, 1045)],
         *[(1, t) for t in (1025, 1026, 1035, 1047, 1048)],
-        *[(0, t) for t in (1050, 1052, 1053, 1054, 1055, 1056, 1057, 1058, 1060, 1062, 1064, 1066, 1068, 1070,
-                           1086, 1095)],
+        *[
+            (0, t)
+            for t in (1050, 1052, 1053, 1054, 1055, 1056, 1057, 1058, 1060, 1062, 1064, 1066, 1068, 1070, 1086, 1095)
+        ],
         *[(1, t) for t in (1074, 1075, 1080, 1085, 1086)],
         (-1, 1072),
     ]
@@ -315,8 +383,9 @@ def test_fuzz_mutated_gotrace_streams_decode_or_fail_cleanly(data: st.DataObject
 def test_cli_dumps_a_gotrace_file(tmp_path: Path) -> None:
     path = tmp_path / "old.gotrace"
     path.write_bytes(DATA)
-    out = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"],
-                         capture_output=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"], capture_output=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines == list(legacy_lines(decode(DATA).events))

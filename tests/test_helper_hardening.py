@@ -53,16 +53,23 @@ def test_unknown_listen_scheme_is_named_once_with_the_accepted_forms() -> None:
     out = subprocess.run([str(demo_exe("1.26"))], check=False, capture_output=True, text=True, env=env, timeout=30)
     assert out.returncode != 0
     line = out.stderr.splitlines()[0]
-    assert line.startswith('livetrace: not listening (LIVETRACE_LISTEN=bogus:foo): cannot listen on "bogus:foo": '
-                           'unknown scheme "bogus:"'), line
+    assert line.startswith(
+        'livetrace: not listening (LIVETRACE_LISTEN=bogus:foo): cannot listen on "bogus:foo": unknown scheme "bogus:"'
+    ), line
     assert line.count("livetrace:") == 1
     assert all(form in line for form in ("unix:/path", "tcp:HOST:PORT", "tcp:PORT", "tls:HOST:PORT")), line
 
 
 @pytest.mark.go
 def test_beyond_loopback_without_a_token_is_refused() -> None:
-    out = subprocess.run([str(demo_exe("1.26")), "-listen", "tcp:0.0.0.0:0"], check=False,
-                         capture_output=True, text=True, env=_env_without_livetrace(), timeout=30)
+    out = subprocess.run(
+        [str(demo_exe("1.26")), "-listen", "tcp:0.0.0.0:0"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=_env_without_livetrace(),
+        timeout=30,
+    )
     assert out.returncode != 0
     assert "refusing to serve traces on tcp:" in out.stderr and "without a token" in out.stderr
 

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 from livetrace import TraceFormatError
 from livetrace._cli.render.dump import legacy_lines, parsed_text
 from livetrace._go.toolchain import go_env
-from livetrace._trace.model.events import Kind
-from livetrace._trace.legacy.read import LegacyDecoder
-from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.convert import legacy_events
+from livetrace._trace.legacy.fast import exact_events
+from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.model.events import Kind
 from livetrace._trace.version import GO1_5
 
 from . import textform
@@ -40,8 +40,9 @@ CONVERTED_BY_GO = re.compile(r"_1_(11|19|21)_")
 
 # These compare the pure-Python decoder with Go's tools, and the compiled
 # fast path with it, whichever run this is: the compiled-core run is enough.
-pytestmark = pytest.mark.skipif(os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-                                reason="both implementations are tested in the compiled-core run")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("LIVETRACE_PURE_PYTHON") == "1", reason="both implementations are tested in the compiled-core run"
+)
 
 
 def go_legacy_dump(path: Path) -> subprocess.CompletedProcess[bytes]:
@@ -86,8 +87,9 @@ def test_unordered_trace_fails_as_in_go() -> None:
     assert go.returncode == 1 and b"time stamps out of order" in go.stderr
     with pytest.raises(TraceFormatError, match="^time stamps out of order$"):
         our_dump(path.read_bytes())
-    out = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"], capture_output=True, text=True
+    )
     assert out.returncode == 1 and out.stderr.strip() == "livetrace: error: time stamps out of order"
 
 
@@ -102,8 +104,9 @@ def test_fresh_demo_traces_dump_as_go_1_21_does(version: str, legacy_demo_traces
     path = legacy_demo_traces[version]
     go = go_legacy_dump(path)
     assert go.returncode == 0, go.stderr
-    ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"],
-                          capture_output=True, timeout=600)
+    ours = subprocess.run(
+        [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"], capture_output=True, timeout=600
+    )
     assert ours.returncode == 0, ours.stderr
     assert len(go.stdout.splitlines()) > 10_000
     assert_same_dump(ours.stdout.splitlines(), go.stdout.splitlines())
@@ -121,15 +124,18 @@ def test_any_chunking_gives_the_same_events() -> None:
         assert our_dump(data, pieces=rng.randint(2, 50)) == our_dump(data), path.name
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"", "empty trace"),
-    (b"go 1.21 tra", "ends inside its 16-byte header"),
-    (b"go 1.20 trace\x00\x00\x00", "unsupported trace file version 1.20"),
-    (b"not a trace at all", "not a Go execution trace"),
-    (b"go 1.21 trace\x00\x00\x00\x41\x00", "ends in the middle of an event"),
-    (b"go 1.21 trace\x00\x00\x00\x3f", "unknown event type 63 at offset 0x10"),
-    (b"go 1.21 trace\x00\x00\x00", "trace is empty"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", "empty trace"),
+        (b"go 1.21 tra", "ends inside its 16-byte header"),
+        (b"go 1.20 trace\x00\x00\x00", "unsupported trace file version 1.20"),
+        (b"not a trace at all", "not a Go execution trace"),
+        (b"go 1.21 trace\x00\x00\x00\x41\x00", "ends in the middle of an event"),
+        (b"go 1.21 trace\x00\x00\x00\x3f", "unknown event type 63 at offset 0x10"),
+        (b"go 1.21 trace\x00\x00\x00", "trace is empty"),
+    ],
+)
 def test_bad_input_is_a_typed_error(data: bytes, message: str) -> None:
     with pytest.raises(TraceFormatError, match=message):
         our_dump(data)
@@ -211,8 +217,12 @@ def test_fresh_demo_traces_convert_as_go_1_27_does(version: str, legacy_demo_tra
     path = legacy_demo_traces[version]
     status, go, err = go_dump(path, "parsed")
     assert status == 0, err
-    ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
-                          capture_output=True, text=True, timeout=600)
+    ours = subprocess.run(
+        [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert ours.returncode == 0, ours.stderr
     go_lines = go.rstrip("\n").split("\n")
     assert len(go_lines) > 10_000
@@ -223,8 +233,9 @@ GO_STATES = ("Undetermined", "NotExist", "Runnable", "Running", "Waiting", "Sysc
 
 
 @pytest.mark.go
-@pytest.mark.parametrize("path", [p for p in FILES if not CONVERTED_BY_GO.search(p.name) and "unordered" not in p.name],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [p for p in FILES if not CONVERTED_BY_GO.search(p.name) and "unordered" not in p.name], ids=lambda p: p.name
+)
 def test_traces_go_no_longer_reads_convert_to_a_consistent_stream(path: Path) -> None:
     """Go 1.5 to 1.10: no Go tool converts these, so check what the model
     promises: a Sync at each end, strictly rising times, and every
@@ -251,8 +262,9 @@ def test_traces_go_no_longer_reads_convert_to_a_consistent_stream(path: Path) ->
 
 
 def test_the_default_dump_of_a_legacy_trace_is_the_modern_model() -> None:
-    out = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(CORPUS / "http_1_11_good")],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace", "decode", str(CORPUS / "http_1_11_good")], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("M=-1 P=-1 G=-1 Sync Time=-1 N=1\n")
 
@@ -288,8 +300,19 @@ def test_a_binary_names_the_pcs_of_a_pcs_only_trace(legacy_demo_traces: dict[str
 
 
 def test_decode_takes_a_binary_for_go_1_5_traces(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(CORPUS / "http_1_5_good"), "--binary",
-                          str(tmp_path / "missing")], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "livetrace",
+            "decode",
+            str(CORPUS / "http_1_5_good"),
+            "--binary",
+            str(tmp_path / "missing"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "no such file; give the program binary" in out.stderr
 
 
@@ -308,8 +331,11 @@ def both_ways(data: bytes, **kw: object) -> tuple[list[str], list[str]]:
 
 @needs_core
 # The stress traces (350 kB) take seconds each through the twin: integration set.
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 200_000 else p
-                                  for p in FAST_FILES], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 200_000 else p for p in FAST_FILES],
+    ids=lambda p: p.name,
+)
 def test_the_compiled_legacy_path_gives_the_twins_events(path: Path) -> None:
     data = path.read_bytes()
     ours, twin = both_ways(data)
@@ -317,8 +343,9 @@ def test_the_compiled_legacy_path_gives_the_twins_events(path: Path) -> None:
     exact = exact_events(data, compiled=True)
     assert all(b._events is None for b in exact.batches)  # columns straight from C, not the twin's objects
     kinds = frozenset({Kind.LOG, Kind.REGION_BEGIN, Kind.STATE_TRANSITION})
-    assert both_ways(data, kinds=kinds, offset=10**9, syncs=4)[0] == both_ways(data, kinds=kinds, offset=10**9,
-                                                                              syncs=4)[1]
+    assert (
+        both_ways(data, kinds=kinds, offset=10**9, syncs=4)[0] == both_ways(data, kinds=kinds, offset=10**9, syncs=4)[1]
+    )
 
 
 @pytest.mark.slow

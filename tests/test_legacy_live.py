@@ -61,8 +61,9 @@ async def test_events_come_per_p_as_chunks_arrive_with_provisional_times(version
     assert {id(e) for e in trace.events} == {id(e) for e in fed}
     estimate = decoder.clock.ticks_per_sec
     assert estimate == pytest.approx(trace.ticks_per_sec, rel=1e-3)
-    dated = [(e, w) for _, evs in delivered for e, w in evs if w is not None and e.typ not in (EV_CPU_SAMPLE,
-                                                                                              EV_GO_SYS_EXIT)]
+    dated = [
+        (e, w) for _, evs in delivered for e, w in evs if w is not None and e.typ not in (EV_CPU_SAMPLE, EV_GO_SYS_EXIT)
+    ]
     assert len(dated) > len(fed) // 2
     ref, ref_wall = dated[0]
     worst = max(abs((w - ref_wall) - (e.ts - ref.ts)) for e, w in dated)
@@ -142,8 +143,24 @@ async def test_tail_without_segments_prints_provisional_events() -> None:
 
 @pytest.mark.slow
 def test_the_demo_command_tails_a_legacy_service_in_segments(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "livetrace", "demo", "--go", str(go_binary("1.21")), "-s", "1",
-                           "--tail", "2.5", "-o", str(tmp_path / "demo.trace")], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "livetrace",
+            "demo",
+            "--go",
+            str(go_binary("1.21")),
+            "-s",
+            "1",
+            "--tail",
+            "2.5",
+            "-o",
+            str(tmp_path / "demo.trace"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "not traced for" in proc.stdout and "Log " in proc.stdout and "events in this generation" in proc.stdout

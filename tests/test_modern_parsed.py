@@ -19,8 +19,8 @@ from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, FrameReader
 
 from . import textform
-from .mutate import mutate
 from .conftest import MODERN_VERSIONS, go_dump
+from .mutate import mutate
 
 TEXT_TESTS = textform.all_tests()
 
@@ -50,8 +50,12 @@ def test_text_form_tests_print_what_go_prints(tmp_path: Path) -> None:
         path = tmp_path / f"{t.name}.trace"
         path.write_bytes(t.data)
         status, expected, err = go_dump(path, "parsed")
-        ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
-                              capture_output=True, text=True, timeout=300)
+        ours = subprocess.run(
+            [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert ours.stdout == expected, t.name
         assert (ours.returncode == 0) == (status == 0), t.name
         if status:
@@ -65,8 +69,12 @@ def test_dump_is_identical_to_go(version: str, mode: str, demo_traces: dict[str,
     path = demo_traces[version]
     status, expected, err = go_dump(path, mode)
     assert status == 0, err
-    ours = subprocess.run([sys.executable, "-m", "livetrace", "decode", str(path), "--dump", mode],
-                          capture_output=True, text=True, timeout=600)
+    ours = subprocess.run(
+        [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", mode],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == expected
 

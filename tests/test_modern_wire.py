@@ -20,8 +20,8 @@ from livetrace._errors import TruncatedTraceError, UnsupportedTraceVersionError
 from livetrace._trace.modern.wire import Batch, FrameReader
 
 from . import textform
-from .mutate import mutate
 from .conftest import go_dump
+from .mutate import mutate
 
 TEXT_TESTS = textform.all_tests()
 
@@ -93,16 +93,19 @@ def test_frames_know_their_offsets_and_generations() -> None:
         assert t.data[b.payload_offset : b.payload_offset + len(b.payload)] == b.payload
 
 
-@pytest.mark.parametrize(("data", "error", "message"), [
-    (b"", TruncatedTraceError, "empty trace"),
-    (b"go 1.26 tr", TruncatedTraceError, "inside its 16-byte header"),
-    (b"GIF89a this is no trace", TraceFormatError, "not a Go execution trace"),
-    (b"go 1.27 trace\x00\x00\x00", UnsupportedTraceVersionError, "unsupported trace version go 1.27"),
-    (b"go 1.26 trace\x00\x00\x00\x07", TraceFormatError, "unexpected byte 7 where a batch should start"),
-    (b"go 1.26 trace\x00\x00\x00\x01\x01\x02\x03\xff\xff\x7f", TraceFormatError, "larger than the 65536-byte"),
-    (b"go 1.26 trace\x00\x00\x00\x01\x01\x02\x03\x05\x10\x01", TruncatedTraceError, "middle of a batch"),
-    (b"go 1.26 trace\x00\x00\x00\x01" + b"\xff" * 12, TraceFormatError, "overflows a 64-bit integer"),
-])
+@pytest.mark.parametrize(
+    ("data", "error", "message"),
+    [
+        (b"", TruncatedTraceError, "empty trace"),
+        (b"go 1.26 tr", TruncatedTraceError, "inside its 16-byte header"),
+        (b"GIF89a this is no trace", TraceFormatError, "not a Go execution trace"),
+        (b"go 1.27 trace\x00\x00\x00", UnsupportedTraceVersionError, "unsupported trace version go 1.27"),
+        (b"go 1.26 trace\x00\x00\x00\x07", TraceFormatError, "unexpected byte 7 where a batch should start"),
+        (b"go 1.26 trace\x00\x00\x00\x01\x01\x02\x03\xff\xff\x7f", TraceFormatError, "larger than the 65536-byte"),
+        (b"go 1.26 trace\x00\x00\x00\x01\x01\x02\x03\x05\x10\x01", TruncatedTraceError, "middle of a batch"),
+        (b"go 1.26 trace\x00\x00\x00\x01" + b"\xff" * 12, TraceFormatError, "overflows a 64-bit integer"),
+    ],
+)
 def test_bad_input_is_a_typed_error(data: bytes, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         our_wire([data])
@@ -123,8 +126,9 @@ def test_cli_prints_what_decoded_then_one_error_line(tmp_path: Path) -> None:
     t = textform.load(textform.CORPUS / "go122-annotations.test")
     path = tmp_path / "cut.trace"
     path.write_bytes(t.data[:-3])
-    out = subprocess.run([sys.executable, "-m", "livetrace", "decode", "--dump", "wire", str(path)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace", "decode", "--dump", "wire", str(path)], capture_output=True, text=True
+    )
     assert out.returncode == 1
     assert out.stdout.startswith("EventBatch gen=1")
     assert out.stderr.count("\n") == 1 and "middle of a batch" in out.stderr and "offset" in out.stderr
@@ -135,8 +139,12 @@ def test_stdin_is_decoded_as_it_arrives() -> None:
     first = FrameReader().feed(t.data)[0]
     assert isinstance(first, Batch)
     cut = first.payload_offset + len(first.payload)
-    proc = subprocess.Popen([sys.executable, "-m", "livetrace", "decode", "--dump", "wire", "-"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "livetrace", "decode", "--dump", "wire", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(t.data[:cut])
     proc.stdin.flush()

@@ -27,19 +27,33 @@ def json_frame(ftype: int, obj: dict) -> bytes:
     return proto.encode_frame(ftype, json.dumps(obj).encode())
 
 
-HANDSHAKE = {"protocol": 1, "helper": "0.1.0", "go_version": "go1.26.6", "goos": "linux", "goarch": "amd64",
-             "pid": 42, "executable": "/srv/x", "gomaxprocs": 2, "start_unix_ns": 1, "queue_bytes": 1 << 20,
-             "session": 1, "future_field": "kept"}
+HANDSHAKE = {
+    "protocol": 1,
+    "helper": "0.1.0",
+    "go_version": "go1.26.6",
+    "goos": "linux",
+    "goarch": "amd64",
+    "pid": 42,
+    "executable": "/srv/x",
+    "gomaxprocs": 2,
+    "start_unix_ns": 1,
+    "queue_bytes": 1 << 20,
+    "session": 1,
+    "future_field": "kept",
+}
 
-STREAM = (server_preamble()
-          + json_frame(proto.HANDSHAKE, HANDSHAKE)
-          + chunk_frame(1, 0, b"go 1.26 trace\x00\x00\x00")
-          + chunk_frame(2, 1, bytes(range(256)) * 40)
-          + chunk_frame(3, 1, b"\x34")
-          + json_frame(proto.GAP, {"first_generation": 2, "last_generation": 3, "chunks": 9, "bytes": 999,
-                                   "discard_received": True})
-          + chunk_frame(4, 4, b"\x01" * 70000)
-          + json_frame(proto.END, {"reason": "client-stop", "complete": True, "chunks": 4, "bytes": 80289}))
+STREAM = (
+    server_preamble()
+    + json_frame(proto.HANDSHAKE, HANDSHAKE)
+    + chunk_frame(1, 0, b"go 1.26 trace\x00\x00\x00")
+    + chunk_frame(2, 1, bytes(range(256)) * 40)
+    + chunk_frame(3, 1, b"\x34")
+    + json_frame(
+        proto.GAP, {"first_generation": 2, "last_generation": 3, "chunks": 9, "bytes": 999, "discard_received": True}
+    )
+    + chunk_frame(4, 4, b"\x01" * 70000)
+    + json_frame(proto.END, {"reason": "client-stop", "complete": True, "chunks": 4, "bytes": 80289})
+)
 
 
 def decode(pieces: list[bytes]) -> list[proto.Event]:
@@ -103,19 +117,24 @@ def test_malformed_json_frame_is_a_protocol_error() -> None:
 
 
 def test_version_ranges_that_do_not_meet_are_refused_naming_both() -> None:
-    with pytest.raises(ProtocolVersionError, match=r"helper speaks livetrace protocol versions 5 to 7 and this client 1 to 1"):
+    with pytest.raises(
+        ProtocolVersionError, match=r"helper speaks livetrace protocol versions 5 to 7 and this client 1 to 1"
+    ):
         proto.negotiate(proto.PeerPreamble(5, 7))
     assert proto.negotiate(proto.PeerPreamble(0, 9)) == 1
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("unix:/run/x.sock", "unix:/run/x.sock"),
-    ("/run/x.sock", "unix:/run/x.sock"),
-    ("tcp:127.0.0.1:7070", "tcp:127.0.0.1:7070"),
-    ("localhost:7070", "tcp:localhost:7070"),
-    ("tcp::7070", "tcp:127.0.0.1:7070"),
-    ("[::1]:7070", "tcp:::1:7070"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("unix:/run/x.sock", "unix:/run/x.sock"),
+        ("/run/x.sock", "unix:/run/x.sock"),
+        ("tcp:127.0.0.1:7070", "tcp:127.0.0.1:7070"),
+        ("localhost:7070", "tcp:localhost:7070"),
+        ("tcp::7070", "tcp:127.0.0.1:7070"),
+        ("[::1]:7070", "tcp:::1:7070"),
+    ],
+)
 def test_addresses(text: str, expected: str) -> None:
     assert str(parse_address(text)) == expected
 

@@ -72,15 +72,22 @@ def test_a_new_module_following_the_readme_builds(tmp_path: Path) -> None:
     """A fresh module, the README's import and go.mod lines word for word
     (the replace pointing at this checkout), builds with Go 1.26, offline."""
     go = str(go_binary("1.26"))
-    subprocess.run([go, "mod", "init", "example.com/myservice"], cwd=tmp_path, env=go_env(), check=True,
-                   capture_output=True)
+    subprocess.run(
+        [go, "mod", "init", "example.com/myservice"], cwd=tmp_path, env=go_env(), check=True, capture_output=True
+    )
     imports = code_block("Opting in takes one import").strip()
     (tmp_path / "main.go").write_text(f"package main\n\n{imports}\n\nfunc main() {{}}\n")
     lines = code_block("in the service's `go.mod`").replace("/path/to/livetrace/go_helper", str(ROOT / "go_helper"))
     with (tmp_path / "go.mod").open("a") as f:
         f.write("\n" + lines)
-    build = subprocess.run([go, "build", "-o", str(tmp_path / "svc"), "."], cwd=tmp_path, capture_output=True,
-                           text=True, env={**go_env(), "GOFLAGS": ""}, timeout=600)
+    build = subprocess.run(
+        [go, "build", "-o", str(tmp_path / "svc"), "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**go_env(), "GOFLAGS": ""},
+        timeout=600,
+    )
     assert build.returncode == 0, build.stderr
 
 
@@ -92,16 +99,19 @@ def load_dev_py() -> ModuleType:
     return dev
 
 
-@pytest.mark.parametrize(("args", "no_go"), [
-    (["-m", "not slow"], True),
-    (["-mnot slow"], True),
-    (["-x", "-m", "not slow and not go", "tests/test_protocol.py"], True),
-    (["-m", "go and not slow"], True),
-    ([], False),
-    (["-m", "go"], False),
-    (["-m", "not slow or go"], False),
-    (["-m", "not (slow)"], False),
-])
+@pytest.mark.parametrize(
+    ("args", "no_go"),
+    [
+        (["-m", "not slow"], True),
+        (["-mnot slow"], True),
+        (["-x", "-m", "not slow and not go", "tests/test_protocol.py"], True),
+        (["-m", "go and not slow"], True),
+        ([], False),
+        (["-m", "go"], False),
+        (["-m", "not slow or go"], False),
+        (["-m", "not (slow)"], False),
+    ],
+)
 def test_dev_py_installs_no_go_for_the_fast_loop(args: list[str], no_go: bool) -> None:
     assert load_dev_py().excludes_slow(args) == no_go
 
@@ -111,8 +121,9 @@ def test_the_demo_command_records_a_trace_go_opens(tmp_path: Path) -> None:
     demo_cmd, _ = quick_start()
     out = ROOT / "livetrace-demo.trace"
     out.unlink(missing_ok=True)
-    proc = subprocess.run(demo_cmd.replace("python3", sys.executable, 1).split(), cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        demo_cmd.replace("python3", sys.executable, 1).split(), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr
     assert "started livetrace-demo" in proc.stderr and "trace complete (ended: duration)" in proc.stderr
     assert "go tool trace" in proc.stderr
@@ -122,12 +133,22 @@ def test_the_demo_command_records_a_trace_go_opens(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_one_import_and_the_environment_make_a_service_traceable(tmp_path: Path) -> None:
     exe = tmp_path / "go-service"
-    build = subprocess.run([str(go_binary("1.19")), "build", "-o", str(exe), "."], cwd=EXAMPLE,
-                           capture_output=True, text=True, env=go_env(), timeout=600)
+    build = subprocess.run(
+        [str(go_binary("1.19")), "build", "-o", str(exe), "."],
+        cwd=EXAMPLE,
+        capture_output=True,
+        text=True,
+        env=go_env(),
+        timeout=600,
+    )
     assert build.returncode == 0, build.stderr
     sock = tmp_path / "svc.sock"
-    proc = await trio.lowlevel.open_process([str(exe)], env={**go_env(), "LIVETRACE_LISTEN": f"unix:{sock}"},
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = await trio.lowlevel.open_process(
+        [str(exe)],
+        env={**go_env(), "LIVETRACE_LISTEN": f"unix:{sock}"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         with trio.fail_after(30):
             while not sock.exists():

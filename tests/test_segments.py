@@ -17,6 +17,7 @@ import livetrace
 from .conftest import demo, go_tool_trace
 from .test_legacy import assert_same_dump, go_legacy_dump, our_dump
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.19", "1.21"])
 async def test_each_segment_is_a_complete_trace(version: str, tmp_path: Path) -> None:
@@ -47,18 +48,41 @@ async def test_modern_runtimes_need_no_segments(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_record_cli_writes_a_file_per_segment(tmp_path: Path) -> None:
     async with demo("1.21", args=["-workers", "1"]) as d:
-        out = await trio.to_thread.run_sync(lambda: subprocess.run(
-            [sys.executable, "-m", "livetrace", "record", d.trace_address, "-o", str(tmp_path / "t.trace"),
-             "--segment", "1", "--duration", "2.5"], capture_output=True, text=True, timeout=120))
+        out = await trio.to_thread.run_sync(
+            lambda: subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "livetrace",
+                    "record",
+                    d.trace_address,
+                    "-o",
+                    str(tmp_path / "t.trace"),
+                    "--segment",
+                    "1",
+                    "--duration",
+                    "2.5",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        )
     assert out.returncode == 0, out.stderr
     assert "segment mode" in out.stderr and "t.2.trace" in out.stderr
     assert (tmp_path / "t.trace").exists() and (tmp_path / "t.2.trace").exists()
 
 
 def test_record_cli_refuses_segments_into_a_stream() -> None:
-    out = subprocess.run([sys.executable, "-m", "livetrace", "record", "unix:/nonexistent", "-o", "-",
-                          "--segment", "2"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace", "record", "unix:/nonexistent", "-o", "-", "--segment", "2"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "one file per segment" in out.stderr
-    out = subprocess.run([sys.executable, "-m", "livetrace", "record", "unix:/nonexistent", "-o", "x",
-                          "--segment", "0.5"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace", "record", "unix:/nonexistent", "-o", "x", "--segment", "0.5"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "at least 1 second" in out.stderr

@@ -64,9 +64,16 @@ HELPER_MAGIC = b"LIVETRACE"
 # in time), or refuses it with an error; or we hang up first. TCP turns a
 # close with unread data into a reset. Never a HANDSHAKE, and never an error
 # code the kind cannot earn.
-CLOSES = {"closed unanswered", "reset unanswered", "preamble, then closed", "preamble, then reset",
-          "preamble, then we hung up", "nothing, then we hung up", "connect failed",
-          "still open at the connection bound"}
+CLOSES = {
+    "closed unanswered",
+    "reset unanswered",
+    "preamble, then closed",
+    "preamble, then reset",
+    "preamble, then we hung up",
+    "nothing, then we hung up",
+    "connect failed",
+    "still open at the connection bound",
+}
 
 
 def frame(frame_type: int, payload: bytes) -> bytes:
@@ -81,12 +88,14 @@ def hello(body: dict[str, object]) -> bytes:
 GARBAGE: list[tuple[str, Callable[[random.Random], bytes]]] = [
     ("random bytes", lambda rng: rng.randbytes(rng.randint(1, 4096))),
     ("an HTTP request", lambda rng: b"GET /debug/pprof/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
-    ("a wrong magic", lambda rng: b"LIVETRACF" + PREAMBLE[len(HELPER_MAGIC):]),
+    ("a wrong magic", lambda rng: b"LIVETRACF" + PREAMBLE[len(HELPER_MAGIC) :]),
     ("no common version", lambda rng: HELPER_MAGIC + struct.pack(">HH", 7, 9)),
     ("a 4 GiB frame length", lambda rng: PREAMBLE + struct.pack(">BI", proto.HELLO, 0xFFFFFFFF)),
     ("a frame just over the limit", lambda rng: PREAMBLE + struct.pack(">BI", proto.HELLO, MAX_CLIENT_FRAME + 1)),
-    ("a full-size frame cut short",
-     lambda rng: PREAMBLE + struct.pack(">BI", proto.HELLO, MAX_CLIENT_FRAME) + b"{" * 999),
+    (
+        "a full-size frame cut short",
+        lambda rng: PREAMBLE + struct.pack(">BI", proto.HELLO, MAX_CLIENT_FRAME) + b"{" * 999,
+    ),
     ("a STOP before the HELLO", lambda rng: PREAMBLE + frame(proto.STOP, b"")),
     ("a HELLO that is not JSON", lambda rng: PREAMBLE + frame(proto.HELLO, b"\xff\xfe{not json")),
     ("a HELLO that is a JSON array", lambda rng: PREAMBLE + frame(proto.HELLO, b"[1, 2]")),
@@ -110,8 +119,11 @@ class Kind:
 
     def unexpected(self) -> list[str]:
         """Outcomes the kind cannot earn, each with the connection that had it first."""
-        return [f"{outcome} (connection {self.first[outcome]}{variant(self.name, self.first[outcome])})"
-                for outcome in self.outcomes if outcome not in self.allowed]
+        return [
+            f"{outcome} (connection {self.first[outcome]}{variant(self.name, self.first[outcome])})"
+            for outcome in self.outcomes
+            if outcome not in self.allowed
+        ]
 
 
 def variant(kind: str, i: int) -> str:
@@ -134,8 +146,13 @@ def kinds() -> dict[str, Kind]:
         # others keep it from being answered at all. Its token is checked at
         # once, never behind the guessers', so the helper either answers it
         # or closes it over the handshake cap without a word.
-        Kind("right token, busy", 1, 20, 0.5,
-             frozenset({"refused: busy", "closed unanswered", "reset unanswered", "connect failed"})),
+        Kind(
+            "right token, busy",
+            1,
+            20,
+            0.5,
+            frozenset({"refused: busy", "closed unanswered", "reset unanswered", "connect failed"}),
+        ),
     ]
     return {x.name: x for x in k}
 
@@ -182,12 +199,12 @@ async def read_reply(stream: trio.SocketStream, patience: float) -> str:
         return "nothing, then we hung up" if how == "we hung up" else f"{how} unanswered"
     if not data.startswith(HELPER_MAGIC) or len(data) < len(PREAMBLE):
         return f"unexpected reply {bytes(data[:16])!r}"
-    rest = bytes(data[len(PREAMBLE):])
+    rest = bytes(data[len(PREAMBLE) :])
     if not rest:
         return f"preamble, then {how}"
     typ, n = struct.unpack(">BI", rest[:5])
     if typ == proto.ERROR:
-        return "refused: " + json.loads(rest[5:5 + n])["code"]
+        return "refused: " + json.loads(rest[5 : 5 + n])["code"]
     return "HANDSHAKE" if typ == proto.HANDSHAKE else f"unexpected frame {typ:#x}"
 
 
@@ -207,8 +224,8 @@ async def slow_hello(stream: trio.SocketStream, rng: random.Random, i: int) -> s
     gate with the guessers) or with a field out of range."""
     step = 0.3 if i % 3 == 0 else 0.05
     body = hello({"client": f"slow {i}"} if i % 3 != 2 else {"client": f"slow {i}", "advance_ms": 5})
-    pieces = [PREAMBLE[j:j + 1] for j in range(len(PREAMBLE))]
-    pieces += [body[j:j + 3] for j in range(0, len(body), 3)]
+    pieces = [PREAMBLE[j : j + 1] for j in range(len(PREAMBLE))]
+    pieces += [body[j : j + 3] for j in range(0, len(body), 3)]
     for piece in pieces:
         if not await send_quietly(stream, piece):
             break
@@ -242,8 +259,13 @@ async def flood(stream: trio.SocketStream, rng: random.Random, i: int) -> str:
 
 
 CONVERSATIONS: dict[str, Callable[[trio.SocketStream, random.Random, int], Awaitable[str]]] = {
-    "idle": idle, "idle burst": idle_burst, "slow hello": slow_hello, "garbage": garbage, "wrong token": wrong_token,
-    "connect/close flood": flood, "right token, busy": right_token,
+    "idle": idle,
+    "idle burst": idle_burst,
+    "slow hello": slow_hello,
+    "garbage": garbage,
+    "wrong token": wrong_token,
+    "connect/close flood": flood,
+    "right token, busy": right_token,
 }
 
 
@@ -321,7 +343,8 @@ def mib(n: int) -> str:
 
 @pytest.mark.parametrize("transport", ["tcp", "unix"])
 async def test_hostile_clients_leave_the_recording_and_the_service_whole(
-        transport: str, tmp_path: Path, record_property: Callable[[str, object], None]) -> None:
+    transport: str, tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     demo_exe("1.26")  # built (or found) before the clock starts
     listen = "tcp:127.0.0.1:0" if transport == "tcp" else f"unix:{tmp_path}/trace.sock"
     by_name = kinds()
@@ -375,11 +398,16 @@ async def test_hostile_clients_leave_the_recording_and_the_service_whole(
         "transport": transport,
         **{f"tried {k.name}": k.tried for k in by_name.values()},
         **{f"outcomes {k.name}": dict(k.outcomes.most_common()) for k in by_name.values()},
-        "recorded bytes": rec.counters.bytes, "recorded files": len(rec.paths), "recorded gaps": len(rec.gaps),
+        "recorded bytes": rec.counters.bytes,
+        "recorded files": len(rec.paths),
+        "recorded gaps": len(rec.gaps),
         "fresh recorded bytes": fresh.counters.bytes,
-        "goroutines before": before.goroutines, "goroutines peak": peak.goroutines,
+        "goroutines before": before.goroutines,
+        "goroutines peak": peak.goroutines,
         "goroutines after": after.goroutines,
-        "rss before": before.rss, "rss peak": peak.rss, "rss after": after.rss,
+        "rss before": before.rss,
+        "rss peak": peak.rss,
+        "rss after": after.rss,
         "seconds from the last hostile connection to after": round(measured_at, 1),
         "helper log lines during the soak": len(soak_log),
     }
@@ -389,11 +417,15 @@ async def test_hostile_clients_leave_the_recording_and_the_service_whole(
     for k in by_name.values():
         outcomes = "; ".join(f"{n} {what}" for what, n in k.outcomes.most_common())
         print(f"  {k.name:20} {k.tried:5} tried: {outcomes}")
-    print(f"  recorded {mib(rec.counters.bytes)} in {len(rec.paths)} file(s), {len(rec.gaps)} gap(s), "
-          f"ended {rec.end.reason if rec.end else 'without an end frame'}; fresh record {mib(fresh.counters.bytes)}")
+    print(
+        f"  recorded {mib(rec.counters.bytes)} in {len(rec.paths)} file(s), {len(rec.gaps)} gap(s), "
+        f"ended {rec.end.reason if rec.end else 'without an end frame'}; fresh record {mib(fresh.counters.bytes)}"
+    )
     print(f"  goroutines {before.goroutines} before, {peak.goroutines} at the peak, {after.goroutines} after")
-    print(f"  RSS {mib(before.rss)} before, {mib(peak.rss)} at the peak, {mib(after.rss)} after "
-          f"(measured {measured_at:.1f} s after the last hostile connection)")
+    print(
+        f"  RSS {mib(before.rss)} before, {mib(peak.rss)} at the peak, {mib(after.rss)} after "
+        f"(measured {measured_at:.1f} s after the last hostile connection)"
+    )
     print(f"  helper log: {len(soak_log)} lines during the soak")
     print("".join(f"    {line}\n" for line in soak_log), end="")
 
@@ -404,7 +436,8 @@ async def test_hostile_clients_leave_the_recording_and_the_service_whole(
         assert not k.unexpected(), f"{k.name}: {k.unexpected()}"
     assert within(after, before), (
         f"the service did not come back to about its baseline within {SETTLE_BOUND:.0f} s: "
-        f"{before} before, {after} after\n" + "\n".join(soak_log[-40:]))
+        f"{before} before, {after} after\n" + "\n".join(soak_log[-40:])
+    )
     assert fresh.complete and fresh.end is not None and fresh.end.reason == "duration", fresh
     assert not any("panic" in line for line in soak_log), "\n".join(soak_log)
     assert len(soak_log) <= LOG_LINE_BUDGET, "hostile clients flooded the service's log:\n" + "\n".join(soak_log)

@@ -68,8 +68,19 @@ def test_one_constant_per_modern_row() -> None:
 
 
 def test_modern_rows_are_consistent() -> None:
-    structural = {"EventBatch", "Stacks", "Stack", "Strings", "String", "CPUSamples", "Frequency",
-                  "ExperimentalBatch", "Sync", "ClockSnapshot", "EndOfGeneration"}
+    structural = {
+        "EventBatch",
+        "Stacks",
+        "Stack",
+        "Strings",
+        "String",
+        "CPUSamples",
+        "Frequency",
+        "ExperimentalBatch",
+        "Sync",
+        "ClockSnapshot",
+        "EndOfGeneration",
+    }
     assert {s.name for s in MODERN_ROWS if s.kind is None} == structural
     for s in MODERN_ROWS:
         if s.kind is None:
@@ -103,16 +114,27 @@ def test_ranges_pair_up() -> None:
         else:
             assert other.range_role is RangeRole.BEGIN, s.name
     assert {(modern.SPECS[e].name, modern.SPECS[b].name) for e, b in RANGE_START.items()} == {  # type: ignore[union-attr]
-        ("STWEnd", "STWBegin"), ("GCActive", "GCBegin"), ("GCEnd", "GCBegin"), ("GCSweepActive", "GCSweepBegin"),
-        ("GCSweepEnd", "GCSweepBegin"), ("GCMarkAssistActive", "GCMarkAssistBegin"),
-        ("GCMarkAssistEnd", "GCMarkAssistBegin"), ("GoSyscallEnd", "GoSyscallBegin"),
-        ("GoSyscallEndBlocked", "GoSyscallBegin"), ("UserRegionEnd", "UserRegionBegin")}
+        ("STWEnd", "STWBegin"),
+        ("GCActive", "GCBegin"),
+        ("GCEnd", "GCBegin"),
+        ("GCSweepActive", "GCSweepBegin"),
+        ("GCSweepEnd", "GCSweepBegin"),
+        ("GCMarkAssistActive", "GCMarkAssistBegin"),
+        ("GCMarkAssistEnd", "GCMarkAssistBegin"),
+        ("GoSyscallEnd", "GoSyscallBegin"),
+        ("GoSyscallEndBlocked", "GoSyscallBegin"),
+        ("UserRegionEnd", "UserRegionBegin"),
+    }
 
 
 def test_each_format_version_cuts_the_table_at_its_last_code() -> None:
     assert tuple(modern.LAST_CODE) == MODERN_FORMATS
     assert {v: modern.SPECS[c].name for v, c in modern.LAST_CODE.items()} == {  # type: ignore[union-attr]
-        GO1_22: "UserLog", GO1_23: "ExperimentalBatch", GO1_25: "ClockSnapshot", GO1_26: "GoroutineStackFree"}
+        GO1_22: "UserLog",
+        GO1_23: "ExperimentalBatch",
+        GO1_25: "ClockSnapshot",
+        GO1_26: "GoroutineStackFree",
+    }
     assert modern.specs_for(TraceVersion.of_runtime("go1.24.11")) == modern.specs_for(GO1_23)
     assert modern.specs_for(TraceVersion.of_runtime("go1.27.3")) == modern.specs_for(GO1_26)
 
@@ -132,24 +154,90 @@ def test_the_event_model_tables_are_the_format_notes() -> None:
     assert by_kind[Kind.RANGE_ACTIVE] == {28, 31, 34}
     assert by_kind[Kind.RANGE_END] == {27, 30, 33, 36}
     assert [by_kind[k] for k in (Kind.TASK_BEGIN, Kind.TASK_END, Kind.REGION_BEGIN, Kind.REGION_END, Kind.LOG)] == [
-        {40}, {41}, {42}, {43}, {44}]
+        {40},
+        {41},
+        {42},
+        {43},
+        {44},
+    ]
     assert by_kind[Kind.STATE_TRANSITION] == {*range(10, 26), 45, 46, 47, 48}
     assert by_kind[Kind.EXPERIMENTAL] == set(range(128, 137))
     assert by_kind[Kind.SYNC] == {events.SYNC_CODE}
 
     assert {c: n for c, n in enumerate(events.EVENT_NARGS) if n} == {
-        7: 1, 9: 2, 10: 2, 12: 3, 13: 2, 14: 3, 15: 1, 16: 2, 19: 2, 20: 2, 21: 3, 22: 2, 25: 3, 26: 2, 27: 1,
-        28: 1, 29: 2, 30: 1, 31: 1, 32: 1, 33: 2, 34: 1, 35: 1, 37: 1, 38: 1, 39: 1, 40: 4, 41: 2, 42: 3, 43: 3,
-        44: 4, 45: 2, 46: 2, 47: 3, 48: 4, 51: 3, 128: 3, 129: 3, 130: 1, 131: 2, 132: 2, 133: 1, 134: 2, 135: 2,
-        136: 1, 255: 1}
+        7: 1,
+        9: 2,
+        10: 2,
+        12: 3,
+        13: 2,
+        14: 3,
+        15: 1,
+        16: 2,
+        19: 2,
+        20: 2,
+        21: 3,
+        22: 2,
+        25: 3,
+        26: 2,
+        27: 1,
+        28: 1,
+        29: 2,
+        30: 1,
+        31: 1,
+        32: 1,
+        33: 2,
+        34: 1,
+        35: 1,
+        37: 1,
+        38: 1,
+        39: 1,
+        40: 4,
+        41: 2,
+        42: 3,
+        43: 3,
+        44: 4,
+        45: 2,
+        46: 2,
+        47: 3,
+        48: 4,
+        51: 3,
+        128: 3,
+        129: 3,
+        130: 1,
+        131: 2,
+        132: 2,
+        133: 1,
+        134: 2,
+        135: 2,
+        136: 1,
+        255: 1,
+    }
     assert {c: n for c, n in enumerate(events.EVENT_NEXTRA) if n} == {12: 1, 13: 1, 25: 1, 48: 1, 41: 2}
     assert {c: i for c, i in enumerate(events.STACK_ARG) if i >= 0} == {
-        7: 0, 9: 1, 14: 2, 19: 1, 20: 1, 21: 2, 22: 1, 26: 1, 29: 1, 32: 0, 35: 0, 40: 3, 41: 1, 42: 2, 43: 2,
-        44: 3, 47: 2, 48: 3}
+        7: 0,
+        9: 1,
+        14: 2,
+        19: 1,
+        20: 1,
+        21: 2,
+        22: 1,
+        26: 1,
+        29: 1,
+        32: 0,
+        35: 0,
+        40: 3,
+        41: 1,
+        42: 2,
+        43: 2,
+        44: 3,
+        47: 2,
+        48: 3,
+    }
     assert {c: i for c, i in enumerate(events.NEW_STACK_ARG) if i >= 0} == {14: 1, 47: 1}
     assert events.STRING_ARGS == {19: (0,), 20: (0,), 26: (0,), 39: (0,), 40: (2,), 42: (1,), 43: (1,), 44: (1, 2)}
     assert {c: n for c, n in enumerate(decoder._TIMED) if n} == {
-        c: len(modern.SPECS[c].args) for c in (*range(9, 49), 51, *range(128, 137))}  # type: ignore[union-attr]
+        c: len(modern.SPECS[c].args) for c in (*range(9, 49), 51, *range(128, 137))
+    }  # type: ignore[union-attr]
 
 
 def test_the_ordering_engine_has_a_rule_for_every_timed_event() -> None:
@@ -162,15 +250,34 @@ def test_the_ordering_engine_has_a_rule_for_every_timed_event() -> None:
 def one_event_trace(code: int) -> bytes:
     """A Go 1.26 trace of one generation: its sync batch and one event of
     the given code, every argument 0."""
+
     def batch(payload: bytes) -> bytes:
         return bytes([modern.EV_EVENT_BATCH, 1, 1, 1, len(payload)]) + payload
 
     spec = modern.SPECS[code]
     assert spec is not None
-    sync = bytes([modern.EV_SYNC, modern.EV_FREQUENCY, 0x80, 0x94, 0xEB, 0xDC, 0x03,  # 1 GHz
-                  modern.EV_CLOCK_SNAPSHOT, 0, 0, 0, 0])
-    return GO1_26.header + batch(sync) + batch(bytes([code]) + bytes(len(spec.args))) + bytes([
-        modern.EV_END_OF_GENERATION])
+    sync = bytes(
+        [
+            modern.EV_SYNC,
+            modern.EV_FREQUENCY,
+            0x80,
+            0x94,
+            0xEB,
+            0xDC,
+            0x03,  # 1 GHz
+            modern.EV_CLOCK_SNAPSHOT,
+            0,
+            0,
+            0,
+            0,
+        ]
+    )
+    return (
+        GO1_26.header
+        + batch(sync)
+        + batch(bytes([code]) + bytes(len(spec.args)))
+        + bytes([modern.EV_END_OF_GENERATION])
+    )
 
 
 def ordering_outcome(code: int, compiled: bool) -> str:
@@ -181,8 +288,10 @@ def ordering_outcome(code: int, compiled: bool) -> str:
     return " ".join(str(e.code) for e in events)
 
 
-@pytest.mark.skipif(compiled_core(None) is None and not os.environ.get("CI"),
-                    reason="the compiled core is not built here (no C compiler at install)")
+@pytest.mark.skipif(
+    compiled_core(None) is None and not os.environ.get("CI"),
+    reason="the compiled core is not built here (no C compiler at install)",
+)
 def test_the_compiled_engine_orders_what_the_spec_says() -> None:
     """The compiled twin's dispatch has its own switch: it must know the
     same codes as the Python engine's, which is derived from the spec."""
@@ -210,8 +319,12 @@ def test_legacy_rows_are_consistent() -> None:
             assert legacy.SPECS[code - 1].since <= s.since, s.name  # codes are append-only
         if s.string_arg >= 0:
             assert s.args[s.string_arg].endswith("id") and s.sargs, s.name
-    assert {s.name for s in legacy.SPECS if s.string_arg >= 0} == {"GoStartLabel", "UserTaskCreate", "UserRegion",
-                                                                  "UserLog"}
+    assert {s.name for s in legacy.SPECS if s.string_arg >= 0} == {
+        "GoStartLabel",
+        "UserTaskCreate",
+        "UserRegion",
+        "UserLog",
+    }
 
 
 @pytest.mark.parametrize("version", LEGACY_FORMATS, ids=str)
@@ -260,8 +373,25 @@ PREDICATES = {
     "has_end_of_generation": {26, 27},
 }
 # The format each runtime writes (format-*.md §1/§2).
-FORMAT_OF = {0: 0, 5: 5, 6: 5, 7: 7, 8: 8, 9: 9, 10: 10, **{m: 11 for m in range(11, 19)}, 19: 19, 20: 19, 21: 21,
-             22: 22, 23: 23, 24: 23, 25: 25, 26: 26, 27: 26}
+FORMAT_OF = {
+    0: 0,
+    5: 5,
+    6: 5,
+    7: 7,
+    8: 8,
+    9: 9,
+    10: 10,
+    **dict.fromkeys(range(11, 19), 11),
+    19: 19,
+    20: 19,
+    21: 21,
+    22: 22,
+    23: 23,
+    24: 23,
+    25: 25,
+    26: 26,
+    27: 26,
+}
 
 
 def version_of(minor: int) -> TraceVersion:
@@ -273,8 +403,9 @@ def test_version_predicates(minor: int) -> None:
     v = version_of(minor)
     assert v.minor == minor and v.format.minor == FORMAT_OF[minor]
     assert v.family is (Family.GOTRACE if minor == 0 else Family.LEGACY if minor <= 21 else Family.MODERN)
-    assert {name: getattr(v, name) for name in PREDICATES} == {name: minor in holds
-                                                               for name, holds in PREDICATES.items()}
+    assert {name: getattr(v, name) for name in PREDICATES} == {
+        name: minor in holds for name, holds in PREDICATES.items()
+    }
     # A runtime's version has the predicates of the format it writes.
     assert all(getattr(v, name) == getattr(v.format, name) for name in PREDICATES)
 
@@ -289,9 +420,16 @@ def test_versions_order_and_number_as_go_does() -> None:
     assert [str(v) for v in (GOTRACE, GO1_11, GO1_26)] == ["gotrace", "go1.11", "go1.26"]
 
 
-@pytest.mark.parametrize(("text", "minor"), [
-    ("go1.21.3", 21), ("go1.22rc1", 22), ("go1.19", 19), ("devel go1.24-4a2c1f Tue Jan 7 2025", 24), ("go1.5", 5),
-])
+@pytest.mark.parametrize(
+    ("text", "minor"),
+    [
+        ("go1.21.3", 21),
+        ("go1.22rc1", 22),
+        ("go1.19", 19),
+        ("devel go1.24-4a2c1f Tue Jan 7 2025", 24),
+        ("go1.5", 5),
+    ],
+)
 def test_runtime_versions(text: str, minor: int) -> None:
     assert TraceVersion.of_runtime(text) == TraceVersion.of_minor(minor)
 
@@ -322,16 +460,19 @@ def test_sniff_names_what_real_runtimes_write() -> None:
     assert sniff(b"gotrace\x00\x41\x00") == GOTRACE
 
 
-@pytest.mark.parametrize(("header", "error", "message"), [
-    (b"GIF89a this is no trace", TraceFormatError, "bad file format: not a Go execution trace"),
-    (b"go 1.21 trace", TraceFormatError, "bad file format"),  # short
-    (b"go 1.21 trace   ", TraceFormatError, "bad file format"),  # no NUL padding
-    (b"gotrace!go 1.5 t", TraceFormatError, "bad file format"),
-    (b"go 1.20 trace\x00\x00\x00", UnsupportedTraceVersionError, r"unsupported trace file version 1.20 \(1020\)"),
-    (b"go 1.4 trace\x00\x00\x00\x00", UnsupportedTraceVersionError, r"unsupported trace file version 1.4 \(1004\)"),
-    (b"go 1.24 trace\x00\x00\x00", UnsupportedTraceVersionError, "unknown or unsupported trace version go 1.24"),
-    (b"go 1.27 trace\x00\x00\x00", UnsupportedTraceVersionError, "unknown or unsupported trace version go 1.27"),
-])
+@pytest.mark.parametrize(
+    ("header", "error", "message"),
+    [
+        (b"GIF89a this is no trace", TraceFormatError, "bad file format: not a Go execution trace"),
+        (b"go 1.21 trace", TraceFormatError, "bad file format"),  # short
+        (b"go 1.21 trace   ", TraceFormatError, "bad file format"),  # no NUL padding
+        (b"gotrace!go 1.5 t", TraceFormatError, "bad file format"),
+        (b"go 1.20 trace\x00\x00\x00", UnsupportedTraceVersionError, r"unsupported trace file version 1.20 \(1020\)"),
+        (b"go 1.4 trace\x00\x00\x00\x00", UnsupportedTraceVersionError, r"unsupported trace file version 1.4 \(1004\)"),
+        (b"go 1.24 trace\x00\x00\x00", UnsupportedTraceVersionError, "unknown or unsupported trace version go 1.24"),
+        (b"go 1.27 trace\x00\x00\x00", UnsupportedTraceVersionError, "unknown or unsupported trace version go 1.27"),
+    ],
+)
 def test_sniff_rejects_bad_headers(header: bytes, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message) as exc:
         sniff(header)

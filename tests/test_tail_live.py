@@ -22,16 +22,15 @@ def flat(item: livetrace.EventBatch | livetrace.Gap) -> list[livetrace.Event | l
 
 
 async def test_events_arrive_while_the_trace_is_still_running() -> None:
-    async with demo("1.26", args=["-workers", "1"]) as d:
-        async with livetrace.connect(d.trace_address) as session:
-            got = []
-            async for batch in session.event_batches():
-                got += flat(batch)
-                break  # the first generation, delivered long before any stop
-            assert session.end is None, "events must come while the session runs, not at its end"
-            await session.stop()
-            async for batch in session.event_batches():
-                got += flat(batch)
+    async with demo("1.26", args=["-workers", "1"]) as d, livetrace.connect(d.trace_address) as session:
+        got = []
+        async for batch in session.event_batches():
+            got += flat(batch)
+            break  # the first generation, delivered long before any stop
+        assert session.end is None, "events must come while the session runs, not at its end"
+        await session.stop()
+        async for batch in session.event_batches():
+            got += flat(batch)
     kinds = {e.kind_name for e in got if isinstance(e, livetrace.Event)}
     assert {"Sync", "StateTransition", "TaskBegin", "Log", "RegionBegin"} <= kinds
     logs = [e for e in got if isinstance(e, livetrace.Event) and e.kind == livetrace.Kind.LOG]
@@ -50,8 +49,9 @@ async def test_a_stalled_consumer_gets_gaps_and_decoding_restarts_after_them() -
                 async for batch in session.event_batches():  # now keep up, until whole generations follow a gap
                     items += flat(batch)
                     if any(isinstance(i, livetrace.Gap) for i in items):
-                        syncs_after_gap += sum(1 for i in flat(batch) if isinstance(i, livetrace.Event)
-                                               and i.kind == livetrace.Kind.SYNC)
+                        syncs_after_gap += sum(
+                            1 for i in flat(batch) if isinstance(i, livetrace.Event) and i.kind == livetrace.Kind.SYNC
+                        )
                     if syncs_after_gap >= 2:
                         break
             await session.stop()
@@ -95,16 +95,26 @@ async def test_tail_text_is_one_line_per_event_and_stops_at_the_limit() -> None:
 def test_tail_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     async def run() -> tuple[int, str]:
         async with demo("1.26", args=["-workers", "1"]) as d:
-            p = subprocess.run(f"{sys.executable} -m livetrace tail {d.trace_address} | head -3", shell=True,
-                               capture_output=True, text=True, timeout=120)
+            p = subprocess.run(
+                f"{sys.executable} -m livetrace tail {d.trace_address} | head -3",
+                shell=True,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             return len(p.stdout.splitlines()), p.stderr
+
     n, err = trio.run(run)
     assert n == 3 and "Traceback" not in err and "Error" not in err
 
 
 async def test_demo_tails_after_recording(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "livetrace", "demo", "-s", "1", "--tail", "2.5",
-                           "-o", str(tmp_path / "demo.trace")], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "livetrace", "demo", "-s", "1", "--tail", "2.5", "-o", str(tmp_path / "demo.trace")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "tailing its events live" in proc.stderr
     assert "Log " in proc.stdout and "events in this generation" in proc.stdout
@@ -138,8 +148,9 @@ async def test_a_live_consumer_can_have_generations_closed_more_often() -> None:
     async with demo("1.26", args=["-workers", "1"]) as d:
         async with livetrace.connect(d.trace_address, duration=2.5, advance=0.2) as session:
             assert session.info.advance_ms == 200
-            syncs = [e async for e in session.events() if isinstance(e, livetrace.Event)
-                     and e.kind == livetrace.Kind.SYNC]
+            syncs = [
+                e async for e in session.events() if isinstance(e, livetrace.Event) and e.kind == livetrace.Kind.SYNC
+            ]
     # The runtime alone closes about two in 2.5 s.
     assert len(syncs) >= 7
 

@@ -54,14 +54,14 @@ def load(path: Path) -> TextTrace:
     expect = members["expect"][0].strip()
     pattern = ""
     if expect.startswith("FAILURE"):
-        pattern = codecs.escape_decode(expect[len("FAILURE "):].strip()[1:-1].encode())[0].decode()
+        pattern = codecs.escape_decode(expect[len("FAILURE ") :].strip()[1:-1].encode())[0].decode()
     lines = [line for line in members["trace"] if line.strip() and not line.strip().startswith("#")]
     minor = int(re.fullmatch(r"Trace Go1\.(\d+)", lines[0].strip()).group(1))  # type: ignore[union-attr]
     out = bytearray(f"go 1.{minor} trace\x00\x00\x00".encode())
     for line in lines[1:]:
         tokens = line.split()
         if tokens[0].startswith("data="):
-            raw = line.strip()[len("data="):]
+            raw = line.strip()[len("data=") :]
             data = codecs.escape_decode(raw[1:-1].encode())[0]
             out += _uvarint(len(data)) + data
             continue

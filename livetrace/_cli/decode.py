@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from livetrace._cli.render.dump import legacy_lines, parsed_text, wire_lines
 from livetrace._errors import TraceFormatError
 from livetrace._files import head, pieces
+from livetrace._go.symbols import symbolize
 from livetrace._trace.decoder import Item, open_decoder
+from livetrace._trace.legacy.convert import legacy_events
+from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event
-from livetrace._trace.legacy.read import LegacyDecoder
-from livetrace._trace.legacy.convert import legacy_events
-from livetrace._go.symbols import symbolize
 from livetrace._trace.modern.wire import FrameReader
 
 
@@ -98,4 +98,4 @@ def dump_legacy(stream: BinaryIO, out: TextIO) -> None:
 def open_input(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
-    return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    return open(path, "rb")

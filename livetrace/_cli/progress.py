@@ -20,8 +20,10 @@ def format_bytes(n: float) -> str:
 def status_line(c: Counters, elapsed: float) -> str:
     rate = c.bytes / elapsed if elapsed > 0 else 0.0
     dropped = f"{c.dropped_chunks} chunks ({format_bytes(c.dropped_bytes)})" if c.dropped_chunks else "none"
-    return (f"{format_bytes(c.bytes):>9}  {c.chunks:>7,} chunks  {elapsed:6.1f} s  "
-            f"{format_bytes(rate)}/s  dropped: {dropped}")
+    return (
+        f"{format_bytes(c.bytes):>9}  {c.chunks:>7,} chunks  {elapsed:6.1f} s  "
+        f"{format_bytes(rate)}/s  dropped: {dropped}"
+    )
 
 
 async def show_progress(counters: Counters, out: TextIO, interval: float = 0.25) -> None:

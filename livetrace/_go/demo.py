@@ -38,8 +38,9 @@ class DemoProcess:
 
 
 @asynccontextmanager
-async def run_demo(exe: Path, *, args: Sequence[str] = (), env: dict[str, str] | None = None,
-                   listen: str | None = None) -> AsyncIterator[DemoProcess]:
+async def run_demo(
+    exe: Path, *, args: Sequence[str] = (), env: dict[str, str] | None = None, listen: str | None = None
+) -> AsyncIterator[DemoProcess]:
     """Start the demo service listening on a fresh unix socket (or ``listen``),
     wait until it is ready, and stop it with SIGTERM on the way out."""
     with tempfile.TemporaryDirectory(prefix="livetrace-demo-") as tmp:
@@ -47,7 +48,9 @@ async def run_demo(exe: Path, *, args: Sequence[str] = (), env: dict[str, str] |
         log_path = Path(tmp) / "demo.log"
         with open(log_path, "wb") as log:
             proc = await trio.lowlevel.open_process(
-                [str(exe), "-listen", listen, *args], stdout=subprocess.PIPE, stderr=log,
+                [str(exe), "-listen", listen, *args],
+                stdout=subprocess.PIPE,
+                stderr=log,
                 env={**os.environ, **(env or {})},
             )
         try:

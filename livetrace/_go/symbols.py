@@ -28,8 +28,14 @@ def symbolize(trace: LegacyTrace, binary: Path, go: Path | None = None) -> int:
     # The stacks hold return addresses: the call is the byte before.
     query = "".join(f"0x{pc - 1:x}\n" for pc in pcs)
     try:
-        out = subprocess.run([str(go or find_go()), "tool", "addr2line", str(binary)], input=query,
-                             capture_output=True, text=True, env=go_env(), timeout=300)
+        out = subprocess.run(
+            [str(go or find_go()), "tool", "addr2line", str(binary)],
+            input=query,
+            capture_output=True,
+            text=True,
+            env=go_env(),
+            timeout=300,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise SymbolizeError(f"go tool addr2line {binary}: {e}") from None
     lines = out.stdout.split("\n")

@@ -91,8 +91,9 @@ def build_demo(go: Path, out_dir: Path | None = None) -> Path:
         return exe
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = exe.with_name(exe.name + f".tmp{os.getpid()}")
-    proc = subprocess.run([str(go), "build", "-o", str(tmp), DEMO_PACKAGE], cwd=src, env=go_env(),
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(go), "build", "-o", str(tmp), DEMO_PACKAGE], cwd=src, env=go_env(), capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise GoToolchainError(f"building the demo with {go} ({version}) failed:\n{proc.stderr.strip()}")
     os.replace(tmp, exe)

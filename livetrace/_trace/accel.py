@@ -50,16 +50,45 @@ class CompiledCore(Protocol):
     @property
     def NEXTRA(self) -> int: ...
 
-    def init_tables(self, timed: ReadableBuffer, nargs: ReadableBuffer, stack: ReadableBuffer,
-                    str0: ReadableBuffer, str1: ReadableBuffer, /) -> None: ...
+    def init_tables(
+        self,
+        timed: ReadableBuffer,
+        nargs: ReadableBuffer,
+        stack: ReadableBuffer,
+        str0: ReadableBuffer,
+        str1: ReadableBuffer,
+        /,
+    ) -> None: ...
     def wire_records(self, payload: ReadableBuffer, table: ReadableBuffer, /) -> WireRecords: ...
-    def legacy_exact(self, data: ReadableBuffer, ver: int, counts: ReadableBuffer, stack_flags: ReadableBuffer,
-                     mask: ReadableBuffer, builtin: ReadableBuffer, msg_base: int, offset: int, syncs: int,
-                     /) -> LegacyEvents | None: ...
-    def jsonl(self, codes: ReadableBuffer, times: ReadableBuffer, threads: ReadableBuffer, procs: ReadableBuffer,
-              goroutines: ReadableBuffer, args: ReadableBuffer, extra: ReadableBuffer, wall_base: int | None,
-              strings: dict[int, bytes], stacks: dict[int, bytes], miss: Callable[[str, int], bytes],
-              other: Callable[[int], str], /) -> bytes: ...
+    def legacy_exact(
+        self,
+        data: ReadableBuffer,
+        ver: int,
+        counts: ReadableBuffer,
+        stack_flags: ReadableBuffer,
+        mask: ReadableBuffer,
+        builtin: ReadableBuffer,
+        msg_base: int,
+        offset: int,
+        syncs: int,
+        /,
+    ) -> LegacyEvents | None: ...
+    def jsonl(
+        self,
+        codes: ReadableBuffer,
+        times: ReadableBuffer,
+        threads: ReadableBuffer,
+        procs: ReadableBuffer,
+        goroutines: ReadableBuffer,
+        args: ReadableBuffer,
+        extra: ReadableBuffer,
+        wall_base: int | None,
+        strings: dict[int, bytes],
+        stacks: dict[int, bytes],
+        miss: Callable[[str, int], bytes],
+        other: Callable[[int], str],
+        /,
+    ) -> bytes: ...
     def handlers(self) -> dict[int, str]: ...
 
 
@@ -81,7 +110,10 @@ def compiled_core(require: bool | None = None) -> CompiledCore | None:
             warnings.warn(
                 "livetrace: the compiled decoder core was not built, so decoding runs on the pure-Python twin "
                 f"(correct, but about 30 times slower); reinstall livetrace where a C compiler and the Python "
-                f"headers are present to build it ({_why})", RuntimeWarning, stacklevel=3)
+                f"headers are present to build it ({_why})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
         return None
     return _compiled
 

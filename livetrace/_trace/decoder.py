@@ -130,8 +130,9 @@ class _Legacy(TraceDecoder):
         return self._live.end_segment(end)
 
 
-def open_decoder(header: bytes, kinds: Iterable[Kind] | None = None, *, provisional: bool = False,
-                 compiled: bool | None = None) -> TraceDecoder:
+def open_decoder(
+    header: bytes, kinds: Iterable[Kind] | None = None, *, provisional: bool = False, compiled: bool | None = None
+) -> TraceDecoder:
     """A decoder for the trace whose stream begins with ``header``: its
     first 16 bytes or more (all of a shorter stream; a gotrace stream's 8).
     ``header`` is only looked at: feed the decoder the whole stream, from

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from livetrace._trace.model.events import GO_STATE_NAMES, KIND_NAMES, PROC_STATE_NAMES, Event, Kind, format_wall, transition_parts
 from livetrace._cli.render.gostr import go_quote
 from livetrace._trace.legacy.trace import LegacyEvent
+from livetrace._trace.model.events import (
+    GO_STATE_NAMES,
+    KIND_NAMES,
+    PROC_STATE_NAMES,
+    Event,
+    Kind,
+    format_wall,
+    transition_parts,
+)
+from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, decode_records
 from livetrace._trace.spec.legacy import GLOBAL_G0
 from livetrace._trace.spec.legacy import SPECS as LEGACY_SPECS
 from livetrace._trace.spec.modern import (
@@ -18,7 +27,7 @@ from livetrace._trace.spec.modern import (
     SPECS,
     EventSpec,
 )
-from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, decode_records
+
 
 def legacy_lines(events: Iterable[LegacyEvent]) -> Iterator[bytes]:
     """``go tool trace -d`` of Go 1.21: one line per event of a legacy trace
@@ -65,7 +74,8 @@ def _record_lines(batch: Batch, minor: int) -> Iterator[str]:
             frames = rec.args[n:]
             line += "".join(
                 f"\n\tpc={frames[k]} func={frames[k + 1]} file={frames[k + 2]} line={frames[k + 3]}"
-                for k in range(0, len(frames), 4))
+                for k in range(0, len(frames), 4)
+            )
         if rec.data is not None:
             line += "\n\tdata=" + go_quote(rec.data)
         yield line

@@ -144,8 +144,9 @@ def check_states(ver: TraceVersion, events: list[LegacyEvent]) -> None:
             assists.discard(e.g)
         elif t in (EV_GO_WAITING, EV_GO_IN_SYSCALL):
             if g[0] != G_RUNNABLE:
-                raise err(f"g {e.g} is not runnable before {'EvGoWaiting' if t == EV_GO_WAITING else 'EvGoInSyscall'}",
-                          e)
+                raise err(
+                    f"g {e.g} is not runnable before {'EvGoWaiting' if t == EV_GO_WAITING else 'EvGoInSyscall'}", e
+                )
             g[0], g[1] = G_WAITING, t
         elif t == EV_GO_CREATE:
             running(p, g, e, True)

@@ -18,8 +18,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from livetrace._errors import TraceFormatError
-from livetrace._trace.model.events import GO_RUNNABLE, GO_RUNNING, GO_SYSCALL, GO_WAITING, NO_TASK, PROC_IDLE, PROC_RUNNING, SYNC_CODE, Event
 from livetrace._trace.legacy.trace import LOCAL_TO_PLAIN, LegacyEvent, LegacyTrace
+from livetrace._trace.model.events import (
+    GO_RUNNABLE,
+    GO_RUNNING,
+    GO_SYSCALL,
+    GO_WAITING,
+    NO_TASK,
+    PROC_IDLE,
+    PROC_RUNNING,
+    SYNC_CODE,
+    Event,
+)
+from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.legacy import (
     EV_CPU_SAMPLE,
     EV_GC_DONE,
@@ -64,42 +75,102 @@ from livetrace._trace.spec.legacy import (
     SPECS,
     STW_REASONS_1021,
 )
+
 # The modern event codes the conversion produces.
 from livetrace._trace.spec.modern import (
     EV_CPU_SAMPLE as CPU_SAMPLE,
+)
+from livetrace._trace.spec.modern import (
     EV_GC_BEGIN as GC_BEGIN,
+)
+from livetrace._trace.spec.modern import (
     EV_GC_END as GC_END,
+)
+from livetrace._trace.spec.modern import (
     EV_GC_MARK_ASSIST_BEGIN as GC_MARK_ASSIST_BEGIN,
+)
+from livetrace._trace.spec.modern import (
     EV_GC_MARK_ASSIST_END as GC_MARK_ASSIST_END,
+)
+from livetrace._trace.spec.modern import (
     EV_GC_SWEEP_BEGIN as GC_SWEEP_BEGIN,
+)
+from livetrace._trace.spec.modern import (
     EV_GC_SWEEP_END as GC_SWEEP_END,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_BLOCK as GO_BLOCK,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_CREATE as GO_CREATE,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_DESTROY as GO_DESTROY,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_LABEL as GO_LABEL,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_START as GO_START,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_STATUS as GO_STATUS,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_STOP as GO_STOP,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_SYSCALL_BEGIN as GO_SYSCALL_BEGIN,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_SYSCALL_END as GO_SYSCALL_END,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_SYSCALL_END_BLOCKED as GO_SYSCALL_END_BLOCKED,
+)
+from livetrace._trace.spec.modern import (
     EV_GO_UNBLOCK as GO_UNBLOCK,
+)
+from livetrace._trace.spec.modern import (
     EV_HEAP_ALLOC as HEAP_ALLOC,
+)
+from livetrace._trace.spec.modern import (
     EV_HEAP_GOAL as HEAP_GOAL,
+)
+from livetrace._trace.spec.modern import (
     EV_PROC_START as PROC_START,
+)
+from livetrace._trace.spec.modern import (
     EV_PROC_STATUS as PROC_STATUS,
+)
+from livetrace._trace.spec.modern import (
     EV_PROC_STOP as PROC_STOP,
+)
+from livetrace._trace.spec.modern import (
     EV_PROCS_CHANGE as PROCS_CHANGE,
+)
+from livetrace._trace.spec.modern import (
     EV_STW_BEGIN as STW_BEGIN,
+)
+from livetrace._trace.spec.modern import (
     EV_STW_END as STW_END,
+)
+from livetrace._trace.spec.modern import (
     EV_USER_LOG as USER_LOG,
+)
+from livetrace._trace.spec.modern import (
     EV_USER_REGION_BEGIN as USER_REGION_BEGIN,
+)
+from livetrace._trace.spec.modern import (
     EV_USER_REGION_END as USER_REGION_END,
+)
+from livetrace._trace.spec.modern import (
     EV_USER_TASK_BEGIN as USER_TASK_BEGIN,
+)
+from livetrace._trace.spec.modern import (
     EV_USER_TASK_END as USER_TASK_END,
 )
 from livetrace._trace.spec.modern import SPECS as MODERN_SPECS
-from livetrace._trace.model.tables import Tables
 from livetrace._trace.version import TraceVersion
 
 U64 = (1 << 64) - 1
@@ -107,17 +178,35 @@ U64 = (1 << 64) - 1
 # Why a goroutine stopped or blocked, as the modern model names it.
 STOP_REASONS = {EV_GO_SCHED: "runtime.Gosched", EV_GO_PREEMPT: "preempted"}
 BLOCK_REASONS = {
-    EV_GO_STOP: "forever", EV_GO_SLEEP: "sleep", EV_GO_BLOCK: "", EV_GO_BLOCK_SEND: "chan send",
-    EV_GO_BLOCK_RECV: "chan receive", EV_GO_BLOCK_SELECT: "select", EV_GO_BLOCK_SYNC: "sync",
-    EV_GO_BLOCK_COND: "sync.(*Cond).Wait", EV_GO_BLOCK_NET: "network", EV_GO_BLOCK_GC: "GC mark assist wait for work",
+    EV_GO_STOP: "forever",
+    EV_GO_SLEEP: "sleep",
+    EV_GO_BLOCK: "",
+    EV_GO_BLOCK_SEND: "chan send",
+    EV_GO_BLOCK_RECV: "chan receive",
+    EV_GO_BLOCK_SELECT: "select",
+    EV_GO_BLOCK_SYNC: "sync",
+    EV_GO_BLOCK_COND: "sync.(*Cond).Wait",
+    EV_GO_BLOCK_NET: "network",
+    EV_GO_BLOCK_GC: "GC mark assist wait for work",
 }
 # Go 1.21's stop-the-world reasons under the names the modern model gives them.
 STW_REASONS = ("",) + STW_REASONS_1021[1:6] + ("all goroutine stack trace",) + STW_REASONS_1021[7:]
 # Legacy events that become a modern one with the same arguments.
-SAME_ARGS = {EV_GC_START: GC_BEGIN, EV_GC_SWEEP_START: GC_SWEEP_BEGIN, EV_GC_SWEEP_DONE: GC_SWEEP_END,
-             EV_GO_CREATE: GO_CREATE, EV_GO_UNBLOCK: GO_UNBLOCK, EV_HEAP_ALLOC: HEAP_ALLOC, EV_HEAP_GOAL: HEAP_GOAL,
-             EV_GC_MARK_ASSIST_START: GC_MARK_ASSIST_BEGIN, EV_GOMAXPROCS: PROCS_CHANGE, EV_GO_END: GO_DESTROY,
-             EV_GC_DONE: GC_END, EV_GC_MARK_ASSIST_DONE: GC_MARK_ASSIST_END, EV_GO_SYS_EXIT: GO_SYSCALL_END_BLOCKED}
+SAME_ARGS = {
+    EV_GC_START: GC_BEGIN,
+    EV_GC_SWEEP_START: GC_SWEEP_BEGIN,
+    EV_GC_SWEEP_DONE: GC_SWEEP_END,
+    EV_GO_CREATE: GO_CREATE,
+    EV_GO_UNBLOCK: GO_UNBLOCK,
+    EV_HEAP_ALLOC: HEAP_ALLOC,
+    EV_HEAP_GOAL: HEAP_GOAL,
+    EV_GC_MARK_ASSIST_START: GC_MARK_ASSIST_BEGIN,
+    EV_GOMAXPROCS: PROCS_CHANGE,
+    EV_GO_END: GO_DESTROY,
+    EV_GC_DONE: GC_END,
+    EV_GC_MARK_ASSIST_DONE: GC_MARK_ASSIST_END,
+    EV_GO_SYS_EXIT: GO_SYSCALL_END_BLOCKED,
+}
 # How many arguments each of those has in the modern model; where the legacy
 # event has a stack, it is the last one.
 NARGS = {code: len(MODERN_SPECS[code].event_args) for code in SAME_ARGS.values()}  # type: ignore[union-attr]
@@ -144,8 +233,9 @@ def legacy_table(trace: LegacyTrace) -> Tables:
         for pc, (func, file, _) in g.frames.items():
             for sid in (func, file):
                 if sid not in g.strings:
-                    raise TraceFormatError(f"the stack frame at PC 0x{pc:x} names string {sid}, which the trace "
-                                           f"does not define")
+                    raise TraceFormatError(
+                        f"the stack frame at PC 0x{pc:x} names string {sid}, which the trace does not define"
+                    )
     else:
         # PCs only: frames without names, but where a binary named them (symbolize).
         g.frames = dict(trace.frames)
@@ -195,8 +285,11 @@ def blocked_syscalls(events: list[LegacyEvent]) -> set[int]:
         return set()
     after = _next_same_g(events)
     n = len(events)
-    return {i for i, e in enumerate(events)
-            if e.typ == EV_GO_SYSCALL and after[i] < n and events[after[i]].typ == EV_GO_SYS_BLOCK}
+    return {
+        i
+        for i, e in enumerate(events)
+        if e.typ == EV_GO_SYSCALL and after[i] < n and events[after[i]].typ == EV_GO_SYS_BLOCK
+    }
 
 
 class ModelConverter:
@@ -242,8 +335,10 @@ class ModelConverter:
                 # The first Gomaxprocs ends the trace's opening snapshot: the
                 # goroutines created in it and not seen since are runnable.
                 self._pre_init = False
-                out = [Event(GO_STATUS, time, -1, -1, -1, [gid, U64, GO_RUNNABLE], table, (0,))
-                       for gid in self._created_pre_init]
+                out = [
+                    Event(GO_STATUS, time, -1, -1, -1, [gid, U64, GO_RUNNABLE], table, (0,))
+                    for gid in self._created_pre_init
+                ]
                 self._created_pre_init.clear()
                 return out
             if t == EV_GO_CREATE and self._pre_init:
@@ -288,15 +383,19 @@ class ModelConverter:
             # goroutine as it is, even before the snapshot ends.
             m = self._proc_ms.get(p, 0)
             self._check_string(e, a[2])
-            return [Event(GO_START, time, m, p, e.g, [a[0], a[1]], table),
-                    Event(GO_LABEL, time, m, p, e.g, [a[2]], table)]
+            return [
+                Event(GO_START, time, m, p, e.g, [a[0], a[1]], table),
+                Event(GO_LABEL, time, m, p, e.g, [a[2]], table),
+            ]
         if t == EV_GO_SYSCALL:
             if blocked:
                 return [Event(GO_SYSCALL_BEGIN, time, m, p, g, [0, stk(e)], table)]
             # An instantaneous syscall: give it the shortest duration there is.
             m = self._proc_ms.get(p, 0)
-            return [Event(GO_SYSCALL_BEGIN, time, m, p, e.g, [0, stk(e)], table),
-                    Event(GO_SYSCALL_END, time + 1, m, p, e.g, [], table)]
+            return [
+                Event(GO_SYSCALL_BEGIN, time, m, p, e.g, [0, stk(e)], table),
+                Event(GO_SYSCALL_END, time + 1, m, p, e.g, [], table),
+            ]
         if t == EV_GO_SYS_BLOCK:
             return []  # the syscall's begin already said it blocked
         if t in (EV_GO_WAITING, EV_GO_IN_SYSCALL):
@@ -309,8 +408,7 @@ class ModelConverter:
             return [Event(USER_TASK_BEGIN, time, m, p, g, [a[0], a[1] or NO_TASK, a[2], stk(e)], table)]
         if t == EV_USER_TASK_END:
             name, parent = self._tasks.pop(a[0], (b"", NO_TASK))
-            return [Event(USER_TASK_END, time, m, p, g, [a[0], stk(e)], table,
-                          (parent, table.add_extra_string(name)))]
+            return [Event(USER_TASK_END, time, m, p, g, [a[0], stk(e)], table, (parent, table.add_extra_string(name)))]
         if t == EV_USER_REGION:
             self._check_string(e, a[2])
             code = USER_REGION_BEGIN if a[1] == 0 else USER_REGION_END
@@ -320,13 +418,16 @@ class ModelConverter:
             return [Event(USER_LOG, time, m, p, g, [a[0], a[1], strings.id(e.sargs[1]), stk(e)], table)]
         if t == EV_CPU_SAMPLE:
             return [Event(CPU_SAMPLE, time, -1, p, g, [stk(e)], table)]
-        raise TraceFormatError(f"{SPECS[t].name} cannot be converted to the modern event model "
-                               f"(offset 0x{e.off:x})", offset=e.off)
+        raise TraceFormatError(
+            f"{SPECS[t].name} cannot be converted to the modern event model (offset 0x{e.off:x})", offset=e.off
+        )
 
     def _check_string(self, e: LegacyEvent, sid: int) -> None:
         if self._strict and sid not in self.table.strings:
-            raise TraceFormatError(f"{SPECS[e.typ].name} names string {sid}, which the trace does not define "
-                                   f"(offset 0x{e.off:x})", offset=e.off)
+            raise TraceFormatError(
+                f"{SPECS[e.typ].name} names string {sid}, which the trace does not define (offset 0x{e.off:x})",
+                offset=e.off,
+            )
 
 
 def legacy_events(trace: LegacyTrace) -> Iterator[Event]:

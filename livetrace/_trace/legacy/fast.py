@@ -8,12 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import compiled_core
-from livetrace._trace.model.batch import EventBatch, kind_mask
-from livetrace._trace.model.events import SYNC_CODE, Kind
+from livetrace._trace.legacy.convert import BLOCK_REASONS, STOP_REASONS, STW_REASONS, legacy_events, legacy_table
 from livetrace._trace.legacy.read import LegacyDecoder, add_frames
 from livetrace._trace.legacy.trace import LegacyTrace
-from livetrace._trace.legacy.convert import BLOCK_REASONS, STOP_REASONS, STW_REASONS, legacy_events, legacy_table
+from livetrace._trace.model.batch import EventBatch, kind_mask
+from livetrace._trace.model.events import SYNC_CODE, Kind
+from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.legacy import (
     EV_GO_BLOCK,
     EV_GO_BLOCK_COND,
@@ -30,8 +32,6 @@ from livetrace._trace.spec.legacy import (
     layout,
 )
 from livetrace._trace.spec.modern import EV_USER_TASK_END as TASK_END
-from livetrace._trace.model.tables import Tables
-from livetrace._errors import TraceFormatError
 from livetrace._trace.version import FORMATS, HEADER_SIZE, TraceVersion, sniff
 
 if TYPE_CHECKING:
@@ -44,10 +44,25 @@ COMPILED_VERSIONS = frozenset(v for v in FORMATS if v.go_converts)
 BUILTIN_BASE = 1 << 62
 MESSAGE_BASE = BUILTIN_BASE + 64
 # In the order the core's builtin table has them.
-_BUILTIN = ([BLOCK_REASONS[t] for t in (EV_GO_STOP, EV_GO_SLEEP, EV_GO_BLOCK, EV_GO_BLOCK_SEND, EV_GO_BLOCK_RECV,
-                                        EV_GO_BLOCK_SELECT, EV_GO_BLOCK_SYNC, EV_GO_BLOCK_COND, EV_GO_BLOCK_NET,
-                                        EV_GO_BLOCK_GC)]
-            + [STOP_REASONS[EV_GO_SCHED], STOP_REASONS[EV_GO_PREEMPT]] + list(STW_REASONS))
+_BUILTIN = (
+    [
+        BLOCK_REASONS[t]
+        for t in (
+            EV_GO_STOP,
+            EV_GO_SLEEP,
+            EV_GO_BLOCK,
+            EV_GO_BLOCK_SEND,
+            EV_GO_BLOCK_RECV,
+            EV_GO_BLOCK_SELECT,
+            EV_GO_BLOCK_SYNC,
+            EV_GO_BLOCK_COND,
+            EV_GO_BLOCK_NET,
+            EV_GO_BLOCK_GC,
+        )
+    ]
+    + [STOP_REASONS[EV_GO_SCHED], STOP_REASONS[EV_GO_PREEMPT]]
+    + list(STW_REASONS)
+)
 _BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(len(_BUILTIN)))
 
 
@@ -62,8 +77,9 @@ class ExactTrace:
     ticks_per_sec: int
 
 
-def exact_events(data: bytes, kinds: frozenset[Kind] | None = None, compiled: bool | None = None, *,
-                 offset: int = 0, syncs: int = 0) -> ExactTrace:
+def exact_events(
+    data: bytes, kinds: frozenset[Kind] | None = None, compiled: bool | None = None, *, offset: int = 0, syncs: int = 0
+) -> ExactTrace:
     """The exact events of a complete legacy trace (the same as
     ``legacy_events``), of the given kinds, with ``offset`` added to their
     times and their Syncs counting on from ``syncs`` (for segments stitched
@@ -74,8 +90,9 @@ def exact_events(data: bytes, kinds: frozenset[Kind] | None = None, compiled: bo
         ver = _version(data)
         if ver in COMPILED_VERSIONS:
             counts, stacks = layout(ver)
-            res = core.legacy_exact(data, ver.legacy_number, counts, stacks, kind_mask(kinds), _BUILTIN_IDS,
-                                    MESSAGE_BASE, offset, syncs)
+            res = core.legacy_exact(
+                data, ver.legacy_number, counts, stacks, kind_mask(kinds), _BUILTIN_IDS, MESSAGE_BASE, offset, syncs
+            )
             # (A trace naming its own strings where the conversion puts its
             # own is left to the twin, which interns them elsewhere.)
             if res is not None and all(sid < BUILTIN_BASE for sid, _ in res.strings):
@@ -126,7 +143,14 @@ def _from_columns(res: LegacyEvents, ver: TraceVersion) -> ExactTrace:
     batches = []
     for i in range(0, n, BATCH_EVENTS):
         j = min(n, i + BATCH_EVENTS)
-        cols = (code[i:j], time[8 * i : 8 * j], m[8 * i : 8 * j], p[8 * i : 8 * j], g[8 * i : 8 * j],
-                args[32 * i : 32 * j], bytes(extra[16 * i : 16 * j]))
+        cols = (
+            code[i:j],
+            time[8 * i : 8 * j],
+            m[8 * i : 8 * j],
+            p[8 * i : 8 * j],
+            g[8 * i : 8 * j],
+            args[32 * i : 32 * j],
+            bytes(extra[16 * i : 16 * j]),
+        )
         batches.append(EventBatch(table, j - i, cols))
     return ExactTrace(table, batches, n, len(trace.stacks), ticks)

@@ -26,13 +26,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from livetrace._notice import Notice
+from livetrace._protocol.frames import SegmentEnd
+from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
+from livetrace._trace.legacy.fast import exact_events
+from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
-from livetrace._trace.legacy.read import LegacyDecoder
-from livetrace._trace.legacy.fast import exact_events
-from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
 from livetrace._trace.model.tables import Tables
-from livetrace._protocol.frames import SegmentEnd
 
 BATCH_EVENTS = 4096
 WINDOW_NS = 500_000_000
@@ -68,8 +68,10 @@ class SymbolsResolved(Notice):
     def message(self) -> str:
         est = self.estimated_ticks_per_sec
         off = f", estimate {100 * (est / self.ticks_per_sec - 1):+.4f}%" if est else ""
-        return (f"footer: symbols resolved, {self.events:,} exact events, {self.stacks:,} stacks, "
-                f"{self.ticks_per_sec:,} ticks/s{off}")
+        return (
+            f"footer: symbols resolved, {self.events:,} exact events, {self.stacks:,} stacks, "
+            f"{self.ticks_per_sec:,} ticks/s{off}"
+        )
 
 
 @dataclass(frozen=True)
@@ -118,8 +120,14 @@ class LegacyLive:
     is held for ordering; ``kinds`` keeps only events of those kinds;
     without ``provisional``, only the exact events are made."""
 
-    def __init__(self, kinds: frozenset[Kind] | None = None, window_ns: int = WINDOW_NS,
-                 max_held: int = MAX_HELD, provisional: bool = True, compiled: bool | None = None) -> None:
+    def __init__(
+        self,
+        kinds: frozenset[Kind] | None = None,
+        window_ns: int = WINDOW_NS,
+        max_held: int = MAX_HELD,
+        provisional: bool = True,
+        compiled: bool | None = None,
+    ) -> None:
         self._kinds = kinds
         self._provisional = provisional
         self._compiled = compiled
@@ -234,8 +242,9 @@ class LegacyLive:
         if self._decoder is not None:
             yield from self._release([], 1 << 63)
             estimate = self._decoder.clock.ticks_per_sec
-        exact = exact_events(b"".join(self._chunks), self._kinds, self._compiled, offset=self._offset,
-                             syncs=self._syncs)
+        exact = exact_events(
+            b"".join(self._chunks), self._kinds, self._compiled, offset=self._offset, syncs=self._syncs
+        )
         self._syncs += 2
         yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
         if exact.table is not None:

@@ -119,8 +119,10 @@ class LegacyDecoder:
         spec = SPECS[typ]
         want = len(vals) if typ == EV_STACK else self._counts[typ]  # type: ignore[index]
         if len(vals) != want:
-            raise TraceFormatError(f"{spec.name} has wrong number of arguments at offset 0x{off:x}: want {want}, "
-                                   f"got {len(vals)}", offset=off)
+            raise TraceFormatError(
+                f"{spec.name} has wrong number of arguments at offset 0x{off:x}: want {want}, got {len(vals)}",
+                offset=off,
+            )
         if typ == EV_BATCH:
             self._last_gs[self._p] = self._g
             self._p = _signed(vals[0])
@@ -214,18 +216,25 @@ def _name_strings(events: list[LegacyEvent], strings: dict[int, bytes]) -> None:
             e.sargs[:1] = [strings.get(e.args[i], b"")]
 
 
-def _add_stack(ver: TraceVersion, off: int, vals: list[int], stacks: dict[int, tuple[int, ...]],
-               frames: dict[int, tuple[int, int, int]]) -> None:
+def _add_stack(
+    ver: TraceVersion,
+    off: int,
+    vals: list[int],
+    stacks: dict[int, tuple[int, ...]],
+    frames: dict[int, tuple[int, int, int]],
+) -> None:
     if len(vals) < 2:
-        raise TraceFormatError(f"EvStack has wrong number of arguments at offset 0x{off:x}: want at least 2, "
-                               f"got {len(vals)}", offset=off)
+        raise TraceFormatError(
+            f"EvStack has wrong number of arguments at offset 0x{off:x}: want at least 2, got {len(vals)}", offset=off
+        )
     sid, size = vals[0], vals[1]
     if size > 1000:
         raise TraceFormatError(f"EvStack has bad number of frames at offset 0x{off:x}: {size}", offset=off)
     want = 2 + (size if ver.stacks_are_pcs else 4 * size)
     if len(vals) != want:
-        raise TraceFormatError(f"EvStack has wrong number of arguments at offset 0x{off:x}: want {want}, "
-                               f"got {len(vals)}", offset=off)
+        raise TraceFormatError(
+            f"EvStack has wrong number of arguments at offset 0x{off:x}: want {want}, got {len(vals)}", offset=off
+        )
     if sid and size:
         stacks[sid] = tuple(vals[2:])
         if not ver.stacks_are_pcs:

@@ -16,8 +16,11 @@ from livetrace._trace.spec.legacy import (
 from livetrace._trace.version import TraceVersion
 
 TIME_ORDER = "time stamps out of order"
-LOCAL_TO_PLAIN = {EV_GO_START_LOCAL: EV_GO_START, EV_GO_UNBLOCK_LOCAL: EV_GO_UNBLOCK,
-                  EV_GO_SYS_EXIT_LOCAL: EV_GO_SYS_EXIT}
+LOCAL_TO_PLAIN = {
+    EV_GO_START_LOCAL: EV_GO_START,
+    EV_GO_UNBLOCK_LOCAL: EV_GO_UNBLOCK,
+    EV_GO_SYS_EXIT_LOCAL: EV_GO_SYS_EXIT,
+}
 
 # Goroutine states, as the merge across Ps and the state checks track them.
 G_DEAD, G_RUNNABLE, G_RUNNING, G_WAITING = range(4)
@@ -27,7 +30,7 @@ class LegacyEvent:
     """One event of a legacy trace: ``ts`` in ticks until the trace is
     complete, then nanoseconds since its first event."""
 
-    __slots__ = ("off", "typ", "seq", "ts", "p", "g", "stk", "args", "sargs")
+    __slots__ = ("args", "g", "off", "p", "sargs", "seq", "stk", "ts", "typ")
 
     def __init__(self, off: int, typ: int, p: int, g: int) -> None:
         self.off = off

@@ -10,10 +10,10 @@ message of a user log carry bytes; nothing else does.
 from __future__ import annotations
 
 from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
-from livetrace._trace.spec.legacy import EV_STRING, EV_USER_LOG, layout
-from livetrace._trace.modern.wire import read_uvarint
-from livetrace._trace.version import HEADER_SIZE, TraceVersion, header_size, sniff
 from livetrace._streambuf import StreamBuffer
+from livetrace._trace.modern.wire import read_uvarint
+from livetrace._trace.spec.legacy import EV_STRING, EV_USER_LOG, layout
+from livetrace._trace.version import HEADER_SIZE, TraceVersion, header_size, sniff
 
 MAX_STRING = 1_000_000
 
@@ -70,11 +70,13 @@ class LegacyReader:
         left = self._in.unread
         if self.version is None:
             size = header_size(bytes(self._in.buf[self._in.pos :]))
-            raise TruncatedTraceError(f"trace ends inside its {size}-byte header" if left else "empty trace: no header",
-                                      offset=self.offset)
+            raise TruncatedTraceError(
+                f"trace ends inside its {size}-byte header" if left else "empty trace: no header", offset=self.offset
+            )
         if left:
-            raise TruncatedTraceError(f"trace ends in the middle of an event ({left} bytes left over)",
-                                      offset=self.offset)
+            raise TruncatedTraceError(
+                f"trace ends in the middle of an event ({left} bytes left over)", offset=self.offset
+            )
 
     def _value(self, buf: bytearray, i: int, end: int, at: int) -> tuple[int, int]:
         try:
@@ -120,8 +122,9 @@ class LegacyReader:
                 v, i = self._value(buf, i, end, pos)
                 args.append(v)
             if length != i - start:
-                raise TraceFormatError(f"event has wrong length at offset 0x{off:x}: want {length}, "
-                                       f"got {i - start}", offset=off)
+                raise TraceFormatError(
+                    f"event has wrong length at offset 0x{off:x}: want {length}, got {i - start}", offset=off
+                )
         sargs: list[bytes] = []
         if typ == EV_USER_LOG:
             n, i = self._value(buf, i, end, pos)

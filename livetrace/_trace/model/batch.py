@@ -40,19 +40,26 @@ class EventBatch(Sequence[Event]):
     (or legacy trace segment).
     """
 
-    __slots__ = ("gen", "_n", "_events", "_cols")
+    __slots__ = ("_cols", "_events", "_n", "gen")
 
-    def __init__(self, gen: Tables | None, n: int, cols: tuple[bytes, ...] | None,
-                 events: list[Event] | None = None) -> None:
+    def __init__(
+        self, gen: Tables | None, n: int, cols: tuple[bytes, ...] | None, events: list[Event] | None = None
+    ) -> None:
         self.gen = gen
         self._n = n
         self._events = events
         self._cols: tuple[memoryview, ...] | None = None
         if cols is not None:
             code, time, m, p, g, args, extra = cols
-            self._cols = (memoryview(code), memoryview(time).cast("q"), memoryview(m).cast("q"),
-                          memoryview(p).cast("q"), memoryview(g).cast("q"), memoryview(args).cast("Q"),
-                          memoryview(extra).cast("Q"))
+            self._cols = (
+                memoryview(code),
+                memoryview(time).cast("q"),
+                memoryview(m).cast("q"),
+                memoryview(p).cast("q"),
+                memoryview(g).cast("q"),
+                memoryview(args).cast("Q"),
+                memoryview(extra).cast("Q"),
+            )
 
     @classmethod
     def from_events(cls, gen: Tables | None, events: list[Event]) -> EventBatch:
@@ -77,8 +84,16 @@ class EventBatch(Sequence[Event]):
             raise IndexError("event index out of range")
         code, time, m, p, g, args, extra = self._columns()
         c = code[i]
-        return Event(c, time[i], m[i], p[i], g[i], list(args[i * NARGS : i * NARGS + EVENT_NARGS[c]]), self.gen,
-                     tuple(extra[i * NEXTRA : i * NEXTRA + EVENT_NEXTRA[c]]))
+        return Event(
+            c,
+            time[i],
+            m[i],
+            p[i],
+            g[i],
+            list(args[i * NARGS : i * NARGS + EVENT_NARGS[c]]),
+            self.gen,
+            tuple(extra[i * NEXTRA : i * NEXTRA + EVENT_NEXTRA[c]]),
+        )
 
     def __iter__(self) -> Iterator[Event]:
         if self._events is not None:
@@ -104,9 +119,15 @@ class EventBatch(Sequence[Event]):
             for i, e in enumerate(evs):
                 args[i * NARGS : i * NARGS + len(e.args)] = array("Q", e.args)
                 extra[i * NEXTRA : i * NEXTRA + len(e.extra)] = array("Q", e.extra)
-            cols = (array("B", [e.code for e in evs]), array("q", [e.time for e in evs]),
-                    array("q", [e.m for e in evs]), array("q", [e.p for e in evs]), array("q", [e.g for e in evs]),
-                    args, extra)
+            cols = (
+                array("B", [e.code for e in evs]),
+                array("q", [e.time for e in evs]),
+                array("q", [e.m for e in evs]),
+                array("q", [e.p for e in evs]),
+                array("q", [e.g for e in evs]),
+                args,
+                extra,
+            )
             self._cols = tuple(memoryview(c) for c in cols)
         return self._cols
 

@@ -17,10 +17,10 @@ from livetrace._trace.spec.modern import (
     EV_GC_ACTIVE,
     EV_GC_BEGIN,
     EV_GC_END,
+    EV_GC_MARK_ASSIST_ACTIVE,
     EV_GC_SWEEP_ACTIVE,
     EV_GC_SWEEP_BEGIN,
     EV_GC_SWEEP_END,
-    EV_GC_MARK_ASSIST_ACTIVE,
     EV_GO_BLOCK,
     EV_GO_CREATE,
     EV_GO_CREATE_BLOCKED,
@@ -172,10 +172,19 @@ class Event:
     :class:`Tables` its ids refer to (None for a trace's final Sync).
     """
 
-    __slots__ = ("code", "time", "m", "p", "g", "args", "gen", "extra")
+    __slots__ = ("args", "code", "extra", "g", "gen", "m", "p", "time")
 
-    def __init__(self, code: int, time: int, m: int, p: int, g: int, args: list[int], gen: Tables | None,
-                 extra: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self,
+        code: int,
+        time: int,
+        m: int,
+        p: int,
+        g: int,
+        args: list[int],
+        gen: Tables | None,
+        extra: tuple[int, ...] = (),
+    ) -> None:
         self.code = code
         self.time = time
         self.m = m
@@ -285,8 +294,9 @@ class Event:
         self._need(Kind.STATE_TRANSITION)
         res, rid, old, new, reason, stack = transition_parts(self)
         names = GO_STATE_NAMES if res == "Goroutine" else PROC_STATE_NAMES
-        return StateTransition(Resource(res, rid), names[old], names[new], _str(reason),
-                               None if stack is None else self.frames(stack))
+        return StateTransition(
+            Resource(res, rid), names[old], names[new], _str(reason), None if stack is None else self.frames(stack)
+        )
 
     def sync(self) -> tuple[int, ClockSnapshot | None]:
         """(n, clock snapshot): the n-th Sync of the trace."""
@@ -306,8 +316,11 @@ class Event:
         return f"<Event {self.kind_name} t={self.time} M={self.m} P={self.p} G={self.g} code={self.code}>"
 
 
-METRIC_NAMES = {EV_PROCS_CHANGE: "/sched/gomaxprocs:threads", EV_HEAP_ALLOC: "/memory/classes/heap/objects:bytes",
-                EV_HEAP_GOAL: "/gc/heap/goal:bytes"}
+METRIC_NAMES = {
+    EV_PROCS_CHANGE: "/sched/gomaxprocs:threads",
+    EV_HEAP_ALLOC: "/memory/classes/heap/objects:bytes",
+    EV_HEAP_GOAL: "/gc/heap/goal:bytes",
+}
 
 
 def transition_parts(e: Event) -> tuple[str, int, int, int, bytes, int | None]:
@@ -334,8 +347,14 @@ def transition_parts(e: Event) -> tuple[str, int, int, int, bytes, int | None]:
     if c == EV_GO_DESTROY_SYSCALL:
         return "Goroutine", e.g, GoState.SYSCALL, GoState.NOT_EXIST, b"", None
     if c in (EV_GO_STOP, EV_GO_BLOCK):
-        return ("Goroutine", e.g, GoState.RUNNING, GoState.RUNNABLE if c == EV_GO_STOP else GoState.WAITING,
-                e.string(a[0]), a[1] or None)
+        return (
+            "Goroutine",
+            e.g,
+            GoState.RUNNING,
+            GoState.RUNNABLE if c == EV_GO_STOP else GoState.WAITING,
+            e.string(a[0]),
+            a[1] or None,
+        )
     if c in (EV_GO_UNBLOCK, EV_GO_SWITCH, EV_GO_SWITCH_DESTROY):
         return "Goroutine", a[0], GoState.WAITING, GoState.RUNNABLE, b"", None
     if c == EV_GO_SYSCALL_BEGIN:

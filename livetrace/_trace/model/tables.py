@@ -66,5 +66,4 @@ class Tables:
             return len(self.extra_strings) - 1
 
     def __repr__(self) -> str:
-        return (f"<{type(self).__name__} gen={self.gen}: {len(self.strings)} strings, "
-                f"{len(self.stacks)} stacks>")
+        return f"<{type(self).__name__} gen={self.gen}: {len(self.strings)} strings, {len(self.stacks)} stacks>"

@@ -64,8 +64,10 @@ class AnnotationRules(OrderState):
         # Regions that began before the trace did end without a begin.
         if s.regions:
             if s.regions[-1] != r:
-                raise OrderingError(f"misuse of region in goroutine {s.id}: region end {r} when the inner-most "
-                                    f"active region start event is {s.regions[-1]}")
+                raise OrderingError(
+                    f"misuse of region in goroutine {s.id}: region end {r} when the inner-most "
+                    f"active region start event is {s.regions[-1]}"
+                )
             s.regions.pop()
         self._emit(code, t, ctx, a, gen)
         return ctx

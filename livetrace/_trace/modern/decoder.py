@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import CompiledCore, compiled_core
 from livetrace._trace.model.batch import EventBatch, kind_mask
-from livetrace._errors import TraceFormatError
-from livetrace._trace.model.events import EVENT_NARGS, SYNC_CODE, STACK_ARG, STRING_ARGS, Event, Kind
+from livetrace._trace.model.events import EVENT_NARGS, STACK_ARG, STRING_ARGS, SYNC_CODE, Event, Kind
 from livetrace._trace.modern.generation import Generation, GenerationAssembler
 from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.state import OrderingError, check_ids
-from livetrace._trace.spec.modern import EV_CPU_SAMPLE, MAX_CODE, SPECS, timed_specs
 from livetrace._trace.modern.wire import FrameReader, read_uvarint
+from livetrace._trace.spec.modern import EV_CPU_SAMPLE, MAX_CODE, SPECS, timed_specs
 from livetrace._trace.version import TraceVersion
 
 BATCH_EVENTS = 1 << 12  # events per EventBatch: small columns are reused warm, and a batch waits less
@@ -33,7 +33,7 @@ for _spec in timed_specs():
 class _Cursor:
     """Reads one thread's batches of a generation, one timed event at a time."""
 
-    __slots__ = ("m", "batches", "bi", "off", "last", "time", "code", "args")
+    __slots__ = ("args", "batches", "bi", "code", "last", "m", "off", "time")
 
     def __init__(self, m: int, batches: list) -> None:  # type: ignore[type-arg]
         self.m = m - (1 << 64) if m >= 1 << 63 else m
@@ -57,8 +57,9 @@ class _Cursor:
         n = _TIMED[code]
         if n == 0:
             what = "found invalid event type" if code > MAX_CODE else "found event without a timestamp: type="
-            raise TraceFormatError(f"{what}{'' if what.endswith('=') else ': '}{code}",
-                                   offset=b.payload_offset + i, generation=gen.gen)
+            raise TraceFormatError(
+                f"{what}{'' if what.endswith('=') else ': '}{code}", offset=b.payload_offset + i, generation=gen.gen
+            )
         # Most values fit one byte: read those inline, call out for the rest.
         i += 1
         vals = []
@@ -73,8 +74,9 @@ class _Cursor:
                         raise IndexError
                 vals.append(v)
         except (IndexError, ValueError):
-            raise TraceFormatError("found invalid uvarint", offset=b.payload_offset + self.off,
-                                   generation=gen.gen) from None
+            raise TraceFormatError(
+                "found invalid uvarint", offset=b.payload_offset + self.off, generation=gen.gen
+            ) from None
         dt = vals[0]
         args = vals[1:]
         self.time = gen.ns(dt) + self.last
@@ -196,8 +198,9 @@ class _PythonEngine:
                 if self._try(frontier, i, gen):
                     break
             else:
-                raise OrderingError("broken trace: failed to advance: no thread's next event can happen",
-                                    generation=gen.gen)
+                raise OrderingError(
+                    "broken trace: failed to advance: no thread's next event can happen", generation=gen.gen
+                )
 
     def _try(self, frontier: list[_Cursor], i: int, gen: Generation) -> bool:
         c = frontier[i]
@@ -245,8 +248,10 @@ class _CompiledEngine:
         return Event(SYNC_CODE, sync.time, -1, -1, -1, [sync.syncs], None)
 
     def generation(self, gen: Generation) -> Iterator[EventBatch]:
-        threads = [(m - (1 << 64) if m >= 1 << 63 else m, [(b.payload, b.time, b.payload_offset) for b in batches])
-                   for m, batches in gen.batches.items()]
+        threads = [
+            (m - (1 << 64) if m >= 1 << 63 else m, [(b.payload, b.time, b.payload_offset) for b in batches])
+            for m, batches in gen.batches.items()
+        ]
         samples = [(s.time, s.m, s.p, s.g, s.stack) for s in gen.cpu_samples]
         self._c.begin(gen.gen, gen.ns_per_tick, gen.min_ticks, threads, samples, gen.strings, gen.stacks.keys())
         while True:
@@ -258,7 +263,8 @@ class _CompiledEngine:
                 if err.kind == self._core.ERR_MEMORY:
                     raise MemoryError(err.message)
                 exc = (OrderingError if err.kind == self._core.ERR_ORDER else TraceFormatError)(
-                    err.message, offset=err.offset, generation=gen.gen, partial=list(batch))
+                    err.message, offset=err.offset, generation=gen.gen, partial=list(batch)
+                )
                 raise exc
             if out.n_events:
                 yield batch
@@ -287,8 +293,9 @@ class ModernDecoder:
         self._asm: GenerationAssembler | None = None
         mask = kind_mask(None if kinds is None else frozenset(kinds))
         core = compiled_core(compiled)
-        self._engine: _PythonEngine | _CompiledEngine = _PythonEngine(mask) if core is None \
-            else _CompiledEngine(core, mask)
+        self._engine: _PythonEngine | _CompiledEngine = (
+            _PythonEngine(mask) if core is None else _CompiledEngine(core, mask)
+        )
         self._sync_wanted = bool(mask[SYNC_CODE])
         self.implementation = "python" if core is None else "compiled"
         self.generations = 0

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from livetrace._errors import TraceFormatError, TruncatedTraceError
+from livetrace._trace.model.tables import Tables
+from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, read_uvarint
 from livetrace._trace.spec.modern import (
     EV_CLOCK_SNAPSHOT,
     EV_CPU_SAMPLE,
@@ -22,8 +24,6 @@ from livetrace._trace.spec.modern import (
     EV_STRINGS,
     EV_SYNC,
 )
-from livetrace._trace.model.tables import Tables
-from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, read_uvarint
 from livetrace._trace.version import TraceVersion
 
 MAX_STRING_SIZE = 1024
@@ -165,13 +165,17 @@ class Generation(Tables):
             for pc in pcs:
                 frame = self.frames.get(pc)
                 if frame is None:
-                    raise TraceFormatError(f"found unknown pc {pc:x} for stack {sid}", offset=offset, generation=self.gen)
+                    raise TraceFormatError(
+                        f"found unknown pc {pc:x} for stack {sid}", offset=offset, generation=self.gen
+                    )
                 if frame[0] not in self.strings:
-                    raise TraceFormatError(f"found invalid func string ID {frame[0]} for stack {sid}",
-                                           offset=offset, generation=self.gen)
+                    raise TraceFormatError(
+                        f"found invalid func string ID {frame[0]} for stack {sid}", offset=offset, generation=self.gen
+                    )
                 if frame[1] not in self.strings:
-                    raise TraceFormatError(f"found invalid file string ID {frame[1]} for stack {sid}",
-                                           offset=offset, generation=self.gen)
+                    raise TraceFormatError(
+                        f"found invalid file string ID {frame[1]} for stack {sid}", offset=offset, generation=self.gen
+                    )
         for s in self.cpu_samples:
             s.time = self.ns(s.time)
         self.cpu_samples.sort(key=lambda s: s.time)
@@ -205,8 +209,11 @@ class GenerationAssembler:
             cur = self.current
             if cur is not None and f.gen != cur.gen:
                 if self.version.has_end_of_generation:
-                    raise TraceFormatError("broken trace: missing end-of-generation event, or generations are "
-                                           "interleaved", offset=f.offset, generation=cur.gen)
+                    raise TraceFormatError(
+                        "broken trace: missing end-of-generation event, or generations are interleaved",
+                        offset=f.offset,
+                        generation=cur.gen,
+                    )
                 if f.gen != cur.gen + 1:
                     raise TraceFormatError("generations out of order", offset=f.offset, generation=cur.gen)
                 done.append(self._complete(f.offset))
@@ -230,6 +237,7 @@ class GenerationAssembler:
         if self.current is None:
             return []
         if self.version.has_end_of_generation:
-            raise TruncatedTraceError("incomplete generation found; trace likely truncated",
-                                      offset=offset, generation=self.current.gen)
+            raise TruncatedTraceError(
+                "incomplete generation found; trace likely truncated", offset=offset, generation=self.current.gen
+            )
         return [self._complete(offset)]

@@ -63,8 +63,10 @@ class SchedRules(OrderState):
             elif status == PROC_SYSCALL_ABANDONED and s.status == PROC_SYSCALL_ABANDONED:
                 old = ProcState.IDLE
             elif s.status != status:
-                raise OrderingError(f"inconsistent status for proc {pid}: old {PROC_STATUS_NAMES[s.status]} "
-                                    f"vs. new {PROC_STATUS_NAMES[status]}")
+                raise OrderingError(
+                    f"inconsistent status for proc {pid}: old {PROC_STATUS_NAMES[s.status]} "
+                    f"vs. new {PROC_STATUS_NAMES[status]}"
+                )
             s.seq_gen, s.seq = gen.gen, 0
         else:
             self.ps[pid] = PState(pid, status, gen.gen)
@@ -107,8 +109,11 @@ class SchedRules(OrderState):
     def _proc_steal(self, code: int, t: int, a: list[int], gen: Generation, ctx: Ctx) -> Ctx | None:
         pid = a[0]
         s = self.ps.get(pid)
-        if (s is None or s.status not in (PROC_SYSCALL, PROC_SYSCALL_ABANDONED)
-                or not (s.seq_gen == gen.gen and a[1] == s.seq + 1)):
+        if (
+            s is None
+            or s.status not in (PROC_SYSCALL, PROC_SYSCALL_ABANDONED)
+            or not (s.seq_gen == gen.gen and a[1] == s.seq + 1)
+        ):
             return None
         check_ctx(ctx, (MUST, MAY, MAY))
         old = s.status
@@ -141,15 +146,19 @@ class SchedRules(OrderState):
         s = self.gs.get(gid)
         if s is not None:
             if s.status != status:
-                raise OrderingError(f"inconsistent status for goroutine {gid}: old {GO_STATUS_NAMES[s.status]} "
-                                    f"vs. new {GO_STATUS_NAMES[status]}")
+                raise OrderingError(
+                    f"inconsistent status for goroutine {gid}: old {GO_STATUS_NAMES[s.status]} "
+                    f"vs. new {GO_STATUS_NAMES[status]}"
+                )
             s.seq_gen, s.seq = gen.gen, 0
         elif gen.gen == self.initial_gen:
             self.gs[gid] = GState(gid, status, gen.gen)
             old = GoState.UNDETERMINED
         else:
-            raise OrderingError(f"found goroutine status for new goroutine after the first generation: "
-                                f"id={gid} status={GO_STATUS_NAMES[status]}")
+            raise OrderingError(
+                f"found goroutine status for new goroutine after the first generation: "
+                f"id={gid} status={GO_STATUS_NAMES[status]}"
+            )
         m, p, g = ctx
         new = ctx
         if status == GO_RUNNING:
@@ -165,8 +174,9 @@ class SchedRules(OrderState):
                 ms = self.ms.get(mid)
                 if ms is not None:
                     if ms[1] != gid:
-                        raise OrderingError(f"inconsistent thread for syscalling goroutine {gid}: "
-                                            f"thread has goroutine {ms[1]}")
+                        raise OrderingError(
+                            f"inconsistent thread for syscalling goroutine {gid}: thread has goroutine {ms[1]}"
+                        )
                     g = ms[1]
                 else:
                     self.ms[mid] = [NO_ID, gid]
@@ -191,8 +201,9 @@ class SchedRules(OrderState):
         if s is None:
             raise OrderingError(f"event {code_name(code)} for goroutine ({ctx[2]}) that doesn't exist")
         if s.status != want:
-            raise OrderingError(f"{code_name(code)} event for goroutine that's not "
-                                f"{'Running' if want == GO_RUNNING else 'Syscall'}")
+            raise OrderingError(
+                f"{code_name(code)} event for goroutine that's not {'Running' if want == GO_RUNNING else 'Syscall'}"
+            )
         return s
 
     def _go_stop_exec(self, code: int, t: int, a: list[int], gen: Generation, ctx: Ctx) -> Ctx | None:
@@ -250,8 +261,10 @@ class SchedRules(OrderState):
             raise OrderingError(f"uninitialized proc {ctx[1]} found during {code_name(code)}")
         ps.status = PROC_SYSCALL
         if not (ps.seq_gen == gen.gen and a[0] == ps.seq + 1):
-            raise OrderingError(f"failed to advance {code_name(code)}: can't make sequence: "
-                                f"{ps.seq} (gen={ps.seq_gen}) -> {a[0]} (gen={gen.gen})")
+            raise OrderingError(
+                f"failed to advance {code_name(code)}: can't make sequence: "
+                f"{ps.seq} (gen={ps.seq_gen}) -> {a[0]} (gen={gen.gen})"
+            )
         ps.seq = a[0]
         self._emit(code, t, ctx, a, gen)
         return ctx
@@ -268,7 +281,9 @@ class SchedRules(OrderState):
         if ps is None:
             raise OrderingError(f"uninitialized proc {ctx[1]} found during {code_name(code)}")
         if ps.status != PROC_SYSCALL:
-            raise OrderingError(f"expected proc {ctx[1]} in state Syscall, but got {PROC_STATUS_NAMES[ps.status]} instead")
+            raise OrderingError(
+                f"expected proc {ctx[1]} in state Syscall, but got {PROC_STATUS_NAMES[ps.status]} instead"
+            )
         ps.status = PROC_RUNNING
         self._emit(code, t, ctx, a, gen)
         return ctx
@@ -313,8 +328,9 @@ class SchedRules(OrderState):
             if ps is None:
                 raise OrderingError(f"found invalid proc {ctx[1]} during {code_name(code)}")
             if ps.status != PROC_SYSCALL:
-                raise OrderingError(f"proc {ctx[1]} in unexpected state {PROC_STATUS_NAMES[ps.status]} "
-                                    f"during {code_name(code)}")
+                raise OrderingError(
+                    f"proc {ctx[1]} in unexpected state {PROC_STATUS_NAMES[ps.status]} during {code_name(code)}"
+                )
             ps.status = PROC_SYSCALL_ABANDONED
             new = (ctx[0], NO_ID, NO_ID)
             # The proc this thread held is lost to it: say so as a steal.

@@ -25,8 +25,9 @@ Ctx = tuple[int, int, int]  # thread, proc, goroutine
 # What the engine knows of the GC across the trace.
 GC_UNDETERMINED, GC_NOT_RUNNING, GC_RUNNING = range(3)
 
+
 class GState:
-    __slots__ = ("id", "status", "seq_gen", "seq", "regions", "ranges")
+    __slots__ = ("id", "ranges", "regions", "seq", "seq_gen", "status")
 
     def __init__(self, gid: int, status: int, gen: int) -> None:
         self.id, self.status, self.seq_gen, self.seq = gid, status, gen, 0
@@ -35,7 +36,7 @@ class GState:
 
 
 class PState:
-    __slots__ = ("id", "status", "seq_gen", "seq", "ranges")
+    __slots__ = ("id", "ranges", "seq", "seq_gen", "status")
 
     def __init__(self, pid: int, status: int, gen: int) -> None:
         self.id, self.status, self.seq_gen, self.seq = pid, status, gen, 0
@@ -65,9 +66,14 @@ def check_ctx(ctx: Ctx, reqs: tuple[int, int, int]) -> None:
 
 def _allowed(reqs: tuple[int, int, int]) -> frozenset[tuple[bool, bool, bool]]:
     """Which (no thread, no proc, no goroutine) combinations satisfy reqs."""
-    ok = (lambda missing, req: not (req == MUST and missing) and not (req == MUST_NOT and not missing))
-    return frozenset((a, b, c) for a in (False, True) for b in (False, True) for c in (False, True)
-                     if ok(a, reqs[0]) and ok(b, reqs[1]) and ok(c, reqs[2]))
+    ok = lambda missing, req: not (req == MUST and missing) and not (req == MUST_NOT and not missing)
+    return frozenset(
+        (a, b, c)
+        for a in (False, True)
+        for b in (False, True)
+        for c in (False, True)
+        if ok(a, reqs[0]) and ok(b, reqs[1]) and ok(c, reqs[2])
+    )
 
 
 _ALLOWED = {r: _allowed(r) for r in [(x, y, z) for x in range(3) for y in range(3) for z in range(3)]}
@@ -82,16 +88,22 @@ def check_ids(ev: Event, gen: Generation) -> None:
     code, args = ev.code, ev.args
     i = STACK_ARG[code]
     if i >= 0 and args[i] not in gen.stacks:
-        raise TraceFormatError(f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
-                               generation=gen.gen)
+        raise TraceFormatError(
+            f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+            generation=gen.gen,
+        )
     i = NEW_STACK_ARG[code]
     if i >= 0 and args[i] not in gen.stacks:
-        raise TraceFormatError(f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
-                               generation=gen.gen)
+        raise TraceFormatError(
+            f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+            generation=gen.gen,
+        )
     for j in STRING_ARGS.get(code, ()):
         if args[j] not in gen.strings:
-            raise TraceFormatError(f"found invalid string ID {args[j]} for event {SPECS[code].name}",  # type: ignore[union-attr]
-                                   generation=gen.gen)
+            raise TraceFormatError(
+                f"found invalid string ID {args[j]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+                generation=gen.gen,
+            )
 
 
 class OrderState:
@@ -108,7 +120,9 @@ class OrderState:
         self.initial_gen = 0
         self.out: list[Event] = []
 
-    def _emit(self, code: int, time: int, ctx: Ctx, args: list[int], gen: Generation, extra: tuple[int, ...] = ()) -> None:
+    def _emit(
+        self, code: int, time: int, ctx: Ctx, args: list[int], gen: Generation, extra: tuple[int, ...] = ()
+    ) -> None:
         ev = Event(code, time, ctx[0], ctx[1], ctx[2], args, gen, extra)
         check_ids(ev, gen)
         self.out.append(ev)

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from livetrace._trace.accel import compiled_core
 from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
+from livetrace._streambuf import StreamBuffer
+from livetrace._trace.accel import compiled_core
 from livetrace._trace.spec.modern import (
     EV_END_OF_GENERATION,
     EV_EVENT_BATCH,
@@ -25,12 +26,13 @@ from livetrace._trace.spec.modern import (
     specs_for,
 )
 from livetrace._trace.version import HEADER_SIZE, TraceVersion, sniff
-from livetrace._streambuf import StreamBuffer
 
 _OVERFLOW = "varint overflows a 64-bit integer"
 MAX_BATCH_SIZE = 1 << 16  # the parser's limit on a batch payload
-_LEGACY = ("this is a {} file, the legacy format of Go 1.5 to 1.21, which the modern decoder does not read: "
-           "decode it with livetrace.LegacyDecoder and livetrace.legacy_events (what `livetrace decode` does)")
+_LEGACY = (
+    "this is a {} file, the legacy format of Go 1.5 to 1.21, which the modern decoder does not read: "
+    "decode it with livetrace.LegacyDecoder and livetrace.legacy_events (what `livetrace decode` does)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +139,11 @@ class FrameReader:
             if gen < 0 or m < 0 or t < 0 or size < 0:
                 break  # header not complete yet
             if size > MAX_BATCH_SIZE:
-                raise TraceFormatError(f"batch of {size} bytes is larger than the {MAX_BATCH_SIZE}-byte maximum",
-                                       offset=base + pos, generation=gen)
+                raise TraceFormatError(
+                    f"batch of {size} bytes is larger than the {MAX_BATCH_SIZE}-byte maximum",
+                    offset=base + pos,
+                    generation=gen,
+                )
             if end - i < size:
                 break
             frames.append(Batch(gen, m, t, bytes(buf[i : i + size]), base + pos, base + i, exp))
@@ -154,8 +159,9 @@ class FrameReader:
                 raise TruncatedTraceError("empty trace: no header", offset=0)
             raise TruncatedTraceError("trace ends inside its 16-byte header", offset=self.offset)
         if left:
-            raise TruncatedTraceError(f"trace ends in the middle of a batch ({left} bytes left over)",
-                                      offset=self.offset)
+            raise TruncatedTraceError(
+                f"trace ends in the middle of a batch ({left} bytes left over)", offset=self.offset
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +184,9 @@ class RecordColumns(NamedTuple):
     args: memoryview  # unsigned 64-bit ints
 
 
-def record_columns(payload: bytes, minor: int, offset: int = 0, gen: int | None = None, *,
-                   compiled: bool | None = None) -> RecordColumns:
+def record_columns(
+    payload: bytes, minor: int, offset: int = 0, gen: int | None = None, *, compiled: bool | None = None
+) -> RecordColumns:
     """Every record of a batch payload, as columns."""
     core = compiled_core(compiled)
     if core is None:
@@ -226,8 +233,9 @@ def decode_records(payload: bytes, minor: int, offset: int = 0, gen: int | None 
         yield Record(spec, tuple(vals), data)
 
 
-def _records(payload: bytes, minor: int, offset: int, gen: int | None) -> Iterator[tuple[int, list[int],
-                                                                                       tuple[int, int] | None]]:
+def _records(
+    payload: bytes, minor: int, offset: int, gen: int | None
+) -> Iterator[tuple[int, list[int], tuple[int, int] | None]]:
     """The pure-Python twin of the compiled core's wire_records: (code,
     arguments, (data start, data length) or None) per record."""
     specs = _SPECS[minor]

@@ -44,15 +44,26 @@ def header() -> str:
         "#define LIVETRACE_SPEC_CODES_H",
         "",
         *_defines(mod, "modern (Go 1.22+) event types: spec.modern.SPECS"),
-        *_defines([("EV_MAX_CODE", max(code for _, code in mod)), ("SYNC_CODE", SYNC_CODE)],
-                  "the highest type code of any version; the code of the Sync events the reader makes itself"),
+        *_defines(
+            [("EV_MAX_CODE", max(code for _, code in mod)), ("SYNC_CODE", SYNC_CODE)],
+            "the highest type code of any version; the code of the Sync events the reader makes itself",
+        ),
         *_defines([*leg, ("LEV_COUNT", len(legacy.SPECS))], "legacy (Go 1.5 to 1.21) event types: spec.legacy.SPECS"),
-        *_defines([(f"LEGACY_GO1_{v.minor}", v.legacy_number) for v in LEGACY_FORMATS if v is not GOTRACE]
-                  + [("LEGACY_GOTRACE", GOTRACE.legacy_number)],
-                  "legacy format versions, as 1000 * major + minor: version.LEGACY_FORMATS"),
-        *_defines([("TIMER_P", legacy.TIMER_P), ("NETPOLL_P", legacy.NETPOLL_P), ("SYSCALL_P", legacy.SYSCALL_P),
-                   ("GC_P", legacy.GC_P), ("PROFILE_P", legacy.PROFILE_P)],
-                  "the pseudo-Ps Go's old parser puts some legacy events on"),
+        *_defines(
+            [(f"LEGACY_GO1_{v.minor}", v.legacy_number) for v in LEGACY_FORMATS if v is not GOTRACE]
+            + [("LEGACY_GOTRACE", GOTRACE.legacy_number)],
+            "legacy format versions, as 1000 * major + minor: version.LEGACY_FORMATS",
+        ),
+        *_defines(
+            [
+                ("TIMER_P", legacy.TIMER_P),
+                ("NETPOLL_P", legacy.NETPOLL_P),
+                ("SYSCALL_P", legacy.SYSCALL_P),
+                ("GC_P", legacy.GC_P),
+                ("PROFILE_P", legacy.PROFILE_P),
+            ],
+            "the pseudo-Ps Go's old parser puts some legacy events on",
+        ),
         "#endif",
     ]
     return "\n".join(lines) + "\n"

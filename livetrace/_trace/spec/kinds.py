@@ -46,8 +46,23 @@ class Kind(NamedEnum):
         return KIND_NAMES[self]
 
 
-KIND_NAMES = ["Bad", "Sync", "Metric", "Label", "StackSample", "RangeBegin", "RangeActive", "RangeEnd",
-              "TaskBegin", "TaskEnd", "RegionBegin", "RegionEnd", "Log", "StateTransition", "Experimental"]
+KIND_NAMES = [
+    "Bad",
+    "Sync",
+    "Metric",
+    "Label",
+    "StackSample",
+    "RangeBegin",
+    "RangeActive",
+    "RangeEnd",
+    "TaskBegin",
+    "TaskEnd",
+    "RegionBegin",
+    "RegionEnd",
+    "Log",
+    "StateTransition",
+    "Experimental",
+]
 
 
 class RangeRole(enum.Enum):

@@ -24,14 +24,58 @@ from livetrace._trace.version import (
     TraceVersion,
 )
 
-(EV_NONE, EV_BATCH, EV_FREQUENCY, EV_STACK, EV_GOMAXPROCS, EV_PROC_START, EV_PROC_STOP, EV_GC_START, EV_GC_DONE,
- EV_STW_START, EV_STW_DONE, EV_GC_SWEEP_START, EV_GC_SWEEP_DONE, EV_GO_CREATE, EV_GO_START, EV_GO_END, EV_GO_STOP,
- EV_GO_SCHED, EV_GO_PREEMPT, EV_GO_SLEEP, EV_GO_BLOCK, EV_GO_UNBLOCK, EV_GO_BLOCK_SEND, EV_GO_BLOCK_RECV,
- EV_GO_BLOCK_SELECT, EV_GO_BLOCK_SYNC, EV_GO_BLOCK_COND, EV_GO_BLOCK_NET, EV_GO_SYSCALL, EV_GO_SYS_EXIT,
- EV_GO_SYS_BLOCK, EV_GO_WAITING, EV_GO_IN_SYSCALL, EV_HEAP_ALLOC, EV_HEAP_GOAL, EV_TIMER_GOROUTINE,
- EV_FUTILE_WAKEUP, EV_STRING, EV_GO_START_LOCAL, EV_GO_UNBLOCK_LOCAL, EV_GO_SYS_EXIT_LOCAL, EV_GO_START_LABEL,
- EV_GO_BLOCK_GC, EV_GC_MARK_ASSIST_START, EV_GC_MARK_ASSIST_DONE, EV_USER_TASK_CREATE, EV_USER_TASK_END,
- EV_USER_REGION, EV_USER_LOG, EV_CPU_SAMPLE) = range(50)
+(
+    EV_NONE,
+    EV_BATCH,
+    EV_FREQUENCY,
+    EV_STACK,
+    EV_GOMAXPROCS,
+    EV_PROC_START,
+    EV_PROC_STOP,
+    EV_GC_START,
+    EV_GC_DONE,
+    EV_STW_START,
+    EV_STW_DONE,
+    EV_GC_SWEEP_START,
+    EV_GC_SWEEP_DONE,
+    EV_GO_CREATE,
+    EV_GO_START,
+    EV_GO_END,
+    EV_GO_STOP,
+    EV_GO_SCHED,
+    EV_GO_PREEMPT,
+    EV_GO_SLEEP,
+    EV_GO_BLOCK,
+    EV_GO_UNBLOCK,
+    EV_GO_BLOCK_SEND,
+    EV_GO_BLOCK_RECV,
+    EV_GO_BLOCK_SELECT,
+    EV_GO_BLOCK_SYNC,
+    EV_GO_BLOCK_COND,
+    EV_GO_BLOCK_NET,
+    EV_GO_SYSCALL,
+    EV_GO_SYS_EXIT,
+    EV_GO_SYS_BLOCK,
+    EV_GO_WAITING,
+    EV_GO_IN_SYSCALL,
+    EV_HEAP_ALLOC,
+    EV_HEAP_GOAL,
+    EV_TIMER_GOROUTINE,
+    EV_FUTILE_WAKEUP,
+    EV_STRING,
+    EV_GO_START_LOCAL,
+    EV_GO_UNBLOCK_LOCAL,
+    EV_GO_SYS_EXIT_LOCAL,
+    EV_GO_START_LABEL,
+    EV_GO_BLOCK_GC,
+    EV_GC_MARK_ASSIST_START,
+    EV_GC_MARK_ASSIST_DONE,
+    EV_USER_TASK_CREATE,
+    EV_USER_TASK_END,
+    EV_USER_REGION,
+    EV_USER_LOG,
+    EV_CPU_SAMPLE,
+) = range(50)
 EV_COUNT = 50
 
 # The pseudo-Ps Go's old parser puts some events on.
@@ -53,8 +97,9 @@ class LegacySpec:
     string_arg: int = -1  # the argument that names a string of the trace's table (its text: sargs[0])
 
 
-def _s(name: str, since: TraceVersion, stack: bool, *args: str, sargs: tuple[str, ...] = (),
-       string_arg: int = -1) -> LegacySpec:
+def _s(
+    name: str, since: TraceVersion, stack: bool, *args: str, sargs: tuple[str, ...] = (), string_arg: int = -1
+) -> LegacySpec:
     return LegacySpec(name, since, stack, args, sargs, string_arg)
 
 
@@ -116,15 +161,39 @@ STRING_ARG = tuple(s.string_arg for s in SPECS)
 
 # Go 1.21's stop-the-world reasons; earlier versions only knew two kinds.
 STW_REASONS_1021 = (
-    "unknown", "GC mark termination", "GC sweep termination", "write heap dump", "goroutine profile",
-    "goroutine profile cleanup", "all goroutines stack trace", "read mem stats", "AllThreadsSyscall", "GOMAXPROCS",
-    "start trace", "stop trace", "CountPagesInUse (test)", "ReadMetricsSlow (test)", "ReadMemStatsSlow (test)",
-    "PageCachePagesLeaked (test)", "ResetDebugLog (test)",
+    "unknown",
+    "GC mark termination",
+    "GC sweep termination",
+    "write heap dump",
+    "goroutine profile",
+    "goroutine profile cleanup",
+    "all goroutines stack trace",
+    "read mem stats",
+    "AllThreadsSyscall",
+    "GOMAXPROCS",
+    "start trace",
+    "stop trace",
+    "CountPagesInUse (test)",
+    "ReadMetricsSlow (test)",
+    "ReadMemStatsSlow (test)",
+    "PageCachePagesLeaked (test)",
+    "ResetDebugLog (test)",
 )
 STW_KINDS_OLD = ("mark termination", "sweep termination")
 
-BLOCKING = frozenset((EV_GO_SLEEP, EV_GO_BLOCK, EV_GO_BLOCK_SEND, EV_GO_BLOCK_RECV, EV_GO_BLOCK_SELECT,
-                      EV_GO_BLOCK_SYNC, EV_GO_BLOCK_COND, EV_GO_BLOCK_NET, EV_GO_BLOCK_GC))
+BLOCKING = frozenset(
+    (
+        EV_GO_SLEEP,
+        EV_GO_BLOCK,
+        EV_GO_BLOCK_SEND,
+        EV_GO_BLOCK_RECV,
+        EV_GO_BLOCK_SELECT,
+        EV_GO_BLOCK_SYNC,
+        EV_GO_BLOCK_COND,
+        EV_GO_BLOCK_NET,
+        EV_GO_BLOCK_GC,
+    )
+)
 # Go 1.21's parser shows these on goroutine 0, whichever goroutine ran them;
 # its successor (the v1 to v2 conversion) keeps the real one.
 GLOBAL_G0 = frozenset((EV_GC_START, EV_GC_DONE, EV_STW_START, EV_STW_DONE))
@@ -173,9 +242,7 @@ def value_count(typ: int, version: TraceVersion) -> int:
     n += 2 if version.has_global_seq else 1  # the time delta, and the sequence delta
     if typ == EV_GC_SWEEP_DONE and not version.has_sweep_stats:
         n -= 2
-    elif typ in (EV_GC_START, EV_GO_START, EV_GO_UNBLOCK) and not version.has_goroutine_seq:
-        n -= 1
-    elif typ == EV_STW_START and not version.stw_has_kind:
+    elif (typ in (EV_GC_START, EV_GO_START, EV_GO_UNBLOCK) and not version.has_goroutine_seq) or (typ == EV_STW_START and not version.stw_has_kind):
         n -= 1
     return n
 
