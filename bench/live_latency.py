@@ -76,7 +76,7 @@ async def main(args: argparse.Namespace) -> None:
             every read (the one that waited longest)."""
             lags, n, partial = [], 0, b""
             key = b'"wall": "'
-            while data := proc.stdout.read1(1 << 20):  # type: ignore[union-attr]
+            while data := proc.stdout.read1(1 << 20):  # type: ignore[union-attr]  # stdout=PIPE: never None
                 now = time.time()
                 n += data.count(b"\n")
                 first = data.find(b"\n")

@@ -107,7 +107,9 @@ def outcome(data: bytes, compiled: bool, pieces: int = 1) -> tuple[list[str], ob
 def assert_twins_agree(data: bytes, pieces: int = 1) -> None:
     (c_lines, c_err), (py_lines, py_err) = outcome(data, True, pieces), outcome(data, False, pieces)
     assert c_err == py_err
-    first = next((i for i, (a, b) in enumerate(zip(c_lines, py_lines)) if a != b), min(len(c_lines), len(py_lines)))
+    first = next(
+        (i for i, (a, b) in enumerate(zip(c_lines, py_lines, strict=False)) if a != b), min(len(c_lines), len(py_lines))
+    )
     assert (len(c_lines), c_lines[first : first + 1]) == (len(py_lines), py_lines[first : first + 1])
 
 
@@ -158,7 +160,9 @@ def test_batch_columns_are_the_events(compiled: bool, demo_traces: dict[str, Pat
     events = list(b)
     assert [e.code for e in events] == b.codes.tolist()
     assert [e.time for e in events] == b.times.tolist()
-    assert [(e.m, e.p, e.g) for e in events] == list(zip(b.threads.tolist(), b.procs.tolist(), b.goroutines.tolist()))
+    assert [(e.m, e.p, e.g) for e in events] == list(
+        zip(b.threads.tolist(), b.procs.tolist(), b.goroutines.tolist(), strict=True)
+    )
     assert bytes(e.kind for e in events) == b.kinds
     args = b.args.tolist()
     assert all(e.args == args[4 * i : 4 * i + len(e.args)] for i, e in enumerate(events))

@@ -4,6 +4,7 @@ to forge log lines, and addresses that are wrong or too exposed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -101,15 +102,14 @@ async def test_a_descriptor_storm_leaves_the_helper_serving(capped: bool, tmp_pa
         addr = parse_address(d.trace_address)
 
         def storm() -> int:
-            opened = []
-            try:
-                for _ in range(STORM_CONNECTIONS):
-                    opened.append(socket.create_connection((addr.host, addr.port), timeout=10))
+            # The stack closes every connection opened so far, even if one fails.
+            with contextlib.ExitStack() as stack:
+                opened = [
+                    stack.enter_context(socket.create_connection((addr.host, addr.port), timeout=10))
+                    for _ in range(STORM_CONNECTIONS)
+                ]
                 time.sleep(2)
                 return len(opened)
-            finally:
-                for s in opened:
-                    s.close()
 
         assert await trio.to_thread.run_sync(storm) == STORM_CONNECTIONS
         rec = await _record(d.trace_address, tmp_path / "after-storm.trace")

@@ -18,6 +18,7 @@ import trio
 import livetrace
 from livetrace._trace.legacy.clock import TickClock
 from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.legacy.trace import LegacyEvent
 from livetrace._trace.spec.legacy import EV_CPU_SAMPLE, EV_GO_SYS_EXIT
 
 from .conftest import cli, demo, go_binary
@@ -40,7 +41,7 @@ def test_the_clock_is_the_line_through_its_samples() -> None:
 @pytest.mark.parametrize("version", ["1.19", "1.21"])
 async def test_events_come_per_p_as_chunks_arrive_with_provisional_times(version: str) -> None:
     decoder = LegacyDecoder()
-    delivered: list[tuple[livetrace.Chunk, list]] = []
+    delivered: list[tuple[livetrace.Chunk, list[tuple[LegacyEvent, int | None]]]] = []
     async with demo(version, args=["-workers", "2"]) as d:
         async with livetrace.connect(d.trace_address, duration=3.0) as session:
             async for c in session.chunks():

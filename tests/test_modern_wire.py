@@ -149,10 +149,10 @@ def test_stdin_is_decoded_as_it_arrives() -> None:
     proc.stdin.write(t.data[:cut])
     proc.stdin.flush()
     # The first batch is printed while the rest of the trace has not been written yet.
-    first = readline_within(proc.stdout, 60)
+    line = readline_within(proc.stdout, 60)
     proc.stdin.write(t.data[cut:])
     proc.stdin.close()
-    assert first.startswith("EventBatch gen=1")
+    assert line.startswith("EventBatch gen=1")
     rest = proc.stdout.read().decode()
     assert proc.wait(timeout=30) == 0
     assert rest.rstrip("\n").split("\n") == t.wire_lines[1:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
 
@@ -23,7 +24,7 @@ def chunk_frame(seq: int, gen: int, data: bytes) -> bytes:
     return proto.encode_frame(proto.CHUNK, struct.pack(">QqQ", seq, 1_700_000_000_000_000_000 + seq, gen) + data)
 
 
-def json_frame(ftype: int, obj: dict) -> bytes:
+def json_frame(ftype: int, obj: dict[str, object]) -> bytes:
     return proto.encode_frame(ftype, json.dumps(obj).encode())
 
 
@@ -82,7 +83,7 @@ def test_whole_stream_decodes_to_every_frame() -> None:
 @given(st.lists(st.integers(min_value=1, max_value=len(STREAM) - 1), max_size=40))
 def test_any_chunking_gives_identical_events(cuts: list[int]) -> None:
     bounds = [0, *sorted(set(cuts)), len(STREAM)]
-    assert decode([STREAM[a:b] for a, b in zip(bounds, bounds[1:])]) == decode([STREAM])
+    assert decode([STREAM[a:b] for a, b in itertools.pairwise(bounds)]) == decode([STREAM])
 
 
 def test_one_byte_at_a_time() -> None:
@@ -141,7 +142,7 @@ def test_addresses(text: str, expected: str) -> None:
 
 @pytest.mark.parametrize("text", ["unix:", "tcp:host", "host:99999", "nonsense"])
 def test_bad_addresses_say_what_is_expected(text: str) -> None:
-    with pytest.raises(ValueError, match="expected unix:/path|empty unix socket"):
+    with pytest.raises(ValueError, match=r"expected unix:/path|empty unix socket"):
         parse_address(text)
 
 

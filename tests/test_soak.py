@@ -204,7 +204,8 @@ async def read_reply(stream: trio.SocketStream, patience: float) -> str:
         return f"preamble, then {how}"
     typ, n = struct.unpack(">BI", rest[:5])
     if typ == proto.ERROR:
-        return "refused: " + json.loads(rest[5 : 5 + n])["code"]
+        code: str = json.loads(rest[5 : 5 + n])["code"]
+        return "refused: " + code
     return "HANDSHAKE" if typ == proto.HANDSHAKE else f"unexpected frame {typ:#x}"
 
 

@@ -17,8 +17,14 @@ from .conftest import cli, demo, go_tool_trace
 pytestmark = pytest.mark.slow
 
 
-def flat(item: livetrace.EventBatch | livetrace.Gap) -> list[livetrace.Event | livetrace.Gap]:
-    return [item] if isinstance(item, livetrace.Gap) else list(item)
+def flat(
+    item: livetrace.EventBatch | livetrace.Provisional | livetrace.Notice,
+) -> list[livetrace.Event | livetrace.Gap]:
+    """A modern session's item as a list: a batch's events, or its gap."""
+    if isinstance(item, livetrace.Gap):
+        return [item]
+    assert isinstance(item, livetrace.EventBatch), item  # nothing else comes from a modern runtime
+    return list(item)
 
 
 async def test_events_arrive_while_the_trace_is_still_running() -> None:

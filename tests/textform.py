@@ -56,7 +56,9 @@ def load(path: Path) -> TextTrace:
     if expect.startswith("FAILURE"):
         pattern = codecs.escape_decode(expect[len("FAILURE ") :].strip()[1:-1].encode())[0].decode()
     lines = [line for line in members["trace"] if line.strip() and not line.strip().startswith("#")]
-    minor = int(re.fullmatch(r"Trace Go1\.(\d+)", lines[0].strip()).group(1))  # type: ignore[union-attr]
+    version = re.fullmatch(r"Trace Go1\.(\d+)", lines[0].strip())
+    assert version is not None, lines[0]
+    minor = int(version.group(1))
     out = bytearray(f"go 1.{minor} trace\x00\x00\x00".encode())
     for line in lines[1:]:
         tokens = line.split()

@@ -46,11 +46,11 @@ async def run_demo(
     with tempfile.TemporaryDirectory(prefix="livetrace-demo-") as tmp:
         listen = listen or f"unix:{tmp}/trace.sock"
         log_path = Path(tmp) / "demo.log"
-        with open(log_path, "wb") as log:
+        async with await trio.open_file(log_path, "wb") as log:
             proc = await trio.lowlevel.open_process(
                 [str(exe), "-listen", listen, *args],
                 stdout=subprocess.PIPE,
-                stderr=log,
+                stderr=log.wrapped,
                 env={**os.environ, **(env or {})},
             )
         try:
@@ -72,7 +72,7 @@ async def _wait_ready(proc: trio.Process, log_path: Path) -> DemoProcess:
             buf += data
     line = buf.split(b"\n", 1)[0].decode(errors="replace")
     if not line.startswith("livetrace-demo ready"):
-        log = log_path.read_text(errors="replace").strip()
+        log = (await trio.Path(log_path).read_text(errors="replace")).strip()
         raise LivetraceError(f"the demo service did not start: {log or line or 'no output'}")
     fields = dict(f.split("=", 1) for f in line.split()[2:])
     return DemoProcess(proc, fields["trace"], fields["http"], fields["go"], log_path)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 try:
     from . import _ccore as _compiled
 except ImportError as e:  # no compiler at install time, or a broken build
-    _compiled = None  # type: ignore[assignment]
+    _compiled = None  # type: ignore[assignment]  # mypy types the name as the module; None is its absence
     _why = str(e)
 else:
     _why = ""

@@ -36,8 +36,8 @@ def legacy_lines(events: Iterable[LegacyEvent]) -> Iterator[bytes]:
         spec = LEGACY_SPECS[e.typ]
         g = 0 if e.typ in GLOBAL_G0 else e.g
         line = f"{e.ts} {spec.name} p={e.p} g={g} off={e.off}".encode()
-        line += b"".join(f" {name}={v}".encode() for name, v in zip(spec.args, e.args))
-        line += b"".join(b" " + name.encode() + b"=" + v for name, v in zip(spec.sargs, e.sargs))
+        line += b"".join(f" {name}={v}".encode() for name, v in zip(spec.args, e.args, strict=False))
+        line += b"".join(b" " + name.encode() + b"=" + v for name, v in zip(spec.sargs, e.sargs, strict=False))
         yield line
 
 

@@ -64,7 +64,7 @@ def remove_futile(events: list[LegacyEvent]) -> list[LegacyEvent]:
             chains[e.args[0]] = (False, [e])
         elif e.typ in (EV_GO_START, EV_GO_PREEMPT, EV_FUTILE_WAKEUP):
             was, chain = chains.get(e.g, (False, []))
-            chains[e.g] = (was or e.typ == EV_FUTILE_WAKEUP, chain + [e])
+            chains[e.g] = (was or e.typ == EV_FUTILE_WAKEUP, [*chain, e])
         elif e.typ in FUTILE_BLOCKS:
             was, chain = chains.pop(e.g, (False, []))
             if was:
@@ -76,8 +76,8 @@ def remove_futile(events: list[LegacyEvent]) -> list[LegacyEvent]:
 def check_states(ver: TraceVersion, events: list[LegacyEvent]) -> None:
     """Go's consistency checks over the ordered events; also puts GC starts
     on the GC pseudo-P and network wakeups on the netpoll one."""
-    gs: dict[int, list] = {0: [G_RUNNING, None]}  # g -> [state, type of its last event that matters here]
-    ps: dict[int, list] = {}  # p -> [running, g, in STW, sweeping]
+    gs: dict[int, list[int | None]] = {0: [G_RUNNING, None]}  # g -> [state, type of its last event that matters here]
+    ps: dict[int, list[int]] = {}  # p -> [running, g, in STW, sweeping]
     gc_on = stw_on = False
     tasks: set[int] = set()
     regions: dict[int, list[tuple[int, bytes]]] = {}
@@ -87,7 +87,7 @@ def check_states(ver: TraceVersion, events: list[LegacyEvent]) -> None:
     def err(msg: str, e: LegacyEvent) -> TraceFormatError:
         return TraceFormatError(f"{msg} (offset {e.off}, time {e.ts})", offset=e.off)
 
-    def running(p: list, g: list, e: LegacyEvent, allow_g0: bool) -> None:
+    def running(p: list[int], g: list[int | None], e: LegacyEvent, allow_g0: bool) -> None:
         if g[0] != G_RUNNING:
             raise err(f"g {e.g} is not running while {e.name}", e)
         if p[1] != e.g:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from livetrace._errors import TraceFormatError
 from livetrace._trace.legacy.trace import LOCAL_TO_PLAIN, LegacyEvent, LegacyTrace
 from livetrace._trace.model.events import (
+    EVENT_NARGS,
     GO_RUNNABLE,
     GO_RUNNING,
     GO_SYSCALL,
@@ -170,7 +171,6 @@ from livetrace._trace.spec.modern import (
 from livetrace._trace.spec.modern import (
     EV_USER_TASK_END as USER_TASK_END,
 )
-from livetrace._trace.spec.modern import SPECS as MODERN_SPECS
 from livetrace._trace.version import TraceVersion
 
 U64 = (1 << 64) - 1
@@ -190,7 +190,7 @@ BLOCK_REASONS = {
     EV_GO_BLOCK_GC: "GC mark assist wait for work",
 }
 # Go 1.21's stop-the-world reasons under the names the modern model gives them.
-STW_REASONS = ("",) + STW_REASONS_1021[1:6] + ("all goroutine stack trace",) + STW_REASONS_1021[7:]
+STW_REASONS = ("", *STW_REASONS_1021[1:6], "all goroutine stack trace", *STW_REASONS_1021[7:])
 # Legacy events that become a modern one with the same arguments.
 SAME_ARGS = {
     EV_GC_START: GC_BEGIN,
@@ -209,10 +209,10 @@ SAME_ARGS = {
 }
 # How many arguments each of those has in the modern model; where the legacy
 # event has a stack, it is the last one.
-NARGS = {code: len(MODERN_SPECS[code].event_args) for code in SAME_ARGS.values()}  # type: ignore[union-attr]
+NARGS = {code: EVENT_NARGS[code] for code in SAME_ARGS.values()}
 
 
-class StackTable(dict):  # type: ignore[type-arg]
+class StackTable(dict[int, tuple[int, ...]]):
     """A stack table where an id the trace never defined has no frames,
     as in Go's tables."""
 

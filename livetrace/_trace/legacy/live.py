@@ -24,12 +24,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeVar, overload
 
 from livetrace._notice import Notice
 from livetrace._protocol.frames import SegmentEnd
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.legacy.trace import LegacyEvent
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.model.tables import Tables
@@ -93,9 +95,10 @@ class SegmentGap(Notice):
 
 
 LegacyItem = EventBatch | Provisional | SymbolsResolved | SegmentGap
+_T = TypeVar("_T")
 
 
-class _LiveStrings(dict):  # type: ignore[type-arg]
+class _LiveStrings(dict[int, bytes]):
     """The provisional string table: the conversion's own strings, and the
     trace's as far as they have arrived."""
 
@@ -109,8 +112,19 @@ class _LiveStrings(dict):  # type: ignore[type-arg]
     def __contains__(self, sid: object) -> bool:
         return super().__contains__(sid) or sid in self._trace
 
-    def get(self, sid: int, default: bytes | None = None) -> bytes | None:  # type: ignore[override]
-        return self[sid] if sid in self else default
+    # dict.get looks neither at __missing__ nor at __contains__; the
+    # overloads are dict's own.
+    @overload
+    def get(self, sid: int, default: None = None, /) -> bytes | None: ...
+    @overload
+    def get(self, sid: int, default: bytes, /) -> bytes: ...
+    @overload
+    def get(self, sid: int, default: _T, /) -> bytes | _T: ...
+
+    def get(self, sid: int, default: object = None, /) -> object:
+        if sid not in self:
+            return default
+        return self[sid]
 
 
 class LegacyLive:
@@ -145,7 +159,7 @@ class LegacyLive:
         self._decoder: LegacyDecoder | None = None  # the provisional decoder
         self._table: Tables | None = None
         self._converter: ModelConverter | None = None
-        self._unclocked: list[list] = []  # chunks' events that came before the clock was known
+        self._unclocked: list[list[LegacyEvent]] = []  # chunks' events that came before the clock was known
         self._held: list[tuple[int, int, Event]] = []  # the reorder window: (time, arrival, event)
         self._arrivals = 0
         self._newest = -(1 << 63)
@@ -201,11 +215,12 @@ class LegacyLive:
             table.stacks = StackTable({0: ()})  # none until the footer
             self._converter = ModelConverter(table, ver, BUILTIN_STRINGS, strict=False)
 
-    def _hold(self, events: list, late: list[Event]) -> None:
+    def _hold(self, events: list[LegacyEvent], late: list[Event]) -> None:
         """Converts one chunk's events (one P's, in order) and puts them in
         the window, or straight into ``late`` if their time has passed."""
-        conv, clock, origin = self._converter, self._decoder.clock, self._origin  # type: ignore[union-attr]
-        assert conv is not None and origin is not None
+        conv, dec, origin = self._converter, self._decoder, self._origin
+        assert conv is not None and dec is not None and origin is not None
+        clock = dec.clock
         blocked = blocked_syscalls(events)
         kinds = self._kinds
         for i, e in enumerate(events):

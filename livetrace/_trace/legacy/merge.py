@@ -111,7 +111,7 @@ def order_1007(batches: dict[int, list[LegacyEvent]]) -> list[LegacyEvent]:
         key, seq, status, _, _ = _transition(e)
         if key != UNORDERED:
             cseq, cstatus = states.get(key, (0, G_DEAD))
-            if not ((seq == NOSEQ or seq == cseq) and status == cstatus):
+            if not (seq in (NOSEQ, cseq) and status == cstatus):
                 waiting.setdefault(key, []).append(s)
                 return
         heapq.heappush(frontier, (e.ts, tie, s))

@@ -117,7 +117,7 @@ class LegacyDecoder:
         """One raw event: into the tables, or an event with its P, G and ticks."""
         off, typ, vals, sargs = raw
         spec = SPECS[typ]
-        want = len(vals) if typ == EV_STACK else self._counts[typ]  # type: ignore[index]
+        want = len(vals) if typ == EV_STACK else self._counts[typ]  # type: ignore[index]  # set with the header, before any event
         if len(vals) != want:
             raise TraceFormatError(
                 f"{spec.name} has wrong number of arguments at offset 0x{off:x}: want {want}, got {len(vals)}",
@@ -153,7 +153,7 @@ class LegacyDecoder:
             first = 1
         self._ts = e.ts
         rest = vals[first:]
-        if self._stackf[typ]:  # type: ignore[index]
+        if self._stackf[typ]:
             e.stk = rest.pop()
         e.args[: len(rest)] = rest
         a = e.args

@@ -12,7 +12,9 @@ import time as _time
 from dataclasses import dataclass
 
 from livetrace._trace.model.tables import Tables
-from livetrace._trace.spec.kinds import KIND_NAMES, Kind, NamedEnum
+from livetrace._trace.spec.kinds import KIND_NAMES as KIND_NAMES  # re-exported: the model's public names
+from livetrace._trace.spec.kinds import Kind as Kind
+from livetrace._trace.spec.kinds import NamedEnum
 from livetrace._trace.spec.modern import (
     EV_GC_ACTIVE,
     EV_GC_BEGIN,
@@ -310,7 +312,7 @@ class Event:
         self._need(Kind.EXPERIMENTAL)
         spec = SPECS[self.code]
         assert spec is not None
-        return spec.name, list(zip(spec.event_args, self.args))
+        return spec.name, list(zip(spec.event_args, self.args, strict=False))
 
     def __repr__(self) -> str:
         return f"<Event {self.kind_name} t={self.time} M={self.m} P={self.p} G={self.g} code={self.code}>"

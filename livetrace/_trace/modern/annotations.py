@@ -35,10 +35,7 @@ class AnnotationRules(OrderState):
 
     def _task_end(self, code: int, t: int, a: list[int], gen: Generation, ctx: Ctx) -> Ctx | None:
         task = self.tasks.pop(a[0], None)
-        if task is not None:
-            extra = (task[1], gen.add_extra_string(task[0]))
-        else:
-            extra = (NO_TASK, 0)
+        extra = (task[1], gen.add_extra_string(task[0])) if task is not None else (NO_TASK, 0)
         check_ctx(ctx, USER_GO)
         self._emit(code, t, ctx, a, gen, extra)
         return ctx

@@ -7,7 +7,7 @@ far as the ordering engine allows. Identical output for any chunking.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import CompiledCore, compiled_core
@@ -16,7 +16,7 @@ from livetrace._trace.model.events import EVENT_NARGS, STACK_ARG, STRING_ARGS, S
 from livetrace._trace.modern.generation import Generation, GenerationAssembler
 from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.state import OrderingError, check_ids
-from livetrace._trace.modern.wire import FrameReader, read_uvarint
+from livetrace._trace.modern.wire import Batch, FrameReader, read_uvarint
 from livetrace._trace.spec.modern import EV_CPU_SAMPLE, MAX_CODE, SPECS, timed_specs
 from livetrace._trace.version import TraceVersion
 
@@ -35,7 +35,7 @@ class _Cursor:
 
     __slots__ = ("args", "batches", "bi", "code", "last", "m", "off", "time")
 
-    def __init__(self, m: int, batches: list) -> None:  # type: ignore[type-arg]
+    def __init__(self, m: int, batches: list[Batch]) -> None:
         self.m = m - (1 << 64) if m >= 1 << 63 else m
         self.batches = batches
         self.bi = self.off = self.last = self.time = self.code = 0
@@ -327,10 +327,11 @@ class ModernDecoder:
         frames = self._frames.feed(data)
         if not frames:
             return iter(())
-        if self._asm is None:
+        asm = self._asm
+        if asm is None:
             assert self._frames.minor is not None
-            self._asm = GenerationAssembler(self._frames.minor)
-        return self._decode(self._assemble(lambda: self._asm.push(frames)))  # type: ignore[union-attr]
+            asm = self._asm = GenerationAssembler(self._frames.minor)
+        return self._decode(self._assemble(lambda: asm.push(frames)))
 
     def close_batches(self) -> Iterator[EventBatch]:
         try:
@@ -383,9 +384,9 @@ class ModernDecoder:
                 events = e.partial or []
         return events + self._final_sync()
 
-    def _assemble(self, step) -> list[Generation]:  # type: ignore[no-untyped-def]
+    def _assemble(self, step: Callable[[], list[Generation]]) -> list[Generation]:
         try:
-            return step()  # type: ignore[no-any-return]
+            return step()
         except TraceFormatError as e:
             e.partial = self._final_sync()
             raise

@@ -71,7 +71,7 @@ class SchedRules(OrderState):
         else:
             self.ps[pid] = PState(pid, status, gen.gen)
             old = ProcState.UNDETERMINED if gen.gen == self.initial_gen else ProcState.NOT_EXIST
-        m, p, g = ctx
+        m, _, g = ctx
         new = (m, pid, g) if status in (PROC_RUNNING, PROC_SYSCALL) else ctx
         if status == PROC_SYSCALL_ABANDONED and old == ProcState.RUNNING:
             # The proc is about to be stolen: the event belongs to the

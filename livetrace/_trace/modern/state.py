@@ -57,7 +57,7 @@ def check_ctx(ctx: Ctx, reqs: tuple[int, int, int]) -> None:
     as the event requires."""
     if (ctx[0] == NO_ID, ctx[1] == NO_ID, ctx[2] == NO_ID) in _ALLOWED[reqs]:
         return
-    for have, req, what in zip(ctx, reqs, ("a thread", "a proc", "a goroutine")):
+    for have, req, what in zip(ctx, reqs, ("a thread", "a proc", "a goroutine"), strict=True):
         if req == MUST and have == NO_ID:
             raise OrderingError(f"expected {what} but didn't have one")
         if req == MUST_NOT and have != NO_ID:
@@ -66,7 +66,10 @@ def check_ctx(ctx: Ctx, reqs: tuple[int, int, int]) -> None:
 
 def _allowed(reqs: tuple[int, int, int]) -> frozenset[tuple[bool, bool, bool]]:
     """Which (no thread, no proc, no goroutine) combinations satisfy reqs."""
-    ok = lambda missing, req: not (req == MUST and missing) and not (req == MUST_NOT and not missing)
+
+    def ok(missing: bool, req: int) -> bool:
+        return not (req == MUST and missing) and not (req == MUST_NOT and not missing)
+
     return frozenset(
         (a, b, c)
         for a in (False, True)
@@ -89,19 +92,19 @@ def check_ids(ev: Event, gen: Generation) -> None:
     i = STACK_ARG[code]
     if i >= 0 and args[i] not in gen.stacks:
         raise TraceFormatError(
-            f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+            f"found invalid stack ID {args[i]} for event {code_name(code)}",
             generation=gen.gen,
         )
     i = NEW_STACK_ARG[code]
     if i >= 0 and args[i] not in gen.stacks:
         raise TraceFormatError(
-            f"found invalid stack ID {args[i]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+            f"found invalid stack ID {args[i]} for event {code_name(code)}",
             generation=gen.gen,
         )
     for j in STRING_ARGS.get(code, ()):
         if args[j] not in gen.strings:
             raise TraceFormatError(
-                f"found invalid string ID {args[j]} for event {SPECS[code].name}",  # type: ignore[union-attr]
+                f"found invalid string ID {args[j]} for event {code_name(code)}",
                 generation=gen.gen,
             )
 

@@ -217,7 +217,7 @@ def decode_records(payload: bytes, minor: int, offset: int = 0, gen: int | None 
     if compiled_core() is None:
         for code, vals, data_at in _records(payload, minor, offset, gen):
             at, n = data_at or (0, 0)
-            yield Record(specs[code], tuple(vals), payload[at : at + n] if n else None)  # type: ignore[arg-type]
+            yield Record(specs[code], tuple(vals), payload[at : at + n] if n else None)  # type: ignore[arg-type]  # _records raised on a code without a spec
         return
     cols = record_columns(payload, minor, offset, gen)
     starts, args = cols.starts.tolist(), cols.args.tolist()

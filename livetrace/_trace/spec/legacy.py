@@ -242,7 +242,9 @@ def value_count(typ: int, version: TraceVersion) -> int:
     n += 2 if version.has_global_seq else 1  # the time delta, and the sequence delta
     if typ == EV_GC_SWEEP_DONE and not version.has_sweep_stats:
         n -= 2
-    elif (typ in (EV_GC_START, EV_GO_START, EV_GO_UNBLOCK) and not version.has_goroutine_seq) or (typ == EV_STW_START and not version.stw_has_kind):
+    elif (typ in (EV_GC_START, EV_GO_START, EV_GO_UNBLOCK) and not version.has_goroutine_seq) or (
+        typ == EV_STW_START and not version.stw_has_kind
+    ):
         n -= 1
     return n
 
