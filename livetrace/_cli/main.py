@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import trio
 
@@ -27,14 +27,15 @@ from livetrace._trace.model.batch import EventBatch
 from livetrace._go.demo import run_demo
 from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._trace.model.events import KIND_NAMES, Event, Kind
-from livetrace._cli.render.jsonl import JsonlEncoder, Notice, provisional_dict, text_line
+from livetrace._cli.render.jsonl import JsonlEncoder, Notice, provisional_dict, text_line, utf8
 from livetrace._go.toolchain import build_demo, find_go, go_version
 from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
 from livetrace._session.nursery import open_nursery
 from livetrace._cli.progress import format_bytes, show_progress
-from livetrace._protocol.frames import Gap
-from livetrace._session.recording import Recorder, Recording
-from livetrace._session.session import Session, connect
+from livetrace._protocol.frames import Gap, SessionInfo
+from livetrace._protocol import text as peer
+from livetrace._session.recording import Recorder, Recording, check_output
+from livetrace._session.session import IDLE_TIMEOUT, MAX_GENERATION_BYTES, STOP_TIMEOUT, Session, connect
 from livetrace._version import __version__
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
@@ -112,22 +113,30 @@ def _report(rec: Recording, err: TextIO, elapsed: float) -> int:
         if end.reason == "overflow":
             _say(err, "warning: the helper's queue filled and it stopped the trace early; "
                       "read faster or give the helper a bigger queue (LIVETRACE_QUEUE_MB)")
-        _say(err, f"recorded {what}; trace complete (ended: {end.reason}) -> {files}")
+        _say(err, f"recorded {what}; trace complete (ended: {peer.shown(end.reason)}) -> {files}")
         return EXIT_OK
-    why = str(rec.error) if rec.error else (rec.end.detail if rec.end and rec.end.detail else "the session was cut short")
+    why = str(rec.error) if rec.error else (peer.shown(rec.end.detail) if rec.end and rec.end.detail
+                                            else "the session was cut short")
     _say(err, f"INCOMPLETE recording: {why}")
     _say(err, f"kept {what} in {files}")
     return EXIT_INCOMPLETE
 
 
+def _about(info: SessionInfo) -> str:
+    """The traced process as the helper names it (escaped: its words)."""
+    return f"{peer.shown(info.executable)} (pid {info.pid}, {peer.shown(info.go_version)}"
+
+
 async def record_command(address: str, out: Path, *, duration: float | None, token: str | None,
-                         progress: bool, err: TextIO, segment: float | None = None) -> tuple[int, Recording]:
-    async with connect(address, token=token, duration=duration, segment=segment) as session:
+                         progress: bool, err: TextIO, segment: float | None = None,
+                         **limits: Any) -> tuple[int, Recording]:
+    check_output(out)
+    async with connect(address, token=token, duration=duration, segment=segment, **limits) as session:
         info = session.info
-        _say(err, f"recording {info.executable} (pid {info.pid}, {info.go_version} {info.goos}/{info.goarch}) "
+        _say(err, f"recording {_about(info)} {peer.shown(info.goos)}/{peer.shown(info.goarch)}) "
                   f"to {out}" + (f" for {duration:g} s" if duration else "; Ctrl-C stops"))
         if segment and not info.segment_ms:
-            _say(err, f"note: {info.go_version} writes self-contained generations; --segment applies only to "
+            _say(err, f"note: {peer.shown(info.go_version)} writes self-contained generations; --segment applies only to "
                       "Go 1.21 and older, so this is one trace")
         elif info.segment_ms:
             _say(err, f"segment mode: the trace restarts every {info.segment_ms / 1000:g} s; each segment is "
@@ -147,11 +156,11 @@ async def record_command(address: str, out: Path, *, duration: float | None, tok
 
 async def tail_command(address: str, *, duration: float | None, fmt: str, token: str | None, out: TextIO,
                        err: TextIO, limit: int | None = None, kinds: frozenset[str] = frozenset(),
-                       period: float = 0.5, segment: float = 1.0) -> int:
+                       period: float = 0.5, segment: float = 1.0, **limits: Any) -> int:
     """Print a live service's events as they are decoded."""
     _widen_pipe(out)
     async with connect(address, token=token, duration=duration, advance=period or None,
-                       segment=segment or None) as session:
+                       segment=segment or None, **limits) as session:
         info = session.info
         if info.segment_ms:
             how = (f"a legacy trace, restarted every {info.segment_ms / 1000:g} s: each segment's events are "
@@ -162,9 +171,9 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
         else:
             every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
             how = f"events arrive a generation ({every}) at a time"
-        _say(err, f"tailing {info.executable} (pid {info.pid}, {info.go_version}); {how}"
+        _say(err, f"tailing {_about(info)}); {how}"
                   + ("" if duration else "; Ctrl-C stops"))
-        shown, pipe_closed = await _until_done(session, err, partial(_print_events, session, fmt, out, limit, kinds)) \
+        count, pipe_closed = await _until_done(session, err, partial(_print_events, session, fmt, out, limit, kinds)) \
             or (0, False)
         if pipe_closed:
             _silence_stdout()
@@ -172,7 +181,7 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
         end = session.end
         if end is None:
             return EXIT_INCOMPLETE
-        _say(err, f"{shown:,} events; session ended: {end.reason}"
+        _say(err, f"{count:,} events; session ended: {peer.shown(end.reason)}"
                   + (f"; {end.dropped_generations} generations shed because the consumer fell behind"
                      if end.dropped_generations else "")
                   + (f"; {session.counters.segments + 1} segments" if info.segment_ms
@@ -214,15 +223,15 @@ async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | No
             t0 = batch[0].time
         if fmt == "jsonl":
             if isinstance(item, Provisional):
-                pieces = ["".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n"
-                                  for e in batch).encode()]  # type: ignore[arg-type]
+                pieces = [utf8("".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n"
+                                       for e in batch))]  # type: ignore[arg-type]
             elif isinstance(batch, EventBatch):
                 pieces = encoder.encode_batch(batch)
             else:
-                pieces = [encoder.encode_many(batch).encode()]
+                pieces = [utf8(encoder.encode_many(batch))]
         else:
             mark = isinstance(item, Provisional)
-            pieces = ["".join(text_line(e, t0 or 0, mark) + "\n" for e in batch).encode()]
+            pieces = [utf8("".join(text_line(e, t0 or 0, mark) + "\n" for e in batch))]
         try:
             _write_bytes(out, pieces)
         except BrokenPipeError:  # `| head` and the like: the reader has seen enough
@@ -328,11 +337,47 @@ def _segment_or_zero(text: str) -> float:
     return 0.0 if float(text) == 0 else _segment(text)
 
 
+def _seconds_or_zero(text: str) -> float:
+    v = float(text)
+    if not v >= 0:
+        raise argparse.ArgumentTypeError("must be a number of seconds, 0 or more")
+    return v
+
+
+def _megabytes(text: str) -> int:
+    v = float(text)
+    if not v >= 1:
+        raise argparse.ArgumentTypeError("must be at least 1 (MiB)")
+    return int(v * (1 << 20))
+
+
 def _session_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("address", metavar="ADDRESS", help="where the service's livetrace helper listens")
     p.add_argument("-d", "--duration", type=_duration, metavar="SECONDS",
                    help="stop after this long (default: until Ctrl-C)")
     p.add_argument("--token", help="the service's LIVETRACE_TOKEN (default: $LIVETRACE_TOKEN)")
+    p.add_argument("--idle-timeout", type=_seconds_or_zero, default=IDLE_TIMEOUT, metavar="SECONDS",
+                   help=f"give up on a helper that sends nothing, not even a heartbeat, for this long (default "
+                        f"{IDLE_TIMEOUT:g}; 0 waits forever); what arrived is kept")
+    p.add_argument("--stop-timeout", type=_duration, default=STOP_TIMEOUT, metavar="SECONDS",
+                   help=f"give up on a helper that has not ended the session this long after the stop or the "
+                        f"end of --duration, counting only time spent waiting on it (default {STOP_TIMEOUT:g})")
+    p.add_argument("--allow-uid", type=int, action="append", default=[], metavar="UID",
+                   help="also accept a unix socket served by this user (by default only by you or root: the "
+                        "token goes to whoever serves the socket)")
+    p.add_argument("--tls-ca", type=Path, metavar="FILE",
+                   help="tls: addresses: verify the helper's certificate against this CA or self-signed "
+                        "certificate (PEM) instead of the system's CAs")
+    p.add_argument("--tls-pin", metavar="sha256:HEX",
+                   help="tls: addresses: accept only the certificate with this SHA-256 fingerprint")
+
+
+def _connect_options(args: argparse.Namespace) -> dict[str, Any]:
+    opts: dict[str, Any] = dict(idle_timeout=args.idle_timeout or None, stop_timeout=args.stop_timeout,
+                                allow_uid=args.allow_uid, tls_ca=args.tls_ca, tls_pin=args.tls_pin)
+    if getattr(args, "max_generation_mb", None):
+        opts["max_generation_bytes"] = args.max_generation_mb
+    return opts
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -347,7 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "wrote it. Ctrl-C stops the trace cleanly (the file is still complete); a second "
                     "Ctrl-C aborts. A recording cut short (service died, connection lost) is kept as "
                     "FILE.incomplete and the exit status is 1.",
-        epilog="ADDRESS is unix:/path, tcp:HOST:PORT or HOST:PORT, as in the service's LIVETRACE_LISTEN.")
+        epilog="ADDRESS is unix:/path, tcp:HOST:PORT, tls:HOST:PORT or HOST:PORT, as in the service's "
+               "LIVETRACE_LISTEN.")
     _session_arguments(rec)
     rec.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
                      help="trace file to write; - for standard output (a pipe or device is written in place)")
@@ -398,6 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "each segment's events are printed exact and with stacks within about that long; 0 "
                            "traces without restarts and prints events provisionally (marked ~: times estimated, "
                            "stacks as ids) as the runtime hands its buffers over")
+    tail.add_argument("--max-generation-mb", type=_megabytes, default=MAX_GENERATION_BYTES, metavar="MB",
+                      help=f"the most one generation (a legacy trace's segment) may hold while it is decoded, in MiB "
+                           f"(default {MAX_GENERATION_BYTES >> 20}): a helper past it is dropped")
     tail.add_argument("-k", "--kind", action="append", choices=KIND_NAMES[1:], metavar="KIND", default=[],
                       help="show only events of this kind (repeatable), e.g. -k Log -k TaskBegin; "
                            f"kinds: {', '.join(KIND_NAMES[1:])}")
@@ -428,14 +477,15 @@ def main(argv: list[str] | None = None) -> int:
                 return EXIT_ERROR
             code, _ = trio.run(lambda: record_command(args.address, args.output, duration=args.duration,
                                                       token=args.token, progress=progress, err=err,
-                                                      segment=args.segment))
+                                                      segment=args.segment, **_connect_options(args)))
             return code
         if args.command == "demo":
             return trio.run(demo_command, args, sys.stdout, err)
         if args.command == "tail":
             return trio.run(lambda: tail_command(args.address, duration=args.duration, fmt=args.format,
                                                  token=args.token, out=sys.stdout, err=err, limit=args.limit,
-                                                 kinds=frozenset(args.kind), period=args.period, segment=args.segment))
+                                                 kinds=frozenset(args.kind), period=args.period, segment=args.segment,
+                                                 **_connect_options(args)))
         if args.command == "decode":
             with open_input(args.file) as stream:
                 if args.dump == "parsed":

@@ -30,8 +30,39 @@ from livetrace._protocol.frames import Gap
 Notice = Gap | SegmentGap | SymbolsResolved
 
 
+def valid_text(text: str) -> str:
+    """Text UTF-8 can carry: the API keeps a trace's bytes that are not
+    UTF-8 as lone surrogates (``surrogateescape``), output shows each as
+    U+FFFD, as Go's tools do."""
+    if text.isascii():
+        return text
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that did not come from a byte
+        return text.encode("utf-8", "replace").decode()
+    return raw.decode("utf-8", "replace")
+
+
+def utf8(text: str) -> bytes:
+    """text as UTF-8 for output, see :func:`valid_text`."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return valid_text(text).encode()
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, str):
+        return valid_text(v)
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
+
+
 def _frames(frames: list[StackFrame]) -> list[dict[str, Any]]:
-    return [{"function": f.func, "file": f.file, "line": f.line} for f in frames]
+    return [{"function": valid_text(f.func), "file": valid_text(f.file), "line": f.line} for f in frames]
 
 
 def wall_string(e: Event) -> str | None:
@@ -81,7 +112,7 @@ def event_dict(e: Event, stack: bool = True) -> dict[str, Any]:
         d["args"] = dict(args)
     if kind != Kind.SYNC and stack:
         d["stack"] = _frames(e.stack())
-    return d
+    return {k: _clean(v) for k, v in d.items()}
 
 
 def gap_dict(g: Notice) -> dict[str, Any]:
