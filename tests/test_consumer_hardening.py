@@ -152,14 +152,16 @@ def broken_utf8_trace(tmp_path: Path) -> bytes:
     return textform.load(path).data
 
 
-def serve_trace(data: bytes, version: str = "go1.22.0"):  # type: ignore[no-untyped-def]
+def serve_trace(data: bytes, version: str = "go1.22.0", end: bool = True):  # type: ignore[no-untyped-def]
+    """A helper that sends a whole trace (header chunk first) and ends."""
     def behave(c: Conn) -> None:
         c.handshake(go_version=version)
         c.chunk(data[:16])
         for i in range(16, len(data), 4096):
             c.chunk(data[i : i + 4096], gen=1)
-        c.end(chunks=1 + (len(data) - 16 + 4095) // 4096, bytes=len(data))
-        c.wait_closed(10)
+        if end:
+            c.end(chunks=1 + (len(data) - 16 + 4095) // 4096, bytes=len(data))
+            c.wait_closed(10)
     return behave
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import select
 import signal
 import stat
 import sys
@@ -259,15 +260,41 @@ def _widen_pipe(out: TextIO) -> None:
 
 
 def _write_bytes(out: TextIO, pieces: list[bytes]) -> None:
-    buffer = getattr(out, "buffer", None)
-    if buffer is None:
+    """Write every byte of the pieces, in order.
+
+    Straight to the descriptor, and looping until each piece is all out:
+    ``out.buffer`` is a raw FileIO when Python runs unbuffered
+    (PYTHONUNBUFFERED, ``-u``: common in containers), whose ``write`` may
+    take only part of the data (a pipe write interrupted by a signal, or a
+    full pipe whose descriptor a parent made non-blocking) and says so only
+    in its return value; ignoring it dropped the rest of the piece, leaving
+    a line cut mid-field with the next one glued on."""
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file: a StringIO in a test, say
         out.write(b"".join(pieces).decode())
         out.flush()
         return
     out.flush()
     for data in pieces:
-        buffer.write(data)
-    buffer.flush()
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                _wait_writable(fd)
+                continue
+            view = view[written:]
+
+
+def _wait_writable(fd: int) -> None:
+    """Block until a non-blocking descriptor takes data again."""
+    if not hasattr(select, "poll"):
+        select.select([], [fd], [])
+        return
+    poll = select.poll()
+    poll.register(fd, select.POLLOUT)
+    poll.poll()
 
 
 async def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

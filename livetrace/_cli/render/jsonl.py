@@ -173,6 +173,45 @@ def _event_line(e: Event, t0: int) -> str:
 PIECE_LINES = 512
 
 
+class _GenerationJSON:
+    """The JSON of one generation's stacks and strings, each made once, as
+    text and, for the compiled core, as UTF-8. The core keeps pointers into
+    the bytes for the length of a call: an object per generation (never
+    cleared, only replaced) keeps them valid even when a line the core asks
+    Python for starts another generation in the middle of the call."""
+
+    __slots__ = ("gen", "stacks", "strings", "stack_bytes", "string_bytes")
+
+    def __init__(self, gen: Generation | None) -> None:
+        self.gen = gen
+        self.stacks: dict[int, str] = {}
+        self.strings: dict[int, str] = {}
+        self.stack_bytes: dict[int, bytes] = {}
+        self.string_bytes: dict[int, bytes] = {}
+
+    def stack(self, sid: int) -> str:
+        s = self.stacks.get(sid)
+        if s is None:
+            s = self.stacks[sid] = json.dumps(_frames(stack_frames(self.gen, sid)), ensure_ascii=False)
+        return s
+
+    def string(self, sid: int) -> str:
+        s = self.strings.get(sid)
+        if s is None:
+            assert self.gen is not None
+            text = self.gen.strings[sid].decode("utf-8", "replace")
+            s = self.strings[sid] = json.dumps(text, ensure_ascii=False)
+        return s
+
+    def miss(self, kind: str, sid: int) -> bytes:
+        """For the compiled core: the JSON of a stack or string, cached."""
+        if kind == "stack":
+            b = self.stack_bytes[sid] = self.stack(sid).encode()
+        else:
+            b = self.string_bytes[sid] = self.string(sid).encode()
+        return b
+
+
 class JsonlEncoder:
     """``jsonl`` fast enough for a live pipe: per generation it remembers the
     JSON of every stack and string it has written, and it writes the common
@@ -182,10 +221,7 @@ class JsonlEncoder:
     def __init__(self) -> None:
         self._core = compiled_core()
         self._gen: Generation | None = None
-        self._stacks: dict[int, str] = {}
-        self._strings: dict[int, str] = {}
-        self._stack_bytes: dict[int, bytes] = {}
-        self._string_bytes: dict[int, bytes] = {}
+        self._json = _GenerationJSON(None)
         self._wall_base = 0
         self._has_wall = False
         self._sec = -1
@@ -193,33 +229,16 @@ class JsonlEncoder:
 
     def _start(self, gen: Generation | None) -> None:
         self._gen = gen
-        for cache in (self._stacks, self._strings, self._stack_bytes, self._string_bytes):
-            cache.clear()
+        self._json = _GenerationJSON(gen)
         base = None if gen is None else gen.wall_base
         self._has_wall = base is not None
         self._wall_base = base or 0
 
     def _stack(self, sid: int) -> str:
-        s = self._stacks.get(sid)
-        if s is None:
-            s = self._stacks[sid] = json.dumps(_frames(stack_frames(self._gen, sid)), ensure_ascii=False)
-        return s
+        return self._json.stack(sid)
 
     def _string(self, sid: int) -> str:
-        s = self._strings.get(sid)
-        if s is None:
-            assert self._gen is not None
-            text = self._gen.strings[sid].decode("utf-8", "replace")
-            s = self._strings[sid] = json.dumps(text, ensure_ascii=False)
-        return s
-
-    def _miss(self, kind: str, sid: int) -> bytes:
-        """For the compiled core: the JSON of a stack or string, cached."""
-        if kind == "stack":
-            b = self._stack_bytes[sid] = self._stack(sid).encode()
-        else:
-            b = self._string_bytes[sid] = self._string(sid).encode()
-        return b
+        return self._json.string(sid)
 
     def encode_many(self, items: Iterable[Event | Notice]) -> str:
         """Lines for all the items, each ending in a newline."""
@@ -238,11 +257,12 @@ class JsonlEncoder:
             self._start(batch.gen)
         code, time, m, p, g, args, extra = batch.columns()
         wall = self._wall_base if self._has_wall else None
+        parts = self._json  # this batch's generation, whatever self._json becomes during the calls
         pieces = []
         for i in range(0, len(batch), PIECE_LINES):
             j = i + PIECE_LINES
             pieces.append(core.jsonl(code[i:j], time[i:j], m[i:j], p[i:j], g[i:j], args[4 * i : 4 * j],
-                                     extra[2 * i : 2 * j], wall, self._string_bytes, self._stack_bytes, self._miss,
+                                     extra[2 * i : 2 * j], wall, parts.string_bytes, parts.stack_bytes, parts.miss,
                                      lambda k, i=i: self.encode(batch[i + k])))
         return pieces
 
