@@ -14,10 +14,15 @@ from livetrace._errors import (
     BusyError,
     ConnectError,
     ConnectionLostError,
+    LimitExceededError,
     LivetraceError,
+    OutputPathError,
+    PeerCredentialsError,
+    PeerTimeoutError,
     ProtocolError,
     ProtocolVersionError,
     RefusedError,
+    TLSVerificationError,
     TraceFormatError,
     TruncatedTraceError,
     UnsupportedTraceVersionError,
@@ -29,15 +34,17 @@ from livetrace._trace.legacy.convert import legacy_events
 from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
 from livetrace._session.recording import Recorder, Recording, record
-from livetrace._session.session import Counters, Session, connect
+from livetrace._session.session import Counters, Limits, Session, connect
 from livetrace._version import __version__
 
 __all__ = [
     "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ClockSnapshot", "ConnectError",
     "ConnectionLostError", "Counters", "End", "Event", "EventBatch", "Gap", "GoState", "Kind", "LegacyDecoder",
-    "LegacyTrace", "LivetraceError", "ModernDecoder", "ProcState", "ProtocolError", "ProtocolVersionError",
+    "LegacyTrace", "LimitExceededError", "Limits", "LivetraceError", "ModernDecoder", "OutputPathError",
+    "PeerCredentialsError", "PeerTimeoutError", "ProcState", "ProtocolError", "ProtocolVersionError",
     "Provisional", "Recorder", "Recording", "RefusedError", "Resource", "SegmentEnd", "SegmentGap", "Session",
-    "SessionInfo", "StackFrame", "StateTransition", "SymbolsResolved", "TraceFormatError", "TruncatedTraceError",
+    "SessionInfo", "StackFrame", "StateTransition", "SymbolsResolved", "TLSVerificationError", "TraceFormatError",
+    "TruncatedTraceError",
     "UnsupportedTraceVersionError", "__version__", "connect", "implementation", "legacy_events", "parse_address",
     "record",
 ]

@@ -20,13 +20,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 import trio
 
 import livetrace
-from livetrace._errors import LimitExceededError, PeerCredentialsError, PeerTimeoutError, TLSVerificationError
+from livetrace._errors import (
+    LimitExceededError,
+    PeerCredentialsError,
+    PeerTimeoutError,
+    TLSVerificationError,
+)
 from livetrace._protocol import frames as proto
 
 from .conftest import cli
@@ -144,7 +149,7 @@ class Peer:
         self._closing = False
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
-    def __enter__(self) -> Peer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -157,7 +162,7 @@ class Peer:
         while not self._closing:
             try:
                 sock, _ = self._listener.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -263,10 +268,10 @@ async def test_a_malformed_handshake_is_a_protocol_error_from_connect(tmp_path: 
         c.handshake(segment_ms="500")
         c.wait_closed()
 
-    with Peer(behave, tmp_path) as peer:
-        with pytest.raises(livetrace.ProtocolError, match='field "segment_ms" must be an integer'):
-            async with livetrace.connect(peer.address):
-                pass
+    with Peer(behave, tmp_path) as peer, pytest.raises(livetrace.ProtocolError,
+                                                     match='field "segment_ms" must be an integer'):
+        async with livetrace.connect(peer.address):
+            pass
 
 
 def test_record_of_a_malformed_handshake_is_one_line_and_status_2(tmp_path: Path) -> None:
@@ -525,7 +530,7 @@ async def test_a_socket_of_another_user_gets_nothing(foreign_socket: tuple[str, 
 
 
 async def test_another_user_can_be_allowed(foreign_socket: tuple[str, Path, int]) -> None:
-    address, log, uid = foreign_socket
+    address, _, uid = foreign_socket
     async with livetrace.connect(address, token="t", allow_uid=uid) as session:
         assert session.info.helper == "h"
         assert [f async for f in session.chunks()] == []

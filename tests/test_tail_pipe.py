@@ -22,8 +22,8 @@ from livetrace._trace.accel import compiled_core
 
 from . import textform
 from .conftest import demo
-from .test_hostile_peer import Conn, Peer, finish
 from .test_consumer_hardening import serve_trace
+from .test_hostile_peer import Conn, Peer, finish
 
 # Reads slowly (small reads, a pause after each) and parses every line.
 SLOW_READER = r"""
@@ -57,28 +57,31 @@ async def test_tail_jsonl_into_a_slow_pipe_on_a_busy_machine_keeps_every_line_wh
     # then one whose write end is non-blocking with Python unbuffered, where
     # short writes used to cut lines.
     async with demo("1.26", args=["-queue-mb", "16"]) as d:
-        hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(2)]
-        try:
-            for nonblocking in (False, True):
-                r, w = os.pipe()
-                os.set_blocking(w, not nonblocking)
-                reader = subprocess.Popen([sys.executable, "-c", SLOW_READER], stdin=r, stdout=subprocess.PIPE,
-                                          text=True)
-                tail = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", d.trace_address, "--format",
-                                         "jsonl", "--duration", "6", "--limit", "1000000"],
-                                        stdout=w, stderr=subprocess.PIPE, text=True, env=tail_env(nonblocking))
-                os.close(r)
-                os.close(w)
-                code, _, err = await trio.to_thread.run_sync(finish, tail, 600)
-                summary, _ = await trio.to_thread.run_sync(lambda: reader.communicate(timeout=600))
-                assert code == 0, err
-                result = json.loads(summary)
-                assert result["bad"] == 0 and result["rest"] == 0, result
-                assert result["lines"] > 10_000, (result, err)
-        finally:
-            for h in hogs:
-                h.kill()
-                h.wait()
+        for nonblocking in (False, True):
+            result, err = await trio.to_thread.run_sync(tail_through_slow_reader, d.trace_address, nonblocking)
+            assert result["bad"] == 0 and result["rest"] == 0, result
+            assert result["lines"] > 10_000, (result, err)
+
+
+def tail_through_slow_reader(address: str, nonblocking: bool) -> tuple[dict, str]:
+    r, w = os.pipe()
+    os.set_blocking(w, not nonblocking)
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(2)]
+    try:
+        reader = subprocess.Popen([sys.executable, "-c", SLOW_READER], stdin=r, stdout=subprocess.PIPE, text=True)
+        tail = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", address, "--format", "jsonl",
+                                 "--duration", "6", "--limit", "1000000"],
+                                stdout=w, stderr=subprocess.PIPE, text=True, env=tail_env(nonblocking))
+        os.close(r)
+        os.close(w)
+        code, _, err = finish(tail, 600)
+        summary, _ = reader.communicate(timeout=600)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert code == 0, err
+    return json.loads(summary), err
 
 
 def tail_env(unbuffered: bool) -> dict[str, str]:

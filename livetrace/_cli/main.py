@@ -224,8 +224,8 @@ async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | No
             t0 = batch[0].time
         if fmt == "jsonl":
             if isinstance(item, Provisional):
-                pieces = [utf8("".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n"
-                                       for e in batch))]  # type: ignore[arg-type]
+                pieces = [utf8("".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n"  # type: ignore[arg-type]
+                                       for e in batch))]
             elif isinstance(batch, EventBatch):
                 pieces = encoder.encode_batch(batch)
             else:
@@ -400,8 +400,8 @@ def _session_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _connect_options(args: argparse.Namespace) -> dict[str, Any]:
-    opts: dict[str, Any] = dict(idle_timeout=args.idle_timeout or None, stop_timeout=args.stop_timeout,
-                                allow_uid=args.allow_uid, tls_ca=args.tls_ca, tls_pin=args.tls_pin)
+    opts: dict[str, Any] = {"idle_timeout": args.idle_timeout or None, "stop_timeout": args.stop_timeout,
+                            "allow_uid": args.allow_uid, "tls_ca": args.tls_ca, "tls_pin": args.tls_pin}
     if getattr(args, "max_generation_mb", None):
         opts["max_generation_bytes"] = args.max_generation_mb
     return opts

@@ -184,7 +184,7 @@ def negotiate(peer: PeerPreamble) -> int:
 
 def _message(cls: type, shape: schema.Schema, body: bytes) -> Any:
     known, extra = shape.parse(body)
-    if "extra" in cls.__dataclass_fields__:
+    if "extra" in cls.__dataclass_fields__:  # type: ignore[attr-defined]
         return cls(**known, extra=extra)
     return cls(**known)
 
@@ -208,7 +208,7 @@ class ClientConnection:
         self._ended = False
         self.closed = False
 
-    def receive_data(self, data: bytes) -> list[Event]:
+    def receive_data(self, data: bytes | bytearray) -> list[Event]:
         if self.closed:
             raise ProtocolError("data after the end of the session")
         if not data:

@@ -234,7 +234,7 @@ class Session:
                              "queue and the tracer's last buffers)", PeerTimeoutError)
 
     async def _next_frame(self) -> Frame | None:
-        ev: proto.Event = proto.Heartbeat()
+        ev: proto.Event | _Failure = proto.Heartbeat()
         while isinstance(ev, proto.Heartbeat):  # a heartbeat only says the helper is there
             while not self._pending:
                 if self._finished:
@@ -368,7 +368,7 @@ class _Failure:
     error: ProtocolError
 
 
-def _received(conn: proto.ClientConnection, data: bytes) -> list[proto.Event | _Failure]:
+def _received(conn: proto.ClientConnection, data: bytes | bytearray) -> list[proto.Event | _Failure]:
     """The events the data completes; a protocol error comes after the good
     frames before it, so that they are used (recorded) first."""
     try:

@@ -180,7 +180,7 @@ class _GenerationJSON:
     cleared, only replaced) keeps them valid even when a line the core asks
     Python for starts another generation in the middle of the call."""
 
-    __slots__ = ("gen", "stacks", "strings", "stack_bytes", "string_bytes")
+    __slots__ = ("gen", "stack_bytes", "stacks", "string_bytes", "strings")
 
     def __init__(self, gen: Generation | None) -> None:
         self.gen = gen
