@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import select
 import socket
 import ssl
 import struct
@@ -99,11 +100,20 @@ class Conn:
     def end(self, **changes: Any) -> None:
         self.json(proto.END, {**END, **changes})
 
-    def wait_for_stop(self, timeout: float = 30) -> bool:
-        """Read client frames until a STOP (True) or the client leaves."""
+    def wait_for_stop(self, timeout: float = 30, heartbeat: float | None = None) -> bool:
+        """Read client frames until a STOP (True) or the client leaves;
+        meanwhile a HEARTBEAT every ``heartbeat`` seconds, if given."""
         self.sock.settimeout(timeout)
+        deadline = time.monotonic() + timeout
         try:
             while True:
+                if heartbeat is not None:
+                    ready, _, _ = select.select([self.sock], [], [], heartbeat)
+                    if not ready:
+                        if time.monotonic() > deadline:
+                            return False
+                        self.frame(proto.HEARTBEAT)
+                        continue
                 ftype, _ = self.read_frame()
                 self.client_frames.append(ftype)
                 if ftype == proto.STOP:

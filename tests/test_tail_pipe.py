@@ -128,38 +128,41 @@ def test_tail_jsonl_into_a_non_blocking_pipe_loses_nothing(tmp_path: Path, unbuf
     assert len(whole_lines(b"".join(chunks))) == expected_lines(trace)
 
 
-def test_the_first_ctrl_c_during_a_blocked_write_keeps_every_line_whole(tmp_path: Path) -> None:
-    """A blocking pipe that is full: the write waits in the kernel, and the
-    first Ctrl-C (which asks the helper to stop, and must leave the output
-    whole) interrupts it after part of the data went out."""
-    trace = textform.load(textform.CORPUS / BIG).data
+def writing_to_a_full_pipe(pid: int) -> bool:
+    """Whether a thread of the process waits for room in a pipe (Linux)."""
+    for wchan in Path(f"/proc/{pid}/task").glob("*/wchan"):
+        try:
+            if "pipe_write" in wchan.read_text():
+                return True
+        except OSError:
+            pass
+    return False
 
-    def live(c: Conn) -> None:  # the whole trace, then END only once asked to stop
-        serve_trace(trace, end=False)(c)
-        c.wait_for_stop()
-        c.end(chunks=1, bytes=len(trace))
-        c.wait_closed(10)
 
-    r, w = os.pipe()
-    with Peer(live, tmp_path) as peer:
-        proc = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", peer.address, "--format", "jsonl"],
+@pytest.mark.slow
+async def test_the_first_ctrl_c_during_a_blocked_write_keeps_every_line_whole() -> None:
+    """A blocking pipe nobody reads fills up: the write waits in the kernel
+    with part of its data out, and the first Ctrl-C (which asks the helper
+    to stop, and must leave the output whole) interrupts it there."""
+    async with demo("1.26") as d:
+        r, w = os.pipe()
+        proc = subprocess.Popen([sys.executable, "-m", "livetrace", "tail", d.trace_address, "--format", "jsonl"],
                                 stdout=w, stderr=subprocess.PIPE, text=True, env=tail_env(True))
         os.close(w)
-        wchan = Path(f"/proc/{proc.pid}/wchan")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # until it waits for room in the pipe
-            if wchan.exists() and "pipe_write" in wchan.read_text():
-                break
-            time.sleep(0.05)
-        else:
-            time.sleep(2)  # no /proc/PID/wchan here: give it time to fill the pipe
+        with trio.fail_after(60):
+            while not writing_to_a_full_pipe(proc.pid):
+                await trio.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        with os.fdopen(r, "rb") as reader:
-            data = reader.read()
-        code, _, err = finish(proc)
+
+        def read_all() -> bytes:
+            with os.fdopen(r, "rb") as reader:
+                return reader.read()
+
+        data = await trio.to_thread.run_sync(read_all)
+        code, _, err = await trio.to_thread.run_sync(finish, proc)
     assert code == 0, err
-    assert "stopping" in err
-    assert len(whole_lines(data)) == expected_lines(trace)
+    assert "stopping" in err and "session ended: client-stop" in err
+    assert len(whole_lines(data)) > 1000
 
 
 @pytest.mark.skipif(compiled_core() is None, reason="the compiled core is not built")

@@ -234,7 +234,11 @@ async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | No
             mark = isinstance(item, Provisional)
             pieces = [utf8("".join(text_line(e, t0 or 0, mark) + "\n" for e in batch))]
         try:
-            _write_bytes(out, pieces)
+            # In a worker thread: while a slow reader keeps the pipe full, the
+            # session goes on reading the helper (which would otherwise shed
+            # generations sooner, and see its client as stalled) and Ctrl-C is
+            # answered at once. One write at a time, in order.
+            await trio.to_thread.run_sync(_write_bytes, out, pieces, abandon_on_cancel=True)
         except BrokenPipeError:  # `| head` and the like: the reader has seen enough
             return shown, True
         shown += sum(isinstance(e, Event) for e in batch) if not isinstance(batch, EventBatch) else len(batch)

@@ -118,7 +118,6 @@ class Session:
         self._event_stream: _EventStream | None = None
         self.limits = limits or Limits()
         now = trio.current_time()
-        self._heard = now  # when the helper last sent anything
         # From the stop point on (a stop asked for, or the duration over),
         # the helper must end the session: the time the client waits on it
         # and the bytes it sends are then counted against the limits.
@@ -195,9 +194,13 @@ class Session:
         stays silent past the idle timeout, or does not end the session in
         time after the stop, raises :class:`PeerTimeoutError`."""
         lim = self.limits
+        # Silence counts only while the client waits: a client that was
+        # itself held up (writing to a full pipe, say) has not been ignored
+        # by the helper meanwhile.
+        silent_since = trio.current_time()
         while True:
             start = trio.current_time()
-            deadline = self._heard + lim.idle_timeout if lim.idle_timeout else math.inf
+            deadline = silent_since + lim.idle_timeout if lim.idle_timeout else math.inf
             if not self._stop_sent:
                 deadline = min(deadline, self._stop_point + STOP_SLACK)
             if start >= self._stop_point:
@@ -207,7 +210,7 @@ class Session:
                     data = await self._stream.receive_some(RECEIVE_SIZE)
                 except (trio.BrokenResourceError, OSError) as e:
                     raise self._lost(f"connection to {self.address} broke: {e}") from None
-                self._heard = now = trio.current_time()
+                now = trio.current_time()
                 if now > self._stop_point:
                     self._waited_after_stop += now - max(start, self._stop_point)
                     self._bytes_after_stop += len(data)
@@ -216,7 +219,7 @@ class Session:
             now = trio.current_time()
             if now > self._stop_point:
                 self._waited_after_stop += now - max(start, self._stop_point)
-            if lim.idle_timeout and now >= self._heard + lim.idle_timeout:
+            if lim.idle_timeout and now >= silent_since + lim.idle_timeout:
                 raise self._lost(f"the helper at {self.address} sent nothing for {lim.idle_timeout:g} s "
                                  "(raise --idle-timeout if the service is just quiet)", PeerTimeoutError)
             if self._waited_after_stop >= lim.stop_timeout:
