@@ -268,7 +268,8 @@ def test_frames_out_of_order_or_absurd_are_protocol_errors(stream: bytes, match:
 
 
 def test_heartbeats_are_accepted_and_carry_nothing() -> None:
-    stream = handshake_stream() + proto.encode_frame(proto.HEARTBEAT) + after_header(proto.END, END)[len(handshake_stream()):]
+    rest = after_header(proto.END, END)[len(handshake_stream()) :]  # the header chunk and END
+    stream = handshake_stream() + proto.encode_frame(proto.HEARTBEAT) + rest
     events = proto.ClientConnection().receive_data(stream)
     assert [type(e).__name__ for e in events] == ["PeerPreamble", "SessionInfo", "Heartbeat", "Chunk", "End"]
 

@@ -137,8 +137,8 @@ async def record_command(address: str, out: Path, *, duration: float | None, tok
         _say(err, f"recording {_about(info)} {peer.shown(info.goos)}/{peer.shown(info.goarch)}) "
                   f"to {out}" + (f" for {duration:g} s" if duration else "; Ctrl-C stops"))
         if segment and not info.segment_ms:
-            _say(err, f"note: {peer.shown(info.go_version)} writes self-contained generations; --segment applies only to "
-                      "Go 1.21 and older, so this is one trace")
+            _say(err, f"note: {peer.shown(info.go_version)} writes self-contained generations; --segment applies "
+                      "only to Go 1.21 and older, so this is one trace")
         elif info.segment_ms:
             _say(err, f"segment mode: the trace restarts every {info.segment_ms / 1000:g} s; each segment is "
                       "a complete trace in a file of its own")
@@ -174,7 +174,7 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
             how = f"events arrive a generation ({every}) at a time"
         _say(err, f"tailing {_about(info)}); {how}"
                   + ("" if duration else "; Ctrl-C stops"))
-        count, pipe_closed = await _until_done(session, err, partial(_print_events, session, fmt, out, limit, kinds)) \
+        shown, pipe_closed = await _until_done(session, err, partial(_print_events, session, fmt, out, limit, kinds)) \
             or (0, False)
         if pipe_closed:
             _silence_stdout()
@@ -182,7 +182,7 @@ async def tail_command(address: str, *, duration: float | None, fmt: str, token:
         end = session.end
         if end is None:
             return EXIT_INCOMPLETE
-        _say(err, f"{count:,} events; session ended: {peer.shown(end.reason)}"
+        _say(err, f"{shown:,} events; session ended: {peer.shown(end.reason)}"
                   + (f"; {end.dropped_generations} generations shed because the consumer fell behind"
                      if end.dropped_generations else "")
                   + (f"; {session.counters.segments + 1} segments" if info.segment_ms
@@ -224,8 +224,8 @@ async def _print_events(session: Session, fmt: str, out: TextIO, limit: int | No
             t0 = batch[0].time
         if fmt == "jsonl":
             if isinstance(item, Provisional):
-                pieces = [utf8("".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n"  # type: ignore[arg-type]
-                                       for e in batch))]
+                dicts = (provisional_dict(e) for e in batch)  # type: ignore[arg-type]
+                pieces = [utf8("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))]
             elif isinstance(batch, EventBatch):
                 pieces = encoder.encode_batch(batch)
             else:
