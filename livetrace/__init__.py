@@ -7,44 +7,106 @@ trace file of any Go version, and :func:`open_decoder` gives a sans-IO
 decoder for any format. docs/reference.md lists what each yields.
 """
 
-from livetrace._trace.accel import implementation
-from livetrace._protocol.address import Address, parse_address
-from livetrace._trace.model.batch import EventBatch
 from livetrace._errors import (
     AlreadyTracingError,
     AuthenticationError,
     BusyError,
     ConnectError,
     ConnectionLostError,
+    LimitExceededError,
     LivetraceError,
+    OutputPathError,
+    PeerCredentialsError,
+    PeerTimeoutError,
     ProtocolError,
     ProtocolVersionError,
     RefusedError,
+    TLSVerificationError,
     TraceFormatError,
     TruncatedTraceError,
     UnsupportedTraceVersionError,
 )
 from livetrace._files import decode, decode_batches
 from livetrace._notice import Notice
-from livetrace._trace.decoder import TraceDecoder, open_decoder
-from livetrace._trace.model.tables import Tables
-from livetrace._trace.model.events import ClockSnapshot, Event, GoState, Kind, ProcState, Resource, StackFrame, StateTransition
-from livetrace._trace.legacy.read import LegacyDecoder
-from livetrace._trace.legacy.trace import LegacyTrace
-from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
-from livetrace._trace.legacy.convert import legacy_events
-from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._protocol.address import Address, parse_address
 from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
 from livetrace._session.recording import Recorder, Recording, record
-from livetrace._session.session import Counters, Session, connect
+from livetrace._session.session import Counters, Limits, Session, connect
+from livetrace._trace.accel import implementation
+from livetrace._trace.decoder import TraceDecoder, open_decoder
+from livetrace._trace.legacy.convert import legacy_events
+from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
+from livetrace._trace.legacy.read import LegacyDecoder
+from livetrace._trace.legacy.trace import LegacyTrace
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.events import (
+    ClockSnapshot,
+    Event,
+    GoState,
+    Kind,
+    ProcState,
+    Resource,
+    StackFrame,
+    StateTransition,
+)
+from livetrace._trace.model.tables import Tables
+from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._version import __version__
 
 __all__ = [
-    "Address", "AlreadyTracingError", "AuthenticationError", "BusyError", "Chunk", "ClockSnapshot", "ConnectError",
-    "ConnectionLostError", "Counters", "End", "Event", "EventBatch", "Gap", "GoState", "Kind", "LegacyDecoder",
-    "LegacyTrace", "LivetraceError", "ModernDecoder", "Notice", "ProcState", "ProtocolError", "ProtocolVersionError",
-    "Provisional", "Recorder", "Recording", "RefusedError", "Resource", "SegmentEnd", "SegmentGap", "Session",
-    "SessionInfo", "StackFrame", "StateTransition", "SymbolsResolved", "Tables", "TraceDecoder", "TraceFormatError",
-    "TruncatedTraceError", "UnsupportedTraceVersionError", "__version__", "connect", "decode", "decode_batches",
-    "implementation", "legacy_events", "open_decoder", "parse_address", "record",
+    "Address",
+    "AlreadyTracingError",
+    "AuthenticationError",
+    "BusyError",
+    "Chunk",
+    "ClockSnapshot",
+    "ConnectError",
+    "ConnectionLostError",
+    "Counters",
+    "End",
+    "Event",
+    "EventBatch",
+    "Gap",
+    "GoState",
+    "Kind",
+    "LegacyDecoder",
+    "LegacyTrace",
+    "LimitExceededError",
+    "Limits",
+    "LivetraceError",
+    "ModernDecoder",
+    "Notice",
+    "OutputPathError",
+    "PeerCredentialsError",
+    "PeerTimeoutError",
+    "ProcState",
+    "ProtocolError",
+    "ProtocolVersionError",
+    "Provisional",
+    "Recorder",
+    "Recording",
+    "RefusedError",
+    "Resource",
+    "SegmentEnd",
+    "SegmentGap",
+    "Session",
+    "SessionInfo",
+    "StackFrame",
+    "StateTransition",
+    "SymbolsResolved",
+    "TLSVerificationError",
+    "Tables",
+    "TraceDecoder",
+    "TraceFormatError",
+    "TruncatedTraceError",
+    "UnsupportedTraceVersionError",
+    "__version__",
+    "connect",
+    "decode",
+    "decode_batches",
+    "implementation",
+    "legacy_events",
+    "open_decoder",
+    "parse_address",
+    "record",
 ]

@@ -16,8 +16,38 @@ class ConnectError(LivetraceError):
     """The helper could not be reached at the given address."""
 
 
+class PeerCredentialsError(ConnectError):
+    """The unix socket is served by a process of another user (or not the
+    process expected): nothing, not even the token, was sent to it.
+    ``uid`` and ``pid`` are the peer's."""
+
+    def __init__(self, message: str, *, uid: int, pid: int) -> None:
+        super().__init__(message)
+        self.uid = uid
+        self.pid = pid
+
+
+class TLSVerificationError(ConnectError):
+    """The TLS server's certificate failed verification: not signed by the
+    given CA, not for that host, or not the pinned one."""
+
+
 class ProtocolError(LivetraceError):
     """The peer sent something that is not the livetrace protocol."""
+
+
+class LimitExceededError(LivetraceError):
+    """The helper sent more than the client agreed to hold (a generation
+    past ``max_generation_bytes``); ``limit`` is the cap in bytes."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class OutputPathError(LivetraceError):
+    """The file a recording should go to cannot be written (missing or
+    read-only directory); found before attaching to the service."""
 
 
 class RefusedError(LivetraceError):
@@ -59,6 +89,12 @@ class ConnectionLostError(LivetraceError):
         self.complete = False
 
 
+class PeerTimeoutError(ConnectionLostError):
+    """The helper went silent (nothing, not even a heartbeat, for the idle
+    timeout) or did not end the session in time after a stop; what arrived
+    is counted as in :class:`ConnectionLostError`."""
+
+
 _REFUSALS: dict[str, type[RefusedError]] = {
     "version": ProtocolVersionError,
     "unauthorized": AuthenticationError,
@@ -82,8 +118,14 @@ class TraceFormatError(LivetraceError):
     them over, as ``ModernDecoder`` does; None when it does not.
     """
 
-    def __init__(self, message: str, *, offset: int | None = None, generation: int | None = None,
-                 partial: list[Event] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        offset: int | None = None,
+        generation: int | None = None,
+        partial: list[Event] | None = None,
+    ) -> None:
         where = []
         if offset is not None:
             where.append(f"offset {offset}")

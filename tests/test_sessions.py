@@ -18,8 +18,8 @@ import pytest
 import trio
 
 import livetrace
-from livetrace._protocol import frames as proto
 from livetrace._go.demo import DemoProcess
+from livetrace._protocol import frames as proto
 
 from .conftest import cli, demo, demo_exe, go_tool_trace
 
@@ -73,9 +73,8 @@ async def test_killed_consumer_leaves_service_healthy_and_ready(version: str, tm
     async with demo(version) as d:
         out = tmp_path / "killed.trace"
         proc = cli("record", d.trace_address, "-o", str(out))
-        part = out.with_name(out.name + ".part")
-        with trio.fail_after(30):
-            while not (part.exists() and part.stat().st_size > 0):
+        with trio.fail_after(30):  # the recording goes to a fresh out.name.XXXXXXXX.part first
+            while not any(p.stat().st_size > 0 for p in tmp_path.glob(f"{out.name}.*.part")):
                 await trio.sleep(0.05)
         assert (await status(d))["tracing"]
         proc.send_signal(signal.SIGKILL)
@@ -117,10 +116,14 @@ async def _terminate_after_first_chunk(d: DemoProcess, session: livetrace.Sessio
 async def test_service_dying_mid_stream_raises_connection_lost_with_counts() -> None:
     async with demo("1.26") as d:
         async with livetrace.connect(d.trace_address) as session:
-            with pytest.raises(livetrace.ConnectionLostError) as exc:
+
+            async def read_until_killed() -> None:
                 async for _ in session.chunks():
                     if session.counters.chunks == 3:
                         d.process.kill()
+
+            with pytest.raises(livetrace.ConnectionLostError) as exc:
+                await read_until_killed()
     err = exc.value
     assert err.chunks_received >= 3 and err.bytes_received > 0 and err.complete is False
     assert "incomplete" in str(err)
@@ -198,7 +201,7 @@ async def test_incompatible_protocol_version_is_refused_naming_both_ranges() -> 
 
 
 async def test_connect_errors_say_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(livetrace.ConnectError, match="no socket at .*LIVETRACE_LISTEN"):
+    with pytest.raises(livetrace.ConnectError, match=r"no socket at .*LIVETRACE_LISTEN"):
         async with livetrace.connect(f"unix:{tmp_path}/missing.sock"):
             pass
     with socket.socket() as s:
@@ -212,8 +215,9 @@ async def test_connect_errors_say_what_to_do(tmp_path: Path) -> None:
 def test_helper_refuses_to_listen_on_a_live_or_foreign_path(tmp_path: Path) -> None:
     regular = tmp_path / "not-a-socket"
     regular.write_text("x")
-    out = subprocess.run([str(demo_exe("1.26")), "-listen", f"unix:{regular}"], capture_output=True, text=True,
-                         timeout=30)
+    out = subprocess.run(
+        [str(demo_exe("1.26")), "-listen", f"unix:{regular}"], capture_output=True, text=True, timeout=30
+    )
     assert out.returncode != 0 and "is not a socket" in out.stderr
 
 

@@ -1,23 +1,26 @@
-"""Where a helper listens: ``unix:/path``, ``tcp:HOST:PORT`` or ``HOST:PORT``."""
+"""Where a helper listens: ``unix:/path``, ``tcp:HOST:PORT``, ``tls:HOST:PORT`` or ``HOST:PORT``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+FORMS = "unix:/path, tcp:HOST:PORT, tls:HOST:PORT or HOST:PORT"
+
 
 @dataclass(frozen=True)
 class Address:
-    family: str  # "unix" or "tcp"
+    family: str  # "unix", "tcp" or "tls" (TCP with TLS on it)
     path: str = ""
     host: str = ""
     port: int = 0
 
     def __str__(self) -> str:
-        return f"unix:{self.path}" if self.family == "unix" else f"tcp:{self.host}:{self.port}"
+        return f"unix:{self.path}" if self.family == "unix" else f"{self.family}:{self.host}:{self.port}"
 
 
 def parse_address(text: str) -> Address:
-    """Parse an address as the CLI and the Go helper write it."""
+    """Parse an address as the CLI and the Go helper write it. A TCP or TLS
+    address without a host (``tcp:PORT``, ``tls::PORT``) means loopback."""
     if text.startswith("unix:"):
         path = text[len("unix:") :]
         if not path:
@@ -25,9 +28,14 @@ def parse_address(text: str) -> Address:
         return Address("unix", path=path)
     if text.startswith("/"):
         return Address("unix", path=text)
-    hostport = text[len("tcp:") :] if text.startswith("tcp:") else text
+    family, hostport = "tcp", text
+    for scheme in ("tcp", "tls"):
+        if text.startswith(scheme + ":"):
+            family, hostport = scheme, text[len(scheme) + 1 :]
+            if ":" not in hostport:
+                hostport = ":" + hostport
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"bad address {text!r}: expected unix:/path, tcp:HOST:PORT or HOST:PORT")
+        raise ValueError(f"bad address {text!r}: expected {FORMS}")
     host = host.strip("[]") or "127.0.0.1"
-    return Address("tcp", host=host, port=int(port))
+    return Address(family, host=host, port=int(port))

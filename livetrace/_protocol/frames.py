@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from construct import Const, Int8ub, Int16ub, Int32ub, Int64sb, Int64ub, Struct
 
 from livetrace._errors import ProtocolError, ProtocolVersionError
 from livetrace._notice import Notice
+from livetrace._protocol import schema
 from livetrace._streambuf import StreamBuffer
 
 MIN_VERSION = 1
@@ -47,10 +48,14 @@ CHUNK = 0x20
 GAP = 0x21
 END = 0x22
 SEGMENT = 0x23
+HEARTBEAT = 0x24
 
-# A trace chunk is at most one runtime buffer (64 KiB) but legacy footers
-# can be larger; anything past this is not a livetrace helper talking.
-MAX_FRAME = 256 << 20
+# A chunk is one buffer the runtime handed over: a batch of at most 64 KiB
+# on modern Go, a per-P buffer or a piece of the footer (also flushed in
+# 64 KiB buffers) on legacy Go; the demo's largest is under 70 KB on every
+# toolchain. 16 MiB leaves a wide margin and still bounds what a peer can
+# make the client hold for one frame (docs/protocol.md, "Security model").
+MAX_FRAME = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -99,8 +104,10 @@ class Gap(Notice):
 
     @property
     def message(self) -> str:
-        return (f"fell behind: the helper shed generations {self.first_generation}-{self.last_generation} "
-                f"({self.bytes:,} bytes)")
+        return (
+            f"fell behind: the helper shed generations {self.first_generation}-{self.last_generation} "
+            f"({self.bytes:,} bytes)"
+        )
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,11 @@ class End:
 
 
 @dataclass(frozen=True)
+class Heartbeat:
+    """The helper is alive and had nothing else to send."""
+
+
+@dataclass(frozen=True)
 class PeerPreamble:
     min_version: int
     max_version: int
@@ -139,23 +151,27 @@ class Refusal:
     message: str
 
 
-Event = Union[PeerPreamble, SessionInfo, Refusal, Chunk, Gap, SegmentEnd, End]
+Event = PeerPreamble | SessionInfo | Refusal | Chunk | Gap | SegmentEnd | End | Heartbeat
 
 
 def client_preamble() -> bytes:
-    return Preamble.build(dict(min_version=MIN_VERSION, max_version=MAX_VERSION))
+    return Preamble.build({"min_version": MIN_VERSION, "max_version": MAX_VERSION})
 
 
 def encode_frame(frame_type: int, payload: bytes = b"") -> bytes:
-    return FrameHeader.build(dict(type=frame_type, length=len(payload))) + payload
+    return FrameHeader.build({"type": frame_type, "length": len(payload)}) + payload
 
 
-def hello(*, token: str | None, duration_ns: int, client: str, advance_ms: int = 0, segment_ms: int = 0) -> bytes:
+def hello(
+    *, token: str | None, duration_ns: int, client: str, advance_ms: int = 0, segment_ms: int = 0, heartbeat_ms: int = 0
+) -> bytes:
     body: dict[str, Any] = {"client": client}
     if advance_ms > 0:
         body["advance_ms"] = advance_ms
     if segment_ms > 0:
         body["segment_ms"] = segment_ms
+    if heartbeat_ms > 0:
+        body["heartbeat_ms"] = heartbeat_ms
     if token:
         body["token"] = token
     if duration_ns > 0:
@@ -175,21 +191,11 @@ def negotiate(peer: PeerPreamble) -> int:
     return hi
 
 
-def _json_fields(cls: type, body: bytes, what: str) -> Any:
-    try:
-        obj = json.loads(body)
-    except ValueError as e:
-        raise ProtocolError(f"malformed {what} frame: {e}") from None
-    if not isinstance(obj, dict):
-        raise ProtocolError(f"malformed {what} frame: expected a JSON object")
-    names = cls.__dataclass_fields__
-    known = {k: v for k, v in obj.items() if k in names and k != "extra"}
-    try:
-        if "extra" in names:
-            return cls(**known, extra={k: v for k, v in obj.items() if k not in names})
-        return cls(**known)
-    except TypeError as e:
-        raise ProtocolError(f"malformed {what} frame: {e}") from None
+def _message(cls: type, shape: schema.Schema, body: bytes) -> Any:
+    known, extra = shape.parse(body)
+    if "extra" in cls.__dataclass_fields__:  # type: ignore[attr-defined]
+        return cls(**known, extra=extra)
+    return cls(**known)
 
 
 class ClientConnection:
@@ -197,14 +203,21 @@ class ClientConnection:
 
     ``receive_data`` takes bytes in any chunking and returns the events they
     complete; ``receive_data(b"")`` means the peer closed the connection.
+    Every message is checked against its declared shape and against the
+    order frames may come in (a handshake first, a gap only after the trace
+    header, nothing after the end): a peer that breaks either gets a
+    :class:`ProtocolError`.
     """
 
     def __init__(self) -> None:
         self._in = StreamBuffer()
         self._preamble_seen = False
+        self._handshake_seen = False
+        self._chunk_seen = False
+        self._ended = False
         self.closed = False
 
-    def receive_data(self, data: bytes) -> list[Event]:
+    def receive_data(self, data: bytes | bytearray) -> list[Event]:
         if self.closed:
             raise ProtocolError("data after the end of the session")
         if not data:
@@ -227,40 +240,75 @@ class ClientConnection:
             self._preamble_seen = True
             events.append(PeerPreamble(p.min_version, p.max_version))
         end = len(buf)
-        while end - pos >= FRAME_HEADER_SIZE:
-            h = FrameHeader.parse(bytes(buf[pos : pos + FRAME_HEADER_SIZE]))
-            if h.length > MAX_FRAME:
-                raise ProtocolError(f"frame of {h.length} bytes exceeds the {MAX_FRAME}-byte limit")
-            if end - pos < FRAME_HEADER_SIZE + h.length:
-                break
-            start = pos + FRAME_HEADER_SIZE
-            pos = start + h.length
-            events.append(self._frame(h.type, buf, start, pos))
+        try:
+            while end - pos >= FRAME_HEADER_SIZE:
+                h = FrameHeader.parse(bytes(buf[pos : pos + FRAME_HEADER_SIZE]))
+                if h.length > MAX_FRAME:
+                    raise ProtocolError(
+                        f"frame of {h.length} bytes (type {h.type:#04x}) exceeds the {MAX_FRAME}-byte "
+                        "limit; a livetrace helper sends chunks of at most 64 KiB"
+                    )
+                if end - pos < FRAME_HEADER_SIZE + h.length:
+                    break
+                start = pos + FRAME_HEADER_SIZE
+                pos = start + h.length
+                events.append(self._frame(h.type, buf, start, pos))
+        except ProtocolError as e:
+            # The frames before the bad one are good: the caller may still use
+            # them (a recording keeps their chunks) before reporting the error.
+            e.events = events  # type: ignore[attr-defined]
+            self.closed = True
+            raise
         self._in.consumed(pos)
         return events
 
-    @staticmethod
-    def _frame(ftype: int, buf: bytearray, start: int, stop: int) -> Event:
+    def _frame(self, ftype: int, buf: bytearray, start: int, stop: int) -> Event:
+        if self._ended:
+            raise ProtocolError(f"frame of type {ftype:#04x} after the end frame")
+        if ftype == HEARTBEAT:
+            return Heartbeat()  # its payload, empty in version 1, is not read
+        if ftype == HANDSHAKE:
+            if self._handshake_seen:
+                raise ProtocolError("a second handshake frame in one session")
+            self._handshake_seen = True
+            return _message(SessionInfo, schema.HANDSHAKE, bytes(buf[start:stop]))
+        if ftype == ERROR:
+            return _message(Refusal, schema.ERROR, bytes(buf[start:stop]))
         if ftype == CHUNK:
             if stop - start < CHUNK_HEADER_SIZE:
                 raise ProtocolError(f"chunk frame of {stop - start} bytes is shorter than its header")
             h = ChunkHeader.parse(bytes(buf[start : start + CHUNK_HEADER_SIZE]))
+            self._in_order("chunk")
+            self._chunk_seen = True
             return Chunk(h.seq, h.read_unix_ns, h.generation, bytes(buf[start + CHUNK_HEADER_SIZE : stop]))
         body = bytes(buf[start:stop])
         if ftype == GAP:
-            return _json_fields(Gap, body, "gap")
-        if ftype == END:
-            return _json_fields(End, body, "end")
+            gap: Gap = _message(Gap, schema.GAP, body)
+            if gap.last_generation < gap.first_generation:
+                raise ProtocolError(
+                    f"malformed gap frame: last_generation {gap.last_generation} is before "
+                    f"first_generation {gap.first_generation}"
+                )
+            self._in_order("gap", after_chunk="a gap can only follow the trace header")
+            return gap
         if ftype == SEGMENT:
-            return _json_fields(SegmentEnd, body, "segment")
-        if ftype == HANDSHAKE:
-            return _json_fields(SessionInfo, body, "handshake")
-        if ftype == ERROR:
-            return _json_fields(Refusal, body, "error")
+            seg: SegmentEnd = _message(SegmentEnd, schema.SEGMENT, body)
+            self._in_order("segment", after_chunk="a segment ends a trace")
+            return seg
+        if ftype == END:
+            end: End = _message(End, schema.END, body)
+            self._in_order("end")
+            self._ended = True
+            return end
         raise ProtocolError(f"unknown frame type {ftype:#04x} from the helper")
+
+    def _in_order(self, what: str, after_chunk: str = "") -> None:
+        if not self._handshake_seen:
+            raise ProtocolError(f"{what} frame before the handshake")
+        if after_chunk and not self._chunk_seen:
+            raise ProtocolError(f"{what} frame before the first chunk: {after_chunk}")
 
     @property
     def buffered(self) -> int:
         """Bytes received that do not yet make a whole frame."""
         return self._in.unread
-

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import BinaryIO
 
 import trio
 
-from livetrace._errors import ConnectionLostError, LivetraceError
+from livetrace._errors import LivetraceError, OutputPathError
 from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
 from livetrace._session.session import Counters, Session
 
@@ -60,12 +61,51 @@ def _is_stream(path: Path) -> bool:
         return False
 
 
-class _SegmentWriter:
-    """Writes chunks into ``path.part`` and renames it when the segment ends.
+def check_output(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`OutputPathError` unless a recording can go to path: a
+    stream target must be writable, a file's directory must exist and take
+    new files. Checked before attaching, so that a typo costs no session."""
+    p = Path(path)
+    if str(p) == "-":
+        return
+    if p.is_dir():
+        raise OutputPathError(f"cannot record to {p}: it is a directory; give a file name")
+    if _is_stream(p):
+        if not os.access(p, os.W_OK):
+            raise OutputPathError(f"cannot write to {p}: permission denied")
+        return
+    parent = p.parent
+    if not parent.is_dir():
+        raise OutputPathError(f"cannot record to {p}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"cannot record to {p}: the directory {parent} is not writable")
 
-    A stream target (``-`` for standard output, a pipe, a device) is
-    written in place instead: it has no name to give, and after a gap the
-    recording simply goes on in it.
+
+def _open_stream_target(path: Path) -> BinaryIO:
+    """An existing pipe or device, opened for writing without creating or
+    truncating anything; a regular file there now (swapped in since the
+    check) is refused rather than overwritten."""
+    if str(path) == "-":
+        return os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OutputPathError(f"{path} became a regular file while recording started; not overwriting it")
+    return os.fdopen(fd, "wb")
+
+
+class _SegmentWriter:
+    """Writes chunks into a new temporary file beside the target and renames
+    it into place when the segment ends.
+
+    The temporary file gets a random name and is created exclusively
+    (``mkstemp``: O_CREAT|O_EXCL, which refuses an existing name, symlinks
+    included), so nothing planted in the directory is followed or
+    overwritten; the final name is replaced atomically by the rename, which
+    replaces a symlink there rather than writing through it. A stream
+    target (``-`` for standard output, a pipe, a device) is written in
+    place instead: it has no name to give, and after a gap the recording
+    simply goes on in it.
     """
 
     def __init__(self, path: Path) -> None:
@@ -83,12 +123,12 @@ class _SegmentWriter:
     def _open(self) -> None:
         self._index += 1
         if self._stream:
-            self._file = (os.fdopen(os.dup(sys.stdout.fileno()), "wb") if str(self._base) == "-"
-                          else open(self._base, "wb"))  # noqa: SIM115 - closed in _close
+            self._file = _open_stream_target(self._base)
         else:
             final = segment_path(self._base, self._index)
-            self._part = final.with_name(final.name + ".part")
-            self._file = open(self._part, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in _close
+            fd, name = tempfile.mkstemp(prefix=final.name + ".", suffix=".part", dir=final.parent)
+            self._part = Path(name)
+            self._file = os.fdopen(fd, "wb", buffering=1 << 20)
         self._file.write(self._header)
         self._gen = 0
         self._written = len(self._header)
@@ -107,8 +147,7 @@ class _SegmentWriter:
 
     def gap(self, g: Gap) -> Path | None:
         """Cut the segment at a gap; returns the file that continues the recording."""
-        assert self._file is not None
-        if self._stream:
+        if self._file is None or self._stream:
             return None  # a stream cannot be cut; readers restart at the next generation
         if g.discard_received and self._gen == g.first_generation:
             self._file.truncate(self._gen_start)
@@ -139,7 +178,9 @@ class _SegmentWriter:
         final = segment_path(self._base, self._index)
         if not complete:
             final = final.with_name(final.name + INCOMPLETE_SUFFIX)
+        os.chmod(self._part, 0o666 & ~_umask())  # mkstemp makes it 0600; a trace file is an ordinary file
         os.replace(self._part, final)
+        self._part = None
         self.paths.append(final)
 
     def finish(self, complete: bool) -> None:
@@ -147,18 +188,39 @@ class _SegmentWriter:
             self._close(complete)
 
 
+def _umask() -> int:
+    """The process's umask, read without setting it where Linux allows
+    (setting it, even back, races with other threads creating files)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 class Recorder:
     """Writes a session's trace to ``path`` until the helper ends it.
 
     The file only gets its final name once the helper's end frame says the
     trace is complete; otherwise it is kept as ``path + '.incomplete'``. A
-    connection lost mid-stream lands in ``result.error`` rather than being
-    raised, and ``result`` stays valid when :meth:`run` is cancelled, so the
-    caller can always report what was saved.
+    connection lost mid-stream, a helper that timed out or broke the
+    protocol lands in ``result.error`` rather than being raised, and
+    ``result`` stays valid when :meth:`run` is cancelled, so the caller can
+    always report what was saved.
     """
 
-    def __init__(self, session: Session, path: str | os.PathLike[str], *,
-                 on_gap: Callable[[Gap, Path | None], None] | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        path: str | os.PathLike[str],
+        *,
+        on_gap: Callable[[Gap, Path | None], None] | None = None,
+    ) -> None:
         self._session = session
         self._writer = _SegmentWriter(Path(path))
         self._on_gap = on_gap
@@ -181,7 +243,7 @@ class Recorder:
                 await trio.lowlevel.checkpoint_if_cancelled()
             rec.end = self._session.end
             rec.complete = bool(rec.end and rec.end.complete)
-        except ConnectionLostError as e:
+        except LivetraceError as e:  # lost, timed out, or not the protocol: what came is kept, incomplete
             rec.error = e
         finally:
             writer.finish(rec.complete)

@@ -2,32 +2,82 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
-from collections import deque
 import socket
+from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Union
+from pathlib import Path
 
 import trio
 
-from livetrace._session.nursery import open_nursery
-
+from livetrace._errors import (
+    ConnectError,
+    ConnectionLostError,
+    LimitExceededError,
+    LivetraceError,
+    PeerTimeoutError,
+    ProtocolError,
+    refusal,
+)
+from livetrace._notice import Notice
 from livetrace._protocol import frames as proto
 from livetrace._protocol.address import Address, parse_address
-from livetrace._errors import ConnectError, ConnectionLostError, LivetraceError, ProtocolError, refusal
+from livetrace._protocol.text import shown
+from livetrace._session import transport
+from livetrace._session.live import Item, LiveDecoder
+from livetrace._session.nursery import open_nursery
+from livetrace._trace.legacy.live import Provisional
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
-from livetrace._notice import Notice
-from livetrace._trace.legacy.live import Provisional
-from livetrace._session.live import Item, LiveDecoder
 from livetrace._version import __version__
 
 RECEIVE_SIZE = 1 << 18
 HANDSHAKE_TIMEOUT = 15.0
+# The longest a helper may stay silent. Helpers that know heartbeats send
+# one after a second of nothing else; older ones send nothing while the
+# runtime has nothing to hand over, so the default is generous.
+IDLE_TIMEOUT = 30.0
+# After the stop (ours, or the end of the duration) the helper flushes the
+# tracer and drains its queue; this is how long the client waits on it for
+# that, not counting time the client itself spends on what arrives.
+STOP_TIMEOUT = 60.0
+# The helper ends a duration by itself; the client sends its own STOP if it
+# finds itself waiting this long past the duration.
+STOP_SLACK = 2.0
+# Beyond its queue (queue_bytes), what a helper may send after the stop:
+# the buffers and tables the runtime flushes as it stops.
+STOP_DRAIN_MARGIN = 64 << 20
+MAX_GENERATION_BYTES = 512 << 20
+# Frames read but not yet decoded: the reader waits past this.
+DECODE_QUEUE_BYTES = 32 << 20
 
-Frame = Union[proto.Chunk, proto.Gap, proto.SegmentEnd]
+Frame = proto.Chunk | proto.Gap | proto.SegmentEnd
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the client holds a helper to (docs/protocol.md, "Security
+    model"). ``idle_timeout``: the longest silence (None: wait forever);
+    ``stop_timeout``: how long the helper may take to end the session after
+    the stop, counting only time the client spends waiting on it;
+    ``max_generation_bytes``: the most one generation (a legacy segment) may
+    hold while its events are decoded."""
+
+    idle_timeout: float | None = IDLE_TIMEOUT
+    stop_timeout: float = STOP_TIMEOUT
+    max_generation_bytes: int = MAX_GENERATION_BYTES
+
+    @property
+    def heartbeat_ms(self) -> int:
+        """The heartbeat period to ask for: about ten in an idle timeout, at
+        most one a second, and none if silence is never a failure."""
+        if not self.idle_timeout:
+            return 0
+        return max(100, min(1000, int(self.idle_timeout * 100)))
 
 
 @dataclass
@@ -51,8 +101,18 @@ class Session:
     the helper says the trace is over.
     """
 
-    def __init__(self, stream: trio.abc.Stream, address: Address, info: proto.SessionInfo,
-                 conn: proto.ClientConnection, pending: deque[proto.Event], nursery: trio.Nursery) -> None:
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        address: Address,
+        info: proto.SessionInfo,
+        conn: proto.ClientConnection,
+        pending: deque[proto.Event | _Failure],
+        nursery: trio.Nursery,
+        *,
+        limits: Limits | None = None,
+        duration: float | None = None,
+    ) -> None:
         self._stream = stream
         self._nursery = nursery
         self._conn = conn
@@ -64,6 +124,14 @@ class Session:
         self.counters = Counters()
         self.end: proto.End | None = None
         self._event_stream: _EventStream | None = None
+        self.limits = limits or Limits()
+        now = trio.current_time()
+        # From the stop point on (a stop asked for, or the duration over),
+        # the helper must end the session: the time the client waits on it
+        # and the bytes it sends are then counted against the limits.
+        self._stop_point = math.inf if not duration else now + duration
+        self._waited_after_stop = 0.0
+        self._bytes_after_stop = 0
 
     def chunks(self) -> AsyncIterator[Frame]:
         """The trace as it arrives: :class:`Chunk` frames and, where the
@@ -72,8 +140,9 @@ class Session:
         connection ends first."""
         return _FrameIterator(self)
 
-    def event_batches(self, kinds: Iterable[Kind] | None = None, *,
-                      provisional: bool | None = None) -> AsyncIterator[Item]:
+    def event_batches(
+        self, kinds: Iterable[Kind] | None = None, *, provisional: bool | None = None
+    ) -> AsyncIterator[Item]:
         """Decoded events as they become available, as :class:`EventBatch`
         objects (a few thousand events of one generation each): each
         generation's events as soon as the generation is complete, and a
@@ -124,23 +193,80 @@ class Session:
         if self._stop_sent or self._finished:
             return
         self._stop_sent = True
-        try:
+        self._stop_point = min(self._stop_point, trio.current_time())
+        # A lost connection is reported by the read side.
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self._stream.send_all(proto.encode_frame(proto.STOP))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the read side reports the lost connection
+
+    async def _receive(self) -> bytes:
+        """The next bytes from the helper, within the limits: a helper that
+        stays silent past the idle timeout, or does not end the session in
+        time after the stop, raises :class:`PeerTimeoutError`."""
+        lim = self.limits
+        # Silence counts only while the client waits: a client that was
+        # itself held up (writing to a full pipe, say) has not been ignored
+        # by the helper meanwhile.
+        silent_since = trio.current_time()
+        while True:
+            start = trio.current_time()
+            deadline = silent_since + lim.idle_timeout if lim.idle_timeout else math.inf
+            if not self._stop_sent:
+                deadline = min(deadline, self._stop_point + STOP_SLACK)
+            if start >= self._stop_point:
+                deadline = min(deadline, start + lim.stop_timeout - self._waited_after_stop)
+            with trio.move_on_at(deadline):
+                try:
+                    data = await self._stream.receive_some(RECEIVE_SIZE)
+                except (trio.BrokenResourceError, OSError) as e:
+                    raise self._lost(f"connection to {self.address} broke: {e}") from None
+                now = trio.current_time()
+                if now > self._stop_point:
+                    self._waited_after_stop += now - max(start, self._stop_point)
+                    self._bytes_after_stop += len(data)
+                    self._check_drain()
+                return data  # type: ignore[return-value]
+            now = trio.current_time()
+            if now > self._stop_point:
+                self._waited_after_stop += now - max(start, self._stop_point)
+            if lim.idle_timeout and now >= silent_since + lim.idle_timeout:
+                raise self._lost(
+                    f"the helper at {self.address} sent nothing for {lim.idle_timeout:g} s "
+                    "(raise --idle-timeout if the service is just quiet)",
+                    PeerTimeoutError,
+                )
+            if self._waited_after_stop >= lim.stop_timeout:
+                raise self._lost(
+                    f"the helper at {self.address} did not end the session within {lim.stop_timeout:g} s of the stop",
+                    PeerTimeoutError,
+                )
+            if not self._stop_sent and now >= self._stop_point + STOP_SLACK:
+                with trio.move_on_after(lim.stop_timeout):
+                    await self.stop()  # the duration is over and the helper goes on: ask it to stop
+
+    def _check_drain(self) -> None:
+        allowed = 2 * self.info.queue_bytes + STOP_DRAIN_MARGIN
+        if self._bytes_after_stop > allowed:
+            raise self._lost(
+                f"the helper at {self.address} sent {self._bytes_after_stop:,} bytes after the stop "
+                f"without ending the session (more than twice its {self.info.queue_bytes:,}-byte "
+                "queue and the tracer's last buffers)",
+                PeerTimeoutError,
+            )
 
     async def _next_frame(self) -> Frame | None:
-        while not self._pending:
-            if self._finished:
-                return None
-            try:
-                data = await self._stream.receive_some(RECEIVE_SIZE)
-            except (trio.BrokenResourceError, OSError) as e:
-                raise self._lost(f"connection to {self.address} broke: {e}") from None
-            if not data:
-                raise self._lost(f"the helper at {self.address} closed the connection before the end of the trace")
-            self._pending.extend(self._conn.receive_data(data))
-        ev = self._pending.popleft()
+        ev: proto.Event | _Failure = proto.Heartbeat()
+        while isinstance(ev, proto.Heartbeat):  # a heartbeat only says the helper is there
+            while not self._pending:
+                if self._finished:
+                    return None
+                data = await self._receive()
+                if not data:
+                    raise self._lost(f"the helper at {self.address} closed the connection before the end of the trace")
+                self._pending.extend(_received(self._conn, data))
+            ev = self._pending.popleft()
+            if isinstance(ev, _Failure):
+                self._finished = True
+                raise ev.error
         c = self.counters
         if isinstance(ev, proto.Chunk):
             c.chunks += 1
@@ -162,15 +288,16 @@ class Session:
             c.dropped_generations = ev.dropped_generations
             return None
         if isinstance(ev, proto.Refusal):
-            raise refusal(ev.code, ev.message)
+            raise refusal(shown(ev.code), shown(ev.message))
         raise ProtocolError(f"unexpected {type(ev).__name__} in the middle of a session")
 
-    def _lost(self, why: str) -> ConnectionLostError:
+    def _lost(self, why: str, kind: type[ConnectionLostError] = ConnectionLostError) -> ConnectionLostError:
         self._finished = True
         c = self.counters
-        return ConnectionLostError(
+        return kind(
             f"{why}: got {c.bytes} bytes in {c.chunks} chunks; the trace is incomplete",
-            bytes_received=c.bytes, chunks_received=c.chunks,
+            bytes_received=c.bytes,
+            chunks_received=c.chunks,
         )
 
 
@@ -184,8 +311,12 @@ class _EventStream:
         self.kinds = kinds
         self._counters = session.counters
         self._live = LiveDecoder(kinds, provisional)
+        self._meter = _GenerationMeter(session.limits.max_generation_bytes)
         # Few batches in flight: memory stays bounded when the consumer is slow.
         self._send, self._recv = trio.open_memory_channel[object](2)
+        # Frames read but not decoded yet, in bytes, and the reader's wait for room.
+        self._queued = 0
+        self._room = trio.Event()
         session._nursery.start_soon(self._pump, session)
 
     async def _pump(self, session: Session) -> None:
@@ -193,13 +324,18 @@ class _EventStream:
         async with self._send, open_nursery() as nursery:
             nursery.start_soon(self._read, session, raw_send)
             await self._decode(raw_recv)
+            nursery.cancel_scope.cancel()  # after an error the reader may be waiting for room
 
-    @staticmethod
-    async def _read(session: Session, out: trio.MemorySendChannel[object]) -> None:
+    async def _read(self, session: Session, out: trio.MemorySendChannel[object]) -> None:
         async with out:
             try:
                 async for frame in session.chunks():
+                    self._meter.add(frame)
                     await out.send(frame)
+                    self._queued += _size(frame)
+                    while self._queued > DECODE_QUEUE_BYTES:
+                        self._room = trio.Event()
+                        await self._room.wait()
             except LivetraceError as e:
                 await out.send(e)
 
@@ -223,6 +359,8 @@ class _EventStream:
                 if error is not None:
                     items = items[: items.index(error)]
                 await trio.to_thread.run_sync(self._deliver, live.process(items))  # type: ignore[arg-type]
+                self._queued -= sum(map(_size, items))
+                self._room.set()
                 if error is not None:
                     await self._send.send(error)
                     return
@@ -243,6 +381,53 @@ class _EventStream:
         return item  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """Where in the received frames the peer broke the protocol."""
+
+    error: ProtocolError
+
+
+def _received(conn: proto.ClientConnection, data: bytes | bytearray) -> list[proto.Event | _Failure]:
+    """The events the data completes; a protocol error comes after the good
+    frames before it, so that they are used (recorded) first."""
+    try:
+        return conn.receive_data(data)  # type: ignore[return-value]
+    except ProtocolError as e:
+        return [*getattr(e, "events", []), _Failure(e)]
+
+
+def _size(frame: object) -> int:
+    return len(frame.data) if isinstance(frame, proto.Chunk) else 0
+
+
+class _GenerationMeter:
+    """Bytes of the generation being received (of the segment, for a legacy
+    trace, which is decoded whole), against the cap on what is held for
+    one: a helper whose generation never ends must not take all memory."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._gen = 0
+        self._size = 0
+
+    def add(self, frame: Frame) -> None:
+        if not isinstance(frame, proto.Chunk):
+            self._gen, self._size = 0, 0  # a gap or a segment's end: the next starts afresh
+            return
+        if frame.generation != self._gen and frame.generation != 0:
+            self._gen, self._size = frame.generation, 0
+        self._size += len(frame.data)
+        if self._size > self.cap:
+            what = f"generation {self._gen}" if self._gen else "the trace segment (a legacy trace is decoded whole)"
+            raise LimitExceededError(
+                f"{what} passed {self.cap / (1 << 20):g} MiB, the most this client holds for one generation "
+                "(--max-generation-mb, or connect(max_generation_bytes=...)); raise it if the service's "
+                "generations really are this large",
+                limit=self.cap,
+            )
+
+
 class _FrameIterator:
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -257,23 +442,23 @@ class _FrameIterator:
         return frame
 
 
-async def _open_stream(addr: Address) -> trio.abc.Stream:
-    try:
-        if addr.family == "unix":
-            return await trio.open_unix_socket(addr.path)
-        return await trio.open_tcp_stream(addr.host, addr.port)
-    except FileNotFoundError:
-        raise ConnectError(f"no socket at {addr.path}: is the service running with LIVETRACE_LISTEN={addr}?") from None
-    except PermissionError:
-        raise ConnectError(f"permission denied on {addr.path}: the socket is 0600, run as the service's user") from None
-    except OSError as e:
-        raise ConnectError(f"cannot connect to {addr}: {e.strerror or e}; is the service listening there?") from None
-
-
 @asynccontextmanager
-async def connect(address: str | Address, *, token: str | None = None, duration: float | None = None,
-                  advance: float | None = None, segment: float | None = None,
-                  client_name: str | None = None) -> AsyncIterator[Session]:
+async def connect(
+    address: str | Address,
+    *,
+    token: str | None = None,
+    duration: float | None = None,
+    advance: float | None = None,
+    segment: float | None = None,
+    client_name: str | None = None,
+    idle_timeout: float | None = IDLE_TIMEOUT,
+    stop_timeout: float = STOP_TIMEOUT,
+    max_generation_bytes: int = MAX_GENERATION_BYTES,
+    allow_uid: int | Iterable[int] | None = None,
+    expected_pid: int | None = None,
+    tls_ca: str | os.PathLike[str] | None = None,
+    tls_pin: str | None = None,
+) -> AsyncIterator[Session]:
     """Start a trace session with the helper at ``address``.
 
     ``token`` defaults to ``$LIVETRACE_TOKEN``; ``duration`` (seconds) makes
@@ -287,58 +472,103 @@ async def connect(address: str | Address, *, token: str | None = None, duration:
     (``info.segment_ms`` says what the helper does; 0 on Go 1.22+, whose
     generations are complete already). Leaving the block before the end
     frame drops the connection, which makes the helper stop the tracer.
+
+    The client holds the helper to limits (see :class:`Limits`): a helper
+    silent for ``idle_timeout`` seconds (it is asked for heartbeats), or not
+    done within ``stop_timeout`` of the stop, raises
+    :class:`PeerTimeoutError`; a generation past ``max_generation_bytes``
+    raises :class:`LimitExceededError`. A unix socket must be served by a
+    process of this user or root (or of a uid in ``allow_uid``; of pid
+    ``expected_pid`` if given), else :class:`PeerCredentialsError` before
+    anything is sent. A ``tls:HOST:PORT`` address is checked against
+    ``tls_ca`` (a CA or self-signed certificate file) and/or ``tls_pin``
+    (``sha256:HEX`` of the certificate); neither means the system's CAs.
     """
     addr = address if isinstance(address, Address) else parse_address(address)
     if token is None:
         token = os.environ.get("LIVETRACE_TOKEN") or None
     name = client_name or f"livetrace-py/{__version__} pid {os.getpid()} on {socket.gethostname()}"
-    stream = await _open_stream(addr)
+    limits = Limits(idle_timeout or None, stop_timeout, max_generation_bytes)
+    peer = transport.PeerCheck(transport.uids(allow_uid), expected_pid)
+    tls = transport.TLSOptions(
+        None if tls_ca is None else Path(tls_ca), None if tls_pin is None else transport.parse_pin(tls_pin)
+    )
+    stream: trio.abc.Stream | None = None
     try:
         with trio.fail_after(HANDSHAKE_TIMEOUT):
-            info, conn, pending = await _handshake(stream, addr, token, duration, name, advance, segment)
+            stream = await transport.open_stream(addr, peer, tls)
+            info, conn, pending = await _handshake(
+                stream, addr, token, duration, name, advance, segment, limits.heartbeat_ms
+            )
     except trio.TooSlowError:
-        await stream.aclose()
-        raise ConnectError(f"{addr} accepted the connection but did not complete the handshake "
-                           f"in {HANDSHAKE_TIMEOUT:.0f} s; is it a livetrace helper?") from None
+        if stream is None:
+            raise ConnectError(f"could not connect to {addr} within {HANDSHAKE_TIMEOUT:.0f} s") from None
+        await trio.aclose_forcefully(stream)
+        raise ConnectError(
+            f"{addr} accepted the connection but did not complete the handshake "
+            f"in {HANDSHAKE_TIMEOUT:.0f} s; is it a livetrace helper?"
+        ) from None
     except BaseException:
-        await stream.aclose()
+        if stream is not None:
+            await trio.aclose_forcefully(stream)
         raise
     try:
         async with open_nursery() as nursery:
-            session = Session(stream, addr, info, conn, pending, nursery)
+            session = Session(stream, addr, info, conn, pending, nursery, limits=limits, duration=duration)
             yield session
             nursery.cancel_scope.cancel()
     finally:
-        with trio.CancelScope(shield=True):
-            await stream.aclose()
+        await transport.close(stream)
 
 
-async def _handshake(stream: trio.abc.Stream, addr: Address, token: str | None, duration: float | None,
-                     name: str, advance: float | None,
-                     segment: float | None) -> tuple[proto.SessionInfo, proto.ClientConnection, deque[proto.Event]]:
+async def _handshake(
+    stream: trio.abc.Stream,
+    addr: Address,
+    token: str | None,
+    duration: float | None,
+    name: str,
+    advance: float | None,
+    segment: float | None,
+    heartbeat_ms: int,
+) -> tuple[proto.SessionInfo, proto.ClientConnection, deque[proto.Event | _Failure]]:
     conn = proto.ClientConnection()
     try:
         await stream.send_all(proto.client_preamble())
-        events: deque[proto.Event] = deque()
-        sent_hello = False
+        events: deque[proto.Event | _Failure] = deque()
+        version = 0
         while True:
             while events:
                 ev = events.popleft()
                 if isinstance(ev, proto.PeerPreamble):
-                    proto.negotiate(ev)
-                    await stream.send_all(proto.hello(
-                        token=token, duration_ns=int((duration or 0) * 1e9), client=name,
-                        advance_ms=int((advance or 0) * 1000), segment_ms=int((segment or 0) * 1000)))
-                    sent_hello = True
+                    version = proto.negotiate(ev)
+                    await stream.send_all(
+                        proto.hello(
+                            token=token,
+                            duration_ns=int((duration or 0) * 1e9),
+                            client=name,
+                            advance_ms=int((advance or 0) * 1000),
+                            segment_ms=int((segment or 0) * 1000),
+                            heartbeat_ms=heartbeat_ms,
+                        )
+                    )
                 elif isinstance(ev, proto.Refusal):
-                    raise refusal(ev.code, ev.message)
-                elif isinstance(ev, proto.SessionInfo) and sent_hello:
+                    raise refusal(shown(ev.code), shown(ev.message))
+                elif isinstance(ev, proto.SessionInfo) and version:
+                    if ev.protocol != version:
+                        raise ProtocolError(
+                            f"the handshake from {addr} names protocol version {ev.protocol}, "
+                            f"not version {version} that both sides speak"
+                        )
                     return ev, conn, events
+                elif isinstance(ev, proto.Heartbeat):
+                    continue
+                elif isinstance(ev, _Failure):
+                    raise ev.error
                 else:
                     raise ProtocolError(f"expected a handshake from {addr}, got {type(ev).__name__}")
             data = await stream.receive_some(RECEIVE_SIZE)
             if not data:
                 raise ConnectError(f"{addr} closed the connection during the handshake")
-            events.extend(conn.receive_data(data))
+            events.extend(_received(conn, data))
     except (trio.BrokenResourceError, OSError) as e:
         raise ConnectError(f"connection to {addr} broke during the handshake: {e}") from None

@@ -9,9 +9,12 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from livetrace._trace.accel import compiled_core
-from livetrace._trace.model.batch import EventBatch
 from livetrace._cli.render.dump import parsed_text
+from livetrace._notice import Notice
+from livetrace._protocol.frames import Gap
+from livetrace._trace.accel import compiled_core
+from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
+from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import (
     GO_STATE_NAMES,
     NO_TASK,
@@ -23,14 +26,42 @@ from livetrace._trace.model.events import (
     stack_frames,
     transition_parts,
 )
-from livetrace._notice import Notice
-from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
 from livetrace._trace.model.tables import Tables
-from livetrace._protocol.frames import Gap
+
+
+def valid_text(text: str) -> str:
+    """Text UTF-8 can carry: the API keeps a trace's bytes that are not
+    UTF-8 as lone surrogates (``surrogateescape``), output shows each as
+    U+FFFD, as Go's tools do."""
+    if text.isascii():
+        return text
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that did not come from a byte
+        return text.encode("utf-8", "replace").decode()
+    return raw.decode("utf-8", "replace")
+
+
+def utf8(text: str) -> bytes:
+    """text as UTF-8 for output, see :func:`valid_text`."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return valid_text(text).encode()
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, str):
+        return valid_text(v)
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
 
 
 def _frames(frames: list[StackFrame]) -> list[dict[str, Any]]:
-    return [{"function": f.func, "file": f.file, "line": f.line} for f in frames]
+    return [{"function": valid_text(f.func), "file": valid_text(f.file), "line": f.line} for f in frames]
 
 
 def wall_string(e: Event) -> str | None:
@@ -73,14 +104,17 @@ def event_dict(e: Event, stack: bool = True) -> dict[str, Any]:
         n, snap = e.sync()
         d["n"] = n
         if snap is not None:
-            d["clock_snapshot"] = {"trace_ns": snap.trace_ns, "mono_ns": snap.mono_ns,
-                                   "wall": format_wall(snap.wall_sec, snap.wall_nsec)}
+            d["clock_snapshot"] = {
+                "trace_ns": snap.trace_ns,
+                "mono_ns": snap.mono_ns,
+                "wall": format_wall(snap.wall_sec, snap.wall_nsec),
+            }
     elif kind == Kind.EXPERIMENTAL:
         d["name"], args = e.experimental()
         d["args"] = dict(args)
     if kind != Kind.SYNC and stack:
         d["stack"] = _frames(e.stack())
-    return d
+    return {k: _clean(v) for k, v in d.items()}
 
 
 def gap_dict(g: Notice) -> dict[str, Any]:
@@ -88,11 +122,22 @@ def gap_dict(g: Notice) -> dict[str, Any]:
     if isinstance(g, SegmentGap):
         return {"kind": "Gap", "why": g.why, "segment": g.segment, "duration_ns": g.duration_ns}
     if isinstance(g, SymbolsResolved):
-        return {"kind": "SymbolsResolved", "segment": g.segment, "events": g.events, "stacks": g.stacks,
-                "ticks_per_sec": g.ticks_per_sec, "estimated_ticks_per_sec": g.estimated_ticks_per_sec}
+        return {
+            "kind": "SymbolsResolved",
+            "segment": g.segment,
+            "events": g.events,
+            "stacks": g.stacks,
+            "ticks_per_sec": g.ticks_per_sec,
+            "estimated_ticks_per_sec": g.estimated_ticks_per_sec,
+        }
     if isinstance(g, Gap):
-        return {"kind": "Gap", "first_generation": g.first_generation, "last_generation": g.last_generation,
-                "dropped_chunks": g.chunks, "dropped_bytes": g.bytes}
+        return {
+            "kind": "Gap",
+            "first_generation": g.first_generation,
+            "last_generation": g.last_generation,
+            "dropped_chunks": g.chunks,
+            "dropped_bytes": g.bytes,
+        }
     return {"kind": type(g).__name__, "message": g.message}
 
 
@@ -130,9 +175,46 @@ def _event_line(e: Event, t0: int) -> str:
     return line
 
 
-
-
 PIECE_LINES = 512
+
+
+class _GenerationJSON:
+    """The JSON of one generation's stacks and strings, each made once, as
+    text and, for the compiled core, as UTF-8. The core keeps pointers into
+    the bytes for the length of a call: an object per generation (never
+    cleared, only replaced) keeps them valid even when a line the core asks
+    Python for starts another generation in the middle of the call."""
+
+    __slots__ = ("gen", "stack_bytes", "stacks", "string_bytes", "strings")
+
+    def __init__(self, gen: Tables | None) -> None:
+        self.gen = gen
+        self.stacks: dict[int, str] = {}
+        self.strings: dict[int, str] = {}
+        self.stack_bytes: dict[int, bytes] = {}
+        self.string_bytes: dict[int, bytes] = {}
+
+    def stack(self, sid: int) -> str:
+        s = self.stacks.get(sid)
+        if s is None:
+            s = self.stacks[sid] = json.dumps(_frames(stack_frames(self.gen, sid)), ensure_ascii=False)
+        return s
+
+    def string(self, sid: int) -> str:
+        s = self.strings.get(sid)
+        if s is None:
+            assert self.gen is not None
+            text = self.gen.strings[sid].decode("utf-8", "replace")
+            s = self.strings[sid] = json.dumps(text, ensure_ascii=False)
+        return s
+
+    def miss(self, kind: str, sid: int) -> bytes:
+        """For the compiled core: the JSON of a stack or string, cached."""
+        if kind == "stack":
+            b = self.stack_bytes[sid] = self.stack(sid).encode()
+        else:
+            b = self.string_bytes[sid] = self.string(sid).encode()
+        return b
 
 
 class JsonlEncoder:
@@ -144,10 +226,7 @@ class JsonlEncoder:
     def __init__(self) -> None:
         self._core = compiled_core()
         self._gen: Tables | None = None
-        self._stacks: dict[int, str] = {}
-        self._strings: dict[int, str] = {}
-        self._stack_bytes: dict[int, bytes] = {}
-        self._string_bytes: dict[int, bytes] = {}
+        self._json = _GenerationJSON(None)
         self._wall_base = 0
         self._has_wall = False
         self._sec = -1
@@ -155,33 +234,16 @@ class JsonlEncoder:
 
     def _start(self, gen: Tables | None) -> None:
         self._gen = gen
-        for cache in (self._stacks, self._strings, self._stack_bytes, self._string_bytes):
-            cache.clear()
+        self._json = _GenerationJSON(gen)
         base = None if gen is None else gen.wall_base
         self._has_wall = base is not None
         self._wall_base = base or 0
 
     def _stack(self, sid: int) -> str:
-        s = self._stacks.get(sid)
-        if s is None:
-            s = self._stacks[sid] = json.dumps(_frames(stack_frames(self._gen, sid)), ensure_ascii=False)
-        return s
+        return self._json.stack(sid)
 
     def _string(self, sid: int) -> str:
-        s = self._strings.get(sid)
-        if s is None:
-            assert self._gen is not None
-            text = self._gen.strings[sid].decode("utf-8", "replace")
-            s = self._strings[sid] = json.dumps(text, ensure_ascii=False)
-        return s
-
-    def _miss(self, kind: str, sid: int) -> bytes:
-        """For the compiled core: the JSON of a stack or string, cached."""
-        if kind == "stack":
-            b = self._stack_bytes[sid] = self._stack(sid).encode()
-        else:
-            b = self._string_bytes[sid] = self._string(sid).encode()
-        return b
+        return self._json.string(sid)
 
     def encode_many(self, items: Iterable[Event | Notice]) -> str:
         """Lines for all the items, each ending in a newline."""
@@ -200,6 +262,7 @@ class JsonlEncoder:
             self._start(batch.gen)
         code, time, m, p, g, args, extra = batch.columns()
         wall = self._wall_base if self._has_wall else None
+        parts = self._json  # this batch's generation, whatever self._json becomes during the calls
         pieces = []
         for i in range(0, len(batch), PIECE_LINES):
             j = i + PIECE_LINES
@@ -207,9 +270,22 @@ class JsonlEncoder:
             def other(k: int, i: int = i) -> str:  # the line of an event the core does not write
                 return self.encode(batch[i + k])
 
-            pieces.append(core.jsonl(code[i:j], time[i:j], m[i:j], p[i:j], g[i:j], args[4 * i : 4 * j],
-                                     extra[2 * i : 2 * j], wall, self._string_bytes, self._stack_bytes, self._miss,
-                                     other))
+            pieces.append(
+                core.jsonl(
+                    code[i:j],
+                    time[i:j],
+                    m[i:j],
+                    p[i:j],
+                    g[i:j],
+                    args[4 * i : 4 * j],
+                    extra[2 * i : 2 * j],
+                    wall,
+                    parts.string_bytes,
+                    parts.stack_bytes,
+                    parts.miss,
+                    other,
+                )
+            )
         return pieces
 
     def encode(self, item: Event | Notice) -> str:
@@ -224,8 +300,10 @@ class JsonlEncoder:
                 return json.dumps(event_dict(e), ensure_ascii=False)
             # The stack comes last: splice in its JSON, made once per generation.
             sid = e.stack_id()
-            return (json.dumps(event_dict(e, stack=False), ensure_ascii=False)[:-1]
-                    + f', "stack": {self._stack(sid) if sid else "[]"}}}')
+            return (
+                json.dumps(event_dict(e, stack=False), ensure_ascii=False)[:-1]
+                + f', "stack": {self._stack(sid) if sid else "[]"}}}'
+            )
         head = f'{{"kind": "StateTransition", "time_ns": {e.time}, '
         if self._has_wall:
             sec, nsec = divmod(self._wall_base + e.time, 1_000_000_000)
@@ -236,8 +314,10 @@ class JsonlEncoder:
         res, rid, old, new, reason, tstack = transition_parts(e)
         names = GO_STATE_NAMES if res == "Goroutine" else PROC_STATE_NAMES
         reason_json = self._string(e.args[0]) if reason else '""'
-        line = (f'{head}"g": {e.g}, "p": {e.p}, "m": {e.m}, "resource": "{res.lower()}", "id": {rid}, '
-                f'"from": "{names[old]}", "to": "{names[new]}", "reason": {reason_json}')
+        line = (
+            f'{head}"g": {e.g}, "p": {e.p}, "m": {e.m}, "resource": "{res.lower()}", "id": {rid}, '
+            f'"from": "{names[old]}", "to": "{names[new]}", "reason": {reason_json}'
+        )
         if tstack is not None:
             line += f', "transition_stack": {self._stack(tstack) if tstack else "[]"}'
         sid = e.stack_id()

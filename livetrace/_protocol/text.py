@@ -1,0 +1,53 @@
+"""Showing text a peer chose: control characters escaped, length bounded.
+
+A helper's messages (a refusal naming another client, an end frame's
+detail, the traced executable's path) reach terminals and logs. Escape
+sequences in them could rewrite the screen or forge lines, so every such
+string is shown the way ``repr`` shows it, without the quotes.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+MAX_SHOWN = 500  # characters of one peer string shown; the rest is elided
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if ch == "\\":
+        return "\\\\"
+    if ch in "\n\r\t":
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _needs_escape(ch: str) -> bool:
+    # Cc: C0, DEL and C1 controls; Cf: format characters such as the bidi
+    # overrides that reorder what a terminal shows; Cs: lone surrogates
+    # (bytes that were not UTF-8); Zl/Zp: line and paragraph separators.
+    return ch == "\\" or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def shown(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` safe to print on one line: control and format characters
+    (and backslashes) escaped as in a Python literal, at most ``limit``
+    characters of it."""
+    tail = f"... ({len(text)} characters)" if len(text) > limit else ""
+    text = text[:limit]
+    if text.isprintable() and "\\" not in text and text.isascii():
+        return text + tail
+    return "".join(_escape(c) if _needs_escape(c) else c for c in text) + tail
+
+
+def shown_value(value: object, limit: int = 60) -> str:
+    """A JSON value a peer sent, for an error message: strings quoted and
+    escaped, anything else as its JSON-ish repr, cut to ``limit``."""
+    if isinstance(value, str):
+        return '"' + shown(value, limit) + '"'
+    text = "null" if value is None else "true" if value is True else "false" if value is False else repr(value)
+    return shown(text, limit)
