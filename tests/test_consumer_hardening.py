@@ -197,3 +197,20 @@ async def test_the_api_keeps_the_raw_bytes(tmp_path: Path) -> None:
             }
     raw = {f.encode("utf-8", "surrogateescape") for f in files}
     assert any(r.endswith(b"/annot\x80tions.go") for r in raw), raw
+
+
+def test_tail_period_outside_what_the_helper_takes_is_refused_before_connecting() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace", "tail", "unix:/nonexistent", "--period", "2"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "the period is 0.1 to 1 s" in out.stderr, out.stderr
+
+
+async def test_an_advance_the_helper_would_refuse_is_refused_before_connecting() -> None:
+    with pytest.raises(ValueError, match=r"advance must be 0\.1 to 1 seconds"):
+        async with livetrace.connect("unix:/nonexistent", advance=0.01):
+            pass

@@ -32,7 +32,7 @@ from livetrace._protocol import text as peer
 from livetrace._protocol.frames import Gap, SessionInfo
 from livetrace._session.nursery import open_nursery
 from livetrace._session.recording import Recorder, Recording, check_output
-from livetrace._session.session import IDLE_TIMEOUT, MAX_GENERATION_BYTES, STOP_TIMEOUT, Session, connect
+from livetrace._session.session import IDLE_TIMEOUT, MAX_GENERATION_BYTES, MIN_ADVANCE, STOP_TIMEOUT, Session, connect
 from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, Event, Kind
@@ -53,6 +53,19 @@ LIVETRACE_LISTEN=unix:/path/to/socket (or tcp:127.0.0.1:PORT). Then:
 
 Try it on the bundled demo service with: livetrace demo
 """
+
+
+def _period(text: str) -> float:
+    """A --period: 0 (the runtime's own, about a second) or 0.1 to 1 seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value != 0 and not MIN_ADVANCE <= value <= 1:
+        raise argparse.ArgumentTypeError(
+            f"{text} s: the period must be {MIN_ADVANCE} to 1 s, or 0 for the runtime's own"
+        )
+    return value
 
 
 def _say(err: TextIO, msg: str) -> None:
@@ -589,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("-n", "--limit", type=int, metavar="N", help="stop after N events")
     tail.add_argument(
         "--period",
-        type=float,
+        type=_period,
         default=0.5,
         metavar="SECONDS",
         help="have the helper close a generation this often, 0.1 to 1 (default 0.5; 0 leaves the "

@@ -53,6 +53,8 @@ STOP_SLACK = 2.0
 STOP_DRAIN_MARGIN = 64 << 20
 MAX_GENERATION_BYTES = 512 << 20
 # Frames read but not yet decoded: the reader waits past this.
+# The shortest generation period the helper accepts (its advance_ms), seconds.
+MIN_ADVANCE = 0.1
 DECODE_QUEUE_BYTES = 32 << 20
 
 Frame = proto.Chunk | proto.Gap | proto.SegmentEnd
@@ -484,6 +486,8 @@ async def connect(
     ``tls_ca`` (a CA or self-signed certificate file) and/or ``tls_pin``
     (``sha256:HEX`` of the certificate); neither means the system's CAs.
     """
+    if advance is not None and not MIN_ADVANCE <= advance <= 1:
+        raise ValueError(f"advance must be {MIN_ADVANCE} to 1 seconds (None leaves it to the runtime), not {advance}")
     addr = address if isinstance(address, Address) else parse_address(address)
     if token is None:
         token = os.environ.get("LIVETRACE_TOKEN") or None
@@ -546,7 +550,9 @@ async def _handshake(
                             token=token,
                             duration_ns=int((duration or 0) * 1e9),
                             client=name,
-                            advance_ms=int((advance or 0) * 1000),
+                            # The runtime closes a generation about once a second by itself, and the
+                            # helper takes 100-999 ms: a second or more is left to the runtime.
+                            advance_ms=0 if advance is None or advance >= 1 else round(advance * 1000),
                             segment_ms=int((segment or 0) * 1000),
                             heartbeat_ms=heartbeat_ms,
                         )
