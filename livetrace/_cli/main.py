@@ -62,9 +62,7 @@ def _period(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if value != 0 and not MIN_ADVANCE <= value <= 1:
-        raise argparse.ArgumentTypeError(
-            f"{text} s: the period must be {MIN_ADVANCE} to 1 s, or 0 for the runtime's own"
-        )
+        raise argparse.ArgumentTypeError(f"{text} s: the period is {MIN_ADVANCE} to 1 s, or 0 for the runtime's own")
     return value
 
 
