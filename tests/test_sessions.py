@@ -13,6 +13,7 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -28,15 +29,23 @@ pytestmark = pytest.mark.slow
 
 def http_get(url: str, timeout: float = 30) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read()
+        body: bytes = r.read()
+    return body
 
 
-async def status(d: DemoProcess) -> dict:
-    return json.loads(await trio.to_thread.run_sync(http_get, d.http + "/debug/livetrace"))
+async def fetch(url: str) -> bytes:
+    """``http_get`` in a worker thread, so trio keeps running meanwhile."""
+    return await trio.to_thread.run_sync(http_get, url)
+
+
+async def status(d: DemoProcess) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(await fetch(d.http + "/debug/livetrace"))
+    return result
 
 
 async def ops(d: DemoProcess) -> int:
-    return json.loads(await trio.to_thread.run_sync(http_get, d.http + "/stats"))["ops"]
+    count: int = json.loads(await fetch(d.http + "/stats"))["ops"]
+    return count
 
 
 async def wait_idle(d: DemoProcess) -> None:
@@ -132,7 +141,7 @@ async def test_service_dying_mid_stream_raises_connection_lost_with_counts() -> 
 async def test_already_traced_process_is_refused_clearly_and_nothing_changes(tmp_path: Path) -> None:
     async with demo("1.26") as d:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(trio.to_thread.run_sync, http_get, d.http + "/debug/pprof/trace?seconds=3")
+            nursery.start_soon(fetch, d.http + "/debug/pprof/trace?seconds=3")
             with trio.fail_after(10):
                 while not (await status(d))["tracing"]:
                     await trio.sleep(0.05)
@@ -227,7 +236,7 @@ async def test_coexists_with_the_runtime_flight_recorder(tmp_path: Path) -> None
         assert rec.complete
         go_tool_trace("1.26", rec.paths[0])
         snapshot = tmp_path / "flight.trace"
-        snapshot.write_bytes(await trio.to_thread.run_sync(http_get, d.http + "/debug/flight"))
+        snapshot.write_bytes(await fetch(d.http + "/debug/flight"))
         go_tool_trace("1.26", snapshot)
         rec = await record_briefly(d.trace_address, tmp_path / "again.trace")
         assert rec.complete

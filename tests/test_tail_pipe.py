@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -63,7 +64,7 @@ async def test_tail_jsonl_into_a_slow_pipe_on_a_busy_machine_keeps_every_line_wh
             assert result["lines"] > 10_000, (result, err)
 
 
-def tail_through_slow_reader(address: str, nonblocking: bool) -> tuple[dict, str]:
+def tail_through_slow_reader(address: str, nonblocking: bool) -> tuple[dict[str, Any], str]:
     r, w = os.pipe()
     os.set_blocking(w, not nonblocking)
     hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(2)]
@@ -110,7 +111,7 @@ def expected_lines(trace: bytes) -> int:
     return len(d.feed(trace) + d.close())
 
 
-def whole_lines(data: bytes) -> list[dict]:
+def whole_lines(data: bytes) -> list[dict[str, Any]]:
     text = data.decode()
     assert text.endswith("\n")
     return [json.loads(line) for line in text[:-1].split("\n")]
@@ -138,7 +139,7 @@ def test_tail_jsonl_into_a_non_blocking_pipe_loses_nothing(tmp_path: Path, unbuf
             env=tail_env(unbuffered),
         )
         os.close(w)
-        chunks = []
+        chunks: list[bytes] = []
         with os.fdopen(r, "rb", buffering=0) as reader:
             while not chunks or chunks[-1]:
                 if len(chunks) % 64 == 0:

@@ -24,10 +24,11 @@ except ImportError:  # Windows
 
 from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_input
 from livetrace._cli.progress import format_bytes, show_progress
-from livetrace._cli.render.jsonl import JsonlEncoder, Notice, provisional_dict, text_line, utf8
+from livetrace._cli.render.jsonl import JsonlEncoder, provisional_dict, text_line, utf8
 from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._go.demo import run_demo
 from livetrace._go.toolchain import build_demo, find_go, go_version
+from livetrace._notice import Notice
 from livetrace._protocol import text as peer
 from livetrace._protocol.frames import Gap, SessionInfo
 from livetrace._session.nursery import open_nursery

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from construct import Const, Int8ub, Int16ub, Int32ub, Int64sb, Int64ub, Struct
 
@@ -17,6 +17,9 @@ from livetrace._errors import ProtocolError, ProtocolVersionError
 from livetrace._notice import Notice
 from livetrace._protocol import schema
 from livetrace._streambuf import StreamBuffer
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 MIN_VERSION = 1
 MAX_VERSION = 1
@@ -155,11 +158,11 @@ Event = PeerPreamble | SessionInfo | Refusal | Chunk | Gap | SegmentEnd | End | 
 
 
 def client_preamble() -> bytes:
-    return Preamble.build({"min_version": MIN_VERSION, "max_version": MAX_VERSION})
+    return cast(bytes, Preamble.build({"min_version": MIN_VERSION, "max_version": MAX_VERSION}))
 
 
 def encode_frame(frame_type: int, payload: bytes = b"") -> bytes:
-    return FrameHeader.build({"type": frame_type, "length": len(payload)}) + payload
+    return cast(bytes, FrameHeader.build({"type": frame_type, "length": len(payload)})) + payload
 
 
 def hello(
@@ -191,10 +194,13 @@ def negotiate(peer: PeerPreamble) -> int:
     return hi
 
 
-def _message(cls: type, shape: schema.Schema, body: bytes) -> Any:
+_Message = TypeVar("_Message", bound="DataclassInstance")
+
+
+def _message(cls: type[_Message], shape: schema.Schema, body: bytes) -> _Message:
     known, extra = shape.parse(body)
-    if "extra" in cls.__dataclass_fields__:  # type: ignore[attr-defined]
-        return cls(**known, extra=extra)
+    if "extra" in cls.__dataclass_fields__:
+        known = {**known, "extra": extra}
     return cls(**known)
 
 
