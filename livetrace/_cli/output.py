@@ -1,0 +1,67 @@
+"""Writing to standard output whole: a slow or non-blocking pipe never gets part of a piece."""
+
+from __future__ import annotations
+
+import os
+import select
+import stat
+from typing import TextIO
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+PIPE_SIZE = 1 << 20  # Linux's default maximum for an unprivileged process
+
+
+def widen_pipe(out: TextIO) -> None:
+    """A full load of events is hundreds of MB/s of JSON: with the usual
+    64 KiB pipe the writer waits on the reader's every read. Ask Linux for
+    a bigger one, where stdout is a pipe (best effort)."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", 1031) if fcntl else None
+    try:
+        fd = out.fileno()
+        if set_size is not None and stat.S_ISFIFO(os.fstat(fd).st_mode):
+            fcntl.fcntl(fd, set_size, PIPE_SIZE)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def write_bytes(out: TextIO, pieces: list[bytes]) -> None:
+    """Write every byte of the pieces, in order.
+
+    Straight to the descriptor, and looping until each piece is all out:
+    ``out.buffer`` is a raw FileIO when Python runs unbuffered
+    (PYTHONUNBUFFERED, ``-u``: common in containers), whose ``write`` may
+    take only part of the data (a pipe write interrupted by a signal, or a
+    full pipe whose descriptor a parent made non-blocking) and says so only
+    in its return value; ignoring it dropped the rest of the piece, leaving
+    a line cut mid-field with the next one glued on."""
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file: a StringIO in a test, say
+        out.write(b"".join(pieces).decode())
+        out.flush()
+        return
+    out.flush()
+    for data in pieces:
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                wait_writable(fd)
+                continue
+            view = view[written:]
+
+
+def wait_writable(fd: int) -> None:
+    """Block until a non-blocking descriptor takes data again."""
+    if not hasattr(select, "poll"):
+        select.select([], [fd], [])
+        return
+    poll = select.poll()
+    poll.register(fd, select.POLLOUT)
+    poll.poll()

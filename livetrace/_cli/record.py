@@ -1,0 +1,97 @@
+"""``livetrace record``: a session written to files that go tool trace opens."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, say, until_done
+from livetrace._cli.progress import format_bytes, show_progress
+from livetrace._protocol import text as peer
+from livetrace._protocol.frames import Gap
+from livetrace._session.recording import Recorder, Recording, check_output
+from livetrace._session.session import connect
+
+
+def report(rec: Recording, err: TextIO, elapsed: float) -> int:
+    c = rec.counters
+    rate = c.bytes / elapsed if elapsed > 0 else 0.0
+    what = f"{format_bytes(c.bytes)} in {c.chunks:,} chunks over {elapsed:.1f} s ({format_bytes(rate)}/s)" + (
+        f", {rec.generations} generations" if rec.generations else ""
+    )
+    files = ", ".join(str(p) for p in rec.paths) or "nothing"
+    if c.dropped_chunks:
+        say(
+            err,
+            f"the consumer fell behind: {c.dropped_chunks:,} chunks ({format_bytes(c.dropped_bytes)}) "
+            f"dropped, {c.dropped_generations} generations shed",
+        )
+    if rec.complete:
+        end = rec.end
+        assert end is not None
+        if end.reason == "overflow":
+            say(
+                err,
+                "warning: the helper's queue filled and it stopped the trace early; "
+                "read faster or give the helper a bigger queue (LIVETRACE_QUEUE_MB)",
+            )
+        say(err, f"recorded {what}; trace complete (ended: {peer.shown(end.reason)}) -> {files}")
+        return EXIT_OK
+    why = (
+        str(rec.error)
+        if rec.error
+        else (peer.shown(rec.end.detail) if rec.end and rec.end.detail else "the session was cut short")
+    )
+    say(err, f"INCOMPLETE recording: {why}")
+    say(err, f"kept {what} in {files}")
+    return EXIT_INCOMPLETE
+
+
+async def record_command(
+    address: str,
+    out: Path,
+    *,
+    duration: float | None,
+    token: str | None,
+    progress: bool,
+    err: TextIO,
+    segment: float | None = None,
+    **limits: Any,
+) -> tuple[int, Recording]:
+    check_output(out)
+    async with connect(address, token=token, duration=duration, segment=segment, **limits) as session:
+        info = session.info
+        say(
+            err,
+            f"recording {about(info)} {peer.shown(info.goos)}/{peer.shown(info.goarch)}) "
+            f"to {out}" + (f" for {duration:g} s" if duration else "; Ctrl-C stops"),
+        )
+        if segment and not info.segment_ms:
+            say(
+                err,
+                f"note: {peer.shown(info.go_version)} writes self-contained generations; --segment applies "
+                "only to Go 1.21 and older, so this is one trace",
+            )
+        elif info.segment_ms:
+            say(
+                err,
+                f"segment mode: the trace restarts every {info.segment_ms / 1000:g} s; each segment is "
+                "a complete trace in a file of its own",
+            )
+
+        def on_gap(gap: Gap, continued: Path | None) -> None:
+            where = f"; continuing in {continued}" if continued else ""
+            say(
+                err,
+                f"fell behind: the helper shed generations {gap.first_generation}-{gap.last_generation} "
+                f"({format_bytes(gap.bytes)}){where}",
+            )
+
+        recorder = Recorder(session, out, on_gap=on_gap)
+        start = trio.current_time()
+        helpers = [partial(show_progress, session.counters, err)] if progress else []
+        await until_done(session, err, recorder.run, *helpers)
+        return report(recorder.result, err, trio.current_time() - start), recorder.result
