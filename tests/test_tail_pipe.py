@@ -211,3 +211,25 @@ def test_the_compiled_encoder_keeps_its_cached_json_valid_for_the_whole_call(nam
         encoder = JsonlEncoder()
         got = [json.loads(line) for piece in encoder.encode_batch(batch) for line in piece.decode().splitlines()]
         assert got == [event_dict(e) for e in batch], cut
+
+
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["unbuffered", "buffered"])
+def test_decode_into_a_non_blocking_pipe_loses_nothing(unbuffered: bool) -> None:
+    """``decode`` prints through a text stream: unbuffered, it must not drop
+    what a short write left over either."""
+    path = textform.CORPUS.parent / "legacy" / "go-testdata" / "stress_1_21_good"
+    command = [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"]
+    expected = subprocess.run(command, check=True, capture_output=True).stdout
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    proc = subprocess.Popen(command, stdout=w, stderr=subprocess.PIPE, env=tail_env(unbuffered))
+    os.close(w)
+    chunks: list[bytes] = []
+    with os.fdopen(r, "rb", buffering=0) as reader:
+        while not chunks or chunks[-1]:
+            if len(chunks) % 64 == 0:
+                time.sleep(0.05)  # let the pipe fill up: the writer meets EAGAIN
+            chunks.append(reader.read(4096))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode(errors="replace")
+    assert b"".join(chunks) == expected

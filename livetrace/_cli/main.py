@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TextIO, cast
 
 import trio
 
@@ -24,6 +25,7 @@ from livetrace._cli.common import (
 )
 from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_input
 from livetrace._cli.demo import demo_command
+from livetrace._cli.output import WholeWriter
 from livetrace._cli.record import record_command
 from livetrace._cli.tail import tail_command
 from livetrace._errors import LivetraceError, TraceFormatError
@@ -191,6 +193,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def whole_stdout() -> TextIO:
+    """Standard output as a stream whose writes are never cut short, nor
+    refused by a pipe a parent made non-blocking (see ``WholeWriter``)."""
+    try:
+        sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file: a StringIO in a test, say
+        return sys.stdout
+    return cast(TextIO, WholeWriter(sys.stdout))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     err = sys.stderr
@@ -214,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return code
         if args.command == "demo":
-            return trio.run(demo_command, args, sys.stdout, err)
+            return trio.run(demo_command, args, whole_stdout(), err)
         if args.command == "tail":
             return trio.run(
                 lambda: tail_command(
@@ -234,9 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "decode":
             with open_input(args.file) as stream:
                 if args.dump == "parsed":
-                    dump_parsed(stream, sys.stdout, args.binary)
+                    dump_parsed(stream, whole_stdout(), args.binary)
                 else:
-                    {"wire": dump_wire, "legacy": dump_legacy}[args.dump](stream, sys.stdout)
+                    {"wire": dump_wire, "legacy": dump_legacy}[args.dump](stream, whole_stdout())
             return EXIT_OK
     except TraceFormatError as e:
         sys.stdout.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import select
 import stat
@@ -65,3 +66,25 @@ def wait_writable(fd: int) -> None:
     poll = select.poll()
     poll.register(fd, select.POLLOUT)
     poll.poll()
+
+
+class WholeWriter(io.TextIOBase):
+    """Standard output as a text stream whose every write goes out whole
+    (``write_bytes``), for the commands that print through a text stream
+    (``decode``, ``demo``): unbuffered Python's raw stdout would drop what
+    a short write left over. The commands write a generation's or a batch's
+    lines at a time, so each write is one system call, or a few."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._encoding = getattr(out, "encoding", None) or "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        write_bytes(self._out, [text.encode(self._encoding, "surrogateescape")])
+        return len(text)
+
+    def fileno(self) -> int:
+        return self._out.fileno()
