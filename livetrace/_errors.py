@@ -33,7 +33,16 @@ class TLSVerificationError(ConnectError):
 
 
 class ProtocolError(LivetraceError):
-    """The peer sent something that is not the livetrace protocol."""
+    """The peer sent something that is not the livetrace protocol.
+
+    ``events`` holds the frames decoded before the bad one (good ones: a
+    recording still keeps their chunks), when a frame reader raised it."""
+
+    events: list[object]
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.events = []
 
 
 class LimitExceededError(LivetraceError):

@@ -157,7 +157,7 @@ def broken_utf8_trace(tmp_path: Path) -> bytes:
     return textform.load(path).data
 
 
-def serve_trace(data: bytes, version: str = "go1.22.0", end: bool = True):  # type: ignore[no-untyped-def]
+def serve_trace(data: bytes, version: str = "go1.22.0", end: bool = True):  # type: ignore[no-untyped-def]  # a peer script: its type is the fake helper's
     """A helper that sends a whole trace (header chunk first) and ends."""
 
     def behave(c: Conn) -> None:

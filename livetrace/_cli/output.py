@@ -11,7 +11,7 @@ from typing import TextIO
 try:
     import fcntl
 except ImportError:  # Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # no fcntl on Windows: None marks its absence
 
 
 PIPE_SIZE = 1 << 20  # Linux's default maximum for an unprivileged process

@@ -123,7 +123,7 @@ async def print_events(
             t0 = batch[0].time
         if fmt == "jsonl":
             if isinstance(item, Provisional):
-                dicts = (provisional_dict(e) for e in batch)  # type: ignore[arg-type]
+                dicts = (provisional_dict(e) for e in batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
                 pieces = [utf8("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))]
             elif isinstance(batch, EventBatch):
                 pieces = encoder.encode_batch(batch)

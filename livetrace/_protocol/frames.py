@@ -262,7 +262,7 @@ class ClientConnection:
         except ProtocolError as e:
             # The frames before the bad one are good: the caller may still use
             # them (a recording keeps their chunks) before reporting the error.
-            e.events = events  # type: ignore[attr-defined]
+            e.events = list(events)
             self.closed = True
             raise
         self._in.consumed(pos)

@@ -226,7 +226,7 @@ class Session:
                     self._waited_after_stop += now - max(start, self._stop_point)
                     self._bytes_after_stop += len(data)
                     self._check_drain()
-                return data  # type: ignore[return-value]
+                return data  # type: ignore[return-value]  # trio's receive_some gives bytes-like; bytearray is read as bytes
             now = trio.current_time()
             if now > self._stop_point:
                 self._waited_after_stop += now - max(start, self._stop_point)
@@ -360,7 +360,7 @@ class _EventStream:
                 error = next((i for i in items if isinstance(i, BaseException)), None)
                 if error is not None:
                     items = items[: items.index(error)]
-                await trio.to_thread.run_sync(self._deliver, live.process(items))  # type: ignore[arg-type]
+                await trio.to_thread.run_sync(self._deliver, live.process(items))  # type: ignore[arg-type]  # the errors were cut off above: frames only
                 self._queued -= sum(map(_size, items))
                 self._room.set()
                 if error is not None:
@@ -380,7 +380,7 @@ class _EventStream:
             raise StopAsyncIteration from None
         if isinstance(item, BaseException):
             raise item
-        return item  # type: ignore[return-value]
+        return item  # type: ignore[return-value]  # not an exception (raised above): an item
 
 
 @dataclass(frozen=True)
@@ -394,9 +394,9 @@ def _received(conn: proto.ClientConnection, data: bytes | bytearray) -> list[pro
     """The events the data completes; a protocol error comes after the good
     frames before it, so that they are used (recorded) first."""
     try:
-        return conn.receive_data(data)  # type: ignore[return-value]
+        return conn.receive_data(data)  # type: ignore[return-value]  # list is invariant: its events are proto.Events
     except ProtocolError as e:
-        return [*getattr(e, "events", []), _Failure(e)]
+        return [*e.events, _Failure(e)]  # type: ignore[list-item]  # a frame reader puts its proto.Events there
 
 
 def _size(frame: object) -> int:
