@@ -36,6 +36,7 @@ from livetrace._errors import (
 from livetrace._protocol import frames as proto
 
 from .conftest import cli
+from .textform import uvarint
 
 HANDSHAKE = {
     "protocol": 1,
@@ -54,15 +55,6 @@ HANDSHAKE = {
 }
 HEADER = b"go 1.26 trace\x00\x00\x00"
 END = {"reason": "client-stop", "complete": True, "chunks": 1, "bytes": len(HEADER)}
-
-
-def uvarint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append(v & 0x7F | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def batch(gen: int, payload: bytes, m: int = 1, t: int = 1000) -> bytes:

@@ -28,7 +28,7 @@ class TextTrace:
     data: bytes
 
 
-def _uvarint(v: int) -> bytes:
+def uvarint(v: int) -> bytes:
     out = bytearray()
     while v >= 0x80:
         out.append(v & 0x7F | 0x80)
@@ -65,18 +65,18 @@ def load(path: Path) -> TextTrace:
         if tokens[0].startswith("data="):
             raw = line.strip()[len("data=") :]
             data = codecs.escape_decode(raw[1:-1].encode())[0]
-            out += _uvarint(len(data)) + data
+            out += uvarint(len(data)) + data
             continue
         values = [int(t.split("=", 1)[1]) for t in tokens if "=" in t]
         if tokens[0].startswith("pc="):
-            out += b"".join(_uvarint(v) for v in values)
+            out += b"".join(uvarint(v) for v in values)
             continue
         spec = _BY_NAME[tokens[0]]
         out.append(spec.code)
         if spec.code == EV_EXPERIMENTAL_BATCH:  # the experiment id is a raw byte
             out.append(values[0])
             values = values[1:]
-        out += b"".join(_uvarint(v) for v in values)
+        out += b"".join(uvarint(v) for v in values)
     wire = [line.strip() if not line.startswith("\t") else "\t" + line.strip() for line in lines[1:]]
     return TextTrace(path.stem, expect == "SUCCESS", pattern, minor, wire, bytes(out))
 
