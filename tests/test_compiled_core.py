@@ -79,7 +79,7 @@ def test_stub_describes_the_compiled_module(tmp_path: Path) -> None:
     the module has, with the same parameters (mypy's stubtest compares them)."""
     pytest.importorskip("mypy.stubtest")
     r = subprocess.run(
-        [sys.executable, "-m", "mypy.stubtest", "livetrace._trace._ccore"],
+        [sys.executable, "-m", "mypy.stubtest", "livetrace._trace._ccore", "--mypy-config-file", "pyproject.toml"],
         capture_output=True,
         text=True,
         check=False,
