@@ -19,7 +19,6 @@ import trio
 
 import livetrace
 from livetrace._cli.render.jsonl import JsonlEncoder, event_dict
-from livetrace._trace.accel import compiled_core
 
 from . import textform
 from .conftest import demo
@@ -192,7 +191,11 @@ async def test_the_first_ctrl_c_during_a_blocked_write_keeps_every_line_whole() 
     assert len(whole_lines(data)) > 1000
 
 
-@pytest.mark.skipif(compiled_core() is None, reason="the compiled core is not built")
+@pytest.mark.compiled_core
+@pytest.mark.skipif(
+    os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
+    reason="the compiled encoder's own test: runs on the compiled core's pass",
+)
 @pytest.mark.parametrize("name", ["go122-annotations.test", "go122-gc-stress.test"])
 def test_the_compiled_encoder_keeps_its_cached_json_valid_for_the_whole_call(name: str) -> None:
     """The core copies stack and string JSON out of the encoder's caches
