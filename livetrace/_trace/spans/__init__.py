@@ -1,0 +1,1 @@
+"""Spans: intervals derived from the events' state transitions and ranges."""
