@@ -50,6 +50,7 @@ from livetrace._trace.model.events import (
     StateTransition,
 )
 from livetrace._trace.model.tables import Tables
+from livetrace._trace.select.filter import Filter
 from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._version import __version__
 
@@ -66,6 +67,7 @@ __all__ = [
     "End",
     "Event",
     "EventBatch",
+    "Filter",
     "Gap",
     "GoState",
     "Kind",
