@@ -53,10 +53,14 @@ def _u64s(ids: Iterable[int]) -> array[int]:
     return array("Q", sorted(ids))
 
 
+def _maybe_u64s(ids: frozenset[int] | None) -> array[int] | None:
+    return None if ids is None else _u64s(ids)
+
+
 class _GenerationIds:
     """What a filter's names and regex match in one Tables."""
 
-    __slots__ = ("arrays", "regions", "logs", "stacks", "task_names", "task_types")
+    __slots__ = ("arrays", "logs", "regions", "stacks", "task_names", "task_types")
 
     def __init__(self, flt: Filter, gen: Tables | None) -> None:
         empty: frozenset[int] = frozenset()
@@ -74,7 +78,11 @@ class _GenerationIds:
         )
         self.stacks = None if flt.stack is None else empty if gen is None else stack_ids_matching(gen, flt.stack)
         # For the compiled core: the same sets as sorted arrays.
-        self.arrays = tuple(None if s is None else _u64s(s) for s in (self.regions, self.logs, self.stacks))
+        self.arrays: tuple[array[int] | None, array[int] | None, array[int] | None] = (
+            _maybe_u64s(self.regions),
+            _maybe_u64s(self.logs),
+            _maybe_u64s(self.stacks),
+        )
 
 
 class EventSelector:
