@@ -92,6 +92,7 @@ class Counters:
     dropped_generations: int = 0
     largest_generation: int = 0  # bytes, once events are being decoded
     segments: int = 0  # legacy trace segments completed (segment mode)
+    events: int = 0  # events decoded (when subscribers asked for them)
 
 
 class Session:

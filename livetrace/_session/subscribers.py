@@ -375,8 +375,10 @@ class Pump:
 
     def _deliver(self, items: Iterator[Item]) -> None:
         """In the worker thread: decode, select, and hand over one item at a time."""
-        fan = self._fanout
+        fan, counters = self._fanout, self._session.counters
         for item in items:
+            if isinstance(item, EventBatch):
+                counters.events += len(item)
             prepared = fan.prepare(item)
             if prepared:
                 trio.from_thread.run(fan.deliver, prepared)
