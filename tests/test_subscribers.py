@@ -90,3 +90,22 @@ async def test_subscribers_with_filters_share_one_session() -> None:
     assert len(gaps) == 1 and gaps[0].batches == slow.lost_batches > 0
     kept = sum(len(x) for x in slow_items if isinstance(x, EventBatch))
     assert kept + gaps[0].events == len(events)
+
+
+@pytest.mark.slow
+@pytest.mark.once
+async def test_the_two_subscribers_example_runs() -> None:
+    import sys
+
+    from .conftest import ROOT
+
+    async with demo("1.26", args=["-workers", "1"]) as d:
+        proc = await trio.run_process(
+            [sys.executable, str(ROOT / "examples" / "two_subscribers.py"), d.trace_address, "2"],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert proc.returncode == 0, proc.stderr.decode()
+    last = proc.stdout.decode().splitlines()[-1]
+    assert "log events" in last and not last.startswith("0 log events"), last
