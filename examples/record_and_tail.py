@@ -5,6 +5,7 @@ Run it with: python examples/record_and_tail.py unix:/tmp/svc.sock trace.out [SE
 """
 
 import subprocess
+from functools import partial
 import sys
 
 import trio
@@ -13,14 +14,12 @@ import livetrace
 
 
 async def main(address: str, path: str, seconds: float) -> None:
-    tail = subprocess.Popen(
-        [sys.executable, "-m", "livetrace", "tail", address, "--duration", str(seconds), "-k", "Log"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    async with livetrace.connect(address, duration=seconds) as session:
-        rec = await livetrace.record(session, path)
-    out, _ = await trio.to_thread.run_sync(tail.communicate)
+    tail_cmd = [sys.executable, "-m", "livetrace", "tail", address, "--duration", str(seconds), "-k", "Log"]
+    async with trio.open_nursery() as nursery:
+        tail = await nursery.start(partial(trio.run_process, tail_cmd, stdout=subprocess.PIPE, check=False))
+        async with livetrace.connect(address, duration=seconds) as session:
+            rec = await livetrace.record(session, path)
+        out = await tail.stdout.receive_some(1 << 30) if tail.stdout else b""
     print(f"recorded {rec.paths} complete={rec.complete}; the tail printed {len(out.splitlines())} log lines")
 
 

@@ -51,8 +51,8 @@ from livetrace._trace.model.events import (
     StateTransition,
 )
 from livetrace._trace.model.tables import Tables
-from livetrace._trace.select.filter import Filter
 from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._trace.select.filter import Filter
 from livetrace._version import __version__
 
 __all__ = [
