@@ -5,8 +5,8 @@ Run it with: python examples/record_and_tail.py unix:/tmp/svc.sock trace.out [SE
 """
 
 import subprocess
-from functools import partial
 import sys
+from functools import partial
 
 import trio
 
@@ -19,7 +19,9 @@ async def main(address: str, path: str, seconds: float) -> None:
         tail = await nursery.start(partial(trio.run_process, tail_cmd, stdout=subprocess.PIPE, check=False))
         async with livetrace.connect(address, duration=seconds) as session:
             rec = await livetrace.record(session, path)
-        out = await tail.stdout.receive_some(1 << 30) if tail.stdout else b""
+        out = b""
+        while tail.stdout is not None and (piece := await tail.stdout.receive_some()):
+            out += piece
     print(f"recorded {rec.paths} complete={rec.complete}; the tail printed {len(out.splitlines())} log lines")
 
 
