@@ -32,6 +32,7 @@ from livetrace._protocol.address import Address, parse_address
 from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
 from livetrace._session.recording import Recorder, Recording, record
 from livetrace._session.session import Counters, Limits, Session, connect
+from livetrace._session.subscribers import SubscriberGap, Subscription
 from livetrace._trace.accel import implementation
 from livetrace._trace.decoder import TraceDecoder, open_decoder
 from livetrace._trace.legacy.convert import legacy_events
@@ -51,6 +52,7 @@ from livetrace._trace.model.events import (
 )
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._trace.select.filter import Filter
 from livetrace._version import __version__
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "End",
     "Event",
     "EventBatch",
+    "Filter",
     "Gap",
     "GoState",
     "Kind",
@@ -93,6 +96,8 @@ __all__ = [
     "SessionInfo",
     "StackFrame",
     "StateTransition",
+    "SubscriberGap",
+    "Subscription",
     "SymbolsResolved",
     "TLSVerificationError",
     "Tables",

@@ -25,12 +25,13 @@ from livetrace._cli.common import (
 )
 from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_input
 from livetrace._cli.demo import demo_command
+from livetrace._cli.filters import add_filter_options, build_filter
 from livetrace._cli.output import WholeWriter
 from livetrace._cli.record import record_command
+from livetrace._cli.render.color import use_color
 from livetrace._cli.tail import tail_command
 from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._session.session import MAX_GENERATION_BYTES
-from livetrace._trace.model.events import KIND_NAMES
 from livetrace._version import __version__
 
 DESCRIPTION = """\
@@ -44,6 +45,31 @@ LIVETRACE_LISTEN=unix:/path/to/socket (or tcp:127.0.0.1:PORT). Then:
 
 Try it on the bundled demo service with: livetrace demo
 """
+
+
+class _ExamplesFormatter(argparse.HelpFormatter):
+    """Wraps the description as usual, keeps an examples epilog's lines."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return text
+        return super()._fill_text(text, width, indent)
+
+
+TAIL_EXAMPLES = """\
+examples:
+  livetrace tail unix:/run/svc.sock --format jsonl | jq 'select(.kind == "Log")'
+  livetrace tail unix:/run/svc.sock -k 'Task*' -k 'Region*' -k Log     tasks, regions and logs
+  livetrace tail unix:/run/svc.sock -k '!StateTransition' -k '!Sync'    all but the scheduler noise
+  livetrace tail unix:/run/svc.sock --goroutine 1,7 --proc 0           two goroutines' events on P 0
+  livetrace tail unix:/run/svc.sock --task 'checkout*' --log 'db.*'     one kind of request's logs
+  livetrace tail unix:/run/svc.sock --grep 'net/http' -n 100           events with net/http on the stack
+  livetrace tail unix:/run/svc.sock --spans -k gc -k stw --min-duration 1ms
+                                                                       GC and stop-the-world pauses > 1 ms
+  livetrace tail unix:/run/svc.sock --spans -k blocked --min-duration 10ms --format jsonl
+
+Globs are shell-style (*, ?, [abc]); quote them. Filters combine with AND, repeated values with OR.
+On exit a summary line on standard error counts the events seen, shown and dropped, and the gaps."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         "completes (or, with --segment 0, events are printed provisionally as they arrive). "
         "`text` is one readable line per event; `jsonl` is one JSON object per line (fields in "
         "docs/events-jsonl.md), for pipes.",
-        epilog="Example: livetrace tail unix:/run/svc.sock --format jsonl | jq 'select(.kind == \"Log\")'",
+        epilog=TAIL_EXAMPLES,
+        formatter_class=_ExamplesFormatter,
     )
     session_arguments(tail)
     tail.add_argument("--format", choices=["text", "jsonl"], default="text", help="output format (default: text)")
@@ -154,15 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the most one generation (a legacy trace's segment) may hold while it is decoded, in MiB "
         f"(default {MAX_GENERATION_BYTES >> 20}): a helper past it is dropped",
     )
+    add_filter_options(tail)
     tail.add_argument(
-        "-k",
-        "--kind",
-        action="append",
-        choices=KIND_NAMES[1:],
-        metavar="KIND",
-        default=[],
-        help="show only events of this kind (repeatable), e.g. -k Log -k TaskBegin; "
-        f"kinds: {', '.join(KIND_NAMES[1:])}",
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="colour the text format: auto (default) when standard output is a terminal and NO_COLOR is unset",
     )
 
     demo = sub.add_parser(
@@ -237,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
                     out=sys.stdout,
                     err=err,
                     limit=args.limit,
-                    kinds=frozenset(args.kind),
+                    flt=build_filter(args, spans=args.spans or args.min_duration is not None),
+                    spans=args.spans or args.min_duration is not None,
+                    color=use_color(args.color, sys.stdout),
                     period=args.period,
                     segment=args.segment,
                     **connect_options(args),

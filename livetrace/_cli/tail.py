@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from functools import partial
 from typing import Any, TextIO
 
@@ -11,7 +11,9 @@ import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, say, silence_stdout, until_done
 from livetrace._cli.output import widen_pipe, write_bytes
+from livetrace._cli.render.color import paint_line
 from livetrace._cli.render.jsonl import JsonlEncoder, provisional_dict, text_line, utf8
+from livetrace._cli.render.spans import SPAN_KIND_WIDTH, span_dict, span_text
 from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
 from livetrace._protocol import text as peer
@@ -19,6 +21,8 @@ from livetrace._session.session import Session, connect
 from livetrace._trace.legacy.live import Provisional, SymbolsResolved
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, Event, Kind
+from livetrace._trace.select.filter import Filter
+from livetrace._trace.spans.model import Span
 from livetrace._trace.version import TraceVersion
 
 
@@ -34,9 +38,15 @@ async def tail_command(
     kinds: frozenset[str] = frozenset(),
     period: float = 0.5,
     segment: float = 1.0,
+    flt: Filter | None = None,
+    spans: bool = False,
+    color: bool = False,
     **limits: Any,
 ) -> int:
-    """Print a live service's events as they are decoded."""
+    """Print a live service's events (or spans) as they are decoded: those
+    of the given kinds, or those ``flt`` keeps; colour the text if asked."""
+    if flt is None and kinds:
+        flt = Filter(kinds=frozenset(Kind(KIND_NAMES.index(k)) for k in kinds))
     widen_pipe(out)
     async with connect(
         address, token=token, duration=duration, advance=period or None, segment=segment or None, **limits
@@ -56,10 +66,12 @@ async def tail_command(
             every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
             how = f"events arrive a generation ({every}) at a time"
         say(err, f"tailing {about(info)}); {how}" + ("" if duration else "; Ctrl-C stops"))
-        shown, pipe_closed = await until_done(session, err, partial(print_events, session, fmt, out, limit, kinds)) or (
+        view = View(fmt, flt, spans, color)
+        shown, pipe_closed = await until_done(session, err, partial(print_events, session, view, out, limit)) or (
             0,
             False,
         )
+        say(err, view.summary(session.counters.events, shown))
         if pipe_closed:
             silence_stdout()
             return EXIT_OK
@@ -94,18 +106,62 @@ def is_legacy_go(version: str) -> bool:
         return False
 
 
-async def print_events(
-    session: Session, fmt: str, out: TextIO, limit: int | None, kinds: frozenset[str]
-) -> tuple[int, bool]:
-    """Write events (of the given kinds, gaps always) until the session ends,
-    the limit is reached (the rest of the session is read but not shown) or
-    the reader of out goes away. A legacy trace without segments shows its
-    provisional events, and then only the notice that its footer came."""
+class View:
+    """What `tail` shows and how: the format, the filter, events or spans,
+    colour; and the gaps it met, for the summary."""
+
+    def __init__(self, fmt: str, flt: Filter | None, spans: bool, color: bool) -> None:
+        self.fmt = fmt
+        self.filter = flt
+        self.spans = spans or (flt is not None and flt.min_duration is not None)
+        self.color = color and fmt == "text"
+        self.gaps = 0
+
+    def subscribe(self, session: Session) -> AsyncIterator[object]:
+        return session.subscribe(
+            self.filter,
+            what="spans" if self.spans else "batches",
+            buffer=2,
+            lossless=True,
+            provisional=not session.info.segment_ms,
+        )
+
+    def text(self, item: object, t0: int, provisional: bool) -> str:
+        if isinstance(item, Span):
+            line = span_text(item, t0)
+            return paint_line(line, str(item.kind), line.index(" ") + 1, SPAN_KIND_WIDTH) if self.color else line
+        line = text_line(item, t0, provisional)  # type: ignore[arg-type]  # an Event or a Notice
+        if not self.color:
+            return line
+        if isinstance(item, Notice):
+            return paint_line(line, None, 0, 0)
+        return paint_line(line, item.kind_name, line.index(" ") + 1, KIND_WIDTH)  # type: ignore[attr-defined]  # an Event
+
+    def summary(self, seen: int, shown: int) -> str:
+        what = "spans" if self.spans else "events"
+        return (
+            f"summary: {seen:,} events seen, {shown:,} {what} shown, "
+            f"{max(0, seen - shown) if not self.spans else 0:,} events dropped (filtered out, or past --limit), "
+            f"{self.gaps} gaps"
+        )
+
+
+KIND_WIDTH = 15  # the kind column of text_line
+
+
+async def print_events(session: Session, view: View, out: TextIO, limit: int | None) -> tuple[int, bool]:
+    """Write events (those the view's filter keeps, gaps always) until the
+    session ends, the limit is reached (the rest of the session is read but
+    not shown) or the reader of out goes away. A legacy trace without
+    segments shows its provisional events, and then only the notice that
+    its footer came."""
     shown, t0 = 0, None
+    fmt = view.fmt
     encoder = JsonlEncoder()
-    wanted = frozenset(Kind(KIND_NAMES.index(k)) for k in kinds) or None
     provisional = False
-    async for item in session.event_batches(wanted):
+    async for item in view.subscribe(session):
+        if isinstance(item, Notice) and not isinstance(item, SymbolsResolved):
+            view.gaps += 1
         if isinstance(item, Provisional):
             provisional = True
             batch: Sequence[Event | Notice] = item.events
@@ -115,14 +171,20 @@ async def print_events(
             batch = item
         elif isinstance(item, SymbolsResolved) and not provisional:
             continue  # in segment mode, every segment has one
-        else:
+        elif isinstance(item, Notice):
             batch = [item]
+        else:
+            batch = item  # type: ignore[assignment]  # a batch of spans
         if limit is not None and len(batch) > limit - shown:
             batch = batch[: max(0, limit - shown)]
         if t0 is None and batch and isinstance(batch[0], Event):
             t0 = batch[0].time
+        if t0 is None and batch and isinstance(batch[0], Span):
+            t0 = batch[0].start
         if fmt == "jsonl":
-            if isinstance(item, Provisional):
+            if batch and isinstance(batch[0], Span):
+                pieces = [utf8("".join(json.dumps(span_dict(s), ensure_ascii=False) + "\n" for s in batch))]  # type: ignore[arg-type]  # spans
+            elif isinstance(item, Provisional):
                 dicts = (provisional_dict(e) for e in batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
                 pieces = [utf8("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))]
             elif isinstance(batch, EventBatch):
@@ -131,7 +193,7 @@ async def print_events(
                 pieces = [utf8(encoder.encode_many(batch))]
         else:
             mark = isinstance(item, Provisional)
-            pieces = [utf8("".join(text_line(e, t0 or 0, mark) + "\n" for e in batch))]
+            pieces = [utf8("".join(view.text(e, t0 or 0, mark) + "\n" for e in batch))]
         try:
             # In a worker thread: while a slow reader keeps the pipe full, the
             # session goes on reading the helper (which would otherwise shed
@@ -140,7 +202,7 @@ async def print_events(
             await trio.to_thread.run_sync(write_bytes, out, pieces, abandon_on_cancel=True)
         except BrokenPipeError:  # `| head` and the like: the reader has seen enough
             return shown, True
-        shown += sum(isinstance(e, Event) for e in batch) if not isinstance(batch, EventBatch) else len(batch)
+        shown += sum(not isinstance(e, Notice) for e in batch) if not isinstance(batch, EventBatch) else len(batch)
         if limit is not None and shown >= limit:
             await session.stop()
     return shown, False

@@ -18,6 +18,7 @@ from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
 from livetrace._session.session import Counters, Session
 
 INCOMPLETE_SUFFIX = ".incomplete"
+FRAME_BUFFER = 16  # frames read ahead of the writes
 
 
 @dataclass
@@ -229,13 +230,15 @@ class Recorder:
     async def run(self) -> Recording:
         rec, writer = self.result, self._writer
         try:
-            async for frame in self._session.chunks():
+            # A lossless subscriber of the raw frames: it holds the reader up
+            # rather than lose a byte, and decoded subscribers share the session.
+            async for frame in self._session.subscribe(what="frames", lossless=True, buffer=FRAME_BUFFER):
                 if isinstance(frame, Chunk):
                     writer.chunk(frame)
                 elif isinstance(frame, SegmentEnd):
                     rec.segments.append(frame)
                     writer.segment_end()
-                else:
+                elif isinstance(frame, Gap):
                     rec.gaps.append(frame)
                     continued = writer.gap(frame)
                     if self._on_gap is not None:

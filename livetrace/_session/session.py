@@ -7,7 +7,7 @@ import math
 import os
 import socket
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +17,6 @@ import trio
 from livetrace._errors import (
     ConnectError,
     ConnectionLostError,
-    LimitExceededError,
-    LivetraceError,
     PeerTimeoutError,
     ProtocolError,
     refusal,
@@ -28,11 +26,13 @@ from livetrace._protocol import frames as proto
 from livetrace._protocol.address import Address, parse_address
 from livetrace._protocol.text import shown
 from livetrace._session import transport
-from livetrace._session.live import Item, LiveDecoder
+from livetrace._session.live import Item
 from livetrace._session.nursery import open_nursery
+from livetrace._session.subscribers import DEFAULT_BUFFER, Fanout, Pump, Subscription, What
 from livetrace._trace.legacy.live import Provisional
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
+from livetrace._trace.select.filter import Filter
 from livetrace._version import __version__
 
 RECEIVE_SIZE = 1 << 18
@@ -52,10 +52,8 @@ STOP_SLACK = 2.0
 # the buffers and tables the runtime flushes as it stops.
 STOP_DRAIN_MARGIN = 64 << 20
 MAX_GENERATION_BYTES = 512 << 20
-# Frames read but not yet decoded: the reader waits past this.
 # The shortest generation period the helper accepts (its advance_ms), seconds.
 MIN_ADVANCE = 0.1
-DECODE_QUEUE_BYTES = 32 << 20
 
 Frame = proto.Chunk | proto.Gap | proto.SegmentEnd
 
@@ -94,6 +92,7 @@ class Counters:
     dropped_generations: int = 0
     largest_generation: int = 0  # bytes, once events are being decoded
     segments: int = 0  # legacy trace segments completed (segment mode)
+    events: int = 0  # events decoded (when subscribers asked for them)
 
 
 class Session:
@@ -125,7 +124,10 @@ class Session:
         self.info = info
         self.counters = Counters()
         self.end: proto.End | None = None
-        self._event_stream: _EventStream | None = None
+        self._fanout = Fanout()
+        self._pump: Pump | None = None
+        self._default: Subscription | None = None
+        self._default_kinds: frozenset[Kind] | None = None
         self.limits = limits or Limits()
         now = trio.current_time()
         # From the stop point on (a stop asked for, or the duration over),
@@ -166,16 +168,51 @@ class Session:
 
         ``kinds`` keeps only events of those kinds; the others are decoded
         but never made. Calling this again continues the same stream (with
-        the same kinds); :meth:`events` shares it too. Use events or
-        :meth:`chunks`, not both."""
+        the same kinds); :meth:`events` shares it too. It is one lossless
+        subscriber (see :meth:`subscribe`). Use events or :meth:`chunks`,
+        not both."""
         wanted = None if kinds is None else frozenset(kinds)
-        if self._event_stream is None:
+        if self._default is None:
             if provisional is None:
                 provisional = not self.info.segment_ms
-            self._event_stream = _EventStream(self, wanted, provisional)
-        elif kinds is not None and wanted != self._event_stream.kinds:
+            self._default = self.subscribe(
+                Filter(kinds=wanted), what="batches", buffer=2, lossless=True, provisional=provisional
+            )
+            self._default_kinds = wanted
+        elif kinds is not None and wanted != self._default_kinds:
             raise ValueError("this session's events are already being decoded for other kinds")
-        return self._event_stream
+        return self._default  # type: ignore[return-value]  # a "batches" subscription yields Items
+
+    def subscribe(
+        self,
+        filter: Filter | None = None,
+        *,
+        what: What = "events",
+        buffer: int = DEFAULT_BUFFER,
+        lossless: bool = False,
+        provisional: bool = False,
+    ) -> Subscription:
+        """A new subscriber of this session's trace: its own filter, its own
+        buffer of ``buffer`` batches, and ``what`` it gets ("events",
+        "batches", "spans" or, undecoded, "frames"); see
+        :class:`Subscription`. The trace is decoded once for all of them,
+        and each filter runs in the core. A lossy subscriber (the default)
+        that falls behind loses batches, and a :class:`SubscriberGap` says
+        how many; a ``lossless`` one holds up the decoding, and so the
+        helper, which then sheds generations for every subscriber.
+        ``provisional`` gives a "batches" subscriber a legacy trace's
+        provisional batches too. Subscribe to decoded items before the
+        session's first frame is read (in the same step as the first
+        subscription): the trace is decoded only if some subscriber wanted
+        it then."""
+        if self._pump is not None and what != "frames" and not self._pump.decoding and self._pump.started:
+            raise ValueError("this session's trace is not being decoded: subscribe to events before it starts")
+        sub = self._fanout.subscribe(filter, what=what, buffer=buffer, lossless=lossless, provisional=provisional)
+        if self._pump is None:
+            self._pump = Pump(self, self._fanout)
+            self._nursery.start_soon(self._pump.run)
+        return sub
+
 
     async def events(self, kinds: Iterable[Kind] | None = None) -> AsyncIterator[Event | Notice]:
         """Like :meth:`event_batches`, one event at a time, and only the
@@ -303,86 +340,6 @@ class Session:
         )
 
 
-class _EventStream:
-    """Two tasks in the session's nursery: one reads frames off the socket,
-    one decodes whatever has arrived in a worker thread, which hands each
-    batch over as soon as it is made. Errors travel down the channel to the
-    consumer."""
-
-    def __init__(self, session: Session, kinds: frozenset[Kind] | None, provisional: bool) -> None:
-        self.kinds = kinds
-        self._counters = session.counters
-        self._live = LiveDecoder(kinds, provisional)
-        self._meter = _GenerationMeter(session.limits.max_generation_bytes)
-        # Few batches in flight: memory stays bounded when the consumer is slow.
-        self._send, self._recv = trio.open_memory_channel[object](2)
-        # Frames read but not decoded yet, in bytes, and the reader's wait for room.
-        self._queued = 0
-        self._room = trio.Event()
-        session._nursery.start_soon(self._pump, session)
-
-    async def _pump(self, session: Session) -> None:
-        raw_send, raw_recv = trio.open_memory_channel[object](256)
-        async with self._send, open_nursery() as nursery:
-            nursery.start_soon(self._read, session, raw_send)
-            await self._decode(raw_recv)
-            nursery.cancel_scope.cancel()  # after an error the reader may be waiting for room
-
-    async def _read(self, session: Session, out: trio.MemorySendChannel[object]) -> None:
-        async with out:
-            try:
-                async for frame in session.chunks():
-                    self._meter.add(frame)
-                    await out.send(frame)
-                    self._queued += _size(frame)
-                    while self._queued > DECODE_QUEUE_BYTES:
-                        self._room = trio.Event()
-                        await self._room.wait()
-            except LivetraceError as e:
-                await out.send(e)
-
-    def _deliver(self, items: Iterator[Item]) -> None:
-        """In the worker thread: decode and hand over one batch at a time."""
-        for item in items:
-            trio.from_thread.run(self._send.send, item)
-        self._counters.largest_generation = self._live.largest_generation
-
-    async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
-        live = self._live
-        try:
-            async for first in frames:
-                items = [first]
-                while True:
-                    try:
-                        items.append(frames.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                error = next((i for i in items if isinstance(i, BaseException)), None)
-                if error is not None:
-                    items = items[: items.index(error)]
-                await trio.to_thread.run_sync(self._deliver, live.process(items))  # type: ignore[arg-type]  # the errors were cut off above: frames only
-                self._queued -= sum(map(_size, items))
-                self._room.set()
-                if error is not None:
-                    await self._send.send(error)
-                    return
-            await trio.to_thread.run_sync(self._deliver, live.finish())
-        except LivetraceError as e:
-            await self._send.send(e)
-
-    def __aiter__(self) -> _EventStream:
-        return self
-
-    async def __anext__(self) -> Item:
-        try:
-            item = await self._recv.receive()
-        except trio.EndOfChannel:
-            raise StopAsyncIteration from None
-        if isinstance(item, BaseException):
-            raise item
-        return item  # type: ignore[return-value]  # not an exception (raised above): an item
-
-
 @dataclass(frozen=True)
 class _Failure:
     """Where in the received frames the peer broke the protocol."""
@@ -397,37 +354,6 @@ def _received(conn: proto.ClientConnection, data: bytes | bytearray) -> list[pro
         return conn.receive_data(data)  # type: ignore[return-value]  # list is invariant: its events are proto.Events
     except ProtocolError as e:
         return [*e.events, _Failure(e)]  # type: ignore[list-item]  # a frame reader puts its proto.Events there
-
-
-def _size(frame: object) -> int:
-    return len(frame.data) if isinstance(frame, proto.Chunk) else 0
-
-
-class _GenerationMeter:
-    """Bytes of the generation being received (of the segment, for a legacy
-    trace, which is decoded whole), against the cap on what is held for
-    one: a helper whose generation never ends must not take all memory."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self._gen = 0
-        self._size = 0
-
-    def add(self, frame: Frame) -> None:
-        if not isinstance(frame, proto.Chunk):
-            self._gen, self._size = 0, 0  # a gap or a segment's end: the next starts afresh
-            return
-        if frame.generation != self._gen and frame.generation != 0:
-            self._gen, self._size = frame.generation, 0
-        self._size += len(frame.data)
-        if self._size > self.cap:
-            what = f"generation {self._gen}" if self._gen else "the trace segment (a legacy trace is decoded whole)"
-            raise LimitExceededError(
-                f"{what} passed {self.cap / (1 << 20):g} MiB, the most this client holds for one generation "
-                "(--max-generation-mb, or connect(max_generation_bytes=...)); raise it if the service's "
-                "generations really are this large",
-                limit=self.cap,
-            )
 
 
 class _FrameIterator:

@@ -171,5 +171,36 @@ def jsonl(
     other: Callable[[int], str],
     /,
 ) -> bytes: ...
+def select_indices(
+    codes: ReadableBuffer,
+    procs: ReadableBuffer,
+    goroutines: ReadableBuffer,
+    args: ReadableBuffer,
+    kinds: ReadableBuffer | None,
+    roles: ReadableBuffer,
+    stack_arg: ReadableBuffer,
+    goroutine_ids: ReadableBuffer | None,
+    proc_ids: ReadableBuffer | None,
+    region_ids: ReadableBuffer | None,
+    log_ids: ReadableBuffer | None,
+    stack_ids: ReadableBuffer | None,
+    candidates: ReadableBuffer | None,
+    /,
+) -> bytes:
+    """The indexes of the events a filter keeps, native int64 (select.c)."""
+
+def take_columns(
+    indices: ReadableBuffer,
+    codes: ReadableBuffer,
+    times: ReadableBuffer,
+    threads: ReadableBuffer,
+    procs: ReadableBuffer,
+    goroutines: ReadableBuffer,
+    args: ReadableBuffer,
+    extra: ReadableBuffer,
+    /,
+) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
+    """The columns of the events at indices."""
+
 def handlers() -> dict[int, str]:
     """The ordering engine's dispatch table: code -> handler name."""

@@ -89,6 +89,35 @@ class CompiledCore(Protocol):
         other: Callable[[int], str],
         /,
     ) -> bytes: ...
+    def select_indices(
+        self,
+        codes: ReadableBuffer,
+        procs: ReadableBuffer,
+        goroutines: ReadableBuffer,
+        args: ReadableBuffer,
+        kinds: ReadableBuffer | None,
+        roles: ReadableBuffer,
+        stack_arg: ReadableBuffer,
+        goroutine_ids: ReadableBuffer | None,
+        proc_ids: ReadableBuffer | None,
+        region_ids: ReadableBuffer | None,
+        log_ids: ReadableBuffer | None,
+        stack_ids: ReadableBuffer | None,
+        candidates: ReadableBuffer | None,
+        /,
+    ) -> bytes: ...
+    def take_columns(
+        self,
+        indices: ReadableBuffer,
+        codes: ReadableBuffer,
+        times: ReadableBuffer,
+        threads: ReadableBuffer,
+        procs: ReadableBuffer,
+        goroutines: ReadableBuffer,
+        args: ReadableBuffer,
+        extra: ReadableBuffer,
+        /,
+    ) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]: ...
     def handlers(self) -> dict[int, str]: ...
 
 

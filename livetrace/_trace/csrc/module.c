@@ -13,6 +13,7 @@
 #include "handlers.h"
 #include "jsonl.h"
 #include "legacy.h"
+#include "select.h"
 #include "wire.h"
 
 /* ---- result types ---- */
@@ -527,6 +528,12 @@ static PyMethodDef module_methods[] = {
     {"jsonl", jsonl, METH_VARARGS,
      "jsonl($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, stacks, miss, "
      "other, /)\n--\n\nJSON lines for a batch's events (state transitions here, others by callback)."},
+    {"select_indices", select_indices, METH_VARARGS,
+     "select_indices($module, codes, procs, goroutines, args, kinds, roles, stack_arg, goroutine_ids, proc_ids, "
+     "region_ids, log_ids, stack_ids, candidates, /)\n--\n\nThe indexes of the events a filter keeps (select.c)."},
+    {"take_columns", take_columns, METH_VARARGS,
+     "take_columns($module, indices, codes, times, threads, procs, goroutines, args, extra, /)\n--\n\n"
+     "The columns of the events at indices."},
     {"handlers", handlers, METH_NOARGS,
      "handlers($module, /)\n--\n\nThe ordering engine's dispatch table: {code: handler name}."},
     {NULL},

@@ -27,13 +27,18 @@ class Filter:
       (:class:`SpanKind`) for spans;
     - ``goroutines``, ``procs``: an event's goroutine or P; a span's
       resource (a goroutine span's goroutine, a P span's P);
-    - ``tasks``, ``regions``, ``logs``: glob patterns on task types, region
-      types and log categories: events of those tasks, regions and logs
-      (and, for ``tasks``, every event and span that names such a task);
+    - ``tasks``, ``regions``, ``logs``: glob patterns (``fnmatch``,
+      case-sensitive) on task types, region types and log categories.
+      ``regions`` keeps RegionBegin and RegionEnd events of a matching type,
+      ``logs`` Log events of a matching category. ``tasks`` keeps the
+      TaskBegin and TaskEnd events of a task of a matching type, and the
+      RegionBegin, RegionEnd and Log events that name such a task, from its
+      TaskBegin (seen in the same stream) to its TaskEnd;
     - ``min_duration``: ns; spans only (events have no duration);
     - ``stack``: a regular expression searched in each frame's
       ``function file:line``; an event or span is kept when any frame of its
-      stack (either stack, for a span) matches;
+      stack (either stack, for a span) matches (an event without a stack
+      never does);
     - ``predicate``: called last, on the objects the rest kept.
     """
 

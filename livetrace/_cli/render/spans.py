@@ -1,0 +1,68 @@
+"""Spans as `tail --spans` prints them: a text line, or a JSON object
+(docs/events-jsonl.md, "Spans")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from livetrace._cli.render.jsonl import _clean, _frames
+from livetrace._trace.spans.model import Span
+
+
+def span_dict(s: Span) -> dict[str, Any]:
+    """One span as a JSON-ready dict."""
+    d: dict[str, Any] = {
+        "kind": "Span",
+        "span": str(s.kind),
+        "resource": s.resource.kind.lower(),
+        "id": s.resource.id,
+        "start_ns": s.start,
+        "end_ns": s.end,
+        "duration_ns": s.duration,
+    }
+    if s.reason:
+        d["reason"] = s.reason
+    if s.name:
+        d["name"] = s.name
+    if s.task:
+        d["task"] = s.task
+    if s.start_stack is not None:
+        d["start_stack"] = _frames(s.start_stack)
+    if s.end_stack is not None:
+        d["end_stack"] = _frames(s.end_stack)
+    if s.logs:
+        d["logs"] = [{"category": c, "message": m} for c, m in s.logs]
+    return {k: _clean(v) for k, v in d.items()}
+
+
+def duration_text(ns: int) -> str:
+    """A duration the way a person reads it: 850ns, 12.3µs, 4.56ms, 1.23s."""
+    if ns < 1_000:
+        return f"{ns}ns"
+    if ns < 1_000_000:
+        return f"{ns / 1e3:.1f}µs"
+    if ns < 1_000_000_000:
+        return f"{ns / 1e6:.2f}ms"
+    return f"{ns / 1e9:.2f}s"
+
+
+SPAN_KIND_WIDTH = 11  # "mark-assist"
+
+
+def span_text(s: Span, t0: int) -> str:
+    """One readable line: start (seconds since t0), kind, resource,
+    duration, and what else the span knows."""
+    parts = [f"+{(s.start - t0) / 1e9:.6f}s", f"{s.kind!s:<{SPAN_KIND_WIDTH}}", f"{s.resource!s:<16}"]
+    parts.append(f"{duration_text(s.duration):>9}")
+    if s.name:
+        parts.append(s.name)
+    if s.reason:
+        parts.append(f"({s.reason})")
+    if s.task:
+        parts.append(f"task {s.task}")
+    line = " ".join(parts)
+    stack = s.start_stack or s.end_stack
+    if stack:
+        f = stack[0]
+        line += f"  @ {f.func} {f.file.rsplit('/', 1)[-1]}:{f.line}"
+    return line

@@ -1,0 +1,442 @@
+"""Many subscribers of one session: one decode, a filter and a buffer each.
+
+One pump per session reads the helper's frames and decodes them once (in
+a worker thread: the compiled core releases the GIL); the :class:`Fanout`
+hands every item to each :class:`Subscription` after running its
+selector, also in the worker thread, so that a filter costs no Python
+object per event it drops. Each subscription has its own buffer of
+``buffer`` batches. A lossy one (the default) never holds anything up:
+when its buffer is full the batch is dropped for it alone, and a
+:class:`SubscriberGap` before its next batch says how much it lost and
+from when. A lossless one (``lossless=True``; the recorder, and
+:meth:`Session.event_batches`) waits for room, and so holds up the
+decoder, then the reader, then the helper, whose policy applies (it sheds
+generations rather than let the service wait).
+
+The fan-out is sans-socket: :class:`Fanout` takes decoded items, so it can
+be fed from a file (bench/fanout.py does).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import trio
+
+from livetrace._errors import LimitExceededError, LivetraceError
+from livetrace._notice import Notice
+from livetrace._protocol import frames as proto
+from livetrace._session.live import Item, LiveDecoder
+from livetrace._session.nursery import open_nursery
+from livetrace._trace.legacy.live import Provisional
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.events import Event
+from livetrace._trace.select.events import EventSelector
+from livetrace._trace.select.filter import Filter
+
+if TYPE_CHECKING:
+    from livetrace._session.session import Session
+
+What = Literal["events", "batches", "spans", "frames"]
+Frame = proto.Chunk | proto.Gap | proto.SegmentEnd
+# Frames read but not yet decoded: the reader waits past this.
+DECODE_QUEUE_BYTES = 32 << 20
+DEFAULT_BUFFER = 16
+
+
+@dataclass(frozen=True)
+class SubscriberGap(Notice):
+    """This subscriber fell behind and lost batches (the others did not):
+    ``batches`` and ``events`` (items, for spans) dropped for it, starting
+    at trace time ``first_time`` (ns; None if the first lost batch was
+    empty) of generation ``first_generation`` (None if unknown)."""
+
+    batches: int
+    events: int
+    first_time: int | None
+    first_generation: int | None
+
+    @property
+    def message(self) -> str:
+        where = "" if self.first_generation is None else f" from generation {self.first_generation}"
+        when = "" if self.first_time is None else f" (time {self.first_time})"
+        return f"subscriber fell behind: lost {self.batches:,} batches, {self.events:,} events{where}{when}"
+
+
+class _Loss:
+    __slots__ = ("batches", "events", "first_gen", "first_time")
+
+    def __init__(self, batch: object) -> None:
+        self.batches = self.events = 0
+        b = batch.events if isinstance(batch, Provisional) else batch
+        self.first_time: int | None = None
+        self.first_gen: int | None = None
+        if isinstance(b, EventBatch):
+            self.first_gen = b.gen.gen if b.gen is not None else None
+            self.first_time = b.times[0] if len(b) else None
+
+    def add(self, batch: object) -> None:
+        self.batches += 1
+        b = batch.events if isinstance(batch, Provisional) else batch
+        self.events += len(b) if isinstance(b, EventBatch) else 0
+
+    def notice(self) -> SubscriberGap:
+        return SubscriberGap(self.batches, self.events, self.first_time, self.first_gen)
+
+
+class Subscription:
+    """What one subscriber receives: an async iterable (and async context
+    manager, which unsubscribes on exit) of, as asked for with ``what``:
+
+    - ``"batches"``: :class:`EventBatch` objects holding only the events the
+      filter keeps (never empty), and notices;
+    - ``"events"``: the same one :class:`Event` at a time, and notices;
+    - ``"spans"``: span batches (the span layer), and notices;
+    - ``"frames"``: the raw frames (Chunk, Gap, SegmentEnd), undecoded:
+      what a recorder writes.
+
+    Notices (a helper's :class:`Gap`, a legacy trace's notices, and this
+    subscriber's own :class:`SubscriberGap`) always come through. An error
+    that ends the session is raised here, after what came before it.
+    ``lost_batches`` and ``lost_events`` total what this subscriber lost.
+    """
+
+    def __init__(
+        self,
+        fanout: Fanout,
+        flt: Filter | None,
+        what: What,
+        buffer: int,
+        lossless: bool,
+        provisional: bool,
+    ) -> None:
+        if what not in ("events", "batches", "spans", "frames"):
+            raise ValueError(f"what must be 'events', 'batches', 'spans' or 'frames', not {what!r}")
+        if buffer < 1:
+            raise ValueError("a subscriber's buffer holds at least one batch")
+        self.filter = flt or Filter()
+        self.what = what
+        self.buffer = buffer
+        self.lossless = lossless
+        self.provisional = provisional and what == "batches"
+        self.lost_batches = 0
+        self.lost_events = 0
+        self._fanout = fanout
+        self._stage = _stage(self.filter, what)
+        # Unbounded channel, bounded by hand: batches count against the
+        # buffer, notices and the final error always fit (at most one
+        # loss notice waits between two batches).
+        self._send, self._recv = trio.open_memory_channel[object](math.inf)
+        self._queued = 0
+        self._room = trio.Event()
+        self._loss: _Loss | None = None
+        self._closed = False
+        self._current: Iterator[Event] | None = None
+
+    # -- the fan-out's side --
+
+    def _select(self, item: object) -> object | None:
+        """In the decoder's thread: what of item this subscriber gets (None: nothing)."""
+        if isinstance(item, Notice):
+            return item
+        if isinstance(item, Provisional):
+            if not self.provisional:
+                return None
+            return self._stage.provisional(item)
+        if isinstance(item, EventBatch):
+            return self._stage.batch(item)
+        return item  # a frame
+
+    async def _offer(self, item: object) -> None:
+        if self._closed:
+            return
+        counted = not isinstance(item, Notice)
+        if counted and self._queued >= self.buffer:
+            if self.lossless:
+                while self._queued >= self.buffer and not self._closed:
+                    self._room = trio.Event()
+                    await self._room.wait()
+                if self._closed:
+                    return
+            else:
+                if self._loss is None:
+                    self._loss = _Loss(item)
+                self._loss.add(item)
+                self.lost_batches += 1
+                self.lost_events += len(item.events if isinstance(item, Provisional) else item)  # type: ignore[arg-type]  # batches have a length
+                return
+        if self._loss is not None:
+            self._send.send_nowait(self._loss.notice())
+            self._loss = None
+        if counted:
+            self._queued += 1
+        self._send.send_nowait(item)
+
+    def _finish(self, error: BaseException | None) -> None:
+        if self._closed:
+            return
+        if self._loss is not None:
+            self._send.send_nowait(self._loss.notice())
+            self._loss = None
+        if error is not None:
+            self._send.send_nowait(error)
+        self._send.close()
+
+    # -- the subscriber's side --
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> object:
+        while True:
+            if self._current is not None:
+                ev = next(self._current, None)
+                if ev is not None:
+                    return ev
+                self._current = None
+            try:
+                item = await self._recv.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                raise StopAsyncIteration from None
+            if isinstance(item, BaseException):
+                raise item
+            if not isinstance(item, Notice):
+                self._queued -= 1
+                self._room.set()
+                if self.what == "events" and isinstance(item, EventBatch):
+                    self._current = iter(item)
+                    continue
+            return item
+
+    async def __aenter__(self) -> Subscription:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Unsubscribe: nothing more is kept for this subscriber."""
+        self._closed = True
+        self._room.set()
+        self._fanout.remove(self)
+        self._send.close()
+        await self._recv.aclose()
+
+
+class _EventStage:
+    """Events and batches: the filter's selector, its state kept across batches."""
+
+    def __init__(self, flt: Filter) -> None:
+        self._selector = EventSelector(flt)
+
+    def batch(self, b: EventBatch) -> EventBatch | None:
+        out = self._selector.select(b)
+        return out if len(out) else None
+
+    def provisional(self, p: Provisional) -> Provisional | None:
+        out = self._selector.select_provisional(p)
+        return out if len(out.events) else None
+
+
+class _FrameStage:
+    def batch(self, b: EventBatch) -> None:
+        return None
+
+    def provisional(self, p: Provisional) -> None:
+        return None
+
+
+def _stage(flt: Filter, what: What) -> _EventStage | _FrameStage:
+    if what == "frames":
+        return _FrameStage()
+    if what == "spans":
+        # The span layer (livetrace/_trace/spans: SpanBuilder, select_spans)
+        # plugs in here: a stage that feeds each batch to its own builder
+        # and selects the spans.
+        raise ValueError("spans are not available in this build of livetrace yet")
+    return _EventStage(flt)
+
+
+class Fanout:
+    """Hands decoded items to every subscription: :meth:`prepare` runs each
+    one's selector (in a worker thread, off the event loop), :meth:`deliver`
+    puts the results in their buffers; :meth:`publish` does both."""
+
+    def __init__(self) -> None:
+        self._subs: list[Subscription] = []
+
+    def subscribe(
+        self,
+        flt: Filter | None = None,
+        *,
+        what: What = "events",
+        buffer: int = DEFAULT_BUFFER,
+        lossless: bool = False,
+        provisional: bool = False,
+    ) -> Subscription:
+        sub = Subscription(self, flt, what, buffer, lossless, provisional)
+        self._subs.append(sub)
+        return sub
+
+    def remove(self, sub: Subscription) -> None:
+        if sub in self._subs:
+            self._subs.remove(sub)
+
+    @property
+    def decoding(self) -> bool:
+        """Whether any subscriber wants decoded items (not only frames)."""
+        return any(s.what != "frames" for s in self._subs)
+
+    @property
+    def provisional(self) -> bool:
+        """Whether any subscriber wants a legacy trace's provisional batches."""
+        return any(s.provisional for s in self._subs)
+
+    def prepare(self, item: object) -> list[tuple[Subscription, object]]:
+        out = []
+        for sub in tuple(self._subs):
+            if sub.what == "frames":
+                continue
+            got = sub._select(item)
+            if got is not None:
+                out.append((sub, got))
+        return out
+
+    async def deliver(self, prepared: list[tuple[Subscription, object]]) -> None:
+        for sub, got in prepared:
+            await sub._offer(got)
+
+    async def publish(self, item: object) -> None:
+        await self.deliver(self.prepare(item))
+
+    async def publish_frame(self, frame: Frame) -> None:
+        for sub in tuple(self._subs):
+            if sub.what == "frames":
+                await sub._offer(frame)
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """The stream is over (error: how it failed): each subscriber gets
+        what is left in its buffer, then the error, then the end."""
+        for sub in tuple(self._subs):
+            sub._finish(error)
+
+
+class Pump:
+    """Two tasks in the session's nursery: one reads frames off the socket
+    (handing each to the frame subscribers), one decodes whatever has
+    arrived in a worker thread, which hands each item to the fan-out as
+    soon as it is made. Decoding runs only if some subscriber wanted
+    decoded items when the pump started."""
+
+    def __init__(self, session: Session, fanout: Fanout) -> None:
+        self._session = session
+        self._fanout = fanout
+        self._live = LiveDecoder(None, False)
+        self._meter = _GenerationMeter(session.limits.max_generation_bytes)
+        self._queued = 0
+        self._room = trio.Event()
+        self.decoding = False
+        self.started = False
+
+    async def run(self) -> None:
+        self.started = True
+        self.decoding = self._fanout.decoding
+        self._live = LiveDecoder(None, self._fanout.provisional)
+        raw_send, raw_recv = trio.open_memory_channel[object](256)
+        async with open_nursery() as nursery:
+            nursery.start_soon(self._read, raw_send)
+            if self.decoding:
+                await self._decode(raw_recv)
+                nursery.cancel_scope.cancel()  # after an error the reader may be waiting for room
+
+    async def _read(self, out: trio.MemorySendChannel[object]) -> None:
+        async with out:
+            try:
+                async for frame in self._session.chunks():
+                    await self._fanout.publish_frame(frame)
+                    if not self.decoding:
+                        continue
+                    self._meter.add(frame)
+                    await out.send(frame)
+                    self._queued += _size(frame)
+                    while self._queued > DECODE_QUEUE_BYTES:
+                        self._room = trio.Event()
+                        await self._room.wait()
+            except LivetraceError as e:
+                if not self.decoding:
+                    self._fanout.finish(e)
+                    return
+                await out.send(e)
+            if not self.decoding:
+                self._fanout.finish()
+
+    def _deliver(self, items: Iterator[Item]) -> None:
+        """In the worker thread: decode, select, and hand over one item at a time."""
+        fan, counters = self._fanout, self._session.counters
+        for item in items:
+            if isinstance(item, EventBatch):
+                counters.events += len(item)
+            prepared = fan.prepare(item)
+            if prepared:
+                trio.from_thread.run(fan.deliver, prepared)
+        self._session.counters.largest_generation = self._live.largest_generation
+
+    async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
+        live = self._live
+        try:
+            async for first in frames:
+                items = [first]
+                while True:
+                    try:
+                        items.append(frames.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                error = next((i for i in items if isinstance(i, BaseException)), None)
+                if error is not None:
+                    items = items[: items.index(error)]
+                await trio.to_thread.run_sync(self._deliver, live.process(items))  # type: ignore[arg-type]  # the errors were cut off above: frames only
+                self._queued -= sum(map(_size, items))
+                self._room.set()
+                if error is not None:
+                    self._fanout.finish(error)
+                    return
+            await trio.to_thread.run_sync(self._deliver, live.finish())
+            self._fanout.finish()
+        except LivetraceError as e:
+            self._fanout.finish(e)
+
+
+class _GenerationMeter:
+    """Bytes of the generation being received (of the segment, for a legacy
+    trace, which is decoded whole), against the cap on what is held for
+    one: a helper whose generation never ends must not take all memory."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._gen = 0
+        self._size = 0
+
+    def add(self, frame: Frame) -> None:
+        if not isinstance(frame, proto.Chunk):
+            self._gen, self._size = 0, 0  # a gap or a segment's end: the next starts afresh
+            return
+        if frame.generation != self._gen and frame.generation != 0:
+            self._gen, self._size = frame.generation, 0
+        self._size += len(frame.data)
+        if self._size > self.cap:
+            what = f"generation {self._gen}" if self._gen else "the trace segment (a legacy trace is decoded whole)"
+            raise LimitExceededError(
+                f"{what} passed {self.cap / (1 << 20):g} MiB, the most this client holds for one generation "
+                "(--max-generation-mb, or connect(max_generation_bytes=...)); raise it if the service's "
+                "generations really are this large",
+                limit=self.cap,
+            )
+
+
+def _size(frame: object) -> int:
+    return len(frame.data) if isinstance(frame, proto.Chunk) else 0
+
+
