@@ -60,14 +60,16 @@ async def record_briefly(address: str, path: Path, seconds: float = 1.0) -> live
         return await livetrace.record(session, path)
 
 
-async def test_second_client_is_refused_as_busy_and_a_new_session_works_after(tmp_path: Path) -> None:
-    async with demo("1.26") as d:
+async def test_a_client_past_the_consumer_limit_is_refused_as_busy_and_a_new_session_works_after(
+    tmp_path: Path,
+) -> None:
+    async with demo("1.26", args=["-max-consumers", "1"]) as d:
         async with livetrace.connect(d.trace_address, client_name="first-consumer") as first:
             with pytest.raises(livetrace.BusyError) as exc:
                 async with livetrace.connect(d.trace_address):
                     pass
             msg = str(exc.value)
-            assert "busy" in msg and "first-consumer" in msg and "since" in msg
+            assert "busy" in msg and "first-consumer" in msg and "since" in msg and "1 consumer is already attached" in msg
             await first.stop()
             frames = [f async for f in first.chunks()]
             assert frames and first.end is not None and first.end.reason == "client-stop" and first.end.complete
