@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,26 @@ async def test_a_frozen_consumer_sheds_generations_alone_in_bounded_memory(tmp_p
     assert slow_code == 0, slow_err
     assert "fell behind" in slow_err and "generations shed" in slow_err, slow_err
     assert (during - before) * 1024 < (queue_mb << 20) + (32 << 20), (before, during)
+
+
+async def test_pprof_trace_handler_joins_the_shared_trace(tmp_path: Path) -> None:
+    async with demo("1.26") as d, livetrace.connect(d.trace_address, client_name="first") as first:
+        frames = first.chunks()
+        while first.counters.chunks < 3:
+            await frames.__anext__()
+
+        def fetch() -> bytes:
+            with urllib.request.urlopen(d.http + "/debug/pprof/trace?seconds=1", timeout=30) as r:
+                body: bytes = r.read()
+            return body
+
+        path = tmp_path / "pprof.trace"
+        path.write_bytes(await trio.to_thread.run_sync(fetch))
+        go_tool_trace("1.26", path)
+        await first.stop()
+        async for _ in frames:
+            pass
+        assert first.end is not None and first.end.complete
 
 
 @pytest.mark.parametrize("version", ["1.26", "1.21"])

@@ -143,7 +143,9 @@ async def test_service_dying_mid_stream_raises_connection_lost_with_counts() -> 
 async def test_already_traced_process_is_refused_clearly_and_nothing_changes(tmp_path: Path) -> None:
     async with demo("1.26") as d:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(fetch, d.http + "/debug/pprof/trace?seconds=3")
+            # runtime/trace straight into a file: something other than livetrace tracing the process
+            # (the demo's /debug/pprof/trace shares livetrace's trace instead).
+            nursery.start_soon(fetch, d.http + "/debug/trace-to-file?seconds=3")
             with trio.fail_after(10):
                 while not (await status(d))["tracing"]:
                     await trio.sleep(0.05)
