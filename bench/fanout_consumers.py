@@ -54,7 +54,8 @@ async def round_(exe: Path, n: int, seconds: float) -> None:
         total = sum(b for _, b, _, _ in got)
         print(f"{n} consumer(s): demo VmRSS idle {idle:.1f} MiB, peak while attached {peak:.1f} MiB")
         for i, b, chunks, elapsed in sorted(got):
-            print(f"  consumer {i}: {b / 1e6:8.2f} MB in {chunks:6d} chunks over {elapsed:.1f} s ({b / 1e6 / elapsed:.2f} MB/s)")
+            rate = b / 1e6 / elapsed
+            print(f"  consumer {i}: {b / 1e6:8.2f} MB in {chunks:6d} chunks over {elapsed:.1f} s ({rate:.2f} MB/s)")
         print(f"  delivered in all: {total / 1e6:.2f} MB ({total / 1e6 / seconds:.2f} MB/s)")
 
 
