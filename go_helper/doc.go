@@ -1,5 +1,6 @@
-// Package livetrace streams this process's Go execution trace to a livetrace
-// consumer over a unix socket, loopback TCP or TLS, one session at a time.
+// Package livetrace streams this process's Go execution trace to livetrace
+// consumers over a unix socket, loopback TCP or TLS: one runtime trace
+// shared by up to eight consumers at once (Options.MaxConsumers).
 //
 // Opting in takes one import: with LIVETRACE_LISTEN set (unix:/path,
 // tcp:127.0.0.1:PORT, or tls:HOST:PORT with LIVETRACE_TLS_CERT and
@@ -17,8 +18,9 @@
 // The tracer is switched on through runtime/trace.Start with a writer that
 // copies every chunk into a bounded queue and returns at once, so a slow or
 // vanished consumer never blocks the service and never grows its memory past
-// the queue's cap. On Go 1.22+ an overflowing queue sheds whole generations
-// (the consumer is told which, with a gap frame); on older Go, whose traces
-// only make sense whole, it stops the trace early and cleanly. The wire
+// the queue's cap. On Go 1.22+ a consumer that falls behind sheds whole
+// generations (it alone is told which, with a gap frame); on older Go, whose
+// traces only make sense whole, the trace stops early and cleanly, or with
+// other consumers attached the one behind is ended alone. The wire
 // protocol is described in docs/protocol.md of the livetrace repository.
 package livetrace

@@ -13,65 +13,65 @@ import (
 
 // handle runs the handshake and, if the client is let in, the session.
 func (s *Server) handle(conn net.Conn) {
-	sess, hello := s.admit(conn)
+	c := s.admit(conn)
 	s.endHandshake()
-	if sess == nil {
+	if c == nil {
 		return
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
-		sess.warn("clearing the handshake deadline", err)
+		c.warn("clearing the handshake deadline", err)
 	}
-	sess.run(hello)
+	c.serve()
 }
 
-// admit reads the client's preamble and HELLO and claims the session slot
-// for it, or refuses it and closes the connection.
-func (s *Server) admit(conn net.Conn) (*session, helloMsg) {
+// admit reads the client's preamble and HELLO and attaches it to the
+// shared trace, or refuses it and closes the connection.
+func (s *Server) admit(conn net.Conn) *consumer {
 	peer := peerName(conn, s.addr)
 	deadline := time.Now().Add(s.opts.HandshakeTimeout)
 	if err := conn.SetDeadline(deadline); err != nil {
 		closeQuietly(conn)
-		return nil, helloMsg{}
+		return nil
 	}
 	// A client that goes away or falls silent during the handshake is not
 	// worth a log line: it has been told nothing and taken nothing.
 	if _, err := conn.Write(preamble()); err != nil {
 		closeQuietly(conn)
-		return nil, helloMsg{}
+		return nil
 	}
 	lo, hi, err := readPreamble(conn)
 	if err != nil {
 		closeQuietly(conn)
-		return nil, helloMsg{}
+		return nil
 	}
 	if hi < protocolMinVersion || lo > protocolMaxVersion {
 		s.refuseHandshake(conn, peer, errCodeVersion, fmt.Sprintf("this helper speaks livetrace protocol versions %d to %d and the client %d to %d; upgrade the older side",
 			protocolMinVersion, protocolMaxVersion, lo, hi))
-		return nil, helloMsg{}
+		return nil
 	}
 	typ, body, err := readFrame(conn)
 	var tooLarge frameTooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
 		s.refuseHandshake(conn, peer, errCodeBadRequest, "malformed hello: "+err.Error())
-		return nil, helloMsg{}
+		return nil
 	case err != nil:
 		closeQuietly(conn)
-		return nil, helloMsg{}
+		return nil
 	case typ != frameHello:
 		s.refuseHandshake(conn, peer, errCodeBadRequest, fmt.Sprintf("expected a hello frame, got frame type %#x", typ))
-		return nil, helloMsg{}
+		return nil
 	}
 	hello, err := parseHello(body)
 	if err != nil {
 		s.refuseHandshake(conn, peer, errCodeBadRequest, err.Error())
-		return nil, helloMsg{}
+		return nil
 	}
 	if s.opts.Token != "" {
 		if ok, wait := s.gate.check(hello.Token, s.opts.Token, time.Now()); !ok {
 			if !s.holdRefusal(wait, deadline) {
 				closeQuietly(conn)
-				return nil, helloMsg{}
+				return nil
 			}
 			// Guesses are summarised, not logged one by one: a guesser must
 			// not be able to flood the service's log.
@@ -81,15 +81,17 @@ func (s *Server) admit(conn net.Conn) (*session, helloMsg) {
 				msg = "this service requires a token: pass the value of its LIVETRACE_TOKEN"
 			}
 			s.sendRefusal(conn, peer, errCodeUnauthorized, msg)
-			return nil, helloMsg{}
+			return nil
 		}
 	}
-	sess, why := s.acquire(conn, peer, hello.Client)
-	if sess == nil {
-		s.refuse(conn, peer, why.Code, why.Message)
-		return nil, helloMsg{}
+	c, why := s.attach(conn, peer, hello)
+	if c == nil {
+		if why.Code != "" {
+			s.refuse(conn, peer, why.Code, why.Message)
+		}
+		return nil
 	}
-	return sess, hello
+	return c
 }
 
 // refuse logs a refusal, tells the client why and closes the connection.

@@ -44,6 +44,9 @@ const (
 	errCodeAlreadyTracing = "already-tracing"
 	errCodeClosing        = "closing"
 	errCodeResources      = "resources"
+	// A legacy trace (Go 1.21 and older) without segments is running: it is
+	// only readable whole, so a consumer cannot start in its middle.
+	errCodeLegacyRunning = "legacy-running"
 )
 
 type helloMsg struct {
@@ -77,6 +80,12 @@ type handshakeMsg struct {
 	Session     uint64 `json:"session"`
 	AdvanceMs   int64  `json:"advance_ms"` // what the helper does: 0 leaves the runtime's period alone
 	SegmentMs   int64  `json:"segment_ms"` // what the helper does: 0 for one trace from start to end
+	// JoinedRunning: the consumer attached to a trace already running for
+	// others; its stream is the trace header, then everything from
+	// FirstGeneration (modern Go) or from segment FirstSegment (legacy Go).
+	JoinedRunning   bool   `json:"joined_running,omitempty"`
+	FirstGeneration uint64 `json:"first_generation,omitempty"`
+	FirstSegment    uint64 `json:"first_segment,omitempty"`
 }
 
 type errorMsg struct {

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"runtime/trace"
 	"strconv"
 	"sync"
 	"time"
@@ -27,18 +28,26 @@ const (
 	DefaultHandshakeTimeout = 5 * time.Second
 	// DefaultMaxHandshakes caps the connections still in their handshake.
 	DefaultMaxHandshakes = 16
+	// DefaultMaxConsumers caps the consumers sharing the trace at once.
+	DefaultMaxConsumers = 8
+	// tracerFreeWait bounds how long a consumer arriving while the previous
+	// trace is still stopping waits for it, rather than being refused.
+	tracerFreeWait = 5 * time.Second
 	// controlWriteTimeout bounds writing the handshake and end frames.
 	controlWriteTimeout = 10 * time.Second
 	closeGrace          = 5 * time.Second
 )
 
 // Options configure a Server. Zero fields take their defaults, or the
-// environment's LIVETRACE_TOKEN, LIVETRACE_QUEUE_MB, LIVETRACE_TLS_CERT and
-// LIVETRACE_TLS_KEY.
+// environment's LIVETRACE_TOKEN, LIVETRACE_QUEUE_MB, LIVETRACE_MAX_CONSUMERS,
+// LIVETRACE_TLS_CERT and LIVETRACE_TLS_KEY.
 type Options struct {
-	// QueueBytes caps the memory holding trace data the consumer has not
-	// taken yet (at least 1 MiB).
+	// QueueBytes caps the memory holding trace data the consumers have not
+	// taken yet (at least 1 MiB): one ring shared by all of them.
 	QueueBytes int
+	// MaxConsumers caps the consumers attached at once (default 8); more are
+	// refused as busy, with the names of those attached.
+	MaxConsumers int
 	// Token, when set, must be presented by every client. Listening beyond
 	// loopback requires one.
 	Token string
@@ -58,7 +67,8 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// Server accepts livetrace consumers and serves one trace session at a time.
+// Server accepts livetrace consumers and serves them all from one runtime
+// trace, started with the first and stopped when the last leaves.
 type Server struct {
 	opts     Options
 	ln       net.Listener
@@ -75,18 +85,20 @@ type Server struct {
 	excess            *tally // connections closed unanswered: too many in their handshake
 
 	mu      sync.Mutex
-	cur     *session
+	hub     *hub // the trace running, or the last one (released once over)
 	closed  bool
 	nextID  uint64
 	pending int // connections in their handshake
 }
 
-// SessionStatus describes the session in progress.
+// SessionStatus describes one consumer's session in progress.
 type SessionStatus struct {
 	ID                 uint64    `json:"id"`
 	Peer               string    `json:"peer"`
 	Client             string    `json:"client"`
 	Since              time.Time `json:"since"`
+	Joined             bool      `json:"joined_running"` // attached to a trace already running
+	Ending             bool      `json:"ending"`         // its stream is ending (stop, duration, disconnect)
 	SentChunks         uint64    `json:"sent_chunks"`
 	SentBytes          uint64    `json:"sent_bytes"`
 	DroppedChunks      uint64    `json:"dropped_chunks"`
@@ -204,6 +216,16 @@ func (o *Options) fill() error {
 	if o.MaxHandshakes <= 0 {
 		o.MaxHandshakes = DefaultMaxHandshakes
 	}
+	if o.MaxConsumers <= 0 {
+		o.MaxConsumers = DefaultMaxConsumers
+		if v := os.Getenv("LIVETRACE_MAX_CONSUMERS"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("LIVETRACE_MAX_CONSUMERS=%q is not a positive whole number", v)
+			}
+			o.MaxConsumers = n
+		}
+	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { log.Printf("livetrace: "+format, args...) }
 	}
@@ -213,20 +235,26 @@ func (o *Options) fill() error {
 // Addr is the address consumers connect to.
 func (s *Server) Addr() string { return s.addr }
 
-// Status returns the session in progress, or nil.
-func (s *Server) Status() *SessionStatus {
+// Status lists the consumers attached, oldest first, or nil if none is.
+func (s *Server) Status() []SessionStatus {
 	s.mu.Lock()
-	cur := s.cur
+	h := s.hub
 	s.mu.Unlock()
-	if cur == nil {
+	if h == nil {
 		return nil
 	}
-	return cur.status()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []SessionStatus
+	for _, c := range h.members {
+		out = append(out, c.statusLocked())
+	}
+	return out
 }
 
-// Close stops listening, ends the session in progress (its consumer gets a
-// complete trace and an end frame saying the service is closing) and removes
-// the unix socket if it is still this server's.
+// Close stops listening, ends the trace (every consumer gets a complete
+// trace and an end frame saying the service is closing) and removes the
+// unix socket if it is still this server's.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -234,23 +262,28 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	cur := s.cur
+	h := s.hub
 	s.mu.Unlock()
 	close(s.quit)
 	err := s.ln.Close()
 	<-s.accept
 	s.cleanup()
-	if cur != nil {
-		cur.requestStop(reasonServiceClosing)
+	if h != nil {
+		h.stop(reasonServiceClosing)
 		select {
-		case <-cur.done:
+		case <-h.released:
 		case <-time.After(closeGrace):
-			// The consumer is not taking the rest: cut it off so the
-			// tracer still gets stopped.
-			if derr := cur.conn.SetDeadline(time.Now()); derr != nil && !errors.Is(derr, net.ErrClosed) {
-				s.logf("session %d: cutting off the consumer: %v", cur.id, derr)
+			// Consumers not taking the rest are cut off, so that the
+			// tracer still gets stopped and the ring released.
+			h.mu.Lock()
+			members := append([]*consumer(nil), h.members...)
+			h.mu.Unlock()
+			for _, c := range members {
+				if derr := c.conn.SetDeadline(time.Now()); derr != nil && !errors.Is(derr, net.ErrClosed) {
+					s.logf("session %d: cutting off the consumer: %v", c.id, derr)
+				}
 			}
-			<-cur.done
+			<-h.released
 		}
 	}
 	s.refusedTokens.flush()
@@ -261,37 +294,95 @@ func (s *Server) Close() error {
 
 func (s *Server) logf(format string, args ...any) { s.opts.Logf(format, args...) }
 
-// acquire claims the single session slot, or says who holds it.
-func (s *Server) acquire(conn net.Conn, peer, client string) (*session, errorMsg) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errorMsg{errCodeClosing, "the service is shutting down"}
+// attach adds a consumer to the running trace, or starts the trace for
+// it. A consumer arriving while the previous trace is still stopping waits
+// for it (tracerFreeWait at most). A nil consumer with an empty errorMsg
+// means the connection was given up on without a word.
+func (s *Server) attach(conn net.Conn, peer string, hello helloMsg) (*consumer, errorMsg) {
+	c := &consumer{
+		srv: s, conn: conn, peer: peer, client: hello.Client, since: time.Now(),
+		duration: time.Duration(hello.DurationNs), advance: advancePeriod(hello.AdvanceMs),
+		heartbeat: time.Duration(hello.HeartbeatMs) * time.Millisecond, wake: make(chan struct{}, 1),
 	}
-	if cur := s.cur; cur != nil {
-		return nil, errorMsg{errCodeBusy, fmt.Sprintf("busy: a trace session is already running for %s since %s (%s ago); only one session at a time",
-			cur.describe(), cur.since.UTC().Format(time.RFC3339), time.Since(cur.since).Round(time.Second))}
+	giveUp := time.NewTimer(tracerFreeWait)
+	defer giveUp.Stop()
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, errorMsg{errCodeClosing, "the service is shutting down"}
+		}
+		h := s.hub
+		if h != nil && !h.isReleased() {
+			why, ok := h.join(c)
+			if ok {
+				if why.Code == "" {
+					s.nextID++
+					c.id = s.nextID
+					if c.joined && canForceBoundaries {
+						go forceBoundary() // the joiner's stream starts at the next generation
+					}
+					s.mu.Unlock()
+					return c, errorMsg{}
+				}
+				s.mu.Unlock()
+				return nil, why
+			}
+			s.mu.Unlock()
+			// The trace is stopping: wait for it to be over.
+			select {
+			case <-h.released:
+				continue
+			case <-giveUp.C:
+				return nil, errorMsg{errCodeBusy, fmt.Sprintf("busy: the previous trace is still stopping after %s "+
+					"(its consumers are still taking the rest); try again in a moment", tracerFreeWait)}
+			case <-s.quit:
+				return nil, errorMsg{errCodeClosing, "the service is shutting down"}
+			}
+		}
+		c, why := s.startTrace(c, hello)
+		s.mu.Unlock()
+		return c, why
 	}
+}
+
+// startTrace starts a new run of the tracer for its first consumer; s.mu
+// is held.
+func (s *Server) startTrace(c *consumer, hello helloMsg) (*consumer, errorMsg) {
 	ring, free, err := allocRing(s.opts.QueueBytes)
 	if err != nil {
 		return nil, errorMsg{errCodeResources, fmt.Sprintf("cannot allocate the %s queue: %v", formatBytes(uint64(s.opts.QueueBytes)), err)}
 	}
-	s.nextID++
-	sess := &session{
-		srv: s, id: s.nextID, conn: conn, peer: peer, client: client, since: time.Now(),
-		stopped: make(chan struct{}), done: make(chan struct{}), freeRing: free,
+	h := newHub(s, ring, free)
+	h.segment = segmentPeriod(hello.SegmentMs)
+	h.add(c)
+	h.start = time.Now()
+	if err := trace.Start(h); err != nil {
+		if ferr := free(); ferr != nil {
+			s.logf("releasing the queue's memory: %v", ferr)
+		}
+		return nil, errorMsg{errCodeAlreadyTracing, "this process is already being traced by something else (go test -trace, " +
+			"/debug/pprof/trace, or another tracing tool): " + err.Error() + "; try again once that trace has ended"}
 	}
-	sess.q = newQueue(ring, func() { sess.requestStop(reasonOverflow) })
-	s.cur = sess
-	return sess, errorMsg{}
+	s.hub = h
+	s.nextID++
+	c.id = s.nextID
+	go h.run()
+	return c, errorMsg{}
 }
 
-func (s *Server) release(sess *session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == sess {
-		s.cur = nil
+func segmentPeriod(ms int64) time.Duration {
+	if ms <= 0 || canForceBoundaries { // Go 1.22+ traces are made of self-contained generations already
+		return 0
 	}
+	return time.Duration(ms) * time.Millisecond // parseHello checked the range
+}
+
+func advancePeriod(ms int64) time.Duration {
+	if ms <= 0 || !canForceBoundaries {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond // parseHello checked the range
 }
 
 func formatBytes(n uint64) string {

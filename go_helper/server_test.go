@@ -22,7 +22,7 @@ func TestSessionFromHelloToStop(t *testing.T) {
 		t.Fatalf("handshake %+v", hs)
 	}
 	st := s.Status()
-	if st == nil || st.ID != 1 || st.Client != "unit test" || !trace.IsEnabled() {
+	if len(st) != 1 || st[0].ID != 1 || st[0].Client != "unit test" || st[0].Joined || !trace.IsEnabled() {
 		t.Fatalf("status %+v while tracing=%v", st, trace.IsEnabled())
 	}
 	c.send(frameStop, nil)
@@ -103,14 +103,15 @@ func TestCloseDuringASessionSendsTheRestAndAnEnd(t *testing.T) {
 	}
 }
 
-func TestSecondClientIsBusyAndTheNameIsEscaped(t *testing.T) {
-	s, book := serveTest(t, "tcp:0", Options{})
+func TestAConsumerPastTheLimitIsBusyAndTheNameIsEscaped(t *testing.T) {
+	s, book := serveTest(t, "tcp:0", Options{MaxConsumers: 1})
 	first := dial(t, s)
 	name := "first\nlivetrace: session 9 started for root\x1b[31m"
 	first.start(map[string]any{"client": name})
 	e := dial(t, s).refused(map[string]any{"client": "second"})
 	want := `"first\nlivetrace: session 9 started for root\x1b[31m" at 127.0.0.1:`
-	if e.Code != errCodeBusy || !strings.Contains(e.Message, want) || strings.ContainsAny(e.Message, "\n\x1b") {
+	if e.Code != errCodeBusy || !strings.Contains(e.Message, want) || strings.ContainsAny(e.Message, "\n\x1b") ||
+		!strings.Contains(e.Message, "1 consumer is already attached") {
 		t.Fatalf("refusal %+v", e)
 	}
 	first.send(frameStop, nil)
@@ -123,6 +124,155 @@ func TestSecondClientIsBusyAndTheNameIsEscaped(t *testing.T) {
 	}
 	if len(book.matching(want)) < 2 { // the start of the session and the refusal
 		t.Fatalf("log:\n%s", book)
+	}
+}
+
+func TestTheLimitComesFromTheEnvironment(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv("LIVETRACE_MAX_CONSUMERS", "3")
+	o := Options{}
+	if err := o.fill(); err != nil || o.MaxConsumers != 3 {
+		t.Fatalf("MaxConsumers=%d, %v", o.MaxConsumers, err)
+	}
+	t.Setenv("LIVETRACE_MAX_CONSUMERS", "many")
+	o = Options{}
+	if err := o.fill(); err == nil || !strings.Contains(err.Error(), "LIVETRACE_MAX_CONSUMERS") {
+		t.Fatalf("fill: %v", err)
+	}
+}
+
+// Two consumers share one trace: the first starts it, a second joins while
+// it runs, each ends on its own terms, and the tracer stops with the last.
+// A legacy trace is shared in segments, and joined at the next one.
+func TestConsumersShareOneTrace(t *testing.T) {
+	s, book := serveTest(t, "tcp:0", Options{})
+	first := dial(t, s)
+	if canForceBoundaries {
+		first.start(map[string]any{"client": "first", "advance_ms": 100})
+		// Let the trace get past its header, so that the second one joins it running.
+		for n := 0; n < 2; n++ {
+			if typ, _ := first.frame(); typ != frameChunk {
+				t.Fatalf("frame %#x", typ)
+			}
+		}
+	} else {
+		first.start(map[string]any{"client": "first", "segment_ms": 1000})
+		for typ, _ := first.frame(); typ != frameSegment; typ, _ = first.frame() {
+		}
+	}
+	second := dial(t, s)
+	hs := second.start(map[string]any{"client": "second", "duration_ns": int64(300 * time.Millisecond), "heartbeat_ms": 100})
+	if !hs.JoinedRunning || hs.Session != 2 {
+		t.Fatalf("joiner's handshake %+v", hs)
+	}
+	if canForceBoundaries && (hs.FirstGeneration == 0 || hs.AdvanceMs != 100) ||
+		!canForceBoundaries && (hs.FirstSegment < 2 || hs.SegmentMs != 1000) {
+		t.Fatalf("joiner's handshake %+v", hs)
+	}
+	got := second.untilEnd()
+	if got.end.Reason != reasonDuration || !got.end.Complete || !bytes.HasPrefix(got.chunks[0], []byte("go 1.")) {
+		t.Fatalf("joiner's end %+v", got.end)
+	}
+	if len(got.segments) != 0 {
+		t.Fatalf("the joiner's stream has segment ends %+v: it should hold one segment", got.segments)
+	}
+	if canForceBoundaries {
+		gens := map[uint64]bool{}
+		for _, c := range got.chunks[1:] {
+			gens[chunkGeneration(c, 0)] = true
+		}
+		if gens[hs.FirstGeneration-1] || !gens[hs.FirstGeneration] {
+			t.Fatalf("joiner got generations %v, first announced %d", gens, hs.FirstGeneration)
+		}
+	}
+	if !trace.IsEnabled() || len(s.Status()) != 1 {
+		t.Fatalf("the first consumer's trace stopped with the second (status %+v)", s.Status())
+	}
+	first.send(frameStop, nil)
+	if end := first.untilEnd().end; end.Reason != reasonClientStop || !end.Complete {
+		t.Fatalf("first's end %+v", end)
+	}
+	waitIdle(t, s)
+	if len(book.matching("session 2 started for \"second\"")) != 1 || len(book.matching("joined the running trace")) != 1 {
+		t.Fatalf("log:\n%s", book)
+	}
+}
+
+// churn keeps the scheduler busy, so that even a legacy tracer fills and
+// hands over buffers, until the test ends.
+func churn(t *testing.T) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			done := make(chan struct{})
+			go func() { close(done) }()
+			<-done
+		}
+	}()
+}
+
+func TestALegacyTraceWithoutSegmentsCannotBeJoined(t *testing.T) {
+	if canForceBoundaries {
+		t.Skip("Go 1.22+ traces can be joined at any generation")
+	}
+	s, _ := serveTest(t, "tcp:0", Options{})
+	first := dial(t, s)
+	churn(t)
+	first.start(map[string]any{"duration_ns": int64(time.Minute)})
+	for n := 0; n < 2; n++ { // past the header
+		if typ, _ := first.frame(); typ != frameChunk {
+			t.Fatalf("frame %#x", typ)
+		}
+	}
+	e := dial(t, s).refused(nil)
+	if e.Code != errCodeLegacyRunning || !strings.Contains(e.Message, "it ends in about") {
+		t.Fatalf("refusal %+v", e)
+	}
+	first.send(frameStop, nil)
+	first.untilEnd()
+}
+
+// A consumer arriving while the previous trace is still stopping waits
+// for it instead of being refused.
+func TestAConsumerWaitsForTheTracerToBeFree(t *testing.T) {
+	s, _ := serveTest(t, "tcp:0", Options{})
+	first := dial(t, s)
+	first.start(nil)
+	s.mu.Lock()
+	h := s.hub
+	s.mu.Unlock()
+	// Hold the run back from releasing by keeping a member attached while stopping.
+	h.mu.Lock()
+	h.attached++
+	h.mu.Unlock()
+	first.send(frameStop, nil)
+	first.untilEnd()
+	eventually(t, "the trace stopped", func() bool { return !trace.IsEnabled() })
+	next := make(chan handshakeMsg, 1)
+	c := dial(t, s)
+	go func() { next <- c.start(map[string]any{"duration_ns": 1}) }()
+	time.Sleep(50 * time.Millisecond)
+	h.mu.Lock()
+	h.attached--
+	h.releaseIfDone()
+	h.mu.Unlock()
+	if hs := <-next; hs.Session != 2 || hs.JoinedRunning {
+		t.Fatalf("handshake %+v", hs)
+	}
+	if end := c.untilEnd().end; !end.Complete {
+		t.Fatalf("end %+v", end)
 	}
 }
 

@@ -77,7 +77,16 @@ class AuthenticationError(RefusedError):
 
 
 class BusyError(RefusedError):
-    """Another consumer holds the service's one trace session."""
+    """The service serves as many consumers as it allows (the message names
+    them), or its previous trace is still stopping."""
+
+
+class LegacyTraceRunningError(BusyError):
+    """The service runs Go 1.21 or older, whose trace is only readable
+    whole, and a trace without segments is already running for another
+    consumer: a consumer cannot start in its middle. The message says how
+    long it runs, if known; consumers that all ask for segments
+    (``--segment``) can share a legacy trace."""
 
 
 class AlreadyTracingError(RefusedError):
@@ -108,6 +117,7 @@ _REFUSALS: dict[str, type[RefusedError]] = {
     "version": ProtocolVersionError,
     "unauthorized": AuthenticationError,
     "busy": BusyError,
+    "legacy-running": LegacyTraceRunningError,
     "already-tracing": AlreadyTracingError,
 }
 

@@ -132,7 +132,7 @@ def _open_fds(pid: int) -> int:
 async def test_a_client_name_cannot_forge_log_lines_or_messages() -> None:
     name = "evil\nlivetrace: session 99 started for root"
     escaped = r'"evil\nlivetrace: session 99 started for root"'
-    async with demo("1.26") as d:
+    async with demo("1.26", args=["-max-consumers", "1"]) as d:
         async with livetrace.connect(d.trace_address, client_name=name) as first:
             with pytest.raises(livetrace.BusyError) as exc:
                 async with livetrace.connect(d.trace_address):

@@ -142,7 +142,7 @@ def kinds() -> dict[str, Kind]:
         Kind("wrong token", 3, 200, 0.05, frozenset(CLOSES | {"refused: unauthorized"})),
         Kind("connect/close flood", 2, 1500, 0.005, frozenset({"closed at once", "reset at once", "connect failed"})),
         # Not hostile: a second client with the right token, who should be
-        # told the session is busy, and is measured to see how often the
+        # told the session is busy (the helper serves one consumer here), and is measured to see how often the
         # others keep it from being answered at all. Its token is checked at
         # once, never behind the guessers', so the helper either answers it
         # or closes it over the handshake cap without a word.
@@ -352,7 +352,9 @@ async def test_hostile_clients_leave_the_recording_and_the_service_whole(
     peak = Health(0, 0)
     deadline = trio.current_time() + SOAK_BOUND
     with trio.fail_at(deadline):
-        async with demo("1.26", args=["-workers", "1"], env={"LIVETRACE_TOKEN": TOKEN}, listen=listen) as d:
+        # One consumer at a time, so that the second client with the right token is refused as busy.
+        args = ["-workers", "1", "-max-consumers", "1"]
+        async with demo("1.26", args=args, env={"LIVETRACE_TOKEN": TOKEN}, listen=listen) as d:
             addr = parse_address(d.trace_address)
             service = psutil.Process(d.pid)
             # The service's steady state: the highest of a few samples once

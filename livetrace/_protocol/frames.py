@@ -78,6 +78,11 @@ class SessionInfo:
     session: int
     advance_ms: int = 0  # how often the helper closes a generation for us; 0: the runtime's own period
     segment_ms: int = 0  # how often the helper restarts a legacy trace; 0: one trace for the session
+    # The session joined a trace already running for other consumers: the stream is the trace header,
+    # then everything from generation first_generation (Go 1.22+) or from segment first_segment (legacy).
+    joined_running: bool = False
+    first_generation: int = 0
+    first_segment: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 

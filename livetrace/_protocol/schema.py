@@ -115,6 +115,9 @@ HANDSHAKE = Schema(
         "session": u64(),
         "advance_ms": Int(0, 999, 0),
         "segment_ms": Int(0, I64_MAX, 0),
+        "joined_running": Bool(False),
+        "first_generation": u64(0),
+        "first_segment": u64(0),
     },
 )
 

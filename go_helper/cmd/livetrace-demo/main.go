@@ -5,8 +5,10 @@
 //
 //	livetrace-demo -listen unix:/tmp/demo.sock
 //
-// It prints one "ready" line with its addresses, serves net/http/pprof,
-// /stats (work done so far), /debug/livetrace (the trace session, if any)
+// It prints one "ready" line with its addresses, serves net/http/pprof (its
+// /debug/pprof/trace through livetrace.PprofTraceHandler, which shares the
+// trace with livetrace's consumers), /stats (work done so far),
+// /debug/livetrace (the consumers attached, if any)
 // and /debug/trace-to-file?seconds=N (runtime/trace into a local file for N
 // seconds, the baseline livetrace's overhead is measured against), and on
 // SIGINT or SIGTERM ends any trace session cleanly and exits.
@@ -24,7 +26,7 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
-	_ "net/http/pprof"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime"
@@ -48,6 +50,7 @@ func main() {
 	flag.Float64Var(&pace, "pace", 1, "stretch the load generators' pauses by this factor: 10 is a tenth of the load")
 	queueMB := flag.Int("queue-mb", 0, "cap of the helper's queue in MiB (0: LIVETRACE_QUEUE_MB or 64)")
 	maxHandshakes := flag.Int("max-handshakes", 0, "connections the helper lets wait in their handshake (0: its default)")
+	maxConsumers := flag.Int("max-consumers", 0, "consumers the helper serves at once (0: LIVETRACE_MAX_CONSUMERS or 8)")
 	flight := flag.Bool("flight-recorder", false, "also run runtime/trace's flight recorder (Go 1.25+), snapshot at /debug/flight")
 	flag.Parse()
 	log.SetPrefix("livetrace-demo: ")
@@ -59,7 +62,9 @@ func main() {
 		log.Fatal("-listen and LIVETRACE_LISTEN are both set; use one")
 	case *listen != "":
 		var err error
-		srv, err = livetrace.ServeWithOptions(*listen, livetrace.Options{QueueBytes: *queueMB << 20, MaxHandshakes: *maxHandshakes})
+		srv, err = livetrace.ServeWithOptions(*listen, livetrace.Options{
+			QueueBytes: *queueMB << 20, MaxHandshakes: *maxHandshakes, MaxConsumers: *maxConsumers,
+		})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -71,26 +76,36 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	http.HandleFunc("/work", handleWork)
-	http.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
+	// A mux of its own rather than http.DefaultServeMux, where importing
+	// net/http/pprof registered its own /debug/pprof/trace: that one would
+	// be refused while livetrace traces the process, this one shares the trace.
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.Handle("/debug/pprof/trace", livetrace.PprofTraceHandler(srv))
+	mux.HandleFunc("/work", handleWork)
+	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]int64{"ops": ops.Load()})
 	})
-	http.HandleFunc("/debug/livetrace", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/debug/livetrace", func(w http.ResponseWriter, r *http.Request) {
+		// "session" lists the consumers attached; null when none is.
 		json.NewEncoder(w).Encode(map[string]any{"tracing": trace.IsEnabled(), "session": srv.Status()})
 	})
-	http.HandleFunc("/debug/trace-to-file", traceToFile)
+	mux.HandleFunc("/debug/trace-to-file", traceToFile)
 	if *flight {
 		snapshot, err := startFlightRecorder()
 		if err != nil {
 			log.Fatal(err)
 		}
-		http.HandleFunc("/debug/flight", func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("/debug/flight", func(w http.ResponseWriter, r *http.Request) {
 			if err := snapshot(w); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 			}
 		})
 	}
-	web := &http.Server{Handler: http.DefaultServeMux}
+	web := &http.Server{Handler: mux}
 	go func() {
 		if err := web.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Printf("the HTTP service stopped: %v", err)

@@ -1,0 +1,353 @@
+package livetrace
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/trace"
+	"sort"
+	"sync"
+	"time"
+)
+
+// A hub is one run of the runtime's tracer, from trace.Start to trace.Stop,
+// shared by every consumer attached meanwhile. The first consumer starts
+// it; it stops when no consumer wants it any more (the last one left, asked
+// to stop or had its duration end), when the service closes, or on legacy
+// Go when its only consumer fell too far behind. It is released, and its
+// ring unmapped, once every consumer has had its end frame.
+type hub struct {
+	srv      *Server
+	freeRing func() error
+	start    time.Time
+	segment  time.Duration // legacy segment period, fixed for the run; 0 without segments
+	retune   chan struct{} // the advance period may have changed
+	stopCh   chan struct{} // closed by stopLocked
+	released chan struct{} // closed once the run is over and its consumers are gone
+
+	mu         sync.Mutex
+	consumers  []*consumer // those reading the ring, each from its own position
+	members    []*consumer // consumers not yet done, including those no longer reading
+	attached   int         // len(members)
+	active     int         // consumers that still want the trace to run
+	stopping   bool        // the tracer is being stopped (or is stopped)
+	closed     bool        // the tracer is stopped: no more records will come
+	stopReason string
+
+	// The ring (ring.go).
+	buf        []byte
+	recs       []record // circular; head and tail count records ever pushed
+	head, tail uint64
+	wpos       int
+	total      uint64
+
+	sawHeader             bool
+	modern                bool
+	header                []byte // the first trace header, for consumers joining later
+	headerSeq             uint64
+	headerTime            int64
+	seq                   uint64 // every chunk the runtime handed over, kept or not
+	curGen                uint64 // generation of the latest chunk (modern Go)
+	segments              uint64 // legacy segments completed
+	overflowed, restarted bool
+}
+
+func newHub(s *Server, buf []byte, free func() error) *hub {
+	maxRecs := len(buf) / 1024
+	if maxRecs < 256 {
+		maxRecs = 256
+	}
+	return &hub{
+		srv: s, freeRing: free, buf: buf, recs: make([]record, maxRecs),
+		retune: make(chan struct{}, 1), stopCh: make(chan struct{}), released: make(chan struct{}),
+	}
+}
+
+// join adds a consumer to the running trace and says where its stream
+// starts. It refuses a legacy consumer that could only get part of a trace.
+func (h *hub) join(c *consumer) (errorMsg, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopping {
+		return errorMsg{}, false // the caller waits for the next run
+	}
+	if max := h.srv.opts.MaxConsumers; h.attached >= max {
+		return errorMsg{errCodeBusy, fmt.Sprintf("busy: %s already attached to this service's trace, the most it serves at once "+
+			"(LIVETRACE_MAX_CONSUMERS or Options.MaxConsumers): %s", plural(h.attached, "consumer is", "consumers are"), h.describeLocked())}, true
+	}
+	switch {
+	case h.seq <= 1 && h.head == 0 && h.segments == 0:
+		// Nothing but the header yet: the whole trace is still there.
+		c.next = 0
+	case h.modern:
+		c.joined, c.needHeader = true, true
+		c.next, c.skipping, c.skipGen = h.tail, true, h.curGen
+		c.firstGen = h.curGen + 1
+	case h.segment > 0:
+		c.joined, c.waitSegment = true, true
+		c.next = h.tail
+		c.firstSegment = h.segments + 2 // the one after the segment running now
+	default:
+		return errorMsg{errCodeLegacyRunning, h.legacyRefusal()}, true
+	}
+	h.add(c)
+	return errorMsg{}, true
+}
+
+// legacyRefusal explains why a legacy trace cannot be joined.
+func (h *hub) legacyRefusal() string {
+	wait := "it has no set end: wait until its consumers stop"
+	if left, ok := h.remainingLocked(); ok {
+		wait = fmt.Sprintf("it ends in about %s, when its consumers' durations are over", left.Round(time.Second))
+	}
+	return fmt.Sprintf("this process runs %s, whose trace is only readable whole, and a trace without segments is already "+
+		"running for %s: a consumer cannot start in the middle of it; %s (consumers that all ask for segments, "+
+		"--segment, can share a trace)", runtime.Version(), h.describeLocked(), wait)
+}
+
+// remainingLocked is how long until every attached consumer's duration is
+// over; false if one has none.
+func (h *hub) remainingLocked() (time.Duration, bool) {
+	var left time.Duration
+	for _, c := range h.members {
+		if c.duration <= 0 {
+			return 0, false
+		}
+		if d := time.Until(c.since.Add(c.duration)); d > left {
+			left = d
+		}
+	}
+	return left, true
+}
+
+func (h *hub) add(c *consumer) {
+	c.hub = h
+	h.consumers = append(h.consumers, c)
+	h.members = append(h.members, c)
+	h.attached++
+	h.active++
+	h.poke()
+}
+
+// poke tells the advancer that the set of consumers changed.
+func (h *hub) poke() {
+	select {
+	case h.retune <- struct{}{}:
+	default:
+	}
+}
+
+// describeLocked names the attached consumers, for refusals.
+func (h *hub) describeLocked() string {
+	names := make([]string, 0, len(h.members))
+	for _, c := range h.members {
+		names = append(names, fmt.Sprintf("session %d (%s, since %s)", c.id, c.describe(), c.since.UTC().Format(time.RFC3339)))
+	}
+	sort.Strings(names)
+	s := names[0]
+	for _, n := range names[1:] {
+		s += "; " + n
+	}
+	return s
+}
+
+// requestStop is a consumer's wish to end its stream. If others still
+// want the trace, this consumer alone ends, at a point where its stream is
+// a complete trace: after the current generation on modern Go (forced to
+// close now), at the next segment boundary on legacy Go. Otherwise the
+// tracer stops, and the stream ends with the trace.
+func (h *hub) requestStop(c *consumer, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.reason != "" || c.fellBehind {
+		return
+	}
+	h.setReason(c, reason)
+	if h.stopping {
+		return
+	}
+	if h.active == 0 {
+		h.stopLocked(reason)
+		return
+	}
+	c.ending = true
+	c.wakeUp()
+	switch {
+	case h.modern:
+		c.endAfterGen = h.curGen
+		go forceBoundary()
+	case h.segment == 0:
+		// Cannot happen (a legacy trace without segments has one consumer), but
+		// should it: the stream ends now and is incomplete.
+		c.fellBehind = true
+		h.dropPosition(c)
+	}
+}
+
+// setReason records why a consumer's stream ends; it no longer keeps the
+// trace running.
+func (h *hub) setReason(c *consumer, reason string) {
+	if c.reason != "" {
+		return
+	}
+	c.reason = reason
+	h.active--
+	h.poke()
+}
+
+// stopLocked asks the run to stop the tracer.
+func (h *hub) stopLocked(reason string) {
+	if h.stopping {
+		return
+	}
+	h.stopping, h.stopReason = true, reason
+	close(h.stopCh)
+}
+
+// isReleased reports whether the run is over and its consumers gone.
+func (h *hub) isReleased() bool {
+	select {
+	case <-h.released:
+		return true
+	default:
+		return false
+	}
+}
+
+func (h *hub) stop(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopLocked(reason)
+}
+
+// dropPosition takes a consumer off the ring: it reads nothing more.
+func (h *hub) dropPosition(c *consumer) { h.consumers = without(h.consumers, c) }
+
+func without(list []*consumer, c *consumer) []*consumer {
+	for i, x := range list {
+		if x == c {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// leave is a consumer's last act, once its end frame is out or its
+// connection is gone.
+func (h *hub) leave(c *consumer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.setReason(c, reasonClientDisconnect)
+	h.dropPosition(c)
+	h.members = without(h.members, c)
+	h.attached--
+	if h.active == 0 {
+		h.stopLocked(c.reason)
+	}
+	h.releaseIfDone()
+}
+
+// releaseIfDone frees the ring and lets the next run start once the tracer
+// is stopped and no consumer is left.
+func (h *hub) releaseIfDone() {
+	if !h.closed || h.attached > 0 {
+		return
+	}
+	if h.isReleased() {
+		return
+	}
+	if err := h.freeRing(); err != nil {
+		h.srv.logf("releasing the queue's memory: %v", err)
+	}
+	h.buf = nil
+	close(h.released)
+}
+
+// run owns the tracer, which the first consumer started, until it stops.
+func (h *hub) run() {
+	advancing := make(chan struct{})
+	go h.advance(advancing)
+	tracing := h.cycle()
+	<-advancing
+	if tracing {
+		trace.Stop() // returns once the runtime has handed over the final chunk
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, c := range h.consumers {
+		c.wakeUp()
+	}
+	h.releaseIfDone()
+}
+
+// cycle waits for the stop; with a segment period, it stops and restarts
+// the trace that often meanwhile, so that every segment is a complete
+// legacy trace (StopTrace flushes every buffer and the footer). It reports
+// whether the trace is still running.
+func (h *hub) cycle() bool {
+	if h.segment == 0 {
+		<-h.stopCh
+		return true
+	}
+	t := time.NewTicker(h.segment)
+	defer t.Stop()
+	for n := uint64(1); ; n++ {
+		select {
+		case <-h.stopCh:
+			return true
+		case <-t.C:
+		}
+		trace.Stop()
+		h.endSegment(segmentMsg{Segment: n, StopUnixNs: time.Now().UnixNano()})
+		if err := trace.Start(h); err != nil {
+			// Something else started tracing in the moment it was off.
+			h.srv.logf("could not restart the trace for the next segment: %v", err)
+			h.stop(reasonRestartFailed)
+			return false
+		}
+		h.mu.Lock()
+		h.segments = n
+		h.mu.Unlock()
+	}
+}
+
+// advance closes a generation at the shortest period any consumer still
+// reading asked for, until the trace stops.
+func (h *hub) advance(done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		period := h.advancePeriod()
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		if period > 0 {
+			t.Reset(period)
+		}
+		select {
+		case <-h.stopCh:
+			return
+		case <-h.retune:
+		case <-t.C:
+			forceBoundary()
+		}
+	}
+}
+
+func (h *hub) advancePeriod() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var p time.Duration
+	for _, c := range h.consumers {
+		if c.reason == "" && c.advance > 0 && (p == 0 || c.advance < p) {
+			p = c.advance
+		}
+	}
+	return p
+}
+
+func (h *hub) advanceMs() int64 { return h.advancePeriod().Milliseconds() }
