@@ -1,8 +1,8 @@
-"""Many consumers of one trace, against the real demo: a recording and two
-tails at once, late joiners (a generation boundary on Go 1.22+, the next
+"""Many consumers of one trace, against the real demo: late joiners (a generation boundary on Go 1.22+, the next
 segment on legacy Go, or a plain refusal), a consumer frozen with SIGSTOP
 that sheds generations alone within bounded memory, and a new consumer right
-after one was SIGKILLed. Helper behaviour, not decoding: run once."""
+after one was SIGKILLed. Helper behaviour, not decoding: run once
+(test_shared_filters.py has a recording and two filtered tails at once)."""
 
 from __future__ import annotations
 
@@ -43,28 +43,6 @@ def rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise AssertionError("no VmRSS")
-
-
-@pytest.mark.parametrize("version", ["1.26", "1.21"])
-async def test_a_recording_and_two_tails_share_one_trace(version: str, tmp_path: Path) -> None:
-    # A legacy trace is shared in segments: each consumer's stream starts at one.
-    segment = [] if version == "1.26" else ["--segment", "1"]
-    out = tmp_path / "shared.trace"
-    async with demo(version) as d:
-        rec = cli("record", d.trace_address, "-o", str(out), "-d", "3", *segment)
-        await wait_recording(tmp_path, out)
-        tails = [cli("tail", d.trace_address, "-d", "1.5", "--format", "jsonl", *segment) for _ in range(2)]
-        results = [await finish(p) for p in tails]
-        code, _, err = await finish(rec)
-    assert code == 0, err
-    assert "trace complete (ended: duration)" in err
-    for tail_code, tail_out, tail_err in results:
-        assert tail_code == 0, tail_err
-        assert len(tail_out.splitlines()) > 100, tail_err
-    paths = sorted(tmp_path.glob("shared*.trace"))
-    assert paths and not list(tmp_path.glob("*.incomplete"))
-    for p in paths:
-        go_tool_trace(version, p)
 
 
 async def test_a_late_joiner_gets_a_trace_that_starts_at_a_generation_boundary(tmp_path: Path) -> None:

@@ -1,0 +1,101 @@
+"""A recording and two `livetrace tail`s with different filters against one
+service at once: the recording is complete and opens in Go's tool, and each
+tail shows exactly what its filter selects from the recording's events.
+
+A tail joins the running trace late, at a generation (or, legacy, segment)
+boundary, and leaves at one, so its events are a contiguous run of the
+recording's filtered events. Run on both twins: the filters run in the core."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+import livetrace
+from livetrace import Filter, Kind
+from livetrace._cli.render.jsonl import JsonlEncoder
+from livetrace._trace.select.events import select_events
+
+from .conftest import cli, demo, go_tool_trace
+
+pytestmark = pytest.mark.slow
+
+# Neither filter keeps what a late joiner's decoder makes differently from
+# the recording's: the first generation's transitions out of Undetermined,
+# and the Syncs' numbers.
+LOGS = Filter(kinds=frozenset({Kind.LOG}))
+P0_NOT_SCHED = Filter(kinds=frozenset(Kind) - {Kind.BAD, Kind.SYNC, Kind.STATE_TRANSITION}, procs=frozenset({0}))
+TAIL_ARGS = {LOGS: ["-k", "Log"], P0_NOT_SCHED: ["-k", "!StateTransition", "-k", "!Sync", "--proc", "0"]}
+
+
+async def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[int, str, str]:
+    def wait() -> tuple[int, str, str]:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err
+
+    return await trio.to_thread.run_sync(wait)
+
+
+def comparable(line: str) -> dict[str, Any]:
+    """An event's JSON without its wall-clock times, which a live legacy
+    session estimates from when chunks arrived and a file cannot."""
+    d: dict[str, Any] = json.loads(line)
+    d.pop("wall", None)
+    if isinstance(d.get("clock_snapshot"), dict):
+        d["clock_snapshot"].pop("wall", None)
+    return d
+
+
+def expected(paths: list[Path], flt: Filter) -> list[dict[str, Any]]:
+    encoder = JsonlEncoder()
+    out: list[dict[str, Any]] = []
+    for path in paths:
+        for item in livetrace.decode_batches(path):
+            if isinstance(item, livetrace.EventBatch):
+                text = b"".join(encoder.encode_batch(select_events(item, flt))).decode()
+                out.extend(comparable(line) for line in text.splitlines())
+    return out
+
+
+def recorded_segments(tmp_path: Path, name: str) -> list[Path]:
+    """The recording's files in order: the first, then each further segment's."""
+    first = tmp_path / name
+    rest = sorted(tmp_path.glob(first.stem + ".*" + first.suffix), key=lambda p: int(p.stem.rsplit(".", 1)[1]))
+    return [first, *rest]
+
+
+@pytest.mark.parametrize("version", ["1.26", "1.21"])
+async def test_a_recording_and_two_filtered_tails_share_one_trace(version: str, tmp_path: Path) -> None:
+    segment = [] if version == "1.26" else ["--segment", "1"]  # a legacy trace is shared in segments
+    out = tmp_path / "shared.trace"
+    async with demo(version) as d:
+        rec = cli("record", d.trace_address, "-o", str(out), "-d", "4", *segment)
+        with trio.fail_after(30):
+            while not any(p.stat().st_size > 16 for p in tmp_path.glob("shared.trace.*.part")):
+                await trio.sleep(0.05)
+        tails = {
+            flt: cli("tail", d.trace_address, "-d", "2", "--format", "jsonl", *args, *segment)
+            for flt, args in TAIL_ARGS.items()
+        }
+        results = {flt: await finish(p) for flt, p in tails.items()}
+        code, _, err = await finish(rec)
+    assert code == 0, err
+    assert "trace complete (ended: duration)" in err and not list(tmp_path.glob("*.incomplete"))
+    paths = recorded_segments(tmp_path, out.name)
+    for p in paths:
+        go_tool_trace(version, p)
+    for flt, (tail_code, tail_out, tail_err) in results.items():
+        assert tail_code == 0, tail_err
+        assert "summary:" in tail_err, tail_err
+        got = [comparable(line) for line in tail_out.splitlines()]
+        assert got, f"{TAIL_ARGS[flt]} showed nothing: {tail_err}"
+        want = expected(paths, flt)
+        # The tail's run of events starts where its first event is in the recording.
+        starts = [i for i, e in enumerate(want) if e == got[0]]
+        assert starts, f"{TAIL_ARGS[flt]}: the tail's first event is not in the recording: {got[0]}"
+        assert any(want[i : i + len(got)] == got for i in starts), f"{TAIL_ARGS[flt]} differs from the recording"
