@@ -83,6 +83,11 @@ _KIND, _RID, _START, _STACK, _TOK, _REASON, _NAME, _TNAME, _TASK, _FLAGS, _SEQ =
 Open = list[int]
 
 
+def _signed(v: int) -> int:
+    """A goroutine id argument (uint64) as the goroutine columns hold one."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
 class SpanCore:
     """Open spans across batches and generations; ``feed`` returns the
     spans that ended, as columns."""
@@ -143,7 +148,10 @@ class SpanCore:
         def name(sid: int, table: dict[int, bytes] | list[bytes] = strings) -> int:
             if table is strings and sid in cache:
                 return cache[sid]
-            s = table[sid] if table is not strings else strings.get(sid, b"")
+            if table is strings:
+                s = strings.get(sid, b"")
+            else:
+                s = table[sid] if sid < len(table) else b""
             nid = intern.get(s)
             if nid is None:
                 nid = intern[s] = len(names)
@@ -170,11 +178,14 @@ class SpanCore:
             self.origin = times[0]
         for i, code in enumerate(codes):
             t = times[i]
+            self.last = t
             a = i * NARGS
             if code in TRANSITIONS:
                 whose, new, reason_arg, stack_arg = TRANSITIONS[code]
-                gid = args[a] if whose else goroutines[i]
+                gid = _signed(args[a]) if whose else goroutines[i]
                 if not new:
+                    if not 0 < args[a + 2] < len(STATUS_STATE):
+                        continue
                     new = STATUS_STATE[args[a + 2]]
                 stack = args[a + stack_arg] if stack_arg >= 0 else 0
                 st = self.states.get(gid)
@@ -197,7 +208,6 @@ class SpanCore:
                 self.states[gid] = o
             elif code in RANGE_CODES:
                 self._range(code, t, goroutines[i], args, a, extra, i * NEXTRA, token, name, emit, opened, extra_strings)
-            self.last = t
         return [array(tc, col).tobytes() for col, (_, tc) in zip(out, COLUMNS, strict=True)]
 
     def _range(
@@ -218,7 +228,7 @@ class SpanCore:
             self.stw = None
         elif code == m.EV_GC_MARK_ASSIST_BEGIN or code == m.EV_GC_MARK_ASSIST_ACTIVE:
             active = code == m.EV_GC_MARK_ASSIST_ACTIVE
-            gid = args[a] if active else g
+            gid = _signed(args[a]) if active else g
             if not (active and gid in self.assists):
                 stack = 0 if active else args[a]
                 self.assists[gid] = opened(SpanKind.MARK_ASSIST, RES_GOROUTINE, gid, t, stack, SPAN_CLIPPED_START * active)
