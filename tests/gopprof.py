@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gzip
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import SpanKind
@@ -92,7 +92,7 @@ def read_profile(data: bytes) -> Totals:
                 (locs if f == 1 else values if f == 2 else []).extend(_ints(x))
             samples.append((locs, values))
         elif field == 4 and isinstance(v, bytes):  # Location
-            loc = dict((f, x) for f, x in _fields(v) if isinstance(x, int))
+            loc = {f: x for f, x in _fields(v) if isinstance(x, int)}
             address[loc.get(1, 0)] = loc.get(3, 0)
     out: dict[tuple[int, ...], tuple[int, int]] = {}
     for locs, (count, ns) in samples:
@@ -107,7 +107,7 @@ def _sync(reason: str) -> bool:
 
 
 # Which spans each profile counts.
-PROFILES = {
+PROFILES: dict[str, Callable[[int, str], bool]] = {
     "sched": lambda kind, reason: kind == SpanKind.RUNNABLE,
     "sync": lambda kind, reason: kind == SpanKind.BLOCKED and _sync(reason),
     "net": lambda kind, reason: kind == SpanKind.BLOCKED and reason == "network",
@@ -133,15 +133,15 @@ def our_profiles(batches: Iterable[SpanBatch], trace_end: int) -> dict[str, Tota
     # Each goroutine's lifetime as Go's goroutine summary has it.
     first_run: dict[int, int] = {}
     last: dict[int, tuple[int, int, bool]] = {}  # goroutine -> (end, start, clipped) of its latest span
-    for g, kind, start, end, reason, _, clipped in rows:
+    for g, kind, start, end, _, _, clipped in rows:
         if kind == SpanKind.RUNNING:
             first_run[g] = min(first_run.get(g, start), start)
         if g not in last or start >= last[g][1]:
             last[g] = (end, start, bool(clipped))
     lifetime: dict[int, tuple[int, int]] = {}
-    for g, (end, start, clipped) in last.items():
+    for g, (end, _, clipped) in last.items():
         lifetime[g] = (first_run.get(g, 0), trace_end if clipped else end)
-    for g, kind, start, end, reason, _, _ in rows:
+    for g, kind, start, _, reason, _, _ in rows:
         if kind == SpanKind.BLOCKED and reason == "forever":
             lifetime[g] = (lifetime[g][0], start)
     out: dict[str, Totals] = {}

@@ -5,14 +5,14 @@ iterates."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import overload
+from typing import Literal, overload
 
 from livetrace._trace.model.events import Resource, StackFrame, stack_frames
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.model import RESOURCE_KINDS, SPAN_CLIPPED_END, SPAN_CLIPPED_START, Span, SpanKind
 
 # (name, array typecode) of each column, in the order the core returns them.
-COLUMNS = (
+COLUMNS: tuple[tuple[str, Literal["B", "q", "Q", "I"]], ...] = (
     ("kinds", "B"),  # SpanKind
     ("resource_kinds", "B"),  # index into RESOURCE_KINDS
     ("resource_ids", "q"),
@@ -60,7 +60,9 @@ class SpanBatch(Sequence[Span]):
         names_table: Sequence[bytes],
         logs: Mapping[int, tuple[tuple[bytes, bytes], ...]] | None = None,
     ) -> None:
-        self._cols = tuple(memoryview(c).cast(t) for c, (_, t) in zip(cols, COLUMNS, strict=True))
+        self._cols: tuple[memoryview, ...] = tuple(
+            memoryview(c).cast(t) for c, (_, t) in zip(cols, COLUMNS, strict=True)
+        )
         self._n = len(self._cols[0])
         self.tables = tables
         self.names_table = names_table

@@ -95,7 +95,7 @@ class SpanBuilder:
     def close(self) -> SpanBatch:
         """The spans still open at the trace's end; the builder is then
         empty, as new."""
-        return self._batch(self._core.close(), {k: v for k, v in self._task_logs.items()}, final=True)
+        return self._batch(self._core.close(), dict(self._task_logs), final=True)
 
     def gap(self) -> None:
         """Generations were lost: forget every open span."""

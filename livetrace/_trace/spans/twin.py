@@ -19,8 +19,6 @@ What each event does (the same table as spans.c):
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
-from typing import Any
 
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.spans.batch import COLUMNS
@@ -35,7 +33,12 @@ from livetrace._trace.spec import modern as m
 
 # GoState values, and the span kind of each live state.
 NOT_EXIST, RUNNABLE, RUNNING, WAITING, SYSCALL = 1, 2, 3, 4, 5
-STATE_KIND = {RUNNABLE: SpanKind.RUNNABLE, RUNNING: SpanKind.RUNNING, WAITING: SpanKind.BLOCKED, SYSCALL: SpanKind.SYSCALL}
+STATE_KIND = {
+    RUNNABLE: SpanKind.RUNNABLE,
+    RUNNING: SpanKind.RUNNING,
+    WAITING: SpanKind.BLOCKED,
+    SYSCALL: SpanKind.SYSCALL,
+}
 STATUS_STATE = (0, RUNNABLE, RUNNING, SYSCALL, WAITING)  # wire GoStatus -> GoState
 
 # Per transition code: (whose: 0 the event's goroutine, 1 its first argument;
@@ -103,7 +106,13 @@ class SpanCore:
         self.origin = -1  # time of the first event since the start or the last gap
         self.last = 0  # time of the last event
         self._token = -1
-        self._names: dict[int, int] = {}  # string id of the current tables -> name id
+        self._cache: dict[int, int] = {}  # string id of the current tables -> name id
+        # What the batch being fed refers to.
+        self._out: list[list[int]] = []
+        self._strings: dict[int, bytes] = {}
+        self._intern: dict[bytes, int] = {}
+        self._names: list[bytes] = []
+        self._extra_strings: list[bytes] = []
 
     def gap(self) -> None:
         """Forget every open span: their ends, if they come, are after a
@@ -115,12 +124,43 @@ class SpanCore:
         self.gc = self.stw = None
         self.origin = -1
 
-    def min_tables(self) -> int:
-        """The oldest tables key an open span refers to (-1: none)."""
+    def _open_spans(self) -> list[Open]:
         opens = [*self.states.values(), *self.assists.values(), *self.tasks.values()]
         opens += [r for rs in self.regions.values() for r in rs]
-        opens += [o for o in (self.gc, self.stw) if o is not None]
-        return min((o[_TOK] for o in opens), default=-1)
+        return opens + [o for o in (self.gc, self.stw) if o is not None]
+
+    def min_tables(self) -> int:
+        """The oldest tables key an open span refers to (-1: none)."""
+        return min((o[_TOK] for o in self._open_spans()), default=-1)
+
+    def _intern_bytes(self, s: bytes) -> int:
+        nid = self._intern.get(s)
+        if nid is None:
+            nid = self._intern[s] = len(self._names)
+            self._names.append(s)
+        return nid
+
+    def _name(self, sid: int) -> int:
+        """The name id of string sid of the batch's tables (0: it has none)."""
+        nid = self._cache.get(sid)
+        if nid is None:
+            nid = self._cache[sid] = self._intern_bytes(self._strings.get(sid, b""))
+        return nid
+
+    def _emit(self, o: Open, end: int, end_stack: int, end_tok: int, flags: int = 0) -> None:
+        row = (o[0], o[1], o[_RID], o[_START], end, o[_STACK], end_stack, o[_TOK], end_tok)
+        for col, v in zip(self._out, (*row, o[_REASON], o[_NAME], o[_TNAME], o[_TASK], o[_FLAGS] | flags), strict=True):
+            col.append(v)
+
+    def _opened(self, kind: int, rkind: int, rid: int, t: int, stack: int, flags: int, task: int = 0) -> Open:
+        self.seq += 1
+        tname = self.tasks[task][_NAME] if task in self.tasks else 0
+        return [kind, rkind, rid, t, stack, self._token, 0, 0, tname, task, flags, self.seq]
+
+    def _columns(self) -> list[bytes]:
+        out = [array(tc, col).tobytes() for col, (_, tc) in zip(self._out, COLUMNS, strict=True)]
+        self._out = []
+        return out
 
     def feed(
         self,
@@ -140,137 +180,102 @@ class SpanCore:
         goroutines: list[int] = goroutines_col.tolist()
         args: list[int] = args_col.tolist()
         extra: list[int] = extra_col.tolist()
-        out: list[list[int]] = [[] for _ in COLUMNS]
         if token != self._token:
-            self._token, self._names = token, {}
-        cache = self._names
-
-        def name(sid: int, table: dict[int, bytes] | list[bytes] = strings) -> int:
-            if table is strings and sid in cache:
-                return cache[sid]
-            if table is strings:
-                s = strings.get(sid, b"")
-            else:
-                s = table[sid] if sid < len(table) else b""
-            nid = intern.get(s)
-            if nid is None:
-                nid = intern[s] = len(names)
-                names.append(s)
-            if table is strings:
-                cache[sid] = nid
-            return nid
-
-        def emit(o: Open, end: int, end_stack: int, end_tok: int, flags: int = 0) -> None:
-            for col, v in zip(
-                out,
-                (o[0], o[1], o[_RID], o[_START], end, o[_STACK], end_stack, o[_TOK], end_tok)
-                + (o[_REASON], o[_NAME], o[_TNAME], o[_TASK], o[_FLAGS] | flags),
-                strict=True,
-            ):
-                col.append(v)
-
-        def opened(kind: int, rkind: int, rid: int, t: int, stack: int, flags: int, task: int = 0) -> Open:
-            self.seq += 1
-            tname = self.tasks[task][_NAME] if task in self.tasks else 0
-            return [kind, rkind, rid, t, stack, token, 0, 0, tname, task, flags, self.seq]
-
-        if len(codes) and self.origin < 0:
+            self._token, self._cache = token, {}
+        self._out = [[] for _ in COLUMNS]
+        self._strings, self._intern, self._names = strings, intern, names
+        self._extra_strings = extra_strings
+        if codes and self.origin < 0:
             self.origin = times[0]
         for i, code in enumerate(codes):
             t = times[i]
             self.last = t
-            a = i * NARGS
             if code in TRANSITIONS:
-                whose, new, reason_arg, stack_arg = TRANSITIONS[code]
-                gid = _signed(args[a]) if whose else goroutines[i]
-                if not new:
-                    if not 0 < args[a + 2] < len(STATUS_STATE):
-                        continue
-                    new = STATUS_STATE[args[a + 2]]
-                stack = args[a + stack_arg] if stack_arg >= 0 else 0
-                st = self.states.get(gid)
-                if st is not None:
-                    if st[-1] == new:
-                        continue
-                    emit(st, t, stack, token)
-                    del self.states[gid]
-                if new == NOT_EXIST:
-                    continue
-                clipped = SPAN_CLIPPED_START if st is None and code in (m.EV_GO_STATUS, m.EV_GO_STATUS_STACK) else 0
-                regs = self.regions.get(gid)
-                inner = regs[-1] if regs else None
-                o = opened(STATE_KIND[new], RES_GOROUTINE, gid, t, stack, clipped, inner[_TASK] if inner else 0)
-                if inner is not None:
-                    o[_NAME], o[_TNAME] = inner[_NAME], inner[_TNAME]
-                if reason_arg >= 0:
-                    o[_REASON] = name(args[a + reason_arg])
-                o.append(new)
-                self.states[gid] = o
+                self._transition(code, t, goroutines[i], args[i * NARGS : i * NARGS + NARGS])
             elif code in RANGE_CODES:
-                self._range(code, t, goroutines[i], args, a, extra, i * NEXTRA, token, name, emit, opened, extra_strings)
-        return [array(tc, col).tobytes() for col, (_, tc) in zip(out, COLUMNS, strict=True)]
+                self._range(code, t, goroutines[i], args[i * NARGS : i * NARGS + NARGS], extra[i * NEXTRA + 1])
+        return self._columns()
 
-    def _range(
-        self, code: int, t: int, g: int, args: Sequence[int], a: int, extra: Sequence[int], x: int, token: int,
-        name: Any, emit: Any, opened: Any, extra_strings: list[bytes],
-    ) -> None:  # fmt: skip
+    def _transition(self, code: int, t: int, g: int, a: list[int]) -> None:
+        whose, new, reason_arg, stack_arg = TRANSITIONS[code]
+        gid = _signed(a[0]) if whose else g
+        if not new:
+            if not 0 < a[2] < len(STATUS_STATE):
+                return
+            new = STATUS_STATE[a[2]]
+        stack = a[stack_arg] if stack_arg >= 0 else 0
+        st = self.states.get(gid)
+        if st is not None:
+            if st[-1] == new:
+                return
+            self._emit(st, t, stack, self._token)
+            del self.states[gid]
+        if new == NOT_EXIST:
+            return
+        clipped = SPAN_CLIPPED_START if st is None and code in (m.EV_GO_STATUS, m.EV_GO_STATUS_STACK) else 0
+        regs = self.regions.get(gid)
+        inner = regs[-1] if regs else None
+        o = self._opened(STATE_KIND[new], RES_GOROUTINE, gid, t, stack, clipped, inner[_TASK] if inner else 0)
+        if inner is not None:
+            o[_NAME], o[_TNAME] = inner[_NAME], inner[_TNAME]
+        if reason_arg >= 0:
+            o[_REASON] = self._name(a[reason_arg])
+        o.append(new)
+        self.states[gid] = o
+
+    def _range(self, code: int, t: int, g: int, a: list[int], extra_name: int) -> None:
+        tok = self._token
         if code == m.EV_GC_BEGIN or (code == m.EV_GC_ACTIVE and self.gc is None):
             active = code == m.EV_GC_ACTIVE
-            self.gc = opened(SpanKind.GC, RES_NONE, 0, t, 0 if active else args[a + 1], SPAN_CLIPPED_START * active)
+            self.gc = self._opened(SpanKind.GC, RES_NONE, 0, t, 0 if active else a[1], SPAN_CLIPPED_START * active)
         elif code == m.EV_GC_END and self.gc is not None:
-            emit(self.gc, t, 0, token)
+            self._emit(self.gc, t, 0, tok)
             self.gc = None
         elif code == m.EV_STW_BEGIN:
-            self.stw = opened(SpanKind.STW, RES_GOROUTINE, g, t, args[a + 1], 0)
-            self.stw[_REASON] = name(args[a])
+            self.stw = self._opened(SpanKind.STW, RES_GOROUTINE, g, t, a[1], 0)
+            self.stw[_REASON] = self._name(a[0])
         elif code == m.EV_STW_END and self.stw is not None:
-            emit(self.stw, t, 0, token)
+            self._emit(self.stw, t, 0, tok)
             self.stw = None
-        elif code == m.EV_GC_MARK_ASSIST_BEGIN or code == m.EV_GC_MARK_ASSIST_ACTIVE:
+        elif code in (m.EV_GC_MARK_ASSIST_BEGIN, m.EV_GC_MARK_ASSIST_ACTIVE):
             active = code == m.EV_GC_MARK_ASSIST_ACTIVE
-            gid = _signed(args[a]) if active else g
+            gid = _signed(a[0]) if active else g
             if not (active and gid in self.assists):
-                stack = 0 if active else args[a]
-                self.assists[gid] = opened(SpanKind.MARK_ASSIST, RES_GOROUTINE, gid, t, stack, SPAN_CLIPPED_START * active)
+                stack, flags = (0, SPAN_CLIPPED_START) if active else (a[0], 0)
+                self.assists[gid] = self._opened(SpanKind.MARK_ASSIST, RES_GOROUTINE, gid, t, stack, flags)
         elif code == m.EV_GC_MARK_ASSIST_END:
             o = self.assists.pop(g, None)
             if o is not None:
-                emit(o, t, 0, token)
+                self._emit(o, t, 0, tok)
         elif code == m.EV_USER_REGION_BEGIN:
-            o = opened(SpanKind.REGION, RES_GOROUTINE, g, t, args[a + 2], 0, args[a])
-            o[_NAME] = name(args[a + 1])
+            o = self._opened(SpanKind.REGION, RES_GOROUTINE, g, t, a[2], 0, a[0])
+            o[_NAME] = self._name(a[1])
             self.regions.setdefault(g, []).append(o)
         elif code == m.EV_USER_REGION_END:
             regs = self.regions.get(g)
             if regs:
                 o = regs.pop()
             else:  # begun before the trace or a gap
-                o = opened(SpanKind.REGION, RES_GOROUTINE, g, self.origin, 0, SPAN_CLIPPED_START, args[a])
-                o[_NAME] = name(args[a + 1])
-            emit(o, t, args[a + 2], token)
+                o = self._opened(SpanKind.REGION, RES_GOROUTINE, g, self.origin, 0, SPAN_CLIPPED_START, a[0])
+                o[_NAME] = self._name(a[1])
+            self._emit(o, t, a[2], tok)
         elif code == m.EV_USER_TASK_BEGIN:
-            o = opened(SpanKind.TASK, RES_NONE, 0, t, args[a + 3], 0, args[a])
-            o[_NAME] = o[_TNAME] = name(args[a + 2])
-            self.tasks[args[a]] = o
+            o = self._opened(SpanKind.TASK, RES_NONE, 0, t, a[3], 0, a[0])
+            o[_NAME] = o[_TNAME] = self._name(a[2])
+            self.tasks[a[0]] = o
         elif code == m.EV_USER_TASK_END:
-            o = self.tasks.pop(args[a], None)  # type: ignore[assignment]  # Open | None
-            if o is None:
-                o = opened(SpanKind.TASK, RES_NONE, 0, self.origin, 0, SPAN_CLIPPED_START, args[a])
-                o[_NAME] = o[_TNAME] = name(extra[x + 1], extra_strings)
-            emit(o, t, args[a + 1], token)
+            o = self.tasks.pop(a[0], None)
+            if o is None:  # begun before the trace or a gap: its type is the end's
+                o = self._opened(SpanKind.TASK, RES_NONE, 0, self.origin, 0, SPAN_CLIPPED_START, a[0])
+                es = self._extra_strings
+                o[_NAME] = o[_TNAME] = self._intern_bytes(es[extra_name] if extra_name < len(es) else b"")
+            self._emit(o, t, a[1], tok)
 
     def close(self) -> list[bytes]:
         """Every span still open, cut at the last event, in the order they
         began; the core is then empty."""
-        opens = [*self.states.values(), *self.assists.values(), *self.tasks.values()]
-        opens += [r for rs in self.regions.values() for r in rs]
-        opens += [o for o in (self.gc, self.stw) if o is not None]
-        opens.sort(key=lambda o: o[_SEQ])
-        out: list[list[int]] = [[] for _ in COLUMNS]
-        for o in opens:
-            row = (o[0], o[1], o[_RID], o[_START], max(self.last, o[_START]), o[_STACK], 0, o[_TOK], o[_TOK])
-            row += (o[_REASON], o[_NAME], o[_TNAME], o[_TASK], o[_FLAGS] | SPAN_CLIPPED_END)
-            for col, v in zip(out, row, strict=True):
-                col.append(v)
+        self._out = [[] for _ in COLUMNS]
+        for o in sorted(self._open_spans(), key=lambda o: o[_SEQ]):
+            self._emit(o, max(self.last, o[_START]), 0, o[_TOK], SPAN_CLIPPED_END)
         self.gap()
-        return [array(tc, col).tobytes() for col, (_, tc) in zip(out, COLUMNS, strict=True)]
+        return self._columns()
