@@ -121,10 +121,19 @@ static int emit(Out *o, const Open *s, i64 end, u64 estack, u32 etok, u8 flags) 
 /* The columns as a list of bytes; the columns are then empty. */
 static PyObject *out_take(Out *o) {
     size_t n = o->n;
-    PyObject *r = Py_BuildValue("[y#y#y#y#y#y#y#y#y#y#y#y#y#y#]", o->kind, n, o->rkind, n, o->rid, n * 8, o->start,
-                                n * 8, o->end, n * 8, o->sstack, n * 8, o->estack, n * 8, o->stok, n * 4, o->etok,
-                                n * 4, o->reason, n * 4, o->name, n * 4, o->tname, n * 4, o->task, n * 8, o->flags, n);
+    const void *cols[] = {o->kind,   o->rkind, o->rid,    o->start, o->end,   o->sstack, o->estack,
+                          o->stok,   o->etok,  o->reason, o->name,  o->tname, o->task,   o->flags};
+    static const size_t width[] = {1, 1, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 1};
+    size_t ncols = sizeof width / sizeof width[0];
     o->n = 0;
+    PyObject *r = PyList_New((Py_ssize_t)ncols);
+    for (size_t k = 0; r && k < ncols; k++) {
+        PyObject *b = PyBytes_FromStringAndSize(n ? cols[k] : "", (Py_ssize_t)(n * width[k]));
+        if (!b)
+            Py_CLEAR(r);
+        else
+            PyList_SET_ITEM(r, (Py_ssize_t)k, b);
+    }
     return r;
 }
 

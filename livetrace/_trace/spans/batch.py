@@ -93,9 +93,10 @@ class SpanBatch(Sequence[Span]):
         return (self._make(i) for i in range(self._n))
 
     def _frames(self, tables: int, stack: int) -> list[StackFrame] | None:
-        if not stack:
+        t = self.tables.get(tables)
+        if not stack or t is None or stack not in t.stacks:
             return None
-        return stack_frames(self.tables.get(tables), stack)
+        return stack_frames(t, stack)
 
     def _make(self, i: int) -> Span:
         c = self._cols
