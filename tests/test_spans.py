@@ -45,9 +45,7 @@ def batches_of(data: bytes) -> list[EventBatch]:
     """The events a trace decodes to (those before a problem, if it has one)."""
     out: list[EventBatch] = []
     try:
-        for item in livetrace.decode_batches(io.BytesIO(data)):
-            if isinstance(item, EventBatch):
-                out.append(item)
+        out.extend(item for item in livetrace.decode_batches(io.BytesIO(data)) if isinstance(item, EventBatch))
     except TraceFormatError as e:
         if e.partial:
             out.append(EventBatch.from_events(e.partial[0].gen, list(e.partial)))
@@ -249,6 +247,14 @@ def test_decode_spans_reads_legacy_and_modern_files() -> None:
 # -- against Go's own analysis --
 
 PROFILES = ("sched", "sync", "net", "syscall")
+# Go 1.27's tool reads legacy traces from Go 1.11 on; a few, small and large.
+LEGACY_FILES = [
+    "http_1_11_good",
+    "stress_1_11_good",
+    "http_1_19_good",
+    "stress_start_stop_1_21_good",
+    "user_task_region_1_21_good",
+]
 
 
 def go_profiles(path: Path) -> dict[str, dict[tuple[int, ...], tuple[int, int]]]:
@@ -287,7 +293,7 @@ def assert_profiles_agree(path: Path, tie_ns_per_span: int) -> None:
     assert sum(len(go[p]) for p in PROFILES) > 0
 
 
-@pytest.mark.go
+@pytest.mark.slow  # records the demo (shared with other tests): slow, not go
 @pytest.mark.parametrize("version", ["1.22", "1.26"])
 def test_totals_per_stack_agree_with_go_on_demo_traces(version: str, demo_traces: dict[str, Path]) -> None:
     assert_profiles_agree(demo_traces[version], 0)
@@ -303,9 +309,6 @@ def test_totals_per_stack_agree_with_go_on_text_form_traces(name: str, tmp_path:
 
 
 @pytest.mark.go
-@pytest.mark.parametrize(
-    "name",
-    ["http_1_11_good", "stress_1_11_good", "http_1_19_good", "stress_start_stop_1_21_good", "user_task_region_1_21_good"],
-)
+@pytest.mark.parametrize("name", LEGACY_FILES)
 def test_totals_per_stack_agree_with_go_on_legacy_traces(name: str) -> None:
     assert_profiles_agree(LEGACY / name, 1)
