@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import livetrace
 from livetrace import EventBatch, Span, SpanBatch, SpanBuilder, SpanKind, TraceFormatError
+from livetrace._go.toolchain import go_env
 from livetrace._trace.accel import compiled_core
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
@@ -28,7 +29,7 @@ from livetrace._trace.spans.match import frame_text
 from livetrace._trace.spec import modern as m
 
 from . import textform
-from .conftest import go_binary, go_env
+from .conftest import go_binary
 from .gopprof import our_profiles, read_profile
 from .mutate import mutate
 
@@ -208,7 +209,7 @@ FILTERS = [
     Filter(regions=("region?", "unended*")),
     Filter(min_duration=5_000),
     Filter(stack=re.compile(r"main\.main\b|chan\.go")),
-    Filter(kinds=frozenset({SpanKind.RUNNING}), predicate=lambda s: s.resource.id % 2 == 0),
+    Filter(kinds=frozenset({SpanKind.RUNNING}), predicate=lambda s: isinstance(s, Span) and s.resource.id % 2 == 0),
 ]
 
 
