@@ -3,8 +3,10 @@
 The Go helper streams a service's execution trace over a socket;
 :func:`connect` starts a session with it and :func:`record` writes the trace
 to a file that ``go tool trace`` opens. Offline, :func:`decode` reads a
-trace file of any Go version, and :func:`open_decoder` gives a sans-IO
-decoder for any format. docs/reference.md lists what each yields.
+trace file of any Go version, :func:`decode_spans` its spans (how long
+goroutines ran, waited to run, blocked, sat in system calls; GC,
+stop-the-world, mark assist, region and task ranges), and
+:func:`open_decoder` gives a sans-IO decoder for any format. docs/reference.md lists what each yields.
 """
 
 from livetrace._errors import (
@@ -27,7 +29,7 @@ from livetrace._errors import (
     TruncatedTraceError,
     UnsupportedTraceVersionError,
 )
-from livetrace._files import decode, decode_batches
+from livetrace._files import decode, decode_batches, decode_span_batches, decode_spans
 from livetrace._notice import Notice
 from livetrace._protocol.address import Address, parse_address
 from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
@@ -54,6 +56,10 @@ from livetrace._trace.model.events import (
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.select.filter import Filter
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._trace.spans.model import Span, SpanKind
+from livetrace._trace.spans.select import select_spans
 from livetrace._version import __version__
 
 __all__ = [
@@ -96,6 +102,10 @@ __all__ = [
     "SegmentGap",
     "Session",
     "SessionInfo",
+    "Span",
+    "SpanBatch",
+    "SpanBuilder",
+    "SpanKind",
     "StackFrame",
     "StateTransition",
     "SubscriberGap",
@@ -111,9 +121,12 @@ __all__ = [
     "connect",
     "decode",
     "decode_batches",
+    "decode_span_batches",
+    "decode_spans",
     "implementation",
     "legacy_events",
     "open_decoder",
     "parse_address",
     "record",
+    "select_spans",
 ]

@@ -13,6 +13,11 @@ from livetrace._notice import Notice
 from livetrace._trace.decoder import open_decoder
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
+from livetrace._trace.select.filter import Filter
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._trace.spans.model import Span
+from livetrace._trace.spans.select import select_spans
 from livetrace._trace.version import HEADER_SIZE
 
 READ_SIZE = 1 << 20
@@ -79,3 +84,27 @@ def decode(source: Source, kinds: Iterable[Kind] | None = None, *, compiled: boo
     except TraceFormatError as e:
         yield from e.partial or []
         raise
+
+
+def decode_span_batches(
+    source: Source, filter: Filter | None = None, *, compiled: bool | None = None
+) -> Iterator[SpanBatch]:
+    """A whole trace file's spans (:class:`SpanBatch` objects, in the order
+    the spans ended), of any format; last those still open at the trace's
+    end, cut there and marked ``clipped_end``. ``filter`` keeps only the
+    spans it selects (its ``kinds`` are :class:`SpanKind` values);
+    ``compiled`` as for :func:`open_decoder`."""
+    builder = SpanBuilder(compiled=compiled)
+    for item in decode_batches(source, compiled=compiled):
+        if isinstance(item, EventBatch):
+            spans = builder.feed(item)
+            yield spans if filter is None else select_spans(spans, filter, compiled=compiled)
+    spans = builder.close()
+    yield spans if filter is None else select_spans(spans, filter, compiled=compiled)
+
+
+def decode_spans(source: Source, filter: Filter | None = None, *, compiled: bool | None = None) -> Iterator[Span]:
+    """A whole trace file's spans, of any format, as :class:`Span` objects:
+    :func:`decode_span_batches`, flattened."""
+    for spans in decode_span_batches(source, filter, compiled=compiled):
+        yield from spans

@@ -194,6 +194,12 @@ sys.modules["livetrace._trace._ccore"] = core
 from livetrace import ModernDecoder, TraceFormatError
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.modern.wire import record_columns
+from livetrace import SpanBuilder, select_spans
+from livetrace._trace.select.filter import Filter
+import re
+SPAN_FILTER = Filter(min_duration=1, stack=re.compile("main"), regions=("*",))
+def spans_of(builder, batch):
+    list(select_spans(builder.feed(batch), SPAN_FILTER, compiled=True))
 seeds = [open(p, "rb").read() for p in sys.argv[3:]]
 seed = random.randrange(1 << 32)
 print("seed", seed, flush=True)
@@ -215,13 +221,14 @@ while time.monotonic() < deadline:
             pass
         runs += 1
         continue
-    d = ModernDecoder(compiled=True)
+    d, sb = ModernDecoder(compiled=True), SpanBuilder(compiled=True)
     try:
         for i in range(0, len(buf), 997):
-            for b in d.feed_batches(bytes(buf[i:i + 997])): list(b)
-        for b in d.close_batches(): list(b)
+            for b in d.feed_batches(bytes(buf[i:i + 997])): list(b); spans_of(sb, b)
+        for b in d.close_batches(): list(b); spans_of(sb, b)
     except (TraceFormatError, MemoryError):
         pass
+    list(sb.close())
     try:
         record_columns(bytes(buf[16:16 + rng.randint(0, 300)]), 26, compiled=True)
     except TraceFormatError:

@@ -140,6 +140,45 @@ class Engine:
     def run(self, max_events: int, /) -> EngineBatch: ...
     def final_sync(self) -> FinalSync: ...
 
+@final
+class SpanCore:
+    """The span builder's core (the twin of spans.twin.SpanCore): open spans
+    across batches; spans out as a list of bytes columns, in
+    spans.batch.COLUMNS order."""
+
+    def __init__(self) -> None: ...
+    def feed(
+        self,
+        codes: ReadableBuffer,
+        times: ReadableBuffer,
+        goroutines: ReadableBuffer,
+        args: ReadableBuffer,
+        extra: ReadableBuffer,
+        token: int,
+        strings: dict[int, bytes],
+        extra_strings: list[bytes],
+        intern: dict[bytes, int],
+        names: list[bytes],
+        /,
+    ) -> list[bytes]: ...
+    def close(self) -> list[bytes]: ...
+    def gap(self) -> None: ...
+    def min_tables(self) -> int: ...
+
+def span_select(
+    columns: list[memoryview],
+    kind_mask: ReadableBuffer | None,
+    goroutines: ReadableBuffer | None,
+    procs: ReadableBuffer | None,
+    task_mask: ReadableBuffer | None,
+    region_mask: ReadableBuffer | None,
+    min_duration: int,
+    stack_pairs: ReadableBuffer | None,
+    /,
+) -> bytes:
+    """The rows (uint32 indexes) of a SpanBatch's columns the lookup tables keep."""
+
+def span_take(columns: list[memoryview], rows: ReadableBuffer, /) -> list[bytes]: ...
 def init_tables(
     timed: ReadableBuffer, nargs: ReadableBuffer, stack: ReadableBuffer, str0: ReadableBuffer, str1: ReadableBuffer, /
 ) -> None: ...

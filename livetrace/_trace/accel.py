@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-    from ._ccore import Engine, LegacyEvents, WireError, WireRecords
+    from ._ccore import Engine, LegacyEvents, SpanCore, WireError, WireRecords
 
 try:
     from . import _ccore as _compiled
@@ -37,6 +37,8 @@ class CompiledCore(Protocol):
     def Engine(self) -> type[Engine]: ...
     @property
     def WireError(self) -> type[WireError]: ...
+    @property
+    def SpanCore(self) -> type[SpanCore]: ...
     @property
     def ERR_ORDER(self) -> int: ...
     @property
@@ -119,6 +121,19 @@ class CompiledCore(Protocol):
         /,
     ) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]: ...
     def handlers(self) -> dict[int, str]: ...
+    def span_select(
+        self,
+        columns: list[memoryview],
+        kind_mask: ReadableBuffer | None,
+        goroutines: ReadableBuffer | None,
+        procs: ReadableBuffer | None,
+        task_mask: ReadableBuffer | None,
+        region_mask: ReadableBuffer | None,
+        min_duration: int,
+        stack_pairs: ReadableBuffer | None,
+        /,
+    ) -> bytes: ...
+    def span_take(self, columns: list[memoryview], rows: ReadableBuffer, /) -> list[bytes]: ...
 
 
 def compiled_core(require: bool | None = None) -> CompiledCore | None:

@@ -14,6 +14,7 @@
 #include "jsonl.h"
 #include "legacy.h"
 #include "select.h"
+#include "spans.h"
 #include "wire.h"
 
 /* ---- result types ---- */
@@ -565,6 +566,8 @@ PyMODINIT_FUNC PyInit__ccore(void) {
     if (!WireError && !(WireError = PyErr_NewException("livetrace._trace._ccore.WireError", NULL, NULL)))
         goto fail;
     Py_INCREF(WireError);
+    if (spans_register(m) < 0)
+        goto fail;
     Py_INCREF(&EngineType);
     if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
         PyModule_AddObject(m, "WireError", WireError) < 0)

@@ -1,6 +1,10 @@
 """The span model: what a derived interval is.
 
-(Skeleton: the spans helper fills in SpanBatch and the builder.)
+A span is the time a resource spent in one state (a goroutine running,
+runnable, blocked, in a system call) or inside one range (a GC cycle, a
+stop-the-world, a mark assist, a user region or task). The builder
+(``spans.builder``) derives them from the events' state transitions and
+ranges; ``spans.batch`` stores them as columns.
 """
 
 from __future__ import annotations
@@ -28,6 +32,14 @@ class SpanKind(NamedEnum):
 
 SPAN_KIND_NAMES = ["running", "runnable", "blocked", "syscall", "gc", "stw", "mark-assist", "region", "task"]
 
+# What a span's resource is, by SpanBatch.resource_kinds value.
+RESOURCE_KINDS = ("None", "Goroutine", "Proc")
+RES_NONE, RES_GOROUTINE, RES_PROC = 0, 1, 2
+
+# SpanBatch.flags bits.
+SPAN_CLIPPED_START = 1  # under way when the trace (or a gap) began: start is when it was first seen
+SPAN_CLIPPED_END = 2  # still under way when the trace ended: end is the trace's last event
+
 
 @dataclass(frozen=True, slots=True)
 class Span:
@@ -35,12 +47,24 @@ class Span:
     resource: Resource
     start: int  # ns, on the trace's time line
     end: int
-    reason: str = ""  # why blocked, why stopped
-    name: str = ""  # a region's or task's type
-    task: int = 0  # the task a region or task span belongs to (0: none)
+    # Why blocked (the transition's reason: "chan receive", "sync", "network",
+    # "select", ...), why a runnable goroutine stopped ("preempted", ...),
+    # why the world stopped.
+    reason: str = ""
+    # A region's or task's type; for a goroutine's running, runnable, blocked
+    # or syscall span, the innermost user region it was in when it began.
+    name: str = ""
+    task: int = 0  # the task a region or task span belongs to (0: none); a goroutine span's region's task
+    # The stacks of the events that began and ended the span (the event's
+    # own stack, the one Go's pprof-like profiles attribute time to: the
+    # goroutine's own when it blocks, the waker's when it is unblocked, the
+    # creator's when it is created); None where the event has none.
     start_stack: list[StackFrame] | None = None
     end_stack: list[StackFrame] | None = None
-    logs: tuple[tuple[str, str], ...] = ()  # (category, message) logged within a task or region
+    logs: tuple[tuple[str, str], ...] = ()  # (category, message) logged within a task
+    task_name: str = ""  # the type of the span's task, where its begin was seen
+    clipped_start: bool = False  # under way when the trace or a gap began: start is when first seen
+    clipped_end: bool = False  # still under way at the trace's end: end is its last event
 
     @property
     def duration(self) -> int:

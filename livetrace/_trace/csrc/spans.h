@@ -1,0 +1,17 @@
+/* The span layer, compiled: livetrace._trace._ccore.SpanCore (the twin of
+ * spans/twin.py: one pass over an EventBatch's columns, open spans kept per
+ * goroutine and task across batches, spans out as columns) and
+ * span_select (the twin of spans/select.py's filter). */
+
+#ifndef LIVETRACE_SPANS_H
+#define LIVETRACE_SPANS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Adds SpanCore and span_select to the module: 0, or -1 with an exception. */
+int spans_register(PyObject *module);
+/* Adds span_select and span_take (spans_select.c): 0, or -1 with an exception. */
+int span_select_register(PyObject *module);
+
+#endif
