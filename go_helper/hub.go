@@ -161,10 +161,13 @@ func (h *hub) requestStop(c *consumer, reason string) {
 	if c.reason != "" || c.fellBehind {
 		return
 	}
-	h.setReason(c, reason)
 	if h.stopping {
+		// The trace is already stopping for every consumer (a legacy
+		// overflow, the service closing): that, not this wish, ends the stream.
+		h.setReason(c, h.stopReason)
 		return
 	}
+	h.setReason(c, reason)
 	if h.active == 0 {
 		h.stopLocked(reason)
 		return

@@ -307,6 +307,10 @@ func TestLegacyStopsAtHighWaterWithOneConsumer(t *testing.T) {
 	if !h.stopping || h.stopReason != reasonOverflow || c.lost {
 		t.Fatalf("stopping=%v (%s) lost=%v after crossing high water", h.stopping, h.stopReason, c.lost)
 	}
+	h.requestStop(c, reasonClientStop) // the consumer's own stop, after the overflow
+	if c.reason != reasonOverflow {
+		t.Fatalf("the stream ends for %q, not for the overflow that stopped the trace", c.reason)
+	}
 	h.Write(make([]byte, 200)) // overwrites unread data: the trace is now incomplete
 	if !c.lost || c.dropped.chunks == 0 {
 		t.Fatalf("lost=%v dropped=%+v", c.lost, c.dropped)
