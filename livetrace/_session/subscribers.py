@@ -256,7 +256,6 @@ class _EventStage:
         out = self._selector.select_provisional(p)
         return out if len(out.events) else None
 
-
     def spans(self, b: SpanBatch) -> None:
         return None
 
