@@ -22,8 +22,8 @@ async def main(address: str, seconds: float) -> None:
 
         async def print_logs() -> None:
             async for ev in logs:
-                if isinstance(ev, livetrace.Notice):
-                    print(f"[logs] {ev}")
+                if not isinstance(ev, livetrace.Event):
+                    print(f"[logs] {ev}")  # a notice
                     continue
                 counts["logs"] += 1
                 if counts["logs"] <= 5:
@@ -32,8 +32,8 @@ async def main(address: str, seconds: float) -> None:
 
         async def count_http() -> None:
             async for batch in http:
-                if isinstance(batch, livetrace.Notice):
-                    print(f"[http] {batch}")  # a SubscriberGap if this one fell behind
+                if not isinstance(batch, livetrace.EventBatch):
+                    print(f"[http] {batch}")  # a notice: a SubscriberGap if this one fell behind
                     continue
                 counts["http"] += len(batch)
 

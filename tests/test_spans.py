@@ -25,7 +25,7 @@ from livetrace._trace.accel import compiled_core
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.select.filter import Filter
-from livetrace._trace.spans.match import frame_text
+from livetrace._trace.select.match import frame_text
 from livetrace._trace.spec import modern as m
 
 from . import textform

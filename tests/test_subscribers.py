@@ -12,7 +12,7 @@ import pytest
 import trio
 
 import livetrace
-from livetrace import Event, EventBatch, Filter, Kind, SubscriberGap
+from livetrace import Event, EventBatch, Filter, Kind, Span, SpanBatch, SpanBuilder, SpanKind, SubscriberGap
 from livetrace._files import decode_batches
 from livetrace._session.subscribers import Fanout, Subscription
 
@@ -55,6 +55,79 @@ async def test_a_slow_subscriber_loses_batches_and_is_told_while_the_others_do_n
     assert slow.lost_batches == gap.batches
     want = [fields(e) for e in reference((e for b in batches for e in b), Filter(kinds=frozenset({Kind.LOG})))]
     assert [fields(e) for e in await drain(logs)] == want  # type: ignore[arg-type]  # events
+
+
+def spans_of(items: list[object]) -> list[Span]:
+    return [s for x in items if isinstance(x, SpanBatch) for s in x]
+
+
+def reference_spans(items: list[object]) -> list[Span]:
+    """Spans built from a whole decoded stream by one builder of our own
+    (a helper's gap forgets the open spans, as the session's builder does)."""
+    builder = SpanBuilder()
+    spans: list[Span] = []
+    for x in items:
+        if isinstance(x, EventBatch):
+            spans += builder.feed(x)
+        elif isinstance(x, livetrace.Gap):
+            builder.gap()
+    return spans + list(builder.close())
+
+
+LONG_WAITS = Filter(kinds=frozenset({SpanKind.BLOCKED, SpanKind.RUNNABLE, SpanKind.SYSCALL}), min_duration=20_000)
+
+
+def long_waits(spans: list[Span]) -> list[Span]:
+    kinds = LONG_WAITS.kinds or frozenset()
+    return [s for s in spans if s.kind in kinds and s.duration >= (LONG_WAITS.min_duration or 0)]
+
+
+async def test_span_subscribers_share_one_builder_and_each_gets_what_its_filter_keeps() -> None:
+    fan = Fanout()
+    everything = fan.subscribe(what="spans", lossless=True, buffer=1)
+    waits = fan.subscribe(LONG_WAITS, what="spans", buffer=100_000)
+    events = fan.subscribe(Filter(kinds=frozenset({Kind.LOG})), what="batches", buffer=100_000)
+    batches = corpus_batches()
+
+    async def feed() -> None:
+        for b in batches:
+            await fan.publish(b)
+        await fan.publish_end()
+        fan.finish()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(feed)
+        got = await drain(everything)
+    want = reference_spans(list(batches))
+    assert spans_of(got) == want and len(want) > 1000
+    assert fan.spans_built == len(want)
+    assert all(isinstance(x, SpanBatch) and len(x) for x in got)  # no notices here; never an empty batch
+    assert spans_of(await drain(waits)) == long_waits(want) != []
+    assert all(isinstance(x, EventBatch) for x in await drain(events))  # event subscribers get no spans
+
+
+@pytest.mark.slow
+async def test_a_span_subscriber_gets_the_spans_of_the_full_stream_its_filter_keeps() -> None:
+    """Live: the spans a filtered span subscriber gets are exactly those a
+    builder of our own makes from an unfiltered lossless subscriber's
+    batches of the same session, filtered by the same rules."""
+    async with demo("1.26", args=["-workers", "1"]) as d, livetrace.connect(d.trace_address, duration=2) as session:
+        full = session.subscribe(what="batches", lossless=True, buffer=4)
+        waits = session.subscribe(LONG_WAITS, what="spans", lossless=True, buffer=4)
+        results: dict[str, list[object]] = {}
+
+        async def collect(name: str, sub: Subscription) -> None:
+            results[name] = await drain(sub)
+
+        with trio.fail_after(120):
+            async with trio.open_nursery() as n:
+                n.start_soon(collect, "full", full)
+                n.start_soon(collect, "waits", waits)
+    want = reference_spans(results["full"])
+    assert len(want) > 100
+    got = spans_of(results["waits"])
+    assert got == long_waits(want) and got
+    assert session.counters.spans == len(want)
 
 
 @pytest.mark.slow

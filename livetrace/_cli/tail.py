@@ -22,6 +22,7 @@ from livetrace._trace.legacy.live import Provisional, SymbolsResolved
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, Event, Kind
 from livetrace._trace.select.filter import Filter
+from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import Span
 from livetrace._trace.version import TraceVersion
 
@@ -52,11 +53,15 @@ async def tail_command(
         address, token=token, duration=duration, advance=period or None, segment=segment or None, **limits
     ) as session:
         info = session.info
+        view = View(fmt, flt, spans, color)
+        what = "spans" if view.spans else "events"
         if info.segment_ms:
             how = (
-                f"a legacy trace, restarted every {info.segment_ms / 1000:g} s: each segment's events are "
+                f"a legacy trace, restarted every {info.segment_ms / 1000:g} s: each segment's {what} are "
                 f"printed, exact and with stacks, once it completes"
             )
+        elif is_legacy_go(info.go_version) and view.spans:
+            how = "a legacy trace without segments: spans are made from the exact events, which come when it stops"
         elif is_legacy_go(info.go_version):
             how = (
                 "a legacy trace without segments: events are printed provisionally (marked ~, times "
@@ -64,14 +69,13 @@ async def tail_command(
             )
         else:
             every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
-            how = f"events arrive a generation ({every}) at a time"
+            how = f"{what} arrive a generation ({every}) at a time"
         say(err, f"tailing {about(info)}); {how}" + ("" if duration else "; Ctrl-C stops"))
-        view = View(fmt, flt, spans, color)
         shown, pipe_closed = await until_done(session, err, partial(print_events, session, view, out, limit)) or (
             0,
             False,
         )
-        say(err, view.summary(session.counters.events, shown))
+        say(err, view.summary(session.counters.events, shown, session.counters.spans))
         if pipe_closed:
             silence_stdout()
             return EXIT_OK
@@ -80,7 +84,7 @@ async def tail_command(
             return EXIT_INCOMPLETE
         say(
             err,
-            f"{shown:,} events; session ended: {peer.shown(end.reason)}"
+            f"{shown:,} {'spans' if view.spans else 'events'}; session ended: {peer.shown(end.reason)}"
             + (
                 f"; {end.dropped_generations} generations shed because the consumer fell behind"
                 if end.dropped_generations
@@ -137,12 +141,15 @@ class View:
             return paint_line(line, None, 0, 0)
         return paint_line(line, item.kind_name, line.index(" ") + 1, KIND_WIDTH)  # type: ignore[attr-defined]  # an Event
 
-    def summary(self, seen: int, shown: int) -> str:
-        what = "spans" if self.spans else "events"
+    def summary(self, seen: int, shown: int, built: int = 0) -> str:
+        if self.spans:
+            return (
+                f"summary: {seen:,} events seen, {built:,} spans built, {shown:,} spans shown, "
+                f"{max(0, built - shown):,} spans dropped (filtered out, or past --limit), {self.gaps} gaps"
+            )
         return (
-            f"summary: {seen:,} events seen, {shown:,} {what} shown, "
-            f"{max(0, seen - shown) if not self.spans else 0:,} events dropped (filtered out, or past --limit), "
-            f"{self.gaps} gaps"
+            f"summary: {seen:,} events seen, {shown:,} events shown, "
+            f"{max(0, seen - shown):,} events dropped (filtered out, or past --limit), {self.gaps} gaps"
         )
 
 
@@ -202,7 +209,8 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
             await trio.to_thread.run_sync(write_bytes, out, pieces, abandon_on_cancel=True)
         except BrokenPipeError:  # `| head` and the like: the reader has seen enough
             return shown, True
-        shown += sum(not isinstance(e, Notice) for e in batch) if not isinstance(batch, EventBatch) else len(batch)
+        counted = isinstance(batch, (EventBatch, SpanBatch))
+        shown += len(batch) if counted else sum(not isinstance(e, Notice) for e in batch)
         if limit is not None and shown >= limit:
             await session.stop()
     return shown, False

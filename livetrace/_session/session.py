@@ -93,6 +93,7 @@ class Counters:
     largest_generation: int = 0  # bytes, once events are being decoded
     segments: int = 0  # legacy trace segments completed (segment mode)
     events: int = 0  # events decoded (when subscribers asked for them)
+    spans: int = 0  # spans built (when subscribers asked for them)
 
 
 class Session:

@@ -13,6 +13,11 @@ from when. A lossless one (``lossless=True``; the recorder, and
 decoder, then the reader, then the helper, whose policy applies (it sheds
 generations rather than let the service wait).
 
+Spans are built once too: while any subscriber asks for them, the fan-out
+keeps one :class:`SpanBuilder` (fed every exact batch, told of the helper's
+gaps, closed at the end) and each span subscriber's filter selects from
+what it built. A legacy trace's provisional batches make no spans.
+
 The fan-out is sans-socket: :class:`Fanout` takes decoded items, so it can
 be fed from a file (bench/fanout.py does).
 """
@@ -31,11 +36,14 @@ from livetrace._notice import Notice
 from livetrace._protocol import frames as proto
 from livetrace._session.live import Item, LiveDecoder
 from livetrace._session.nursery import open_nursery
-from livetrace._trace.legacy.live import Provisional
+from livetrace._trace.legacy.live import Provisional, SegmentGap
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event
 from livetrace._trace.select.events import EventSelector
 from livetrace._trace.select.filter import Filter
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._trace.spans.select import select_spans
 
 if TYPE_CHECKING:
     from livetrace._session.session import Session
@@ -77,11 +85,13 @@ class _Loss:
         if isinstance(b, EventBatch):
             self.first_gen = b.gen.gen if b.gen is not None else None
             self.first_time = b.times[0] if len(b) else None
+        elif isinstance(b, SpanBatch):
+            self.first_time = min(b.starts) if len(b) else None
 
     def add(self, batch: object) -> None:
         self.batches += 1
         b = batch.events if isinstance(batch, Provisional) else batch
-        self.events += len(b) if isinstance(b, EventBatch) else 0
+        self.events += len(b) if isinstance(b, (EventBatch, SpanBatch)) else 0
 
     def notice(self) -> SubscriberGap:
         return SubscriberGap(self.batches, self.events, self.first_time, self.first_gen)
@@ -94,7 +104,9 @@ class Subscription:
     - ``"batches"``: :class:`EventBatch` objects holding only the events the
       filter keeps (never empty), and notices;
     - ``"events"``: the same one :class:`Event` at a time, and notices;
-    - ``"spans"``: span batches (the span layer), and notices;
+    - ``"spans"``: :class:`SpanBatch` objects holding the spans the filter
+      keeps (never empty; ``kinds`` are :class:`SpanKind` values), and
+      notices;
     - ``"frames"``: the raw frames (Chunk, Gap, SegmentEnd), undecoded:
       what a recorder writes.
 
@@ -139,9 +151,13 @@ class Subscription:
     # -- the fan-out's side --
 
     def _select(self, item: object) -> object | None:
-        """In the decoder's thread: what of item this subscriber gets (None: nothing)."""
+        """In the decoder's thread: what of item this subscriber gets (None:
+        nothing). A span subscriber is offered the shared builder's output
+        (span batches and notices), not the decoded items."""
         if isinstance(item, Notice):
             return item
+        if isinstance(item, SpanBatch):
+            return self._stage.spans(item)
         if isinstance(item, Provisional):
             if not self.provisional:
                 return None
@@ -240,6 +256,26 @@ class _EventStage:
         out = self._selector.select_provisional(p)
         return out if len(out.events) else None
 
+    def spans(self, b: SpanBatch) -> None:
+        return None
+
+
+class _SpanStage:
+    """Spans: the filter, run by select_spans on what the shared builder made."""
+
+    def __init__(self, flt: Filter) -> None:
+        self._filter = flt
+
+    def batch(self, b: EventBatch) -> None:
+        return None
+
+    def provisional(self, p: Provisional) -> None:
+        return None
+
+    def spans(self, b: SpanBatch) -> SpanBatch | None:
+        out = select_spans(b, self._filter)
+        return out if len(out) else None
+
 
 class _FrameStage:
     def batch(self, b: EventBatch) -> None:
@@ -248,16 +284,42 @@ class _FrameStage:
     def provisional(self, p: Provisional) -> None:
         return None
 
+    def spans(self, b: SpanBatch) -> None:
+        return None
 
-def _stage(flt: Filter, what: What) -> _EventStage | _FrameStage:
+
+def _stage(flt: Filter, what: What) -> _EventStage | _SpanStage | _FrameStage:
     if what == "frames":
         return _FrameStage()
     if what == "spans":
-        # The span layer (livetrace/_trace/spans: SpanBuilder, select_spans)
-        # plugs in here: a stage that feeds each batch to its own builder
-        # and selects the spans.
-        raise ValueError("spans are not available in this build of livetrace yet")
+        return _SpanStage(flt)
     return _EventStage(flt)
+
+
+class _SharedSpans:
+    """The one span builder of a fan-out's span subscribers: it turns the
+    decoded items into what they are offered, in order. Exact batches give
+    the spans that ended in them; a helper's gap makes it forget the open
+    spans (their ends are lost); a legacy segment gap, or the end, closes
+    them at the trace's (or segment's) last event. Provisional batches
+    (estimated times, a legacy trace's) make none."""
+
+    def __init__(self) -> None:
+        self._builder = SpanBuilder()
+
+    def step(self, item: object) -> list[object]:
+        if isinstance(item, Provisional):
+            return []
+        if isinstance(item, EventBatch):
+            return [self._builder.feed(item)]
+        if isinstance(item, proto.Gap):
+            self._builder.gap()
+        elif isinstance(item, SegmentGap):
+            return [self._builder.close(), item]
+        return [item]
+
+    def end(self) -> list[object]:
+        return [self._builder.close()]
 
 
 class Fanout:
@@ -267,6 +329,8 @@ class Fanout:
 
     def __init__(self) -> None:
         self._subs: list[Subscription] = []
+        self._spans: _SharedSpans | None = None  # while some subscriber wants spans
+        self.spans_built = 0  # by the span builders, over the fan-out's life
 
     def subscribe(
         self,
@@ -278,12 +342,20 @@ class Fanout:
         provisional: bool = False,
     ) -> Subscription:
         sub = Subscription(self, flt, what, buffer, lossless, provisional)
+        if what == "spans" and self._spans is None:
+            self._spans = _SharedSpans()
         self._subs.append(sub)
         return sub
 
     def remove(self, sub: Subscription) -> None:
         if sub in self._subs:
             self._subs.remove(sub)
+        if self._spans is not None and not any(s.what == "spans" for s in self._subs):
+            self._spans = None
+
+    def _built(self, spans: list[object]) -> list[object]:
+        self.spans_built += sum(len(x) for x in spans if isinstance(x, SpanBatch))
+        return spans
 
     @property
     def decoding(self) -> bool:
@@ -296,13 +368,25 @@ class Fanout:
         return any(s.provisional for s in self._subs)
 
     def prepare(self, item: object) -> list[tuple[Subscription, object]]:
+        shared = self._spans
+        spans = [] if shared is None else self._built(shared.step(item))
+        return self._prepare(item, spans)
+
+    def prepare_end(self) -> list[tuple[Subscription, object]]:
+        """After the last decoded item: the spans still open, closed."""
+        shared = self._spans
+        spans = [] if shared is None else self._built(shared.end())
+        return self._prepare(None, spans)
+
+    def _prepare(self, item: object, spans: list[object]) -> list[tuple[Subscription, object]]:
         out = []
         for sub in tuple(self._subs):
             if sub.what == "frames":
                 continue
-            got = sub._select(item)
-            if got is not None:
-                out.append((sub, got))
+            for x in spans if sub.what == "spans" else () if item is None else (item,):
+                got = sub._select(x)
+                if got is not None:
+                    out.append((sub, got))
         return out
 
     async def deliver(self, prepared: list[tuple[Subscription, object]]) -> None:
@@ -311,6 +395,10 @@ class Fanout:
 
     async def publish(self, item: object) -> None:
         await self.deliver(self.prepare(item))
+
+    async def publish_end(self) -> None:
+        """The last item is published: close the open spans (then :meth:`finish`)."""
+        await self.deliver(self.prepare_end())
 
     async def publish_frame(self, frame: Frame) -> None:
         for sub in tuple(self._subs):
@@ -373,8 +461,9 @@ class Pump:
             if not self.decoding:
                 self._fanout.finish()
 
-    def _deliver(self, items: Iterator[Item]) -> None:
-        """In the worker thread: decode, select, and hand over one item at a time."""
+    def _deliver(self, items: Iterator[Item], end: bool = False) -> None:
+        """In the worker thread: decode, select, and hand over one item at a
+        time (``end``: then the spans still open)."""
         fan, counters = self._fanout, self._session.counters
         for item in items:
             if isinstance(item, EventBatch):
@@ -382,7 +471,12 @@ class Pump:
             prepared = fan.prepare(item)
             if prepared:
                 trio.from_thread.run(fan.deliver, prepared)
-        self._session.counters.largest_generation = self._live.largest_generation
+        if end:
+            prepared = fan.prepare_end()
+            if prepared:
+                trio.from_thread.run(fan.deliver, prepared)
+        counters.largest_generation = self._live.largest_generation
+        counters.spans = fan.spans_built
 
     async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
         live = self._live
@@ -403,7 +497,7 @@ class Pump:
                 if error is not None:
                     self._fanout.finish(error)
                     return
-            await trio.to_thread.run_sync(self._deliver, live.finish())
+            await trio.to_thread.run_sync(self._deliver, live.finish(), True)
             self._fanout.finish()
         except LivetraceError as e:
             self._fanout.finish(e)

@@ -26,6 +26,12 @@ def span_dict(s: Span) -> dict[str, Any]:
         d["name"] = s.name
     if s.task:
         d["task"] = s.task
+    if s.task_name:
+        d["task_name"] = s.task_name
+    if s.clipped_start:
+        d["clipped_start"] = True
+    if s.clipped_end:
+        d["clipped_end"] = True
     if s.start_stack is not None:
         d["start_stack"] = _frames(s.start_stack)
     if s.end_stack is not None:
@@ -50,9 +56,10 @@ SPAN_KIND_WIDTH = 11  # "mark-assist"
 
 
 def span_text(s: Span, t0: int) -> str:
-    """One readable line: start (seconds since t0), kind, resource,
-    duration, and what else the span knows."""
-    parts = [f"+{(s.start - t0) / 1e9:.6f}s", f"{s.kind!s:<{SPAN_KIND_WIDTH}}", f"{s.resource!s:<16}"]
+    """One readable line: start (seconds since t0, signed: spans come in
+    the order they end, so one may have begun before the first shown),
+    kind, resource, duration, and what else the span knows."""
+    parts = [f"{(s.start - t0) / 1e9:+.6f}s", f"{s.kind!s:<{SPAN_KIND_WIDTH}}", f"{s.resource!s:<16}"]
     parts.append(f"{duration_text(s.duration):>9}")
     if s.name:
         parts.append(s.name)

@@ -1,8 +1,9 @@
-"""Which ids of a :class:`Tables` a filter's patterns match.
+"""Which ids of a :class:`Tables` a filter's patterns match, for events and
+spans alike.
 
 A filter's stack regex and name globs are tried once per string or stack of
-a generation, not once per event: selecting events then costs an id lookup
-each. The answers are cached per Tables object (weakly, so a generation's
+a generation, not once per event: selecting events or spans then costs an id
+lookup each. The answers are cached per Tables object (weakly, so a generation's
 cache goes with it) and per pattern; a Tables that grew since (a legacy
 trace's tables fill in as its footer is read) is matched afresh.
 """
@@ -10,7 +11,7 @@ trace's tables fill in as its footer is read) is matched afresh.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatchcase
 from weakref import WeakKeyDictionary
 
@@ -89,3 +90,12 @@ def extra_string_ids_matching(tables: Tables, globs: Iterable[str]) -> frozenset
         ("extra", pats, len(tables.extra_strings)),
         lambda: frozenset(i for i, s in enumerate(tables.extra_strings) if match(s)),
     )
+
+
+def names_matching(names: Sequence[bytes], globs: Iterable[str]) -> bytes:
+    """A mask over the ids of a span builder's table of names
+    (``SpanBatch.names_table``: reasons, region and task types, a handful):
+    1 where the name matches one of the glob patterns. Not cached: that
+    table grows for the builder's life and is not a Tables."""
+    match = _globs_match(globs)
+    return bytes(1 if match(n) else 0 for n in names)

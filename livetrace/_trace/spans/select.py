@@ -11,8 +11,8 @@ from fnmatch import fnmatchcase
 
 from livetrace._trace.accel import compiled_core
 from livetrace._trace.select.filter import Filter
+from livetrace._trace.select.match import names_matching, stack_ids_matching
 from livetrace._trace.spans.batch import COLUMNS, SpanBatch
-from livetrace._trace.spans.match import names_matching, stack_ids_matching
 from livetrace._trace.spans.model import RES_GOROUTINE, RES_PROC, SpanKind
 
 
