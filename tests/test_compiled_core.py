@@ -319,3 +319,33 @@ def test_jsonl_twins_write_the_same_bytes(demo_traces: dict[str, Path], monkeypa
             d = ModernDecoder(compiled=True)
             batches = list(d.feed_batches(t.data)) + list(d.close_batches())
             assert jsonl_of(batches, True, monkeypatch) == jsonl_of(batches, False, monkeypatch), t.name
+
+
+@needs_core
+def test_a_process_that_only_reads_legacy_traces_writes_the_twins_json() -> None:
+    """The JSON writer reads the format tables (which argument is a stack)
+    that the modern engine used to hand over: a process that never decoded a
+    modern trace wrote every legacy Log without its stack. A fresh process,
+    so that nothing else has set the tables up first."""
+    script = (
+        "import sys, livetrace\n"
+        "from livetrace._cli.render.jsonl import JsonlEncoder\n"
+        "enc = JsonlEncoder()\n"
+        "for b in livetrace.decode_batches(sys.argv[1]):\n"
+        "    if isinstance(b, livetrace.EventBatch):\n"
+        "        sys.stdout.write(b''.join(enc.encode_batch(b)).decode())\n"
+    )
+    path = ROOT / "tests" / "corpus" / "legacy" / "go-testdata" / "user_task_region_1_21_good"
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", script, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "LIVETRACE_PURE_PYTHON": twin},
+        ).stdout
+        for twin in ("0", "1")
+    ]
+    logs = [line for line in outs[0].splitlines() if line.startswith('{"kind": "Log"')]
+    assert logs and all('"stack": []' not in line for line in logs)
+    assert outs[0] == outs[1]

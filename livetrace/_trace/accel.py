@@ -27,6 +27,7 @@ else:
     _why = ""
 
 _warned = False
+_tables_ready = False  # the format tables went over to the compiled core
 
 
 class CompiledCore(Protocol):
@@ -159,7 +160,20 @@ def compiled_core(require: bool | None = None) -> CompiledCore | None:
                 stacklevel=3,
             )
         return None
+    if not _tables_ready:
+        _hand_over_tables(_compiled)
     return _compiled
+
+
+def _hand_over_tables(core: CompiledCore) -> None:
+    """Every part of the core (the ordering engine, the JSON writer, spans,
+    filters) reads the format tables: they go over before any is used,
+    whichever a process happens to use first."""
+    global _tables_ready
+    _tables_ready = True
+    from livetrace._trace.modern.decoder import init_core_tables  # imports this module
+
+    init_core_tables(core)
 
 
 def implementation() -> str:

@@ -214,7 +214,9 @@ class _PythonEngine:
         return True
 
 
-def _init_core(core: CompiledCore) -> None:
+def init_core_tables(core: CompiledCore) -> None:
+    """Hand the format tables to the compiled core (accel does, once)."""
+
     def table(values: list[int], none: int = 255) -> bytes:
         return bytes(none if v < 0 else v for v in values)
 
@@ -228,7 +230,6 @@ def _init_core(core: CompiledCore) -> None:
 
 
 _NAMES = {s.code: s.name for s in SPECS if s is not None}
-_tables_handed_over = False
 
 
 class _CompiledEngine:
@@ -236,10 +237,6 @@ class _CompiledEngine:
     columns per call, with the GIL released while it decodes."""
 
     def __init__(self, core: CompiledCore, mask: bytes) -> None:
-        global _tables_handed_over
-        if not _tables_handed_over:
-            _init_core(core)
-            _tables_handed_over = True
         self._core = core
         self._c = core.Engine(_NAMES, mask)
 
