@@ -155,4 +155,3 @@ async def test_legacy_joiners_start_at_the_next_segment_or_are_told_to_wait(tmp_
     msg = str(exc.value)
     assert "only readable whole" in msg and '"whole"' in msg and "ends in about" in msg
     assert isinstance(exc.value, livetrace.BusyError)
-

@@ -69,7 +69,9 @@ async def test_a_client_past_the_consumer_limit_is_refused_as_busy_and_a_new_ses
                 async with livetrace.connect(d.trace_address):
                     pass
             msg = str(exc.value)
-            assert "busy" in msg and "first-consumer" in msg and "since" in msg and "1 consumer is already attached" in msg
+            assert (
+                "busy" in msg and "first-consumer" in msg and "since" in msg and "1 consumer is already attached" in msg
+            )
             await first.stop()
             frames = [f async for f in first.chunks()]
             assert frames and first.end is not None and first.end.reason == "client-stop" and first.end.complete

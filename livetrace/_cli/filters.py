@@ -82,8 +82,9 @@ def build_filter(args: argparse.Namespace, spans: bool) -> Filter | None:
 
 def add_filter_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
-        "filters", "Each option narrows what is shown (they combine with AND; repeated values with OR). "
-        "They run in the decoding core, as Session.subscribe(filter=...) does."
+        "filters",
+        "Each option narrows what is shown (they combine with AND; repeated values with OR). "
+        "They run in the decoding core, as Session.subscribe(filter=...) does.",
     )
     g.add_argument(
         "-k",
@@ -105,8 +106,11 @@ def add_filter_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--proc", action="append", type=id_list, metavar="P[,P...]", default=[], help="events on these Ps")
     g.add_argument(
-        "--task", action="append", metavar="GLOB", default=[], help="events of tasks whose type matches (and their "
-        "regions and logs)"
+        "--task",
+        action="append",
+        metavar="GLOB",
+        default=[],
+        help="events of tasks whose type matches (and their regions and logs)",
     )
     g.add_argument("--region", action="append", metavar="GLOB", default=[], help="region events whose type matches")
     g.add_argument("--log", action="append", metavar="GLOB", default=[], help="log events whose category matches")

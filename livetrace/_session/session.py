@@ -214,7 +214,6 @@ class Session:
             self._nursery.start_soon(self._pump.run)
         return sub
 
-
     async def events(self, kinds: Iterable[Kind] | None = None) -> AsyncIterator[Event | Notice]:
         """Like :meth:`event_batches`, one event at a time, and only the
         exact ones: a legacy trace's provisional events are left out; the

@@ -532,5 +532,3 @@ class _GenerationMeter:
 
 def _size(frame: object) -> int:
     return len(frame.data) if isinstance(frame, proto.Chunk) else 0
-
-

@@ -34,8 +34,7 @@ TASK_END_TYPE_EXTRA = 1  # a TaskEnd's type: an index into its Tables' extra_str
 NO_STACK_ARG = 0xFF
 
 ROLES = bytes(
-    ROLE_REGION if k in (Kind.REGION_BEGIN, Kind.REGION_END) else ROLE_LOG if k == Kind.LOG else 0
-    for k in KIND_OF_CODE
+    ROLE_REGION if k in (Kind.REGION_BEGIN, Kind.REGION_END) else ROLE_LOG if k == Kind.LOG else 0 for k in KIND_OF_CODE
 )
 STACK_ARG_TABLE = bytes(NO_STACK_ARG if a < 0 else a for a in STACK_ARG)
 _TASKISH = (Kind.TASK_BEGIN, Kind.TASK_END, Kind.REGION_BEGIN, Kind.REGION_END, Kind.LOG)
