@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.model import SpanKind
+from livetrace._trace.spans.model import RES_GOROUTINE, SpanKind
 
 Totals = dict[tuple[int, ...], tuple[int, int]]  # stack PCs -> (count, ns)
 MAX_STACK = 128  # Go's profiles cut stacks at 128 frames
@@ -121,10 +121,10 @@ def our_profiles(batches: Iterable[SpanBatch], trace_end: int) -> dict[str, Tota
     """Our spans summed as each of Go's four profiles sums them."""
     rows = []  # (goroutine, kind, start, end, reason, stack pcs, clipped end)
     for sb in batches:
-        kinds, rids, starts, ends = sb.kinds, sb.resource_ids, sb.starts, sb.ends
+        kinds, rkinds, rids, starts, ends = sb.kinds, sb.resource_kinds, sb.resource_ids, sb.starts, sb.ends
         stacks, tabs, reasons, flags, names = sb.start_stacks, sb.start_tables, sb.reasons, sb.flags, sb.names_table
         for i in range(len(sb)):
-            if kinds[i] not in GOROUTINE_STATES:
+            if kinds[i] not in GOROUTINE_STATES or rkinds[i] != RES_GOROUTINE:
                 continue
             tables = sb.tables.get(tabs[i])
             pcs = tables.stacks[stacks[i]] if tables is not None and stacks[i] else ()

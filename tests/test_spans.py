@@ -26,6 +26,7 @@ from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.select.match import frame_text
+from livetrace._trace.spans.model import MAX_SPAN_LOGS
 from livetrace._trace.spec import modern as m
 
 from . import textform
@@ -131,7 +132,8 @@ SPAN_CODES = sorted(
     | {m.EV_GO_SYSCALL_END, m.EV_GO_SYSCALL_END_BLOCKED, m.EV_GO_STATUS, m.EV_GO_STATUS_STACK, m.EV_STW_BEGIN}
     | {m.EV_STW_END, m.EV_GC_ACTIVE, m.EV_GC_BEGIN, m.EV_GC_END, m.EV_GC_MARK_ASSIST_ACTIVE}
     | {m.EV_GC_MARK_ASSIST_BEGIN, m.EV_GC_MARK_ASSIST_END, m.EV_USER_TASK_BEGIN, m.EV_USER_TASK_END}
-    | {m.EV_USER_REGION_BEGIN, m.EV_USER_REGION_END, m.EV_USER_LOG, m.EV_PROC_START, 0, 255}
+    | {m.EV_USER_REGION_BEGIN, m.EV_USER_REGION_END, m.EV_USER_LOG, m.EV_PROC_START, m.EV_PROC_STOP}
+    | {m.EV_PROC_STEAL, m.EV_PROC_STATUS, 0, 255}
 )
 SMALL = st.one_of(st.integers(0, 6), st.sampled_from([1 << 63, (1 << 64) - 1, 5000]))
 
@@ -147,7 +149,8 @@ def hostile_batch(draw: st.DrawFn, gen: Tables) -> EventBatch:
     args = array("Q", draw(st.lists(SMALL, min_size=n * NARGS, max_size=n * NARGS)))
     extra = array("Q", draw(st.lists(SMALL, min_size=n * NEXTRA, max_size=n * NEXTRA)))
     none = array("q", [-1] * n)
-    return EventBatch(gen, n, tuple(c.tobytes() for c in (codes, times, none, none, gs, args, extra)))
+    ps = array("q", draw(st.lists(st.integers(-1, 3), min_size=n, max_size=n)))
+    return EventBatch(gen, n, tuple(c.tobytes() for c in (codes, times, none, ps, gs, args, extra)))
 
 
 @both
@@ -185,7 +188,7 @@ def reference_filter(s: Span, flt: Filter) -> bool:
         return False
     if flt.goroutines is not None and not (s.resource.kind == "Goroutine" and s.resource.id in flt.goroutines):
         return False
-    if flt.procs is not None and not (s.resource.kind == "Proc" and s.resource.id in flt.procs):
+    if flt.procs is not None and not (s.proc >= 0 and s.proc in flt.procs):
         return False
     if flt.tasks is not None and not any(fnmatchcase(s.task_name, g) for g in flt.tasks):
         return False
@@ -205,6 +208,7 @@ FILTERS = [
     Filter(kinds=frozenset({SpanKind.BLOCKED, SpanKind.SYSCALL})),
     Filter(goroutines=frozenset({1, 5, 7})),
     Filter(procs=frozenset({0})),
+    Filter(procs=frozenset({1, 2}), kinds=frozenset({SpanKind.RUNNING})),
     Filter(tasks=("task*",)),
     Filter(regions=("region?", "unended*")),
     Filter(min_duration=5_000),
@@ -230,6 +234,122 @@ def test_select_twins_agree(flt: Filter) -> None:
         for sb in build(batches_of(t.data)):
             a, b = livetrace.select_spans(sb, flt, compiled=True), livetrace.select_spans(sb, flt, compiled=False)
             assert fingerprint([a]) == fingerprint([b])
+
+
+# -- P spans --
+
+
+def proc_running_from_events(batches: list[EventBatch]) -> dict[int, tuple[int, int]]:
+    """Per P, (times it ran, ns it ran) from the decoder's own proc state
+    transitions (those `go tool trace -d=parsed` prints: the dump tests hold
+    them equal), summed here independently of the span core; running at
+    the end counts to the last event."""
+    since: dict[int, int] = {}
+    out: dict[int, tuple[int, int]] = {}
+    last = 0
+    for b in batches:
+        for e in b:
+            last = e.time
+            if e.kind != livetrace.Kind.STATE_TRANSITION:
+                continue
+            tr = e.state_transition()
+            p = tr.resource.id
+            if tr.resource.kind != "Proc" or (tr.old == "Running") == (tr.new == "Running"):
+                continue
+            if tr.new == "Running":
+                since[p] = e.time
+            elif p in since:
+                n, ns = out.get(p, (0, 0))
+                out[p] = (n + 1, ns + e.time - since.pop(p))
+    for p, t in since.items():
+        n, ns = out.get(p, (0, 0))
+        out[p] = (n + 1, ns + last - t)
+    return out
+
+
+def proc_spans_of(spans: list[SpanBatch]) -> list[Span]:
+    return [s for sb in spans for s in sb if s.resource.kind == "Proc"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [pytest.param(t.data, id=t.name) for t in TEXT_TESTS if t.name.startswith("go122-")]
+    + [pytest.param((LEGACY / n).read_bytes(), id=n) for n in ("stress_1_11_good", "user_task_region_1_21_good")],
+)
+def test_proc_spans_agree_with_proc_transitions(data: bytes) -> None:
+    batches = batches_of(data)
+    spans = build(batches)
+    procs = proc_spans_of(spans)
+    assert all(s.kind == SpanKind.RUNNING and s.proc == s.resource.id >= 0 and s.end >= s.start for s in procs)
+    ours: dict[int, tuple[int, int]] = {}
+    for s in procs:
+        n, ns = ours.get(s.proc, (0, 0))
+        ours[s.proc] = (n + 1, ns + s.duration)
+    assert ours == proc_running_from_events(batches)
+    # A goroutine runs on a P only while that P runs.
+    by_p: dict[int, list[Span]] = {}
+    for s in procs:
+        by_p.setdefault(s.proc, []).append(s)
+    for s in (s for sb in spans for s in sb if s.resource.kind == "Goroutine" and s.kind == SpanKind.RUNNING):
+        if s.proc >= 0:
+            assert any(p.start <= s.start and s.end <= p.end for p in by_p.get(s.proc, ())), s
+
+
+def test_proc_filter_keeps_p_spans_and_goroutines_run_on_them() -> None:
+    (t,) = [t for t in TEXT_TESTS if t.name == "go122-gc-stress"]
+    spans = build(batches_of(t.data))
+    flt = Filter(procs=frozenset({1}))
+    got = [s for sb in spans for s in livetrace.select_spans(sb, flt)]
+    assert {s.resource.kind for s in got} == {"Proc", "Goroutine"}
+    assert all(s.proc == 1 and s.kind == SpanKind.RUNNING for s in got)
+
+
+# -- regions: logs, and the end of their goroutine --
+
+Row = tuple[int, int, int, int, list[int]]  # code, time, P, goroutine, arguments
+
+
+def columns_batch(gen: Tables, rows: list[Row]) -> EventBatch:
+    """A batch of events as a decoder would lay them out (only the columns the span layer reads)."""
+    n = len(rows)
+    codes = array("B", [code for code, *_ in rows])
+    times = array("q", [t for _, t, _, _, _ in rows])
+    procs = array("q", [p for _, _, p, _, _ in rows])
+    gs = array("q", [g for _, _, _, g, _ in rows])
+    args = array("Q", [v for *_, a in rows for v in (a + [0] * NARGS)[:NARGS]])
+    cols = (codes, times, array("q", [-1] * n), procs, gs, args, array("Q", [0] * (n * NEXTRA)))
+    return EventBatch(gen, n, tuple(c.tobytes() for c in cols))
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=both)])
+def test_a_region_open_at_its_goroutines_exit_ends_there_with_its_logs(compiled: bool) -> None:
+    gen = Tables(gen=1, strings={0: b"", 1: b"outer", 2: b"inner", 3: b"cat", 4: b"msg", 5: b"other"})
+    task = 5
+    rows: list[Row] = [
+        (m.EV_GO_START, 1, 0, -1, [7, 0]),
+        (m.EV_USER_TASK_BEGIN, 2, 0, 7, [task, 0, 3, 0]),
+        (m.EV_USER_REGION_BEGIN, 3, 0, 7, [task, 1, 0]),
+        (m.EV_USER_REGION_BEGIN, 4, 0, 7, [task, 2, 0]),
+        (m.EV_USER_LOG, 5, 0, 7, [task, 3, 4, 0]),
+        (m.EV_USER_LOG, 6, 0, 7, [task + 1, 5, 5, 0]),  # another task: not the regions'
+        (m.EV_USER_LOG, 7, 0, 8, [task, 5, 5, 0]),  # another goroutine: not the regions'
+    ]
+    rows += [(m.EV_USER_LOG, 8 + k, 0, 7, [task, 3, 4, 0]) for k in range(MAX_SPAN_LOGS + 5)]
+    end = 8 + MAX_SPAN_LOGS + 5
+    rows.append((m.EV_GO_DESTROY, end, 0, 7, []))
+    b = SpanBuilder(compiled=compiled)
+    ended = list(b.feed(columns_batch(gen, rows)))
+    regions = [s for s in ended if s.kind == SpanKind.REGION]
+    want = [("inner", 4, end, True), ("outer", 3, end, True)]  # innermost first, cut at the exit
+    assert [(s.name, s.start, s.end, s.clipped_end) for s in regions] == want
+    for s in regions:
+        assert s.task == task and len(s.logs) == MAX_SPAN_LOGS and set(s.logs) == {("cat", "msg")}
+    running = next(s for s in ended if s.kind == SpanKind.RUNNING)
+    assert running.proc == 0 and running.end == end
+    rest = list(b.close())
+    (task_span,) = rest  # still open at the end; its logs capped as well, the other goroutine's among them
+    assert task_span.kind == SpanKind.TASK and len(task_span.logs) == MAX_SPAN_LOGS
+    assert task_span.logs[:2] == (("cat", "msg"), ("other", "other"))
 
 
 def test_frames_are_formatted_function_file_line() -> None:

@@ -151,6 +151,7 @@ class SpanCore:
         self,
         codes: ReadableBuffer,
         times: ReadableBuffer,
+        procs: ReadableBuffer,
         goroutines: ReadableBuffer,
         args: ReadableBuffer,
         extra: ReadableBuffer,

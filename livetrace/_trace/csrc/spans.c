@@ -1,7 +1,8 @@
 /* SpanCore: the compiled twin of spans/twin.py. The rules are written out
  * there; this file follows it step for step, so that both give the same
  * spans in the same order. Open spans live in u64-keyed maps of pointers
- * (goroutine -> state span, mark assist, region stack; task -> task span);
+ * (goroutine -> state span, mark assist, region stack; task -> task span;
+ * P -> its running span);
  * spans that end are appended to growable columns, handed over as bytes. */
 
 #include "spans.h"
@@ -12,10 +13,12 @@
 /* GoState values; span kinds (spans.model.SpanKind); resource kinds; flags. */
 enum { NOT_EXIST = 1, RUNNABLE, RUNNING, WAITING, SYSCALL };
 enum { K_RUNNING, K_RUNNABLE, K_BLOCKED, K_SYSCALL, K_GC, K_STW, K_MARK_ASSIST, K_REGION, K_TASK };
-enum { RES_NONE, RES_GOROUTINE };
+enum { RES_NONE, RES_GOROUTINE, RES_PROC };
 enum { CLIPPED_START = 1, CLIPPED_END = 2 };
 static const u8 STATE_KIND[] = {0, 0, K_RUNNABLE, K_RUNNING, K_BLOCKED, K_SYSCALL};
 static const u8 STATUS_STATE[] = {0, RUNNABLE, RUNNING, SYSCALL, WAITING};
+/* Wire ProcStatus -> 1 it runs (running, in a system call), 0 idle (idle, abandoned in a system call). */
+static const u8 PROC_STATUS_RUNS[] = {0, 1, 0, 1, 0};
 
 /* Per transition code: whose (0 the event's goroutine, 1 its first
  * argument), the new state (0: from the status argument), the reason
@@ -48,7 +51,7 @@ static void init_transitions(void) {
 
 typedef struct {
     u8 kind, rkind, flags, state;
-    i64 rid, start;
+    i64 rid, start, proc;
     u64 stack, task, seq;
     u32 tok, reason, name, tname;
 } Open;
@@ -62,7 +65,7 @@ typedef struct {
 typedef struct {
     size_t n, cap;
     u8 *kind, *rkind, *flags;
-    i64 *rid, *start, *end;
+    i64 *rid, *start, *end, *proc;
     u64 *sstack, *estack, *task;
     u32 *stok, *etok, *reason, *name, *tname;
 } Out;
@@ -70,7 +73,7 @@ typedef struct {
 #define NAME_CACHE 4096 /* string ids below this have their name id cached per tables */
 
 typedef struct {
-    PyObject_HEAD Map states, assists, regions, tasks; /* of Open* (regions: Regions*) */
+    PyObject_HEAD Map states, assists, regions, tasks, procs; /* of Open* (regions: Regions*) */
     Open gc, stw;
     int has_gc, has_stw;
     u64 seq;
@@ -94,7 +97,7 @@ static int out_reserve(Out *o, size_t need) {
         o->f = p;                                       \
     }
     G(kind, u8) G(rkind, u8) G(flags, u8) G(rid, i64) G(start, i64) G(end, i64) G(sstack, u64) G(estack, u64)
-    G(task, u64) G(stok, u32) G(etok, u32) G(reason, u32) G(name, u32) G(tname, u32)
+    G(task, u64) G(proc, i64) G(stok, u32) G(etok, u32) G(reason, u32) G(name, u32) G(tname, u32)
 #undef G
     o->cap = cap;
     return 0;
@@ -103,7 +106,7 @@ static int out_reserve(Out *o, size_t need) {
 static void out_free(Out *o) {
     free(o->kind), free(o->rkind), free(o->flags), free(o->rid), free(o->start), free(o->end);
     free(o->sstack), free(o->estack), free(o->task), free(o->stok), free(o->etok);
-    free(o->reason), free(o->name), free(o->tname);
+    free(o->reason), free(o->name), free(o->tname), free(o->proc);
     memset(o, 0, sizeof *o);
 }
 
@@ -114,7 +117,7 @@ static int emit(Out *o, const Open *s, i64 end, u64 estack, u32 etok, u8 flags) 
     o->kind[i] = s->kind, o->rkind[i] = s->rkind, o->rid[i] = s->rid, o->start[i] = s->start, o->end[i] = end;
     o->sstack[i] = s->stack, o->estack[i] = estack, o->stok[i] = s->tok, o->etok[i] = etok;
     o->reason[i] = s->reason, o->name[i] = s->name, o->tname[i] = s->tname, o->task[i] = s->task;
-    o->flags[i] = s->flags | flags;
+    o->flags[i] = s->flags | flags, o->proc[i] = s->proc;
     return 0;
 }
 
@@ -122,8 +125,8 @@ static int emit(Out *o, const Open *s, i64 end, u64 estack, u32 etok, u8 flags) 
 static PyObject *out_take(Out *o) {
     size_t n = o->n;
     const void *cols[] = {o->kind,   o->rkind, o->rid,    o->start, o->end,   o->sstack, o->estack,
-                          o->stok,   o->etok,  o->reason, o->name,  o->tname, o->task,   o->flags};
-    static const size_t width[] = {1, 1, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 1};
+                          o->stok,   o->etok,  o->reason, o->name,  o->tname, o->task,   o->flags, o->proc};
+    static const size_t width[] = {1, 1, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 1, 8};
     size_t ncols = sizeof width / sizeof width[0];
     o->n = 0;
     PyObject *r = PyList_New((Py_ssize_t)ncols);
@@ -191,13 +194,14 @@ static void core_clear(SpanCoreObject *self) {
     map_each_ptr(&self->states, free), map_free(&self->states);
     map_each_ptr(&self->assists, free), map_free(&self->assists);
     map_each_ptr(&self->tasks, free), map_free(&self->tasks);
+    map_each_ptr(&self->procs, free), map_free(&self->procs);
     map_each_ptr(&self->regions, free_regions), map_free(&self->regions);
     self->has_gc = self->has_stw = 0;
     self->origin = -1;
 }
 
 static Open opened(SpanCoreObject *self, u8 kind, u8 rkind, i64 rid, i64 t, u64 stack, u8 flags, u64 task) {
-    Open o = {kind, rkind, flags, 0, rid, t, stack, task, ++self->seq, (u32)self->token, 0, 0, 0};
+    Open o = {kind, rkind, flags, 0, rid, t, -1, stack, task, ++self->seq, (u32)self->token, 0, 0, 0};
     Open *tk = map_get_ptr(&self->tasks, task);
     o.tname = tk ? tk->name : 0;
     return o;
@@ -252,6 +256,7 @@ static int all_open(SpanCoreObject *self, OpenList *l) {
     list_map(&self->states, 0, NULL, &total);
     list_map(&self->assists, 0, NULL, &total);
     list_map(&self->tasks, 0, NULL, &total);
+    list_map(&self->procs, 0, NULL, &total);
     list_map(&self->regions, 1, NULL, &total);
     l->v = malloc(total * sizeof *l->v);
     l->n = 0;
@@ -260,6 +265,7 @@ static int all_open(SpanCoreObject *self, OpenList *l) {
     list_map(&self->states, 0, l->v, &l->n);
     list_map(&self->assists, 0, l->v, &l->n);
     list_map(&self->tasks, 0, l->v, &l->n);
+    list_map(&self->procs, 0, l->v, &l->n);
     list_map(&self->regions, 1, l->v, &l->n);
     if (self->has_gc)
         l->v[l->n++] = &self->gc;
@@ -278,7 +284,7 @@ static int by_seq(const void *a, const void *b) {
 typedef struct {
     size_t n;
     const u8 *code;
-    const i64 *time, *g;
+    const i64 *time, *p, *g;
     const u64 *args, *extra;
 } Batch;
 
@@ -307,8 +313,16 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i, const N
         FAIL_IF(emit(&self->out, st, t, stack, (u32)self->token, 0) < 0);
         free(map_del_ptr(&self->states, (u64)gid));
     }
-    if (new_state == NOT_EXIST)
-        return 0;
+    if (new_state == NOT_EXIST) {
+        /* Regions it left open end with it, as Go's goroutine analysis ends them. */
+        Regions *r = map_del_ptr(&self->regions, (u64)gid);
+        int bad = 0;
+        for (size_t k = r ? r->len : 0; !bad && k-- > 0;)
+            bad = emit(&self->out, &r->v[k], t, 0, (u32)self->token, CLIPPED_END) < 0;
+        if (r)
+            free_regions(r);
+        return bad ? -1 : 0;
+    }
     u8 code = b->code[i];
     u8 clipped = !known && (code == EV_GO_STATUS || code == EV_GO_STATUS_STACK) ? CLIPPED_START : 0;
     Regions *regs = map_get_ptr(&self->regions, (u64)gid);
@@ -321,8 +335,33 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i, const N
         FAIL_IF(r < 0);
         o.reason = (u32)r;
     }
+    if (new_state == RUNNING)
+        o.proc = b->p[i];
     o.state = (u8)new_state;
     FAIL_IF(!new_open(&self->states, (u64)gid, o));
+    return 0;
+}
+
+static int on_proc(SpanCoreObject *self, const Batch *b, size_t i) {
+    u8 code = b->code[i];
+    const u64 *a = &b->args[i * NARGS];
+    i64 t = b->time[i], pid = code == EV_PROC_STOP ? b->p[i] : (i64)a[0];
+    int runs = code == EV_PROC_START;
+    if (code == EV_PROC_STATUS) {
+        if (!a[1] || a[1] >= sizeof PROC_STATUS_RUNS) /* ProcBad, or a status we do not know */
+            return 0;
+        runs = PROC_STATUS_RUNS[a[1]];
+    }
+    Open *o = map_get_ptr(&self->procs, (u64)pid);
+    if (runs && !o) {
+        Open n = opened(self, K_RUNNING, RES_PROC, pid, t, 0, code == EV_PROC_STATUS ? CLIPPED_START : 0, 0);
+        n.proc = pid;
+        FAIL_IF(!new_open(&self->procs, (u64)pid, n));
+    } else if (!runs && o) {
+        int bad = emit(&self->out, o, t, 0, (u32)self->token, 0) < 0;
+        free(map_del_ptr(&self->procs, (u64)pid));
+        FAIL_IF(bad);
+    }
     return 0;
 }
 
@@ -428,19 +467,19 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
     return 0;
 }
 
-static u8 IS_RANGE[256];
+static u8 IS_RANGE[256], IS_PROC[256];
 
-/* feed(codes, times, goroutines, args, extra, token, strings, extra_strings, intern, names) -> list of bytes */
+/* feed(codes, times, procs, goroutines, args, extra, token, strings, extra_strings, intern, names) -> list of bytes */
 static PyObject *SpanCore_feed(SpanCoreObject *self, PyObject *args) {
-    Py_buffer cb, tb, gb, ab, xb;
+    Py_buffer cb, tb, pb, gb, ab, xb;
     long token;
     NameTables nt;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*lO!O!O!O!", &cb, &tb, &gb, &ab, &xb, &token, &PyDict_Type, &nt.strings,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*lO!O!O!O!", &cb, &tb, &pb, &gb, &ab, &xb, &token, &PyDict_Type, &nt.strings,
                           &PyList_Type, &nt.extra_strings, &PyDict_Type, &nt.intern, &PyList_Type, &nt.names))
         return NULL;
     PyObject *result = NULL;
     size_t n = (size_t)cb.len;
-    if ((size_t)tb.len != n * 8 || (size_t)gb.len != n * 8 || (size_t)ab.len != n * 8 * NARGS ||
+    if ((size_t)tb.len != n * 8 || (size_t)pb.len != n * 8 || (size_t)gb.len != n * 8 || (size_t)ab.len != n * 8 * NARGS ||
         (size_t)xb.len != n * 8 * NEXTRA) {
         PyErr_SetString(PyExc_ValueError, "columns of different lengths");
         goto done;
@@ -449,13 +488,16 @@ static PyObject *SpanCore_feed(SpanCoreObject *self, PyObject *args) {
         self->token = token;
         memset(self->cache, 0, sizeof self->cache);
     }
-    Batch b = {n, cb.buf, tb.buf, gb.buf, ab.buf, xb.buf};
+    Batch b = {n, cb.buf, tb.buf, pb.buf, gb.buf, ab.buf, xb.buf};
     if (n && self->origin < 0)
         self->origin = b.time[0];
     for (size_t i = 0; i < n; i++) {
         u8 code = b.code[i];
         self->last = b.time[i];
-        int r = TRANSITIONS[code].is ? on_transition(self, &b, i, &nt) : IS_RANGE[code] ? on_range(self, &b, i, &nt) : 0;
+        int r = TRANSITIONS[code].is ? on_transition(self, &b, i, &nt)
+                : IS_RANGE[code]     ? on_range(self, &b, i, &nt)
+                : IS_PROC[code]      ? on_proc(self, &b, i)
+                                     : 0;
         if (r < 0) {
             if (!PyErr_Occurred())
                 PyErr_NoMemory();
@@ -465,7 +507,7 @@ static PyObject *SpanCore_feed(SpanCoreObject *self, PyObject *args) {
     }
     result = out_take(&self->out);
 done:
-    PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&gb);
+    PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&pb), PyBuffer_Release(&gb);
     PyBuffer_Release(&ab), PyBuffer_Release(&xb);
     return result;
 }
@@ -521,7 +563,7 @@ static void SpanCore_dealloc(SpanCoreObject *self) {
 
 static PyMethodDef SpanCore_methods[] = {
     {"feed", (PyCFunction)SpanCore_feed, METH_VARARGS,
-     "feed($self, codes, times, goroutines, args, extra, token, strings, extra_strings, intern, names, /)\n--\n\n"
+     "feed($self, codes, times, procs, goroutines, args, extra, token, strings, extra_strings, intern, names, /)\n--\n\n"
      "The spans that end in a batch, as columns."},
     {"close", (PyCFunction)SpanCore_close, METH_NOARGS,
      "close($self, /)\n--\n\nThe spans still open, cut at the last event; the core is then empty."},
@@ -549,6 +591,7 @@ int spans_register(PyObject *module) {
                                 EV_USER_REGION_BEGIN, EV_USER_REGION_END, EV_USER_TASK_BEGIN, EV_USER_TASK_END};
     for (size_t i = 0; i < sizeof ranges; i++)
         IS_RANGE[ranges[i]] = 1;
+    IS_PROC[EV_PROC_START] = IS_PROC[EV_PROC_STOP] = IS_PROC[EV_PROC_STEAL] = IS_PROC[EV_PROC_STATUS] = 1;
     if (PyType_Ready(&SpanCoreType) < 0)
         return -1;
     Py_INCREF(&SpanCoreType);

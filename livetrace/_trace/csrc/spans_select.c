@@ -8,9 +8,10 @@
 
 #include "containers.h"
 
-enum { RES_GOROUTINE = 1, RES_PROC = 2, K_TASK = 8, NCOLS = 14 };
-static const int WIDTH[NCOLS] = {1, 1, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 1};
-enum { C_KIND, C_RKIND, C_RID, C_START, C_END, C_SSTACK, C_ESTACK, C_STOK, C_ETOK, C_REASON, C_NAME, C_TNAME };
+enum { RES_GOROUTINE = 1, K_TASK = 8, NCOLS = 15 };
+static const int WIDTH[NCOLS] = {1, 1, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 1, 8};
+enum { C_KIND, C_RKIND, C_RID, C_START, C_END, C_SSTACK, C_ESTACK, C_STOK, C_ETOK, C_REASON, C_NAME, C_TNAME,
+       C_TASK, C_FLAGS, C_PROC };
 
 static int has_i64(const i64 *v, size_t n, i64 x) {
     size_t lo = 0, hi = n;
@@ -81,7 +82,7 @@ static PyObject *span_select(PyObject *self, PyObject *args) {
             goto done;
         }
     const u8 *kind = c[C_KIND].buf, *rkind = c[C_RKIND].buf;
-    const i64 *rid = c[C_RID].buf, *start = c[C_START].buf, *end = c[C_END].buf;
+    const i64 *rid = c[C_RID].buf, *proc = c[C_PROC].buf, *start = c[C_START].buf, *end = c[C_END].buf;
     const u64 *sstack = c[C_SSTACK].buf, *estack = c[C_ESTACK].buf;
     const u32 *stok = c[C_STOK].buf, *etok = c[C_ETOK].buf, *name = c[C_NAME].buf, *tname = c[C_TNAME].buf;
     const i64 *gs = f[1].given ? f[1].b.buf : NULL, *ps = f[2].given ? f[2].b.buf : NULL;
@@ -98,7 +99,7 @@ static PyObject *span_select(PyObject *self, PyObject *args) {
             continue;
         if (gs && !(rkind[i] == RES_GOROUTINE && has_i64(gs, ngs, rid[i])))
             continue;
-        if (ps && !(rkind[i] == RES_PROC && has_i64(ps, nps, rid[i])))
+        if (ps && !(proc[i] >= 0 && has_i64(ps, nps, proc[i])))
             continue;
         if (f[3].given && !mask_has(&f[3], tname[i]))
             continue;

@@ -25,8 +25,11 @@ class Filter:
 
     - ``kinds``: event kinds (:class:`Kind`) for events, span kinds
       (:class:`SpanKind`) for spans;
-    - ``goroutines``, ``procs``: an event's goroutine or P; a span's
-      resource (a goroutine span's goroutine, a P span's P);
+    - ``goroutines``: an event's goroutine; a span whose resource is one
+      of these goroutines;
+    - ``procs``: an event's P; for spans, a P's running spans and the
+      running spans of the goroutines on that P (``Span.proc``): a
+      goroutine's other spans (runnable, blocked, ...) are on no P;
     - ``tasks``, ``regions``, ``logs``: glob patterns (``fnmatch``,
       case-sensitive) on task types, region types and log categories.
       ``regions`` keeps RegionBegin and RegionEnd events of a matching type,

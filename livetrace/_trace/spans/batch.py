@@ -27,6 +27,7 @@ COLUMNS: tuple[tuple[str, Literal["B", "q", "Q", "I"]], ...] = (
     ("task_names", "I"),  # the name of the span's task, where known
     ("tasks", "Q"),
     ("flags", "B"),  # SPAN_CLIPPED_START | SPAN_CLIPPED_END
+    ("procs", "q"),  # a P span's P, the P a goroutine's running span ran on; -1 none
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 NO_COLUMNS = tuple(b"" for _ in COLUMNS)
@@ -47,8 +48,9 @@ class SpanBatch(Sequence[Span]):
     ``tables[start_tables[i]]`` and ``tables[end_tables[i]]``: a span may
     start in one generation and end in a later one), ``reasons``, ``names``
     and ``task_names`` (indexes into ``names_table``, 0 the empty string),
-    ``tasks`` (task ids, 0 none) and ``flags``. ``logs`` maps the index of a
-    task span to the (category, message) pairs logged in that task.
+    ``tasks`` (task ids, 0 none), ``flags`` and ``procs`` (a P span's P,
+    the P a goroutine's running span ran on, -1 for the rest). ``logs`` maps
+    the index of a task or region span to its (category, message) pairs.
     """
 
     __slots__ = ("_cols", "_n", "logs", "names_table", "tables")
@@ -116,6 +118,7 @@ class SpanBatch(Sequence[Span]):
             _text(names[c[11][i]]),
             bool(c[13][i] & SPAN_CLIPPED_START),
             bool(c[13][i] & SPAN_CLIPPED_END),
+            c[14][i],
         )
 
     def columns(self) -> tuple[memoryview, ...]:
@@ -177,6 +180,10 @@ class SpanBatch(Sequence[Span]):
     @property
     def flags(self) -> memoryview:
         return self._cols[13]
+
+    @property
+    def procs(self) -> memoryview:
+        return self._cols[14]
 
     def __repr__(self) -> str:
         return f"<SpanBatch of {self._n} spans>"

@@ -3,8 +3,11 @@
 It keeps what is open across batches and generations in its core (the
 compiled one, csrc/spans.c, or the pure-Python twin, spans/twin.py) and
 does here only what both share: naming the tables each batch refers to,
-the table of names, and the logs of open tasks (rare events, found with a
-byte search rather than a per-event loop).
+the table of names, and the logs of open tasks and regions (rare events,
+found with a byte search rather than a per-event loop: it follows region
+begins and ends, and goroutine exits while regions are open, by the same
+rules as the core, so that the k-th region span the core emits is the k-th
+region this side saw end).
 """
 
 from __future__ import annotations
@@ -16,12 +19,29 @@ from livetrace._trace.accel import compiled_core
 from livetrace._trace.model.batch import NARGS, EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.model import SpanKind
+from livetrace._trace.spans.model import MAX_SPAN_LOGS, SpanKind
 from livetrace._trace.spans.twin import SpanCore
-from livetrace._trace.spec.modern import EV_USER_LOG, EV_USER_TASK_BEGIN, EV_USER_TASK_END
+from livetrace._trace.spec.modern import (
+    EV_GO_DESTROY,
+    EV_GO_DESTROY_SYSCALL,
+    EV_USER_LOG,
+    EV_USER_REGION_BEGIN,
+    EV_USER_REGION_END,
+    EV_USER_TASK_BEGIN,
+    EV_USER_TASK_END,
+)
 
-_TASK_EVENTS = re.compile(bytes([ord("["), EV_USER_TASK_BEGIN, EV_USER_TASK_END, EV_USER_LOG, ord("]")]))
+
+def _any_of(*codes: int) -> re.Pattern[bytes]:
+    return re.compile(b"[" + b"".join(re.escape(bytes([c])) for c in codes) + b"]")
+
+
+_USER = (EV_USER_TASK_BEGIN, EV_USER_TASK_END, EV_USER_LOG, EV_USER_REGION_BEGIN, EV_USER_REGION_END)
+_USER_EVENTS = _any_of(*_USER)
+_USER_EVENTS_OR_EXITS = _any_of(*_USER, EV_GO_DESTROY, EV_GO_DESTROY_SYSCALL)
+_REGION_BEGIN = bytes([EV_USER_REGION_BEGIN])
 _TASK = bytes([SpanKind.TASK])
+_REGION = bytes([SpanKind.REGION])
 Logs = list[tuple[bytes, bytes]]
 
 
@@ -30,6 +50,7 @@ class Core(Protocol):
         self,
         codes: memoryview,
         times: memoryview,
+        procs: memoryview,
         goroutines: memoryview,
         args: memoryview,
         extra: memoryview,
@@ -67,6 +88,9 @@ class SpanBuilder:
         self._last: Tables | None = None
         self._token = -1
         self._task_logs: dict[int, Logs] = {}  # open task -> its logs
+        # goroutine -> its open regions, innermost last: (task, begin order, logs)
+        self._regions: dict[int, list[tuple[int, int, Logs]]] = {}
+        self._region_seq = 0
 
     def _token_of(self, gen: Tables | None) -> int:
         if gen is not None and gen is not self._last:
@@ -83,59 +107,91 @@ class SpanBuilder:
         """The spans that ended in this batch."""
         gen = batch.gen
         token = self._token_of(gen)
-        codes, times, _, _, goroutines, args, extra = batch.columns()
+        codes, times, _, procs, goroutines, args, extra = batch.columns()
         strings = gen.strings if gen is not None else {}
         extra_strings = gen.extra_strings if gen is not None else [b""]
-        logs = self._scan_tasks(codes, args, gen)
+        task_logs, region_logs = self._scan_user_events(codes, goroutines, args, strings)
         cols = self._core.feed(
-            codes, times, goroutines, args, extra, token, strings, extra_strings, self._intern, self.names
+            codes, times, procs, goroutines, args, extra, token, strings, extra_strings, self._intern, self.names
         )
-        return self._batch(cols, logs)
+        return self._batch(cols, task_logs, region_logs)
 
     def close(self) -> SpanBatch:
         """The spans still open at the trace's end; the builder is then
         empty, as new."""
-        return self._batch(self._core.close(), dict(self._task_logs), final=True)
+        still_open = sorted((r for rs in self._regions.values() for r in rs), key=lambda r: r[1])
+        return self._batch(self._core.close(), dict(self._task_logs), [r[2] for r in still_open], final=True)
 
     def gap(self) -> None:
         """Generations were lost: forget every open span."""
         self._core.gap()
         self._task_logs.clear()
+        self._regions.clear()
 
-    def _scan_tasks(self, codes: memoryview, args: memoryview, gen: Tables | None) -> dict[int, Logs]:
-        """Follow the batch's task begins, ends and logs; the logs of the
-        tasks that end in it, by task id."""
-        ended: dict[int, Logs] = {}
+    def _scan_user_events(
+        self, codes: memoryview, goroutines: memoryview, args: memoryview, strings: dict[int, bytes]
+    ) -> tuple[dict[int, Logs], list[Logs]]:
+        """Follow the batch's tasks, regions and logs: the logs of the tasks
+        that end in it, by task id, and of the regions that end in it, in
+        the order the core ends them."""
+        ended_tasks: dict[int, Logs] = {}
+        ended_regions: list[Logs] = []
         raw = codes.tobytes()
-        if gen is None or _TASK_EVENTS.search(raw) is None:
-            return ended
-        open_logs = self._task_logs
-        for mt in _TASK_EVENTS.finditer(raw):
+        regions = self._regions
+        # Goroutine exits matter only while a region is open.
+        pattern = _USER_EVENTS_OR_EXITS if regions or _REGION_BEGIN in raw else _USER_EVENTS
+        open_tasks = self._task_logs
+        for mt in pattern.finditer(raw):
             i = mt.start()
-            code, task = raw[i], args[i * NARGS]
-            if code == EV_USER_TASK_BEGIN:
-                open_logs[task] = []
+            code, g, a0 = raw[i], goroutines[i], args[i * NARGS]
+            if code == EV_USER_LOG:
+                entry = (strings.get(args[i * NARGS + 1], b""), strings.get(args[i * NARGS + 2], b""))
+                logs = open_tasks.get(a0)
+                if logs is not None and len(logs) < MAX_SPAN_LOGS:
+                    logs.append(entry)
+                for task, _, logs in regions.get(g, ()):
+                    if task == a0 and len(logs) < MAX_SPAN_LOGS:
+                        logs.append(entry)
+            elif code == EV_USER_REGION_BEGIN:
+                self._region_seq += 1
+                regions.setdefault(g, []).append((a0, self._region_seq, []))
+            elif code == EV_USER_REGION_END:
+                stack = regions.get(g)
+                ended_regions.append(stack.pop()[2] if stack else [])  # none open: the core clips one
+                if stack == []:
+                    del regions[g]
+            elif code == EV_USER_TASK_BEGIN:
+                open_tasks[a0] = []
             elif code == EV_USER_TASK_END:
-                ended[task] = open_logs.pop(task, [])
-            elif task in open_logs:
-                s = gen.strings
-                open_logs[task].append((s.get(args[i * NARGS + 1], b""), s.get(args[i * NARGS + 2], b"")))
-        return ended
+                ended_tasks[a0] = open_tasks.pop(a0, [])
+            else:  # a goroutine's exit ends its open regions, innermost first
+                ended_regions.extend(r[2] for r in reversed(regions.pop(g, [])))
+        return ended_tasks, ended_regions
 
-    def _batch(self, cols: list[bytes], logs: dict[int, Logs], final: bool = False) -> SpanBatch:
+    def _batch(
+        self, cols: list[bytes], task_logs: dict[int, Logs], region_logs: list[Logs], final: bool = False
+    ) -> SpanBatch:
         refs = set(memoryview(cols[7]).cast("I")) | set(memoryview(cols[8]).cast("I"))
         tables = {k: self._tables[k] for k in refs if k in self._tables}
         span_logs = {}
-        if logs:
-            kinds, tasks = cols[0], memoryview(cols[12]).cast("Q")
+        kinds = cols[0]
+        if task_logs:
+            tasks = memoryview(cols[12]).cast("Q")
             i = kinds.find(_TASK)
             while i >= 0:
-                got = logs.get(tasks[i])
+                got = task_logs.get(tasks[i])
                 if got:
                     span_logs[i] = tuple(got)
                 i = kinds.find(_TASK, i + 1)
+        if any(region_logs):
+            i = kinds.find(_REGION)
+            for got in region_logs:  # the core emits exactly these regions, in this order
+                if got:
+                    span_logs[i] = tuple(got)
+                i = kinds.find(_REGION, i + 1)
         if final:
             self._task_logs.clear()
+            self._regions.clear()
             self._tables.clear()
             self._last = None
         return SpanBatch(cols, tables, self.names, span_logs)

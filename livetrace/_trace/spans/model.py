@@ -16,7 +16,7 @@ from livetrace._trace.spec.kinds import NamedEnum
 
 
 class SpanKind(NamedEnum):
-    RUNNING = 0  # a goroutine on a P
+    RUNNING = 0  # a goroutine on a P, or a P held by an M (resource Proc)
     RUNNABLE = 1  # a goroutine waiting to run (scheduler latency)
     BLOCKED = 2  # a goroutine waiting; ``reason`` says on what
     SYSCALL = 3  # a goroutine in a system call
@@ -38,7 +38,11 @@ RES_NONE, RES_GOROUTINE, RES_PROC = 0, 1, 2
 
 # SpanBatch.flags bits.
 SPAN_CLIPPED_START = 1  # under way when the trace (or a gap) began: start is when it was first seen
-SPAN_CLIPPED_END = 2  # still under way when the trace ended: end is the trace's last event
+SPAN_CLIPPED_END = 2  # its end was not seen: end is the trace's last event (a region: its goroutine's exit)
+
+# The most log messages a task or region span keeps (the first ones): an
+# open task or region holds them until it ends.
+MAX_SPAN_LOGS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +65,18 @@ class Span:
     # creator's when it is created); None where the event has none.
     start_stack: list[StackFrame] | None = None
     end_stack: list[StackFrame] | None = None
-    logs: tuple[tuple[str, str], ...] = ()  # (category, message) logged within a task
+    # (category, message) logged in a task (a task span) or on a region's
+    # goroutine in its task while it was open (a region span); the first
+    # MAX_SPAN_LOGS.
+    logs: tuple[tuple[str, str], ...] = ()
     task_name: str = ""  # the type of the span's task, where its begin was seen
     clipped_start: bool = False  # under way when the trace or a gap began: start is when first seen
-    clipped_end: bool = False  # still under way at the trace's end: end is its last event
+    # Its end was not seen: end is the trace's last event; for a region
+    # whose goroutine exited inside it, the goroutine's exit.
+    clipped_end: bool = False
+    # The P: a P span's own; for a goroutine's running span, the P it ran
+    # on (-1 if the trace does not say); -1 for every other span.
+    proc: int = -1
 
     @property
     def duration(self) -> int:

@@ -13,7 +13,7 @@ from livetrace._trace.accel import compiled_core
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.select.match import names_matching, stack_ids_matching
 from livetrace._trace.spans.batch import COLUMNS, SpanBatch
-from livetrace._trace.spans.model import RES_GOROUTINE, RES_PROC, SpanKind
+from livetrace._trace.spans.model import RES_GOROUTINE, SpanKind
 
 
 def _tables(flt: Filter, spans: SpanBatch) -> tuple[bytes | None, ...]:
@@ -39,7 +39,7 @@ def _has(sorted_ids: bytes, x: int) -> bool:
 def select_rows(cols: Sequence[memoryview], tables: tuple[bytes | None, ...], min_duration: int) -> bytes:
     """The twin of csrc/spans_select.c's span_select: the rows kept, as uint32 indexes."""
     kinds, gs, ps, tasks, regions, pairs = tables
-    kind, rkind, rid, start, end, sstack, estack, stok, etok, _, name, tname, _, _ = cols
+    kind, rkind, rid, start, end, sstack, estack, stok, etok, _, name, tname, _, _, proc = cols
     gset = None if gs is None else set(memoryview(gs).cast("q"))
     pset = None if ps is None else set(memoryview(ps).cast("q"))
     pairset = None
@@ -52,7 +52,7 @@ def select_rows(cols: Sequence[memoryview], tables: tuple[bytes | None, ...], mi
             continue
         if gset is not None and not (rkind[i] == RES_GOROUTINE and rid[i] in gset):
             continue
-        if pset is not None and not (rkind[i] == RES_PROC and rid[i] in pset):
+        if pset is not None and not (proc[i] >= 0 and proc[i] in pset):
             continue
         if tasks is not None and not (tname[i] < len(tasks) and tasks[tname[i]]):
             continue

@@ -8,7 +8,11 @@ What each event does (the same table as spans.c):
   begins one of its new state; a transition to the state it is already in
   (a generation's status report) changes nothing; the first one seen of a
   goroutine only begins one (clipped, when it reports a state the goroutine
-  was already in);
+  was already in); the P the event ran on is a running span's P; a
+  goroutine's exit also ends the regions it left open (clipped_end);
+- a P's ProcStart, and a ProcStatus that says it runs (or is in a system
+  call), begin its running span (clipped, for a status first seen);
+  ProcStop, ProcSteal and a ProcStatus that says it is idle end it;
 - GCBegin/GCEnd, STWBegin/STWEnd, GCMarkAssistBegin/End,
   UserRegionBegin/End and UserTaskBegin/End bracket spans; an active marker
   (GCActive, GCMarkAssistActive) begins a clipped one if none is open; an
@@ -21,10 +25,12 @@ from __future__ import annotations
 from array import array
 
 from livetrace._trace.model.batch import NARGS, NEXTRA
+from livetrace._trace.model.events import PROC_IDLE, PROC_RUNNING, PROC_SYSCALL, PROC_SYSCALL_ABANDONED
 from livetrace._trace.spans.batch import COLUMNS
 from livetrace._trace.spans.model import (
     RES_GOROUTINE,
     RES_NONE,
+    RES_PROC,
     SPAN_CLIPPED_END,
     SPAN_CLIPPED_START,
     SpanKind,
@@ -62,6 +68,8 @@ TRANSITIONS: dict[int, tuple[int, int, int, int]] = {
     m.EV_GO_STATUS: (1, 0, -1, -1),
     m.EV_GO_STATUS_STACK: (1, 0, -1, 3),
 }
+PROC_CODES = frozenset((m.EV_PROC_START, m.EV_PROC_STOP, m.EV_PROC_STEAL, m.EV_PROC_STATUS))
+PROC_STATUS_RUNS = {PROC_RUNNING: True, PROC_SYSCALL: True, PROC_IDLE: False, PROC_SYSCALL_ABANDONED: False}
 RANGE_CODES = frozenset(
     (
         m.EV_GC_BEGIN,
@@ -80,9 +88,9 @@ RANGE_CODES = frozenset(
 )
 
 # An open span: [kind, resource kind, resource id, start, start stack, start
-# tables, reason, name, task name, task, flags, seq]; a goroutine's state
-# span also carries its state last.
-_KIND, _RID, _START, _STACK, _TOK, _REASON, _NAME, _TNAME, _TASK, _FLAGS, _SEQ = 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
+# tables, reason, name, task name, task, flags, seq, proc]; a goroutine's
+# state span also carries its state last.
+_KIND, _RKIND, _RID, _START, _STACK, _TOK, _REASON, _NAME, _TNAME, _TASK, _FLAGS, _SEQ, _PROC = range(13)
 Open = list[int]
 
 
@@ -100,6 +108,7 @@ class SpanCore:
         self.assists: dict[int, Open] = {}
         self.regions: dict[int, list[Open]] = {}  # goroutine -> open regions, innermost last
         self.tasks: dict[int, Open] = {}
+        self.procs: dict[int, Open] = {}  # P -> its running span
         self.gc: Open | None = None
         self.stw: Open | None = None
         self.seq = 0
@@ -121,11 +130,12 @@ class SpanCore:
         self.assists.clear()
         self.regions.clear()
         self.tasks.clear()
+        self.procs.clear()
         self.gc = self.stw = None
         self.origin = -1
 
     def _open_spans(self) -> list[Open]:
-        opens = [*self.states.values(), *self.assists.values(), *self.tasks.values()]
+        opens = [*self.states.values(), *self.assists.values(), *self.tasks.values(), *self.procs.values()]
         opens += [r for rs in self.regions.values() for r in rs]
         return opens + [o for o in (self.gc, self.stw) if o is not None]
 
@@ -148,14 +158,15 @@ class SpanCore:
         return nid
 
     def _emit(self, o: Open, end: int, end_stack: int, end_tok: int, flags: int = 0) -> None:
-        row = (o[0], o[1], o[_RID], o[_START], end, o[_STACK], end_stack, o[_TOK], end_tok)
-        for col, v in zip(self._out, (*row, o[_REASON], o[_NAME], o[_TNAME], o[_TASK], o[_FLAGS] | flags), strict=True):
+        row = (o[_KIND], o[_RKIND], o[_RID], o[_START], end, o[_STACK], end_stack, o[_TOK], end_tok)
+        rest = (o[_REASON], o[_NAME], o[_TNAME], o[_TASK], o[_FLAGS] | flags, o[_PROC])
+        for col, v in zip(self._out, (*row, *rest), strict=True):
             col.append(v)
 
     def _opened(self, kind: int, rkind: int, rid: int, t: int, stack: int, flags: int, task: int = 0) -> Open:
         self.seq += 1
         tname = self.tasks[task][_NAME] if task in self.tasks else 0
-        return [kind, rkind, rid, t, stack, self._token, 0, 0, tname, task, flags, self.seq]
+        return [kind, rkind, rid, t, stack, self._token, 0, 0, tname, task, flags, self.seq, -1]
 
     def _columns(self) -> list[bytes]:
         out = [array(tc, col).tobytes() for col, (_, tc) in zip(self._out, COLUMNS, strict=True)]
@@ -166,6 +177,7 @@ class SpanCore:
         self,
         codes_col: memoryview,
         times_col: memoryview,
+        procs_col: memoryview,
         goroutines_col: memoryview,
         args_col: memoryview,
         extra_col: memoryview,
@@ -177,6 +189,7 @@ class SpanCore:
     ) -> list[bytes]:
         codes: list[int] = codes_col.tolist()
         times: list[int] = times_col.tolist()
+        procs: list[int] = procs_col.tolist()
         goroutines: list[int] = goroutines_col.tolist()
         args: list[int] = args_col.tolist()
         extra: list[int] = extra_col.tolist()
@@ -191,12 +204,14 @@ class SpanCore:
             t = times[i]
             self.last = t
             if code in TRANSITIONS:
-                self._transition(code, t, goroutines[i], args[i * NARGS : i * NARGS + NARGS])
+                self._transition(code, t, procs[i], goroutines[i], args[i * NARGS : i * NARGS + NARGS])
+            elif code in PROC_CODES:
+                self._proc(code, t, procs[i], args[i * NARGS : i * NARGS + NARGS])
             elif code in RANGE_CODES:
                 self._range(code, t, goroutines[i], args[i * NARGS : i * NARGS + NARGS], extra[i * NEXTRA + 1])
         return self._columns()
 
-    def _transition(self, code: int, t: int, g: int, a: list[int]) -> None:
+    def _transition(self, code: int, t: int, p: int, g: int, a: list[int]) -> None:
         whose, new, reason_arg, stack_arg = TRANSITIONS[code]
         gid = _signed(a[0]) if whose else g
         if not new:
@@ -211,6 +226,9 @@ class SpanCore:
             self._emit(st, t, stack, self._token)
             del self.states[gid]
         if new == NOT_EXIST:
+            # Regions it left open end with it, as Go's goroutine analysis ends them.
+            for o in reversed(self.regions.pop(gid, [])):
+                self._emit(o, t, 0, self._token, SPAN_CLIPPED_END)
             return
         clipped = SPAN_CLIPPED_START if st is None and code in (m.EV_GO_STATUS, m.EV_GO_STATUS_STACK) else 0
         regs = self.regions.get(gid)
@@ -220,8 +238,29 @@ class SpanCore:
             o[_NAME], o[_TNAME] = inner[_NAME], inner[_TNAME]
         if reason_arg >= 0:
             o[_REASON] = self._name(a[reason_arg])
+        if new == RUNNING:
+            o[_PROC] = p
         o.append(new)
         self.states[gid] = o
+
+    def _proc(self, code: int, t: int, p: int, a: list[int]) -> None:
+        if code == m.EV_PROC_STOP:
+            pid, runs = p, False
+        elif code == m.EV_PROC_STATUS:
+            pid = _signed(a[0])
+            if a[1] not in PROC_STATUS_RUNS:
+                return
+            runs = PROC_STATUS_RUNS[a[1]]
+        else:
+            pid, runs = _signed(a[0]), code == m.EV_PROC_START
+        o = self.procs.get(pid)
+        if runs and o is None:
+            clipped = SPAN_CLIPPED_START if code == m.EV_PROC_STATUS else 0
+            o = self.procs[pid] = self._opened(SpanKind.RUNNING, RES_PROC, pid, t, 0, clipped)
+            o[_PROC] = pid
+        elif not runs and o is not None:
+            self._emit(o, t, 0, self._token)
+            del self.procs[pid]
 
     def _range(self, code: int, t: int, g: int, a: list[int], extra_name: int) -> None:
         tok = self._token
