@@ -20,6 +20,8 @@ def span_dict(s: Span) -> dict[str, Any]:
         "end_ns": s.end,
         "duration_ns": s.duration,
     }
+    if s.proc >= 0 and s.resource.kind != "Proc":
+        d["proc"] = s.proc
     if s.reason:
         d["reason"] = s.reason
     if s.name:
@@ -61,6 +63,8 @@ def span_text(s: Span, t0: int) -> str:
     kind, resource, duration, and what else the span knows."""
     parts = [f"{(s.start - t0) / 1e9:+.6f}s", f"{s.kind!s:<{SPAN_KIND_WIDTH}}", f"{s.resource!s:<16}"]
     parts.append(f"{duration_text(s.duration):>9}")
+    if s.proc >= 0 and s.resource.kind != "Proc":
+        parts.append(f"on P {s.proc}")
     if s.name:
         parts.append(s.name)
     if s.reason:
