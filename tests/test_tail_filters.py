@@ -52,7 +52,7 @@ def test_every_span_field_is_documented() -> None:
     frames = [StackFrame("main.main", "/x/main.go", 3, 0x10)]
     full = Span(
         SpanKind.TASK, Resource("Goroutine", 7), 100, 350, "why", "name", 9, frames, frames,
-        (("cat", "msg"),), "task type", True, True,
+        (("cat", "msg"),), "task type", True, True, 2,
     )  # fmt: skip
     d = span_dict(full)
     assert set(d) == documented_span_fields()
