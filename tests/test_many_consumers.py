@@ -110,7 +110,7 @@ async def test_pprof_trace_handler_joins_the_shared_trace(tmp_path: Path) -> Non
         assert first.end is not None and first.end.complete
 
 
-@pytest.mark.parametrize("version", ["1.26", "1.21"])
+@pytest.mark.parametrize("version", ["1.26", "1.21", "1.19"])
 async def test_a_recording_right_after_a_killed_consumer_succeeds(version: str, tmp_path: Path) -> None:
     killed = tmp_path / "killed.trace"
     async with demo(version) as d:

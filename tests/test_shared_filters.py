@@ -81,9 +81,9 @@ def recorded_segments(tmp_path: Path, name: str) -> list[Path]:
     return [first, *rest]
 
 
-@pytest.mark.parametrize("version", ["1.26", "1.21"])
+@pytest.mark.parametrize("version", ["1.26", "1.21", "1.19"])
 async def test_a_recording_and_two_filtered_tails_share_one_trace(version: str, tmp_path: Path) -> None:
-    legacy = version != "1.26"
+    legacy = version in ("1.21", "1.19")
     segment = ["--segment", "1"] if legacy else []  # a legacy trace is shared in segments
     out = tmp_path / "shared.trace"
     async with demo(version) as d:
