@@ -27,31 +27,22 @@ typedef struct {
     int on;   /* asked for */
 } Ids;
 
-static int has_i64(const Ids *s, i64 v) {
-    const i64 *a = s->p;
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
+/* Whether v is in the sorted ids: one binary search for either signedness. */
+#define DEFINE_HAS(name, T)                                                                                 \
+    static int name(const Ids *s, T v) {                                                                    \
+        const T *a = s->p;                                                                                  \
+        size_t lo = 0, hi = s->n;                                                                           \
+        while (lo < hi) {                                                                                   \
+            size_t mid = lo + (hi - lo) / 2;                                                                \
+            if (a[mid] < v)                                                                                 \
+                lo = mid + 1;                                                                               \
+            else                                                                                            \
+                hi = mid;                                                                                   \
+        }                                                                                                   \
+        return lo < s->n && a[lo] == v;                                                                     \
     }
-    return lo < s->n && a[lo] == v;
-}
-
-static int has_u64(const Ids *s, u64 v) {
-    const u64 *a = s->p;
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < s->n && a[lo] == v;
-}
+DEFINE_HAS(has_i64, i64)
+DEFINE_HAS(has_u64, u64)
 
 /* A buffer argument that may be None; 0 on success. */
 static int opt_buffer(PyObject *o, Py_buffer *b, Ids *ids, size_t item) {
