@@ -163,3 +163,43 @@ class UnsupportedTraceVersionError(TraceFormatError):
 
 class TruncatedTraceError(TraceFormatError):
     """The stream ended in the middle of a frame or a generation."""
+
+
+class BuildInfoError(LivetraceError):
+    """The Go build information of an executable could not be read.
+
+    ``reason`` names the kind of failure, one per subclass: "unreadable"
+    (the file cannot be opened or mapped), "not-elf", "not-go" (an ELF
+    without Go build information) or "corrupt" (truncated, or an offset,
+    length or varint that does not fit). ``path`` is the file, when one was
+    read."""
+
+    reason = "corrupt"
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+
+
+class UnreadableBinaryError(BuildInfoError):
+    """The executable cannot be opened or mapped (gone, or not ours to read)."""
+
+    reason = "unreadable"
+
+
+class NotELFError(BuildInfoError):
+    """The file is not an ELF executable (a script, a text file, another format)."""
+
+    reason = "not-elf"
+
+
+class NotGoBinaryError(BuildInfoError):
+    """A well-formed ELF that carries no Go build information."""
+
+    reason = "not-go"
+
+
+class CorruptBuildInfoError(BuildInfoError):
+    """The ELF or its Go build information is truncated or inconsistent."""
+
+    reason = "corrupt"
