@@ -120,7 +120,10 @@ async def test_a_recording_right_after_a_killed_consumer_succeeds(version: str, 
         proc.wait()
         out = tmp_path / "next.trace"
         code, _, err = await finish(cli("record", d.trace_address, "-o", str(out), "-d", "1"))
-    assert code == 0, err
+        # Seen once in CI (Go 1.21, not reproduced in 45 runs here): the service refused the
+        # connection. The service's state and log say why, should it come back.
+        service = f"service exit status {d.process.poll()}; its log ends:\n{d.log_tail()}"
+    assert code == 0, f"{err}\n{service}"
     go_tool_trace(version, out)
 
 
