@@ -12,6 +12,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from .textform import uvarint
+
 MAGIC = b"\xff Go buildinf:"
 # The markers the go command wraps the module information in.
 SENTINEL_START = bytes.fromhex("3077af0c9274080241e1c107e6d618e6")
@@ -42,15 +44,6 @@ class Layout:
 def wrap_modinfo(text: str) -> bytes:
     """Module information as the go command stores it: between its markers."""
     return SENTINEL_START + text.encode() + SENTINEL_END
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def build_elf(
