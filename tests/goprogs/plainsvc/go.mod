@@ -1,0 +1,3 @@
+module example.com/plainsvc
+
+go 1.19

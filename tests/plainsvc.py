@@ -1,0 +1,77 @@
+"""A Go service that never opted in to livetrace (tests/goprogs/plainsvc):
+no helper, and net/http/pprof only when asked for. Built with any of the
+suite's toolchains, run as a child process, stopped on the way out."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import trio
+
+from livetrace._go.toolchain import go_env
+from tests.conftest import ROOT, go_binary
+
+SOURCE = ROOT / "tests" / "goprogs" / "plainsvc"
+READY_TIMEOUT = 30.0
+
+
+@dataclass
+class PlainService:
+    process: trio.Process
+    pid: int
+    pprof: str  # HOST:PORT of net/http/pprof, "" without it
+
+
+def plain_exe(version: str) -> Path:
+    """The service built with Go ``version`` ("1.26", "1.19", ...)."""
+    return _build(go_binary(version))
+
+
+@cache
+def _build(go: Path) -> Path:
+    out = ROOT / ".cache" / "plainsvc-builds"
+    out.mkdir(parents=True, exist_ok=True)
+    version = subprocess.run([str(go), "env", "GOVERSION"], capture_output=True, text=True, check=True).stdout.strip()
+    exe = out / f"plainsvc-{version}"
+    proc = subprocess.run(
+        [str(go.absolute()), "build", "-o", str(exe), "."], cwd=SOURCE, env=go_env(), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, f"building plainsvc with {go} failed:\n{proc.stderr}"
+    return exe
+
+
+@asynccontextmanager
+async def plain_service(version: str, *, pprof: bool = True, hold_tracer: bool = False) -> AsyncIterator[PlainService]:
+    """Run the service; ``pprof`` serves net/http/pprof on a loopback port,
+    ``hold_tracer`` has it trace itself so that nobody else can."""
+    args = [str(plain_exe(version))]
+    if pprof:
+        args += ["-pprof", "127.0.0.1:0"]
+    if hold_tracer:
+        args.append("-hold-tracer")
+    proc = await trio.lowlevel.open_process(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        buf = b""
+        with trio.move_on_after(READY_TIMEOUT):
+            while b"\n" not in buf:
+                data = await proc.stdout.receive_some(4096)
+                if not data:
+                    break
+                buf += data
+        line = buf.split(b"\n", 1)[0].decode(errors="replace")
+        assert line.startswith("plainsvc ready "), f"plainsvc did not start: {line!r}"
+        fields = dict(f.split("=", 1) for f in line.split()[2:])
+        yield PlainService(proc, int(fields["pid"]), fields["pprof"])
+    finally:
+        with trio.CancelScope(shield=True):
+            proc.kill()
+            await proc.wait()
+            for s in (proc.stdout, proc.stderr):
+                if s is not None:
+                    await s.aclose()
