@@ -62,7 +62,7 @@ def _why_no_compiled_core() -> str | None:
     """None if the compiled core was built (whether or not this run uses
     it: LIVETRACE_PURE_PYTHON only switches it off), else why not."""
     try:
-        accel.compiled_core(True)
+        accel.use_compiled(True)
     except RuntimeError as e:
         why = str(e).split(": ", 1)[-1]
         return f"the compiled core was not built (no C compiler at install, or a broken build: {why})"

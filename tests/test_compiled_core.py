@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import livetrace
 from livetrace import EventBatch, Kind, ModernDecoder, TraceFormatError
 from livetrace._cli.render.dump import parsed_text
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.wire import record_columns
@@ -42,7 +42,7 @@ def test_ci_has_the_compiled_core() -> None:
     must not pass as the twin twice over."""
     if not (os.environ.get("CI") or shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler here")
-    assert compiled_core(True) is not None
+    assert use_compiled(True)
     assert ModernDecoder().implementation == "compiled"
 
 
@@ -60,9 +60,8 @@ def test_compiled_dispatch_is_the_twins() -> None:
     """The C engine has a handler for exactly the codes the Python twin's
     Ordering dispatches on, and groups them alike: codes that share a
     handler in one share it in the other."""
-    core = compiled_core(True)
-    assert core is not None
-    compiled = core.handlers()
+    assert use_compiled(True)
+    compiled = ccore.handlers()
     python = {code: fn.__name__ for code, fn in enumerate(Ordering()._dispatch) if fn is not None}
     assert compiled.keys() == python.keys()
 
@@ -70,7 +69,7 @@ def test_compiled_dispatch_is_the_twins() -> None:
         return {frozenset(c for c, h in table.items() if h == name) for name in table.values()}
 
     assert groups(compiled) == groups(python)
-    assert (core.NARGS, core.NEXTRA) == (NARGS, NEXTRA)
+    assert (ccore.NARGS, ccore.NEXTRA) == (NARGS, NEXTRA)
 
 
 @needs_core

@@ -20,7 +20,7 @@ from livetrace import Kind, Notice, TraceFormatError
 from livetrace._cli.render.dump import parsed_text
 from livetrace._protocol.frames import Chunk, Gap, SegmentEnd
 from livetrace._session.live import LiveDecoder
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
 from livetrace._trace.model.events import GO_STATE_NAMES, KIND_NAMES, PROC_STATE_NAMES
@@ -102,7 +102,7 @@ def legacy_cases() -> list[Any]:
     cases: list[Any] = []
     for path in LEGACY_FILES:
         size = path.stat().st_size
-        fast = size <= SMALL or (compiled_core() is not None and re.search(r"_1_(11|19|21)_", path.name))
+        fast = size <= SMALL or (use_compiled() and re.search(r"_1_(11|19|21)_", path.name))
         cases.extend(
             pytest.param(path, step, id=f"{path.name}-{step or 'whole'}", marks=[] if fast else [pytest.mark.slow])
             for step in STEPS

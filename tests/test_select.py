@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from livetrace import Event, EventBatch, Filter, Kind
 from livetrace._cli.render.dump import parsed_text
 from livetrace._files import decode_batches
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.select.events import EventSelector, select_events
 from livetrace._trace.select.match import stack_ids_matching, string_ids_matching
 
@@ -42,7 +42,7 @@ def batches(name: str, compiled: bool) -> list[EventBatch]:
 def implementations() -> list[bool]:
     """The selector on the compiled core (where built) and on the twin,
     each on batches its own decoder made."""
-    return [True, False] if compiled_core() is not None else [False]
+    return [True, False] if use_compiled() else [False]
 
 
 def fields(e: Event) -> str:
@@ -167,7 +167,7 @@ def test_task_filters_follow_tasks_from_begin_to_end() -> None:
     name = "go122-annotations-stress"
     evs = [e for b in batches(name, False) for e in b]
     typ = next(e.task()[2] for e in evs if e.kind == Kind.TASK_BEGIN)
-    got = selected(name, Filter(tasks=(typ,)), compiled_core() is not None)
+    got = selected(name, Filter(tasks=(typ,)), use_compiled())
     assert Kind.TASK_BEGIN in {e.kind for e in got} and len({e.kind for e in got}) > 1
     assert all(e.kind in TASKISH for e in got)
 

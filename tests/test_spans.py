@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import livetrace
 from livetrace import EventBatch, Span, SpanBatch, SpanBuilder, SpanKind, TraceFormatError
 from livetrace._go.toolchain import go_env
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.select.filter import Filter
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TEXT_TESTS = [t for t in textform.all_tests() if t.data and t.expect_success]
 LEGACY = ROOT / "tests" / "corpus" / "legacy" / "go-testdata"
 both = pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1" or compiled_core() is None,
+    os.environ.get("LIVETRACE_PURE_PYTHON") == "1" or not use_compiled(),
     reason="compares both implementations; runs on the compiled core's pass",
 )
 

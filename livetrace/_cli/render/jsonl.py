@@ -12,7 +12,7 @@ from typing import Any
 from livetrace._cli.render.dump import parsed_text
 from livetrace._notice import Notice
 from livetrace._protocol.frames import Gap
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import (
@@ -224,7 +224,7 @@ class JsonlEncoder:
     core, when there is one). Same objects as :func:`event_dict`."""
 
     def __init__(self) -> None:
-        self._core = compiled_core()
+        self._fast = use_compiled()
         self._gen: Tables | None = None
         self._json = _GenerationJSON(None)
         self._wall_base = 0
@@ -255,8 +255,7 @@ class JsonlEncoder:
         pieces of a few hundred lines (small pieces are written in warm
         memory: much faster than one big one). The compiled core writes the
         common kinds straight from the columns."""
-        core = self._core
-        if core is None or not len(batch):
+        if not self._fast or not len(batch):
             return [self.encode_many(batch).encode()]
         if batch.gen is not self._gen:
             self._start(batch.gen)
@@ -271,7 +270,7 @@ class JsonlEncoder:
                 return self.encode(batch[i + k])
 
             pieces.append(
-                core.jsonl(
+                ccore.jsonl(
                     code[i:j],
                     time[i:j],
                     m[i:j],

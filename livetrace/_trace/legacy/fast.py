@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from livetrace._errors import TraceFormatError
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.convert import BLOCK_REASONS, STOP_REASONS, STW_REASONS, legacy_events, legacy_table
 from livetrace._trace.legacy.read import LegacyDecoder, add_frames
 from livetrace._trace.legacy.trace import LegacyTrace
@@ -85,12 +85,11 @@ def exact_events(
     times and their Syncs counting on from ``syncs`` (for segments stitched
     into one stream). ``compiled``: None uses the compiled core where there
     is one, True insists, False never does."""
-    core = compiled_core(compiled)
-    if core is not None and len(data) >= HEADER_SIZE:
+    if use_compiled(compiled) and len(data) >= HEADER_SIZE:
         ver = _version(data)
         if ver in COMPILED_VERSIONS:
             counts, stacks = layout(ver)
-            res = core.legacy_exact(
+            res = ccore.legacy_exact(
                 data, ver.legacy_number, counts, stacks, kind_mask(kinds), _BUILTIN_IDS, MESSAGE_BASE, offset, syncs
             )
             # (A trace naming its own strings where the conversion puts its

@@ -13,7 +13,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import overload
 
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.events import EVENT_NARGS, EVENT_NEXTRA, KIND_OF_CODE, Event, Kind
 from livetrace._trace.model.tables import Tables
 
@@ -116,10 +116,9 @@ class EventBatch(Sequence[Event]):
             evs = self._events
             return EventBatch.from_events(self.gen, [evs[i] for i in indices])
         idx = indices if isinstance(indices, array) and indices.typecode == "q" else array("q", indices)
-        core = compiled_core()
         cols = self._columns()
-        if core is not None:
-            return EventBatch(self.gen, len(idx), core.take_columns(idx, *cols))
+        if use_compiled():
+            return EventBatch(self.gen, len(idx), ccore.take_columns(idx, *cols))
         flat = (array("B", cols[0].tobytes()), *(c.tolist() for c in cols[1:]))
         code, time, m, p, g, args, extra = flat
         return EventBatch(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from livetrace._errors import TraceFormatError
-from livetrace._trace.accel import CompiledCore, compiled_core
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch, kind_mask
 from livetrace._trace.model.events import EVENT_NARGS, STACK_ARG, STRING_ARGS, SYNC_CODE, Event, Kind
 from livetrace._trace.modern.generation import Generation, GenerationAssembler
@@ -214,7 +214,7 @@ class _PythonEngine:
         return True
 
 
-def init_core_tables(core: CompiledCore) -> None:
+def init_core_tables() -> None:
     """Hand the format tables to the compiled core (accel does, once)."""
 
     def table(values: list[int], none: int = 255) -> bytes:
@@ -226,7 +226,7 @@ def init_core_tables(core: CompiledCore) -> None:
         str0[code] = idx[0]
         if len(idx) > 1:
             str1[code] = idx[1]
-    core.init_tables(bytes(_TIMED), bytes(EVENT_NARGS), table(STACK_ARG), table(str0), table(str1))
+    ccore.init_tables(bytes(_TIMED), bytes(EVENT_NARGS), table(STACK_ARG), table(str0), table(str1))
 
 
 _NAMES = {s.code: s.name for s in SPECS if s is not None}
@@ -236,9 +236,8 @@ class _CompiledEngine:
     """The same, in the compiled core: a generation at a time, a batch of
     columns per call, with the GIL released while it decodes."""
 
-    def __init__(self, core: CompiledCore, mask: bytes) -> None:
-        self._core = core
-        self._c = core.Engine(_NAMES, mask)
+    def __init__(self, mask: bytes) -> None:
+        self._c = ccore.Engine(_NAMES, mask)
 
     def final_sync(self) -> Event:
         sync = self._c.final_sync()
@@ -257,9 +256,9 @@ class _CompiledEngine:
             batch = EventBatch(gen, out.n_events, out.columns)
             err = out.error
             if err is not None:
-                if err.kind == self._core.ERR_MEMORY:
+                if err.kind == ccore.ERR_MEMORY:
                     raise MemoryError(err.message)
-                exc = (OrderingError if err.kind == self._core.ERR_ORDER else TraceFormatError)(
+                exc = (OrderingError if err.kind == ccore.ERR_ORDER else TraceFormatError)(
                     err.message, offset=err.offset, generation=gen.gen, partial=list(batch)
                 )
                 raise exc
@@ -289,12 +288,10 @@ class ModernDecoder:
         self._frames = FrameReader()
         self._asm: GenerationAssembler | None = None
         mask = kind_mask(None if kinds is None else frozenset(kinds))
-        core = compiled_core(compiled)
-        self._engine: _PythonEngine | _CompiledEngine = (
-            _PythonEngine(mask) if core is None else _CompiledEngine(core, mask)
-        )
+        fast = use_compiled(compiled)
+        self._engine: _PythonEngine | _CompiledEngine = _CompiledEngine(mask) if fast else _PythonEngine(mask)
         self._sync_wanted = bool(mask[SYNC_CODE])
-        self.implementation = "python" if core is None else "compiled"
+        self.implementation = "compiled" if fast else "python"
         self.generations = 0
 
     @property

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
 from livetrace._streambuf import StreamBuffer
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.spec.modern import (
     EV_END_OF_GENERATION,
     EV_EVENT_BATCH,
@@ -188,8 +188,7 @@ def record_columns(
     payload: bytes, minor: int, offset: int = 0, gen: int | None = None, *, compiled: bool | None = None
 ) -> RecordColumns:
     """Every record of a batch payload, as columns."""
-    core = compiled_core(compiled)
-    if core is None:
+    if not use_compiled(compiled):
         codes, starts, args = bytearray(), array("I", [0]), array("Q")
         for code, vals, data_at in _records(payload, minor, offset, gen):
             codes.append(code)
@@ -199,13 +198,13 @@ def record_columns(
             starts.append(len(args))
         return RecordColumns(bytes(codes), memoryview(starts), memoryview(args))
     try:
-        recs = core.wire_records(payload, _WIRE_TABLE[minor])
-    except core.WireError as e:
+        recs = ccore.wire_records(payload, _WIRE_TABLE[minor])
+    except ccore.WireError as e:
         spec = SPECS[e.code]
         at = offset + e.offset
-        if e.kind == core.WIRE_INVALID_TYPE or spec is None:
+        if e.kind == ccore.WIRE_INVALID_TYPE or spec is None:
             raise TraceFormatError(f"invalid event type: {e.code}", offset=at, generation=gen) from None
-        if e.kind == core.WIRE_SHORT:
+        if e.kind == ccore.WIRE_SHORT:
             raise _short(spec, at, gen) from None
         raise TraceFormatError(f"{spec.name}: {_OVERFLOW}", offset=at, generation=gen) from None
     return RecordColumns(recs.codes, memoryview(recs.starts).cast("I"), memoryview(recs.args).cast("Q"))
@@ -214,7 +213,7 @@ def record_columns(
 def decode_records(payload: bytes, minor: int, offset: int = 0, gen: int | None = None) -> Iterator[Record]:
     """Every record of a batch payload, in order."""
     specs = _SPECS[minor]
-    if compiled_core() is None:
+    if not use_compiled():
         for code, vals, data_at in _records(payload, minor, offset, gen):
             at, n = data_at or (0, 0)
             yield Record(specs[code], tuple(vals), payload[at : at + n] if n else None)  # type: ignore[arg-type]  # _records raised on a code without a spec

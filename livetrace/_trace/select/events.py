@@ -18,7 +18,7 @@ import re
 from array import array
 from collections.abc import Collection, Iterable
 
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.live import Provisional
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch, kind_mask
 from livetrace._trace.model.events import KIND_OF_CODE, STACK_ARG, Kind
@@ -102,7 +102,7 @@ class EventSelector:
         if flt.min_duration is not None:
             raise ValueError("min_duration selects spans; events have no duration")
         self.filter = flt
-        self._core = compiled_core(compiled)
+        self._fast = use_compiled(compiled)
         self._mask = None if flt.kinds is None else kind_mask(frozenset(flt.kinds))  # type: ignore[arg-type]  # checked above: Kinds
         self._goroutines = None if flt.goroutines is None else frozenset(flt.goroutines)
         self._procs = None if flt.procs is None else frozenset(flt.procs)
@@ -132,8 +132,8 @@ class EventSelector:
         if cands is not None and not cands:
             return batch.take(())
         codes, _, _, procs, goroutines, args, _ = batch.columns()
-        if self._core is not None:
-            raw = self._core.select_indices(
+        if self._fast:
+            raw = ccore.select_indices(
                 codes,
                 procs,
                 goroutines,

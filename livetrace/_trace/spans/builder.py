@@ -13,9 +13,8 @@ region this side saw end).
 from __future__ import annotations
 
 import re
-from typing import Protocol
 
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import NARGS, EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
@@ -45,27 +44,6 @@ _REGION = bytes([SpanKind.REGION])
 Logs = list[tuple[bytes, bytes]]
 
 
-class Core(Protocol):
-    def feed(
-        self,
-        codes: memoryview,
-        times: memoryview,
-        procs: memoryview,
-        goroutines: memoryview,
-        args: memoryview,
-        extra: memoryview,
-        token: int,
-        strings: dict[int, bytes],
-        extra_strings: list[bytes],
-        intern: dict[bytes, int],
-        names: list[bytes],
-        /,
-    ) -> list[bytes]: ...
-    def close(self) -> list[bytes]: ...
-    def gap(self) -> None: ...
-    def min_tables(self) -> int: ...
-
-
 class SpanBuilder:
     """Spans from decoded batches: :meth:`feed` each :class:`EventBatch` in
     order and get the spans that ended in it; :meth:`close` at the trace's
@@ -80,8 +58,7 @@ class SpanBuilder:
     """
 
     def __init__(self, *, compiled: bool | None = None) -> None:
-        cc = compiled_core(compiled)
-        self._core: Core = SpanCore() if cc is None else cc.SpanCore()
+        self._core: SpanCore | ccore.SpanCore = ccore.SpanCore() if use_compiled(compiled) else SpanCore()
         self.names: list[bytes] = [b""]  # the names batches' ids index; only grows
         self._intern: dict[bytes, int] = {b"": 0}
         self._tables: dict[int, Tables] = {}

@@ -9,7 +9,7 @@ from array import array
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
-from livetrace._trace.accel import compiled_core
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.select.match import names_matching, stack_ids_matching
 from livetrace._trace.spans.batch import COLUMNS, SpanBatch
@@ -76,17 +76,17 @@ def take_rows(cols: Sequence[memoryview], rows: bytes) -> list[bytes]:
 
 def select_spans(spans: SpanBatch, flt: Filter, *, compiled: bool | None = None) -> SpanBatch:
     """The spans of the batch the filter keeps, in order."""
-    cc = compiled_core(compiled)
+    fast = use_compiled(compiled)
     tables = _tables(flt, spans)
     min_duration = -1 if flt.min_duration is None else flt.min_duration
     raw = [c.cast("B") for c in spans.columns()]
-    if cc is None:
+    if not fast:
         rows = select_rows(spans.columns(), tables, min_duration)
         cols = take_rows(spans.columns(), rows)
     else:
         kinds, gs, ps, tasks, regions, pairs = tables
-        rows = cc.span_select(raw, kinds, gs, ps, tasks, regions, min_duration, pairs)
-        cols = cc.span_take(raw, rows)
+        rows = ccore.span_select(raw, kinds, gs, ps, tasks, regions, min_duration, pairs)
+        cols = ccore.span_take(raw, rows)
     idx = memoryview(rows).cast("I")
     logs = {j: spans.logs[i] for j, i in enumerate(idx) if i in spans.logs} if spans.logs else {}
     out = SpanBatch(cols, spans.tables, spans.names_table, logs)
