@@ -13,11 +13,11 @@ from pathlib import Path
 
 import trio
 
+from livetrace._go.demo import first_line
 from livetrace._go.toolchain import go_env
 from tests.conftest import ROOT, go_binary
 
 SOURCE = ROOT / "tests" / "goprogs" / "plainsvc"
-READY_TIMEOUT = 30.0
 
 
 @dataclass
@@ -56,15 +56,7 @@ async def plain_service(version: str, *, pprof: bool = True, hold_tracer: bool =
         args.append("-hold-tracer")
     proc = await trio.lowlevel.open_process(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert proc.stdout is not None
-        buf = b""
-        with trio.move_on_after(READY_TIMEOUT):
-            while b"\n" not in buf:
-                data = await proc.stdout.receive_some(4096)
-                if not data:
-                    break
-                buf += data
-        line = buf.split(b"\n", 1)[0].decode(errors="replace")
+        line = await first_line(proc)
         assert line.startswith("plainsvc ready "), f"plainsvc did not start: {line!r}"
         fields = dict(f.split("=", 1) for f in line.split()[2:])
         yield PlainService(proc, int(fields["pid"]), fields["pprof"])

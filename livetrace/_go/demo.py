@@ -61,16 +61,22 @@ async def run_demo(
                 await _stop(proc)
 
 
-async def _wait_ready(proc: trio.Process, log_path: Path) -> DemoProcess:
+async def first_line(proc: trio.Process, timeout: float = READY_TIMEOUT) -> str:
+    """The first line a child process prints on its standard output (a
+    service's "ready" line), or what it printed before exiting or timing out."""
     assert proc.stdout is not None
     buf = b""
-    with trio.move_on_after(READY_TIMEOUT):
+    with trio.move_on_after(timeout):
         while b"\n" not in buf:
             data = await proc.stdout.receive_some(4096)
             if not data:
                 break
             buf += data
-    line = buf.split(b"\n", 1)[0].decode(errors="replace")
+    return buf.split(b"\n", 1)[0].decode(errors="replace")
+
+
+async def _wait_ready(proc: trio.Process, log_path: Path) -> DemoProcess:
+    line = await first_line(proc)
     if not line.startswith("livetrace-demo ready"):
         log = (await trio.Path(log_path).read_text(errors="replace")).strip()
         raise LivetraceError(f"the demo service did not start: {log or line or 'no output'}")
