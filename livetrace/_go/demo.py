@@ -61,12 +61,12 @@ async def run_demo(
                 await _stop(proc)
 
 
-async def first_line(proc: trio.Process, timeout: float = READY_TIMEOUT) -> str:
+async def first_line(proc: trio.Process) -> str:
     """The first line a child process prints on its standard output (a
-    service's "ready" line), or what it printed before exiting or timing out."""
+    service's "ready" line), or what it printed before exiting or READY_TIMEOUT."""
     assert proc.stdout is not None
     buf = b""
-    with trio.move_on_after(timeout):
+    with trio.move_on_after(READY_TIMEOUT):
         while b"\n" not in buf:
             data = await proc.stdout.receive_some(4096)
             if not data:
