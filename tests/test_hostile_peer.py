@@ -384,6 +384,7 @@ def test_a_helper_that_goes_silent_is_given_up_on(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.once  # session plumbing
 def test_a_silent_helper_is_given_up_on_with_the_default_limits(tmp_path: Path) -> None:
     """No option given: `record --duration 2` against a helper that sends its
     handshake and header and goes silent ends by itself, within the default

@@ -342,6 +342,7 @@ def mib(n: int) -> str:
 # ---- the soak ---------------------------------------------------------------
 
 
+@pytest.mark.once  # the helper and the recorder: no decoding
 @pytest.mark.parametrize("transport", ["tcp", "unix"])
 async def test_hostile_clients_leave_the_recording_and_the_service_whole(
     transport: str, tmp_path: Path, record_property: Callable[[str, object], None]

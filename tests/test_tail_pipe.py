@@ -49,6 +49,7 @@ HOG = "while True: pass"
 
 
 @pytest.mark.slow
+@pytest.mark.once  # the writer and the pipe are shared by both twins
 async def test_tail_jsonl_into_a_slow_pipe_on_a_busy_machine_keeps_every_line_whole() -> None:
     # Full load (the demo's default workers), two CPU hogs, a reader that lags:
     # the tail blocks on the pipe, the helper sheds generations, batches and
