@@ -135,13 +135,13 @@ func listenUnix(path string, logf func(string, ...any)) (net.Listener, func(), e
 	if err != nil {
 		return fail(err)
 	}
-	return ln, func() { removeOwnSocket(path, ours, logf) }, nil
+	return ln, func() { removeOwnFile(path, ours, "socket", logf) }, nil
 }
 
-// removeOwnSocket deletes the socket file at path only if it is still the
-// one this process created (same device and inode): another process may
-// have replaced it since, and its socket must stay reachable.
-func removeOwnSocket(path string, ours os.FileInfo, logf func(string, ...any)) {
+// removeOwnFile deletes the file at path only if it is still the one this
+// process created (same device and inode): another process may have
+// replaced it since, and its socket or record must stay where it is.
+func removeOwnFile(path string, ours os.FileInfo, what string, logf func(string, ...any)) {
 	now, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return
@@ -151,7 +151,7 @@ func removeOwnSocket(path string, ours os.FileInfo, logf func(string, ...any)) {
 		return
 	}
 	if !os.SameFile(ours, now) {
-		logf("not removing %s: it is no longer this process's socket", path)
+		logf("not removing %s: it is no longer this process's %s", path, what)
 		return
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -15,6 +15,11 @@
 //	...
 //	defer srv.Close()
 //
+// A listening helper announces itself with a small record in a private
+// per-user directory ($XDG_RUNTIME_DIR/livetrace, or LIVETRACE_RUNTIME_DIR),
+// so that `livetrace ps` and pid:N addresses find it; Close removes
+// it. Options.NoAnnounce or LIVETRACE_ANNOUNCE=0 turns this off.
+//
 // The tracer is switched on through runtime/trace.Start with a writer that
 // copies every chunk into a bounded queue and returns at once, so a slow or
 // vanished consumer never blocks the service and never grows its memory past

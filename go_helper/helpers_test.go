@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/trace"
 	"strings"
 	"sync"
@@ -53,12 +54,15 @@ func (b *logBook) String() string {
 	return strings.Join(b.lines, "\n")
 }
 
-// cleanEnv keeps the caller's environment out of a test's options.
+// cleanEnv keeps the caller's environment out of a test's options, and
+// its servers' announce records out of the user's runtime directory: they
+// go to a private one of the test's, which the helper creates.
 func cleanEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"LIVETRACE_TOKEN", "LIVETRACE_QUEUE_MB", "LIVETRACE_TLS_CERT", "LIVETRACE_TLS_KEY"} {
+	for _, k := range []string{"LIVETRACE_TOKEN", "LIVETRACE_QUEUE_MB", "LIVETRACE_TLS_CERT", "LIVETRACE_TLS_KEY", "LIVETRACE_ANNOUNCE"} {
 		t.Setenv(k, "")
 	}
+	t.Setenv("LIVETRACE_RUNTIME_DIR", filepath.Join(t.TempDir(), "rt"))
 }
 
 // serveTest starts a server whose log goes to the returned book; it is
@@ -66,6 +70,13 @@ func cleanEnv(t *testing.T) {
 func serveTest(t *testing.T, addr string, opts Options) (*Server, *logBook) {
 	t.Helper()
 	cleanEnv(t)
+	return serveInEnv(t, addr, opts)
+}
+
+// serveInEnv is serveTest in the environment the test has set up after
+// cleanEnv.
+func serveInEnv(t *testing.T, addr string, opts Options) (*Server, *logBook) {
+	t.Helper()
 	book := &logBook{}
 	if opts.Logf == nil {
 		opts.Logf = book.logf

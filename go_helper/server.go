@@ -40,7 +40,7 @@ const (
 
 // Options configure a Server. Zero fields take their defaults, or the
 // environment's LIVETRACE_TOKEN, LIVETRACE_QUEUE_MB, LIVETRACE_MAX_CONSUMERS,
-// LIVETRACE_TLS_CERT and LIVETRACE_TLS_KEY.
+// LIVETRACE_TLS_CERT, LIVETRACE_TLS_KEY and LIVETRACE_ANNOUNCE.
 type Options struct {
 	// QueueBytes caps the memory holding trace data the consumers have not
 	// taken yet (at least 1 MiB): one ring shared by all of them.
@@ -65,6 +65,10 @@ type Options struct {
 	// Logf receives one line per session start and end, and summaries of
 	// refusals; nil logs through the standard log package.
 	Logf func(format string, args ...any)
+	// NoAnnounce keeps the server from writing its announce record, which
+	// lets livetrace ps and pid:N find it (on unix systems; also switched
+	// off by LIVETRACE_ANNOUNCE=0). See docs/protocol.md of the repository.
+	NoAnnounce bool
 }
 
 // Server accepts livetrace consumers and serves them all from one runtime
@@ -75,6 +79,8 @@ type Server struct {
 	cleanup  func()
 	addr     string
 	warnings []string // said once in the log when the server started
+
+	announced *announcement // the record this server wrote, if any; under announcing's lock
 
 	quit   chan struct{} // closed by Close
 	accept chan struct{} // closed once the accept loop has ended
@@ -119,6 +125,7 @@ func ServeWithOptions(addr string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("livetrace: %v", err)
 	}
+	s.announce()
 	for _, w := range s.warnings {
 		s.logf("%s", w)
 	}
@@ -226,6 +233,9 @@ func (o *Options) fill() error {
 			o.MaxConsumers = n
 		}
 	}
+	if os.Getenv("LIVETRACE_ANNOUNCE") == "0" {
+		o.NoAnnounce = true
+	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { log.Printf("livetrace: "+format, args...) }
 	}
@@ -254,7 +264,7 @@ func (s *Server) Status() []SessionStatus {
 
 // Close stops listening, ends the trace (every consumer gets a complete
 // trace and an end frame saying the service is closing) and removes the
-// unix socket if it is still this server's.
+// unix socket and the announce record if they are still this server's.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -264,6 +274,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	h := s.hub
 	s.mu.Unlock()
+	s.withdraw() // first: a record must not outlive the listener it names
 	close(s.quit)
 	err := s.ln.Close()
 	<-s.accept

@@ -14,9 +14,12 @@ which mark it needs.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Generator, Sequence
 from contextlib import asynccontextmanager
 from functools import cache
@@ -37,6 +40,12 @@ IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
 GO_VERSIONS = ["1.26", "1.21", "1.19"]
 ALL_GO_VERSIONS = ["1.19", "1.21", "1.22", "1.23", "1.24", "1.25", "1.26", "1.27"]
 MODERN = {v: int(v.split(".")[1]) >= 22 for v in ALL_GO_VERSIONS}
+
+# The Go services the tests start announce themselves (docs/protocol.md,
+# "Announce records") here, a private directory of this run's (mkdtemp makes
+# it 0700), not in the user's runtime directory where real services announce.
+RUNTIME_DIR = os.environ["LIVETRACE_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="livetrace-rt-")
+atexit.register(shutil.rmtree, RUNTIME_DIR, ignore_errors=True)
 
 
 # The test being run (setup, call, teardown), for the marker checks below.
