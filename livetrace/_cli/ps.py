@@ -7,6 +7,7 @@ left out is counted on standard error, never silently dropped."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections import Counter
@@ -31,7 +32,7 @@ from livetrace._protocol.text import shown
 HEADERS = ("PID", "USER", "COMMAND", "GO", "MODULE", "UPTIME", "ATTACH")
 GAP = "  "
 MIN_WIDTH, MAX_WIDTH = 80, 120
-MIN_FLEX = 12  # the least a shortened COMMAND or MODULE column keeps
+MIN_FLEX = 10  # the least a shortened COMMAND or MODULE column keeps
 MAX_USER = 10
 NOT_ATTACHABLE = "not attachable (*)"
 NONE = "-"
@@ -77,6 +78,11 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _cut_left(text: str, width: int) -> str:
+    """A module path keeps its end, the part that names the service."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+
+
 def table_lines(rows: list[ProcessInfo], now: float, width: int) -> list[str]:
     """The table, its columns fitted to width where the command line and
     the module can give way; addresses are never cut (they are to be
@@ -94,14 +100,31 @@ def table_lines(rows: list[ProcessInfo], now: float, width: int) -> list[str]:
         for r in rows
     ]
     widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(HEADERS)]
-    command, module = HEADERS.index("COMMAND"), HEADERS.index("MODULE")
+    command, module, attach = HEADERS.index("COMMAND"), HEADERS.index("MODULE"), len(HEADERS) - 1
+    # The last column is not padded: a long reason on a row that is not Go
+    # may run past the width rather than squeeze every command line.
+    widths[attach] = max(
+        [len(HEADERS[attach])] + [len(c[attach]) for c, r in zip(cells, rows, strict=True) if r.kind is Kind.GO]
+    )
     fixed = sum(w for i, w in enumerate(widths) if i not in (command, module)) + len(GAP) * (len(HEADERS) - 1)
     room = max(2 * MIN_FLEX, width - fixed)
-    widths[module] = min(widths[module], max(MIN_FLEX, room // 2))
-    widths[command] = min(widths[command], max(MIN_FLEX, room - widths[module]))
+    if widths[command] + widths[module] > room:
+        # Cut short, the program's name says more than its directory.
+        for row, line in zip(rows, cells, strict=True):
+            if row.command:
+                line[command] = shown(" ".join([os.path.basename(row.command[0]), *row.command[1:]]))
+        widths[command] = max([len(HEADERS[command])] + [len(c[command]) for c in cells])
+    if widths[command] + widths[module] > room:
+        # Both give way, each in proportion to its length.
+        share = round(room * widths[module] / (widths[command] + widths[module]))
+        widths[module] = min(widths[module], max(MIN_FLEX, share))
+        widths[command] = min(widths[command], max(MIN_FLEX, room - widths[module]))
     lines = []
     for line in [list(HEADERS), *cells]:
-        parts = [_cut(text, widths[i]) for i, text in enumerate(line)]
+        parts = [
+            text if i == attach else _cut_left(text, widths[i]) if i == module else _cut(text, widths[i])
+            for i, text in enumerate(line)
+        ]
         lines.append(GAP.join(p.rjust(widths[0]) if i == 0 else p.ljust(widths[i]) for i, p in enumerate(parts)))
     return [line.rstrip() for line in lines]
 
