@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import pwd
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -177,8 +177,17 @@ def _inspect(proc: psutil.Process, info: dict[str, object], cache: _BuildInfoCac
     return row
 
 
-def _is_kernel_thread(info: dict[str, object]) -> bool:
-    return info.get("pid") == KTHREADD_PID or info.get("ppid") == KTHREADD_PID
+def _kernel_threads() -> Callable[[dict[str, object]], bool]:
+    """A test for kernel threads: kthreadd and its children, when pid 2 is
+    kthreadd (in a container's pid namespace it is an ordinary process)."""
+    try:
+        kthreadd = psutil.Process(KTHREADD_PID)
+        real = kthreadd.name() == "kthreadd" and kthreadd.ppid() == 0
+    except (psutil.Error, OSError):
+        real = False
+    if not real:
+        return lambda info: False
+    return lambda info: KTHREADD_PID in (info.get("pid"), info.get("ppid"))
 
 
 def scan(pids: Iterable[int] | None = None) -> list[ProcessInfo]:
@@ -188,10 +197,10 @@ def scan(pids: Iterable[int] | None = None) -> list[ProcessInfo]:
     cache = _BuildInfoCache()
     rows: list[ProcessInfo] = []
     if pids is None:
-        me = os.getpid()
+        me, is_kernel_thread = os.getpid(), _kernel_threads()
         for proc in psutil.process_iter(_ATTRS, ad_value=None):
             info = proc.info
-            if proc.pid != me and not _is_kernel_thread(info):
+            if proc.pid != me and not is_kernel_thread(info):
                 rows.append(_inspect(proc, info, cache))
         return sorted(rows, key=lambda r: r.pid)
     for pid in dict.fromkeys(pids):
@@ -247,11 +256,11 @@ def find_by_name(name: str) -> list[ProcessInfo]:
     """The processes whose executable name is exactly name: psutil's name,
     the executable's base name, or argv[0]'s. Blocking; not inspected yet
     (kind is UNINSPECTABLE, reason empty)."""
-    me = os.getpid()
+    me, is_kernel_thread = os.getpid(), _kernel_threads()
     found: list[ProcessInfo] = []
     for proc in psutil.process_iter([*_ATTRS, "exe"], ad_value=None):
         info = proc.info
-        if proc.pid == me or _is_kernel_thread(info):
+        if proc.pid == me or is_kernel_thread(info):
             continue
         cmdline = info.get("cmdline") or []
         names = {info.get("name"), os.path.basename(str(info.get("exe") or ""))}

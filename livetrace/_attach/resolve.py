@@ -25,6 +25,7 @@ from livetrace._errors import (
     NotAttachableError,
     NotGoProcessError,
 )
+from livetrace._protocol.address import FORMS
 from livetrace._protocol.text import shown
 
 __all__ = ["PID_PREFIX", "is_process_reference", "resolve_target"]
@@ -69,7 +70,10 @@ async def _the_one_named(name: str) -> int:
         hint = (
             f" (for the socket file of that name, write unix:{shown(name)})" if await trio.Path(name).exists() else ""
         )
-        raise NoSuchProcessError(f"no process named '{shown(name)}'{hint}; `livetrace ps` lists the Go processes")
+        raise NoSuchProcessError(
+            f"no process named '{shown(name)}'{hint}; `livetrace ps` lists the Go processes (an address "
+            f"is {FORMS}; or http://HOST:PORT, pid:N, or a process's name)"
+        )
     if len(matches) > 1:
         listed = [(m.pid, m.user, _shown(m.command)) for m in matches]
         lines = "\n".join(f"  pid {pid:<8} {user:<10} {cmd}" for pid, user, cmd in listed)

@@ -200,10 +200,14 @@ async def ps_command(targets: list[str], *, fmt: str, show_all: bool, out: TextI
     out.flush()
     left_out = Counter(r.kind for r in found.processes if not everything and r.kind is not Kind.GO)
     if left_out:
-        say(
-            err,
-            f"left out {left_out[Kind.NOT_GO]} processes that are not Go and {left_out[Kind.UNINSPECTABLE]} "
-            f"that cannot be inspected (another user's, exited, unreadable); --all lists them with the reason",
-        )
+        parts = [
+            f"{n} {what}"
+            for n, what in (
+                (left_out[Kind.NOT_GO], "not Go"),
+                (left_out[Kind.UNINSPECTABLE], "that cannot be inspected (another user's, exited, unreadable)"),
+            )
+            if n
+        ]
+        say(err, f"left out {left_out.total()} processes: {', '.join(parts)}; --all lists them with the reason")
     all_found = all_found and not any(r.reason == NO_SUCH_PROCESS for r in found.processes)
     return EXIT_OK if all_found else EXIT_INCOMPLETE
