@@ -1,4 +1,4 @@
-"""The reader of the Go helper's announce records (contract: docs/ps.md),
+"""The reader of the Go helper's announce records (docs/ps.md, "The announce records"),
 on records written by hand into private temporary directories."""
 
 from __future__ import annotations
