@@ -32,6 +32,46 @@ class TLSVerificationError(ConnectError):
     given CA, not for that host, or not the pinned one."""
 
 
+class AttachError(ConnectError):
+    """A process reference (``pid:N`` or an executable's name) led to no
+    address to attach to; the subclass and the message say why, as
+    ``livetrace ps`` would."""
+
+
+class NoSuchProcessError(AttachError):
+    """No running process has that pid, or that executable name."""
+
+
+class AmbiguousProcessError(AttachError):
+    """The name matches several processes; ``matches`` lists them as
+    (pid, user, command) and the message does too."""
+
+    def __init__(self, message: str, *, matches: list[tuple[int, str, str]]) -> None:
+        super().__init__(message)
+        self.matches = matches
+
+
+class NotGoProcessError(AttachError):
+    """The process is not a Go program (or its executable cannot be read to
+    tell); ``pid`` is the process, ``reason`` why."""
+
+    def __init__(self, message: str, *, pid: int, reason: str) -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.reason = reason
+
+
+class NotAttachableError(AttachError):
+    """A Go process that offers no way in: no livetrace helper announced
+    itself and no HTTP port of it answers /debug/pprof/. ``fix`` is the
+    change to the service that would make it attachable."""
+
+    def __init__(self, message: str, *, pid: int, fix: str) -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.fix = fix
+
+
 class ProtocolError(LivetraceError):
     """The peer sent something that is not the livetrace protocol.
 

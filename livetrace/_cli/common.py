@@ -117,7 +117,13 @@ def megabytes_option(text: str) -> int:
 
 
 def session_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("address", metavar="ADDRESS", help="where the service's livetrace helper listens")
+    p.add_argument(
+        "address",
+        metavar="ADDRESS",
+        help="the service: where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, "
+        "HOST:PORT), its net/http/pprof (http://HOST:PORT), or the process itself: pid:N, or NAME, an "
+        "executable's name that matches exactly one process (see livetrace ps)",
+    )
     p.add_argument(
         "-d", "--duration", type=duration_option, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)"
     )

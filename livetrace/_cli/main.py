@@ -27,6 +27,7 @@ from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_inpu
 from livetrace._cli.demo import demo_command
 from livetrace._cli.filters import add_filter_options, build_filter
 from livetrace._cli.output import WholeWriter
+from livetrace._cli.ps import ps_command
 from livetrace._cli.record import record_command
 from livetrace._cli.render.color import use_color
 from livetrace._cli.tail import tail_command
@@ -72,6 +73,16 @@ Globs are shell-style (*, ?, [abc]); quote them. Filters combine with AND, repea
 On exit a summary line on standard error counts the events seen, shown and dropped, and the gaps."""
 
 
+PS_EXAMPLES = """\
+examples:
+  livetrace ps                          the Go processes, and how to attach to each
+  livetrace ps --all                    every process, with why it is not listed otherwise
+  livetrace ps myservice 4242           only the processes named myservice, and pid 4242
+  livetrace ps --format jsonl | jq -r 'select(.attach) | "\\(.pid) \\(.attach)"'
+  livetrace tail pid:4242               attach to what ps shows for pid 4242
+  livetrace record myservice -o s.trace --duration 5"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="livetrace", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -87,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Ctrl-C aborts. A recording cut short (service died, connection lost) is kept as "
         "FILE.incomplete and the exit status is 1.",
         epilog="ADDRESS is unix:/path, tcp:HOST:PORT, tls:HOST:PORT or HOST:PORT, as in the service's "
-        "LIVETRACE_LISTEN.",
+        "LIVETRACE_LISTEN; http://HOST:PORT for a service's net/http/pprof; or pid:N or NAME (an "
+        "executable's name matching one process), resolved as livetrace ps shows.",
     )
     session_arguments(rec)
     rec.add_argument(
@@ -189,6 +201,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="colour the text format: auto (default) when standard output is a terminal and NO_COLOR is unset",
     )
 
+    ps = sub.add_parser(
+        "ps",
+        help="list the running Go processes and how to attach to each",
+        description="List the running Go processes you may inspect: pid, user, command line, the Go "
+        "version and main module they were built with (read from /proc/PID/exe), uptime, and how to "
+        "attach: the address their livetrace helper announced, else the http:// address of a port "
+        "serving net/http/pprof, else 'not attachable' with the fix. Processes that are not Go or "
+        "cannot be inspected are counted on standard error; --all lists them with the reason, and so "
+        "does naming them. docs/ps.md describes the columns and the jsonl fields.",
+        epilog=PS_EXAMPLES,
+        formatter_class=_ExamplesFormatter,
+    )
+    ps.add_argument(
+        "targets",
+        nargs="*",
+        metavar="TARGET",
+        help="only these processes: a pid, pid:N, or an executable's name (every process of that name)",
+    )
+    ps.add_argument("--format", choices=["table", "jsonl"], default="table", help="output format (default: table)")
+    ps.add_argument(
+        "--all", action="store_true", help="also list the processes that are not Go, or cannot be inspected, and why"
+    )
+
     demo = sub.add_parser(
         "demo",
         help="build and trace the bundled demo service",
@@ -249,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             return code
+        if args.command == "ps":
+            return trio.run(
+                lambda: ps_command(args.targets, fmt=args.format, show_all=args.all, out=whole_stdout(), err=err)
+            )
         if args.command == "demo":
             return trio.run(demo_command, args, whole_stdout(), err)
         if args.command == "tail":

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import trio
 
+from livetrace._attach.resolve import is_process_reference, resolve_target
 from livetrace._errors import (
     ConnectError,
     ConnectionLostError,
@@ -411,7 +412,11 @@ async def connect(
     anything is sent. A ``tls:HOST:PORT`` address is checked against
     ``tls_ca`` (a CA or self-signed certificate file) and/or ``tls_pin``
     (``sha256:HEX`` of the certificate); neither means the system's CAs.
+    ``pid:N`` or an executable's name attaches to that process's helper, or
+    else its pprof endpoint (:class:`AttachError` says why neither).
     """
+    if is_process_reference(address):
+        address = await resolve_target(address)
     if advance is not None and not MIN_ADVANCE <= advance <= 1:
         raise ValueError(f"advance must be {MIN_ADVANCE} to 1 seconds (None leaves it to the runtime), not {advance}")
     addr = address if isinstance(address, Address) else parse_address(address)
