@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
@@ -118,23 +117,6 @@ async def _run_cli(*args: str) -> tuple[int, str, str]:
     return proc.returncode, stdout, stderr
 
 
-def _announce_if_missing(directory: Path, d: DemoProcess) -> None:
-    """The demo's helper writes this record itself once it announces
-    (go_helper's announce); until then the test writes what it would."""
-    path = directory / f"{d.pid}.json"
-    if not path.exists():
-        doc = {
-            "format": 1,
-            "pid": d.pid,
-            "address": d.trace_address,
-            "go_version": d.go_version,
-            "helper": "written by test_ps",
-            "executable": "",
-            "started_unix_ns": time.time_ns(),
-        }
-        path.write_text(json.dumps(doc))
-
-
 @pytest.mark.slow
 @pytest.mark.once
 async def test_ps_and_process_references(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,7 +134,6 @@ async def test_ps_and_process_references(tmp_path: Path, monkeypatch: pytest.Mon
         for version in GO_VERSIONS:
             exe = tmp_path / svc_name if version == GO_VERSIONS[0] else demo_exe(version)
             demos[version] = await stack.enter_async_context(run_demo(exe, env=env))
-            _announce_if_missing(rundir, demos[version])
         with_pprof = await stack.enter_async_context(plain_service("1.26", pprof=True))
         bare = await stack.enter_async_context(plain_service("1.26", pprof=False))
         (sleeping,) = stack.enter_context(_running([str(tmp_path / sleeper), "60"]))
