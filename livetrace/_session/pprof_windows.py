@@ -192,9 +192,9 @@ class PprofWindows:
             raise not_a_trace(self.addr, "", head)
         return last
 
-    def _broken(self, e: httpx.HTTPError, started: bool) -> LivetraceError:
+    def _broken(self, e: httpx.HTTPError) -> LivetraceError:
         url, k = self.addr.trace_url, self.windows
-        if started:
+        if self._started:
             return ConnectionLostError(
                 f"the connection to {url} broke in pprof window {k} ({_reason(e)}): that window is incomplete",
                 bytes_received=self._bytes,
