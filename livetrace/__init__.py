@@ -15,12 +15,17 @@ from livetrace._errors import (
     BusyError,
     ConnectError,
     ConnectionLostError,
+    HTTPAuthError,
+    HTTPRedirectError,
+    HTTPTLSError,
     LegacyTraceRunningError,
     LimitExceededError,
     LivetraceError,
+    NotPprofEndpointError,
     OutputPathError,
     PeerCredentialsError,
     PeerTimeoutError,
+    PprofEndpointError,
     ProtocolError,
     ProtocolVersionError,
     RefusedError,
@@ -32,7 +37,7 @@ from livetrace._errors import (
 from livetrace._files import decode, decode_batches, decode_span_batches, decode_spans
 from livetrace._notice import Notice
 from livetrace._protocol.address import Address, parse_address
-from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
+from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo, WindowEnd, WindowGap
 from livetrace._session.recording import Recorder, Recording, record
 from livetrace._session.session import Counters, Limits, Session, connect
 from livetrace._session.subscribers import SubscriberGap, Subscription
@@ -78,6 +83,9 @@ __all__ = [
     "Filter",
     "Gap",
     "GoState",
+    "HTTPAuthError",
+    "HTTPRedirectError",
+    "HTTPTLSError",
     "Kind",
     "LegacyDecoder",
     "LegacyTrace",
@@ -86,10 +94,12 @@ __all__ = [
     "Limits",
     "LivetraceError",
     "ModernDecoder",
+    "NotPprofEndpointError",
     "Notice",
     "OutputPathError",
     "PeerCredentialsError",
     "PeerTimeoutError",
+    "PprofEndpointError",
     "ProcState",
     "ProtocolError",
     "ProtocolVersionError",
@@ -117,6 +127,8 @@ __all__ = [
     "TraceFormatError",
     "TruncatedTraceError",
     "UnsupportedTraceVersionError",
+    "WindowEnd",
+    "WindowGap",
     "__version__",
     "connect",
     "decode",

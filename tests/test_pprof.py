@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -152,7 +150,7 @@ async def test_record_and_tail_through_pprof(version: str, tmp_path: Path) -> No
     async with plain_service(version) as svc, demo(version, args=["-workers", "1"]) as d:
         record = cli("record", f"http://{svc.pprof}", "-o", str(out), "--duration", "5", "--window", "2")
         tail = cli("tail", d.http, "--duration", "2.5", "-k", "Sync")
-        rec_out, rec_err = await trio.to_thread.run_sync(lambda: record.communicate(timeout=120))
+        _, rec_err = await trio.to_thread.run_sync(lambda: record.communicate(timeout=120))
         tail_out, tail_err = await trio.to_thread.run_sync(lambda: tail.communicate(timeout=120))
     assert record.returncode == 0, rec_err
     paths = [out, tmp_path / "w.2.trace", tmp_path / "w.3.trace"]
@@ -191,9 +189,7 @@ async def test_live_window_events_are_the_window_file_s(tmp_path: Path) -> None:
                         live[-1] += map(parsed_text, item)
 
             async def watch() -> None:
-                async for f in raw:
-                    if not isinstance(f, livetrace.Chunk):
-                        frames.append(f)
+                frames.extend([f async for f in raw if not isinstance(f, livetrace.Chunk)])
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(collect)

@@ -99,7 +99,7 @@ def about(info: SessionInfo) -> str:
 
 
 def platform(info: SessionInfo) -> str:
-    """" linux/amd64", or "" when the source does not say (pprof)."""
+    """The platform after a space (" linux/amd64"); "" when the source does not say (pprof)."""
     if not info.goos and not info.goarch:
         return ""
     return f" {peer.shown(info.goos)}/{peer.shown(info.goarch)}"

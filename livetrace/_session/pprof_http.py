@@ -11,6 +11,7 @@ error whose message says what the server did and what to do.
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from livetrace._errors import (
@@ -82,14 +83,16 @@ def parse_pprof_address(text: str) -> PprofAddress:
     except ValueError:
         port = -1
     if scheme != "http" or not u.hostname or port == -1 or u.query or u.fragment:
-        raise ValueError(f"bad address {text!r}: expected http://HOST:PORT, optionally with the path before /debug/pprof/")
+        raise ValueError(
+            f"bad address {text!r}: expected http://HOST:PORT, optionally with the path before /debug/pprof/"
+        )
     path = u.path.rstrip("/")
     if PPROF_PATH in path:
         path = path[: path.index(PPROF_PATH)]
     return PprofAddress(urllib.parse.urlunsplit(("http", u.netloc, path, "", "")))
 
 
-def refused(addr: PprofAddress, status: int, reason: str, headers: dict[str, str], body: bytes) -> LivetraceError:
+def refused(addr: PprofAddress, status: int, reason: str, headers: Mapping[str, str], body: bytes) -> LivetraceError:
     """The typed error for an answer other than a trace: ``status`` and
     ``reason`` of the HTTP status line, the headers (lower-case names) and
     the first bytes of the body."""

@@ -27,22 +27,29 @@ from contextlib import asynccontextmanager
 import httpx
 import trio
 
-from livetrace._errors import ConnectError, ConnectionLostError, LivetraceError, PeerTimeoutError, TraceFormatError
+from livetrace._errors import (
+    ConnectError,
+    ConnectionLostError,
+    LivetraceError,
+    NotPprofEndpointError,
+    PeerTimeoutError,
+    TraceFormatError,
+)
 from livetrace._protocol import frames as proto
 from livetrace._session.nursery import open_nursery
 from livetrace._session.pprof_http import (
     DEFAULT_WINDOW,
     ERROR_BODY_BYTES,
     HELPER,
-    MIN_WINDOW,
     HTTP_OK,
+    MIN_WINDOW,
     PprofAddress,
     not_a_trace,
     parse_pprof_address,
     refused,
 )
 from livetrace._session.session import HANDSHAKE_TIMEOUT, Counters, Frame, Limits, Session
-from livetrace._trace.version import HEADER_SIZE, header_size, sniff
+from livetrace._trace.version import header_size, sniff
 from livetrace._version import __version__
 
 # A duration's last window, when shorter than this, is left out.
@@ -225,7 +232,8 @@ class PprofWindows:
         if late >= self.limits.stop_timeout:
             why = f"did not end pprof window {k} ({seconds:g} s) within {self.limits.stop_timeout:g} s of its end"
         else:
-            why = f"sent nothing for {now - max(last, window_end):.0f} s past the end of pprof window {k} ({seconds:g} s)"
+            silent = now - max(last, window_end)
+            why = f"sent nothing for {silent:.0f} s past the end of pprof window {k} ({seconds:g} s)"
         return PeerTimeoutError(
             f"{self.addr.trace_url} {why}: {what} (raise --idle-timeout / --stop-timeout if the service is just slow)",
             bytes_received=self._bytes,

@@ -28,8 +28,8 @@ from livetrace._protocol.address import Address, parse_address
 from livetrace._protocol.text import shown
 from livetrace._session import transport
 from livetrace._session.live import Item
-from livetrace._session.pprof_http import PprofAddress, is_pprof_address
 from livetrace._session.nursery import open_nursery
+from livetrace._session.pprof_http import PprofAddress, is_pprof_address
 from livetrace._session.subscribers import DEFAULT_BUFFER, Fanout, Pump, Subscription, What
 from livetrace._trace.legacy.live import Provisional
 from livetrace._trace.model.batch import EventBatch
