@@ -108,6 +108,7 @@ async def _error(url: str, **kw: object) -> livetrace.LivetraceError:
     return e.value
 
 
+@pytest.mark.once
 async def test_each_failure_is_one_typed_line(tmp_path: Path) -> None:
     with odd_server() as base:
         e = await _error(base + "/nf")
