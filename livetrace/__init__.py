@@ -19,6 +19,9 @@ from livetrace._errors import (
     ConnectError,
     ConnectionLostError,
     CorruptBuildInfoError,
+    HTTPAuthError,
+    HTTPRedirectError,
+    HTTPTLSError,
     LegacyTraceRunningError,
     LimitExceededError,
     LivetraceError,
@@ -27,9 +30,11 @@ from livetrace._errors import (
     NotELFError,
     NotGoBinaryError,
     NotGoProcessError,
+    NotPprofEndpointError,
     OutputPathError,
     PeerCredentialsError,
     PeerTimeoutError,
+    PprofEndpointError,
     ProtocolError,
     ProtocolVersionError,
     RefusedError,
@@ -42,7 +47,7 @@ from livetrace._errors import (
 from livetrace._files import decode, decode_batches, decode_span_batches, decode_spans
 from livetrace._notice import Notice
 from livetrace._protocol.address import Address, parse_address
-from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
+from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo, WindowEnd, WindowGap
 from livetrace._session.recording import Recorder, Recording, record
 from livetrace._session.session import Counters, Limits, Session, connect
 from livetrace._session.subscribers import SubscriberGap, Subscription
@@ -92,6 +97,9 @@ __all__ = [
     "Filter",
     "Gap",
     "GoState",
+    "HTTPAuthError",
+    "HTTPRedirectError",
+    "HTTPTLSError",
     "Kind",
     "LegacyDecoder",
     "LegacyTrace",
@@ -105,10 +113,12 @@ __all__ = [
     "NotELFError",
     "NotGoBinaryError",
     "NotGoProcessError",
+    "NotPprofEndpointError",
     "Notice",
     "OutputPathError",
     "PeerCredentialsError",
     "PeerTimeoutError",
+    "PprofEndpointError",
     "ProcState",
     "ProtocolError",
     "ProtocolVersionError",
@@ -137,6 +147,8 @@ __all__ = [
     "TruncatedTraceError",
     "UnreadableBinaryError",
     "UnsupportedTraceVersionError",
+    "WindowEnd",
+    "WindowGap",
     "__version__",
     "connect",
     "decode",

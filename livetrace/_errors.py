@@ -72,6 +72,40 @@ class NotAttachableError(AttachError):
         self.fix = fix
 
 
+class PprofEndpointError(ConnectError):
+    """An ``http://`` address did not give an execution trace from
+    ``/debug/pprof/trace``. ``url`` is what was asked for, ``status`` the
+    HTTP status of the answer (None if there was none)."""
+
+    def __init__(self, message: str, *, url: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+
+
+class NotPprofEndpointError(PprofEndpointError):
+    """The server answered, but not as net/http/pprof does: no such path
+    (404), or something that is not a Go execution trace."""
+
+
+class HTTPRedirectError(PprofEndpointError):
+    """The server redirected the request (``location``: where to); livetrace
+    does not follow redirects: give the address they lead to."""
+
+    def __init__(self, message: str, *, url: str, status: int | None = None, location: str = "") -> None:
+        super().__init__(message, url=url, status=status)
+        self.location = location
+
+
+class HTTPAuthError(PprofEndpointError):
+    """The endpoint wants credentials (401) or refuses these (403)."""
+
+
+class HTTPTLSError(PprofEndpointError):
+    """TLS: an ``https://`` address (not supported), or an ``http://`` one
+    whose server speaks HTTPS."""
+
+
 class ProtocolError(LivetraceError):
     """The peer sent something that is not the livetrace protocol.
 

@@ -15,6 +15,8 @@ import trio
 from livetrace._protocol import text as peer
 from livetrace._protocol.frames import SessionInfo
 from livetrace._session.nursery import open_nursery
+from livetrace._session.pprof_http import HELPER as PPROF_HELPER
+from livetrace._session.pprof_http import MIN_WINDOW
 from livetrace._session.session import IDLE_TIMEOUT, MIN_ADVANCE, STOP_TIMEOUT, Session
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
@@ -39,13 +41,20 @@ def say(err: TextIO, msg: str) -> None:
 
 
 async def stop_on_signals(session: Session, abort: trio.CancelScope, err: TextIO) -> None:
-    """First Ctrl-C: ask the helper to stop, so the trace still ends
-    complete. Second: give up at once."""
+    """First Ctrl-C: ask the helper to stop (a pprof session: at the end of
+    its window), so the trace still ends complete. Second: give up at once."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         count = 0
         async for _ in signals:
             count += 1
-            if count == 1:
+            if count == 1 and is_pprof(session.info):
+                say(
+                    err,
+                    f"stopping at the end of the current pprof window (at most {window_seconds(session.info):g} s; "
+                    "Ctrl-C again to abort, which leaves that window incomplete)",
+                )
+                await session.stop()
+            elif count == 1:
                 say(err, "stopping; the tracer is flushing its last data (Ctrl-C again to abort)")
                 await session.stop()
             else:
@@ -80,8 +89,37 @@ def silence_stdout() -> None:
 
 
 def about(info: SessionInfo) -> str:
-    """The traced process as the helper names it (escaped: its words)."""
+    """The traced process as the helper names it (escaped: its words); the
+    caller closes the parenthesis. A pprof session knows no pid: it names
+    the endpoint and the trace format's Go version instead."""
+    if is_pprof(info):
+        exe = peer.shown(info.executable) or "the service"
+        return f"{exe} (through {peer.shown(str(info.extra.get('url', '')))}, trace format {info.go_version}"
     return f"{peer.shown(info.executable)} (pid {info.pid}, {peer.shown(info.go_version)}"
+
+
+def platform(info: SessionInfo) -> str:
+    """The platform after a space (" linux/amd64"); "" when the source does not say (pprof)."""
+    if not info.goos and not info.goarch:
+        return ""
+    return f" {peer.shown(info.goos)}/{peer.shown(info.goarch)}"
+
+
+def is_pprof(info: SessionInfo) -> bool:
+    """Whether the session reads /debug/pprof/trace windows (no helper)."""
+    return info.helper == PPROF_HELPER and not info.protocol
+
+
+def window_seconds(info: SessionInfo) -> float:
+    """A pprof session's window, in seconds."""
+    return int(info.extra.get("window_ms", 0)) / 1000
+
+
+def window_option(text: str) -> float:
+    v = float(text)
+    if not v >= MIN_WINDOW:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_WINDOW:g} s")
+    return v
 
 
 def duration_option(text: str) -> float:
@@ -121,7 +159,7 @@ def session_arguments(p: argparse.ArgumentParser) -> None:
         "address",
         metavar="ADDRESS",
         help="the service: where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, "
-        "HOST:PORT), its net/http/pprof (http://HOST:PORT), or the process itself: pid:N, or NAME, an "
+        "HOST:PORT), the http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: pid:N, or NAME, an "
         "executable's name that matches exactly one process (see livetrace ps)",
     )
     p.add_argument(

@@ -22,6 +22,7 @@ from livetrace._cli.common import (
     segment_or_zero_option,
     session_arguments,
     silence_stdout,
+    window_option,
 )
 from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_input
 from livetrace._cli.demo import demo_command
@@ -43,6 +44,11 @@ LIVETRACE_LISTEN=unix:/path/to/socket (or tcp:127.0.0.1:PORT). Then:
 
   livetrace record unix:/path/to/socket -o service.trace --duration 10
   go tool trace service.trace
+
+A service that only mounts net/http/pprof is traced through it, in windows
+of /debug/pprof/trace (nothing is traced between two windows):
+
+  livetrace tail http://127.0.0.1:6060
 
 Try it on the bundled demo service with: livetrace demo
 """
@@ -68,6 +74,7 @@ examples:
   livetrace tail unix:/run/svc.sock --spans -k gc -k stw --min-duration 1ms
                                                                        GC and stop-the-world pauses > 1 ms
   livetrace tail unix:/run/svc.sock --spans -k blocked --min-duration 10ms --format jsonl
+  livetrace tail http://127.0.0.1:6060 --window 2                      a service with net/http/pprof only
 
 Globs are shell-style (*, ?, [abc]); quote them. Filters combine with AND, repeated values with OR.
 On exit a summary line on standard error counts the events seen, shown and dropped, and the gaps."""
@@ -98,8 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Ctrl-C aborts. A recording cut short (service died, connection lost) is kept as "
         "FILE.incomplete and the exit status is 1.",
         epilog="ADDRESS is unix:/path, tcp:HOST:PORT, tls:HOST:PORT or HOST:PORT, as in the service's "
-        "LIVETRACE_LISTEN; http://HOST:PORT for a service's net/http/pprof; or pid:N or NAME (an "
-        "executable's name matching one process), resolved as livetrace ps shows.",
+        "LIVETRACE_LISTEN; http://HOST:PORT (optionally with the path before /debug/pprof/) of a service "
+        "that mounts net/http/pprof, recorded in --window windows, one file each: FILE, then FILE's name "
+        "with .2, .3, ... before its suffix; or pid:N or NAME (an executable's name matching one process), "
+        "resolved as livetrace ps shows.",
     )
     session_arguments(rec)
     rec.add_argument(
@@ -117,6 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="legacy Go (1.21 and older) only: stop and restart the trace every SECONDS (at least "
         "1), writing each segment, a complete trace, to its own file: FILE, then FILE's "
         "name with .2, .3, ... before its suffix",
+    )
+    rec.add_argument(
+        "--window",
+        type=window_option,
+        metavar="SECONDS",
+        help="http:// addresses only: ask /debug/pprof/trace for windows of SECONDS, back to back, each "
+        "written to its own file (default: the whole --duration, or 5 s windows until Ctrl-C without one; "
+        "Ctrl-C stops at the end of the window in progress)",
     )
     rec.add_argument(
         "--progress",
@@ -158,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--period seconds. On Go 1.21 and older, whose trace only completes when it stops, the "
         "helper restarts the trace every --segment seconds and each segment is printed when it "
         "completes (or, with --segment 0, events are printed provisionally as they arrive). "
+        "Given http://HOST:PORT of a service that mounts net/http/pprof and has no helper, tail asks "
+        "/debug/pprof/trace for --window windows back to back and prints each window's events as it "
+        "streams in (--period and --segment do not apply). "
         "`text` is one readable line per event; `jsonl` is one JSON object per line (fields in "
         "docs/events-jsonl.md), for pipes.",
         epilog=TAIL_EXAMPLES,
@@ -184,6 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
         "each segment's events are printed exact and with stacks within about that long; 0 "
         "traces without restarts and prints events provisionally (marked ~: times estimated, "
         "stacks as ids) as the runtime hands its buffers over",
+    )
+    tail.add_argument(
+        "--window",
+        type=window_option,
+        metavar="SECONDS",
+        help="http:// addresses only: ask /debug/pprof/trace for windows of SECONDS (default 1), back to "
+        "back; each window's events are printed as it streams in, and a line says how long nothing was "
+        "traced between two windows",
     )
     tail.add_argument(
         "--max-generation-mb",
@@ -280,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                     progress=progress,
                     err=err,
                     segment=args.segment,
+                    window=args.window,
                     **connect_options(args),
                 )
             )
@@ -305,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                     color=use_color(args.color, sys.stdout),
                     period=args.period,
                     segment=args.segment,
+                    window=args.window,
                     **connect_options(args),
                 )
             )

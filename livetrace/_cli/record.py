@@ -8,12 +8,16 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, say, until_done
+from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, is_pprof, platform, say, until_done, window_seconds
 from livetrace._cli.progress import format_bytes, show_progress
 from livetrace._protocol import text as peer
-from livetrace._protocol.frames import Gap
-from livetrace._session.recording import Recorder, Recording, check_output
+from livetrace._protocol.frames import Gap, WindowGap
+from livetrace._session.pprof_http import is_pprof_address
+from livetrace._session.recording import Recorder, Recording, check_output, segment_path
 from livetrace._session.session import connect
+
+# A pprof recording's window without --duration (with one: the whole duration).
+RECORD_WINDOW = 5.0
 
 
 def report(rec: Recording, err: TextIO, elapsed: float) -> int:
@@ -59,17 +63,26 @@ async def record_command(
     progress: bool,
     err: TextIO,
     segment: float | None = None,
+    window: float | None = None,
     **limits: Any,
 ) -> tuple[int, Recording]:
     check_output(out)
-    async with connect(address, token=token, duration=duration, segment=segment, **limits) as session:
+    if is_pprof_address(address):
+        window, segment = window or duration or RECORD_WINDOW, None
+    async with connect(address, token=token, duration=duration, segment=segment, window=window, **limits) as session:
         info = session.info
         say(
             err,
-            f"recording {about(info)} {peer.shown(info.goos)}/{peer.shown(info.goarch)}) "
+            f"recording {about(info)}{platform(info)}) "
             f"to {out}" + (f" for {duration:g} s" if duration else "; Ctrl-C stops"),
         )
-        if segment and not info.segment_ms:
+        if is_pprof(info):
+            say(
+                err,
+                f"pprof windows of {window_seconds(info):g} s back to back, each a complete trace in a file of "
+                f"its own ({out}, then {segment_path(out, 2)}, ...); nothing is traced between two windows",
+            )
+        elif segment and not info.segment_ms:
             say(
                 err,
                 f"note: {peer.shown(info.go_version)} writes self-contained generations; --segment applies "
@@ -83,6 +96,9 @@ async def record_command(
             )
 
         def on_gap(gap: Gap, continued: Path | None) -> None:
+            if isinstance(gap, WindowGap):
+                say(err, gap.message)
+                return
             where = f"; continuing in {continued}" if continued else ""
             say(
                 err,

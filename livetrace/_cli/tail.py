@@ -9,7 +9,16 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, say, silence_stdout, until_done
+from livetrace._cli.common import (
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    about,
+    is_pprof,
+    say,
+    silence_stdout,
+    until_done,
+    window_seconds,
+)
 from livetrace._cli.output import widen_pipe, write_bytes
 from livetrace._cli.render.color import paint_line
 from livetrace._cli.render.jsonl import JsonlEncoder, provisional_dict, text_line, utf8
@@ -17,6 +26,7 @@ from livetrace._cli.render.spans import SPAN_KIND_WIDTH, span_dict, span_text
 from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
 from livetrace._protocol import text as peer
+from livetrace._protocol.frames import SessionInfo, WindowGap
 from livetrace._session.session import Session, connect
 from livetrace._trace.legacy.live import Provisional, SymbolsResolved
 from livetrace._trace.model.batch import EventBatch
@@ -42,6 +52,7 @@ async def tail_command(
     flt: Filter | None = None,
     spans: bool = False,
     color: bool = False,
+    window: float | None = None,
     **limits: Any,
 ) -> int:
     """Print a live service's events (or spans) as they are decoded: those
@@ -49,13 +60,22 @@ async def tail_command(
     if flt is None and kinds:
         flt = Filter(kinds=frozenset(Kind(KIND_NAMES.index(k)) for k in kinds))
     widen_pipe(out)
+    # A window on a helper's address: connect says it applies to http:// ones only.
     async with connect(
-        address, token=token, duration=duration, advance=period or None, segment=segment or None, **limits
+        address,
+        token=token,
+        duration=duration,
+        advance=period or None,
+        segment=segment or None,
+        window=window,
+        **limits,
     ) as session:
         info = session.info
         view = View(fmt, flt, spans, color)
         what = "spans" if view.spans else "events"
-        if info.segment_ms:
+        if is_pprof(info):
+            how = pprof_how(info, what)
+        elif info.segment_ms:
             how = (
                 f"a legacy trace, restarted every {info.segment_ms / 1000:g} s: each segment's {what} are "
                 f"printed, exact and with stacks, once it completes"
@@ -91,7 +111,9 @@ async def tail_command(
                 else ""
             )
             + (
-                f"; {session.counters.segments + 1} segments"
+                f"; {session.counters.segments + 1} pprof windows"
+                if is_pprof(info)
+                else f"; {session.counters.segments + 1} segments"
                 if info.segment_ms
                 else ""
                 if is_legacy_go(info.go_version)
@@ -99,6 +121,19 @@ async def tail_command(
             ),
         )
         return EXIT_OK
+
+
+def pprof_how(info: SessionInfo, what: str) -> str:
+    """How a pprof session's events come, for tail's first line."""
+    w = f"{window_seconds(info):g} s"
+    if is_legacy_go(info.go_version):
+        how = (
+            f"a legacy trace in {w} /debug/pprof/trace windows: each window's {what} are printed, exact and "
+            "with stacks, when it ends (events before that, marked ~, where the tick clock can be estimated)"
+        )
+    else:
+        how = f"{what} arrive a generation at a time as each {w} /debug/pprof/trace window streams in"
+    return how + "; nothing is traced between two windows"
 
 
 def is_legacy_go(version: str) -> bool:
@@ -169,6 +204,8 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
     async for item in view.subscribe(session):
         if isinstance(item, Notice) and not isinstance(item, SymbolsResolved):
             view.gaps += 1
+        if isinstance(item, WindowGap):
+            provisional = False  # a new pprof window: its events may come exact only
         if isinstance(item, Provisional):
             provisional = True
             batch: Sequence[Event | Notice] = item.events

@@ -129,6 +129,29 @@ class SegmentEnd:
 
 
 @dataclass(frozen=True)
+class WindowGap(Gap):
+    """No trace between two windows of a net/http/pprof session (each
+    window is a trace of its own): ``seconds`` from the last byte of window
+    ``window`` to the first byte of the next, as the client measured them
+    (monotonic clock). Nothing was shed: the generation fields are 0."""
+
+    window: int = 0
+    seconds: float = 0.0
+
+    @property
+    def message(self) -> str:
+        return f"no trace for {self.seconds * 1e3:.1f} ms between pprof windows {self.window} and {self.window + 1}"
+
+
+@dataclass(frozen=True)
+class WindowEnd(SegmentEnd):
+    """A window of a net/http/pprof session is over and complete: its trace
+    ended with the response (``segment`` is the window's number, from 1;
+    ``stop_unix_ns`` when its last byte arrived). The next chunk, if any,
+    is the header of the next window's trace."""
+
+
+@dataclass(frozen=True)
 class End:
     """The helper's last word: why the session ended and what was lost."""
 

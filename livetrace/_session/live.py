@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from livetrace._protocol.frames import Chunk, Gap, SegmentEnd
+from livetrace._protocol.frames import Chunk, Gap, SegmentEnd, WindowEnd, WindowGap
 from livetrace._trace.decoder import Item, TraceDecoder, open_decoder
 from livetrace._trace.model.events import Kind
 
@@ -33,6 +33,9 @@ class LiveDecoder:
         them all before processing more."""
         for f in frames:
             d = self._decoder
+            if isinstance(f, WindowGap):
+                yield f  # the window before it was ended whole: nothing of it to abandon
+                continue
             if d is None:
                 if isinstance(f, Gap):
                     yield f
@@ -44,6 +47,8 @@ class LiveDecoder:
                 yield from d.feed_iter(f.data, f.read_unix_ns)
             elif isinstance(f, Gap):
                 yield from d.gap(f)
+            elif isinstance(f, WindowEnd):
+                yield from d.end_trace()
             else:
                 yield from d.end_segment(f)
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import trio
 
@@ -29,6 +30,7 @@ from livetrace._protocol.text import shown
 from livetrace._session import transport
 from livetrace._session.live import Item
 from livetrace._session.nursery import open_nursery
+from livetrace._session.pprof_http import PprofAddress, is_pprof_address
 from livetrace._session.subscribers import DEFAULT_BUFFER, Fanout, Pump, Subscription, What
 from livetrace._trace.legacy.live import Provisional
 from livetrace._trace.model.batch import EventBatch
@@ -98,46 +100,35 @@ class Counters:
 
 
 class Session:
-    """One trace session with a helper, from handshake to end frame.
+    """One trace session, from its start to its end: with a helper (from
+    handshake to end frame) or with a net/http/pprof endpoint (windows of
+    ``/debug/pprof/trace`` back to back, see ``pprof_windows``).
 
     Iterate over :meth:`chunks` for the raw trace; :attr:`end` is set once
-    the helper says the trace is over.
+    the source says the trace is over.
     """
 
     def __init__(
         self,
-        stream: trio.abc.Stream,
-        address: Address,
+        source: FrameSource,
+        address: Address | PprofAddress,
         info: proto.SessionInfo,
-        conn: proto.ClientConnection,
-        pending: deque[proto.Event | _Failure],
         nursery: trio.Nursery,
         *,
         limits: Limits | None = None,
-        duration: float | None = None,
+        counters: Counters | None = None,
     ) -> None:
-        self._stream = stream
+        self._source = source
         self._nursery = nursery
-        self._conn = conn
-        self._pending = pending
-        self._stop_sent = False
-        self._finished = False
         self.address = address
         self.info = info
-        self.counters = Counters()
+        self.counters = counters or Counters()  # shared with the source, which counts what it lost
         self.end: proto.End | None = None
         self._fanout = Fanout()
         self._pump: Pump | None = None
         self._default: Subscription | None = None
         self._default_kinds: frozenset[Kind] | None = None
         self.limits = limits or Limits()
-        now = trio.current_time()
-        # From the stop point on (a stop asked for, or the duration over),
-        # the helper must end the session: the time the client waits on it
-        # and the bytes it sends are then counted against the limits.
-        self._stop_point = math.inf if not duration else now + duration
-        self._waited_after_stop = 0.0
-        self._bytes_after_stop = 0
 
     def chunks(self) -> AsyncIterator[Frame]:
         """The trace as it arrives: :class:`Chunk` frames and, where the
@@ -228,8 +219,84 @@ class Session:
                 yield batch
 
     async def stop(self) -> None:
-        """Ask the helper to stop tracing. The remaining chunks and the end
-        frame still arrive through :meth:`chunks`."""
+        """Ask the source to stop tracing: a helper stops at once, a pprof
+        session at the end of the window in progress. The remaining chunks
+        and the end still arrive through :meth:`chunks`."""
+        await self._source.stop()
+
+    async def _next_frame(self) -> Frame | None:
+        if self.end is not None:
+            return None
+        ev = await self._source.next_frame()
+        if ev is None:
+            return None
+        c = self.counters
+        if isinstance(ev, proto.Chunk):
+            c.chunks += 1
+            c.bytes += len(ev.data)
+            return ev
+        if isinstance(ev, proto.SegmentEnd):
+            c.segments += 1
+            return ev
+        if isinstance(ev, proto.WindowGap):  # nothing shed: the time between two windows
+            c.gaps += 1
+            return ev
+        if isinstance(ev, proto.Gap):
+            c.gaps += 1
+            c.dropped_chunks += ev.chunks
+            c.dropped_bytes += ev.bytes
+            c.dropped_generations += ev.last_generation - ev.first_generation + 1
+            return ev
+        self.end = ev
+        c.dropped_chunks, c.dropped_bytes = ev.dropped_chunks, ev.dropped_bytes
+        c.dropped_generations = ev.dropped_generations
+        return None
+
+
+class FrameSource(Protocol):
+    """Where a session's frames come from: :class:`HelperFrames` (a
+    helper's connection) or ``PprofWindows`` (net/http/pprof)."""
+
+    async def next_frame(self) -> Frame | proto.End | None:
+        """The next frame; the :class:`End` once the trace is over, then None.
+        Raises a :class:`LivetraceError` if the trace cannot go on."""
+        ...
+
+    async def stop(self) -> None: ...
+
+
+class HelperFrames:
+    """A helper's frames, read off its connection within the limits."""
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        address: Address,
+        info: proto.SessionInfo,
+        conn: proto.ClientConnection,
+        pending: deque[proto.Event | _Failure],
+        counters: Counters,
+        limits: Limits,
+        duration: float | None,
+    ) -> None:
+        self._stream = stream
+        self._conn = conn
+        self._pending = pending
+        self._stop_sent = False
+        self._finished = False
+        self.address = address
+        self.info = info
+        self.counters = counters
+        self.limits = limits
+        now = trio.current_time()
+        # From the stop point on (a stop asked for, or the duration over),
+        # the helper must end the session: the time the client waits on it
+        # and the bytes it sends are then counted against the limits.
+        self._stop_point = math.inf if not duration else now + duration
+        self._waited_after_stop = 0.0
+        self._bytes_after_stop = 0
+
+    async def stop(self) -> None:
         if self._stop_sent or self._finished:
             return
         self._stop_sent = True
@@ -293,7 +360,7 @@ class Session:
                 PeerTimeoutError,
             )
 
-    async def _next_frame(self) -> Frame | None:
+    async def next_frame(self) -> Frame | proto.End | None:
         ev: proto.Event | _Failure = proto.Heartbeat()
         while isinstance(ev, proto.Heartbeat):  # a heartbeat only says the helper is there
             while not self._pending:
@@ -307,26 +374,11 @@ class Session:
             if isinstance(ev, _Failure):
                 self._finished = True
                 raise ev.error
-        c = self.counters
-        if isinstance(ev, proto.Chunk):
-            c.chunks += 1
-            c.bytes += len(ev.data)
-            return ev
-        if isinstance(ev, proto.SegmentEnd):
-            c.segments += 1
-            return ev
-        if isinstance(ev, proto.Gap):
-            c.gaps += 1
-            c.dropped_chunks += ev.chunks
-            c.dropped_bytes += ev.bytes
-            c.dropped_generations += ev.last_generation - ev.first_generation + 1
+        if isinstance(ev, (proto.Chunk, proto.SegmentEnd, proto.Gap)):
             return ev
         if isinstance(ev, proto.End):
-            self.end = ev
             self._finished = True
-            c.dropped_chunks, c.dropped_bytes = ev.dropped_chunks, ev.dropped_bytes
-            c.dropped_generations = ev.dropped_generations
-            return None
+            return ev
         if isinstance(ev, proto.Refusal):
             raise refusal(shown(ev.code), shown(ev.message))
         raise ProtocolError(f"unexpected {type(ev).__name__} in the middle of a session")
@@ -387,8 +439,10 @@ async def connect(
     expected_pid: int | None = None,
     tls_ca: str | os.PathLike[str] | None = None,
     tls_pin: str | None = None,
+    window: float | None = None,
 ) -> AsyncIterator[Session]:
-    """Start a trace session with the helper at ``address``.
+    """Start a trace session with the helper at ``address``, or, given an
+    ``http://HOST:PORT`` address, with the service's net/http/pprof.
 
     ``token`` defaults to ``$LIVETRACE_TOKEN``; ``duration`` (seconds) makes
     the helper stop by itself; ``advance`` (seconds, 0.1 to 1) asks it to
@@ -419,11 +473,19 @@ async def connect(
         address = await resolve_target(address)
     if advance is not None and not MIN_ADVANCE <= advance <= 1:
         raise ValueError(f"advance must be {MIN_ADVANCE} to 1 seconds (None leaves it to the runtime), not {advance}")
-    addr = address if isinstance(address, Address) else parse_address(address)
     if token is None:
         token = os.environ.get("LIVETRACE_TOKEN") or None
     name = client_name or f"livetrace-py/{__version__} pid {os.getpid()} on {socket.gethostname()}"
     limits = Limits(idle_timeout or None, stop_timeout, max_generation_bytes)
+    if isinstance(address, str) and is_pprof_address(address):
+        from livetrace._session.pprof_windows import open_pprof_session  # imports httpx: only when needed
+
+        async with open_pprof_session(address, window=window, duration=duration, limits=limits) as session:
+            yield session
+        return
+    if window is not None:
+        raise ValueError("a window applies to http:// addresses (net/http/pprof) only")
+    addr = address if isinstance(address, Address) else parse_address(address)
     peer = transport.PeerCheck(transport.uids(allow_uid), expected_pid)
     tls = transport.TLSOptions(
         None if tls_ca is None else Path(tls_ca), None if tls_pin is None else transport.parse_pin(tls_pin)
@@ -449,7 +511,9 @@ async def connect(
         raise
     try:
         async with open_nursery() as nursery:
-            session = Session(stream, addr, info, conn, pending, nursery, limits=limits, duration=duration)
+            counters = Counters()
+            source = HelperFrames(stream, addr, info, conn, pending, counters, limits, duration)
+            session = Session(source, addr, info, nursery, limits=limits, counters=counters)
             yield session
             nursery.cancel_scope.cancel()
     finally:

@@ -75,6 +75,13 @@ class TraceDecoder(abc.ABC):
         """A live legacy segment is over and complete (segment mode)."""
         return iter(())
 
+    @abc.abstractmethod
+    def end_trace(self) -> Iterator[Item]:
+        """The trace is over and complete, and another trace of the same
+        process follows (a net/http/pprof session's next window): what it
+        completes, as ``close`` would; the next bytes fed begin with the
+        next trace's header."""
+
     @property
     def largest_generation(self) -> int:
         """Bytes of the largest generation decoded so far (modern traces)."""
@@ -90,14 +97,24 @@ class _Modern(TraceDecoder):
         self._header = b""  # to start afresh after a gap
         self._largest = 0
         self._decoder = ModernDecoder(kinds, compiled=compiled)
+        self._ended = False  # the trace ended (end_trace), and the next has not begun
 
     def feed_iter(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[Item]:
+        self._ended = self._ended and not data
         if len(self._header) < HEADER_SIZE:
             self._header += data[: HEADER_SIZE - len(self._header)]
         return self._decoder.feed_batches(data)
 
     def close_iter(self) -> Iterator[Item]:
-        return self._decoder.close_batches()
+        return iter(()) if self._ended else self._decoder.close_batches()
+
+    def end_trace(self) -> Iterator[Item]:
+        if not self._ended:
+            yield from self._decoder.close_batches()
+        self._largest = self.largest_generation
+        self._header = b""
+        self._decoder = ModernDecoder(self._kinds, compiled=self._compiled)
+        self._ended = True
 
     def gap(self, gap: Gap) -> Iterator[Item]:
         # Start afresh on the next generation, as a new first generation, as
@@ -128,6 +145,11 @@ class _Legacy(TraceDecoder):
 
     def end_segment(self, end: SegmentEnd) -> Iterator[Item]:
         return self._live.end_segment(end)
+
+    def end_trace(self) -> Iterator[Item]:
+        # As at the end of the stream: times go on counting from the first
+        # trace's start, and the window's gap is the caller's notice to give.
+        return self._live.end_segment(None)
 
 
 def open_decoder(
