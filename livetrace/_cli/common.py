@@ -159,8 +159,8 @@ def session_arguments(p: argparse.ArgumentParser) -> None:
         "address",
         metavar="ADDRESS",
         help="the service: where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, "
-        "HOST:PORT), the http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: pid:N, or NAME, an "
-        "executable's name that matches exactly one process (see livetrace ps)",
+        "HOST:PORT), the http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: "
+        "pid:N, or NAME, an executable's name that matches exactly one process (see livetrace ps)",
     )
     p.add_argument(
         "-d", "--duration", type=duration_option, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)"
