@@ -26,7 +26,7 @@ from livetrace._attach.processes import FIX, HELPER_IMPORT, Kind, ProcessInfo
 from livetrace._attach.resolve import is_process_reference, resolve_target
 from livetrace._cli.ps import MAX_WIDTH, MIN_WIDTH, NOT_ATTACHABLE, row_json, table_lines, uptime_text
 from livetrace._go.demo import DemoProcess, run_demo
-from tests.conftest import GO_VERSIONS, cli, demo_exe
+from tests.conftest import GO_VERSIONS, cli, demo_exe, go_tool_trace
 from tests.plainsvc import plain_service
 
 DEMO_PACKAGE = "github.com/livetrace/livetrace/go_helper/cmd/livetrace-demo"
@@ -187,3 +187,9 @@ async def test_ps_and_process_references(tmp_path: Path, monkeypatch: pytest.Mon
         code, _, stderr = await _run_cli("record", svc_name, "-o", str(out), "--duration", "1")
         assert code == 0, stderr
         assert out.stat().st_size > 0
+
+        # ... and by pid:N through a service's net/http/pprof: one window, a trace Go opens.
+        out = tmp_path / "by-pid.trace"
+        code, _, stderr = await _run_cli("record", f"pid:{with_pprof.pid}", "-o", str(out), "--duration", "1")
+        assert code == 0, stderr
+        go_tool_trace("1.26", out)
