@@ -192,6 +192,34 @@ async def test_the_first_ctrl_c_during_a_blocked_write_keeps_every_line_whole() 
     assert len(whole_lines(data)) > 1000
 
 
+@pytest.mark.slow
+@pytest.mark.once  # signal handling, shared by both twins
+async def test_a_stop_that_output_nobody_reads_holds_up_is_given_up_on() -> None:
+    """One SIGTERM, as a supervisor sends it, to a tail whose reader went
+    away without closing the pipe: the stop cannot finish writing, and
+    the tail gives up once the stop's grace is over rather than hang."""
+    async with demo("1.26") as d:
+        r, w = os.pipe()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "livetrace", "tail", d.trace_address, "--stop-timeout", "1"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=tail_env(False),
+        )
+        os.close(w)
+        try:
+            with trio.fail_after(60):
+                while not writing_to_a_full_pipe(proc.pid):
+                    await trio.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            code, _, err = await trio.to_thread.run_sync(finish, proc)
+        finally:
+            os.close(r)
+    assert code == 1, err  # incomplete: decoded lines were never printed
+    assert "stopping" in err and "is the output blocked?): aborting" in err, err
+
+
 @pytest.mark.compiled_core
 @pytest.mark.skipif(
     os.environ.get("LIVETRACE_PURE_PYTHON") == "1",

@@ -40,27 +40,34 @@ def say(err: TextIO, msg: str) -> None:
     print(f"livetrace: {msg}", file=err, flush=True)
 
 
+# Past the session's own stop timeout (and a pprof window), a stop that has
+# not ended the command is stuck on our side: output nobody reads, say.
+STOP_GRACE_MARGIN = 5.0
+
+
 async def stop_on_signals(session: Session, abort: trio.CancelScope, err: TextIO) -> None:
-    """First Ctrl-C: ask the helper to stop (a pprof session: at the end of
-    its window), so the trace still ends complete. Second: give up at once."""
+    """First Ctrl-C (or SIGTERM): ask the helper to stop (a pprof session:
+    at the end of its window), so the trace still ends complete. Second, or
+    the stop not done within its grace: give up at once."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        count = 0
-        async for _ in signals:
-            count += 1
-            if count == 1 and is_pprof(session.info):
-                say(
-                    err,
-                    f"stopping at the end of the current pprof window (at most {window_seconds(session.info):g} s; "
-                    "Ctrl-C again to abort, which leaves that window incomplete)",
-                )
-                await session.stop()
-            elif count == 1:
-                say(err, "stopping; the tracer is flushing its last data (Ctrl-C again to abort)")
-                await session.stop()
-            else:
-                say(err, "aborted")
-                abort.cancel()
-                return
+        await signals.__anext__()
+        grace = session.limits.stop_timeout + STOP_GRACE_MARGIN
+        if is_pprof(session.info):
+            grace += window_seconds(session.info)
+            say(
+                err,
+                f"stopping at the end of the current pprof window (at most {window_seconds(session.info):g} s; "
+                "Ctrl-C again to abort, which leaves that window incomplete)",
+            )
+        else:
+            say(err, "stopping; the tracer is flushing its last data (Ctrl-C again to abort)")
+        await session.stop()
+        with trio.move_on_after(grace) as waited:
+            await signals.__anext__()
+            say(err, "aborted")
+        if waited.cancelled_caught:
+            say(err, f"still not done {grace:g} s after the stop (is the output blocked?): aborting")
+        abort.cancel()
 
 
 async def until_done(

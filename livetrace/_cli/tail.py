@@ -91,11 +91,11 @@ async def tail_command(
             every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
             how = f"{what} arrive a generation ({every}) at a time"
         say(err, f"tailing {about(info)}); {how}" + ("" if duration else "; Ctrl-C stops"))
-        shown, pipe_closed = await until_done(session, err, partial(print_events, session, view, out, limit)) or (
-            0,
-            False,
-        )
+        done = await until_done(session, err, partial(print_events, session, view, out, limit))
+        shown, pipe_closed = done or (0, False)
         say(err, view.summary(session.counters.events, shown, session.counters.spans))
+        if done is None:  # aborted: lines decoded were never printed
+            return EXIT_INCOMPLETE
         if pipe_closed:
             silence_stdout()
             return EXIT_OK
