@@ -129,7 +129,7 @@ def pprof_how(info: SessionInfo, what: str) -> str:
     if is_legacy_go(info.go_version):
         how = (
             f"a legacy trace in {w} /debug/pprof/trace windows: each window's {what} are printed, exact and "
-            "with stacks, when it ends (events before that, marked ~, where the tick clock can be estimated)"
+            "with stacks, when it ends"
         )
     else:
         how = f"{what} arrive a generation at a time as each {w} /debug/pprof/trace window streams in"
@@ -162,7 +162,7 @@ class View:
             what="spans" if self.spans else "batches",
             buffer=2,
             lossless=True,
-            provisional=not session.info.segment_ms,
+            provisional=not session.info.restarts,
         )
 
     def text(self, item: object, t0: int, provisional: bool) -> str:

@@ -85,6 +85,13 @@ class SessionInfo:
     first_segment: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def restarts(self) -> bool:
+        """Whether the trace is cut into complete traces as it goes (legacy
+        segments, or net/http/pprof windows): a legacy trace's exact events
+        then come soon, and provisional ones are not worth making."""
+        return bool(self.segment_ms or self.extra.get("window_ms"))
+
 
 @dataclass(frozen=True)
 class Chunk:

@@ -156,8 +156,8 @@ class Session:
         as EventBatch objects. In segment mode (``connect(segment=...)``)
         that happens once per segment, and a :class:`SegmentGap` marks each
         restart. ``provisional`` says whether to make the provisional
-        events at all (the default: only when not in segment mode, where the
-        exact ones follow within a segment).
+        events at all (the default: only when the trace is not cut into
+        segments or pprof windows, whose exact events follow soon).
 
         ``kinds`` keeps only events of those kinds; the others are decoded
         but never made. Calling this again continues the same stream (with
@@ -167,7 +167,7 @@ class Session:
         wanted = None if kinds is None else frozenset(kinds)
         if self._default is None:
             if provisional is None:
-                provisional = not self.info.segment_ms
+                provisional = not self.info.restarts
             self._default = self.subscribe(
                 Filter(kinds=wanted), what="batches", buffer=2, lossless=True, provisional=provisional
             )
