@@ -26,6 +26,7 @@ from livetrace._cli.common import (
 from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_input
 from livetrace._cli.demo import demo_command
 from livetrace._cli.filters import add_filter_options, build_filter
+from livetrace._cli.flight import add_flight_parser, flight_command
 from livetrace._cli.output import WholeWriter
 from livetrace._cli.record import record_command
 from livetrace._cli.render.color import use_color
@@ -189,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="colour the text format: auto (default) when standard output is a terminal and NO_COLOR is unset",
     )
 
+    add_flight_parser(sub, _ExamplesFormatter, session_arguments)
+
     demo = sub.add_parser(
         "demo",
         help="build and trace the bundled demo service",
@@ -269,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
                     **connect_options(args),
                 )
             )
+        if args.command == "flight":
+            return trio.run(lambda: flight_command(args, err, **connect_options(args)))
         if args.command == "decode":
             with open_input(args.file) as stream:
                 if args.dump == "parsed":
