@@ -133,6 +133,7 @@ class FlightRing:
                 self._segments += 1
                 self._open = Unit(self._segments, c.read_unix_ns, c.read_unix_ns)
             self._open.add(c)
+            self._trim_bytes()
             return
         if c.generation == 0:
             if not self.header:
@@ -147,6 +148,7 @@ class FlightRing:
                 return  # a straggler of a generation already closed: cannot happen in order; ignore
             cur = self._open = Unit(c.generation, c.read_unix_ns, c.read_unix_ns)
         cur.add(c)
+        self._trim_bytes()
         if c.data == _END_OF_GENERATION:  # Go 1.25+ says so at once; older runtimes by starting the next
             self._complete_open()
 
