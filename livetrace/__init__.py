@@ -30,6 +30,9 @@ from livetrace._errors import (
     UnsupportedTraceVersionError,
 )
 from livetrace._files import decode, decode_batches, decode_span_batches, decode_spans
+from livetrace._flight.dump import Dump, Firing
+from livetrace._flight.recorder import FlightRecorder, FlightState
+from livetrace._flight.triggers import Trigger, TriggerError, parse_trigger
 from livetrace._notice import Notice
 from livetrace._protocol.address import Address, parse_address
 from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
@@ -72,10 +75,14 @@ __all__ = [
     "ConnectError",
     "ConnectionLostError",
     "Counters",
+    "Dump",
     "End",
     "Event",
     "EventBatch",
     "Filter",
+    "Firing",
+    "FlightRecorder",
+    "FlightState",
     "Gap",
     "GoState",
     "Kind",
@@ -115,6 +122,8 @@ __all__ = [
     "Tables",
     "TraceDecoder",
     "TraceFormatError",
+    "Trigger",
+    "TriggerError",
     "TruncatedTraceError",
     "UnsupportedTraceVersionError",
     "__version__",
@@ -127,6 +136,7 @@ __all__ = [
     "legacy_events",
     "open_decoder",
     "parse_address",
+    "parse_trigger",
     "record",
     "select_spans",
 ]

@@ -4,6 +4,7 @@ the bounds hold, and the command re-attaches to a restarted service."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -27,7 +28,8 @@ WAIT = 40.0  # the most a test waits for a dump before failing
 
 def get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=30) as r:
-        return r.read().decode()
+        data: bytes = r.read()
+    return data.decode()
 
 
 def regions_in(path: Path, name: str) -> list[livetrace.Span]:
@@ -75,14 +77,19 @@ async def test_region_trigger_modern(tmp_path: Path) -> None:
     assert [s.duration for s in regions_in(trace, "slow-request")] == [info["span"]["duration_ns"]]
     status, out, err = go_dump(trace, "parsed")  # Go's own reader: every event, the region among them
     assert status == 0, err
-    assert 'RegionBegin Time=' in out and 'Type="slow-request"' in out
+    assert "RegionBegin Time=" in out and 'Type="slow-request"' in out
 
 
 @pytest.mark.slow
 async def test_region_and_rss_triggers_legacy_segments(tmp_path: Path) -> None:
     async with demo("1.21", args=["-workers", "1"]) as d, livetrace.connect(d.trace_address, segment=1.0) as session:
         rec = FlightRecorder(
-            session, keep=3.0, triggers=["region:slow-request>200ms", "rss>150MiB"], out_dir=tmp_path, after=0.5, cooldown=0
+            session,
+            keep=3.0,
+            triggers=["region:slow-request>200ms", "rss>150MiB"],
+            out_dir=tmp_path,
+            after=0.5,
+            cooldown=0,
         )
         assert rec.process is not None and rec.process.pid == d.pid  # local: RSS polled with psutil
         async with trio.open_nursery() as n:
@@ -121,7 +128,9 @@ async def test_gc_trigger_cooldown_and_max_files(tmp_path: Path) -> None:
     st = rec.state
     assert st.suppressed > 0  # the demo collects garbage far more often than every 2 s
     times = sorted(dump.firing.at_unix_ns for dump in st.dumps)
-    assert all(b - a >= 1.9e9 for a, b in zip(times, times[1:]))  # the cooldown (monotonic) held, give or take the clocks
+    assert all(
+        b - a >= 1.9e9 for a, b in itertools.pairwise(times)
+    )  # the cooldown (monotonic) held, give or take the clocks
     left = sorted(p.name for p in tmp_path.iterdir())
     newest = st.dumps[-2:]
     assert left == sorted(p.name for dump in newest for p in (*dump.traces, dump.json_path))
@@ -140,7 +149,9 @@ async def test_cli_reattaches_to_a_restarted_service(tmp_path: Path) -> None:
     proc = None
     try:
         async with demo("1.26", args=["-workers", "1"], listen=address):
-            proc = cli("flight", address, "--keep", "3s", "--after", "0.5s", "-t", "region:slow-request>100ms", "-o", str(out))
+            proc = cli(
+                "flight", address, "--keep", "3s", "--after", "0.5s", "-t", "region:slow-request>100ms", "-o", str(out)
+            )
             await trio.sleep(2.5)
         async with demo("1.26", args=["-workers", "1"], listen=address) as d2:
             with trio.fail_after(WAIT):

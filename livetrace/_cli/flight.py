@@ -181,7 +181,9 @@ def status_text(run: _Run, elapsed: float) -> str:
     unit = "segments" if ring.layout is Layout.SEGMENTS else "generations"
     return (
         f"{elapsed:6.0f} s  window {ring.window_ns / 1e9:4.1f} s, {format_size(ring.size)} in {len(ring.units)} {unit}"
-        f"  fired {st.fired}" + (f" ({st.suppressed} in cooldown)" if st.suppressed else "") + f", {len(st.dumps)} dumps"
+        f"  fired {st.fired}"
+        + (f" ({st.suppressed} in cooldown)" if st.suppressed else "")
+        + f", {len(st.dumps)} dumps"
         + (f", {r.pending} pending" if r.pending else "")
     )
 
@@ -226,7 +228,7 @@ async def flight_command(args: argparse.Namespace, err: TextIO, **limits: Any) -
         print(f"livetrace flight: {e}", file=err, flush=True)
         return EXIT_ERROR
     out: Path = args.output
-    if not out.is_dir():
+    if not await trio.Path(out).is_dir():
         say(err, f"error: {out} is not a directory")
         return EXIT_ERROR
     if args.segment < 1:
@@ -282,7 +284,10 @@ async def _attach_loop(
                     err,
                     f"{verb} {about(info)}); keeping {args.keep:g} s (at most {format_size(args.max_memory)})"
                     f" of {'segments' if info.segment_ms else 'generations'}; triggers: "
-                    + ", ".join(t.text + ("" if t.source != "rss" or recorder.process else " (remote: heap in use)") for t in triggers),
+                    + ", ".join(
+                        t.text + ("" if t.source != "rss" or recorder.process else " (remote: heap in use)")
+                        for t in triggers
+                    ),
                 )
                 attached_before = True
                 if run.stopping:

@@ -100,7 +100,11 @@ def _span(s: Span) -> dict[str, Any]:
 
 
 def _event(e: Event) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": e.kind_name, "time_ns": e.time, "goroutine": e.goroutine if e.goroutine >= 0 else None}
+    out: dict[str, Any] = {
+        "kind": e.kind_name,
+        "time_ns": e.time,
+        "goroutine": e.goroutine if e.goroutine >= 0 else None,
+    }
     if e.kind_name == "Log":
         task, category, message = e.log()
         out.update(task=task, category=category, message=message)
@@ -113,7 +117,9 @@ def _event(e: Event) -> dict[str, Any]:
     return out
 
 
-def describe(dump_stem: str, firing: Firing, snap: Snapshot, names: list[str], after_ns: int, tail_cut: bool) -> dict[str, Any]:
+def describe(
+    dump_stem: str, firing: Firing, snap: Snapshot, names: list[str], after_ns: int, tail_cut: bool
+) -> dict[str, Any]:
     """The JSON beside a dump."""
     f = firing
     goroutine = None
@@ -143,8 +149,11 @@ def describe(dump_stem: str, firing: Firing, snap: Snapshot, names: list[str], a
         "value": f.value,
         "traces": names,
         "fired_in": next(
-            ({"file": x["file"], ("generation" if snap.layout is Layout.GENERATIONS else "segment"): f.unit}
-             for x, u in zip(units, snap.units, strict=True) if u.key == f.unit),
+            (
+                {"file": x["file"], ("generation" if snap.layout is Layout.GENERATIONS else "segment"): f.unit}
+                for x, u in zip(units, snap.units, strict=True)
+                if u.key == f.unit
+            ),
             None,
         ),
         "layout": snap.layout.value,
@@ -199,7 +208,11 @@ def prune(out_dir: Path, max_files: int) -> list[Path]:
     removed: list[Path] = []
     for j in dumps[: max(0, len(dumps) - max_files)]:
         base = j.name[: -len(".json")]
-        traces = [p for p in out_dir.iterdir() if p.name == f"{base}.trace" or re.fullmatch(re.escape(base) + r"\.\d+\.trace", p.name)]
+        traces = [
+            p
+            for p in out_dir.iterdir()
+            if p.name == f"{base}.trace" or re.fullmatch(re.escape(base) + r"\.\d+\.trace", p.name)
+        ]
         for p in [*traces, j]:  # the JSON last: while it is there, the dump is
             try:
                 p.unlink()

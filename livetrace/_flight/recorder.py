@@ -141,7 +141,7 @@ class FlightRecorder:
         frames = s.subscribe(what="frames", lossless=True, buffer=FRAME_BUFFER)
         for t in self.triggers:
             if t.source == "rss" and self.process is None:
-                t = t.heap_trigger()  # noqa: PLW2901  # the remote form of the same trigger
+                t = t.heap_trigger()  # the remote form of the same trigger
             if t.source == "spans":
                 self._subs.append((t, s.subscribe(t.filter, what="spans", buffer=TRIGGER_BUFFER)))
             elif t.source == "events":
@@ -150,7 +150,7 @@ class FlightRecorder:
 
     def dumps(self) -> AsyncIterator[Dump]:
         """The dumps as they are written; ends when :meth:`run` returns."""
-        return self._recv  # type: ignore[return-value]  # a receive channel is an async iterator of its items
+        return self._recv
 
     async def run(self) -> None:
         """Record until the session ends; pending dumps are then written with

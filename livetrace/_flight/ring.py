@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from livetrace._protocol.frames import Chunk, Gap, SegmentEnd
@@ -201,7 +200,7 @@ class FlightRing:
         return len(self.header) + self._done_bytes + (self._open.size if self._open else 0)
 
     @property
-    def units(self) -> Sequence[Unit]:
+    def units(self) -> tuple[Unit, ...]:
         return tuple(self._done)
 
     @property

@@ -184,7 +184,9 @@ def _reasons(text: str) -> frozenset[str]:
     )
 
 
-def _long(kind: SpanKind, over: int, predicate: Callable[[Span], bool] | None = None, **names: tuple[str, ...]) -> Filter:
+def _long(
+    kind: SpanKind, over: int, predicate: Callable[[Span], bool] | None = None, **names: tuple[str, ...]
+) -> Filter:
     pred: Callable[[Event | Span], bool] | None = predicate  # type: ignore[assignment]  # a span filter's predicate sees spans only
     # "longer than D": the filter keeps spans at least min_duration long.
     return Filter(kinds=frozenset({kind}), min_duration=over + 1, predicate=pred, **names)  # type: ignore[arg-type]  # names are Filter's tuple fields
