@@ -85,7 +85,7 @@ async def test_region_and_rss_triggers_legacy_segments(tmp_path: Path) -> None:
     async with demo("1.21", args=["-workers", "1"]) as d, livetrace.connect(d.trace_address, segment=1.0) as session:
         rec = FlightRecorder(
             session,
-            keep=3.0,
+            keep=6.0,
             triggers=["region:slow-request>200ms", "rss>150MiB"],
             out_dir=tmp_path,
             after=0.5,

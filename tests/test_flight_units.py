@@ -201,3 +201,20 @@ def test_dump_files_and_prune(tmp_path: Path) -> None:
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == sorted(["notes.txt", *(p.name for d in written[2:] for p in (*d.traces, d.json_path))])
     assert not any(p.name.endswith(".part") for p in tmp_path.iterdir())
+
+
+def test_ring_pins_outlive_keep_not_the_byte_cap() -> None:
+    ring = FlightRing(Layout.GENERATIONS, keep_ns=1 * S, max_bytes=1000)
+    ring.feed(chunk(0, 0, data=b"H"))
+    for g in (1, 2, 3):
+        ring.feed(chunk(g, g * 1000))
+    ring.pin(2)  # a dump waiting for its tail fired in generation 2
+    ring.feed(chunk(4, 9000))
+    ring.trim(9000 * MS)
+    assert [u.key for u in ring.units] == [2, 3]
+    for g in range(5, 12):
+        ring.feed(chunk(g, g * 1000, size=200))
+    assert ring.size <= 1000 and ring.units[0].key > 2  # the byte cap still rules
+    ring.unpin(2)
+    ring.trim(11_000 * MS)
+    assert [u.key for u in ring.units] == [10]

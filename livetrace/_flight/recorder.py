@@ -21,6 +21,7 @@ from livetrace._protocol.frames import SessionInfo
 from livetrace._session.nursery import open_nursery
 from livetrace._session.session import Session
 from livetrace._session.subscribers import Subscription
+from livetrace._trace.legacy.live import SymbolsResolved
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.version import TraceVersion
@@ -199,13 +200,26 @@ class FlightRecorder:
             await trio.sleep(TRIM_EVERY)
 
     async def _watch(self, trig: Trigger, sub: Subscription) -> None:
+        # Which unit of the ring an item belongs to: a modern batch's tables
+        # name its generation; a legacy segment's exact events all have
+        # tables of their own trace's (generation 1), but follow the notice
+        # that its footer arrived, which numbers the segment (from 0).
+        segments = self.ring.layout is Layout.SEGMENTS
+        segment: int | None = None
         try:
             async for item in sub:
-                if isinstance(item, SpanBatch) and len(item):
-                    longest = max(range(len(item)), key=lambda i: item.ends[i] - item.starts[i])
-                    self.fire(Firing(trig, now_ns(), span=item[longest]))
+                if isinstance(item, SymbolsResolved):
+                    segment = item.segment + 1
+                elif isinstance(item, SpanBatch) and len(item):
+                    i = max(range(len(item)), key=lambda k: item.ends[k] - item.starts[k])
+                    first, last = item.tables.get(item.start_tables[i]), item.tables.get(item.end_tables[i])
+                    unit = segment if segments else (last.gen if last is not None else None)
+                    pin = segment if segments else (first.gen if first is not None else unit)
+                    self.fire(Firing(trig, now_ns(), span=item[i], unit=unit), pin=pin)
                 elif isinstance(item, EventBatch) and len(item):
-                    self.fire(Firing(trig, now_ns(), event=item[0]))
+                    ev = item[0]
+                    unit = segment if segments else (None if ev.gen is None else ev.gen.gen)
+                    self.fire(Firing(trig, now_ns(), event=ev, unit=unit))
         except LivetraceError:
             return  # the session's end: the frames' side reports it
 
@@ -221,21 +235,26 @@ class FlightRecorder:
                     self.fire(Firing(t, now_ns(), value=rss))
             await trio.sleep(RSS_POLL)
 
-    def fire(self, firing: Firing) -> bool:
+    def fire(self, firing: Firing, pin: int | None = None) -> bool:
         """A trigger fired: start a dump unless within the cooldown (or the
-        session is over). Returns whether a dump was started."""
+        session is over). Returns whether a dump was started. The dump
+        keeps the generations (segments) from ``pin`` on (default: the
+        firing's ``unit``) past ``keep`` until it is written."""
         st = self.state
         now = trio.current_time()
         units = self.ring.units
         if firing.unit is None and units:
             firing = dataclasses.replace(firing, unit=units[-1].key)
+        if pin is None:
+            pin = firing.unit if firing.unit is not None else (units[-1].key if units else 0)
         started = False
         if self._dumping is not None and not self._ended.is_set():
             if now - st.last_fire >= self.cooldown:
                 st.last_fire = now
                 st.fired += 1
                 self.pending += 1
-                self._dumping.start_soon(self._dump, firing)
+                self.ring.pin(pin)
+                self._dumping.start_soon(self._dump, firing, pin)
                 started = True
             else:
                 st.suppressed += 1
@@ -243,7 +262,14 @@ class FlightRecorder:
             self._on_fire(firing, started)
         return started
 
-    async def _dump(self, firing: Firing) -> None:
+    async def _dump(self, firing: Firing, pin: int) -> None:
+        ring = self.ring
+        try:
+            await self._dump_pinned(firing)
+        finally:
+            ring.unpin(pin)
+
+    async def _dump_pinned(self, firing: Firing) -> None:
         ring = self.ring
         tail_cut = False
         with trio.move_on_after(self.after):

@@ -111,6 +111,7 @@ class FlightRing:
         self._open: Unit | None = None
         self._done_bytes = 0
         self._segments = 0
+        self._pins: list[int] = []  # units from these keys on outlive keep (dumps waiting for their tail)
         self.completed = 0  # units completed over the ring's life
         self.dropped = 0  # complete units dropped by keep or the byte cap
         self.gaps = 0
@@ -133,7 +134,7 @@ class FlightRing:
                 self._open = Unit(self._segments, c.read_unix_ns, c.read_unix_ns)
             self._open.add(c)
             self._trim_bytes()
-            return
+            return  # numbered from 1 in the session, as the decoder numbers a legacy trace's segments
         if c.generation == 0:
             if not self.header:
                 self.header = c.data
@@ -177,11 +178,25 @@ class FlightRing:
     # -- bounds --
 
     def trim(self, now_ns: int) -> None:
-        """Drop the units read entirely before the last ``keep`` seconds."""
+        """Drop the units read entirely before the last ``keep`` seconds,
+        but for those pinned."""
         horizon = now_ns - self.keep_ns
+        pinned = min(self._pins) if self._pins else None
         while self._done and self._done[0].last_read_ns < horizon:
+            if pinned is not None and self._done[0].key >= pinned:
+                break
             self._drop()
         self._trim_bytes()
+
+    def pin(self, key: int) -> None:
+        """Keep the unit ``key`` and those after it past ``keep`` (not past
+        the byte cap) until :meth:`unpin`: a dump waiting for its tail must
+        not lose the generation its trigger fired in, however late the
+        decoding told of it."""
+        self._pins.append(key)
+
+    def unpin(self, key: int) -> None:
+        self._pins.remove(key)
 
     def _trim_bytes(self) -> None:
         while self._done and self.size > self.max_bytes:
