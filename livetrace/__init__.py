@@ -45,6 +45,9 @@ from livetrace._errors import (
     UnsupportedTraceVersionError,
 )
 from livetrace._files import decode, decode_batches, decode_span_batches, decode_spans
+from livetrace._flight.dump import Dump, Firing
+from livetrace._flight.recorder import FlightRecorder, FlightState
+from livetrace._flight.triggers import Trigger, TriggerError, parse_trigger
 from livetrace._notice import Notice
 from livetrace._protocol.address import Address, parse_address
 from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo, WindowEnd, WindowGap
@@ -91,10 +94,14 @@ __all__ = [
     "ConnectionLostError",
     "CorruptBuildInfoError",
     "Counters",
+    "Dump",
     "End",
     "Event",
     "EventBatch",
     "Filter",
+    "Firing",
+    "FlightRecorder",
+    "FlightState",
     "Gap",
     "GoState",
     "HTTPAuthError",
@@ -144,6 +151,8 @@ __all__ = [
     "Tables",
     "TraceDecoder",
     "TraceFormatError",
+    "Trigger",
+    "TriggerError",
     "TruncatedTraceError",
     "UnreadableBinaryError",
     "UnsupportedTraceVersionError",
@@ -159,6 +168,7 @@ __all__ = [
     "legacy_events",
     "open_decoder",
     "parse_address",
+    "parse_trigger",
     "record",
     "select_spans",
 ]

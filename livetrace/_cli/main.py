@@ -27,6 +27,7 @@ from livetrace._cli.common import (
 from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_input
 from livetrace._cli.demo import demo_command
 from livetrace._cli.filters import add_filter_options, build_filter
+from livetrace._cli.flight import add_flight_parser, flight_command
 from livetrace._cli.output import WholeWriter
 from livetrace._cli.ps import ps_command
 from livetrace._cli.record import record_command
@@ -251,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument(
         "--all", action="store_true", help="also list the processes that are not Go, or cannot be inspected, and why"
     )
+    add_flight_parser(sub, _ExamplesFormatter, session_arguments)
 
     demo = sub.add_parser(
         "demo",
@@ -338,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                     **connect_options(args),
                 )
             )
+        if args.command == "flight":
+            return trio.run(lambda: flight_command(args, err, **connect_options(args)))
         if args.command == "decode":
             with open_input(args.file) as stream:
                 if args.dump == "parsed":

@@ -10,7 +10,10 @@
 // trace with livetrace's consumers), /stats (work done so far),
 // /debug/livetrace (the consumers attached, if any)
 // and /debug/trace-to-file?seconds=N (runtime/trace into a local file for N
-// seconds, the baseline livetrace's overhead is measured against), and on
+// seconds, the baseline livetrace's overhead is measured against),
+// /slow?ms=N (a request inside a user region "slow-request" that lasts N ms)
+// and /alloc?mb=N&seconds=S (holds N MiB for S seconds, default 10, to
+// raise its RSS), and on
 // SIGINT or SIGTERM ends any trace session cleanly and exits.
 package main
 
@@ -86,6 +89,8 @@ func main() {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.Handle("/debug/pprof/trace", livetrace.PprofTraceHandler(srv))
 	mux.HandleFunc("/work", handleWork)
+	mux.HandleFunc("/slow", handleSlow)
+	mux.HandleFunc("/alloc", handleAlloc)
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]int64{"ops": ops.Load()})
 	})
@@ -198,6 +203,48 @@ func handleWork(w http.ResponseWriter, r *http.Request) {
 	})
 	fmt.Fprintf(w, "%x\n", sum[:4])
 	ops.Add(1)
+}
+
+// handleSlow is a request that takes as long as asked, inside the user
+// region "slow-request": something for a flight recorder's region trigger.
+func handleSlow(w http.ResponseWriter, r *http.Request) {
+	ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+	if err != nil || ms < 0 || ms > 600000 {
+		http.Error(w, "ms must be a number of milliseconds in [0, 600000]", http.StatusBadRequest)
+		return
+	}
+	trace.WithRegion(r.Context(), "slow-request", func() {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	})
+	fmt.Fprintf(w, "slept %d ms\n", ms)
+}
+
+// held keeps what /alloc allocated reachable until its time is up.
+var held sync.Map
+
+// handleAlloc allocates mb MiB, touches every page so that it counts in the
+// process's RSS, and holds it for the given seconds (default 10).
+func handleAlloc(w http.ResponseWriter, r *http.Request) {
+	mb, err := strconv.Atoi(r.URL.Query().Get("mb"))
+	if err != nil || mb <= 0 || mb > 16<<10 {
+		http.Error(w, "mb must be a number of MiB in [1, 16384]", http.StatusBadRequest)
+		return
+	}
+	seconds := 10.0
+	if s := r.URL.Query().Get("seconds"); s != "" {
+		if seconds, err = strconv.ParseFloat(s, 64); err != nil || seconds <= 0 || seconds > 3600 {
+			http.Error(w, "seconds must be a number in (0, 3600]", http.StatusBadRequest)
+			return
+		}
+	}
+	buf := make([]byte, mb<<20)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 1
+	}
+	key := new(int)
+	held.Store(key, buf)
+	time.AfterFunc(time.Duration(seconds*float64(time.Second)), func() { held.Delete(key) })
+	fmt.Fprintf(w, "holding %d MiB for %g s\n", mb, seconds)
 }
 
 // httpClient makes requests to the demo itself: network syscalls, netpoll

@@ -1,0 +1,314 @@
+"""``livetrace flight``: a flight recorder outside the process, with triggers."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+from livetrace._cli.common import EXIT_ERROR, EXIT_OK, about, say
+from livetrace._errors import (
+    AlreadyTracingError,
+    BusyError,
+    ConnectError,
+    ConnectionLostError,
+    LivetraceError,
+    PeerCredentialsError,
+    TLSVerificationError,
+)
+from livetrace._flight.dump import Dump, Firing
+from livetrace._flight.recorder import FlightRecorder, FlightState
+from livetrace._flight.ring import Layout
+from livetrace._flight.triggers import Trigger, TriggerError, format_size, parse_duration, parse_size, parse_trigger
+from livetrace._protocol import text as peer
+from livetrace._session.nursery import open_nursery
+from livetrace._session.session import Session, connect
+
+FIRST_BACKOFF = 0.5
+MAX_BACKOFF = 30.0
+STATUS_EVERY = 0.5
+
+FLIGHT_EXAMPLES = """\
+examples:
+  livetrace flight unix:/run/svc.sock --keep 30s --trigger 'gc>50ms' -o dumps/
+        a GC cycle over 50 ms: write the last 30 s and the next 5 s to dumps/
+  livetrace flight unix:/run/svc.sock --keep 1m --trigger 'region:checkout>200ms' --trigger 'stw>10ms' -o dumps/
+  livetrace flight tcp:127.0.0.1:7070 --keep 20s --trigger 'blocked[chan]>1s' --after 2s --max-files 10 -o dumps/
+  livetrace flight unix:/run/svc.sock --keep 30s --trigger 'log~"timeout|deadline"' --trigger 'rss>2GiB' -o dumps/
+
+triggers (combine several; any one fires):
+  gc>D  stw>D  runnable>D  syscall>D  mark-assist>D     a span of that kind longer than D
+  blocked>D  blocked[REASON]>D     a goroutine blocked longer than D, on chan, select, mutex, sync,
+                                   cond, net, sleep, or a reason in quotes: blocked["chan receive"]>1s
+  region:NAME>D  task:NAME>D       a user region or task of that type (a glob) longer than D
+  log~"PATTERN"                    a log message (runtime/trace.Log) matching a regular expression
+  rss>SIZE                         the process's resident memory above SIZE (local processes; for a
+                                   remote one, the heap in use the trace reports)
+  D: 50ms, 1.5s, 2m, 800us; SIZE: 2GiB, 512MiB, 100MB.
+
+Each dump is DIR/<UTC time>-<trigger>.trace (Go 1.21 and older: one file per kept segment,
+.2.trace, .3.trace, ...) that go tool trace opens, and a .json beside it: the trigger, when it
+fired, the goroutine, the span and its stacks, the file's time range. Ctrl-C or SIGTERM stops:
+a dump waiting for its tail is written at once with the tail it has; nothing partial is left.
+The recorder re-attaches, with backoff, when the service restarts or the connection drops.
+docs/flight.md explains the memory bounds and the JSON fields."""
+
+
+def _seconds(text: str) -> float:
+    try:
+        return parse_duration(text if not text.replace(".", "", 1).isdigit() else text + "s") / 1e9
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text if not text.replace(".", "", 1).isdigit() else text + "MiB")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return v
+
+
+def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter], session_arguments: Any) -> None:
+    p = sub.add_parser(
+        "flight",
+        help="keep the last seconds of a live trace in memory and write them when a trigger fires",
+        description="A flight recorder outside the process: attach to a running Go service, keep the last "
+        "--keep of its execution trace in memory (whole generations on Go 1.22+, whole segments on "
+        "older Go), and each time a trigger fires, wait --after and write the kept window and that tail "
+        "as a trace go tool trace opens, with a JSON file beside it saying why. Runs until stopped.",
+        epilog=FLIGHT_EXAMPLES,
+        formatter_class=formatter,
+    )
+    session_arguments(p)
+    p.add_argument(
+        "-t",
+        "--trigger",
+        action="append",
+        required=True,
+        metavar="EXPR",
+        help="when to write a dump (repeatable; see the table below)",
+    )
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="directory for the dumps")
+    p.add_argument(
+        "--keep", type=_seconds, default=30.0, metavar="TIME", help="how much of the trace to keep (default 30s)"
+    )
+    p.add_argument(
+        "--after", type=_seconds, default=5.0, metavar="TIME", help="the tail written after a trigger (default 5s)"
+    )
+    p.add_argument(
+        "--cooldown",
+        type=_seconds,
+        default=10.0,
+        metavar="TIME",
+        help="after a trigger fires, ignore triggers this long (default 10s)",
+    )
+    p.add_argument(
+        "--max-files",
+        type=_positive_int,
+        metavar="N",
+        help="keep only the newest N dumps in DIR, removing older ones (default: no limit)",
+    )
+    p.add_argument(
+        "--max-memory",
+        type=_size,
+        default=256 << 20,
+        metavar="SIZE",
+        help="the most trace the recorder holds; the oldest generations go first (default 256MiB)",
+    )
+    p.add_argument(
+        "--segment",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="Go 1.21 and older: restart the trace this often (default 2, at least 1); a dump holds whole "
+        "segments, and triggers fire when a segment completes",
+    )
+    p.add_argument(
+        "--status",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one status line (default: when stderr is a terminal); without it, plain log lines",
+    )
+
+
+@dataclass
+class _Run:
+    """The command's state across sessions."""
+
+    state: FlightState
+    session: Session | None = None
+    recorder: FlightRecorder | None = None
+    stopping: bool = False
+
+
+def _fired(err: TextIO, f: Firing, started: bool) -> None:
+    what = ""
+    if f.span is not None:
+        name = f.span.name or f.span.reason
+        where = "" if f.span.resource.kind == "None" else f" on {f.span.resource}"
+        what = f": {f.span.kind}{' ' + name if name else ''} {f.span.duration / 1e6:.1f} ms{where}"
+    elif f.value is not None:
+        what = f": {format_size(f.value)}"
+    elif f.event is not None and f.event.kind_name == "Log":
+        what = f": log {peer.shown(f.event.log()[2])!s}"
+    if started:
+        say(err, f"trigger {f.trigger.text} fired{what}")
+
+
+def _dumped(err: TextIO, d: Dump, elapsed: float) -> None:
+    cut = " (tail cut short: the session ended)" if d.tail_cut else ""
+    say(err, f"wrote {', '.join(str(p) for p in d.traces)} ({format_size(d.size)}){cut} and {d.json_path.name}")
+
+
+def status_text(run: _Run, elapsed: float) -> str:
+    r = run.recorder
+    st = run.state
+    if r is None:
+        return f"{elapsed:6.0f} s  not attached; fired {st.fired}, {len(st.dumps)} dumps"
+    ring = r.ring
+    unit = "segments" if ring.layout is Layout.SEGMENTS else "generations"
+    return (
+        f"{elapsed:6.0f} s  window {ring.window_ns / 1e9:4.1f} s, {format_size(ring.size)} in {len(ring.units)} {unit}"
+        f"  fired {st.fired}"
+        + (f" ({st.suppressed} in cooldown)" if st.suppressed else "")
+        + f", {len(st.dumps)} dumps"
+        + (f", {r.pending} pending" if r.pending else "")
+    )
+
+
+async def _status(run: _Run, err: TextIO) -> None:
+    start = trio.current_time()
+    try:
+        while True:
+            err.write("\r" + status_text(run, trio.current_time() - start) + "\x1b[K")
+            err.flush()
+            await trio.sleep(STATUS_EVERY)
+    finally:
+        err.write("\r\x1b[K")
+        err.flush()
+
+
+async def _signals(run: _Run, abort: trio.CancelScope, err: TextIO) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            if run.stopping:
+                say(err, "aborted (no dump is left partial)")
+                abort.cancel()
+                return
+            run.stopping = True
+            say(err, "stopping; dumps waiting for their tail are written now (Ctrl-C again to abort)")
+            if run.session is not None:
+                await run.session.stop()
+            else:
+                abort.cancel()
+
+
+def _retryable(e: LivetraceError) -> bool:
+    if isinstance(e, PeerCredentialsError | TLSVerificationError):
+        return False
+    return isinstance(e, ConnectError | ConnectionLostError | BusyError | AlreadyTracingError)
+
+
+async def flight_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
+    try:
+        triggers: list[Trigger] = [parse_trigger(t) for t in args.trigger]
+    except TriggerError as e:
+        print(f"livetrace flight: {e}", file=err, flush=True)
+        return EXIT_ERROR
+    out: Path = args.output
+    if not await trio.Path(out).is_dir():
+        say(err, f"error: {out} is not a directory")
+        return EXIT_ERROR
+    if args.segment < 1:
+        say(err, "error: --segment must be at least 1 second")
+        return EXIT_ERROR
+    run = _Run(FlightState())
+    show = err.isatty() if args.status is None else args.status
+    code = EXIT_OK
+    async with open_nursery() as nursery:
+        abort = trio.CancelScope()
+        nursery.start_soon(_signals, run, abort, err)
+        if show:
+            nursery.start_soon(_status, run, err)
+        with abort:
+            code = await _attach_loop(run, args, triggers, err, limits)
+        nursery.cancel_scope.cancel()
+    st = run.state
+    removed = f", {st.removed} old files removed" if st.removed else ""
+    say(err, f"stopped: {st.fired} triggers fired, {len(st.dumps)} dumps written{removed}")
+    return code
+
+
+async def _attach_loop(
+    run: _Run, args: argparse.Namespace, triggers: list[Trigger], err: TextIO, limits: dict[str, Any]
+) -> int:
+    backoff = FIRST_BACKOFF
+    deadline = math.inf if not args.duration else trio.current_time() + args.duration
+    attached_before = False
+    while not run.stopping and trio.current_time() < deadline:
+        left = None if deadline == math.inf else deadline - trio.current_time()
+        try:
+            async with connect(
+                args.address, token=args.token, duration=left, advance=0.5, segment=args.segment, **limits
+            ) as session:
+                started = trio.current_time()
+                recorder = FlightRecorder(
+                    session,
+                    keep=args.keep,
+                    triggers=triggers,
+                    out_dir=args.output,
+                    after=args.after,
+                    cooldown=args.cooldown,
+                    max_files=args.max_files,
+                    max_memory=args.max_memory,
+                    state=run.state,
+                    on_fire=lambda f, started: _fired(err, f, started),
+                    on_dump=lambda d: _dumped(err, d, 0.0),
+                )
+                run.session, run.recorder = session, recorder
+                info = session.info
+                verb = "re-attached to" if attached_before else "attached to"
+                say(
+                    err,
+                    f"{verb} {about(info)}); keeping {args.keep:g} s (at most {format_size(args.max_memory)})"
+                    f" of {'segments' if info.segment_ms else 'generations'}; triggers: "
+                    + ", ".join(
+                        t.text + ("" if t.source != "rss" or recorder.process else " (remote: heap in use)")
+                        for t in triggers
+                    ),
+                )
+                attached_before = True
+                if run.stopping:
+                    await session.stop()
+                try:
+                    await recorder.run()
+                finally:
+                    run.session = run.recorder = None
+                if trio.current_time() - started > MAX_BACKOFF:
+                    backoff = FIRST_BACKOFF
+                end = session.end
+                if run.stopping or trio.current_time() >= deadline:
+                    break
+                why = peer.shown(end.reason) if end is not None else "no end frame"
+                say(err, f"the session ended ({why}); re-attaching in {backoff:g} s")
+        except LivetraceError as e:
+            run.session = None
+            if not _retryable(e) or run.stopping:
+                say(err, f"error: {e}")
+                return EXIT_ERROR
+            say(err, f"{e}; re-attaching in {backoff:g} s")
+        await trio.sleep(backoff)
+        backoff = min(backoff * 2, MAX_BACKOFF)
+    return EXIT_OK

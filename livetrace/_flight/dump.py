@@ -1,0 +1,226 @@
+"""Writing a dump: the kept trace, and a JSON file beside it saying why.
+
+Plain blocking file I/O, run off the event path (the recorder calls it in
+a worker thread). Every file is written under a temporary name in the
+output directory and renamed into place when whole, so that a stop, a
+crash or a full disk never leaves a partial dump under a final name; the
+JSON goes last, so a JSON file means its traces are there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from livetrace._flight.ring import Layout, Snapshot
+from livetrace._flight.triggers import Trigger
+from livetrace._trace.model.events import Event, StackFrame
+from livetrace._trace.spans.model import Span
+
+# A dump's JSON file name: <UTC time>-<trigger>.json (the traces share its stem).
+DUMP_NAME = re.compile(r"^\d{8}T\d{6}\.\d{3}Z-[A-Za-z0-9.-]+\.json$")
+
+
+@dataclass(frozen=True)
+class Firing:
+    """A trigger fired: by ``span`` or ``event`` (or, for RSS, a ``value``
+    in bytes), at wall-clock ``at_unix_ns``."""
+
+    trigger: Trigger
+    at_unix_ns: int
+    span: Span | None = None
+    event: Event | None = None
+    value: int | None = None
+    # The newest generation (segment) complete when it fired: the span or
+    # event is in it or, if decoding lagged the frames, in one shortly before.
+    unit: int | None = None
+
+
+@dataclass(frozen=True)
+class Dump:
+    """A dump written: its trace files (one on Go 1.22+; on older Go one per
+    kept segment, each a complete trace), the JSON beside them, and what
+    they cover."""
+
+    firing: Firing
+    traces: tuple[Path, ...]
+    json_path: Path
+    size: int
+    first_read_unix_ns: int | None
+    last_read_unix_ns: int | None
+    after_ns: int
+    tail_cut: bool  # written before the whole tail arrived (the session ended, or the recorder stopped)
+
+
+def stem(firing: Firing) -> str:
+    """``20250102T030405.678Z-region-checkout-200ms``: sorts by time, names the trigger."""
+    t = datetime.fromtimestamp(firing.at_unix_ns / 1e9, UTC)
+    return f"{t:%Y%m%dT%H%M%S}.{t.microsecond // 1000:03d}Z-{firing.trigger.slug}"
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    t = datetime.fromtimestamp(ns / 1e9, UTC)
+    return t.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _frames(frames: list[StackFrame] | None) -> list[dict[str, Any]] | None:
+    if frames is None:
+        return None
+    return [{"function": f.func, "file": f.file, "line": f.line, "pc": f.pc} for f in frames]
+
+
+def _span(s: Span) -> dict[str, Any]:
+    return {
+        "kind": str(s.kind),
+        "resource": {"kind": s.resource.kind, "id": s.resource.id},
+        "goroutine": s.resource.id if s.resource.kind == "Goroutine" else None,
+        "start_ns": s.start,
+        "end_ns": s.end,
+        "duration_ns": s.duration,
+        "name": s.name,
+        "reason": s.reason,
+        "task": s.task,
+        "task_name": s.task_name,
+        "clipped_start": s.clipped_start,
+        "clipped_end": s.clipped_end,
+        "start_stack": _frames(s.start_stack),
+        "end_stack": _frames(s.end_stack),
+        "logs": [{"category": c, "message": m} for c, m in s.logs],
+    }
+
+
+def _event(e: Event) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": e.kind_name,
+        "time_ns": e.time,
+        "goroutine": e.goroutine if e.goroutine >= 0 else None,
+    }
+    if e.kind_name == "Log":
+        task, category, message = e.log()
+        out.update(task=task, category=category, message=message)
+    elif e.kind_name == "Metric":
+        out["metric"], out["value"] = e.metric()
+    try:
+        out["stack"] = _frames(e.stack())
+    except (ValueError, KeyError):
+        out["stack"] = None
+    return out
+
+
+def describe(
+    dump_stem: str, firing: Firing, snap: Snapshot, names: list[str], after_ns: int, tail_cut: bool
+) -> dict[str, Any]:
+    """The JSON beside a dump."""
+    f = firing
+    goroutine = None
+    if f.span is not None and f.span.resource.kind == "Goroutine":
+        goroutine = f.span.resource.id
+    elif f.event is not None and f.event.goroutine >= 0:
+        goroutine = f.event.goroutine
+    units = [
+        {
+            "file": names[0 if snap.layout is Layout.GENERATIONS else i],
+            "generation" if snap.layout is Layout.GENERATIONS else "segment": u.key,
+            "first_read": _iso(u.first_read_ns),
+            "last_read": _iso(u.last_read_ns),
+            "bytes": u.size,
+        }
+        for i, u in enumerate(snap.units)
+    ]
+    return {
+        "format": 1,
+        "trigger": f.trigger.text,
+        "description": f.trigger.description,
+        "fired_at": _iso(f.at_unix_ns),
+        "fired_at_unix_ns": f.at_unix_ns,
+        "goroutine": goroutine,
+        "span": None if f.span is None else _span(f.span),
+        "event": None if f.event is None else _event(f.event),
+        "value": f.value,
+        "traces": names,
+        "fired_in": next(
+            (
+                {"file": x["file"], ("generation" if snap.layout is Layout.GENERATIONS else "segment"): f.unit}
+                for x, u in zip(units, snap.units, strict=True)
+                if u.key == f.unit
+            ),
+            None,
+        ),
+        "layout": snap.layout.value,
+        "time_range": {
+            # Wall-clock times the helper read the first and last chunk kept:
+            # the trace's own clock (span and event times above) is not wall time.
+            "first_read": _iso(snap.first_read_ns),
+            "last_read": _iso(snap.last_read_ns),
+            "seconds": None
+            if snap.first_read_ns is None or snap.last_read_ns is None
+            else (snap.last_read_ns - snap.first_read_ns) / 1e9,
+        },
+        "after_seconds": after_ns / 1e9,
+        "tail_cut": tail_cut,
+        "units": units,
+        "bytes": snap.size,
+    }
+
+
+def _write_atomic(path: Path, parts: Iterable[bytes]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as out:
+            for p in parts:
+                out.write(p)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_dump(out_dir: Path, firing: Firing, snap: Snapshot, after_ns: int, tail_cut: bool) -> Dump:
+    """Write the snapshot's traces and the JSON beside them; see the module's docstring."""
+    base = stem(firing)
+    traces = snap.traces()
+    names = [f"{base}.trace" if i == 0 else f"{base}.{i + 1}.trace" for i in range(len(traces))]
+    paths = tuple(out_dir / n for n in names)
+    for path, parts in zip(paths, traces, strict=True):
+        _write_atomic(path, parts)
+    info = describe(base, firing, snap, names, after_ns, tail_cut)
+    json_path = out_dir / f"{base}.json"
+    _write_atomic(json_path, [json.dumps(info, indent=2).encode() + b"\n"])
+    return Dump(firing, paths, json_path, snap.size, snap.first_read_ns, snap.last_read_ns, after_ns, tail_cut)
+
+
+def prune(out_dir: Path, max_files: int) -> list[Path]:
+    """Keep the newest ``max_files`` dumps in out_dir (by their names, which
+    sort by time): remove the older ones' JSON and traces. Only files named
+    as this recorder names them are touched. Returns what was removed."""
+    dumps = sorted(p for p in out_dir.iterdir() if DUMP_NAME.match(p.name))
+    removed: list[Path] = []
+    for j in dumps[: max(0, len(dumps) - max_files)]:
+        base = j.name[: -len(".json")]
+        traces = [
+            p
+            for p in out_dir.iterdir()
+            if p.name == f"{base}.trace" or re.fullmatch(re.escape(base) + r"\.\d+\.trace", p.name)
+        ]
+        for p in [*traces, j]:  # the JSON last: while it is there, the dump is
+            try:
+                p.unlink()
+                removed.append(p)
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+def now_ns() -> int:
+    return time.time_ns()

@@ -1,0 +1,299 @@
+"""The flight recorder on a live session (trio): frames into the ring,
+spans and events into the triggers, dumps written off the event path."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import trio
+
+from livetrace._errors import LivetraceError, TraceFormatError
+from livetrace._flight.dump import Dump, Firing, now_ns, prune, write_dump
+from livetrace._flight.ring import DEFAULT_MAX_BYTES, FlightRing, Layout
+from livetrace._flight.triggers import Trigger, parse_trigger
+from livetrace._protocol.frames import SessionInfo
+from livetrace._session.nursery import open_nursery
+from livetrace._session.session import Session
+from livetrace._session.subscribers import Subscription
+from livetrace._trace.legacy.live import SymbolsResolved
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.version import TraceVersion
+
+DEFAULT_AFTER = 5.0
+DEFAULT_COOLDOWN = 10.0
+RSS_POLL = 1.0
+TRIM_EVERY = 0.5
+FRAME_BUFFER = 64
+TRIGGER_BUFFER = 64
+# After the tail, how long a dump waits at most for the generation (segment)
+# then in progress to complete, beyond the period the helper closes them at.
+UNIT_SLACK = 5.0
+
+
+@dataclass
+class FlightState:
+    """What outlives one session: the cooldown, the counts, the dumps
+    written. Pass it to the next :class:`FlightRecorder` after re-attaching."""
+
+    last_fire: float = -math.inf  # trio time
+    fired: int = 0  # triggers that fired (and started a dump)
+    suppressed: int = 0  # fired within the cooldown: no dump
+    dumps: list[Dump] = field(default_factory=list)
+    removed: int = 0  # files removed by max_files
+
+
+def local_process(info: SessionInfo) -> psutil.Process | None:
+    """The traced process if it runs on this machine (the pid the helper
+    gave is a process with its executable, started before the session), else None."""
+    try:
+        p = psutil.Process(info.pid)
+        if p.create_time() > info.start_unix_ns / 1e9 + 1:
+            return None
+        if info.executable and os.path.realpath(p.exe()) != os.path.realpath(info.executable):
+            return None
+        return p
+    except (psutil.Error, OSError):
+        return None
+
+
+def layout_of(info: SessionInfo) -> Layout:
+    if info.segment_ms:
+        return Layout.SEGMENTS
+    try:
+        legacy = TraceVersion.of_runtime(info.go_version).is_legacy
+    except (ValueError, TraceFormatError):
+        legacy = False
+    if legacy:
+        raise LivetraceError(
+            f"{info.go_version} writes a trace only readable whole: the flight recorder needs segment mode "
+            "(connect(segment=...)), which this helper did not start"
+        )
+    return Layout.GENERATIONS
+
+
+class FlightRecorder:
+    """Keeps the last ``keep`` seconds of a session's raw trace in memory
+    (at most ``max_memory`` bytes) and, each time one of ``triggers``
+    fires, waits ``after`` seconds and writes a dump to ``out_dir``: a
+    complete trace of the kept window and the tail, and a JSON file beside
+    it (docs/flight.md). Triggers are :class:`Trigger` objects or their
+    short text (``"gc>50ms"``); after a dump starts, triggers are ignored
+    for ``cooldown`` seconds; with ``max_files``, only the newest that many
+    dumps stay in ``out_dir``.
+
+    :meth:`run` until the session ends; react to dumps with ``on_dump``
+    (called in the event loop) or ``async for dump in recorder.dumps()``.
+    Subscribe before the session's first frame (create the recorder and
+    call run right after connecting).
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        keep: float,
+        triggers: Sequence[Trigger | str],
+        out_dir: str | os.PathLike[str] = ".",
+        after: float = DEFAULT_AFTER,
+        cooldown: float = DEFAULT_COOLDOWN,
+        max_files: int | None = None,
+        max_memory: int = DEFAULT_MAX_BYTES,
+        on_dump: Callable[[Dump], object] | None = None,
+        on_fire: Callable[[Firing, bool], object] | None = None,
+        state: FlightState | None = None,
+    ) -> None:
+        if after < 0 or cooldown < 0:
+            raise ValueError("after and cooldown are seconds, 0 or more")
+        if max_files is not None and max_files < 1:
+            raise ValueError("max_files must be at least 1")
+        self.session = session
+        self.triggers = [parse_trigger(t) if isinstance(t, str) else t for t in triggers]
+        if not self.triggers:
+            raise ValueError("a flight recorder needs at least one trigger")
+        self.out_dir = Path(out_dir)
+        self.after = after
+        self.cooldown = cooldown
+        self.max_files = max_files
+        self.ring = FlightRing(layout_of(session.info), keep_ns=int(keep * 1e9), max_bytes=max_memory)
+        self.state = state or FlightState()
+        self.pending = 0  # dumps waiting for their tail or being written
+        self._on_dump = on_dump
+        self._on_fire = on_fire
+        self._send, self._recv = trio.open_memory_channel[Dump](math.inf)
+        self._unit_done = trio.Event()
+        self._ended = trio.Event()
+        self._dumping: trio.Nursery | None = None
+        self.process = local_process(session.info)
+        self._subs: list[tuple[Trigger, Subscription]] = []
+        self._frames = self._subscribe()
+
+    def _subscribe(self) -> Subscription:
+        s = self.session
+        # The ring must see every byte: a lossless subscriber, which holds the
+        # reader up rather than lose a frame. Triggers are lossy: one that
+        # falls behind misses spans, it never slows the recording.
+        frames = s.subscribe(what="frames", lossless=True, buffer=FRAME_BUFFER)
+        for t in self.triggers:
+            if t.source == "rss" and self.process is None:
+                t = t.heap_trigger()  # the remote form of the same trigger
+            if t.source == "spans":
+                self._subs.append((t, s.subscribe(t.filter, what="spans", buffer=TRIGGER_BUFFER)))
+            elif t.source == "events":
+                self._subs.append((t, s.subscribe(t.filter, what="batches", buffer=TRIGGER_BUFFER)))
+        return frames
+
+    def dumps(self) -> AsyncIterator[Dump]:
+        """The dumps as they are written; ends when :meth:`run` returns."""
+        return self._recv
+
+    async def run(self) -> None:
+        """Record until the session ends; pending dumps are then written with
+        the tail they have. Raises the session's error (a lost connection,
+        say) after that."""
+        error: LivetraceError | None = None
+        try:
+            async with open_nursery() as watchers:
+                for trig, sub in self._subs:
+                    watchers.start_soon(self._watch, trig, sub)
+                if self.process is not None and any(t.source == "rss" for t in self.triggers):
+                    watchers.start_soon(self._poll_rss, self.process)
+                watchers.start_soon(self._trim)
+                async with open_nursery() as dumping:
+                    self._dumping = dumping
+                    try:
+                        await self._record()
+                    except LivetraceError as e:
+                        error = e
+                    finally:
+                        self._ended.set()
+                        self._unit_done.set()
+                self._dumping = None
+                watchers.cancel_scope.cancel()
+        finally:
+            self._send.close()
+        if error is not None:
+            raise error
+
+    async def _record(self) -> None:
+        ring = self.ring
+        async for frame in self._frames:
+            done = ring.completed
+            ring.feed(frame)  # type: ignore[arg-type]  # a frames subscription yields frames
+            if ring.completed != done:
+                ring.trim(now_ns())
+                self._unit_done.set()
+                self._unit_done = trio.Event()
+        end = self.session.end
+        if end is not None and end.complete:
+            ring.finish()
+
+    async def _trim(self) -> None:
+        while True:
+            self.ring.trim(now_ns())
+            await trio.sleep(TRIM_EVERY)
+
+    async def _watch(self, trig: Trigger, sub: Subscription) -> None:
+        # Which unit of the ring an item belongs to: a modern batch's tables
+        # name its generation; a legacy segment's exact events all have
+        # tables of their own trace's (generation 1), but follow the notice
+        # that its footer arrived, which numbers the segment (from 0).
+        segments = self.ring.layout is Layout.SEGMENTS
+        segment: int | None = None
+        try:
+            async for item in sub:
+                if isinstance(item, SymbolsResolved):
+                    segment = item.segment + 1
+                elif isinstance(item, SpanBatch) and len(item):
+                    i = max(range(len(item)), key=lambda k: item.ends[k] - item.starts[k])
+                    first, last = item.tables.get(item.start_tables[i]), item.tables.get(item.end_tables[i])
+                    unit = segment if segments else (last.gen if last is not None else None)
+                    pin = segment if segments else (first.gen if first is not None else unit)
+                    self.fire(Firing(trig, now_ns(), span=item[i], unit=unit), pin=pin)
+                elif isinstance(item, EventBatch) and len(item):
+                    ev = item[0]
+                    unit = segment if segments else (None if ev.gen is None else ev.gen.gen)
+                    self.fire(Firing(trig, now_ns(), event=ev, unit=unit))
+        except LivetraceError:
+            return  # the session's end: the frames' side reports it
+
+    async def _poll_rss(self, proc: psutil.Process) -> None:
+        rss_triggers = [t for t in self.triggers if t.source == "rss"]
+        while True:
+            try:
+                rss = proc.memory_info().rss
+            except psutil.Error:
+                return  # the process is gone: the session ends too
+            for t in rss_triggers:
+                if rss > t.threshold:
+                    self.fire(Firing(t, now_ns(), value=rss))
+            await trio.sleep(RSS_POLL)
+
+    def fire(self, firing: Firing, pin: int | None = None) -> bool:
+        """A trigger fired: start a dump unless within the cooldown (or the
+        session is over). Returns whether a dump was started. The dump
+        keeps the generations (segments) from ``pin`` on (default: the
+        firing's ``unit``) past ``keep`` until it is written."""
+        st = self.state
+        now = trio.current_time()
+        units = self.ring.units
+        if firing.unit is None and units:
+            firing = dataclasses.replace(firing, unit=units[-1].key)
+        if pin is None:
+            pin = firing.unit if firing.unit is not None else (units[-1].key if units else 0)
+        started = False
+        if self._dumping is not None and not self._ended.is_set():
+            if now - st.last_fire >= self.cooldown:
+                st.last_fire = now
+                st.fired += 1
+                self.pending += 1
+                self.ring.pin(pin)
+                self._dumping.start_soon(self._dump, firing, pin)
+                started = True
+            else:
+                st.suppressed += 1
+        if self._on_fire is not None:
+            self._on_fire(firing, started)
+        return started
+
+    async def _dump(self, firing: Firing, pin: int) -> None:
+        ring = self.ring
+        try:
+            await self._dump_pinned(firing)
+        finally:
+            ring.unpin(pin)
+
+    async def _dump_pinned(self, firing: Firing) -> None:
+        ring = self.ring
+        tail_cut = False
+        with trio.move_on_after(self.after):
+            await self._ended.wait()
+            tail_cut = True
+        if not tail_cut:
+            # The tail ends inside a generation (segment) still arriving: wait for it to be whole.
+            target = ring.completed + 1
+            period = max(self.session.info.advance_ms, self.session.info.segment_ms, 1000) / 1000
+            with trio.move_on_after(period + UNIT_SLACK):
+                while ring.completed < target and not self._ended.is_set():
+                    await self._unit_done.wait()
+        snap = ring.snapshot()
+        try:
+            if not snap.units:
+                return  # nothing whole kept yet (the trigger came in the first generation): nothing to write
+            dump = await trio.to_thread.run_sync(
+                write_dump, self.out_dir, firing, snap, int(self.after * 1e9), tail_cut
+            )
+            if self.max_files is not None:
+                self.state.removed += len(await trio.to_thread.run_sync(prune, self.out_dir, self.max_files))
+        finally:
+            self.pending -= 1
+        self.state.dumps.append(dump)
+        self._send.send_nowait(dump)
+        if self._on_dump is not None:
+            self._on_dump(dump)
