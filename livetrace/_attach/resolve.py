@@ -5,6 +5,7 @@ same reason ``livetrace ps`` shows)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TypeGuard
 
 import trio
@@ -28,7 +29,7 @@ from livetrace._errors import (
 from livetrace._protocol.address import FORMS
 from livetrace._protocol.text import shown
 
-__all__ = ["PID_PREFIX", "is_process_reference", "resolve_target"]
+__all__ = ["PID_PREFIX", "Resolved", "is_process_reference", "resolve_process", "resolve_target"]
 
 PID_PREFIX = "pid:"
 # How much of a command line an error message repeats.
@@ -50,10 +51,22 @@ def parse_pid(text: str) -> int:
     return int(digits)
 
 
+@dataclass(frozen=True)
+class Resolved:
+    address: str
+    pid: int
+
+
 async def resolve_target(text: str) -> str:
     """The address to attach to the process ``text`` names (``pid:N`` or an
     executable's name, matched exactly against a process's name, its
     executable's base name or its argv[0]'s)."""
+    return (await resolve_process(text)).address
+
+
+async def resolve_process(text: str) -> Resolved:
+    """The same, with the process's pid: connect() holds the helper's
+    socket to it, so that a stale record cannot lead elsewhere."""
     if text.startswith(PID_PREFIX):
         pid = parse_pid(text)
     else:
@@ -61,7 +74,7 @@ async def resolve_target(text: str) -> str:
     row = await trio.to_thread.run_sync(inspect_pid, pid)
     if row.reason == NO_SUCH_PROCESS:
         raise NoSuchProcessError(f"no process with pid {pid}")
-    return await _address_of(row)
+    return Resolved(await _address_of(row), pid)
 
 
 async def _the_one_named(name: str) -> int:

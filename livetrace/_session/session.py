@@ -15,7 +15,7 @@ from typing import Protocol
 
 import trio
 
-from livetrace._attach.resolve import is_process_reference, resolve_target
+from livetrace._attach.resolve import is_process_reference, resolve_process
 from livetrace._errors import (
     ConnectError,
     ConnectionLostError,
@@ -470,7 +470,10 @@ async def connect(
     else its pprof endpoint (:class:`AttachError` says why neither).
     """
     if is_process_reference(address):
-        address = await resolve_target(address)
+        resolved = await resolve_process(address)
+        address = resolved.address
+        if expected_pid is None:
+            expected_pid = resolved.pid
     if advance is not None and not MIN_ADVANCE <= advance <= 1:
         raise ValueError(f"advance must be {MIN_ADVANCE} to 1 seconds (None leaves it to the runtime), not {advance}")
     if token is None:
