@@ -202,3 +202,18 @@ async def test_live_window_events_are_the_window_file_s(tmp_path: Path) -> None:
     status, expected, err = go_dump(rec.paths[1], "parsed")
     assert status == 0, err
     assert "\n".join(live[1]) + "\n" == expected
+
+
+@pytest.mark.slow
+@pytest.mark.once
+async def test_a_reader_that_holds_the_session_up_is_not_a_silent_server() -> None:
+    """While the reader lags, the window's bytes wait in the server: the
+    idle timeout counts the server's silence, not ours. A reader away for
+    six idle timeouts in the middle of a window still gets it whole."""
+    async with plain_service("1.26") as svc:
+        async with livetrace.connect(f"http://{svc.pprof}", window=2, duration=2, idle_timeout=0.5) as session:
+            first = await session.chunks().__anext__()
+            await trio.sleep(3)  # the frames buffer fills, and the window waits on us
+            rest = [f async for f in session.chunks()]
+    assert session.end is not None and session.end.complete, session.end
+    assert isinstance(first, livetrace.Chunk) and len(rest) > 16

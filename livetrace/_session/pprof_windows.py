@@ -20,6 +20,7 @@ the session early drops the connection, which ends the window unfinished
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -149,6 +150,13 @@ class PprofWindows:
         await self._send.send(item)
         self._blocked += trio.current_time() - start
 
+    async def _emit_reading(self, scope: trio.CancelScope, item: Item) -> None:
+        """Hand an item over in the middle of a window: the time the reader
+        holds us up is not the server's, so no deadline runs meanwhile."""
+        deadline, scope.deadline = scope.deadline, math.inf
+        await self._emit(item)
+        scope.deadline = deadline
+
     def _deadline(self, window_end: float, last: float) -> float:
         lim = self.limits
         end = window_end + self._blocked
@@ -165,7 +173,7 @@ class PprofWindows:
         self._blocked = 0.0
         self._started = False
         k, url = self.windows, self.addr.trace_url
-        sent = last = trio.current_time()
+        sent = last = last_byte = trio.current_time()
         window_end = sent + seconds
         head = b""  # the window's first bytes, held until they make a header
         first_at = sent
@@ -184,12 +192,15 @@ class PprofWindows:
                                 continue
                             _check_header(self.addr, response.headers.get("content-type", ""), head)
                             if previous_end is not None:
-                                await self._emit(_gap(k - 1, first_at - previous_end))
+                                await self._emit_reading(scope, _gap(k - 1, first_at - previous_end))
                             data, self._started = head, True
                         self._seq += 1
                         self._bytes += len(data)
-                        last = now
-                        await self._emit(proto.Chunk(self._seq, read_ns, 0, bytes(data)))
+                        last_byte = now
+                        await self._emit_reading(scope, proto.Chunk(self._seq, read_ns, 0, bytes(data)))
+                        # Silence is counted from here: while the reader held
+                        # us up, the server could not send.
+                        last = trio.current_time()
                         scope.deadline = self._deadline(window_end, last)
             except httpx.HTTPError as e:
                 raise self._broken(e) from None
@@ -197,7 +208,7 @@ class PprofWindows:
             raise self._timed_out(k, seconds, window_end, last)
         if not self._started:
             raise not_a_trace(self.addr, "", head)
-        return last
+        return last_byte
 
     def _broken(self, e: httpx.HTTPError) -> LivetraceError:
         url, k = self.addr.trace_url, self.windows
