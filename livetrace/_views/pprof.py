@@ -114,59 +114,76 @@ class ProfileBuilder:
         self._trace = _Trace()
         self._totals: dict[tuple[int, ...], list[int]] = {}  # stack key -> [count, ns], first seen first
         self._frames: dict[int, Frame] = {}  # pc -> its frame, as first seen
-        self._seen: set[tuple[int, ...]] = set()  # stack keys whose frames are known
+        # (tables key, stack id) -> stack key: ids are per tables, and tables
+        # (a generation's) live as long as their spans do.
+        self._stack_keys: dict[tuple[int, int], tuple[int, ...]] = {}
 
     def feed(self, spans: SpanBatch) -> None:
-        kinds, rkinds, gs = spans.kinds, spans.resource_kinds, spans.resource_ids
-        starts, ends = spans.starts, spans.ends
-        stacks, tabs, reasons, flags = spans.start_stacks, spans.start_tables, spans.reasons, spans.flags
-        names = spans.names_table
         t = self._trace
         first_run, last, forever, pending = t.first_run, t.last, t.forever, t.pending
         state, reason_counts = int(self._state), self._reason_counts
         running, blocked = int(SpanKind.RUNNING), int(SpanKind.BLOCKED)
         states = {int(k) for k in _GOROUTINE_STATES}
+        names, stack_keys = spans.names_table, self._stack_keys
         counted: dict[int, bool] = {}  # reason index -> counts (the names table is the batch's)
-        for i in range(len(spans)):
-            kind = kinds[i]
-            if kind not in states or rkinds[i] != RES_GOROUTINE:
+        # zip over the columns: no Python object per span, no index arithmetic.
+        for kind, rkind, g, start, end, reason, flags, stack, tab in zip(
+            spans.kinds,
+            spans.resource_kinds,
+            spans.resource_ids,
+            spans.starts,
+            spans.ends,
+            spans.reasons,
+            spans.flags,
+            spans.start_stacks,
+            spans.start_tables,
+            strict=True,
+        ):
+            if kind not in states or rkind != RES_GOROUTINE:
                 continue
-            g, start, end = gs[i], starts[i], ends[i]
-            if kind == running and start < first_run.get(g, start + 1):
-                first_run[g] = start
+            if kind == running:
+                first = first_run.get(g)
+                if first is None or start < first:
+                    first_run[g] = start
             prev = last.get(g)
             if prev is None or start >= prev[0]:
                 last[g] = (start, end)
-            if kind == blocked and names[reasons[i]] == _FOREVER:
+            if kind == blocked and names[reason] == _FOREVER:
                 forever[g] = start
-            if kind != state or flags[i] & SPAN_CLIPPED_END:
+            if kind != state or flags & SPAN_CLIPPED_END:
                 continue
-            r = reasons[i]
-            ok = counted.get(r)
+            ok = counted.get(reason)
             if ok is None:
-                ok = counted[r] = reason_counts(names[r])
+                ok = counted[reason] = reason_counts(names[reason])
             if not ok:
                 continue
-            tables = spans.tables.get(tabs[i])
-            pcs = tables.stacks.get(stacks[i], ()) if tables is not None and stacks[i] else ()
-            key = stack_key(pcs)
-            if key not in self._seen:
-                self._seen.add(key)
-                for pc in key:
-                    if pc not in self._frames and tables is not None:
-                        f = tables.frames.get(pc)
-                        s = tables.strings
-                        self._frames[pc] = (
-                            Frame(pc, _text(s.get(f[0], b"")), _text(s.get(f[1], b"")), f[2])
-                            if f is not None
-                            else Frame(pc, "", "", 0)
-                        )
+            key = stack_keys.get((tab, stack))
+            if key is None:
+                key = stack_keys[tab, stack] = self._key(spans, tab, stack)
             pending.append((g, start, end, key))
+
+    def _key(self, spans: SpanBatch, tab: int, stack: int) -> tuple[int, ...]:
+        """The key of a stack of a batch's tables; its frames noted."""
+        tables = spans.tables.get(tab)
+        if tables is None or not stack:
+            return ()
+        key = stack_key(tables.stacks.get(stack, ()))
+        for pc in key:
+            if pc not in self._frames:
+                f = tables.frames.get(pc)
+                s = tables.strings
+                self._frames[pc] = (
+                    Frame(pc, _text(s.get(f[0], b"")), _text(s.get(f[1], b"")), f[2])
+                    if f is not None
+                    else Frame(pc, "", "", 0)
+                )
+        return key
 
     def end_trace(self) -> None:
         """The trace fed so far has ended: clip its intervals to its
         goroutines' lifetimes and count them."""
         t, self._trace = self._trace, _Trace()
+        self._stack_keys.clear()
         totals = self._totals
         for g, start, end, key in t.pending:
             lo, hi = t.lifetime(g)
