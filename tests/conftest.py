@@ -225,6 +225,12 @@ def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return record_demo_traces(MODERN_VERSIONS, tmp_path_factory.mktemp("demo-traces"), 2.5)
 
 
+@pytest.fixture(scope="session")
+def legacy_demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Go 1.19 and 1.21 (legacy traces), 1 s."""
+    return record_demo_traces(["1.19", "1.21"], tmp_path_factory.mktemp("legacy-demo"), 1.0)
+
+
 def go_dump(path: Path, mode: str) -> tuple[int, str, str]:
     """Go 1.27.3's `go tool trace -d=<mode>` of a file: (status, stdout, stderr)."""
     out = subprocess.run(

@@ -31,7 +31,7 @@ from livetrace._trace.model.events import Kind
 from livetrace._trace.version import GO1_5
 
 from . import textform
-from .conftest import demo_exe, go_binary, go_dump, record_demo_traces
+from .conftest import demo_exe, go_binary, go_dump
 from .mutate import mutate
 
 CORPUS = textform.CORPUS.parent / "legacy" / "go-testdata"
@@ -95,11 +95,6 @@ def test_unordered_trace_fails_as_in_go() -> None:
         [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "legacy"], capture_output=True, text=True
     )
     assert out.returncode == 1 and out.stderr.strip() == "livetrace: error: time stamps out of order"
-
-
-@pytest.fixture(scope="module")
-def legacy_demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return record_demo_traces(["1.19", "1.21"], tmp_path_factory.mktemp("legacy-demo"), 1.0)
 
 
 @pytest.mark.slow

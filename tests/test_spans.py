@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import subprocess
 from array import array
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -20,7 +19,6 @@ from hypothesis import strategies as st
 
 import livetrace
 from livetrace import EventBatch, Span, SpanBatch, SpanBuilder, SpanKind, TraceFormatError
-from livetrace._go.toolchain import go_env
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
@@ -31,7 +29,7 @@ from livetrace._trace.spec import modern as m
 
 from . import textform
 from .conftest import go_binary
-from .gopprof import our_profiles, read_profile
+from .gopprof import go_trace_pprof, profile_totals, read_totals
 from .mutate import mutate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -379,23 +377,11 @@ LEGACY_FILES = [
 
 
 def go_profiles(path: Path) -> dict[str, dict[tuple[int, ...], tuple[int, int]]]:
-    out = {}
-    for prof in PROFILES:
-        r = subprocess.run(
-            [str(go_binary("1.27")), "tool", "trace", f"-pprof={prof}", str(path)],
-            capture_output=True,
-            env=go_env(),
-            timeout=600,
-            check=True,
-        )
-        out[prof] = read_profile(r.stdout)
-    return out
+    return {prof: read_totals(go_trace_pprof(go_binary("1.27"), prof, path)) for prof in PROFILES}
 
 
-def spans_and_end(path: Path) -> tuple[list[SpanBatch], int]:
-    batches = [b for b in livetrace.decode_batches(path) if isinstance(b, EventBatch)]
-    end = next(b.times[-1] for b in reversed(batches) if len(b))
-    return build(batches), end
+def spans_of(path: Path) -> list[SpanBatch]:
+    return build([b for b in livetrace.decode_batches(path) if isinstance(b, EventBatch)])
 
 
 def assert_profiles_agree(path: Path, tie_ns_per_span: int) -> None:
@@ -403,8 +389,7 @@ def assert_profiles_agree(path: Path, tie_ns_per_span: int) -> None:
     Go's profile; within tie_ns_per_span ns per interval where Go's reader
     breaks ties between equal timestamps by moving events 1 ns apart in an
     order of its own (legacy traces)."""
-    spans, end = spans_and_end(path)
-    ours, go = our_profiles(spans, end), go_profiles(path)
+    ours, go = profile_totals(spans_of(path)), go_profiles(path)
     for prof in PROFILES:
         assert ours[prof].keys() == go[prof].keys(), prof
         for stack, (count, ns) in go[prof].items():

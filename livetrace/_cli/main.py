@@ -29,6 +29,7 @@ from livetrace._cli.demo import demo_command
 from livetrace._cli.filters import add_filter_options, build_filter
 from livetrace._cli.flight import add_flight_parser, flight_command
 from livetrace._cli.output import WholeWriter
+from livetrace._cli.profile import add_profile_parser, profile_command
 from livetrace._cli.ps import ps_command
 from livetrace._cli.record import record_command
 from livetrace._cli.render.color import use_color
@@ -253,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="also list the processes that are not Go, or cannot be inspected, and why"
     )
     add_flight_parser(sub, _ExamplesFormatter, session_arguments)
+    add_profile_parser(sub, _ExamplesFormatter, session_arguments)
 
     demo = sub.add_parser(
         "demo",
@@ -342,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.command == "flight":
             return trio.run(lambda: flight_command(args, err, **connect_options(args)))
+        if args.command == "profile":
+            return profile_command(args, err, **connect_options(args))
         if args.command == "decode":
             with open_input(args.file) as stream:
                 if args.dump == "parsed":

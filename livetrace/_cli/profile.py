@@ -1,0 +1,129 @@
+"""``livetrace profile``: Go's pprof-like trace profiles, of a file or live."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, is_pprof, say, until_done
+from livetrace._files import decode_span_batches
+from livetrace._protocol import frames as proto
+from livetrace._protocol import text as peer
+from livetrace._session.session import Session, connect
+from livetrace._trace.legacy.live import SegmentGap
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._views.pprof import PROFILE_KINDS, ProfileBuilder, Record
+from livetrace._views.pprof_file import encode_profile
+
+WHAT = {
+    "sched": "scheduler latency: time goroutines waited runnable",
+    "sync": "time goroutines blocked on channels, select and sync primitives",
+    "net": "time goroutines blocked on the network",
+    "syscall": "time goroutines spent in system calls",
+}
+
+PROFILE_EXAMPLES = """\
+examples:
+  livetrace profile service.trace --kind sched -o sched.pb.gz     the same as go tool trace -pprof=sched
+  livetrace profile unix:/run/svc.sock --duration 10 --kind sync -o sync.pb.gz
+  livetrace profile http://127.0.0.1:6060 --duration 10 --kind net -o net.pb.gz
+  go tool pprof -top sync.pb.gz
+
+kinds (each sample: a stack, the intervals begun there, their total time):
+""" + "\n".join(f"  {k:<8} {v}" for k, v in WHAT.items())
+
+
+def add_profile_parser(sub: Any, formatter: type[argparse.HelpFormatter], session_arguments: Any) -> None:
+    p = sub.add_parser(
+        "profile",
+        help="write one of go tool trace's pprof-like profiles, of a trace file or a live service",
+        description="Write the pprof profile `go tool trace -pprof=KIND` writes: per stack, how many "
+        "intervals goroutines spent in a state and their total time. SOURCE is a trace file (any Go "
+        "version; - for standard input), giving the very profile Go's tool gives, or the ADDRESS of a "
+        "live service, traced for --duration (or until Ctrl-C), giving the profile of the trace "
+        "`livetrace record` would have written (a pprof session's windows, or a legacy trace's segments, "
+        "add up). docs/views.md says what each kind counts.",
+        epilog=PROFILE_EXAMPLES,
+        formatter_class=formatter,
+    )
+    session_arguments(p)
+    p.add_argument("--kind", choices=PROFILE_KINDS, required=True, help="which profile (see below)")
+    p.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="FILE", help="the profile (gzip'ed protobuf); - for stdout"
+    )
+
+
+def is_file_source(source: str) -> bool:
+    """Whether SOURCE names a trace file rather than a service's address:
+    standard input, an existing file, or a path (a slash, or a .trace name,
+    and no address scheme) that does not exist, to say so."""
+    if source == "-" or os.path.isfile(source):
+        return True
+    return ("/" in source or source.endswith(".trace")) and ":" not in source
+
+
+def write_output(path: Path, data: bytes) -> None:
+    if str(path) == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    path.write_bytes(data)
+
+
+def file_profile(source: str, kind: str) -> list[Record]:
+    builder = ProfileBuilder(kind)
+    with nullcontext(sys.stdin.buffer) if source == "-" else open(source, "rb") as stream:
+        for spans in decode_span_batches(stream):
+            builder.feed(spans)
+    return builder.records()
+
+
+async def _collect(session: Session, builder: ProfileBuilder) -> bool:
+    """Feed the session's spans to the builder until it ends (True)."""
+    async with session.subscribe(what="spans", lossless=True, buffer=4) as spans:
+        async for item in spans:
+            if isinstance(item, SpanBatch):
+                builder.feed(item)
+            elif isinstance(item, SegmentGap | proto.WindowGap):  # one trace ended; the next is its own
+                builder.end_trace()
+    return True
+
+
+async def live_profile(
+    address: str, kind: str, duration: float | None, token: str | None, err: TextIO, **limits: Any
+) -> tuple[list[Record], bool]:
+    """The profile of a live service's trace, and whether the session
+    ended as it should (not aborted, nor cut off)."""
+    builder = ProfileBuilder(kind)
+    async with connect(address, token=token, duration=duration, **limits) as session:
+        how = " in /debug/pprof/trace windows" if is_pprof(session.info) else ""
+        span = f"for {duration:g} s" if duration else "until Ctrl-C"
+        say(err, f"profiling {about(session.info)}){how} {span}: {WHAT[kind]}")
+        done = await until_done(session, err, lambda: _collect(session, builder))
+        end = session.end
+        if end is not None:
+            say(err, f"session ended: {peer.shown(end.reason)}")
+        return builder.records(), done is not None and end is not None
+
+
+def profile_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
+    if is_file_source(args.address):
+        if args.duration:
+            say(err, "note: --duration applies to a live service, not to a file")
+        records, complete = file_profile(args.address, args.kind), True
+    else:
+        records, complete = trio.run(
+            lambda: live_profile(args.address, args.kind, args.duration, args.token, err, **limits)
+        )
+    write_output(args.output, encode_profile(records))
+    total = sum(r.ns for r in records)
+    count = sum(r.count for r in records)
+    where = "standard output" if str(args.output) == "-" else str(args.output)
+    say(err, f"wrote {where}: {len(records)} stacks, {count:,} intervals, {total / 1e6:,.3f} ms ({args.kind})")
+    return EXIT_OK if complete else EXIT_INCOMPLETE

@@ -1,0 +1,227 @@
+"""Go's pprof-like trace profiles (`go tool trace -pprof=KIND`) from spans.
+
+Each profile sums, per stack, the intervals goroutines spend in one state:
+runnable (``sched``), blocked on a channel, select or sync primitive
+(``sync``), blocked on the network (``net``), in a system call
+(``syscall``). What `go tool trace` counts (its cmd/trace/pprof.go, read,
+not copied), and so what this counts:
+
+- an interval runs from the transition into the state to the next one out
+  of it: exactly a goroutine span of that kind (the builder merges a state
+  entered again without leaving it, as Go's loop ignores it);
+- it is attributed to the stack of the event that began it (the span's
+  start stack), cut to its first 128 frames;
+- intervals still open at the trace's end are left out;
+- each is clipped to its goroutine's lifetime as Go's goroutine summary has
+  it: from when the goroutine first ran (the whole trace if it never ran)
+  to when it exited or blocked forever (the trace's last event if it did
+  neither); an interval that overlaps it by nothing is not counted.
+
+Go keeps its records in a map; the order of its samples (and so of its
+location ids) differs from run to run. Ours come in the order their stacks
+were first seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.model import RES_GOROUTINE, SPAN_CLIPPED_END, SpanKind
+
+MAX_STACK = 128  # Go's profiles tell stacks apart, and keep them, to this many frames
+
+PROFILE_KINDS = ("sched", "sync", "net", "syscall")
+
+Totals = dict[tuple[int, ...], tuple[int, int]]  # stack PCs -> (count, ns)
+
+_GOROUTINE_STATES = frozenset({SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL})
+_FOREVER = b"forever"
+
+
+def _sync(reason: bytes) -> bool:
+    return b"chan" in reason or b"sync" in reason or b"select" in reason
+
+
+# Per profile: the span kind it counts and which blocking reasons.
+_COUNTS: dict[str, tuple[SpanKind, Callable[[bytes], bool]]] = {
+    "sched": (SpanKind.RUNNABLE, lambda reason: True),
+    "sync": (SpanKind.BLOCKED, _sync),
+    "net": (SpanKind.BLOCKED, lambda reason: reason == b"network"),
+    "syscall": (SpanKind.SYSCALL, lambda reason: True),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    pc: int
+    function: str
+    file: str
+    line: int
+
+
+@dataclass(slots=True)
+class Record:
+    """One sample of a profile: intervals counted at one stack (innermost
+    frame first) and their total time."""
+
+    stack: tuple[Frame, ...]
+    count: int
+    ns: int
+
+
+def stack_key(pcs: tuple[int, ...]) -> tuple[int, ...]:
+    """A stack's PCs as Go's profiles tell stacks apart: its first 128,
+    padded with zeros (so a stack of one frame at PC 0 is the empty one)."""
+    pcs = pcs[:MAX_STACK]
+    while pcs and not pcs[-1]:
+        pcs = pcs[:-1]
+    return pcs
+
+
+class _Trace:
+    """One trace's goroutine lifetimes and its counted intervals, waiting
+    for the trace's end to be clipped to those lifetimes."""
+
+    __slots__ = ("first_run", "forever", "last", "pending")
+
+    def __init__(self) -> None:
+        self.first_run: dict[int, int] = {}
+        self.last: dict[int, tuple[int, int]] = {}  # goroutine -> (start, end) of its latest-starting span
+        self.forever: dict[int, int] = {}  # goroutine -> when it blocked forever
+        self.pending: list[tuple[int, int, int, tuple[int, ...]]] = []  # (goroutine, start, end, stack key)
+
+    def lifetime(self, g: int) -> tuple[int, int]:
+        # A span cut at the trace's end ends at its last event: the end Go
+        # gives a goroutine that neither exited nor blocked forever.
+        end = self.forever.get(g, self.last[g][1])
+        return self.first_run.get(g, 0), end
+
+
+class ProfileBuilder:
+    """Builds one of Go's pprof-like profiles (``kind`` one of
+    PROFILE_KINDS) from the spans of a trace, fed batch by batch, in order.
+    Several traces (a legacy session's segments, a net/http/pprof session's
+    windows) add up: call :meth:`end_trace` between two, as `go tool trace`
+    profiles each file on its own."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in _COUNTS:
+            raise ValueError(f"unknown profile kind {kind!r}: one of {', '.join(PROFILE_KINDS)}")
+        self.kind = kind
+        self._state, self._reason_counts = _COUNTS[kind]
+        self._trace = _Trace()
+        self._totals: dict[tuple[int, ...], list[int]] = {}  # stack key -> [count, ns], first seen first
+        self._frames: dict[int, Frame] = {}  # pc -> its frame, as first seen
+        # (tables key, stack id) -> stack key: ids are per tables, and tables
+        # (a generation's) live as long as their spans do.
+        self._stack_keys: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def feed(self, spans: SpanBatch) -> None:
+        t = self._trace
+        first_run, last, forever, pending = t.first_run, t.last, t.forever, t.pending
+        state, reason_counts = int(self._state), self._reason_counts
+        running, blocked = int(SpanKind.RUNNING), int(SpanKind.BLOCKED)
+        states = {int(k) for k in _GOROUTINE_STATES}
+        names, stack_keys = spans.names_table, self._stack_keys
+        counted: dict[int, bool] = {}  # reason index -> counts (the names table is the batch's)
+        # zip over the columns: no Python object per span, no index arithmetic.
+        for kind, rkind, g, start, end, reason, flags, stack, tab in zip(
+            spans.kinds,
+            spans.resource_kinds,
+            spans.resource_ids,
+            spans.starts,
+            spans.ends,
+            spans.reasons,
+            spans.flags,
+            spans.start_stacks,
+            spans.start_tables,
+            strict=True,
+        ):
+            if kind not in states or rkind != RES_GOROUTINE:
+                continue
+            if kind == running:
+                first = first_run.get(g)
+                if first is None or start < first:
+                    first_run[g] = start
+            prev = last.get(g)
+            if prev is None or start >= prev[0]:
+                last[g] = (start, end)
+            if kind == blocked and names[reason] == _FOREVER:
+                forever[g] = start
+            if kind != state or flags & SPAN_CLIPPED_END:
+                continue
+            ok = counted.get(reason)
+            if ok is None:
+                ok = counted[reason] = reason_counts(names[reason])
+            if not ok:
+                continue
+            key = stack_keys.get((tab, stack))
+            if key is None:
+                key = stack_keys[tab, stack] = self._key(spans, tab, stack)
+            pending.append((g, start, end, key))
+
+    def _key(self, spans: SpanBatch, tab: int, stack: int) -> tuple[int, ...]:
+        """The key of a stack of a batch's tables; its frames noted."""
+        tables = spans.tables.get(tab)
+        if tables is None or not stack:
+            return ()
+        key = stack_key(tables.stacks.get(stack, ()))
+        for pc in key:
+            if pc not in self._frames:
+                f = tables.frames.get(pc)
+                s = tables.strings
+                self._frames[pc] = (
+                    Frame(pc, _text(s.get(f[0], b"")), _text(s.get(f[1], b"")), f[2])
+                    if f is not None
+                    else Frame(pc, "", "", 0)
+                )
+        return key
+
+    def end_trace(self) -> None:
+        """The trace fed so far has ended: clip its intervals to its
+        goroutines' lifetimes and count them."""
+        t, self._trace = self._trace, _Trace()
+        self._stack_keys.clear()
+        totals = self._totals
+        for g, start, end, key in t.pending:
+            lo, hi = t.lifetime(g)
+            if hi < start or end < lo:
+                continue
+            overlap = min(hi, end) - max(lo, start)
+            if overlap > 0:
+                rec = totals.get(key)
+                if rec is None:
+                    totals[key] = [1, overlap]
+                else:
+                    rec[0] += 1
+                    rec[1] += overlap
+
+    def totals(self) -> Totals:
+        """(count, ns) per stack of PCs, innermost first (ends the trace)."""
+        self.end_trace()
+        return {k: (c, ns) for k, (c, ns) in self._totals.items()}
+
+    def records(self) -> list[Record]:
+        """The profile's samples (ends the trace)."""
+        self.end_trace()
+        frames = self._frames
+        return [
+            Record(tuple(frames.get(pc, Frame(pc, "", "", 0)) for pc in key), c, ns)
+            for key, (c, ns) in self._totals.items()
+        ]
+
+
+def _text(b: bytes) -> str:
+    # A profile's strings are UTF-8 (protobuf refuses anything else).
+    return b.decode("utf-8", "replace")
+
+
+def profile_totals(batches: Iterable[SpanBatch]) -> dict[str, Totals]:
+    """Every kind's totals per stack over one trace's spans."""
+    builders = [ProfileBuilder(kind) for kind in PROFILE_KINDS]
+    for sb in batches:
+        for b in builders:
+            b.feed(sb)
+    return {b.kind: b.totals() for b in builders}
