@@ -22,6 +22,7 @@ from livetrace._trace.select.filter import Filter
 from livetrace._trace.spans.model import SpanKind
 
 from .conftest import cli, demo, go_dump, go_tool_trace
+from .plainsvc import plain_service
 
 WAIT = 40.0  # the most a test waits for a dump before failing
 
@@ -171,3 +172,37 @@ async def test_cli_reattaches_to_a_restarted_service(tmp_path: Path) -> None:
     info = json.loads(j.read_text())
     go_tool_trace("1.26", out / info["traces"][0])
     assert not list(out.glob("*.part")) and not list(out.glob(".*"))
+
+
+@pytest.mark.slow
+@pytest.mark.once
+async def test_cli_pprof_windows(tmp_path: Path) -> None:
+    # A service with net/http/pprof only (Go 1.26): the ring keeps whole
+    # /debug/pprof/trace windows, and a dump is one complete trace per window.
+    out = tmp_path / "dumps"
+    out.mkdir()
+    async with plain_service("1.26") as svc:
+        proc = cli(
+            "flight", f"http://{svc.pprof}", "--window", "1", "--keep", "2s", "--after", "0.5s",
+            "-t", "gc>1us", "-o", str(out),
+        )  # fmt: skip
+        try:
+            with trio.fail_after(WAIT):
+                while not list(out.glob("*.json")) and proc.poll() is None:
+                    await trio.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+            _, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=60))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, err
+    assert "of windows (1 s, back to back" in err and "trigger gc>1us fired" in err
+    (j,) = out.glob("*.json")
+    info = json.loads(j.read_text())
+    assert info["layout"] == "windows" and info["span"]["kind"] == "gc"
+    assert len(info["traces"]) == len(info["units"]) >= 1
+    assert info["fired_in"] is not None and info["fired_in"]["file"] in info["traces"]
+    windows = [u["window"] for u in info["units"]]
+    assert windows == list(range(windows[0], windows[0] + len(windows)))  # consecutive: a window's gap kept them
+    for name in info["traces"]:
+        go_tool_trace("1.26", out / name)  # each window a complete trace of its own

@@ -10,7 +10,7 @@ import pytest
 from livetrace._flight.dump import Firing, prune, stem, write_dump
 from livetrace._flight.ring import FlightRing, Layout
 from livetrace._flight.triggers import BLOCK_REASONS, TriggerError, parse_duration, parse_size, parse_trigger
-from livetrace._protocol.frames import Chunk, Gap, SegmentEnd
+from livetrace._protocol.frames import Chunk, Gap, SegmentEnd, WindowEnd, WindowGap
 from livetrace._trace.model.events import Resource
 from livetrace._trace.spans.model import Span, SpanKind
 from livetrace._trace.spec.kinds import Kind
@@ -176,6 +176,30 @@ def test_ring_segments() -> None:
     assert snap.traces() == [[b"seg1-0", b"seg1-1", b"seg1-2"], [b"seg2-0", b"seg2-1", b"seg2-2"]]
     ring.finish()
     assert len(ring.units) == 3
+
+
+def test_ring_windows_survive_their_gaps(tmp_path: Path) -> None:
+    # net/http/pprof windows, of any format: whole units, as segments; the gap
+    # between two windows is expected and empties nothing (a helper's gap does).
+    ring = FlightRing(Layout.WINDOWS, keep_ns=3600 * S)
+    for w in range(1, 4):
+        if w > 1:
+            ring.feed(WindowGap(0, 0, 0, 0, False, window=w - 1, seconds=0.05))
+        for i in range(2):
+            ring.feed(Chunk(0, (w * 1000 + i * 100) * MS, 0, b"win%d-%d" % (w, i)))
+        ring.feed(WindowEnd(w, (w * 1000 + 200) * MS))
+    ring.feed(Chunk(0, 4000 * MS, 0, b"open"))  # window 4 in progress: not in a dump
+    assert [u.key for u in ring.units] == [1, 2, 3] and ring.window_gaps == 2 and ring.gaps == 0
+    snap = ring.snapshot()
+    assert snap.header == b"" and snap.traces() == [[b"win%d-%d" % (w, i) for i in range(2)] for w in (1, 2, 3)]
+    f = Firing(parse_trigger("gc>1ms"), 1_700_000_000 * S, span=span(SpanKind.GC, 2), unit=2)
+    d = write_dump(tmp_path, f, snap, 0, False)
+    assert [p.read_bytes() for p in d.traces] == [b"win1-0win1-1", b"win2-0win2-1", b"win3-0win3-1"]
+    info = json.loads(d.json_path.read_text())
+    assert info["layout"] == "windows" and [u["window"] for u in info["units"]] == [1, 2, 3]
+    assert info["fired_in"] == {"file": d.traces[1].name, "window": 2}
+    ring.feed(Gap(1, 1, 1, 10, False))  # not a window's gap: a loss, as in any layout
+    assert not ring.units and ring.gaps == 1
 
 
 def test_dump_files_and_prune(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ per stack on modern and legacy traces."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
@@ -178,6 +179,30 @@ def test_gap_forgets_what_crossed_it() -> None:
     after = [s for sb in spans[cut:] for s in sb]
     assert after and all(s.start >= resume for s in after)
     assert all(s.clipped_start for s in after if s.kind == SpanKind.RUNNING and s.start == resume)
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=both)])
+def test_open_spans_keep_only_their_stacks_of_old_tables(compiled: bool) -> None:
+    # The same events cut into many "generations" (tables objects): the spans
+    # are those of one, and the tables of the past generations still kept for
+    # spans open across them are cut down to those spans' start stacks, not
+    # a whole generation's (a goroutine blocked all session long pinned them all).
+    (t,) = [t for t in TEXT_TESTS if t.name == "go122-gc-stress"]
+    (whole, *_) = batches_of(t.data)
+    tables = whole.gen
+    assert tables is not None
+    events = list(whole)
+    step = 200
+    one = build([EventBatch.from_events(tables, events[i : i + step]) for i in range(0, len(events), step)], compiled)
+    b = SpanBuilder(compiled=compiled)
+    many = []
+    for i in range(0, len(events), step):
+        gen = dataclasses.replace(tables)  # another generation, with the same tables
+        many.append(b.feed(EventBatch.from_events(gen, events[i : i + step])))
+    old = [tb for k, tb in b._tables.items() if k < b._token]
+    assert old and all(type(tb) is Tables and len(tb.stacks) < len(tables.stacks) for tb in old)
+    many.append(b.close())
+    assert [list(sb) for sb in many] == [list(sb) for sb in one]
 
 
 def reference_filter(s: Span, flt: Filter) -> bool:

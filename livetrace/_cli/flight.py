@@ -11,7 +11,8 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_ERROR, EXIT_OK, about, say
+from livetrace._attach.resolve import is_process_reference, resolve_target
+from livetrace._cli.common import EXIT_ERROR, EXIT_OK, about, say, window_option
 from livetrace._errors import (
     AlreadyTracingError,
     BusyError,
@@ -23,15 +24,18 @@ from livetrace._errors import (
 )
 from livetrace._flight.dump import Dump, Firing
 from livetrace._flight.recorder import FlightRecorder, FlightState
-from livetrace._flight.ring import Layout
 from livetrace._flight.triggers import Trigger, TriggerError, format_size, parse_duration, parse_size, parse_trigger
 from livetrace._protocol import text as peer
 from livetrace._session.nursery import open_nursery
+from livetrace._session.pprof_http import is_pprof_address
 from livetrace._session.session import Session, connect
 
 FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
 STATUS_EVERY = 0.5
+# An http:// address's /debug/pprof/trace windows: the ring keeps whole
+# windows, so a dump's tail ends at most this long after --after.
+FLIGHT_WINDOW = 2.0
 
 FLIGHT_EXAMPLES = """\
 examples:
@@ -40,6 +44,8 @@ examples:
   livetrace flight unix:/run/svc.sock --keep 1m --trigger 'region:checkout>200ms' --trigger 'stw>10ms' -o dumps/
   livetrace flight tcp:127.0.0.1:7070 --keep 20s --trigger 'blocked[chan]>1s' --after 2s --max-files 10 -o dumps/
   livetrace flight unix:/run/svc.sock --keep 30s --trigger 'log~"timeout|deadline"' --trigger 'rss>2GiB' -o dumps/
+  livetrace flight http://127.0.0.1:6060 --keep 20s --trigger 'gc>20ms' -o dumps/
+        a service with net/http/pprof only: 2 s /debug/pprof/trace windows back to back
 
 triggers (combine several; any one fires):
   gc>D  stw>D  runnable>D  syscall>D  mark-assist>D     a span of that kind longer than D
@@ -51,10 +57,11 @@ triggers (combine several; any one fires):
                                    remote one, the heap in use the trace reports)
   D: 50ms, 1.5s, 2m, 800us; SIZE: 2GiB, 512MiB, 100MB.
 
-Each dump is DIR/<UTC time>-<trigger>.trace (Go 1.21 and older: one file per kept segment,
-.2.trace, .3.trace, ...) that go tool trace opens, and a .json beside it: the trigger, when it
-fired, the goroutine, the span and its stacks, the file's time range. Ctrl-C or SIGTERM stops:
-a dump waiting for its tail is written at once with the tail it has; nothing partial is left.
+Each dump is DIR/<UTC time>-<trigger>.trace (Go 1.21 and older, and http:// addresses: one file
+per kept segment or window, .2.trace, .3.trace, ...) that go tool trace opens, and a .json beside
+it: the trigger, when it fired, the goroutine, the span and its stacks, the file's time range.
+Ctrl-C or SIGTERM stops: a dump waiting for its tail is written at once with the tail it has
+(an http:// address's window in progress ends first); nothing partial is left.
 The recorder re-attaches, with backoff, when the service restarts or the connection drops.
 docs/flight.md explains the memory bounds and the JSON fields."""
 
@@ -86,7 +93,8 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter], session
         help="keep the last seconds of a live trace in memory and write them when a trigger fires",
         description="A flight recorder outside the process: attach to a running Go service, keep the last "
         "--keep of its execution trace in memory (whole generations on Go 1.22+, whole segments on "
-        "older Go), and each time a trigger fires, wait --after and write the kept window and that tail "
+        "older Go, whole /debug/pprof/trace windows for an http:// address), and each time a trigger "
+        "fires, wait --after and write the kept window and that tail "
         "as a trace go tool trace opens, with a JSON file beside it saying why. Runs until stopped.",
         epilog=FLIGHT_EXAMPLES,
         formatter_class=formatter,
@@ -136,6 +144,14 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter], session
         "segments, and triggers fire when a segment completes",
     )
     p.add_argument(
+        "--window",
+        type=window_option,
+        metavar="SECONDS",
+        help=f"http:// addresses (net/http/pprof) only: ask /debug/pprof/trace for windows of SECONDS back to "
+        f"back (default {FLIGHT_WINDOW:g}); a dump holds whole windows, one file each, and nothing is traced "
+        "between two windows",
+    )
+    p.add_argument(
         "--status",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -178,9 +194,9 @@ def status_text(run: _Run, elapsed: float) -> str:
     if r is None:
         return f"{elapsed:6.0f} s  not attached; fired {st.fired}, {len(st.dumps)} dumps"
     ring = r.ring
-    unit = "segments" if ring.layout is Layout.SEGMENTS else "generations"
     return (
-        f"{elapsed:6.0f} s  window {ring.window_ns / 1e9:4.1f} s, {format_size(ring.size)} in {len(ring.units)} {unit}"
+        f"{elapsed:6.0f} s  kept {ring.window_ns / 1e9:4.1f} s, {format_size(ring.size)} in {len(ring.units)} "
+        f"{ring.layout.value}"
         f"  fired {st.fired}"
         + (f" ({st.suppressed} in cooldown)" if st.suppressed else "")
         + f", {len(st.dumps)} dumps"
@@ -260,8 +276,22 @@ async def _attach_loop(
     while not run.stopping and trio.current_time() < deadline:
         left = None if deadline == math.inf else deadline - trio.current_time()
         try:
+            # A process named by pid or name is resolved on each attach (it
+            # may have restarted), so that an http:// one gets its window.
+            address = await resolve_target(args.address) if is_process_reference(args.address) else args.address
+            pprof = is_pprof_address(address)
+            if args.window is not None and not pprof:
+                say(err, f"error: --window applies to http:// addresses (net/http/pprof) only, not {address}")
+                return EXIT_ERROR
+            window = (args.window or FLIGHT_WINDOW) if pprof else None
             async with connect(
-                args.address, token=args.token, duration=left, advance=0.5, segment=args.segment, **limits
+                address,
+                token=args.token,
+                duration=left,
+                advance=0.5,
+                segment=args.segment,
+                window=window,
+                **limits,
             ) as session:
                 started = trio.current_time()
                 recorder = FlightRecorder(
@@ -283,7 +313,9 @@ async def _attach_loop(
                 say(
                     err,
                     f"{verb} {about(info)}); keeping {args.keep:g} s (at most {format_size(args.max_memory)})"
-                    f" of {'segments' if info.segment_ms else 'generations'}; triggers: "
+                    f" of {recorder.ring.layout.value}"
+                    + (f" ({window:g} s, back to back; nothing is traced between two)" if window else "")
+                    + "; triggers: "
                     + ", ".join(
                         t.text + ("" if t.source != "rss" or recorder.process else " (remote: heap in use)")
                         for t in triggers

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from livetrace._flight.ring import Layout, Snapshot
+from livetrace._flight.ring import Snapshot
 from livetrace._flight.triggers import Trigger
 from livetrace._trace.model.events import Event, StackFrame
 from livetrace._trace.spans.model import Span
@@ -127,10 +127,11 @@ def describe(
         goroutine = f.span.resource.id
     elif f.event is not None and f.event.goroutine >= 0:
         goroutine = f.event.goroutine
+    unit = snap.layout.unit  # "generation", "segment" or "window": what a unit's number counts
     units = [
         {
-            "file": names[0 if snap.layout is Layout.GENERATIONS else i],
-            "generation" if snap.layout is Layout.GENERATIONS else "segment": u.key,
+            "file": names[i if snap.layout.whole_units else 0],
+            unit: u.key,
             "first_read": _iso(u.first_read_ns),
             "last_read": _iso(u.last_read_ns),
             "bytes": u.size,
@@ -149,11 +150,7 @@ def describe(
         "value": f.value,
         "traces": names,
         "fired_in": next(
-            (
-                {"file": x["file"], ("generation" if snap.layout is Layout.GENERATIONS else "segment"): f.unit}
-                for x, u in zip(units, snap.units, strict=True)
-                if u.key == f.unit
-            ),
+            ({"file": x["file"], unit: f.unit} for x, u in zip(units, snap.units, strict=True) if u.key == f.unit),
             None,
         ),
         "layout": snap.layout.value,

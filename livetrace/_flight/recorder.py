@@ -17,7 +17,7 @@ from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._flight.dump import Dump, Firing, now_ns, prune, write_dump
 from livetrace._flight.ring import DEFAULT_MAX_BYTES, FlightRing, Layout
 from livetrace._flight.triggers import Trigger, parse_trigger
-from livetrace._protocol.frames import SessionInfo
+from livetrace._protocol.frames import SessionInfo, WindowGap
 from livetrace._session.nursery import open_nursery
 from livetrace._session.session import Session
 from livetrace._session.subscribers import Subscription
@@ -52,6 +52,8 @@ class FlightState:
 def local_process(info: SessionInfo) -> psutil.Process | None:
     """The traced process if it runs on this machine (the pid the helper
     gave is a process with its executable, started before the session), else None."""
+    if info.pid <= 0:
+        return None  # a net/http/pprof session knows no pid
     try:
         p = psutil.Process(info.pid)
         if p.create_time() > info.start_unix_ns / 1e9 + 1:
@@ -64,6 +66,8 @@ def local_process(info: SessionInfo) -> psutil.Process | None:
 
 
 def layout_of(info: SessionInfo) -> Layout:
+    if info.extra.get("window_ms"):
+        return Layout.WINDOWS  # each net/http/pprof window is a complete trace, in any format
     if info.segment_ms:
         return Layout.SEGMENTS
     try:
@@ -203,12 +207,18 @@ class FlightRecorder:
         # Which unit of the ring an item belongs to: a modern batch's tables
         # name its generation; a legacy segment's exact events all have
         # tables of their own trace's (generation 1), but follow the notice
-        # that its footer arrived, which numbers the segment (from 0).
-        segments = self.ring.layout is Layout.SEGMENTS
-        segment: int | None = None
+        # that its footer arrived, which numbers the segment (from 0). A
+        # pprof window's items, of either format, come before the gap that
+        # follows it (notices always reach a subscriber): windows are
+        # counted from 1, as the ring numbers its units.
+        layout = self.ring.layout
+        segments = layout.whole_units
+        segment: int | None = 1 if layout is Layout.WINDOWS else None
         try:
             async for item in sub:
-                if isinstance(item, SymbolsResolved):
+                if isinstance(item, WindowGap) and layout is Layout.WINDOWS:
+                    segment = item.window + 1
+                elif isinstance(item, SymbolsResolved) and layout is Layout.SEGMENTS:
                     segment = item.segment + 1
                 elif isinstance(item, SpanBatch) and len(item):
                     i = max(range(len(item)), key=lambda k: item.ends[k] - item.starts[k])
@@ -278,7 +288,8 @@ class FlightRecorder:
         if not tail_cut:
             # The tail ends inside a generation (segment) still arriving: wait for it to be whole.
             target = ring.completed + 1
-            period = max(self.session.info.advance_ms, self.session.info.segment_ms, 1000) / 1000
+            info = self.session.info
+            period = max(info.advance_ms, info.segment_ms, int(info.extra.get("window_ms", 0)), 1000) / 1000
             with trio.move_on_after(period + UNIT_SLACK):
                 while ring.completed < target and not self._ended.is_set():
                     await self._unit_done.wait()

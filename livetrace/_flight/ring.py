@@ -20,9 +20,11 @@ is never dropped: it is bounded by the session's own cap on one
 generation (``max_generation_bytes``). A gap (the helper shed generations)
 empties the ring: nothing before it can share a file with what follows.
 
-A later source of whole traces (pprof windows over HTTP) fits the same
-shape: each window is a unit that is itself a complete trace, like a
-legacy segment (``Layout.SEGMENTS``), with a gap between windows.
+A net/http/pprof session's windows (``Layout.WINDOWS``) are units like
+legacy segments, whatever the trace's format: each window is a complete
+trace of its own. The gap between two windows (:class:`WindowGap`) is
+expected, not a loss: windows are independent traces, so it empties
+nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import enum
 from collections import deque
 from dataclasses import dataclass, field
 
-from livetrace._protocol.frames import Chunk, Gap, SegmentEnd
+from livetrace._protocol.frames import Chunk, Gap, SegmentEnd, WindowGap
 from livetrace._trace.spec.modern import EV_END_OF_GENERATION
 
 DEFAULT_MAX_BYTES = 256 << 20
@@ -41,6 +43,17 @@ _END_OF_GENERATION = bytes([EV_END_OF_GENERATION])
 class Layout(enum.Enum):
     GENERATIONS = "generations"  # Go 1.22+: one header, then generations
     SEGMENTS = "segments"  # each unit a complete trace of its own (legacy segments)
+    WINDOWS = "windows"  # the same, from net/http/pprof: one unit per window, in any format
+
+    @property
+    def whole_units(self) -> bool:
+        """Whether each unit is a complete trace (a file of its own in a dump)."""
+        return self is not Layout.GENERATIONS
+
+    @property
+    def unit(self) -> str:
+        """What one unit is called: generation, segment or window."""
+        return self.value[:-1]
 
 
 @dataclass
@@ -63,8 +76,8 @@ class Unit:
 @dataclass(frozen=True)
 class Snapshot:
     """What a dump writes. For ``GENERATIONS``: one trace, ``header`` then
-    every unit in order. For ``SEGMENTS``: one trace per unit (``header``
-    is empty: each segment starts with its own)."""
+    every unit in order. For ``SEGMENTS`` and ``WINDOWS``: one trace per
+    unit (``header`` is empty: each unit starts with its own)."""
 
     layout: Layout
     header: bytes
@@ -114,21 +127,24 @@ class FlightRing:
         self._pins: list[int] = []  # units from these keys on outlive keep (dumps waiting for their tail)
         self.completed = 0  # units completed over the ring's life
         self.dropped = 0  # complete units dropped by keep or the byte cap
-        self.gaps = 0
+        self.gaps = 0  # helper's gaps (each emptied the ring)
+        self.window_gaps = 0
 
     # -- feeding --
 
     def feed(self, frame: Chunk | Gap | SegmentEnd) -> None:
         if isinstance(frame, Chunk):
             self._chunk(frame)
-        elif isinstance(frame, SegmentEnd):
+        elif isinstance(frame, SegmentEnd):  # a WindowEnd too
             self._complete_open()
+        elif isinstance(frame, WindowGap) and self.layout is Layout.WINDOWS:
+            self.window_gaps += 1  # between two complete traces: nothing to forget
         else:
             self.gaps += 1
             self.clear()
 
     def _chunk(self, c: Chunk) -> None:
-        if self.layout is Layout.SEGMENTS:
+        if self.layout.whole_units:
             if self._open is None:
                 self._segments += 1
                 self._open = Unit(self._segments, c.read_unix_ns, c.read_unix_ns)
@@ -227,4 +243,4 @@ class FlightRing:
 
     def snapshot(self) -> Snapshot:
         """The complete units held now (shares their chunks: bytes are immutable)."""
-        return Snapshot(self.layout, self.header if self.layout is Layout.GENERATIONS else b"", tuple(self._done))
+        return Snapshot(self.layout, b"" if self.layout.whole_units else self.header, tuple(self._done))

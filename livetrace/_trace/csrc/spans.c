@@ -547,6 +547,22 @@ static PyObject *SpanCore_min_tables(SpanCoreObject *self, PyObject *unused) {
     return PyLong_FromLong(oldest);
 }
 
+static PyObject *SpanCore_open_stacks(SpanCoreObject *self, PyObject *unused) {
+    OpenList l;
+    if (all_open(self, &l) < 0)
+        return PyErr_NoMemory();
+    PyObject *out = PyList_New((Py_ssize_t)l.n);
+    for (size_t i = 0; out != NULL && i < l.n; i++) {
+        PyObject *pair = Py_BuildValue("(kK)", (unsigned long)l.v[i]->tok, (unsigned long long)l.v[i]->stack);
+        if (pair == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, (Py_ssize_t)i, pair);
+    }
+    free(l.v);
+    return out;
+}
+
 static int SpanCore_init(SpanCoreObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTuple(args, ":SpanCore"))
         return -1;
@@ -570,6 +586,8 @@ static PyMethodDef SpanCore_methods[] = {
     {"gap", (PyCFunction)SpanCore_gap, METH_NOARGS, "gap($self, /)\n--\n\nForget every open span."},
     {"min_tables", (PyCFunction)SpanCore_min_tables, METH_NOARGS,
      "min_tables($self, /)\n--\n\nThe oldest tables key an open span refers to (-1: none)."},
+    {"open_stacks", (PyCFunction)SpanCore_open_stacks, METH_NOARGS,
+     "open_stacks($self, /)\n--\n\n(tables key, start stack id) of every open span."},
     {NULL},
 };
 

@@ -12,6 +12,7 @@ region this side saw end).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from livetrace._trace.accel import ccore, use_compiled
@@ -71,6 +72,7 @@ class SpanBuilder:
 
     def _token_of(self, gen: Tables | None) -> int:
         if gen is not None and gen is not self._last:
+            previous = self._token
             self._last = gen
             self._token += 1
             self._tables[self._token] = gen
@@ -78,7 +80,26 @@ class SpanBuilder:
             oldest = self._token if oldest < 0 else oldest
             for k in [k for k in self._tables if k < oldest]:  # tables no open span refers to
                 del self._tables[k]
+            if previous in self._tables:
+                self._slim(previous)
         return self._token
+
+    def _slim(self, token: int) -> None:
+        """No span opens with the tables of ``token`` any more: keep of them
+        only the start stacks of the spans still open, so that a span open
+        for long (a goroutine blocked for the whole session) holds its own
+        stack, not a whole generation (its tables and, from a live modern
+        decoder, its raw batches): else every generation since the oldest
+        open span stayed in memory."""
+        old = self._tables[token]
+        stacks = {sid for k, sid in self._core.open_stacks() if k == token and sid in old.stacks}
+        pcs = {pc for sid in stacks for pc in old.stacks[sid]}
+        frames = {pc: old.frames[pc] for pc in pcs if pc in old.frames}
+        strings = {0: b""} | {s: old.strings[s] for f in frames.values() for s in f[:2] if s in old.strings}
+        # A plain Tables: a decoder's Generation (a Tables) also holds all its raw batches.
+        kept = {f.name: getattr(old, f.name) for f in dataclasses.fields(Tables)}
+        kept.update(stacks={0: ()} | {sid: old.stacks[sid] for sid in stacks}, frames=frames, strings=strings)
+        self._tables[token] = Tables(**kept)
 
     def feed(self, batch: EventBatch) -> SpanBatch:
         """The spans that ended in this batch."""

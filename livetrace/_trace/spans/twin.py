@@ -143,6 +143,10 @@ class SpanCore:
         """The oldest tables key an open span refers to (-1: none)."""
         return min((o[_TOK] for o in self._open_spans()), default=-1)
 
+    def open_stacks(self) -> list[tuple[int, int]]:
+        """(tables key, start stack id) of every open span."""
+        return [(o[_TOK], o[_STACK]) for o in self._open_spans()]
+
     def _intern_bytes(self, s: bytes) -> int:
         nid = self._intern.get(s)
         if nid is None:
