@@ -49,26 +49,12 @@ static void init_transitions(void) {
     }
 }
 
-typedef struct {
-    u8 kind, rkind, flags, state;
-    i64 rid, start, proc;
-    u64 stack, task, seq;
-    u32 tok, reason, name, tname;
-} Open;
+#include "spans_out.h"
 
 typedef struct {
     Open *v;
     size_t len, cap;
 } Regions;
-
-/* The output columns, in spans.batch.COLUMNS order. */
-typedef struct {
-    size_t n, cap;
-    u8 *kind, *rkind, *flags;
-    i64 *rid, *start, *end, *proc;
-    u64 *sstack, *estack, *task;
-    u32 *stok, *etok, *reason, *name, *tname;
-} Out;
 
 #define NAME_CACHE 4096 /* string ids below this have their name id cached per tables */
 
@@ -82,63 +68,6 @@ typedef struct {
     u32 cache[NAME_CACHE]; /* string id -> name id + 1, for the tables of token */
     Out out;
 } SpanCoreObject;
-
-static int out_reserve(Out *o, size_t need) {
-    if (need <= o->cap)
-        return 0;
-    size_t cap = o->cap ? o->cap * 2 : 1024;
-    while (cap < need)
-        cap *= 2;
-#define G(f, t)                                         \
-    {                                                   \
-        void *p = realloc(o->f, cap * sizeof(t));       \
-        if (!p)                                         \
-            return -1;                                  \
-        o->f = p;                                       \
-    }
-    G(kind, u8) G(rkind, u8) G(flags, u8) G(rid, i64) G(start, i64) G(end, i64) G(sstack, u64) G(estack, u64)
-    G(task, u64) G(proc, i64) G(stok, u32) G(etok, u32) G(reason, u32) G(name, u32) G(tname, u32)
-#undef G
-    o->cap = cap;
-    return 0;
-}
-
-static void out_free(Out *o) {
-    free(o->kind), free(o->rkind), free(o->flags), free(o->rid), free(o->start), free(o->end);
-    free(o->sstack), free(o->estack), free(o->task), free(o->stok), free(o->etok);
-    free(o->reason), free(o->name), free(o->tname), free(o->proc);
-    memset(o, 0, sizeof *o);
-}
-
-static int emit(Out *o, const Open *s, i64 end, u64 estack, u32 etok, u8 flags) {
-    if (out_reserve(o, o->n + 1) < 0)
-        return -1;
-    size_t i = o->n++;
-    o->kind[i] = s->kind, o->rkind[i] = s->rkind, o->rid[i] = s->rid, o->start[i] = s->start, o->end[i] = end;
-    o->sstack[i] = s->stack, o->estack[i] = estack, o->stok[i] = s->tok, o->etok[i] = etok;
-    o->reason[i] = s->reason, o->name[i] = s->name, o->tname[i] = s->tname, o->task[i] = s->task;
-    o->flags[i] = s->flags | flags, o->proc[i] = s->proc;
-    return 0;
-}
-
-/* The columns as a list of bytes; the columns are then empty. */
-static PyObject *out_take(Out *o) {
-    size_t n = o->n;
-    const void *cols[] = {o->kind,   o->rkind, o->rid,    o->start, o->end,   o->sstack, o->estack,
-                          o->stok,   o->etok,  o->reason, o->name,  o->tname, o->task,   o->flags, o->proc};
-    static const size_t width[] = {1, 1, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 1, 8};
-    size_t ncols = sizeof width / sizeof width[0];
-    o->n = 0;
-    PyObject *r = PyList_New((Py_ssize_t)ncols);
-    for (size_t k = 0; r && k < ncols; k++) {
-        PyObject *b = PyBytes_FromStringAndSize(n ? cols[k] : "", (Py_ssize_t)(n * width[k]));
-        if (!b)
-            Py_CLEAR(r);
-        else
-            PyList_SET_ITEM(r, (Py_ssize_t)k, b);
-    }
-    return r;
-}
 
 /* ---- names: ids into the builder's names list, interned through its dict ---- */
 
@@ -310,7 +239,7 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i, const N
     if (st) {
         if (st->state == new_state)
             return 0;
-        FAIL_IF(emit(&self->out, st, t, stack, (u32)self->token, 0) < 0);
+        FAIL_IF(out_emit(&self->out, st, t, stack, (u32)self->token, 0) < 0);
         free(map_del_ptr(&self->states, (u64)gid));
     }
     if (new_state == NOT_EXIST) {
@@ -318,7 +247,7 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i, const N
         Regions *r = map_del_ptr(&self->regions, (u64)gid);
         int bad = 0;
         for (size_t k = r ? r->len : 0; !bad && k-- > 0;)
-            bad = emit(&self->out, &r->v[k], t, 0, (u32)self->token, CLIPPED_END) < 0;
+            bad = out_emit(&self->out, &r->v[k], t, 0, (u32)self->token, CLIPPED_END) < 0;
         if (r)
             free_regions(r);
         return bad ? -1 : 0;
@@ -358,7 +287,7 @@ static int on_proc(SpanCoreObject *self, const Batch *b, size_t i) {
         n.proc = pid;
         FAIL_IF(!new_open(&self->procs, (u64)pid, n));
     } else if (!runs && o) {
-        int bad = emit(&self->out, o, t, 0, (u32)self->token, 0) < 0;
+        int bad = out_emit(&self->out, o, t, 0, (u32)self->token, 0) < 0;
         free(map_del_ptr(&self->procs, (u64)pid));
         FAIL_IF(bad);
     }
@@ -385,7 +314,7 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
     }
     case EV_GC_END:
         if (self->has_gc) {
-            FAIL_IF(emit(&self->out, &self->gc, t, 0, tok, 0) < 0);
+            FAIL_IF(out_emit(&self->out, &self->gc, t, 0, tok, 0) < 0);
             self->has_gc = 0;
         }
         break;
@@ -397,7 +326,7 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
         break;
     case EV_STW_END:
         if (self->has_stw) {
-            FAIL_IF(emit(&self->out, &self->stw, t, 0, tok, 0) < 0);
+            FAIL_IF(out_emit(&self->out, &self->stw, t, 0, tok, 0) < 0);
             self->has_stw = 0;
         }
         break;
@@ -413,7 +342,7 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
     }
     case EV_GC_MARK_ASSIST_END:
         if ((p = map_del_ptr(&self->assists, (u64)g))) {
-            int bad = emit(&self->out, p, t, 0, tok, 0) < 0;
+            int bad = out_emit(&self->out, p, t, 0, tok, 0) < 0;
             free(p);
             FAIL_IF(bad);
         }
@@ -443,7 +372,7 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
             FAIL_IF((id = name_of(self, a[1], nt)) < 0);
             o.name = (u32)id;
         }
-        FAIL_IF(emit(&self->out, &o, t, a[2], tok, 0) < 0);
+        FAIL_IF(out_emit(&self->out, &o, t, a[2], tok, 0) < 0);
         break;
     }
     case EV_USER_TASK_BEGIN:
@@ -461,7 +390,7 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
             FAIL_IF((id = extra_name_of(b->extra[i * NEXTRA + 1], nt)) < 0);
             o.name = o.tname = (u32)id;
         }
-        FAIL_IF(emit(&self->out, &o, t, a[1], tok, 0) < 0);
+        FAIL_IF(out_emit(&self->out, &o, t, a[1], tok, 0) < 0);
         break;
     }
     return 0;
@@ -519,7 +448,7 @@ static PyObject *SpanCore_close(SpanCoreObject *self, PyObject *unused) {
     qsort(l.v, l.n, sizeof *l.v, by_seq);
     for (size_t i = 0; i < l.n; i++) {
         const Open *o = l.v[i];
-        if (emit(&self->out, o, self->last > o->start ? self->last : o->start, 0, o->tok, CLIPPED_END) < 0) {
+        if (out_emit(&self->out, o, self->last > o->start ? self->last : o->start, 0, o->tok, CLIPPED_END) < 0) {
             free(l.v);
             self->out.n = 0;
             return PyErr_NoMemory();
