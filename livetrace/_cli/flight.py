@@ -6,6 +6,7 @@ import argparse
 import math
 import signal
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -13,6 +14,7 @@ import trio
 
 from livetrace._attach.resolve import is_process_reference, resolve_target
 from livetrace._cli.common import EXIT_ERROR, EXIT_OK, about, say, window_option
+from livetrace._cli.progress import show_status
 from livetrace._errors import (
     AlreadyTracingError,
     BusyError,
@@ -108,7 +110,9 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter], session
         metavar="EXPR",
         help="when to write a dump (repeatable; see the table below)",
     )
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="directory for the dumps")
+    p.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="DIR", help="directory for the dumps (made if missing)"
+    )
     p.add_argument(
         "--keep", type=_seconds, default=30.0, metavar="TIME", help="how much of the trace to keep (default 30s)"
     )
@@ -204,18 +208,6 @@ def status_text(run: _Run, elapsed: float) -> str:
     )
 
 
-async def _status(run: _Run, err: TextIO) -> None:
-    start = trio.current_time()
-    try:
-        while True:
-            err.write("\r" + status_text(run, trio.current_time() - start) + "\x1b[K")
-            err.flush()
-            await trio.sleep(STATUS_EVERY)
-    finally:
-        err.write("\r\x1b[K")
-        err.flush()
-
-
 async def _signals(run: _Run, abort: trio.CancelScope, err: TextIO) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
@@ -244,8 +236,10 @@ async def flight_command(args: argparse.Namespace, err: TextIO, **limits: Any) -
         print(f"livetrace flight: {e}", file=err, flush=True)
         return EXIT_ERROR
     out: Path = args.output
-    if not await trio.Path(out).is_dir():
-        say(err, f"error: {out} is not a directory")
+    try:
+        await trio.Path(out).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        say(err, f"error: cannot use {out} for the dumps: {e.strerror or e}")
         return EXIT_ERROR
     if args.segment < 1:
         say(err, "error: --segment must be at least 1 second")
@@ -257,7 +251,7 @@ async def flight_command(args: argparse.Namespace, err: TextIO, **limits: Any) -
         abort = trio.CancelScope()
         nursery.start_soon(_signals, run, abort, err)
         if show:
-            nursery.start_soon(_status, run, err)
+            nursery.start_soon(show_status, partial(status_text, run), err, STATUS_EVERY)
         with abort:
             code = await _attach_loop(run, args, triggers, err, limits)
         nursery.cancel_scope.cancel()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TextIO
 
 import trio
@@ -27,11 +29,17 @@ def status_line(c: Counters, elapsed: float) -> str:
 
 
 async def show_progress(counters: Counters, out: TextIO, interval: float = 0.25) -> None:
-    """Redraw the status line until cancelled, then clear it."""
+    """Redraw the session's status line until cancelled, then clear it."""
+    await show_status(partial(status_line, counters), out, interval)
+
+
+async def show_status(text: Callable[[float], str], out: TextIO, interval: float) -> None:
+    """Redraw ``text(seconds since the start)`` in place every ``interval``
+    seconds until cancelled, then clear it."""
     start = trio.current_time()
     try:
         while True:
-            out.write("\r" + status_line(counters, trio.current_time() - start) + "\x1b[K")
+            out.write("\r" + text(trio.current_time() - start) + "\x1b[K")
             out.flush()
             await trio.sleep(interval)
     finally:
