@@ -26,8 +26,8 @@ from livetrace._cli.common import (
 )
 from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_input
 from livetrace._cli.demo import demo_command
-from livetrace._cli.filters import add_filter_options, build_filter
 from livetrace._cli.export import add_export_parser, export_command
+from livetrace._cli.filters import add_filter_options, build_filter
 from livetrace._cli.flight import add_flight_parser, flight_command
 from livetrace._cli.output import WholeWriter
 from livetrace._cli.profile import add_profile_parser, profile_command

@@ -52,7 +52,8 @@ from livetrace._trace.spec.modern import (
 
 _WAKES = (EV_GO_UNBLOCK, EV_GO_SWITCH, EV_GO_SWITCH_DESTROY)
 _PROC_STARTS = (EV_PROC_START, EV_PROC_STATUS)
-_WANTED = bytes(1 if c in (*_WAKES, *_PROC_STARTS, EV_USER_LOG, EV_USER_TASK_BEGIN, *METRIC_NAMES) else 0 for c in range(256))
+_WANTED_CODES = frozenset((*_WAKES, *_PROC_STARTS, EV_USER_LOG, EV_USER_TASK_BEGIN, *METRIC_NAMES))
+_WANTED = bytes(1 if c in _WANTED_CODES else 0 for c in range(256))
 _ANY = re.compile(b"[^\x00]")
 
 # Counter tracks, by metric code: (name, unit of the track).
@@ -226,7 +227,7 @@ class _Layout:
             runs.sort(key=lambda r: r[0])
         starts = {g: [s for s, _ in runs] for g, runs in running_starts.items()}
         for t, waker, woken in self.c.wakes:
-            runs = running_starts.get(woken)
+            runs = running_starts.get(woken, [])
             if waker < 0 or not runs:
                 continue
             i = bisect_left(starts[woken], t)
@@ -253,9 +254,9 @@ class _Layout:
     def _counters(self, deltas: dict[int, list[tuple[int, int]]]) -> None:
         rank = 10
         for code, name in _METRIC_TRACKS.items():
-            points = self.c.metrics.get(code)
-            if points:
-                self.track(("C", name), name, ("Runtime",), rank).counter = sorted(points)
+            values = self.c.metrics.get(code)
+            if values:
+                self.track(("C", name), name, ("Runtime",), rank).counter = sorted(values)
             rank += 1
         for k, ds in deltas.items():
             if not ds:

@@ -9,26 +9,17 @@ processor sorts a file's packets by time before it reads them.
 
 from __future__ import annotations
 
-from livetrace._views.perfetto import Slice, Timeline
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import CounterDescriptor, TrackDescriptor, TrackEvent
+from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
-try:
-    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import (
-        CounterDescriptor,
-        TrackDescriptor,
-        TrackEvent,
-    )
-    from perfetto.trace_builder.proto_builder import TraceProtoBuilder
-except ImportError:  # pragma: no cover - perfetto is a dependency
-    TraceProtoBuilder = None
+from livetrace._views.perfetto import Slice, Timeline
 
 SEQUENCE = 1  # every packet comes from one writer: ours
 
 
 def encode_timeline(timeline: Timeline) -> bytes:
     """The timeline as the bytes of a Perfetto trace (a ``Trace`` proto)."""
-    if TraceProtoBuilder is None:
-        raise RuntimeError("the perfetto package is missing: pip install perfetto")
-    builder = TraceProtoBuilder()
+    builder = TraceProtoBuilder()  # type: ignore[no-untyped-call]  # the package has no annotations here
     add = builder.trace.packet.add
     uuids = {t.key: i + 1 for i, t in enumerate(timeline.tracks)}
     explicit = TrackDescriptor.ChildTracksOrdering.EXPLICIT
@@ -67,4 +58,5 @@ def encode_timeline(timeline: Timeline) -> bytes:
                 stack.append(s)
         while stack:
             add(timestamp=stack.pop().end, trusted_packet_sequence_id=SEQUENCE, track_event=ends_at)
-    return builder.serialize()
+    data: bytes = builder.serialize()
+    return data
