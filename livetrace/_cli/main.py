@@ -26,6 +26,7 @@ from livetrace._cli.common import (
 )
 from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_input
 from livetrace._cli.demo import demo_command
+from livetrace._cli.export import add_export_parser, export_command
 from livetrace._cli.filters import add_filter_options, build_filter
 from livetrace._cli.flight import add_flight_parser, flight_command
 from livetrace._cli.output import WholeWriter
@@ -255,6 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_flight_parser(sub, _ExamplesFormatter, session_arguments)
     add_profile_parser(sub, _ExamplesFormatter, session_arguments)
+    add_export_parser(sub, _ExamplesFormatter, session_arguments)
 
     demo = sub.add_parser(
         "demo",
@@ -346,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
             return trio.run(lambda: flight_command(args, err, **connect_options(args)))
         if args.command == "profile":
             return profile_command(args, err, **connect_options(args))
+        if args.command == "export":
+            return export_command(args, err, **connect_options(args))
         if args.command == "decode":
             with open_input(args.file) as stream:
                 if args.dump == "parsed":

@@ -1,0 +1,110 @@
+"""``livetrace export``: a trace file or a live session as a Perfetto
+timeline (docs/views.md, Perfetto)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, is_pprof, say, until_done
+from livetrace._cli.profile import is_file_source, write_output
+from livetrace._files import decode_batches
+from livetrace._protocol import text as peer
+from livetrace._session.session import Session, connect
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._views.perfetto import Timeline, TimelineCollector
+
+EXPORT_EXAMPLES = """\
+examples:
+  livetrace export service.trace --to perfetto -o service.pftrace
+  livetrace export unix:/run/svc.sock --duration 10 --to perfetto -o svc.pftrace
+  then open the file in https://ui.perfetto.dev (Open trace file)"""
+
+
+def add_export_parser(sub: Any, formatter: type[argparse.HelpFormatter], session_arguments: Any) -> None:
+    p = sub.add_parser(
+        "export",
+        help="convert a trace file, or a live service's trace, for another tool (Perfetto)",
+        description="Write a trace as a Perfetto timeline: a track per P, M, goroutine and user task, "
+        "slices for running, runnable, blocked, syscalls, GC, stop-the-world, mark assists and regions, "
+        "log instants, counters for the heap, GOMAXPROCS and goroutine states, flows from unblock to run "
+        "and from parent task to child. SOURCE is a trace file (any Go version; - for standard input) or "
+        "the ADDRESS of a live service, traced for --duration (or until Ctrl-C). docs/views.md says more.",
+        epilog=EXPORT_EXAMPLES,
+        formatter_class=formatter,
+    )
+    session_arguments(p)
+    p.add_argument("--to", choices=["perfetto"], default="perfetto", help="the format (default: perfetto)")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the file to write; - for stdout")
+
+
+def file_timeline(source: str) -> Timeline:
+    collector, spans = TimelineCollector(), SpanBuilder()
+    with nullcontext(sys.stdin.buffer) if source == "-" else open(source, "rb") as stream:
+        for item in decode_batches(stream):
+            if isinstance(item, EventBatch):
+                collector.feed_events(item)
+                collector.feed_spans(spans.feed(item))
+    collector.feed_spans(spans.close())
+    return collector.timeline()
+
+
+async def _collect(session: Session, collector: TimelineCollector) -> bool:
+    """The session's spans and its events, each from its own subscriber
+    (the layout sorts them out at the end), until it ends (True)."""
+
+    async def spans() -> None:
+        async with session.subscribe(what="spans", lossless=True, buffer=4) as sub:
+            async for item in sub:
+                if isinstance(item, SpanBatch):
+                    collector.feed_spans(item)
+
+    async def events() -> None:
+        async with session.subscribe(what="batches", lossless=True, buffer=4) as sub:
+            async for item in sub:
+                if isinstance(item, EventBatch):
+                    collector.feed_events(item)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(spans)
+        nursery.start_soon(events)
+    return True
+
+
+async def live_timeline(
+    address: str, duration: float | None, token: str | None, err: TextIO, **limits: Any
+) -> tuple[Timeline, bool]:
+    collector = TimelineCollector()
+    async with connect(address, token=token, duration=duration, **limits) as session:
+        how = " in /debug/pprof/trace windows" if is_pprof(session.info) else ""
+        span = f"for {duration:g} s" if duration else "until Ctrl-C"
+        say(err, f"exporting {about(session.info)}){how} {span}")
+        done = await until_done(session, err, lambda: _collect(session, collector))
+        end = session.end
+        if end is not None:
+            say(err, f"session ended: {peer.shown(end.reason)}")
+        return collector.timeline(), done is not None and end is not None
+
+
+def export_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
+    from livetrace._views.perfetto_file import encode_timeline  # needs the perfetto package
+
+    if is_file_source(args.address):
+        if args.duration:
+            say(err, "note: --duration applies to a live service, not to a file")
+        timeline, complete = file_timeline(args.address), True
+    else:
+        timeline, complete = trio.run(lambda: live_timeline(args.address, args.duration, args.token, err, **limits))
+    data = encode_timeline(timeline)
+    write_output(args.output, data)
+    slices = sum(len(t.slices) for t in timeline.tracks)
+    where = "standard output" if str(args.output) == "-" else str(args.output)
+    say(err, f"wrote {where}: {len(timeline.tracks)} tracks, {slices:,} slices and instants, {len(data):,} bytes")
+    return EXIT_OK if complete else EXIT_INCOMPLETE
