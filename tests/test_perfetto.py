@@ -108,6 +108,7 @@ def test_a_legacy_1_21_trace(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.once  # a big file: the twins' decoding is compared on the corpus traces above
 def test_a_go_1_26_demo_trace(demo_traces: dict[str, Path], tmp_path: Path) -> None:
     counts, names = check(demo_traces["1.26"], tmp_path / "demo.pftrace")
     assert counts["gc"] and counts["stw"] and counts["on-proc"] and counts["on-thread"] and counts["unblock"]
