@@ -17,7 +17,7 @@ from livetrace._protocol.frames import SessionInfo
 from livetrace._session.nursery import open_nursery
 from livetrace._session.pprof_http import HELPER as PPROF_HELPER
 from livetrace._session.pprof_http import MIN_WINDOW
-from livetrace._session.session import IDLE_TIMEOUT, MIN_ADVANCE, STOP_TIMEOUT, Session
+from livetrace._session.session import IDLE_TIMEOUT, MIN_ADVANCE, STOP_TIMEOUT, Session, connect
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
 
@@ -223,3 +223,27 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "max_generation_mb", None):
         opts["max_generation_bytes"] = args.max_generation_mb
     return opts
+
+
+async def live_pass(
+    address: str,
+    duration: float | None,
+    token: str | None,
+    err: TextIO,
+    doing: str,
+    collect: Callable[[Session], Awaitable[object]],
+    what: str = "",
+    **limits: Any,
+) -> bool:
+    """Attach, say ``doing`` to whom for how long (and ``what``), run ``collect`` on
+    the session with Ctrl-C handling, and say how it ended; whether it
+    ended as it should (not aborted, nor cut off)."""
+    async with connect(address, token=token, duration=duration, **limits) as session:
+        how = " in /debug/pprof/trace windows" if is_pprof(session.info) else ""
+        span = f"for {duration:g} s" if duration else "until Ctrl-C"
+        say(err, f"{doing} {about(session.info)}){how} {span}" + (f": {what}" if what else ""))
+        done = await until_done(session, err, lambda: collect(session))
+        end = session.end
+        if end is not None:
+            say(err, f"session ended: {peer.shown(end.reason)}")
+        return done is not None and end is not None

@@ -11,11 +11,10 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, is_pprof, say, until_done
+from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._cli.profile import is_file_source, write_output
 from livetrace._files import decode_batches
-from livetrace._protocol import text as peer
-from livetrace._session.session import Session, connect
+from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
@@ -82,15 +81,12 @@ async def live_timeline(
     address: str, duration: float | None, token: str | None, err: TextIO, **limits: Any
 ) -> tuple[Timeline, bool]:
     collector = TimelineCollector()
-    async with connect(address, token=token, duration=duration, **limits) as session:
-        how = " in /debug/pprof/trace windows" if is_pprof(session.info) else ""
-        span = f"for {duration:g} s" if duration else "until Ctrl-C"
-        say(err, f"exporting {about(session.info)}){how} {span}")
-        done = await until_done(session, err, lambda: _collect(session, collector))
-        end = session.end
-        if end is not None:
-            say(err, f"session ended: {peer.shown(end.reason)}")
-        return collector.timeline(), done is not None and end is not None
+
+    async def collect(session: Session) -> bool:
+        return await _collect(session, collector)
+
+    complete = await live_pass(address, duration, token, err, "exporting", collect, **limits)
+    return collector.timeline(), complete
 
 
 def export_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:

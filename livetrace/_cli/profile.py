@@ -11,11 +11,10 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, is_pprof, say, until_done
+from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._files import decode_span_batches
 from livetrace._protocol import frames as proto
-from livetrace._protocol import text as peer
-from livetrace._session.session import Session, connect
+from livetrace._session.session import Session
 from livetrace._trace.legacy.live import SegmentGap
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._views.pprof import PROFILE_KINDS, ProfileBuilder, Record
@@ -101,15 +100,12 @@ async def live_profile(
     """The profile of a live service's trace, and whether the session
     ended as it should (not aborted, nor cut off)."""
     builder = ProfileBuilder(kind)
-    async with connect(address, token=token, duration=duration, **limits) as session:
-        how = " in /debug/pprof/trace windows" if is_pprof(session.info) else ""
-        span = f"for {duration:g} s" if duration else "until Ctrl-C"
-        say(err, f"profiling {about(session.info)}){how} {span}: {WHAT[kind]}")
-        done = await until_done(session, err, lambda: _collect(session, builder))
-        end = session.end
-        if end is not None:
-            say(err, f"session ended: {peer.shown(end.reason)}")
-        return builder.records(), done is not None and end is not None
+
+    async def collect(session: Session) -> bool:
+        return await _collect(session, builder)
+
+    complete = await live_pass(address, duration, token, err, "profiling", collect, WHAT[kind], **limits)
+    return builder.records(), complete
 
 
 def profile_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
