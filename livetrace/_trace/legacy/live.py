@@ -151,6 +151,7 @@ class LegacyLive:
         self._origin: int | None = None  # Unix ns: the first segment's start, if the chunks have times
         self._offset = 0  # ns from the origin to this segment's start
         self._stopped: int | None = None  # when the last segment ended
+        self._last_time = -1  # the latest exact event time given so far
         self._syncs = 0
         self._new_segment_state()
 
@@ -196,7 +197,10 @@ class LegacyLive:
         if self._origin is None:
             self._origin = read_unix_ns
         if read_unix_ns is not None and self._origin is not None:
-            self._offset = read_unix_ns - self._origin
+            # Where the chunk's read time puts the segment, unless that is
+            # before the last segment's end: its own clock may run a little
+            # past the time read between two reads, and times must rise.
+            self._offset = max(read_unix_ns - self._origin, self._last_time + 1)
             if self._stopped is not None:
                 yield SegmentGap(self._segment - 1, self._stopped, read_unix_ns)
         self._chunks.append(data)
@@ -264,7 +268,10 @@ class LegacyLive:
         yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
         if exact.table is not None:
             exact.table.wall_origin = self._origin
-        yield from exact.batches
+        for batch in exact.batches:
+            if len(batch):
+                self._last_time = max(self._last_time, batch.times[-1])
+            yield batch
         self._segment += 1
         if end is not None:
             self._stopped = end.stop_unix_ns
