@@ -185,9 +185,11 @@ func TestConsumersShareOneTrace(t *testing.T) {
 			t.Fatalf("joiner got generations %v, first announced %d", gens, hs.FirstGeneration)
 		}
 	}
-	if !trace.IsEnabled() || len(s.Status()) != 1 {
-		t.Fatalf("the first consumer's trace stopped with the second (status %+v)", s.Status())
+	if len(s.Status()) != 1 {
+		t.Fatalf("the first consumer's session ended with the second (status %+v)", s.Status())
 	}
+	// In segment mode the tracer is off for a moment at each restart.
+	eventually(t, "the first consumer's trace to keep running", trace.IsEnabled)
 	first.send(frameStop, nil)
 	if end := first.untilEnd().end; end.Reason != reasonClientStop || !end.Complete {
 		t.Fatalf("first's end %+v", end)

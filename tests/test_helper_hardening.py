@@ -26,6 +26,7 @@ from .conftest import demo, demo_exe
 # A descriptor budget the storm below overruns several times: the demo
 # itself (HTTP listener and keep-alive clients, /dev/null writers, the
 # runtime's poller) holds a few dozen.
+STORM_RETRIES = 5  # consumers tried after a storm before the helper must have served one
 FD_LIMIT = 64
 STORM_CONNECTIONS = 80
 WRONG_GUESSES = 8
@@ -86,6 +87,18 @@ async def test_beyond_loopback_with_a_token_serves_and_warns(tmp_path: Path) -> 
     assert "beyond loopback" in log and "unencrypted" in log
 
 
+async def _record_when_served(address: str, path: Path) -> livetrace.Recording:
+    """A consumer arriving while the storm's connections still fill the
+    handshake cap is closed at once, as any beyond the cap: like a user, try
+    again a few times (the helper must serve one of them)."""
+    for _ in range(STORM_RETRIES - 1):
+        try:
+            return await _record(address, path)
+        except livetrace.ConnectError:
+            await trio.sleep(0.5)
+    return await _record(address, path)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("capped", [True, False], ids=["handshake-cap", "no-cap"])
 async def test_a_descriptor_storm_leaves_the_helper_serving(capped: bool, tmp_path: Path) -> None:
@@ -113,7 +126,7 @@ async def test_a_descriptor_storm_leaves_the_helper_serving(capped: bool, tmp_pa
                 return len(opened)
 
         assert await trio.to_thread.run_sync(storm) == STORM_CONNECTIONS
-        rec = await _record(d.trace_address, tmp_path / "after-storm.trace")
+        rec = await _record_when_served(d.trace_address, tmp_path / "after-storm.trace")
         assert rec.complete and rec.end is not None and rec.end.reason == "duration"
         log = await _stop_and_read_log(d)
     closed = sum(int(m) for m in re.findall(r"(\d+) connections? since \S+ closed unanswered", log))
