@@ -15,7 +15,6 @@ import trio
 from livetrace._protocol import text as peer
 from livetrace._protocol.frames import SessionInfo
 from livetrace._session.nursery import open_nursery
-from livetrace._session.pprof_http import HELPER as PPROF_HELPER
 from livetrace._session.pprof_http import MIN_WINDOW
 from livetrace._session.session import IDLE_TIMEOUT, MIN_ADVANCE, STOP_TIMEOUT, Session, connect
 
@@ -114,12 +113,12 @@ def platform(info: SessionInfo) -> str:
 
 def is_pprof(info: SessionInfo) -> bool:
     """Whether the session reads /debug/pprof/trace windows (no helper)."""
-    return info.helper == PPROF_HELPER and not info.protocol
+    return info.window_ms > 0
 
 
 def window_seconds(info: SessionInfo) -> float:
     """A pprof session's window, in seconds."""
-    return int(info.extra.get("window_ms", 0)) / 1000
+    return info.window_ms / 1000
 
 
 def window_option(text: str) -> float:

@@ -66,7 +66,7 @@ def local_process(info: SessionInfo) -> psutil.Process | None:
 
 
 def layout_of(info: SessionInfo) -> Layout:
-    if info.extra.get("window_ms"):
+    if info.window_ms:
         return Layout.WINDOWS  # each net/http/pprof window is a complete trace, in any format
     if info.segment_ms:
         return Layout.SEGMENTS
@@ -289,7 +289,7 @@ class FlightRecorder:
             # The tail ends inside a generation (segment) still arriving: wait for it to be whole.
             target = ring.completed + 1
             info = self.session.info
-            period = max(info.advance_ms, info.segment_ms, int(info.extra.get("window_ms", 0)), 1000) / 1000
+            period = max(info.advance_ms, info.segment_ms, info.window_ms, 1000) / 1000
             with trio.move_on_after(period + UNIT_SLACK):
                 while ring.completed < target and not self._ended.is_set():
                     await self._unit_done.wait()

@@ -83,6 +83,8 @@ class SessionInfo:
     joined_running: bool = False
     first_generation: int = 0
     first_segment: int = 0
+    # A net/http/pprof session's window (not in the helper's handshake): 0 for a helper's session.
+    window_ms: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -90,7 +92,7 @@ class SessionInfo:
         """Whether the trace is cut into complete traces as it goes (legacy
         segments, or net/http/pprof windows): a legacy trace's exact events
         then come soon, and provisional ones are not worth making."""
-        return bool(self.segment_ms or self.extra.get("window_ms"))
+        return bool(self.segment_ms or self.window_ms)
 
 
 @dataclass(frozen=True)

@@ -318,7 +318,8 @@ def _info(addr: PprofAddress, first: proto.Chunk, window: float, executable: str
         start_unix_ns=first.read_unix_ns,
         queue_bytes=0,
         session=0,
-        extra={"url": addr.trace_url, "window_ms": round(window * 1000), "trace_format": str(fmt)},
+        window_ms=round(window * 1000),
+        extra={"url": addr.trace_url, "trace_format": str(fmt)},
     )
 
 
