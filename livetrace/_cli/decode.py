@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -93,9 +92,3 @@ def dump_legacy(stream: BinaryIO, out: TextIO) -> None:
             out.write(text.decode("utf-8", "surrogateescape"))
     if buffer is not None:
         buffer.flush()
-
-
-def open_input(path: str) -> BinaryIO:
-    if path == "-":
-        return sys.stdin.buffer
-    return open(path, "rb")

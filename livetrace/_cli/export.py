@@ -4,15 +4,13 @@ timeline (docs/views.md, Perfetto)."""
 from __future__ import annotations
 
 import argparse
-import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TextIO
 
 import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
-from livetrace._cli.profile import is_file_source, write_output
+from livetrace._cli.sources import is_file_source, open_input, write_output
 from livetrace._files import decode_batches
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
@@ -46,7 +44,7 @@ def add_export_parser(sub: Any, formatter: type[argparse.HelpFormatter], session
 
 def file_timeline(source: str) -> Timeline:
     collector, spans = TimelineCollector(), SpanBuilder()
-    with nullcontext(sys.stdin.buffer) if source == "-" else open(source, "rb") as stream:
+    with open_input(source) as stream:
         for item in decode_batches(stream):
             if isinstance(item, EventBatch):
                 collector.feed_events(item)

@@ -24,7 +24,7 @@ from livetrace._cli.common import (
     silence_stdout,
     window_option,
 )
-from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire, open_input
+from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire
 from livetrace._cli.demo import demo_command
 from livetrace._cli.export import add_export_parser, export_command
 from livetrace._cli.filters import add_filter_options, build_filter
@@ -34,6 +34,7 @@ from livetrace._cli.profile import add_profile_parser, profile_command
 from livetrace._cli.ps import ps_command
 from livetrace._cli.record import record_command
 from livetrace._cli.render.color import use_color
+from livetrace._cli.sources import open_input
 from livetrace._cli.tail import tail_command
 from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._session.session import MAX_GENERATION_BYTES

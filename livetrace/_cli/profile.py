@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TextIO
 
 import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
+from livetrace._cli.sources import is_file_source, open_input, write_output
 from livetrace._files import decode_span_batches
 from livetrace._protocol import frames as proto
 from livetrace._session.session import Session
@@ -58,26 +56,9 @@ def add_profile_parser(sub: Any, formatter: type[argparse.HelpFormatter], sessio
     )
 
 
-def is_file_source(source: str) -> bool:
-    """Whether SOURCE names a trace file rather than a service's address:
-    standard input, an existing file, or a path (a slash, or a .trace name,
-    and no address scheme) that does not exist, to say so."""
-    if source == "-" or os.path.isfile(source):
-        return True
-    return ("/" in source or source.endswith(".trace")) and ":" not in source
-
-
-def write_output(path: Path, data: bytes) -> None:
-    if str(path) == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    path.write_bytes(data)
-
-
 def file_profile(source: str, kind: str) -> list[Record]:
     builder = ProfileBuilder(kind)
-    with nullcontext(sys.stdin.buffer) if source == "-" else open(source, "rb") as stream:
+    with open_input(source) as stream:
         for spans in decode_span_batches(stream):
             builder.feed(spans)
     return builder.records()

@@ -1,0 +1,35 @@
+"""Where a command reads a trace from (a file, or standard input) and
+writes what it made (a file, or standard output), when its SOURCE may also
+be a live service's address."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import BinaryIO
+
+
+def open_input(path: str) -> AbstractContextManager[BinaryIO]:
+    """The file at ``path``, or standard input for "-" (left open on the way out)."""
+    if path == "-":
+        return nullcontext(sys.stdin.buffer)
+    return open(path, "rb")
+
+
+def is_file_source(source: str) -> bool:
+    """Whether SOURCE names a trace file rather than a service's address:
+    standard input, an existing file, or a path (a slash, or a .trace name,
+    and no address scheme) that does not exist, to say so."""
+    if source == "-" or os.path.isfile(source):
+        return True
+    return ("/" in source or source.endswith(".trace")) and ":" not in source
+
+
+def write_output(path: Path, data: bytes) -> None:
+    if str(path) == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    path.write_bytes(data)
