@@ -7,6 +7,7 @@ demo service that Go's pprof reads."""
 from __future__ import annotations
 
 import re
+import socket
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 import trio
 
 from livetrace._cli.main import main
+from livetrace._cli.sources import is_file_source
 
 from . import textform
 from .conftest import cli, demo, go_binary
@@ -95,3 +97,11 @@ async def test_a_live_profile_is_read_by_go_pprof(tmp_path: Path) -> None:
     raw = raw_profile(go_binary("1.26"), out)
     samples = [line for line in raw.split("\n") if _SAMPLE.fullmatch(line)]
     assert samples and "PeriodType: trace count" in raw and "contentions/count delay/nanoseconds" in raw
+
+
+def test_a_socket_given_by_its_path_is_an_address_not_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "svc.sock"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        assert not is_file_source(str(path))
+    assert is_file_source(str(tmp_path / "missing.trace")) and not is_file_source("unix:/run/svc.sock")

@@ -21,9 +21,12 @@ def open_input(path: str) -> AbstractContextManager[BinaryIO]:
 def is_file_source(source: str) -> bool:
     """Whether SOURCE names a trace file rather than a service's address:
     standard input, an existing file, or a path (a slash, or a .trace name,
-    and no address scheme) that does not exist, to say so."""
+    and no address scheme) that does not exist, to say so. An existing
+    socket is an address (``/path`` is a unix socket's short form)."""
     if source == "-" or os.path.isfile(source):
         return True
+    if os.path.exists(source):  # a unix socket, given as its bare path, is an address
+        return False
     return ("/" in source or source.endswith(".trace")) and ":" not in source
 
 
