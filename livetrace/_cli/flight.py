@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._attach.resolve import is_process_reference, resolve_target
+from livetrace._attach.resolve import is_process_reference, resolve_process
 from livetrace._cli.common import EXIT_ERROR, EXIT_OK, about, say, window_option
 from livetrace._cli.progress import show_status
 from livetrace._errors import (
@@ -272,7 +272,13 @@ async def _attach_loop(
         try:
             # A process named by pid or name is resolved on each attach (it
             # may have restarted), so that an http:// one gets its window.
-            address = await resolve_target(args.address) if is_process_reference(args.address) else args.address
+            # connect() would resolve it too, but the window depends on what it is; the pid
+            # still holds the helper's socket to that process, as connect() would have it.
+            pid = None
+            address = args.address
+            if is_process_reference(address):
+                resolved = await resolve_process(address)
+                address, pid = resolved.address, resolved.pid
             pprof = is_pprof_address(address)
             if args.window is not None and not pprof:
                 say(err, f"error: --window applies to http:// addresses (net/http/pprof) only, not {address}")
@@ -285,6 +291,7 @@ async def _attach_loop(
                 advance=0.5,
                 segment=args.segment,
                 window=window,
+                expected_pid=pid,
                 **limits,
             ) as session:
                 started = trio.current_time()
