@@ -291,7 +291,12 @@ async def open_pprof_session(
     timeout = httpx.Timeout(HANDSHAKE_TIMEOUT, read=None)  # reads are timed per window, see PprofWindows
     headers = {"user-agent": f"livetrace/{__version__}", "accept-encoding": "identity"}
     # trust_env=False: no proxy from the environment between us and a pprof port, and no .netrc.
-    async with httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False, trust_env=False) as client:
+    # No keep-alive: windows are seconds apart, and a connection kept idle that long may be closed
+    # by the server just as the next window's request goes out on it (a reset, seen in CI).
+    fresh = httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(
+        timeout=timeout, headers=headers, follow_redirects=False, trust_env=False, limits=fresh
+    ) as client:
         source = PprofWindows(client, addr, window, duration, limits)
         async with open_nursery() as nursery:
             nursery.start_soon(source.run)
