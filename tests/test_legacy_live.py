@@ -165,3 +165,4 @@ def test_the_demo_command_tails_a_legacy_service_in_segments(tmp_path: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     assert "not traced for" in proc.stdout and "Log " in proc.stdout and "events in this generation" in proc.stdout
+    assert "sched latency" in proc.stdout and "slowest user regions and tasks" in proc.stdout

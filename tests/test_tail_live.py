@@ -124,6 +124,8 @@ async def test_demo_tails_after_recording(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "tailing its events live" in proc.stderr
     assert "Log " in proc.stdout and "events in this generation" in proc.stdout
+    # Its summary: one `livetrace top` snapshot.
+    assert "livetrace top" in proc.stderr and "top goroutines by start function" in proc.stdout
     go_tool_trace("1.26", tmp_path / "demo.trace")
 
 

@@ -11,6 +11,7 @@ import trio
 from livetrace._cli.common import EXIT_OK, say
 from livetrace._cli.record import record_command
 from livetrace._cli.render.jsonl import text_line
+from livetrace._cli.top import top_once
 from livetrace._go.demo import run_demo
 from livetrace._go.toolchain import build_demo, find_go, go_version
 from livetrace._protocol.frames import Gap
@@ -37,6 +38,8 @@ async def demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
         if code == EXIT_OK and args.tail > 0:
             say(err, f"tailing its events live for {args.tail:g} s: user tasks and logs are shown, the rest counted")
             await demo_tail(demo.trace_address, args.tail, out)
+            say(err, f"and what `livetrace top {demo.trace_address}` shows of one second:")
+            await top_once(demo.trace_address, 1.0, out, err)
     if rec.complete and rec.paths:
         say(err, f"open the recording with: {go} tool trace {rec.paths[0]}")
     return code

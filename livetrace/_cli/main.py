@@ -36,6 +36,7 @@ from livetrace._cli.record import record_command
 from livetrace._cli.render.color import use_color
 from livetrace._cli.sources import open_input
 from livetrace._cli.tail import tail_command
+from livetrace._cli.top import add_top_parser, top_command
 from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._session.session import MAX_GENERATION_BYTES
 from livetrace._version import __version__
@@ -258,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_flight_parser(sub, _ExamplesFormatter, session_arguments)
     add_profile_parser(sub, _ExamplesFormatter, session_arguments)
     add_export_parser(sub, _ExamplesFormatter, session_arguments)
+    add_top_parser(sub, _ExamplesFormatter, session_arguments)
 
     demo = sub.add_parser(
         "demo",
@@ -351,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
             return profile_command(args, err, **connect_options(args))
         if args.command == "export":
             return export_command(args, err, **connect_options(args))
+        if args.command == "top":
+            return top_command(args, err, **connect_options(args))
         if args.command == "decode":
             with open_input(args.file) as stream:
                 if args.dump == "parsed":

@@ -12,7 +12,7 @@
 
 /* GoState values; span kinds (spans.model.SpanKind); resource kinds; flags. */
 enum { NOT_EXIST = 1, RUNNABLE, RUNNING, WAITING, SYSCALL };
-enum { K_RUNNING, K_RUNNABLE, K_BLOCKED, K_SYSCALL, K_GC, K_STW, K_MARK_ASSIST, K_REGION, K_TASK };
+enum { K_RUNNING, K_RUNNABLE, K_BLOCKED, K_SYSCALL, K_GC, K_STW, K_MARK_ASSIST, K_REGION, K_TASK, N_SPAN_KINDS };
 enum { RES_NONE, RES_GOROUTINE, RES_PROC };
 enum { CLIPPED_START = 1, CLIPPED_END = 2 };
 static const u8 STATE_KIND[] = {0, 0, K_RUNNABLE, K_RUNNING, K_BLOCKED, K_SYSCALL};
@@ -492,6 +492,26 @@ static PyObject *SpanCore_open_stacks(SpanCoreObject *self, PyObject *unused) {
     return out;
 }
 
+static PyObject *SpanCore_open_counts(SpanCoreObject *self, PyObject *unused) {
+    OpenList l;
+    if (all_open(self, &l) < 0)
+        return PyErr_NoMemory();
+    Py_ssize_t counts[N_SPAN_KINDS] = {0};
+    for (size_t i = 0; i < l.n; i++)
+        if (l.v[i]->kind < N_SPAN_KINDS)
+            counts[l.v[i]->kind]++;
+    free(l.v);
+    PyObject *out = PyList_New(N_SPAN_KINDS);
+    for (Py_ssize_t k = 0; out != NULL && k < N_SPAN_KINDS; k++) {
+        PyObject *n = PyLong_FromSsize_t(counts[k]);
+        if (n == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, k, n);
+    }
+    return out;
+}
+
 static int SpanCore_init(SpanCoreObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTuple(args, ":SpanCore"))
         return -1;
@@ -517,6 +537,8 @@ static PyMethodDef SpanCore_methods[] = {
      "min_tables($self, /)\n--\n\nThe oldest tables key an open span refers to (-1: none)."},
     {"open_stacks", (PyCFunction)SpanCore_open_stacks, METH_NOARGS,
      "open_stacks($self, /)\n--\n\n(tables key, start stack id) of every open span."},
+    {"open_counts", (PyCFunction)SpanCore_open_counts, METH_NOARGS,
+     "open_counts($self, /)\n--\n\nHow many spans are open, by span kind."},
     {NULL},
 };
 

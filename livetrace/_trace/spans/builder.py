@@ -120,6 +120,12 @@ class SpanBuilder:
         still_open = sorted((r for rs in self._regions.values() for r in rs), key=lambda r: r[1])
         return self._batch(self._core.close(), dict(self._task_logs), [r[2] for r in still_open], final=True)
 
+    def open_counts(self) -> dict[SpanKind, int]:
+        """How many spans are open now, by kind: the goroutines in each
+        state, whether a GC or a stop-the-world is under way, the tasks
+        and regions begun and not yet ended."""
+        return {SpanKind(k): n for k, n in enumerate(self._core.open_counts())}
+
     def gap(self) -> None:
         """Generations were lost: forget every open span."""
         self._core.gap()

@@ -147,6 +147,13 @@ class SpanCore:
         """(tables key, start stack id) of every open span."""
         return [(o[_TOK], o[_STACK]) for o in self._open_spans()]
 
+    def open_counts(self) -> list[int]:
+        """How many spans are open, by span kind."""
+        counts = [0] * len(SpanKind)
+        for o in self._open_spans():
+            counts[o[_KIND]] += 1
+        return counts
+
     def _intern_bytes(self, s: bytes) -> int:
         nid = self._intern.get(s)
         if nid is None:

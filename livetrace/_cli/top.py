@@ -1,0 +1,255 @@
+"""``livetrace top``: a live summary of where a service's time goes,
+redrawn in the terminal (rich), or printed as snapshots on a pipe."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import termios
+import tty
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+from rich.console import Console
+from rich.live import Live
+
+from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, live_pass, say
+from livetrace._notice import Notice
+from livetrace._protocol.frames import WindowGap
+from livetrace._session.nursery import open_nursery
+from livetrace._session.recording import Recorder
+from livetrace._session.session import Session
+from livetrace._trace.legacy.live import SegmentGap
+from livetrace._trace.model.batch import EventBatch
+from livetrace._views.top import Snapshot, TopStats
+from livetrace._views.top_screen import SORT_KEYS, SORT_NAMES, View, screen, snapshot_dict
+
+# A burst of batches (one generation decoded) is over when nothing more
+# comes for this long: the snapshot need not wait for the next generation.
+QUIET = 0.25
+TOP_EXAMPLES = """\
+examples:
+  livetrace top unix:/run/svc.sock                      redraw every generation; keys below
+  livetrace top pid:4242                                 a process, by its helper or its pprof
+  livetrace top http://127.0.0.1:6060 --once             one snapshot of one second, as text
+  livetrace top svc --format json --duration 60 > top.jsonl
+
+keys: r running, b blocked, s syscall, w runnable, n goroutines (sort); p pause; q quit"""
+
+
+def add_top_parser(sub: Any, formatter: type[argparse.HelpFormatter], session_arguments: Any) -> None:
+    p = sub.add_parser(
+        "top",
+        help="a live view of where a service's time goes: GC, scheduler latency, goroutines, regions",
+        description="Attach to a running Go service and show, refreshed every generation (a legacy "
+        "trace's segment, a pprof window), what happened since the last refresh: GC cycles and "
+        "stop-the-world pauses, scheduler latency, goroutines by state, the goroutines (grouped by "
+        "their start function) that ran, waited, blocked (and on what) or sat in system calls the "
+        "most, the slowest user regions and tasks, the heap and GOMAXPROCS, and whether anything "
+        "was shed. In a terminal the screen redraws in place; on a pipe, or with --once, it prints "
+        "plain text snapshots (or JSON lines with --format json). Times are those of the spans that "
+        "ended in the interval, counted from its start. docs/views.md says more.",
+        epilog=TOP_EXAMPLES,
+        formatter_class=formatter,
+    )
+    session_arguments(p)
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="trace for --interval seconds (or --duration), stop, print one snapshot of it and exit",
+    )
+    p.add_argument(
+        "--interval",
+        type=_interval,
+        default=1.0,
+        metavar="SECONDS",
+        help="refresh at most this often, at the end of a generation, segment or window (default 1)",
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text", help="snapshot format (default: text)")
+    p.add_argument(
+        "--sort", choices=sorted(SORT_NAMES), default="running", help="goroutine groups' order (default: running)"
+    )
+    p.add_argument("--rows", type=int, default=12, metavar="N", help="rows per table (default 12)")
+    p.add_argument(
+        "--record", type=Path, metavar="FILE", help="also write the trace top saw to FILE (as `livetrace record`)"
+    )
+
+
+def _interval(text: str) -> float:
+    v = float(text)
+    if not 0.1 <= v <= 60:
+        raise argparse.ArgumentTypeError("must be from 0.1 to 60 seconds")
+    return v
+
+
+@contextmanager
+def _keys_mode(fd: int) -> Iterator[bool]:
+    """The terminal in cbreak mode (keys one at a time, Ctrl-C still a
+    signal) for the duration; False if ``fd`` is not a terminal."""
+    if not os.isatty(fd):
+        yield False
+        return
+    saved = termios.tcgetattr(fd)
+    try:
+        tty.setcbreak(fd)
+        yield True
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+class _Display:
+    """Where snapshots go: a redrawn screen, text blocks, or JSON lines."""
+
+    def __init__(self, out: TextIO, fmt: str, view: View, redraw: bool) -> None:
+        self.view = view
+        self.fmt = fmt
+        self.redraw = redraw
+        self.out = out
+        width = None if redraw else max(100, _columns(out))
+        self.console = Console(file=out, width=width, highlight=False, no_color=not redraw, emoji=False)
+        self.live: Live | None = None
+        self.about = ""
+        self.last: Snapshot | None = None
+
+    def show(self, snap: Snapshot) -> None:
+        self.last = snap
+        if self.fmt == "json":
+            self.out.write(json.dumps(snapshot_dict(snap)) + "\n")
+            self.out.flush()
+        elif self.live is not None:
+            if not self.view.paused:
+                self.live.update(screen(snap, self.about, self.view, keys=True), refresh=True)
+        else:
+            self.console.print(screen(snap, self.about, self.view, keys=False))
+            self.console.print()
+            self.out.flush()
+
+    def key(self, k: str) -> bool:
+        """Act on a key; False for quit."""
+        if k == "q":
+            return False
+        if k in SORT_KEYS:
+            self.view.sort = SORT_KEYS[k][0]
+        elif k == "p":
+            self.view.paused = not self.view.paused
+        else:
+            return True
+        if self.live is not None and self.last is not None:
+            self.live.update(screen(self.last, self.about, self.view, keys=True), refresh=True)
+        return True
+
+
+def _columns(out: TextIO) -> int:
+    try:
+        return os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 120
+
+
+async def _feed(session: Session, stats: TopStats, display: _Display, once: bool, interval: float) -> None:
+    """Feed the session's batches to the stats, showing a snapshot at the
+    end of a generation (segment, window) once ``interval`` has passed; with
+    ``once``, only one, of the whole session, at its end."""
+    last_shown = trio.current_time()
+    fed = False
+
+    def due() -> bool:
+        return fed and not once and trio.current_time() - last_shown >= interval
+
+    def show() -> None:
+        nonlocal last_shown, fed
+        display.show(stats.snapshot())
+        last_shown, fed = trio.current_time(), False
+
+    async with session.subscribe(what="batches", lossless=once, buffer=64) as sub:
+        it = sub.__aiter__()
+        while True:
+            item: object = None
+            with trio.move_on_after(QUIET if due() else interval) as quiet:
+                try:
+                    item = await it.__anext__()
+                except StopAsyncIteration:
+                    break
+            if quiet.cancelled_caught:  # the burst is over: the generation is all in
+                if due():
+                    show()
+                continue
+            if isinstance(item, EventBatch):
+                if due() and stats.unit is not None and item.gen is not stats.unit:
+                    show()
+                stats.feed(item)
+                fed = True
+            elif isinstance(item, Notice):
+                if isinstance(item, SegmentGap | WindowGap) and due():
+                    show()
+                stats.notice(item)
+        if fed or once:
+            show()
+
+
+async def _read_keys(display: _Display, session: Session, fd: int, scope: trio.CancelScope) -> None:
+    with scope:
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            for k in os.read(fd, 32).decode("utf-8", "replace").lower():
+                if not display.key(k):
+                    await session.stop()
+                    return
+
+
+async def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, **limits: Any) -> bool:
+    redraw = args.format == "text" and not args.once and out.isatty()
+    display = _Display(out, args.format, View(sort=args.sort, rows=args.rows), redraw)
+    stats = TopStats()
+    duration = args.duration or (args.interval if args.once else None)
+    # A refresh per generation: ask for them (and legacy segments) as often as the interval.
+    limits.setdefault("advance", min(1.0, max(0.1, args.interval)))
+    limits.setdefault("segment", max(1.0, args.interval))
+
+    async def collect(session: Session) -> bool:
+        display.about = f"{about(session.info)})"
+        recorder = Recorder(session, args.record) if args.record else None
+        keys = trio.CancelScope()
+        async with open_nursery() as nursery:
+            if recorder is not None:
+                nursery.start_soon(recorder.run)  # ends with the session
+            with _keys_mode(sys.stdin.fileno()) if redraw else _no_keys() as reading:
+                if reading:
+                    nursery.start_soon(_read_keys, display, session, sys.stdin.fileno(), keys)
+                if redraw:
+                    with Live(console=display.console, screen=True, auto_refresh=False) as live:
+                        display.live = live
+                        await _feed(session, stats, display, args.once, args.interval)
+                        display.live = None
+                else:
+                    await _feed(session, stats, display, args.once, args.interval)
+                keys.cancel()
+        if recorder is not None:
+            say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
+        return True
+
+    return await live_pass(args.address, duration, args.token, err, "watching", collect, **limits)
+
+
+@contextmanager
+def _no_keys() -> Iterator[bool]:
+    yield False
+
+
+async def top_once(address: str, seconds: float, out: TextIO, err: TextIO, rows: int = 8) -> bool:
+    """One plain snapshot of ``seconds`` of a service (the demo's summary)."""
+    args = argparse.Namespace(
+        address=address, duration=seconds, token=None, once=True, interval=seconds, format="text",
+        sort="running", rows=rows, record=None,
+    )  # fmt: skip
+    return await run_top(args, out, err)
+
+
+def top_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
+    complete = trio.run(lambda: run_top(args, sys.stdout, err, **limits))
+    return EXIT_OK if complete else EXIT_INCOMPLETE

@@ -1,0 +1,332 @@
+"""What ``livetrace top`` shows, from spans and events: sans-IO.
+
+:class:`TopStats` is fed a session's :class:`EventBatch` objects in order
+(it builds their spans itself, so that a snapshot covers exactly the
+batches fed before it) and its notices; :meth:`TopStats.snapshot` sums up
+everything since the previous snapshot as a :class:`Snapshot`:
+
+- GC cycles and stop-the-world pauses that ended: count, p50/p99/max;
+- scheduler latency, each runnable span that ended (runnable to running);
+- goroutines by state now (the builder's open spans);
+- goroutines grouped by their start function (the root frame of a stack
+  the goroutine itself recorded: when it blocked, entered a system call or
+  stopped running; the frame Go's goroutine analysis names them by), with
+  their time running, runnable, blocked (by reason) and in system calls;
+  a span counts the part of it since the previous snapshot, so that one
+  goroutine blocked for an hour does not swamp one interval;
+- user regions and tasks that ended, by name: count, p50/p99/max;
+- the last heap, heap goal and GOMAXPROCS the trace's metrics reported;
+- what was lost: generations the helper shed, batches this consumer lost.
+
+Spans are only known once they end, so times are of the spans that ended
+in the interval.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from livetrace._protocol.frames import Gap, WindowGap
+from livetrace._session.subscribers import SubscriberGap
+from livetrace._trace.legacy.live import SegmentGap
+from livetrace._trace.model.batch import NARGS, EventBatch
+from livetrace._trace.model.events import METRIC_NAMES
+from livetrace._trace.model.tables import Tables
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._trace.spans.model import RES_GOROUTINE, SpanKind
+from livetrace._trace.spec.modern import (
+    EV_GO_CREATE,
+    EV_GO_CREATE_BLOCKED,
+    EV_HEAP_ALLOC,
+    EV_HEAP_GOAL,
+    EV_PROCS_CHANGE,
+)
+
+UNNAMED = "(no stack seen)"
+# Goroutine names are forgotten after this many snapshots without a span.
+NAME_TTL = 60
+GOROUTINE_STATES = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)
+# Metric codes as one-byte patterns, and the creations (whose new stack is
+# the goroutine's start function): the batches are searched, not looped over.
+_METRIC_BYTES = {code: bytes([code]) for code in METRIC_NAMES}
+_CREATIONS = re.compile(b"[" + bytes([EV_GO_CREATE, EV_GO_CREATE_BLOCKED]) + b"]")
+
+
+def _signed(v: int) -> int:
+    """A goroutine id argument (uint64) as the goroutine columns hold one."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def percentile(ordered: list[int], p: float) -> int:
+    """The nearest-rank p-th percentile of a sorted list (0 if empty)."""
+    if not ordered:
+        return 0
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Durations (ns): how many, and their p50, p99 and largest."""
+
+    count: int = 0
+    p50: int = 0
+    p99: int = 0
+    max: int = 0
+    total: int = 0
+
+    @classmethod
+    def of(cls, durations: list[int]) -> Summary:
+        d = sorted(durations)
+        return cls(len(d), percentile(d, 50), percentile(d, 99), d[-1] if d else 0, sum(d))
+
+
+@dataclass
+class Group:
+    """The goroutines that share a start function: time (ns) in each state."""
+
+    name: str
+    goroutines: int = 0
+    running: int = 0
+    runnable: int = 0
+    syscall: int = 0
+    blocked: dict[str, int] = field(default_factory=dict)  # reason -> ns
+
+    @property
+    def blocked_total(self) -> int:
+        return sum(self.blocked.values())
+
+
+@dataclass
+class Snapshot:
+    """One refresh of ``top``: see the module's doc. Times in ns on the
+    trace's clock; ``first``/``last`` are the units (generations, legacy
+    segments, pprof windows: their tables' ``gen``) whose batches it
+    covers, ``start``/``end`` the times of its first and last events."""
+
+    index: int
+    first: int
+    last: int
+    start: int
+    end: int
+    events: int
+    gc: Summary
+    stw: Summary
+    sched: Summary
+    mark_assist: Summary
+    states: dict[str, int]
+    groups: list[Group]
+    regions: dict[str, Summary]
+    tasks: dict[str, Summary]
+    heap: int | None
+    heap_goal: int | None
+    gomaxprocs: int | None
+    shed_generations: int
+    lost_batches: int
+    gaps: int  # segment or window boundaries crossed (nothing traced there)
+
+
+class TopStats:
+    """Feed batches and notices; take a :meth:`snapshot` whenever a view
+    wants one (``top`` does at the end of a generation, segment or window)."""
+
+    def __init__(self, *, compiled: bool | None = None) -> None:
+        self._compiled = compiled
+        self._spans = SpanBuilder(compiled=compiled)
+        self._names: dict[int, tuple[str, int]] = {}  # goroutine -> (start function, snapshot last seen)
+        self._root_cache: dict[tuple[int, int], str] = {}  # (tables key, stack id) -> root function
+        self._metrics: dict[int, int] = {}
+        self._index = 0
+        self._since: int | None = None  # the previous snapshot's end: spans count from there
+        self.unit: Tables | None = None  # the tables of the last batch fed
+        self._unit_key = 0  # the unit's key in the root cache: negative, apart from the span builder's
+        self._reset()
+
+    def _reset(self) -> None:
+        self._first = self._last = -1
+        self._start = self._end = -1
+        self._events = 0
+        self._durations: dict[SpanKind, list[int]] = defaultdict(list)
+        self._regions: dict[str, list[int]] = defaultdict(list)
+        self._tasks: dict[str, list[int]] = defaultdict(list)
+        self._per_g: dict[int, list[int]] = {}  # goroutine -> ns running, runnable, syscall
+        self._blocked: dict[int, dict[str, int]] = {}  # goroutine -> reason -> ns
+        self._shed = self._lost = self._gaps = 0
+
+    # -- feeding --
+
+    def feed(self, batch: EventBatch) -> None:
+        if not len(batch):
+            return
+        gen = batch.gen
+        if gen is not None and gen is not self.unit:
+            self.unit = gen
+            self._unit_key -= 1
+            self._first = gen.gen if self._first < 0 else self._first
+            self._last = gen.gen
+        times = batch.times
+        self._start = times[0] if self._start < 0 else self._start
+        self._end = max(self._end, times[len(batch) - 1])
+        self._events += len(batch)
+        self._feed_metrics(batch)
+        self._feed_creations(batch)
+        self._feed_spans(self._spans.feed(batch))
+
+    def notice(self, item: object) -> None:
+        """A session's notice: losses are counted, and a gap (generations
+        shed, or the time between two segments or windows) ends the open
+        spans, whose ends would be wrong."""
+        if isinstance(item, SubscriberGap):
+            self._lost += item.batches
+            self._spans.gap()
+        elif isinstance(item, WindowGap | SegmentGap):
+            self._gaps += 1
+            self._spans.gap()
+        elif isinstance(item, Gap):
+            self._shed += item.last_generation - item.first_generation + 1
+            self._spans.gap()
+
+    def _feed_metrics(self, batch: EventBatch) -> None:
+        raw = bytes(batch.codes)
+        args = batch.args
+        for code, pattern in _METRIC_BYTES.items():
+            i = raw.rfind(pattern)
+            if i >= 0:
+                self._metrics[code] = args[i * NARGS]
+
+    def _feed_creations(self, batch: EventBatch) -> None:
+        """A goroutine created in the batch is named by its start function
+        (the creation's new stack): one that exits without ever blocking
+        records no stack of its own."""
+        gen = self.unit
+        if gen is None:
+            return
+        args, index = batch.args, self._index
+        for m in _CREATIONS.finditer(bytes(batch.codes)):
+            a = m.start() * NARGS
+            name = self._root(gen, self._unit_key, args[a + 1])
+            if name:
+                self._names[_signed(args[a])] = (name, index)
+
+    def _root(self, tables: Tables, key: int, stack: int) -> str:
+        """The root frame's function of a stack of ``tables`` (cached by ``key``)."""
+        name = self._root_cache.get((key, stack))
+        if name is None:
+            pcs = tables.stacks.get(stack, ())
+            frame = tables.frames.get(pcs[-1]) if pcs else None
+            name = tables.strings.get(frame[0], b"").decode("utf-8", "replace") if frame else ""
+            self._root_cache[(key, stack)] = name
+        return name
+
+    def _feed_spans(self, spans: SpanBatch) -> None:
+        if not len(spans):
+            return
+        since = self._since
+        names, per_g, blocked, seen = spans.names_table, self._per_g, self._blocked, self._names
+        durations = self._durations
+        for k, rk, g, s, e, r, n, ss, es, st, et in zip(
+            spans.kinds,
+            spans.resource_kinds,
+            spans.resource_ids,
+            spans.starts,
+            spans.ends,
+            spans.reasons,
+            spans.names,
+            spans.start_stacks,
+            spans.end_stacks,
+            spans.start_tables,
+            spans.end_tables,
+            strict=True,
+        ):
+            if k > SpanKind.SYSCALL:  # a range: GC, stop-the-world, mark assist, region, task
+                if k == SpanKind.TASK:
+                    self._tasks[names[n].decode("utf-8", "replace")].append(e - s)
+                elif k == SpanKind.REGION:
+                    self._regions[names[n].decode("utf-8", "replace")].append(e - s)
+                else:
+                    durations[SpanKind(k)].append(e - s)
+                continue
+            if rk != RES_GOROUTINE:  # a P's running span says nothing top shows
+                continue
+            if k == SpanKind.RUNNABLE:
+                durations[SpanKind.RUNNABLE].append(e - s)
+            # The goroutine's own stack: where it stopped running, or where it blocked or entered a syscall.
+            own = es if k == SpanKind.RUNNING else ss if k != SpanKind.RUNNABLE else 0
+            if g not in seen or (own and not seen[g][0]):
+                tok = et if k == SpanKind.RUNNING else st
+                name = self._root(spans.tables[tok], tok, own) if own else ""
+                seen[g] = (name, self._index)
+            elif seen[g][1] != self._index:
+                seen[g] = (seen[g][0], self._index)
+            part = e - (s if since is None or s >= since else since)
+            if part <= 0:
+                continue
+            if k == SpanKind.BLOCKED:
+                reasons = blocked.setdefault(g, {})
+                reason = names[r].decode("utf-8", "replace")
+                reasons[reason] = reasons.get(reason, 0) + part
+            else:
+                acc = per_g.get(g)
+                if acc is None:
+                    acc = per_g[g] = [0, 0, 0]
+                acc[0 if k == SpanKind.RUNNING else 1 if k == SpanKind.RUNNABLE else 2] += part
+
+    # -- reading --
+
+    def snapshot(self) -> Snapshot:
+        """Everything since the previous snapshot; the next one starts afresh."""
+        groups: dict[str, Group] = {}
+        for g in self._per_g.keys() | self._blocked.keys():
+            name = self._names.get(g, ("", 0))[0] or UNNAMED
+            grp = groups.get(name)
+            if grp is None:
+                grp = groups[name] = Group(name)
+            grp.goroutines += 1
+            running, runnable, syscall = self._per_g.get(g, (0, 0, 0))
+            grp.running += running
+            grp.runnable += runnable
+            grp.syscall += syscall
+            for reason, ns in self._blocked.get(g, {}).items():
+                grp.blocked[reason] = grp.blocked.get(reason, 0) + ns
+        open_now = self._spans.open_counts()
+        d = self._durations
+        snap = Snapshot(
+            index=self._index,
+            first=self._first,
+            last=self._last,
+            start=self._start,
+            end=self._end,
+            events=self._events,
+            gc=Summary.of(d[SpanKind.GC]),
+            stw=Summary.of(d[SpanKind.STW]),
+            sched=Summary.of(d[SpanKind.RUNNABLE]),
+            mark_assist=Summary.of(d[SpanKind.MARK_ASSIST]),
+            states={str(k): open_now[k] for k in GOROUTINE_STATES},
+            groups=list(groups.values()),
+            regions={name: Summary.of(v) for name, v in self._regions.items()},
+            tasks={name: Summary.of(v) for name, v in self._tasks.items()},
+            heap=self._metrics.get(EV_HEAP_ALLOC),
+            heap_goal=self._metrics.get(EV_HEAP_GOAL),
+            gomaxprocs=self._metrics.get(EV_PROCS_CHANGE),
+            shed_generations=self._shed,
+            lost_batches=self._lost,
+            gaps=self._gaps,
+        )
+        if self._end >= 0:
+            self._since = self._end
+        self._index += 1
+        self._forget_names()
+        self._reset()
+        return snap
+
+    def _forget_names(self) -> None:
+        """Names of goroutines not seen for NAME_TTL snapshots (most have
+        exited: a service may start millions over a long session)."""
+        old = self._index - NAME_TTL
+        if old > 0 and len(self._names) > 1024:
+            self._names = {g: v for g, v in self._names.items() if v[1] >= old}
+        if len(self._root_cache) > 65536:
+            self._root_cache.clear()
