@@ -6,19 +6,19 @@ import itertools
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
 from livetrace._trace.decoder import open_decoder
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
-from livetrace._trace.select.filter import Filter
-from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.builder import SpanBuilder
-from livetrace._trace.spans.model import Span
-from livetrace._trace.spans.select import select_spans
 from livetrace._trace.version import HEADER_SIZE
+
+if TYPE_CHECKING:
+    from livetrace._trace.select.filter import Filter
+    from livetrace._trace.spans.batch import SpanBatch
+    from livetrace._trace.spans.model import Span
 
 READ_SIZE = 1 << 20
 Source = str | os.PathLike[str] | BinaryIO
@@ -94,6 +94,11 @@ def decode_span_batches(
     end, cut there and marked ``clipped_end``. ``filter`` keeps only the
     spans it selects (its ``kinds`` are :class:`SpanKind` values);
     ``compiled`` as for :func:`open_decoder`."""
+    # Here, not at the top: `livetrace decode` reads its file through this
+    # module and starts faster without the span machinery.
+    from livetrace._trace.spans.builder import SpanBuilder
+    from livetrace._trace.spans.select import select_spans
+
     builder = SpanBuilder(compiled=compiled)
     for item in decode_batches(source, compiled=compiled):
         if isinstance(item, EventBatch):

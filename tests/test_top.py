@@ -328,3 +328,10 @@ def _drive(session: str, status: Path) -> None:
     while not status.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert status.read_text().strip() == "0"
+
+
+def test_the_parser_offers_every_sort_column_the_screen_has() -> None:
+    from livetrace._cli.top_options import SORT_COLUMNS
+    from livetrace._views.top_screen import SORT_NAMES
+
+    assert set(SORT_COLUMNS) == set(SORT_NAMES)

@@ -9,7 +9,6 @@ from typing import BinaryIO, TextIO
 from livetrace._cli.render.dump import legacy_lines, parsed_text, wire_lines
 from livetrace._errors import TraceFormatError
 from livetrace._files import head, pieces
-from livetrace._go.symbols import symbolize
 from livetrace._trace.decoder import Item, open_decoder
 from livetrace._trace.legacy.convert import legacy_events
 from livetrace._trace.legacy.read import LegacyDecoder
@@ -60,6 +59,8 @@ def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> No
 def _dump_symbolized(pieces: Iterator[bytes], out: TextIO, binary: Path) -> None:
     """A legacy trace whose PCs the program binary names, then converted
     into the modern event model as Go converts it."""
+    from livetrace._go.symbols import symbolize  # runs go tool addr2line: imported for --binary only
+
     decoder = LegacyDecoder()
     for data in pieces:
         decoder.feed(data)

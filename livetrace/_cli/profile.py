@@ -3,57 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any, TextIO
 
 import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
+from livetrace._cli.parser import WHAT
 from livetrace._cli.sources import is_file_source, open_input, write_output
 from livetrace._files import decode_span_batches
 from livetrace._protocol import frames as proto
 from livetrace._session.session import Session
 from livetrace._trace.legacy.live import SegmentGap
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._views.pprof import PROFILE_KINDS, ProfileBuilder, Record
+from livetrace._views.pprof import ProfileBuilder, Record
 from livetrace._views.pprof_file import encode_profile
-
-WHAT = {
-    "sched": "scheduler latency: time goroutines waited runnable",
-    "sync": "time goroutines blocked on channels, select and sync primitives",
-    "net": "time goroutines blocked on the network",
-    "syscall": "time goroutines spent in system calls",
-}
-
-PROFILE_EXAMPLES = """\
-examples:
-  livetrace profile service.trace --kind sched -o sched.pb.gz     the same as go tool trace -pprof=sched
-  livetrace profile unix:/run/svc.sock --duration 10 --kind sync -o sync.pb.gz
-  livetrace profile http://127.0.0.1:6060 --duration 10 --kind net -o net.pb.gz
-  go tool pprof -top sync.pb.gz
-
-kinds (each sample: a stack, the intervals begun there, their total time):
-""" + "\n".join(f"  {k:<8} {v}" for k, v in WHAT.items())
-
-
-def add_profile_parser(sub: Any, formatter: type[argparse.HelpFormatter], session_arguments: Any) -> None:
-    p = sub.add_parser(
-        "profile",
-        help="write one of go tool trace's pprof-like profiles, of a trace file or a live service",
-        description="Write the pprof profile `go tool trace -pprof=KIND` writes: per stack, how many "
-        "intervals goroutines spent in a state and their total time. SOURCE is a trace file (any Go "
-        "version; - for standard input), giving the very profile Go's tool gives, or the ADDRESS of a "
-        "live service, traced for --duration (or until Ctrl-C), giving the profile of the trace "
-        "`livetrace record` would have written (a pprof session's windows, or a legacy trace's segments, "
-        "add up). docs/views.md says what each kind counts.",
-        epilog=PROFILE_EXAMPLES,
-        formatter_class=formatter,
-    )
-    session_arguments(p)
-    p.add_argument("--kind", choices=PROFILE_KINDS, required=True, help="which profile (see below)")
-    p.add_argument(
-        "-o", "--output", type=Path, required=True, metavar="FILE", help="the profile (gzip'ed protobuf); - for stdout"
-    )
 
 
 def file_profile(source: str, kind: str) -> list[Record]:

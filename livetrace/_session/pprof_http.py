@@ -28,7 +28,6 @@ from livetrace._protocol.text import shown
 
 HELPER = "net/http/pprof"  # what SessionInfo.helper says of a pprof session
 DEFAULT_WINDOW = 1.0  # seconds: connect()'s, and tail's
-MIN_WINDOW = 0.1
 SCHEMES = ("http://", "https://")
 PPROF_PATH = "/debug/pprof"
 TRACE_PATH = PPROF_PATH + "/trace"

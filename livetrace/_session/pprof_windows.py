@@ -37,13 +37,13 @@ from livetrace._errors import (
     TraceFormatError,
 )
 from livetrace._protocol import frames as proto
+from livetrace._session.defaults import MIN_WINDOW
 from livetrace._session.nursery import open_nursery
 from livetrace._session.pprof_http import (
     DEFAULT_WINDOW,
     ERROR_BODY_BYTES,
     HELPER,
     HTTP_OK,
-    MIN_WINDOW,
     PprofAddress,
     not_a_trace,
     parse_pprof_address,

@@ -28,6 +28,7 @@ from livetrace._protocol import frames as proto
 from livetrace._protocol.address import Address, parse_address
 from livetrace._protocol.text import shown
 from livetrace._session import transport
+from livetrace._session.defaults import IDLE_TIMEOUT, MAX_GENERATION_BYTES, MIN_ADVANCE, STOP_TIMEOUT
 from livetrace._session.live import Item
 from livetrace._session.nursery import open_nursery
 from livetrace._session.pprof_http import PprofAddress, is_pprof_address
@@ -40,23 +41,12 @@ from livetrace._version import __version__
 
 RECEIVE_SIZE = 1 << 18
 HANDSHAKE_TIMEOUT = 15.0
-# The longest a helper may stay silent. Helpers that know heartbeats send
-# one after a second of nothing else; older ones send nothing while the
-# runtime has nothing to hand over, so the default is generous.
-IDLE_TIMEOUT = 30.0
-# After the stop (ours, or the end of the duration) the helper flushes the
-# tracer and drains its queue; this is how long the client waits on it for
-# that, not counting time the client itself spends on what arrives.
-STOP_TIMEOUT = 60.0
 # The helper ends a duration by itself; the client sends its own STOP if it
 # finds itself waiting this long past the duration.
 STOP_SLACK = 2.0
 # Beyond its queue (queue_bytes), what a helper may send after the stop:
 # the buffers and tables the runtime flushes as it stops.
 STOP_DRAIN_MARGIN = 64 << 20
-MAX_GENERATION_BYTES = 512 << 20
-# The shortest generation period the helper accepts (its advance_ms), seconds.
-MIN_ADVANCE = 0.1
 
 Frame = proto.Chunk | proto.Gap | proto.SegmentEnd
 

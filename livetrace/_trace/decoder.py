@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
-from livetrace._protocol.frames import Gap, SegmentEnd
 from livetrace._trace.legacy.live import LegacyLive, Provisional
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.version import HEADER_SIZE, header_size, sniff
+
+if TYPE_CHECKING:  # the protocol's frames (and construct) only on a live session's path
+    from livetrace._protocol.frames import Gap, SegmentEnd
 
 Item = EventBatch | Provisional | Notice
 

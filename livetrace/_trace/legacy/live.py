@@ -24,10 +24,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TypeVar, overload
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from livetrace._notice import Notice
-from livetrace._protocol.frames import SegmentEnd
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.read import LegacyDecoder
@@ -35,6 +34,9 @@ from livetrace._trace.legacy.trace import LegacyEvent
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.model.tables import Tables
+
+if TYPE_CHECKING:  # the protocol's frames (and construct) only on a live session's path
+    from livetrace._protocol.frames import SegmentEnd
 
 BATCH_EVENTS = 4096
 WINDOW_NS = 500_000_000

@@ -1,0 +1,124 @@
+"""The options' types and the options every live command shares: argparse
+and constants only, so that building the parser imports no command."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from livetrace._session.defaults import IDLE_TIMEOUT, MIN_ADVANCE, MIN_WINDOW, STOP_TIMEOUT
+
+
+def period_option(text: str) -> float:
+    """A --period: 0 (the runtime's own, about a second) or 0.1 to 1 seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value != 0 and not MIN_ADVANCE <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} s: the period is {MIN_ADVANCE} to 1 s, or 0 for the runtime's own")
+    return value
+
+
+def window_option(text: str) -> float:
+    v = float(text)
+    if not v >= MIN_WINDOW:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_WINDOW:g} s")
+    return v
+
+
+def duration_option(text: str) -> float:
+    v = float(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return v
+
+
+def segment_option(text: str) -> float:
+    v = float(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError("must be at least 1 second: each restart stops the world twice")
+    return v
+
+
+def segment_or_zero_option(text: str) -> float:
+    return 0.0 if float(text) == 0 else segment_option(text)
+
+
+def seconds_or_zero_option(text: str) -> float:
+    v = float(text)
+    if not v >= 0:
+        raise argparse.ArgumentTypeError("must be a number of seconds, 0 or more")
+    return v
+
+
+def megabytes_option(text: str) -> int:
+    v = float(text)
+    if not v >= 1:
+        raise argparse.ArgumentTypeError("must be at least 1 (MiB)")
+    return int(v * (1 << 20))
+
+
+def session_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "address",
+        metavar="ADDRESS",
+        help="the service: where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, "
+        "HOST:PORT), the http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: "
+        "pid:N, or NAME, an executable's name that matches exactly one process (see livetrace ps)",
+    )
+    p.add_argument(
+        "-d", "--duration", type=duration_option, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)"
+    )
+    p.add_argument("--token", help="the service's LIVETRACE_TOKEN (default: $LIVETRACE_TOKEN)")
+    p.add_argument(
+        "--idle-timeout",
+        type=seconds_or_zero_option,
+        default=IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up on a helper that sends nothing, not even a heartbeat, for this long (default "
+        f"{IDLE_TIMEOUT:g}; 0 waits forever); what arrived is kept",
+    )
+    p.add_argument(
+        "--stop-timeout",
+        type=duration_option,
+        default=STOP_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up on a helper that has not ended the session this long after the stop or the "
+        f"end of --duration, counting only time spent waiting on it (default {STOP_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--allow-uid",
+        type=int,
+        action="append",
+        default=[],
+        metavar="UID",
+        help="also accept a unix socket served by this user (by default only by you or root: the "
+        "token goes to whoever serves the socket)",
+    )
+    p.add_argument(
+        "--tls-ca",
+        type=Path,
+        metavar="FILE",
+        help="tls: addresses: verify the helper's certificate against this CA or self-signed "
+        "certificate (PEM) instead of the system's CAs",
+    )
+    p.add_argument(
+        "--tls-pin",
+        metavar="sha256:HEX",
+        help="tls: addresses: accept only the certificate with this SHA-256 fingerprint",
+    )
+
+
+def connect_options(args: argparse.Namespace) -> dict[str, Any]:
+    opts: dict[str, Any] = {
+        "idle_timeout": args.idle_timeout or None,
+        "stop_timeout": args.stop_timeout,
+        "allow_uid": args.allow_uid,
+        "tls_ca": args.tls_ca,
+        "tls_pin": args.tls_pin,
+    }
+    if getattr(args, "max_generation_mb", None):
+        opts["max_generation_bytes"] = args.max_generation_mb
+    return opts
