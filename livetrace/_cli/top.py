@@ -189,10 +189,8 @@ def _no_keys() -> Iterator[bool]:
 
 async def top_once(address: str, seconds: float, out: TextIO, err: TextIO, rows: int = 8) -> bool:
     """One plain snapshot of ``seconds`` of a service (the demo's summary)."""
-    args = argparse.Namespace(
-        address=address, duration=seconds, token=None, once=True, interval=seconds, format="text",
-        sort="running", rows=rows, record=None,
-    )  # fmt: skip
+    options = {"once": True, "interval": seconds, "format": "text", "sort": "running", "rows": rows, "record": None}
+    args = argparse.Namespace(address=address, duration=seconds, token=None, **options)
     return await run_top(args, out, err)
 
 

@@ -162,9 +162,10 @@ class TopStats:
         if not len(batch):
             return
         gen = batch.gen
-        if gen is not None and gen is not self.unit:
-            self.unit = gen
-            self._unit_key -= 1
+        if gen is not None:
+            if gen is not self.unit:
+                self.unit = gen
+                self._unit_key -= 1
             self._first = gen.gen if self._first < 0 else self._first
             self._last = gen.gen
         times = batch.times
