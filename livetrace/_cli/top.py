@@ -61,6 +61,7 @@ class _Display:
         self.live: Live | None = None
         self.about = ""
         self.last: Snapshot | None = None
+        self.quit = False  # q was pressed
 
     def show(self, snap: Snapshot) -> None:
         self.last = snap
@@ -138,13 +139,17 @@ async def _feed(session: Session, stats: TopStats, display: _Display, once: bool
             show()
 
 
-async def _read_keys(display: _Display, session: Session, fd: int, scope: trio.CancelScope) -> None:
+async def _read_keys(display: _Display, fd: int, scope: trio.CancelScope, feeding: trio.CancelScope) -> None:
+    """Keys until q, which ends the feeding at once: what is still queued
+    is not worth a wait (leaving the session drops the connection, which
+    stops the helper's tracer)."""
     with scope:
         while True:
             await trio.lowlevel.wait_readable(fd)
             for k in os.read(fd, 32).decode("utf-8", "replace").lower():
                 if not display.key(k):
-                    await session.stop()
+                    display.quit = True
+                    feeding.cancel()
                     return
 
 
@@ -160,26 +165,30 @@ async def run_top(args: argparse.Namespace, out: TextIO, err: TextIO, **limits: 
     async def collect(session: Session) -> bool:
         display.about = f"{about(session.info)})"
         recorder = Recorder(session, args.record) if args.record else None
-        keys = trio.CancelScope()
+        keys, feeding = trio.CancelScope(), trio.CancelScope()
         async with open_nursery() as nursery:
             if recorder is not None:
                 nursery.start_soon(recorder.run)  # ends with the session
             with _keys_mode(sys.stdin.fileno()) if redraw else _no_keys() as reading:
                 if reading:
-                    nursery.start_soon(_read_keys, display, session, sys.stdin.fileno(), keys)
-                if redraw:
-                    with Live(console=display.console, screen=True, auto_refresh=False) as live:
-                        display.live = live
+                    nursery.start_soon(_read_keys, display, sys.stdin.fileno(), keys, feeding)
+                with feeding:
+                    if redraw:
+                        with Live(console=display.console, screen=True, auto_refresh=False) as live:
+                            display.live = live
+                            await _feed(session, stats, display, args.once, args.interval)
+                    else:
                         await _feed(session, stats, display, args.once, args.interval)
-                        display.live = None
-                else:
-                    await _feed(session, stats, display, args.once, args.interval)
+                display.live = None
                 keys.cancel()
+                if display.quit and recorder is not None:
+                    await session.stop()  # the recording still ends complete
         if recorder is not None:
             say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
         return True
 
-    return await live_pass(args.address, duration, args.token, err, "watching", collect, **limits)
+    complete = await live_pass(args.address, duration, args.token, err, "watching", collect, **limits)
+    return complete or display.quit
 
 
 @contextmanager
