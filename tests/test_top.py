@@ -239,9 +239,15 @@ def test_once_text_has_every_section_for_every_address_form(version: str) -> Non
             for address in (d.trace_address, f"pid:{d.pid}", d.http):
                 out, _ = await trio.to_thread.run_sync(_run_top, address, "--once")
                 outs.append(out)
+            out, _ = await trio.to_thread.run_sync(_run_top, d.trace_address, "--duration", "3.5")
+            outs.append(out)
             return outs
 
-    for out in trio.run(run):
+    outs = trio.run(run)
+    # On a pipe, without --once: a plain snapshot per refresh, no redrawing.
+    piped = outs.pop()
+    assert piped.count("snapshot ") >= 2 and "\x1b" not in piped, piped
+    for out in outs:
         for section in SECTIONS:
             assert section in out, (section, out)
         assert "GOMAXPROCS 2" in out
