@@ -98,7 +98,7 @@ def export_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
         timeline, complete = trio.run(lambda: live_timeline(args.address, args.duration, args.token, err, **limits))
     data = encode_timeline(timeline)
     write_output(args.output, data)
-    slices = sum(len(t.slices) for t in timeline.tracks)
+    slices = sum(map(len, timeline.tracks))
     where = "standard output" if str(args.output) == "-" else str(args.output)
     say(err, f"wrote {where}: {len(timeline.tracks)} tracks, {slices:,} slices and instants, {len(data):,} bytes")
     return EXIT_OK if complete else EXIT_INCOMPLETE
