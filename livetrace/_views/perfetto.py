@@ -33,7 +33,8 @@ A trace holds millions of spans, so the spans are kept as the batches'
 columns and laid out a column at a time (``map``, ``compress``, sorts of
 whole columns): a Python object or loop step per span would cost most of
 the export. Only the rare spans (GC, stop-the-world, tasks, regions, mark
-assists, Ps) go through a loop.
+assists, Ps) go through a loop, and the wakes (to join the flows that end on
+one slice).
 """
 
 from __future__ import annotations

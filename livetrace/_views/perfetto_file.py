@@ -9,9 +9,9 @@ protobuf message object costs microseconds each, so they are written in
 bulk, as the same fields in the wire format the package's own TracePacket
 reads back (the tests read every file with it): an event is its timestamp
 then a tail (sequence id, TrackEvent) that all events of one kind on one
-track share, made once. The timestamps' varints come from the package's
-protobuf encoder, a whole column at a time (a repeated int64 field of
-TrackEvent, serialised and split); every other step is a ``map``, a slice
+track share, made once (an event with flows has its own). The timestamps'
+varints come from the package's protobuf encoder, a million at a time (a
+repeated int64 field of TrackEvent, serialised and cut); every other step is a ``map``, a slice
 assignment or a ``writelines`` over whole columns, which run in C. Only
 tracks whose slices overlap (Ps, tasks) are walked slice by slice, to nest
 them. Packets come track by track, each track's in time order: the trace
@@ -287,7 +287,7 @@ class _Events:
         tails += repeat(end, len(stack))
         self._add(times, tails)
 
-    def write(self, out: io.BytesIO) -> None:
+    def chunks(self) -> Iterator[bytes]:
         """Every event's packet, framed as a Trace's packet field: tag,
         length and timestamp's tag (one bytes object per length), the
         timestamp, the tail; a chunk of events at a time."""
@@ -308,7 +308,9 @@ class _Events:
                 parts[::3] = map(heads.__getitem__, map(add, map(len, stamps), map(len, map(tails.__getitem__, mine))))
             parts[1::3] = stamps
             parts[2::3] = map(tails.__getitem__, mine)
+            out = io.BytesIO()
             out.writelines(parts)
+            yield out.getvalue()
 
 
 def _descriptors(timeline: Timeline, uuids: dict[tuple[object, ...], int]) -> bytes:
@@ -327,14 +329,13 @@ def _descriptors(timeline: Timeline, uuids: dict[tuple[object, ...], int]) -> by
     return data
 
 
-def encode_timeline(timeline: Timeline) -> bytes:
-    """The timeline as the bytes of a Perfetto trace (a ``Trace`` proto)."""
+def encode_timeline(timeline: Timeline) -> Iterator[bytes]:
+    """The timeline as the bytes of a Perfetto trace (a ``Trace`` proto),
+    in pieces (the whole can be hundreds of MB: write them as they come)."""
     uuids = {t.key: i + 1 for i, t in enumerate(timeline.tracks)}
-    out = io.BytesIO()
-    out.write(_descriptors(timeline, uuids))
+    yield _descriptors(timeline, uuids)
     with no_gc():
         events = _Events(timeline)
         for t in timeline.tracks:
             events.track(t, uuids[t.key])
-        events.write(out)
-    return out.getvalue()
+        yield from events.chunks()
