@@ -131,3 +131,17 @@ async def test_a_live_export(tmp_path: Path) -> None:
     assert "wrote " in err and " tracks, " in err
     counts, _ = read_back(out)
     assert counts["running"] and counts["gc"] + counts["blocked"]
+
+
+def test_the_bulk_varints_are_protobuf_s() -> None:
+    """The writer's bulk varint encoder cuts records when the values are
+    all of one size and searches for them when not: both give what
+    protobuf writes for each value (negatives as 10-byte int64s)."""
+    from livetrace._views.perfetto_file import _varints
+
+    tag = TrackEvent(counter_value=1).SerializeToString()[:-1]
+    for values in ([1 << 42, (1 << 42) + 5, (1 << 49) - 1], [0, 5, 300, 1 << 40, -1, -(1 << 63)], [7]):
+        stamps, size = _varints(values)
+        expected = [TrackEvent(counter_value=v).SerializeToString()[len(tag) :] for v in values]
+        assert list(stamps) == expected
+        assert size == (len(expected[0]) if len(set(map(len, expected))) == 1 else 0)
