@@ -42,6 +42,7 @@ enum { L_NO_MEMORY = -1, L_OK = 0, L_GIVE_UP = 1 };
 typedef struct {
     i64 ts, p;
     u64 g, stk, a[3];
+    u64 off; /* where the event starts in the trace (the dump prints it) */
     u32 msg; /* a user log's message: index into the messages */
     u8 typ;
 } LEv;
@@ -89,6 +90,9 @@ typedef struct {
 int l_read(L *l, size_t pos);
 int l_order(L *l);
 int l_check(L *l);
+/* The ordered events' times in ns since the first, and the pseudo-Ps of
+ * timer wakeups and syscall exits (as the twin's LegacyDecoder.close). */
+int l_times(L *l);
 int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs);
 /* Stable sort by time: 0, or L_NO_MEMORY. */
 int sort_by_ts(LEv *ev, size_t n);
