@@ -1,5 +1,5 @@
 """``go tool trace -d`` of Go 1.21 for a whole legacy trace, in big pieces:
-made in the compiled core where it can (valid traces of Go 1.11 to 1.21),
+made in the compiled core where it can (valid traces of Go 1.7 to 1.21),
 else by :class:`LegacyDecoder` and :func:`legacy_lines`, its twin and
 reference, which also reports every error."""
 
@@ -12,10 +12,11 @@ from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.spec.legacy import SPECS, STW_KINDS_OLD, STW_REASONS_1021, layout
-from livetrace._trace.version import FORMATS, HEADER_SIZE, TraceVersion, sniff
+from livetrace._trace.version import HEADER_SIZE, LEGACY_FORMATS, Family, TraceVersion, sniff
 
-# The versions the compiled core reads, orders and checks as the twin does.
-COMPILED_VERSIONS = frozenset(v for v in FORMATS if v.go_converts)
+# The versions the compiled core reads, orders and checks as the twin does:
+# those whose Ps' streams merge under the goroutines' sequence numbers.
+COMPILED_VERSIONS = frozenset(v for v in LEGACY_FORMATS if v.family is Family.LEGACY and v.has_goroutine_seq)
 LINES_PER_PIECE = 4096
 
 # Per event type, what its line prints: name, argument labels, string labels,

@@ -1,6 +1,7 @@
 /* The compiled fast path for legacy traces of Go 1.11 to 1.21: a complete
  * trace (or segment) in, its events in the modern event model out, as
- * columns. It is the twin of legacy/wire.py, legacy/read.py and
+ * columns (and, for `-d`'s dump, Go 1.7 to 1.21's ordered events as
+ * lines: legacy_dump.c, which uses the first three stages). It is the twin of legacy/wire.py, legacy/read.py and
  * legacy/convert.py together, for valid traces only: at the first thing
  * that is not as a valid trace has it, it gives up and the Python twin
  * decodes the trace again and reports the error, so errors are the twin's

@@ -292,7 +292,7 @@ done:
 static PyMethodDef dump_methods[] = {
     {"legacy_dump", legacy_dump, METH_VARARGS,
      "legacy_dump($module, data, ver, counts, stack_flags, labels, stw, write, /)\n--\n\n"
-     "Go 1.21's `go tool trace -d` of a complete Go 1.11-1.21 trace, to write in chunks: True, or False when "
+     "Go 1.21's `go tool trace -d` of a complete Go 1.7-1.21 trace, to write in chunks: True, or False when "
      "the twin must decode it."},
     {NULL},
 };
