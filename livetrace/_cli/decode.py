@@ -6,7 +6,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from livetrace._cli.render.dump import legacy_lines, parsed_text, wire_lines
+from livetrace._cli.output import write_bytes
+from livetrace._cli.render.dump import parsed_text, wire_lines
+from livetrace._cli.render.legacy_dump import legacy_dump
 from livetrace._errors import TraceFormatError
 from livetrace._files import head, pieces
 from livetrace._trace.decoder import Item, open_decoder
@@ -79,17 +81,10 @@ def _dump_symbolized(pieces: Iterator[bytes], out: TextIO, binary: Path) -> None
 def dump_legacy(stream: BinaryIO, out: TextIO) -> None:
     """A legacy trace can only be ordered once it is complete: read it all,
     then print (its strings as they are: bytes)."""
-    decoder = LegacyDecoder()
-    for data in pieces(stream):
-        decoder.feed(data)
-    trace = decoder.close()
-    out.flush()
-    buffer = out.buffer if hasattr(out, "buffer") else None
-    for i in range(0, len(trace.events), 4096):
-        text = b"".join(line + b"\n" for line in legacy_lines(trace.events[i : i + 4096]))
-        if buffer is not None:
-            buffer.write(text)
-        else:
-            out.write(text.decode("utf-8", "surrogateescape"))
-    if buffer is not None:
-        buffer.flush()
+    data = b"".join(pieces(stream))
+    try:
+        out.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file: a StringIO in a test, say
+        legacy_dump(data, lambda text: out.write(text.decode("utf-8", "surrogateescape")))
+        return
+    legacy_dump(data, lambda text: write_bytes(out, [text]))

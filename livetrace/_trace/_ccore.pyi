@@ -198,6 +198,16 @@ def legacy_exact(
     syncs: int,
     /,
 ) -> LegacyEvents | None: ...
+def legacy_dump(
+    data: ReadableBuffer,
+    ver: int,
+    counts: ReadableBuffer,
+    stack_flags: ReadableBuffer,
+    labels: tuple[tuple[bytes, tuple[bytes, ...], tuple[bytes, ...], int], ...],
+    stw: tuple[bytes, ...],
+    write: Callable[[bytes], object],
+    /,
+) -> bool: ...
 def jsonl(
     codes: ReadableBuffer,
     times: ReadableBuffer,

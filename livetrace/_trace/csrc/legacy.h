@@ -1,6 +1,7 @@
 /* The compiled fast path for legacy traces of Go 1.11 to 1.21: a complete
  * trace (or segment) in, its events in the modern event model out, as
- * columns. It is the twin of legacy/wire.py, legacy/read.py and
+ * columns (and, for `-d`'s dump, Go 1.7 to 1.21's ordered events as
+ * lines: legacy_dump.c, which uses the first three stages). It is the twin of legacy/wire.py, legacy/read.py and
  * legacy/convert.py together, for valid traces only: at the first thing
  * that is not as a valid trace has it, it gives up and the Python twin
  * decodes the trace again and reports the error, so errors are the twin's
@@ -42,6 +43,7 @@ enum { L_NO_MEMORY = -1, L_OK = 0, L_GIVE_UP = 1 };
 typedef struct {
     i64 ts, p;
     u64 g, stk, a[3];
+    u64 off; /* where the event starts in the trace (the dump prints it) */
     u32 msg; /* a user log's message: index into the messages */
     u8 typ;
 } LEv;
@@ -89,6 +91,9 @@ typedef struct {
 int l_read(L *l, size_t pos);
 int l_order(L *l);
 int l_check(L *l);
+/* The ordered events' times in ns since the first, and the pseudo-Ps of
+ * timer wakeups and syscall exits (as the twin's LegacyDecoder.close). */
+int l_times(L *l);
 int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs);
 /* Stable sort by time: 0, or L_NO_MEMORY. */
 int sort_by_ts(LEv *ev, size_t n);

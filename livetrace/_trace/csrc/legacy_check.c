@@ -20,7 +20,9 @@ int l_check(L *l) {
     Map gstate = {0}, glast = {0}, prun = {0}, pg = {0}, psweep = {0}, tasks = {0}, assists = {0}, reg = {0};
     RegionStack *rs = NULL;
     size_t nrs = 0, caprs = 0;
-    int gc_on = 0, stw_on = 0, rc = L_GIVE_UP;
+    Map pstw = {0}; /* P -> in a stop-the-world, before 1.10 */
+    u64 stw_on = 0;
+    int gc_on = 0, rc = L_GIVE_UP;
     if (!map_slot(&gstate, 0, G_RUNNING))
         goto oom;
     for (size_t i = 0; i < l->nall; i++) {
@@ -55,11 +57,16 @@ int l_check(L *l) {
                 goto out;
             gc_on = 0;
             break;
-        case LEV_STW_START: case LEV_STW_DONE:
-            if ((t == LEV_STW_START) == stw_on)
+        case LEV_STW_START: case LEV_STW_DONE: {
+            /* before 1.10 they pair per P, from 1.10 on across the trace */
+            u64 *on = l->ver < LEGACY_GO1_10 ? map_slot(&pstw, (u64)e->p, 0) : &stw_on;
+            if (!on)
+                goto oom;
+            if ((t == LEV_STW_START) == (*on != 0))
                 goto out;
-            stw_on = t == LEV_STW_START;
+            *on = t == LEV_STW_START;
             break;
+        }
         case LEV_GC_SWEEP_START:
             if (*psw)
                 goto out;
@@ -201,7 +208,7 @@ oom:
     rc = L_NO_MEMORY;
 out:
     map_free(&gstate), map_free(&glast), map_free(&prun), map_free(&pg), map_free(&psweep), map_free(&tasks);
-    map_free(&assists), map_free(&reg);
+    map_free(&assists), map_free(&reg), map_free(&pstw);
     for (size_t i = 0; i < nrs; i++)
         free(rs[i].task), free(rs[i].name);
     free(rs);

@@ -24,6 +24,26 @@ static int col_put(Cols *c, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1
     return 0;
 }
 
+int l_times(L *l) {
+    LEv *ev = l->all;
+    if (!l->nall)
+        return L_GIVE_UP;
+    /* double: the same as the twin's float arithmetic */
+    double npt = 1e9 / (double)l->ticks_per_sec;
+    i64 min_ts = ev[0].ts;
+    for (size_t i = 0; i < l->nall; i++) {
+        double v = (double)(ev[i].ts - min_ts) * npt;
+        if (!(v < 9.0e18 && v > -9.0e18))
+            return L_GIVE_UP;
+        ev[i].ts = (i64)v;
+        if (ev[i].typ == LEV_GO_UNBLOCK && map_find(&l->timer_gs, ev[i].g))
+            ev[i].p = TIMER_P;
+        if (ev[i].typ == LEV_GO_SYS_EXIT)
+            ev[i].p = SYSCALL_P;
+    }
+    return L_OK;
+}
+
 static int has_str(L *l, u64 id) { return id == 0 || map_find(&l->str_at, id) != NULL; }
 
 int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
@@ -39,20 +59,9 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
     u64 stw_reason = B[B_STW0];
     if (!n)
         goto out;
-    /* double: the same as the twin's float arithmetic */
-    double npt = 1e9 / (double)l->ticks_per_sec;
-    i64 min_ts = ev[0].ts;
-    for (size_t i = 0; i < n; i++) {
-        double v = (double)(ev[i].ts - min_ts) * npt;
-        if (!(v < 9.0e18 && v > -9.0e18))
-            goto out;
-        ev[i].ts = (i64)v;
-        if (ev[i].typ == LEV_GO_UNBLOCK && map_find(&l->timer_gs, ev[i].g))
-            ev[i].p = TIMER_P;
-        if (ev[i].typ == LEV_GO_SYS_EXIT)
-            ev[i].p = SYSCALL_P;
-    }
-    int chk = l_check(l);
+    int chk = l_times(l);
+    if (!chk)
+        chk = l_check(l);
     if (chk) {
         rc = chk;
         goto out;

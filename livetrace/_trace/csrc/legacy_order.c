@@ -219,27 +219,124 @@ out:
     return rc;
 }
 
-int sort_by_ts(LEv *ev, size_t n) {
-    int sorted = 1;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = ev[i - 1].ts <= ev[i].ts;
-    if (sorted)
-        return 0;
+/* Stable bottom-up merge sort by time, for sequences far from ordered. */
+static int merge_sort(LEv *ev, size_t n) {
     LEv *tmp = malloc(n * sizeof(LEv));
     if (!tmp)
         return L_NO_MEMORY;
+    LEv *src = ev, *dst = tmp;
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
             while (i < mid && j < hi)
-                tmp[k++] = ev[j].ts < ev[i].ts ? ev[j++] : ev[i++];
+                dst[k++] = src[j].ts < src[i].ts ? src[j++] : src[i++];
             while (i < mid)
-                tmp[k++] = ev[i++];
+                dst[k++] = src[i++];
             while (j < hi)
-                tmp[k++] = ev[j++];
+                dst[k++] = src[j++];
         }
-        memcpy(ev, tmp, n * sizeof(LEv));
+        LEv *t = src;
+        src = dst, dst = t;
     }
+    if (src != ev)
+        memcpy(ev, src, n * sizeof(LEv));
     free(tmp);
     return 0;
+}
+
+/* An event taken out of place: its time and its rank among those taken out. */
+typedef struct {
+    i64 ts;
+    size_t j;
+} Out;
+
+static inline int out_less(const Out *x, const Out *y) { return x->ts < y->ts || (x->ts == y->ts && x->j < y->j); }
+
+/* Sorts by (ts, j): the keys are distinct, so any merge sort is stable. */
+static int sort_out(Out *o, size_t k) {
+    Out *tmp = malloc(k * sizeof(Out)), *src = o, *dst = tmp;
+    if (!tmp)
+        return L_NO_MEMORY;
+    for (size_t w = 1; w < k; w *= 2) {
+        for (size_t lo = 0; lo < k; lo += 2 * w) {
+            size_t mid = lo + w < k ? lo + w : k, hi = lo + 2 * w < k ? lo + 2 * w : k, i = lo, j = mid, q = lo;
+            while (i < mid && j < hi)
+                dst[q++] = out_less(&src[j], &src[i]) ? src[j++] : src[i++];
+            while (i < mid)
+                dst[q++] = src[i++];
+            while (j < hi)
+                dst[q++] = src[j++];
+        }
+        Out *t = src;
+        src = dst, dst = t;
+    }
+    if (src != o)
+        memcpy(o, src, k * sizeof(Out));
+    free(tmp);
+    return 0;
+}
+
+/* Stable sort by time. The events come nearly in order (the merge's order
+ * with some syscall exits moved back to when the syscall returned): the few
+ * out of place are taken out, sorted and merged back in, in one pass over
+ * the rest; a sequence far from ordered is merge sorted whole. */
+int sort_by_ts(LEv *ev, size_t n) {
+    size_t k = 0;
+    i64 last = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].ts >= last)
+            last = ev[i].ts;
+        else
+            k++;
+    }
+    if (!k)
+        return 0;
+    if (k > n / 8)
+        return merge_sort(ev, n);
+    LEv *x = malloc(k * sizeof(LEv));
+    size_t *orig = malloc(k * sizeof(size_t));
+    Out *o = malloc(k * sizeof(Out));
+    int rc = L_NO_MEMORY;
+    if (!x || !orig || !o)
+        goto done;
+    /* the rest, in order, to the front; those out of place aside, with where they were */
+    size_t w = 0, j = 0;
+    last = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].ts >= last) {
+            last = ev[i].ts;
+            ev[w++] = ev[i];
+        } else {
+            x[j] = ev[i], orig[j] = i, o[j] = (Out){ev[i].ts, j};
+            j++;
+        }
+    }
+    if (sort_out(o, k))
+        goto done;
+    /* merged from the back, ties by original place: the rest's place is
+     * found by skipping the taken-out places (orig ascends) */
+    size_t i = n - k, q = k, at = n, oi = k;
+#define SKIP_TAKEN()                                                                                                \
+    do {                                                                                                            \
+        at--;                                                                                                       \
+        while (oi && orig[oi - 1] == at)                                                                            \
+            oi--, at--;                                                                                             \
+    } while (0)
+    SKIP_TAKEN(); /* at: the original place of the rest's last, ev[i - 1] */
+    while (q) {
+        const Out *t = &o[q - 1];
+        if (i && (ev[i - 1].ts > t->ts || (ev[i - 1].ts == t->ts && at > orig[t->j]))) {
+            ev[i + q - 1] = ev[i - 1];
+            i--;
+            SKIP_TAKEN();
+        } else {
+            ev[i + q - 1] = x[t->j];
+            q--;
+        }
+    }
+#undef SKIP_TAKEN
+    rc = 0;
+done:
+    free(x), free(orig), free(o);
+    return rc;
 }

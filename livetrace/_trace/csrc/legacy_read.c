@@ -53,6 +53,7 @@ int l_read(L *l, size_t pos) {
     u64 vals[4 + 4 * 1000];
     int rc = L_GIVE_UP;
     while (pos < end) {
+        size_t at = pos;
         u8 b = d[pos++];
         int typ = b & 0x3f, narg = (b >> 6) + 1;
         if (typ == LEV_NONE || typ >= LEV_COUNT || !l->counts[typ] || typ == LEV_FUTILE_WAKEUP)
@@ -140,6 +141,7 @@ int l_read(L *l, size_t pos) {
         }
         LEv e = {0};
         e.typ = (u8)typ;
+        e.off = at;
         e.p = cur_p;
         e.g = cur_g;
         if (vals[0] > (u64)1 << 61 || cur_ts > (i64)1 << 61)

@@ -13,6 +13,7 @@
 #include "handlers.h"
 #include "jsonl.h"
 #include "legacy.h"
+#include "legacy_dump.h"
 #include "select.h"
 #include "spans.h"
 #include "wire.h"
@@ -567,6 +568,8 @@ PyMODINIT_FUNC PyInit__ccore(void) {
         goto fail;
     Py_INCREF(WireError);
     if (spans_register(m) < 0)
+        goto fail;
+    if (legacy_dump_register(m) < 0)
         goto fail;
     Py_INCREF(&EngineType);
     if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
