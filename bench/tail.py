@@ -44,6 +44,7 @@ import psutil
 import trio
 from _common import demo_trace  # bench/, the script's directory
 
+import livetrace
 from livetrace._cli.tail import Formatter, View
 from livetrace._files import decode_batches
 from livetrace._go.demo import run_demo
@@ -77,8 +78,10 @@ async def tail_once(address: str, fmt: str, seconds: float, segment: float, tree
     of the livetrace source tree given, if one is)."""
     cmd = [sys.executable, "-m", "livetrace", "tail", address, "--format", fmt, "--duration", str(seconds)]
     cmd += ["--segment", str(segment)]
-    env = {**os.environ, "PYTHONPATH": str(tree)} if tree else None
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    tree = tree or Path(livetrace.__file__).resolve().parent.parent
+    # In the tree, and with it on the path: `-m` puts the working directory first.
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tree)
     assert proc.stdout is not None and proc.stderr is not None
     ps = psutil.Process(proc.pid)
 

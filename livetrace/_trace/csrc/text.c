@@ -449,7 +449,7 @@ static int put_line(Text *x, int c, i64 t, i64 m, i64 p, i64 g, const u64 *a, co
     if (o->n == details) /* none: the separator alone */
         o->p[o->n++] = ' ';
     int si = T_STACK[c];
-    u64 stack = si != 255 ? a[si] : 0;
+    u64 stack = si < NARGS ? a[si] : 0; /* 255: none */
     if (stack) {
         r = put_part(x, &x->frames, stack);
         if (r != PART_OK)
