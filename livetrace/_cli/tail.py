@@ -21,8 +21,9 @@ from livetrace._cli.common import (
 )
 from livetrace._cli.output import widen_pipe, write_bytes
 from livetrace._cli.render.color import paint_line
-from livetrace._cli.render.jsonl import JsonlEncoder, provisional_dict, text_line, utf8
+from livetrace._cli.render.jsonl import JsonlEncoder, provisional_dict, utf8
 from livetrace._cli.render.spans import SPAN_KIND_WIDTH, span_dict, span_text
+from livetrace._cli.render.text import TextEncoder, event_text
 from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
 from livetrace._protocol import text as peer
@@ -169,12 +170,7 @@ class View:
         if isinstance(item, Span):
             line = span_text(item, t0)
             return paint_line(line, str(item.kind), line.index(" ") + 1, SPAN_KIND_WIDTH) if self.color else line
-        line = text_line(item, t0, provisional)  # type: ignore[arg-type]  # an Event or a Notice
-        if not self.color:
-            return line
-        if isinstance(item, Notice):
-            return paint_line(line, None, 0, 0)
-        return paint_line(line, item.kind_name, line.index(" ") + 1, KIND_WIDTH)  # type: ignore[attr-defined]  # an Event
+        return event_text(item, t0, provisional, self.color)  # type: ignore[arg-type]  # an Event or a Notice
 
     def summary(self, seen: int, shown: int, built: int = 0) -> str:
         if self.spans:
@@ -188,7 +184,30 @@ class View:
         )
 
 
-KIND_WIDTH = 15  # the kind column of text_line
+class Formatter:
+    """The bytes `tail` writes for a batch (of events, spans or a notice):
+    its lines in the view's format, in pieces to write in order."""
+
+    def __init__(self, view: View) -> None:
+        self.view = view
+        self.jsonl = JsonlEncoder()
+        self.text = TextEncoder(view.color)
+
+    def pieces(self, batch: Sequence[object], t0: int, provisional: bool) -> list[bytes]:
+        """provisional: the batch is a legacy trace's events before its footer."""
+        spans = bool(batch) and isinstance(batch[0], Span)
+        if self.view.fmt == "jsonl":
+            if spans:
+                return [utf8("".join(json.dumps(span_dict(s), ensure_ascii=False) + "\n" for s in batch))]  # type: ignore[arg-type]  # spans
+            if provisional:
+                dicts = (provisional_dict(e) for e in batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
+                return [utf8("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))]
+            if isinstance(batch, EventBatch):
+                return self.jsonl.encode_batch(batch)
+            return [utf8(self.jsonl.encode_many(batch))]  # type: ignore[arg-type]  # events, or a notice
+        if spans:
+            return [utf8("".join(self.view.text(s, t0, False) + "\n" for s in batch))]
+        return [self.text.encode(batch, t0, provisional)]  # type: ignore[arg-type]  # events, or a notice: one piece
 
 
 async def print_events(session: Session, view: View, out: TextIO, limit: int | None) -> tuple[int, bool]:
@@ -198,8 +217,7 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
     segments shows its provisional events, and then only the notice that
     its footer came."""
     shown, t0 = 0, None
-    fmt = view.fmt
-    encoder = JsonlEncoder()
+    formatter = Formatter(view)
     provisional = False
     async for item in view.subscribe(session):
         if isinstance(item, Notice) and not isinstance(item, SymbolsResolved):
@@ -225,19 +243,7 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
             t0 = batch[0].time
         if t0 is None and batch and isinstance(batch[0], Span):
             t0 = batch[0].start
-        if fmt == "jsonl":
-            if batch and isinstance(batch[0], Span):
-                pieces = [utf8("".join(json.dumps(span_dict(s), ensure_ascii=False) + "\n" for s in batch))]  # type: ignore[arg-type]  # spans
-            elif isinstance(item, Provisional):
-                dicts = (provisional_dict(e) for e in batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
-                pieces = [utf8("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))]
-            elif isinstance(batch, EventBatch):
-                pieces = encoder.encode_batch(batch)
-            else:
-                pieces = [utf8(encoder.encode_many(batch))]
-        else:
-            mark = isinstance(item, Provisional)
-            pieces = [utf8("".join(view.text(e, t0 or 0, mark) + "\n" for e in batch))]
+        pieces = formatter.pieces(batch, t0 or 0, isinstance(item, Provisional))
         try:
             # In a worker thread: while a slow reader keeps the pipe full, the
             # session goes on reading the helper (which would otherwise shed

@@ -254,5 +254,26 @@ def take_columns(
 ) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
     """The columns of the events at indices."""
 
+def text_lines(
+    codes: ReadableBuffer,
+    times: ReadableBuffer,
+    threads: ReadableBuffer,
+    procs: ReadableBuffer,
+    goroutines: ReadableBuffer,
+    args: ReadableBuffer,
+    extra: ReadableBuffer,
+    t0: int,
+    wall_base: int | None,
+    provisional: bool,
+    kind_columns: tuple[bytes, ...],
+    quotes: dict[int, bytes],
+    frames: dict[int, bytes],
+    xquotes: dict[int, bytes],
+    miss: Callable[[str, int], bytes],
+    other: Callable[[int], bytes],
+    /,
+) -> bytes:
+    """`tail`'s text lines for a batch's events, each ending in a newline (text.c)."""
+
 def handlers() -> dict[int, str]:
     """The ordering engine's dispatch table: code -> handler name."""

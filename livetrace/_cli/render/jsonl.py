@@ -169,10 +169,15 @@ def _event_line(e: Event, t0: int) -> str:
     ctx = " ".join(f"{k}{v}" for k, v in (("P", e.p), ("M", e.m), ("G", e.g)) if v != -1)
     line = f"{clock} {e.kind_name:<15} {ctx:<22} {details}"
     stack = e.stack() if e.kind != Kind.SYNC else []
-    if stack:
-        f = stack[0]
-        line += f"  @ {f.func} {f.file.rsplit('/', 1)[-1]}:{f.line}"
-    return line
+    return line + frame_text(stack)
+
+
+def frame_text(stack: list[StackFrame]) -> str:
+    """Where a text line says the event happened: its stack's innermost frame."""
+    if not stack:
+        return ""
+    f = stack[0]
+    return f"  @ {f.func} {f.file.rsplit('/', 1)[-1]}:{f.line}"
 
 
 PIECE_LINES = 512

@@ -29,20 +29,25 @@ static int buf_init(Buf *b, size_t cap) {
     return 0;
 }
 
-static int buf_put(Buf *b, const char *s, size_t n) {
+static int buf_grow(Buf *b, size_t n) {
     if (b->oom)
         return -1;
-    if (b->n + n > b->cap) {
-        size_t nc = b->cap;
-        while (nc < b->n + n)
-            nc *= 2;
-        if (_PyBytes_Resize(&b->obj, (Py_ssize_t)nc)) {
-            b->oom = 1;
-            return -1;
-        }
-        b->p = PyBytes_AS_STRING(b->obj);
-        b->cap = nc;
+    size_t nc = b->cap;
+    while (nc < b->n + n)
+        nc *= 2;
+    if (_PyBytes_Resize(&b->obj, (Py_ssize_t)nc)) {
+        b->oom = 1;
+        return -1;
     }
+    b->p = PyBytes_AS_STRING(b->obj);
+    b->cap = nc;
+    return 0;
+}
+
+/* Inline, so that the many short literals are copied without a call. */
+static inline __attribute__((always_inline)) int buf_put(Buf *b, const char *s, size_t n) {
+    if (b->n + n > b->cap && buf_grow(b, n))
+        return -1;
     memcpy(b->p + b->n, s, n);
     b->n += n;
     return 0;
@@ -50,14 +55,31 @@ static int buf_put(Buf *b, const char *s, size_t n) {
 
 #define PUTS(b, lit) buf_put(b, lit, sizeof(lit) - 1)
 
+/* Two digits at a time: the numbers are most of a line's characters. */
+static const char DIGITS2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                 "8081828384858687888990919293949596979899";
+
+static inline int digits(char *tmp, u64 u) { /* into the end of tmp[24]: where they start */
+    int k = 24;
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        k -= 2;
+        memcpy(tmp + k, DIGITS2 + 2 * r, 2);
+    }
+    if (u >= 10) {
+        k -= 2;
+        memcpy(tmp + k, DIGITS2 + 2 * u, 2);
+    } else {
+        tmp[--k] = (char)('0' + u);
+    }
+    return k;
+}
+
 static int buf_i64(Buf *b, i64 v) {
     char tmp[24];
-    int k = 24;
-    u64 u = v < 0 ? (u64)0 - (u64)v : (u64)v;
-    do {
-        tmp[--k] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    int k = digits(tmp, v < 0 ? (u64)0 - (u64)v : (u64)v);
     if (v < 0)
         tmp[--k] = '-';
     return buf_put(b, tmp + k, (size_t)(24 - k));
@@ -65,11 +87,7 @@ static int buf_i64(Buf *b, i64 v) {
 
 static int buf_u64(Buf *b, u64 u) {
     char tmp[24];
-    int k = 24;
-    do {
-        tmp[--k] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    int k = digits(tmp, u);
     return buf_put(b, tmp + k, (size_t)(24 - k));
 }
 

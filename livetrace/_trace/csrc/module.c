@@ -16,6 +16,7 @@
 #include "legacy_dump.h"
 #include "select.h"
 #include "spans.h"
+#include "text.h"
 #include "wire.h"
 
 /* ---- result types ---- */
@@ -536,6 +537,9 @@ static PyMethodDef module_methods[] = {
     {"take_columns", take_columns, METH_VARARGS,
      "take_columns($module, indices, codes, times, threads, procs, goroutines, args, extra, /)\n--\n\n"
      "The columns of the events at indices."},
+    {"text_lines", text_lines, METH_VARARGS,
+     "text_lines($module, codes, times, threads, procs, goroutines, args, extra, t0, wall_base, provisional, "
+     "kind_columns, quotes, frames, xquotes, miss, other, /)\n--\n\ntail's text lines for a batch's events (text.c)."},
     {"handlers", handlers, METH_NOARGS,
      "handlers($module, /)\n--\n\nThe ordering engine's dispatch table: {code: handler name}."},
     {NULL},

@@ -1,0 +1,128 @@
+"""`tail`'s text lines, a batch at a time.
+
+The twin makes each line in Python (:func:`event_text`: ``text_line``, and
+``paint_line`` for colour). On the compiled core, text.c writes a whole
+batch's lines straight from its columns, the same bytes; Python makes
+only what needs the generation's tables, once per id (a string's quoted
+text, a stack's first frame), and the lines of the rare events text.c
+leaves to it (Syncs, experimental events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from livetrace._cli.render.color import paint_line
+from livetrace._cli.render.gostr import go_quote
+from livetrace._cli.render.jsonl import frame_text, text_line, utf8
+from livetrace._errors import TraceFormatError
+from livetrace._notice import Notice
+from livetrace._trace.accel import ccore, use_compiled
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.events import KIND_NAMES, KIND_OF_CODE, Event, stack_frames
+from livetrace._trace.model.tables import Tables
+
+KIND_WIDTH = 15  # the kind column of text_line
+
+
+def event_text(item: Event | Notice, t0: int, provisional: bool, color: bool) -> str:
+    """One event's (or notice's) line, coloured if asked: the twin."""
+    line = text_line(item, t0, provisional)
+    if not color:
+        return line
+    if isinstance(item, Notice):
+        return paint_line(line, None, 0, 0)
+    return paint_line(line, item.kind_name, line.index(" ") + 1, KIND_WIDTH)
+
+
+def kind_columns(color: bool) -> tuple[bytes, ...]:
+    """Per event code, its line's kind column, painted as paint_line
+    paints it in the line."""
+    cols = []
+    for code in range(256):
+        name = KIND_NAMES[KIND_OF_CODE[code]]
+        col = f"{name:<{KIND_WIDTH}}"
+        cols.append((paint_line(col, name, 0, KIND_WIDTH) if color else col).encode())
+    return tuple(cols)
+
+
+class _GenerationText:
+    """What text.c asks of one generation's tables, made once per id: the
+    dicts keep the bytes alive while the core points into them."""
+
+    __slots__ = ("frames", "gen", "quotes", "xquotes")
+
+    def __init__(self, gen: Tables | None) -> None:
+        self.gen = gen
+        self.quotes: dict[int, bytes] = {}
+        self.frames: dict[int, bytes] = {}
+        self.xquotes: dict[int, bytes] = {}
+
+    def miss(self, kind: str, i: int) -> bytes:
+        """A string's quoted text, a stack's first frame, or a derived
+        string's quoted text (the core caches it)."""
+        g = self.gen
+        assert g is not None
+        if kind == "quote":
+            return go_quote(g.strings[i]).encode()
+        if kind == "frame":
+            return utf8(frame_text(stack_frames(g, i)))
+        return go_quote(g.extra_strings[i]).encode()
+
+
+class TextEncoder:
+    """Lines for whole batches, each ending in a newline, as UTF-8: on the
+    compiled core, text.c writes an :class:`EventBatch`'s; anything else
+    (a list of events or notices) is the twin's, line by line."""
+
+    def __init__(self, color: bool, compiled: bool | None = None) -> None:
+        self._fast = use_compiled(compiled)
+        self._color = color
+        self._columns = kind_columns(color)
+        self._parts = _GenerationText(None)
+
+    def encode(self, events: Sequence[Event | Notice], t0: int, provisional: bool = False) -> bytes:
+        if not self._fast or not isinstance(events, EventBatch) or not len(events) or events.gen is None:
+            return self.encode_twin(events, t0, provisional)
+        gen = events.gen
+        try:
+            wall = gen.wall_base
+        except TraceFormatError:  # a clock snapshot out of range: the twin says so
+            return self.encode_twin(events, t0, provisional)
+        if provisional:
+            # A legacy trace's tables before its footer grow as its strings
+            # arrive: nothing made from them is kept past the batch.
+            parts = _GenerationText(gen)
+        elif self._parts.gen is not gen:
+            parts = self._parts = _GenerationText(gen)
+        else:
+            parts = self._parts
+        color = self._color
+
+        def other(i: int) -> bytes:  # a line the core leaves to the twin
+            return utf8(event_text(events[i], t0, provisional, color))
+
+        code, time, m, p, g, args, extra = events.columns()
+        return ccore.text_lines(
+            code,
+            time,
+            m,
+            p,
+            g,
+            args,
+            extra,
+            t0,
+            wall,
+            provisional,
+            self._columns,
+            parts.quotes,
+            parts.frames,
+            parts.xquotes,
+            parts.miss,
+            other,
+        )
+
+    def encode_twin(self, events: Sequence[Event | Notice], t0: int, provisional: bool = False) -> bytes:
+        """The same lines, made in Python."""
+        color = self._color
+        return utf8("".join([event_text(e, t0, provisional, color) + "\n" for e in events]))

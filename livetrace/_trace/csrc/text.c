@@ -1,0 +1,565 @@
+/* `livetrace tail`'s text lines, written straight from a batch's columns:
+ * the twin of _cli/render/text.py's event_text (text_line's
+ * clock, kind, context and the details Go's Event.String() gives, then
+ * the first frame of the stack), byte for byte.
+ *
+ * Python resolves what needs the generation's tables, once per id: a
+ * string's quoted text (Go's strconv.Quote), a stack's first frame. Any
+ * event this code does not write, or whose values the twin would not
+ * accept (a state out of range, a clock past year 9999), is made whole by
+ * Python, so the output, and any error, is the twin's. */
+
+#include "text.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "engine.h"
+
+/* The output, written straight into a bytes object that grows by
+ * doubling and is cut to length at the end. */
+typedef struct {
+    PyObject *obj;
+    char *p;
+    size_t n, cap;
+} Out;
+
+static int out_reserve(Out *o, size_t more) {
+    if (o->n + more <= o->cap)
+        return 0;
+    size_t nc = o->cap;
+    while (nc < o->n + more)
+        nc *= 2;
+    if (_PyBytes_Resize(&o->obj, (Py_ssize_t)nc)) /* frees and clears obj on failure */
+        return -1;
+    o->p = PyBytes_AS_STRING(o->obj);
+    o->cap = nc;
+    return 0;
+}
+
+/* Writers for the room a line reserved up front (LINE_ROOM). */
+static inline void put(Out *o, const char *s, size_t n) {
+    memcpy(o->p + o->n, s, n);
+    o->n += n;
+}
+#define PUTS(o, lit) put(o, lit, sizeof(lit) - 1)
+
+static inline void put_u64(Out *o, u64 u) {
+    char tmp[20];
+    int k = 20;
+    do {
+        tmp[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    put(o, tmp + k, (size_t)(20 - k));
+}
+
+static inline void put_i64(Out *o, i64 v) {
+    if (v < 0) {
+        o->p[o->n++] = '-';
+        put_u64(o, (u64)0 - (u64)v);
+    } else {
+        put_u64(o, (u64)v);
+    }
+}
+
+/* The most any line's fixed text takes: marks, clock, context (three
+ * 20-digit ids), the longest details' own text and its numbers. */
+#define LINE_ROOM 512
+#define CTX_WIDTH 22
+
+/* ---- the parts Python makes: cached per id ---- */
+
+typedef struct {
+    u64 id;
+    const char *p; /* NULL: empty slot */
+    size_t n;
+} Slot;
+#define NSLOTS 1024 /* a direct-mapped memo in front of the dict: most lookups make no Python object */
+
+typedef struct {
+    PyObject *cache; /* dict id -> bytes: keeps every part alive for the call */
+    const char *kind;
+    Slot *slots;
+} Parts;
+
+enum { PART_OK, PART_ERROR, PART_TWIN };
+
+/* The part for id: PART_TWIN when making it raised an ordinary exception
+ * (the twin meets the same problem: it makes the line, or raises). */
+static int part(Parts *t, PyObject *miss, u64 id, const char **p, size_t *n) {
+    Slot *s = &t->slots[id % NSLOTS];
+    if (s->p && s->id == id) {
+        *p = s->p, *n = s->n;
+        return PART_OK;
+    }
+    PyObject *key = PyLong_FromUnsignedLongLong(id);
+    if (!key)
+        return PART_ERROR;
+    PyObject *v = PyDict_GetItemWithError(t->cache, key); /* borrowed */
+    if (!v) {
+        if (PyErr_Occurred()) {
+            Py_DECREF(key);
+            return PART_ERROR;
+        }
+        v = PyObject_CallFunction(miss, "sO", t->kind, key);
+        if (!v) {
+            Py_DECREF(key);
+            if (!PyErr_ExceptionMatches(PyExc_Exception))
+                return PART_ERROR;
+            PyErr_Clear();
+            return PART_TWIN;
+        }
+        if (!PyBytes_Check(v)) {
+            Py_DECREF(key), Py_DECREF(v);
+            PyErr_SetString(PyExc_TypeError, "miss() must return bytes");
+            return PART_ERROR;
+        }
+        int r = PyDict_SetItem(t->cache, key, v);
+        Py_DECREF(v); /* the dict holds it: it only grows during the call */
+        if (r) {
+            Py_DECREF(key);
+            return PART_ERROR;
+        }
+    }
+    Py_DECREF(key);
+    *s = (Slot){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
+    *p = s->p, *n = s->n;
+    return PART_OK;
+}
+
+/* ---- the call's state ---- */
+
+typedef struct {
+    Out o;
+    Parts quotes, frames, xquotes;
+    PyObject *miss;
+    const char *kcol[256];
+    size_t kcol_n[256];
+    int provisional;
+    i64 t0;
+    int has_wall;
+    int wall_twin; /* a clock base past int64: every line is the twin's */
+    i64 wall_base;
+    i64 hms_sec; /* the second hms holds */
+    char hms[8];
+} Text;
+
+/* A part appended to the line (room reserved for it): PART_* */
+static int put_part(Text *x, Parts *t, u64 id) {
+    const char *p;
+    size_t n;
+    int r = part(t, x->miss, id, &p, &n);
+    if (r != PART_OK)
+        return r;
+    if (out_reserve(&x->o, n + LINE_ROOM))
+        return PART_ERROR;
+    put(&x->o, p, n);
+    return PART_OK;
+}
+
+/* The clock column: "HH:MM:SS.uuuuuu" of the event's Unix time where the
+ * generation has one, else "+S.uuuuuus" since t0. 0, or -1 when the twin
+ * must make the line (out of the range this writes alike). */
+static int put_clock(Text *x, i64 t) {
+    Out *o = &x->o;
+    if (x->has_wall) {
+        i64 w;
+        if (x->wall_twin || __builtin_add_overflow(x->wall_base, t, &w))
+            return -1;
+        i64 sec = w >= 0 ? w / 1000000000 : -((-(w + 1)) / 1000000000) - 1;
+        i64 nsec = w - sec * 1000000000;
+        if (sec < 0 || sec >= 253402300800LL) /* the years 1970-9999: a four-digit year */
+            return -1;
+        if (sec != x->hms_sec) {
+            int d = (int)(sec % 86400);
+            int hh = d / 3600, mm = d / 60 % 60, ss = d % 60;
+            char *h = x->hms;
+            h[0] = (char)('0' + hh / 10), h[1] = (char)('0' + hh % 10), h[2] = ':';
+            h[3] = (char)('0' + mm / 10), h[4] = (char)('0' + mm % 10), h[5] = ':';
+            h[6] = (char)('0' + ss / 10), h[7] = (char)('0' + ss % 10);
+            x->hms_sec = sec;
+        }
+        put(o, x->hms, 8);
+        if (!nsec) {
+            PUTS(o, "0000000"); /* the twin pads "HH:MM:SS" with zeros: no point */
+            return 0;
+        }
+        char frac[7];
+        i64 us = nsec / 1000;
+        frac[0] = '.';
+        for (int k = 6; k > 0; k--, us /= 10)
+            frac[k] = (char)('0' + us % 10);
+        put(o, frac, 7);
+        return 0;
+    }
+    i64 d;
+    if (__builtin_sub_overflow(t, x->t0, &d))
+        return -1;
+    o->p[o->n++] = '+';
+    i64 rem = d % 1000;
+    if (d >= 0 && d < 1000000000000000LL && rem != 500) {
+        /* d / 1e9 is within 0.2 ns of the true quotient here, so "%.6f"
+         * rounds it as the nanoseconds say, unless exactly half way. */
+        i64 us = d / 1000 + (rem > 500);
+        put_u64(o, (u64)(us / 1000000));
+        char frac[7];
+        i64 f = us % 1000000;
+        frac[0] = '.';
+        for (int k = 6; k > 0; k--, f /= 10)
+            frac[k] = (char)('0' + f % 10);
+        put(o, frac, 7);
+    } else {
+        int k = snprintf(o->p + o->n, 64, "%.6f", (double)d / 1e9);
+        if (k < 0 || k >= 64)
+            return -1;
+        o->n += (size_t)k;
+    }
+    o->p[o->n++] = 's';
+    return 0;
+}
+
+/* "P1 M2 G3" (those not -1), padded to CTX_WIDTH. */
+static void put_ctx(Out *o, i64 p, i64 m, i64 g) {
+    size_t start = o->n;
+    const i64 v[3] = {p, m, g};
+    const char names[3] = {'P', 'M', 'G'};
+    for (int k = 0; k < 3; k++) {
+        if (v[k] == -1)
+            continue;
+        if (o->n > start)
+            o->p[o->n++] = ' ';
+        o->p[o->n++] = names[k];
+        put_i64(o, v[k]);
+    }
+    while (o->n - start < CTX_WIDTH)
+        o->p[o->n++] = ' ';
+}
+
+static void put_value(Out *o, u64 v) {
+    PUTS(o, "Value{Uint64(");
+    put_u64(o, v);
+    PUTS(o, ")}");
+}
+
+/* A state transition's details: 0, or -1 when the twin must make the line. */
+static int put_transition(Text *x, int c, i64 p, i64 g, const u64 *a, const u64 *xa, int *r) {
+    Out *o = &x->o;
+    int proc = 0, old, new_;
+    u64 reason = 0;
+    int has_reason = 0, has_tstack = 0;
+    u64 tstack = 0;
+    i64 sid = 0;
+    u64 uid = 0;
+    int signed_id = 0;
+    switch (c) {
+    case EV_PROC_START: proc = 1, uid = a[0], old = PS_IDLE, new_ = PS_RUNNING; break;
+    case EV_PROC_STOP: proc = 1, sid = p, signed_id = 1, old = PS_RUNNING, new_ = PS_IDLE; break;
+    case EV_PROC_STEAL:
+        proc = 1, uid = a[0], old = xa[0] == PROC_SYSCALL_ABANDONED ? PS_IDLE : PS_RUNNING, new_ = PS_IDLE;
+        break;
+    case EV_PROC_STATUS:
+        if (xa[0] >= PS_COUNT || a[1] >= PROC_STATUS_COUNT)
+            return -1;
+        proc = 1, uid = a[0], old = (int)xa[0], new_ = PROC_STATUS_STATE[a[1]];
+        break;
+    case EV_GO_CREATE: case EV_GO_CREATE_BLOCKED:
+        uid = a[0], old = GS_NOT_EXIST, new_ = c == EV_GO_CREATE_BLOCKED ? GS_WAITING : GS_RUNNABLE;
+        has_tstack = 1, tstack = a[1];
+        break;
+    case EV_GO_CREATE_SYSCALL: uid = a[0], old = GS_NOT_EXIST, new_ = GS_SYSCALL; break;
+    case EV_GO_START: uid = a[0], old = GS_RUNNABLE, new_ = GS_RUNNING; break;
+    case EV_GO_DESTROY: sid = g, signed_id = 1, old = GS_RUNNING, new_ = GS_NOT_EXIST; break;
+    case EV_GO_DESTROY_SYSCALL: sid = g, signed_id = 1, old = GS_SYSCALL, new_ = GS_NOT_EXIST; break;
+    case EV_GO_STOP: case EV_GO_BLOCK:
+        sid = g, signed_id = 1, old = GS_RUNNING, new_ = c == EV_GO_STOP ? GS_RUNNABLE : GS_WAITING;
+        has_reason = 1, reason = a[0], has_tstack = a[1] != 0, tstack = a[1];
+        break;
+    case EV_GO_UNBLOCK: case EV_GO_SWITCH: case EV_GO_SWITCH_DESTROY:
+        uid = a[0], old = GS_WAITING, new_ = GS_RUNNABLE;
+        break;
+    case EV_GO_SYSCALL_BEGIN:
+        sid = g, signed_id = 1, old = GS_RUNNING, new_ = GS_SYSCALL, has_tstack = a[1] != 0, tstack = a[1];
+        break;
+    case EV_GO_SYSCALL_END: sid = g, signed_id = 1, old = GS_SYSCALL, new_ = GS_RUNNING; break;
+    case EV_GO_SYSCALL_END_BLOCKED: sid = g, signed_id = 1, old = GS_SYSCALL, new_ = GS_RUNNABLE; break;
+    default: /* GoStatus, GoStatusStack */
+        if (xa[0] >= GS_COUNT || a[2] >= GO_STATUS_COUNT)
+            return -1;
+        uid = a[0], old = (int)xa[0], new_ = GO_STATUS_STATE[a[2]];
+        has_tstack = c == EV_GO_STATUS_STACK && a[3] != 0, tstack = a[3];
+        break;
+    }
+    if (proc)
+        PUTS(o, " ProcID=");
+    else
+        PUTS(o, " GoID=");
+    if (signed_id)
+        put_i64(o, sid);
+    else
+        put_u64(o, uid);
+    const char *on = proc ? PS_NAMES[old] : GS_NAMES[old], *nn = proc ? PS_NAMES[new_] : GS_NAMES[new_];
+    o->p[o->n++] = ' ';
+    put(o, on, strlen(on));
+    PUTS(o, "->");
+    put(o, nn, strlen(nn));
+    PUTS(o, " Reason=");
+    if (has_reason) {
+        if ((*r = put_part(x, &x->quotes, reason)) != PART_OK)
+            return 0;
+    } else {
+        PUTS(o, "\"\"");
+    }
+    /* The twin reads the transition's stack too (its frames come after the
+     * line the text keeps): the same lookups, so the same errors. */
+    if (has_tstack && tstack) {
+        const char *p_;
+        size_t n_;
+        *r = part(&x->frames, x->miss, tstack, &p_, &n_);
+    }
+    return 0;
+}
+
+/* The details of a range event (Go's Name= Scope= [Attributes=]). */
+static int put_range(Text *x, int c, i64 p, i64 g, const u64 *a, int *r) {
+    Out *o = &x->o;
+    if (c == EV_STW_BEGIN || c == EV_STW_END) {
+        const char *q;
+        size_t n;
+        if ((*r = part(&x->quotes, x->miss, a[0], &q, &n)) != PART_OK)
+            return 0;
+        if (n < 2 || out_reserve(o, n + LINE_ROOM)) {
+            *r = n < 2 ? PART_TWIN : PART_ERROR;
+            return 0;
+        }
+        PUTS(o, " Name=\"stop-the-world (");
+        put(o, q + 1, n - 2); /* quoting goes character by character: the reason's, inside */
+        PUTS(o, ")\" Scope=Goroutine(");
+        put_i64(o, g);
+        o->p[o->n++] = ')';
+    } else if (c == EV_GC_ACTIVE || c == EV_GC_BEGIN || c == EV_GC_END) {
+        PUTS(o, " Name=\"GC concurrent mark phase\" Scope=None");
+    } else if (c == EV_GC_SWEEP_ACTIVE || c == EV_GC_SWEEP_BEGIN || c == EV_GC_SWEEP_END) {
+        PUTS(o, " Name=\"GC incremental sweep\" Scope=Proc(");
+        if (c == EV_GC_SWEEP_ACTIVE)
+            put_u64(o, a[0]);
+        else
+            put_i64(o, p);
+        o->p[o->n++] = ')';
+    } else {
+        PUTS(o, " Name=\"GC mark assist\" Scope=Goroutine(");
+        if (c == EV_GC_MARK_ASSIST_ACTIVE)
+            put_u64(o, a[0]);
+        else
+            put_i64(o, g);
+        o->p[o->n++] = ')';
+    }
+    if (c == EV_STW_END || c == EV_GC_END || c == EV_GC_SWEEP_END || c == EV_GC_MARK_ASSIST_END) {
+        PUTS(o, " Attributes=[");
+        if (c == EV_GC_SWEEP_END) {
+            PUTS(o, "\"bytes swept\"=");
+            put_value(o, a[0]);
+            PUTS(o, " \"bytes reclaimed\"=");
+            put_value(o, a[1]);
+        }
+        o->p[o->n++] = ']';
+    }
+    return 0;
+}
+
+/* One event's line, or -1 (no exception) when the twin must make it, or
+ * -2 with an exception set. */
+static int put_line(Text *x, int c, i64 t, i64 m, i64 p, i64 g, const u64 *a, const u64 *xa) {
+    Out *o = &x->o;
+    int r = PART_OK;
+    if (out_reserve(o, LINE_ROOM + x->kcol_n[c]))
+        return -2;
+    if (x->provisional)
+        o->p[o->n++] = '~';
+    if (put_clock(x, t))
+        return -1;
+    o->p[o->n++] = ' ';
+    put(o, x->kcol[c], x->kcol_n[c]);
+    o->p[o->n++] = ' ';
+    put_ctx(o, p, m, g);
+    /* the details, each beginning with the space that parts them from the context */
+    size_t details = o->n;
+    switch (c) {
+    case EV_PROC_START: case EV_PROC_STOP: case EV_PROC_STEAL: case EV_PROC_STATUS:
+    case EV_GO_CREATE: case EV_GO_CREATE_SYSCALL: case EV_GO_CREATE_BLOCKED: case EV_GO_START:
+    case EV_GO_DESTROY: case EV_GO_DESTROY_SYSCALL: case EV_GO_STOP: case EV_GO_BLOCK: case EV_GO_UNBLOCK:
+    case EV_GO_SWITCH: case EV_GO_SWITCH_DESTROY: case EV_GO_SYSCALL_BEGIN: case EV_GO_SYSCALL_END:
+    case EV_GO_SYSCALL_END_BLOCKED: case EV_GO_STATUS: case EV_GO_STATUS_STACK:
+        if (put_transition(x, c, p, g, a, xa, &r))
+            return -1;
+        break;
+    case EV_STW_BEGIN: case EV_STW_END: case EV_GC_ACTIVE: case EV_GC_BEGIN: case EV_GC_END:
+    case EV_GC_SWEEP_ACTIVE: case EV_GC_SWEEP_BEGIN: case EV_GC_SWEEP_END: case EV_GC_MARK_ASSIST_ACTIVE:
+    case EV_GC_MARK_ASSIST_BEGIN: case EV_GC_MARK_ASSIST_END:
+        put_range(x, c, p, g, a, &r);
+        break;
+    case EV_PROCS_CHANGE: PUTS(o, " Name=\"/sched/gomaxprocs:threads\" Value="); put_value(o, a[0]); break;
+    case EV_HEAP_ALLOC: PUTS(o, " Name=\"/memory/classes/heap/objects:bytes\" Value="); put_value(o, a[0]); break;
+    case EV_HEAP_GOAL: PUTS(o, " Name=\"/gc/heap/goal:bytes\" Value="); put_value(o, a[0]); break;
+    case EV_CPU_SAMPLE: break;
+    case EV_GO_LABEL:
+        PUTS(o, " Label=");
+        if ((r = put_part(x, &x->quotes, a[0])) != PART_OK)
+            break;
+        PUTS(o, " Resource=Goroutine(");
+        put_i64(o, g);
+        o->p[o->n++] = ')';
+        break;
+    case EV_USER_TASK_BEGIN:
+        PUTS(o, " ID=");
+        put_u64(o, a[0]);
+        PUTS(o, " Parent=");
+        put_u64(o, a[1]);
+        PUTS(o, " Type=");
+        r = put_part(x, &x->quotes, a[2]);
+        break;
+    case EV_USER_TASK_END:
+        PUTS(o, " ID=");
+        put_u64(o, a[0]);
+        PUTS(o, " Parent=");
+        put_u64(o, xa[0]);
+        PUTS(o, " Type=");
+        r = put_part(x, &x->xquotes, xa[1]);
+        break;
+    case EV_USER_REGION_BEGIN: case EV_USER_REGION_END:
+        PUTS(o, " Task=");
+        put_u64(o, a[0]);
+        PUTS(o, " Type=");
+        r = put_part(x, &x->quotes, a[1]);
+        break;
+    case EV_USER_LOG:
+        PUTS(o, " Task=");
+        put_u64(o, a[0]);
+        PUTS(o, " Category=");
+        if ((r = put_part(x, &x->quotes, a[1])) != PART_OK)
+            break;
+        PUTS(o, " Message=");
+        r = put_part(x, &x->quotes, a[2]);
+        break;
+    default: /* Sync, experimental events, codes of no kind: rare */
+        return -1;
+    }
+    if (r != PART_OK)
+        return r == PART_TWIN ? -1 : -2;
+    if (o->n == details) /* none: the separator alone */
+        o->p[o->n++] = ' ';
+    int si = T_STACK[c];
+    u64 stack = si < NARGS ? a[si] : 0; /* 255: none */
+    if (stack) {
+        r = put_part(x, &x->frames, stack);
+        if (r != PART_OK)
+            return r == PART_TWIN ? -1 : -2;
+    }
+    if (x->provisional && stack) {
+        PUTS(o, "  stack ");
+        put_u64(o, stack);
+    }
+    o->p[o->n++] = '\n';
+    return 0;
+}
+
+/* The line other(i) makes, and its newline. */
+static int put_other(Text *x, PyObject *other, size_t i) {
+    PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
+    if (!line)
+        return -1;
+    if (!PyBytes_Check(line)) {
+        Py_DECREF(line);
+        PyErr_SetString(PyExc_TypeError, "other() must return bytes");
+        return -1;
+    }
+    size_t n = (size_t)PyBytes_GET_SIZE(line);
+    int r = out_reserve(&x->o, n + 1);
+    if (!r) {
+        put(&x->o, PyBytes_AS_STRING(line), n);
+        x->o.p[x->o.n++] = '\n';
+    }
+    Py_DECREF(line);
+    return r;
+}
+
+PyObject *text_lines(PyObject *self, PyObject *args) {
+    Py_buffer cb, tb, mb, pb, gb, ab, xb;
+    long long t0;
+    int provisional;
+    PyObject *wall_obj, *kcols, *quotes, *frames, *xquotes, *miss, *other;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*LOpO!O!O!O!OO", &cb, &tb, &mb, &pb, &gb, &ab, &xb, &t0, &wall_obj,
+                          &provisional, &PyTuple_Type, &kcols, &PyDict_Type, &quotes, &PyDict_Type, &frames,
+                          &PyDict_Type, &xquotes, &miss, &other))
+        return NULL;
+    PyObject *result = NULL;
+    Slot *slots = NULL;
+    Text x = {0};
+    size_t n = (size_t)cb.len;
+    if ((size_t)tb.len != n * 8 || (size_t)mb.len != n * 8 || (size_t)pb.len != n * 8 || (size_t)gb.len != n * 8 ||
+        (size_t)ab.len != n * 8 * NARGS || (size_t)xb.len != n * 8 * NEXTRA) {
+        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+        goto done;
+    }
+    if (PyTuple_GET_SIZE(kcols) != 256) {
+        PyErr_SetString(PyExc_ValueError, "kind_columns must have 256 entries");
+        goto done;
+    }
+    for (int c = 0; c < 256; c++) {
+        PyObject *k = PyTuple_GET_ITEM(kcols, c);
+        if (!PyBytes_Check(k)) {
+            PyErr_SetString(PyExc_TypeError, "kind_columns must hold bytes");
+            goto done;
+        }
+        x.kcol[c] = PyBytes_AS_STRING(k);
+        x.kcol_n[c] = (size_t)PyBytes_GET_SIZE(k);
+    }
+    x.has_wall = wall_obj != Py_None;
+    x.wall_base = x.has_wall ? PyLong_AsLongLong(wall_obj) : 0;
+    if (x.has_wall && x.wall_base == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            goto done;
+        PyErr_Clear();
+        x.wall_twin = 1;
+    }
+    x.t0 = (i64)t0;
+    x.provisional = provisional;
+    x.miss = miss;
+    x.hms_sec = -1;
+    slots = calloc(3 * NSLOTS, sizeof(Slot));
+    x.o.obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 128 + LINE_ROOM));
+    if (!slots || !x.o.obj) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    x.o.p = PyBytes_AS_STRING(x.o.obj);
+    x.o.cap = n * 128 + LINE_ROOM;
+    x.quotes = (Parts){quotes, "quote", slots};
+    x.frames = (Parts){frames, "frame", slots + NSLOTS};
+    x.xquotes = (Parts){xquotes, "xquote", slots + 2 * NSLOTS};
+    const u8 *code = cb.buf;
+    const i64 *time = tb.buf, *m = mb.buf, *p = pb.buf, *g = gb.buf;
+    const u64 *a = ab.buf, *xa = xb.buf;
+    for (size_t i = 0; i < n; i++) {
+        size_t start = x.o.n;
+        int r = put_line(&x, code[i], time[i], m[i], p[i], g[i], a + i * NARGS, xa + i * NEXTRA);
+        if (r == -2)
+            goto done;
+        if (r == -1) {
+            x.o.n = start;
+            if (put_other(&x, other, i))
+                goto done;
+        }
+    }
+    if (_PyBytes_Resize(&x.o.obj, (Py_ssize_t)x.o.n))
+        goto done;
+    result = x.o.obj;
+    x.o.obj = NULL;
+done:
+    Py_XDECREF(x.o.obj);
+    free(slots);
+    PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&mb), PyBuffer_Release(&pb);
+    PyBuffer_Release(&gb), PyBuffer_Release(&ab), PyBuffer_Release(&xb);
+    return result;
+}
