@@ -13,6 +13,7 @@
 #include "handlers.h"
 #include "jsonl.h"
 #include "legacy.h"
+#include "legacy_live.h"
 #include "select.h"
 #include "spans.h"
 #include "wire.h"
@@ -566,7 +567,7 @@ PyMODINIT_FUNC PyInit__ccore(void) {
     if (!WireError && !(WireError = PyErr_NewException("livetrace._trace._ccore.WireError", NULL, NULL)))
         goto fail;
     Py_INCREF(WireError);
-    if (spans_register(m) < 0)
+    if (spans_register(m) < 0 || legacy_live_register(m) < 0)
         goto fail;
     Py_INCREF(&EngineType);
     if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||

@@ -43,8 +43,8 @@ COMPILED_VERSIONS = frozenset(v for v in FORMATS if v.go_converts)
 # user log messages), clear of the trace's own.
 BUILTIN_BASE = 1 << 62
 MESSAGE_BASE = BUILTIN_BASE + 64
-# In the order the core's builtin table has them.
-_BUILTIN = (
+# The strings the conversion adds, in the order the core's builtin table has them.
+BUILTIN = (
     [
         BLOCK_REASONS[t]
         for t in (
@@ -63,7 +63,7 @@ _BUILTIN = (
     + [STOP_REASONS[EV_GO_SCHED], STOP_REASONS[EV_GO_PREEMPT]]
     + list(STW_REASONS)
 )
-_BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(len(_BUILTIN)))
+_BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(len(BUILTIN)))
 
 
 @dataclass
@@ -126,7 +126,7 @@ def _from_columns(res: LegacyEvents, ver: TraceVersion) -> ExactTrace:
         trace.stacks[sid] = vals
         add_frames(trace.frames, vals)
     table = legacy_table(trace)
-    for k, s in enumerate(_BUILTIN):
+    for k, s in enumerate(BUILTIN):
         table.strings[BUILTIN_BASE + k] = s.encode()
     for k, msg in enumerate(res.messages):
         table.strings[MESSAGE_BASE + k] = msg
