@@ -6,6 +6,8 @@ made-up read times; on mutated traces, the same error, or the same events."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -14,6 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from livetrace._cli.render.jsonl import provisional_dict, utf8
+from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.live import LegacyLive, Provisional
@@ -60,11 +64,10 @@ def provisional(
     strings its events name."""
     live = LegacyLive(kinds, window_ns=window, max_held=max_held, compiled=compiled)
     items = [item for data, t in pieces for item in live.feed(data, t)]
-    try:
-        for item in live.end_segment(None):
-            items.append(item)
-    except TraceFormatError:  # a trace cut short: its exact events fail, after the provisional ones
-        pass
+    # A trace cut short: its exact events fail, after the provisional ones
+    # (extend keeps what came before the error).
+    with contextlib.suppress(TraceFormatError):
+        items.extend(live.end_segment(None))
     out: list[Row] = []
     for item in items:
         if isinstance(item, Provisional):
@@ -105,6 +108,20 @@ def test_the_compiled_provisional_path_is_its_twin_on_the_corpus(name: str, sett
     if SETTINGS[setting][2] is None:  # the clock came, and with it provisional events
         assert sum(b[2] for b in provisional(pieces, True, *SETTINGS[setting])) > 10_000
     assert_same(pieces, *SETTINGS[setting])
+
+
+@pytest.mark.parametrize("name", BIG)
+def test_provisional_json_lines_from_the_core_are_provisional_dicts(name: str) -> None:
+    live = LegacyLive(window_ns=1_000_000)
+    encoder = ProvisionalJsonl()
+    lines = 0
+    for data, t in chunks((CORPUS / name).read_bytes(), 1):
+        for item in live.feed(data, t):
+            if isinstance(item, Provisional):
+                want = utf8("".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n" for e in item.events))
+                assert b"".join(encoder.encode(item.events)) == want
+                lines += len(item.events)
+    assert lines > 10_000
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

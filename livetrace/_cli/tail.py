@@ -21,7 +21,8 @@ from livetrace._cli.common import (
 )
 from livetrace._cli.output import widen_pipe, write_bytes
 from livetrace._cli.render.color import paint_line
-from livetrace._cli.render.jsonl import JsonlEncoder, provisional_dict, text_line, utf8
+from livetrace._cli.render.jsonl import JsonlEncoder, text_line, utf8
+from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._cli.render.spans import SPAN_KIND_WIDTH, span_dict, span_text
 from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
@@ -200,6 +201,7 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
     shown, t0 = 0, None
     fmt = view.fmt
     encoder = JsonlEncoder()
+    provisional_encoder = ProvisionalJsonl()
     provisional = False
     async for item in view.subscribe(session):
         if isinstance(item, Notice) and not isinstance(item, SymbolsResolved):
@@ -229,8 +231,7 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
             if batch and isinstance(batch[0], Span):
                 pieces = [utf8("".join(json.dumps(span_dict(s), ensure_ascii=False) + "\n" for s in batch))]  # type: ignore[arg-type]  # spans
             elif isinstance(item, Provisional):
-                dicts = (provisional_dict(e) for e in batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
-                pieces = [utf8("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))]
+                pieces = provisional_encoder.encode(batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
             elif isinstance(batch, EventBatch):
                 pieces = encoder.encode_batch(batch)
             else:
