@@ -247,6 +247,7 @@ def take_columns(
 def handlers() -> dict[int, str]:
     """The ordering engine's dispatch table: code -> handler name."""
 
+@final
 class LegacyLiveCore:
     """The provisional path of a live Go 1.11-1.21 trace (legacy_live.c;
     driven by legacy.live_core.CoreProvisional, twin: legacy.live)."""
@@ -258,7 +259,6 @@ class LegacyLiveCore:
         stack_flags: ReadableBuffer,
         mask: ReadableBuffer,
         builtin: ReadableBuffer,
-        /,
     ) -> None: ...
     @property
     def held(self) -> int:

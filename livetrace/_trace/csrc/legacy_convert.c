@@ -41,6 +41,9 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
         goto out;
     /* double: the same as the twin's float arithmetic */
     double npt = 1e9 / (double)l->ticks_per_sec;
+    /* about one modern event per legacy one: room for them now, not twice as much later */
+    if (cols_reserve(&c->out, c->out.n + n + n / 16 + 16))
+        goto oom;
     i64 min_ts = ev[0].ts;
     for (size_t i = 0; i < n; i++) {
         double v = (double)(ev[i].ts - min_ts) * npt;

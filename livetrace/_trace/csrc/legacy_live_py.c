@@ -170,17 +170,17 @@ static PyObject *LL_held(LLObject *self, void *closure) {
 
 static PyMethodDef LL_methods[] = {
     {"read", (PyCFunction)LL_read, METH_VARARGS,
-     "read(data, /)\n--\n\nA chunk's complete events: (events, timed, ticks, strings, messages), or None (give "
+     "read($self, data, /)\n--\n\nA chunk's complete events: (events, timed, ticks, strings, messages), or None (give "
      "up)."},
     {"drop", (PyCFunction)LL_drop, METH_VARARGS,
-     "drop(all, max_held, /)\n--\n\nDrop the pending events, or the oldest chunk's when too many are pending."},
+     "drop($self, all, max_held, /)\n--\n\nDrop the pending events, or the oldest chunk's when too many are pending."},
     {"convert", (PyCFunction)LL_convert, METH_VARARGS,
-     "convert(x0, y0, slope, intercept, origin, /)\n--\n\nThe pending events into the window: (message indexes, "
+     "convert($self, x0, y0, slope, intercept, origin, /)\n--\n\nThe pending events into the window: (message indexes, "
      "task type string ids, 0 none) to name, or None (give up)."},
     {"resolve", (PyCFunction)LL_resolve, METH_VARARGS,
-     "resolve(message_ids, task_type_ids, /)\n--\n\nThe ids of the last conversion's strings."},
+     "resolve($self, message_ids, task_type_ids, /)\n--\n\nThe ids of the last conversion's strings."},
     {"release", (PyCFunction)LL_release, METH_VARARGS,
-     "release(all, window, max_held, /)\n--\n\nThe late events and those the window lets go: (columns, late)."},
+     "release($self, all, window, max_held, /)\n--\n\nThe late events and those the window lets go: (columns, late)."},
     {NULL},
 };
 

@@ -477,6 +477,23 @@ static PyObject *legacy_messages(const L *l) {
     return list;
 }
 
+/* The columns as EventColumns, each freed once copied: a segment's
+ * columns are its largest part. */
+static PyObject *legacy_columns(Columns *c) {
+    size_t n = c->n;
+    void **cols[7] = {(void **)&c->code, (void **)&c->time, (void **)&c->m, (void **)&c->p,
+                      (void **)&c->g,    (void **)&c->args, (void **)&c->extra};
+    const size_t size[7] = {n, n * 8, n * 8, n * 8, n * 8, n * 8 * NARGS, n * 8 * NEXTRA};
+    PyObject *v[7];
+    for (int k = 0; k < 7; k++) {
+        v[k] = bytes_of(*cols[k], size[k]);
+        free(*cols[k]);
+        *cols[k] = NULL;
+    }
+    c->n = c->cap = 0;
+    return make_struct(EventColumnsType, 7, v);
+}
+
 /* legacy_exact(data, ver, counts, stackflags, mask, builtin, msg_base, offset, syncs)
  *   -> LegacyEvents, or None (the twin must decode it)
  * offset is added to every time, and the Syncs count on from syncs. */
@@ -506,7 +523,8 @@ static PyObject *legacy_exact(PyObject *self, PyObject *args) {
         res = Py_None;
         Py_INCREF(res);
     } else {
-        PyObject *v[5] = {event_columns(&c.out, c.out.n), legacy_strings(&l), legacy_stacks(&l),
+        free(l.all), l.all = NULL, l.nall = l.capall = 0; /* in the columns now */
+        PyObject *v[5] = {legacy_columns(&c.out), legacy_strings(&l), legacy_stacks(&l),
                           PyLong_FromUnsignedLongLong(l.ticks_per_sec), legacy_messages(&l)};
         res = make_struct(LegacyEventsType, 5, v);
     }

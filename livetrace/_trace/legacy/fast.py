@@ -63,6 +63,7 @@ BUILTIN = (
     + [STOP_REASONS[EV_GO_SCHED], STOP_REASONS[EV_GO_PREEMPT]]
     + list(STW_REASONS)
 )
+_TASK_END = bytes([TASK_END])
 _BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(len(BUILTIN)))
 
 
@@ -132,24 +133,29 @@ def _from_columns(res: LegacyEvents, ver: TraceVersion) -> ExactTrace:
         table.strings[MESSAGE_BASE + k] = msg
     n = len(code)
     extra: bytes | bytearray = res.columns.extra
-    # A task's end names its type as an extra string, made here.
-    if bytes([TASK_END]) in code:
+    # A task's end names its type as an extra string, made here (visiting
+    # only the task ends: a trace has few, among millions of events).
+    i = code.find(_TASK_END)
+    if i >= 0:
         extra = bytearray(extra)
         xs = memoryview(extra).cast("Q")
-        for i, c in enumerate(code):
-            if c == TASK_END:
-                xs[2 * i + 1] = table.add_extra_string(table.strings.get(xs[2 * i + 1], b""))
+        while i >= 0:
+            xs[2 * i + 1] = table.add_extra_string(table.strings.get(xs[2 * i + 1], b""))
+            i = code.find(_TASK_END, i + 1)
+    # The batches are views of the columns, not copies: a segment's columns
+    # are the largest thing a live legacy session holds.
+    code_v, time_v, m_v, p_v, g_v, args_v, extra_v = (memoryview(c) for c in (code, time, m, p, g, args, extra))
     batches = []
     for i in range(0, n, BATCH_EVENTS):
         j = min(n, i + BATCH_EVENTS)
         cols = (
-            code[i:j],
-            time[8 * i : 8 * j],
-            m[8 * i : 8 * j],
-            p[8 * i : 8 * j],
-            g[8 * i : 8 * j],
-            args[32 * i : 32 * j],
-            bytes(extra[16 * i : 16 * j]),
+            code_v[i:j],
+            time_v[8 * i : 8 * j],
+            m_v[8 * i : 8 * j],
+            p_v[8 * i : 8 * j],
+            g_v[8 * i : 8 * j],
+            args_v[32 * i : 32 * j],
+            extra_v[16 * i : 16 * j],
         )
-        batches.append(EventBatch(table, j - i, cols))
+        batches.append(EventBatch(table, j - i, cols))  # type: ignore[arg-type]  # views serve as the bytes do
     return ExactTrace(table, batches, n, len(trace.stacks), ticks)

@@ -355,9 +355,9 @@ class LegacyLive:
         elif self._decoder is not None:
             yield from self._release([], 1 << 63)
             estimate = self._decoder.clock.ticks_per_sec
-        exact = exact_events(
-            b"".join(self._chunks), self._kinds, self._compiled, offset=self._offset, syncs=self._syncs
-        )
+        data = b"".join(self._chunks)
+        self._chunks = [data]  # not twice over while it is decoded
+        exact = exact_events(data, self._kinds, self._compiled, offset=self._offset, syncs=self._syncs)
         self._syncs += 2
         yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
         if exact.table is not None:
