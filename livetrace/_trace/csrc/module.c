@@ -8,6 +8,9 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "engine.h"
 #include "handlers.h"
@@ -508,6 +511,11 @@ static PyObject *legacy_exact(PyObject *self, PyObject *args) {
     L l = {0};
     Cols c = {0};
     int rc = L_GIVE_UP;
+#ifdef __GLIBC__
+    /* What the last segment freed, back to the system before this one takes
+     * as much again: else the heap's free pieces add up, segment after segment. */
+    malloc_trim(0);
+#endif
     if (cb.len >= LEV_COUNT && sb.len >= LEV_COUNT && mb.len >= 256 && bb.len >= (Py_ssize_t)(B_COUNT * 8) &&
         db.len >= HEADER_SIZE) {
         l.d = db.buf, l.end = (size_t)db.len, l.ver = ver;
