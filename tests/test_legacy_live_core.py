@@ -11,6 +11,7 @@ import json
 import random
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +22,7 @@ from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.live import LegacyLive, Provisional
-from livetrace._trace.legacy.live_core import compiled_version
+from livetrace._trace.legacy.live_core import CoreProvisional, GaveUp, compiled_version
 from livetrace._trace.model.events import Kind
 
 from .mutate import mutate
@@ -78,17 +79,20 @@ def provisional(
     return out
 
 
-def rows(pieces: list[tuple[bytes, int]], compiled: bool) -> tuple[Counter[Row], str | None]:
-    """The provisional events as a multiset of rows, and the error that stopped them."""
+def rows(pieces: list[tuple[bytes, int]], compiled: bool, end: bool = False) -> tuple[Counter[Row], str | None]:
+    """The provisional events as a multiset of rows (with those the end of
+    the segment lets go, if end), and the error that stopped them."""
     live = LegacyLive(window_ns=1_000_000, max_held=2000, compiled=compiled)
     got: Counter[Row] = Counter()
     try:
-        for data, t in pieces:
-            for item in live.feed(data, t):
-                if isinstance(item, Provisional):
-                    got.update((e.code, e.time, e.m, e.p, e.g, *e.args, *e.extra) for e in item.events)
+        items = [item for data, t in pieces for item in live.feed(data, t)]
+        if end:
+            items += (i for i in live.end_segment(None) if isinstance(i, Provisional))
     except TraceFormatError as e:
         return got, f"{type(e).__name__}: {e}"
+    for item in items:
+        if isinstance(item, Provisional):
+            got.update((e.code, e.time, e.m, e.p, e.g, *e.args, *e.extra) for e in item.events)
     return got, None
 
 
@@ -157,3 +161,28 @@ def test_the_compiled_provisional_path_is_its_twin_on_a_fresh_demo_trace(
 ) -> None:
     data = legacy_demo_traces[version].read_bytes()
     assert_same(chunks(data, setting), *SETTINGS[setting])
+
+
+@pytest.mark.parametrize("at", [0, 3, 6])
+def test_the_twin_takes_over_a_segment_the_core_gives_up_on(at: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A valid trace the core gives up on (as it does on values the columns
+    # would not carry) at its at-th chunk: the same events come, each once.
+    pieces = chunks((CORPUS / BIG[-1]).read_bytes(), 1)
+    want, _ = rows(pieces, False, end=True)
+    fed = 0
+    feed, start = CoreProvisional.feed, CoreProvisional.start
+
+    def give_up_at(method: Any) -> Any:
+        def wrapper(self: CoreProvisional, *args: Any) -> Any:
+            nonlocal fed
+            fed += 1
+            if fed == at + 1:
+                raise GaveUp
+            return method(self, *args)
+
+        return wrapper
+
+    monkeypatch.setattr(CoreProvisional, "feed", give_up_at(feed))
+    monkeypatch.setattr(CoreProvisional, "start", give_up_at(start))
+    got, error = rows(pieces, True, end=True)
+    assert error is None and fed > at and got == want

@@ -14,7 +14,7 @@ void ll_init(LLive *s, int ver, const u8 *counts, const u8 *stackf, const u8 *ma
     memcpy(s->mask, mask, 256);
     memcpy(s->builtin, builtin, sizeof s->builtin);
     s->pre_init = 1;
-    s->stw_reason = builtin[B_STW0];
+    s->stw_reason = 0; /* as the twin's converter has it before any stop-the-world began */
     s->newest = s->released = INT64_MIN;
 }
 
