@@ -21,7 +21,8 @@ from livetrace._cli.common import (
 )
 from livetrace._cli.output import widen_pipe, write_bytes
 from livetrace._cli.render.color import paint_line
-from livetrace._cli.render.jsonl import JsonlEncoder, provisional_dict, utf8
+from livetrace._cli.render.jsonl import JsonlEncoder, utf8
+from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._cli.render.spans import SPAN_KIND_WIDTH, span_dict, span_text
 from livetrace._cli.render.text import TextEncoder, event_text
 from livetrace._errors import TraceFormatError
@@ -191,6 +192,7 @@ class Formatter:
     def __init__(self, view: View) -> None:
         self.view = view
         self.jsonl = JsonlEncoder()
+        self.provisional_jsonl = ProvisionalJsonl()
         self.text = TextEncoder(view.color)
 
     def pieces(self, batch: Sequence[object], t0: int, provisional: bool) -> list[bytes]:
@@ -200,8 +202,7 @@ class Formatter:
             if spans:
                 return [utf8("".join(json.dumps(span_dict(s), ensure_ascii=False) + "\n" for s in batch))]  # type: ignore[arg-type]  # spans
             if provisional:
-                dicts = (provisional_dict(e) for e in batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
-                return [utf8("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))]
+                return self.provisional_jsonl.encode(batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
             if isinstance(batch, EventBatch):
                 return self.jsonl.encode_batch(batch)
             return [utf8(self.jsonl.encode_many(batch))]  # type: ignore[arg-type]  # events, or a notice

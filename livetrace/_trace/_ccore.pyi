@@ -277,3 +277,33 @@ def text_lines(
 
 def handlers() -> dict[int, str]:
     """The ordering engine's dispatch table: code -> handler name."""
+
+@final
+class LegacyLiveCore:
+    """The provisional path of a live Go 1.11-1.21 trace (legacy_live.c;
+    driven by legacy.live_core.CoreProvisional, twin: legacy.live)."""
+
+    def __init__(
+        self,
+        ver: int,
+        counts: ReadableBuffer,
+        stack_flags: ReadableBuffer,
+        mask: ReadableBuffer,
+        builtin: ReadableBuffer,
+    ) -> None: ...
+    @property
+    def held(self) -> int:
+        """Events held in the reorder window."""
+    def read(
+        self, data: ReadableBuffer, /
+    ) -> tuple[int, bool, int, list[tuple[int, bytes]], list[tuple[int, bytes]]] | None:
+        """A chunk's complete events: (events, timed, ticks, strings, messages), or None (give up)."""
+    def drop(self, all: bool, max_held: int, /) -> None: ...
+    def convert(
+        self, x0: int, y0: int, slope: float, intercept: float, origin: int, /
+    ) -> tuple[list[int], list[int]] | None:
+        """The pending events into the window: (message indexes, task type string ids) to name, or None."""
+    def resolve(self, message_ids: ReadableBuffer, task_type_ids: ReadableBuffer, /) -> None: ...
+    def release(
+        self, all: bool, window: int, max_held: int, /
+    ) -> tuple[tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes], int]: ...

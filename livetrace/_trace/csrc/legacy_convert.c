@@ -59,6 +59,9 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
     u64 stw_reason = B[B_STW0];
     if (!n)
         goto out;
+    /* about one modern event per legacy one: room for them now, not twice as much later */
+    if (cols_reserve(&c->out, c->out.n + n + n / 16 + 16))
+        goto oom;
     int chk = l_times(l);
     if (!chk)
         chk = l_check(l);

@@ -99,8 +99,14 @@ int l_order(L *l) {
     if (ps && sort_by_ts(l->st[*ps - 1].ev, l->st[*ps - 1].n))
         return L_NO_MEMORY;
     size_t total = 0;
-    for (size_t s = 0; s < l->nst; s++)
-        total += l->st[s].n;
+    for (size_t s = 0; s < l->nst; s++) {
+        Stream *st = &l->st[s];
+        total += st->n;
+        /* the streams and the ordered copy are the peak of a segment's memory: no room to spare */
+        LEv *fit = st->n ? realloc(st->ev, st->n * sizeof(LEv)) : NULL;
+        if (fit)
+            st->ev = fit, st->cap = st->n;
+    }
     if (grow((void **)&l->all, &l->capall, total + 1, sizeof(LEv)))
         return L_NO_MEMORY;
     Order o = {0};
@@ -183,6 +189,10 @@ int l_order(L *l) {
         OFFER(s);
     }
 #undef OFFER
+    for (size_t s = 0; s < l->nst; s++) { /* all in l->all now */
+        free(l->st[s].ev);
+        l->st[s].ev = NULL, l->st[s].n = l->st[s].cap = l->st[s].head = 0;
+    }
     for (size_t i = 1; i < l->nall; i++)
         if (l->all[i - 1].ts > l->all[i].ts)
             goto out;

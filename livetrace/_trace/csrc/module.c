@@ -8,12 +8,16 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "engine.h"
 #include "handlers.h"
 #include "jsonl.h"
 #include "legacy.h"
 #include "legacy_dump.h"
+#include "legacy_live.h"
 #include "select.h"
 #include "spans.h"
 #include "text.h"
@@ -478,6 +482,23 @@ static PyObject *legacy_messages(const L *l) {
     return list;
 }
 
+/* The columns as EventColumns, each freed once copied: a segment's
+ * columns are its largest part. */
+static PyObject *legacy_columns(Columns *c) {
+    size_t n = c->n;
+    void **cols[7] = {(void **)&c->code, (void **)&c->time, (void **)&c->m, (void **)&c->p,
+                      (void **)&c->g,    (void **)&c->args, (void **)&c->extra};
+    const size_t size[7] = {n, n * 8, n * 8, n * 8, n * 8, n * 8 * NARGS, n * 8 * NEXTRA};
+    PyObject *v[7];
+    for (int k = 0; k < 7; k++) {
+        v[k] = bytes_of(*cols[k], size[k]);
+        free(*cols[k]);
+        *cols[k] = NULL;
+    }
+    c->n = c->cap = 0;
+    return make_struct(EventColumnsType, 7, v);
+}
+
 /* legacy_exact(data, ver, counts, stackflags, mask, builtin, msg_base, offset, syncs)
  *   -> LegacyEvents, or None (the twin must decode it)
  * offset is added to every time, and the Syncs count on from syncs. */
@@ -492,6 +513,11 @@ static PyObject *legacy_exact(PyObject *self, PyObject *args) {
     L l = {0};
     Cols c = {0};
     int rc = L_GIVE_UP;
+#ifdef __GLIBC__
+    /* What the last segment freed, back to the system before this one takes
+     * as much again: else the heap's free pieces add up, segment after segment. */
+    malloc_trim(0);
+#endif
     if (cb.len >= LEV_COUNT && sb.len >= LEV_COUNT && mb.len >= 256 && bb.len >= (Py_ssize_t)(B_COUNT * 8) &&
         db.len >= HEADER_SIZE) {
         l.d = db.buf, l.end = (size_t)db.len, l.ver = ver;
@@ -507,7 +533,8 @@ static PyObject *legacy_exact(PyObject *self, PyObject *args) {
         res = Py_None;
         Py_INCREF(res);
     } else {
-        PyObject *v[5] = {event_columns(&c.out, c.out.n), legacy_strings(&l), legacy_stacks(&l),
+        free(l.all), l.all = NULL, l.nall = l.capall = 0; /* in the columns now */
+        PyObject *v[5] = {legacy_columns(&c.out), legacy_strings(&l), legacy_stacks(&l),
                           PyLong_FromUnsignedLongLong(l.ticks_per_sec), legacy_messages(&l)};
         res = make_struct(LegacyEventsType, 5, v);
     }
@@ -571,7 +598,7 @@ PyMODINIT_FUNC PyInit__ccore(void) {
     if (!WireError && !(WireError = PyErr_NewException("livetrace._trace._ccore.WireError", NULL, NULL)))
         goto fail;
     Py_INCREF(WireError);
-    if (spans_register(m) < 0)
+    if (spans_register(m) < 0 || legacy_live_register(m) < 0)
         goto fail;
     if (legacy_dump_register(m) < 0)
         goto fail;

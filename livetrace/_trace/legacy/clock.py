@@ -50,6 +50,13 @@ class TickClock:
         line = self._line()
         return None if line is None else 1e9 / line[0]
 
+    def line(self) -> tuple[int, int, float, float] | None:
+        """What ``wall_ns`` computes with, once known: (x0, y0, ns per tick,
+        intercept), the time of ``ticks`` being y0 + int(intercept + slope
+        * (ticks - x0))."""
+        line = self._line()
+        return None if line is None else (self._x0, self._y0, line[0], line[1])
+
     def wall_ns(self, ticks: int) -> int | None:
         """Provisional Unix time of a tick value, or None until known."""
         line = self._line()

@@ -311,6 +311,10 @@ class ModelConverter:
         self._tasks: dict[int, tuple[bytes, int]] = {}
         self._stw_reason = 0
 
+    def string_id(self, s: bytes) -> int:
+        """The id of a string the conversion adds, interned now if new."""
+        return self._strings.id(s)
+
     def _stk(self, e: LegacyEvent) -> int:
         # Go drops ids of stacks the footer does not have; before the footer
         # (not strict) every id stands.

@@ -6,14 +6,13 @@ decoder and converter, its twin, which also reports every error."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.convert import BLOCK_REASONS, STOP_REASONS, STW_REASONS, legacy_events, legacy_table
 from livetrace._trace.legacy.read import LegacyDecoder, add_frames
 from livetrace._trace.legacy.trace import LegacyTrace
-from livetrace._trace.model.batch import EventBatch, kind_mask
+from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch, kind_mask
 from livetrace._trace.model.events import SYNC_CODE, Kind
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.legacy import (
@@ -34,17 +33,14 @@ from livetrace._trace.spec.legacy import (
 from livetrace._trace.spec.modern import EV_USER_TASK_END as TASK_END
 from livetrace._trace.version import FORMATS, HEADER_SIZE, TraceVersion, sniff
 
-if TYPE_CHECKING:
-    from livetrace._trace._ccore import LegacyEvents
-
 BATCH_EVENTS = 4096
 COMPILED_VERSIONS = frozenset(v for v in FORMATS if v.go_converts)
 # Ids of the strings the conversion adds (reasons, stop-the-world kinds,
 # user log messages), clear of the trace's own.
 BUILTIN_BASE = 1 << 62
 MESSAGE_BASE = BUILTIN_BASE + 64
-# In the order the core's builtin table has them.
-_BUILTIN = (
+# The strings the conversion adds, in the order the core's builtin table has them.
+BUILTIN = (
     [
         BLOCK_REASONS[t]
         for t in (
@@ -63,7 +59,9 @@ _BUILTIN = (
     + [STOP_REASONS[EV_GO_SCHED], STOP_REASONS[EV_GO_PREEMPT]]
     + list(STW_REASONS)
 )
-_BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(len(_BUILTIN)))
+_TASK_END = bytes([TASK_END])
+_WIDTHS = (1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA)  # bytes per event in each column
+_BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(len(BUILTIN)))
 
 
 @dataclass
@@ -95,7 +93,10 @@ def exact_events(
             # (A trace naming its own strings where the conversion puts its
             # own is left to the twin, which interns them elsewhere.)
             if res is not None and all(sid < BUILTIN_BASE for sid, _ in res.strings):
-                return _from_columns(res, ver)
+                columns: list[bytes | bytearray | None] = list(res.columns)
+                tables = (res.strings, res.stacks, res.ticks_per_sec, res.messages)
+                del res  # the columns go, one by one, as they are cut into batches
+                return _from_columns(columns, *tables, ver)
     d = LegacyDecoder()
     d.feed(data)
     trace = d.close()
@@ -118,38 +119,49 @@ def _version(data: bytes) -> TraceVersion | None:
         return None
 
 
-def _from_columns(res: LegacyEvents, ver: TraceVersion) -> ExactTrace:
-    code, time, m, p, g, args, _ = res.columns
-    ticks = res.ticks_per_sec
-    trace = LegacyTrace(ver, [], {}, dict(res.strings), ticks)
-    for sid, vals in res.stacks:
+def _from_columns(
+    columns: list[bytes | bytearray | None],
+    strings: list[tuple[int, bytes]],
+    stacks: list[tuple[int, tuple[int, ...]]],
+    ticks: int,
+    messages: list[bytes],
+    ver: TraceVersion,
+) -> ExactTrace:
+    """The batches of the core's columns. A segment's columns are the largest
+    thing a live legacy session holds: each is dropped once cut into the
+    batches' copies (columns holds the only references)."""
+    trace = LegacyTrace(ver, [], {}, dict(strings), ticks)
+    for sid, vals in stacks:
         trace.stacks[sid] = vals
         add_frames(trace.frames, vals)
     table = legacy_table(trace)
-    for k, s in enumerate(_BUILTIN):
+    for k, s in enumerate(BUILTIN):
         table.strings[BUILTIN_BASE + k] = s.encode()
-    for k, msg in enumerate(res.messages):
+    for k, msg in enumerate(messages):
         table.strings[MESSAGE_BASE + k] = msg
+    code = columns[0]
+    assert code is not None
     n = len(code)
-    extra: bytes | bytearray = res.columns.extra
-    # A task's end names its type as an extra string, made here.
-    if bytes([TASK_END]) in code:
-        extra = bytearray(extra)
+    # A task's end names its type as an extra string, made here (visiting
+    # only the task ends: a trace has few, among millions of events).
+    i = code.find(_TASK_END)
+    if i >= 0:
+        assert columns[6] is not None
+        extra = columns[6] = bytearray(columns[6])
         xs = memoryview(extra).cast("Q")
-        for i, c in enumerate(code):
-            if c == TASK_END:
-                xs[2 * i + 1] = table.add_extra_string(table.strings.get(xs[2 * i + 1], b""))
-    batches = []
-    for i in range(0, n, BATCH_EVENTS):
-        j = min(n, i + BATCH_EVENTS)
-        cols = (
-            code[i:j],
-            time[8 * i : 8 * j],
-            m[8 * i : 8 * j],
-            p[8 * i : 8 * j],
-            g[8 * i : 8 * j],
-            args[32 * i : 32 * j],
-            bytes(extra[16 * i : 16 * j]),
-        )
-        batches.append(EventBatch(table, j - i, cols))
+        while i >= 0:
+            xs[2 * i + 1] = table.add_extra_string(table.strings.get(xs[2 * i + 1], b""))
+            i = code.find(_TASK_END, i + 1)
+        del xs, extra
+    del code
+    pieces: list[list[bytes]] = []
+    for k, width in enumerate(_WIDTHS):
+        col, columns[k] = columns[k], None
+        assert col is not None
+        pieces.append([bytes(col[width * i : width * min(n, i + BATCH_EVENTS)]) for i in range(0, n, BATCH_EVENTS)])
+        del col
+    batches = [
+        EventBatch(table, min(BATCH_EVENTS, n - i), tuple(p[b] for p in pieces))
+        for b, i in enumerate(range(0, n, BATCH_EVENTS))
+    ]
     return ExactTrace(table, batches, n, len(trace.stacks), ticks)

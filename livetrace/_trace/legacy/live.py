@@ -17,23 +17,32 @@ legacy trace is delivered twice:
 In segment mode the segments are stitched into one stream: times count from
 the first segment's start, and a :class:`SegmentGap` marks each time the
 runtime was not tracing.
+
+The provisional events of Go 1.11 to 1.21 traces are made by the compiled
+core where it runs (live_core.py, csrc/legacy_live.c); the Python path here
+is its twin and the reference, and takes over a segment the core gives up
+on (it replays the segment's chunks, then reports the error, if any).
 """
 
 from __future__ import annotations
 
 import heapq
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, overload
 
 from livetrace._notice import Notice
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
-from livetrace._trace.legacy.fast import exact_events
+from livetrace._trace.legacy.fast import BUILTIN, exact_events
+from livetrace._trace.legacy.live_core import CoreProvisional, GaveUp, compiled_version
 from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.trace import LegacyEvent
-from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.model.tables import Tables
+from livetrace._trace.version import TraceVersion
 
 if TYPE_CHECKING:  # the protocol's frames (and construct) only on a live session's path
     from livetrace._protocol.frames import SegmentEnd
@@ -159,7 +168,9 @@ class LegacyLive:
 
     def _new_segment_state(self) -> None:
         self._chunks: list[bytes] = []  # the segment's bytes, for its exact decoding at the end
-        self._decoder: LegacyDecoder | None = None  # the provisional decoder
+        self._times: list[int | None] = []  # when each chunk was read, while the compiled core decodes
+        self._core: CoreProvisional | None = None  # the compiled provisional path, where it runs
+        self._decoder: LegacyDecoder | None = None  # the provisional decoder (the twin)
         self._table: Tables | None = None
         self._converter: ModelConverter | None = None
         self._unclocked: list[list[LegacyEvent]] = []  # chunks' events that came before the clock was known
@@ -176,6 +187,19 @@ class LegacyLive:
             yield from self._start(data, read_unix_ns)
             return
         self._chunks.append(data)
+        if self._core is not None:
+            self._times.append(read_unix_ns)
+            try:
+                released = self._core.feed(data, read_unix_ns, self._origin)
+            except GaveUp:
+                yield from self._to_twin()
+                return
+            if released is not None:
+                yield from self._core_batches(*released)
+            return
+        yield from self._twin_feed(data, read_unix_ns)
+
+    def _twin_feed(self, data: bytes, read_unix_ns: int | None) -> Iterator[LegacyItem]:
         dec = self._decoder
         if dec is None:
             return  # no provisional events: the segment is decoded whole at its end
@@ -208,6 +232,15 @@ class LegacyLive:
         self._chunks.append(data)
         if not self._provisional:
             return
+        ver = compiled_version(data) if use_compiled(self._compiled) else None
+        if ver is not None:
+            self._times.append(read_unix_ns)
+            self._core = self._core_for(ver)
+            try:
+                self._core.start(data, read_unix_ns)
+            except GaveUp:
+                yield from self._to_twin()
+            return
         self._decoder = LegacyDecoder(keep=False)
         self._decoder.feed(data, read_unix_ns)
         self._converter_for(self._decoder)
@@ -219,7 +252,68 @@ class LegacyLive:
             table = self._table = Tables(self._segment + 1, wall_origin=self._origin)
             table.strings = _LiveStrings(dec.strings)
             table.stacks = StackTable({0: ()})  # none until the footer
-            self._converter = ModelConverter(table, ver, BUILTIN_STRINGS, strict=False)
+            self._converter = conv = ModelConverter(table, ver, BUILTIN_STRINGS, strict=False)
+            # The strings the conversion adds, interned in the compiled core's order.
+            for s in BUILTIN:
+                conv.string_id(s.encode())
+
+    def _core_for(self, ver: TraceVersion) -> CoreProvisional:
+        """The compiled provisional path for this segment, on the twin's tables."""
+        table = self._table = Tables(self._segment + 1, wall_origin=self._origin)
+        trace_strings: dict[int, bytes] = {}
+        table.strings = _LiveStrings(trace_strings)
+        table.stacks = StackTable({0: ()})
+        conv = self._converter = ModelConverter(table, ver, BUILTIN_STRINGS, strict=False)
+        ids = [conv.string_id(s.encode()) for s in BUILTIN]
+        return CoreProvisional(ver, self._kinds, table, trace_strings, conv, ids, self._window, self._max_held)
+
+    def _core_batches(self, cols: tuple[bytes, ...], late: int) -> Iterator[LegacyItem]:
+        """Released columns as Provisional batches, as the twin's _release cuts them."""
+        n = len(cols[0])
+        if n:
+            self._released = max(self._released, int.from_bytes(cols[1][-8:], sys.byteorder, signed=True))
+        code, time, m, p, g, args, extra = cols
+        for i in range(0, n, BATCH_EVENTS):
+            j = min(n, i + BATCH_EVENTS)
+            part = (
+                code[i:j],
+                time[8 * i : 8 * j],
+                m[8 * i : 8 * j],
+                p[8 * i : 8 * j],
+                g[8 * i : 8 * j],
+                args[8 * NARGS * i : 8 * NARGS * j],
+                extra[8 * NEXTRA * i : 8 * NEXTRA * j],
+            )
+            n_late = max(0, min(late - i, BATCH_EVENTS))
+            yield Provisional(EventBatch(self._table, j - i, part), self._segment, n_late)
+
+    def _to_twin(self) -> Iterator[LegacyItem]:
+        """The compiled core gave up on the segment's last chunk: what it
+        holds goes out, and the twin takes over from a replay of the
+        segment's chunks (their events already given, or now dropped),
+        then decodes the last one, reporting its error if it has one."""
+        core = self._core
+        assert core is not None
+        self._core = None
+        cols, late = core.release(True)
+        yield from self._core_batches(cols, late)
+        released = self._released
+        chunks, times = self._chunks, self._times
+        self._chunks, self._times = [], []
+        self._converter = None
+        self._decoder = LegacyDecoder(keep=False)
+        self._chunks.append(chunks[0])
+        self._decoder.feed(chunks[0], times[0])
+        self._converter_for(self._decoder)
+        for data, t in zip(chunks[1:-1], times[1:-1], strict=True):
+            self._chunks.append(data)
+            for _ in self._twin_feed(data, t):
+                pass
+        self._held.clear()
+        self._released = released
+        if len(chunks) > 1:
+            self._chunks.append(chunks[-1])
+            yield from self._twin_feed(chunks[-1], times[-1])
 
     def _hold(self, events: list[LegacyEvent], late: list[Event]) -> None:
         """Converts one chunk's events (one P's, in order) and puts them in
@@ -260,12 +354,15 @@ class LegacyLive:
         if not self._chunks:
             return
         estimate = None
-        if self._decoder is not None:
+        if self._core is not None:
+            yield from self._core_batches(*self._core.release(True))
+            estimate = self._core.clock.ticks_per_sec
+        elif self._decoder is not None:
             yield from self._release([], 1 << 63)
             estimate = self._decoder.clock.ticks_per_sec
-        exact = exact_events(
-            b"".join(self._chunks), self._kinds, self._compiled, offset=self._offset, syncs=self._syncs
-        )
+        data = b"".join(self._chunks)
+        self._chunks = [data]  # not twice over while it is decoded
+        exact = exact_events(data, self._kinds, self._compiled, offset=self._offset, syncs=self._syncs)
         self._syncs += 2
         yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
         if exact.table is not None:

@@ -1,0 +1,624 @@
+/* The provisional path of a live legacy trace: chunks read, converted and
+ * ordered through the reorder window (see legacy_live.h). */
+
+#include "legacy_live.h"
+
+#include "model.h"
+#include "varint.h"
+
+void ll_init(LLive *s, int ver, const u8 *counts, const u8 *stackf, const u8 *mask, const u64 *builtin) {
+    memset(s, 0, sizeof *s);
+    s->ver = ver;
+    memcpy(s->counts, counts, LEV_COUNT);
+    memcpy(s->stackf, stackf, LEV_COUNT);
+    memcpy(s->mask, mask, 256);
+    memcpy(s->builtin, builtin, sizeof s->builtin);
+    s->pre_init = 1;
+    s->stw_reason = 0; /* as the twin's converter has it before any stop-the-world began */
+    s->newest = s->released = INT64_MIN;
+}
+
+void ll_free(LLive *s) {
+    free(s->carry), free(s->new_strs), free(s->new_msgs), free(s->pend), free(s->pchunk), free(s->order);
+    free(s->req_msgs), free(s->req_tasks), free(s->msg_ids), free(s->task_ids);
+    free(s->pool), free(s->free_slots), free(s->heap), free(s->late);
+    map_free(&s->last_g), map_free(&s->strs), map_free(&s->created), map_free(&s->seen), map_free(&s->pms);
+    map_free(&s->tasks_name), map_free(&s->tasks_parent);
+    cols_free(&s->out);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- reading ---- */
+
+enum { R_EVENT, R_SHORT, R_BAD, R_OOM };
+
+static int is_ends_g(int t) {
+    return t == LEV_GO_END || t == LEV_GO_SYS_BLOCK || t == LEV_GO_SCHED || t == LEV_GO_PREEMPT || is_blocking(t) ||
+           t == LEV_GO_STOP;
+}
+
+/* One event at d[*pos] (twin: LegacyReader._event and LegacyDecoder._event):
+ * R_EVENT (moved past it, and a pending event made if it is one), R_SHORT
+ * (not all here), R_BAD or R_OOM. */
+static int read_event(LLive *s, const u8 *d, size_t end, size_t *at) {
+    size_t pos = *at;
+    u64 vals[4 + 4 * 1000];
+    u8 b = d[pos++];
+    int typ = b & 0x3f, narg = (b >> 6) + 1, r;
+    if (typ == LEV_NONE || typ >= LEV_COUNT || !s->counts[typ] || typ == LEV_FUTILE_WAKEUP)
+        return R_BAD;
+#define UV(OUT)                                                                                                        \
+    if ((r = uvarint(d, end, &pos, (OUT))) != 1)                                                                       \
+    return r ? R_BAD : R_SHORT
+    if (typ == LEV_STRING) {
+        u64 sid, n;
+        UV(&sid);
+        UV(&n);
+        if (sid == 0 || n == 0 || n > MAX_STRING || map_find(&s->strs, sid))
+            return R_BAD;
+        if (end - pos < n)
+            return R_SHORT;
+        if (!map_slot(&s->strs, sid, 1) || grow((void **)&s->new_strs, &s->capnew_strs, s->nnew_strs + 3, 8))
+            return R_OOM;
+        u64 *o = s->new_strs + s->nnew_strs;
+        o[0] = sid, o[1] = pos, o[2] = n;
+        s->nnew_strs += 3;
+        *at = pos + n;
+        return R_EVENT;
+    }
+    size_t nv = 0;
+    if (narg < 4) {
+        for (int k = 0; k < narg; k++) {
+            UV(&vals[nv]);
+            nv++;
+        }
+    } else {
+        u64 len;
+        UV(&len);
+        size_t vstart = pos;
+        while (len > pos - vstart) {
+            if (nv == sizeof vals / sizeof vals[0])
+                return R_BAD;
+            UV(&vals[nv]);
+            nv++;
+        }
+        if (len != pos - vstart)
+            return R_BAD;
+    }
+    size_t msg_at = 0, msg_len = 0;
+    if (typ == LEV_USER_LOG) {
+        u64 n;
+        UV(&n);
+        if (n > MAX_STRING)
+            return R_BAD;
+        if (end - pos < n)
+            return R_SHORT;
+        msg_at = pos, msg_len = n;
+        pos += n;
+    }
+#undef UV
+    *at = pos;
+    if (typ != LEV_STACK && nv != s->counts[typ])
+        return R_BAD;
+    switch (typ) {
+    case LEV_BATCH: {
+        u64 *slot = map_slot(&s->last_g, (u64)s->cur_p, 0);
+        if (!slot)
+            return R_OOM;
+        *slot = s->cur_g;
+        s->cur_p = (i64)vals[0];
+        u64 *g = map_find(&s->last_g, (u64)s->cur_p);
+        s->cur_g = g ? *g : 0;
+        if (vals[1] > (u64)1 << 61)
+            return R_BAD;
+        s->cur_ts = (i64)vals[1];
+        return R_EVENT;
+    }
+    case LEV_FREQUENCY:
+        return vals[0] == 0 || vals[0] > (u64)INT64_MAX ? R_BAD : R_EVENT;
+    case LEV_TIMER_GOROUTINE:
+        return R_EVENT; /* only the exact decoding, at the footer, needs them */
+    case LEV_STACK:
+        /* checked as the twin does; the frames come with the footer's exact decoding */
+        return nv < 2 || vals[1] > 1000 || nv != 2 + 4 * vals[1] ? R_BAD : R_EVENT;
+    }
+    LEv e = {0};
+    e.typ = (u8)typ;
+    e.p = s->cur_p;
+    e.g = s->cur_g;
+    if (vals[0] > (u64)1 << 61 || s->cur_ts > (i64)1 << 61)
+        return R_BAD;
+    e.ts = s->cur_ts + (i64)vals[0];
+    s->cur_ts = e.ts;
+    size_t nrest = nv - 1;
+    if (s->stackf[typ])
+        e.stk = vals[--nv], nrest--;
+    if (nrest > 3)
+        return R_BAD;
+    for (size_t k = 0; k < nrest; k++)
+        e.a[k] = vals[1 + k];
+    switch (typ) {
+    case LEV_GO_START: case LEV_GO_START_LOCAL: case LEV_GO_START_LABEL:
+        s->cur_g = e.g = e.a[0];
+        break;
+    case LEV_STW_START:
+        if (s->ver < LEGACY_GO1_21 && e.a[0] >= 2) /* before 1.21, two kinds */
+            return R_BAD;
+        break;
+    case LEV_GO_SYS_EXIT: case LEV_GO_WAITING: case LEV_GO_IN_SYSCALL:
+        e.g = e.a[0];
+        break;
+    case LEV_USER_LOG:
+        if (grow((void **)&s->new_msgs, &s->capnew_msgs, s->nnew_msgs + 3, 8))
+            return R_OOM;
+        s->new_msgs[s->nnew_msgs++] = s->nmessages;
+        s->new_msgs[s->nnew_msgs++] = msg_at;
+        s->new_msgs[s->nnew_msgs++] = msg_len;
+        e.msg = (u32)s->nmessages++;
+        break;
+    case LEV_CPU_SAMPLE:
+        if (e.a[0] > (u64)1 << 61)
+            return R_BAD;
+        e.ts = (i64)e.a[0];
+        e.p = (i64)e.a[1];
+        e.g = e.a[2];
+        e.a[0] = 0;
+        break;
+    default:
+        if (is_ends_g(typ))
+            s->cur_g = 0;
+    }
+    if (e.typ != LEV_CPU_SAMPLE)
+        s->timed = 1;
+    /* what the columns (int64) would not carry as the twin's ints do */
+    if (e.g > (u64)INT64_MAX || (typ == LEV_PROC_START && e.a[0] > (u64)INT64_MAX) ||
+        ((typ == LEV_USER_TASK_CREATE || typ == LEV_USER_REGION) && e.a[2] >= (u64)1 << 62) ||
+        (typ == LEV_USER_LOG && e.a[1] >= (u64)1 << 62) || s->nmessages >= (u64)1 << 31)
+        return R_BAD;
+    if (grow((void **)&s->pend, &s->cappend, s->npend + 1, sizeof(LEv)))
+        return R_OOM;
+    s->pend[s->npend++] = e;
+    return R_EVENT;
+}
+
+int ll_read(LLive *s, const u8 *data, size_t n) {
+    const u8 *d = data;
+    size_t end = n;
+    if (s->ncarry) {
+        if (grow((void **)&s->carry, &s->capcarry, s->ncarry + n, 1))
+            return L_NO_MEMORY;
+        memcpy(s->carry + s->ncarry, data, n);
+        d = s->carry, end = s->ncarry + n;
+    }
+    s->read_d = d;
+    s->nnew_strs = s->nnew_msgs = 0;
+    s->timed = 0;
+    size_t before = s->npend, pos = 0;
+    int rc = L_OK;
+    while (pos < end) {
+        int r = read_event(s, d, end, &pos);
+        if (r == R_SHORT)
+            break;
+        if (r != R_EVENT) {
+            rc = r == R_OOM ? L_NO_MEMORY : L_GIVE_UP;
+            break;
+        }
+    }
+    if (rc == L_OK && s->npend > before) {
+        if (grow((void **)&s->pchunk, &s->cappchunk, s->npchunk + 1, sizeof(size_t)))
+            return L_NO_MEMORY;
+        s->pchunk[s->npchunk++] = s->npend - before;
+    }
+    s->read_pos = pos;
+    s->read_end = end;
+    return rc;
+}
+
+int ll_carry(LLive *s) {
+    size_t left = s->read_end - s->read_pos;
+    if (s->read_d == s->carry) {
+        memmove(s->carry, s->carry + s->read_pos, left);
+    } else if (left) {
+        if (grow((void **)&s->carry, &s->capcarry, left, 1))
+            return L_NO_MEMORY;
+        memcpy(s->carry, s->read_d + s->read_pos, left);
+    }
+    s->ncarry = left;
+    s->read_d = NULL;
+    return L_OK;
+}
+
+void ll_drop_pending(LLive *s, int all, size_t max_held) {
+    if (all) {
+        s->npend = s->npchunk = 0;
+        return;
+    }
+    if (s->npend <= max_held || !s->npchunk)
+        return;
+    size_t first = s->pchunk[0];
+    memmove(s->pend, s->pend + first, (s->npend - first) * sizeof(LEv));
+    s->npend -= first;
+    memmove(s->pchunk, s->pchunk + 1, (--s->npchunk) * sizeof(size_t));
+}
+
+/* ---- the window ---- */
+
+static inline int key_less(const LKey *x, const LKey *y) {
+    return x->time < y->time || (x->time == y->time && x->arrival < y->arrival);
+}
+
+static int heap_push(LLive *s, LKey k) {
+    if (grow((void **)&s->heap, &s->capheap, s->nheap + 1, sizeof(LKey)))
+        return -1;
+    size_t i = s->nheap++;
+    while (i) {
+        size_t up = (i - 1) / 2;
+        if (!key_less(&k, &s->heap[up]))
+            break;
+        s->heap[i] = s->heap[up];
+        i = up;
+    }
+    s->heap[i] = k;
+    return 0;
+}
+
+static LKey heap_pop(LLive *s) {
+    LKey top = s->heap[0], last = s->heap[--s->nheap];
+    size_t n = s->nheap, i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && key_less(&s->heap[c + 1], &s->heap[c]))
+            c++;
+        if (!key_less(&s->heap[c], &last))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n)
+        s->heap[i] = last;
+    return top;
+}
+
+/* One converted event (twin: the loop in LegacyLive._hold): dropped if
+ * not of a kind kept, late if its time has been released, else held. */
+static int put(LLive *s, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1, u64 a2, u64 a3, u64 x0, u64 x1) {
+    if (!s->mask[code])
+        return 0;
+    LRow r = {t, m, p, g, {a0, a1, a2, a3}, {x0, x1}, (u8)code};
+    if (t <= s->released) {
+        if (grow((void **)&s->late, &s->caplate, s->nlate + 1, sizeof(LRow)))
+            return -1;
+        s->late[s->nlate++] = r;
+        return 0;
+    }
+    size_t slot;
+    if (s->nfree)
+        slot = s->free_slots[--s->nfree];
+    else {
+        if (grow((void **)&s->pool, &s->cappool, s->npool + 1, sizeof(LRow)))
+            return -1;
+        slot = s->npool++;
+    }
+    s->pool[slot] = r;
+    if (heap_push(s, (LKey){t, s->arrivals++, slot})) {
+        if (grow((void **)&s->free_slots, &s->capfree, s->nfree + 1, sizeof(size_t)) == 0)
+            s->free_slots[s->nfree++] = slot;
+        return -1;
+    }
+    if (t > s->newest)
+        s->newest = t;
+    return 0;
+}
+
+/* ---- converting (twin: ModelConverter.convert, not strict) ---- */
+
+static int request(u64 **arr, size_t *n, size_t *cap, u64 v) {
+    if (grow((void **)arr, cap, *n + 1, 8))
+        return -1;
+    (*arr)[(*n)++] = v;
+    return 0;
+}
+
+/* The events of one chunk, at ev[0..n). */
+static int convert_chunk(LLive *s, LEv *ev, size_t n, i64 x0, i64 y0, double slope, double intercept, i64 origin) {
+    const u64 *B = s->builtin;
+    Map next_g = {0};
+    size_t *after = NULL;
+    int rc = L_GIVE_UP, has_syscall = 0;
+    for (size_t i = 0; i < n; i++)
+        has_syscall |= ev[i].typ == LEV_GO_SYS_CALL;
+    if (has_syscall) {
+        /* the next event on the same goroutine: whether a syscall blocked */
+        if (!(after = malloc(n * sizeof(size_t))))
+            goto oom;
+        for (size_t i = n; i-- > 0;) {
+            u64 *v = map_slot(&next_g, ev[i].g, n);
+            if (!v)
+                goto oom;
+            after[i] = (size_t)*v;
+            *v = i;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        LEv *e = &ev[i];
+        int t = e->typ;
+        if (t == LEV_GO_START_LOCAL)
+            t = LEV_GO_START;
+        else if (t == LEV_GO_UNBLOCK_LOCAL)
+            t = LEV_GO_UNBLOCK;
+        else if (t == LEV_GO_SYS_EXIT_LOCAL)
+            t = LEV_GO_SYS_EXIT;
+        const u64 *a = e->a;
+        i64 p = e->p;
+        /* the same float arithmetic as TickClock.wall_ns */
+        double v = intercept + slope * (double)(e->ts - x0);
+        if (!(v < 9.0e18 && v > -9.0e18))
+            goto out;
+        i64 ts, wall;
+        if (__builtin_add_overflow(y0, (i64)v, &wall) || __builtin_sub_overflow(wall, origin, &ts) ||
+            ts == INT64_MAX)
+            goto out;
+        u64 *pm = p != -1 ? map_find(&s->pms, (u64)p) : NULL;
+        i64 m = pm ? (i64)*pm : -1;
+        i64 g = e->g ? (i64)e->g : -1;
+        u64 stk = e->stk & 0xffffffffu;
+        int r = 0;
+#define PUT(CODE, M, G, A0, A1, A2, A3, X0, X1) r = put(s, CODE, ts, M, p, G, A0, A1, A2, A3, X0, X1)
+        switch (t) {
+        case LEV_GOMAXPROCS:
+            if (s->pre_init) {
+                s->pre_init = 0;
+                for (size_t k = 0; k < s->norder && !r; k++) {
+                    u64 *alive = map_find(&s->created, s->order[k]);
+                    if (alive && *alive == k + 1)
+                        r = put(s, EV_GO_STATUS, ts, -1, -1, -1, s->order[k], U64MAX, GO_RUNNABLE, 0, 0, 0);
+                }
+                s->norder = 0;
+                map_free(&s->created);
+            } else
+                PUT(EV_PROCS_CHANGE, m, g, a[0], stk, 0, 0, 0, 0);
+            break;
+        case LEV_GO_CREATE:
+            if (s->pre_init) {
+                u64 *v = map_slot(&s->created, a[0], 0);
+                if (!v || grow((void **)&s->order, &s->caporder, s->norder + 1, 8))
+                    goto oom;
+                if (!*v) {
+                    s->order[s->norder++] = a[0];
+                    *v = s->norder;
+                }
+            } else
+                PUT(EV_GO_CREATE, m, g, a[0], a[1], stk, 0, 0, 0);
+            break;
+        case LEV_PROC_START: {
+            u64 *v = map_slot(&s->pms, (u64)p, 0), *sv;
+            if (!v)
+                goto oom;
+            *v = a[0];
+            m = p != -1 ? (i64)a[0] : -1;
+            if (!(sv = map_slot(&s->seen, (u64)p, 0)))
+                goto oom;
+            if (*sv)
+                PUT(EV_PROC_START, m, g, (u64)p, 0, 0, 0, 0, 0);
+            else {
+                *sv = 1;
+                PUT(EV_PROC_STATUS, m, g, (u64)p, PROC_RUNNING, 0, 0, 0, 0);
+            }
+            break;
+        }
+        case LEV_PROC_STOP: {
+            u64 *v = map_find(&s->pms, (u64)p), *sv;
+            if (v)
+                *v = (u64)-1; /* no thread any more (no real thread id is this: see read_event) */
+            if (!(sv = map_slot(&s->seen, (u64)p, 0)))
+                goto oom;
+            if (*sv)
+                PUT(EV_PROC_STOP, m, g, 0, 0, 0, 0, 0, 0);
+            else {
+                *sv = 1;
+                PUT(EV_PROC_STATUS, m, g, (u64)p, PROC_IDLE, 0, 0, 0, 0);
+            }
+            break;
+        }
+        case LEV_GC_START: PUT(EV_GC_BEGIN, m, g, a[0], stk, 0, 0, 0, 0); break;
+        case LEV_GC_DONE: PUT(EV_GC_END, m, g, 0, 0, 0, 0, 0, 0); break;
+        case LEV_STW_START: {
+            int k = s->ver < LEGACY_GO1_21 ? (int)a[0] + 1 : (a[0] < B_COUNT - B_STW0 ? (int)a[0] : 0);
+            s->stw_reason = B[B_STW0 + k];
+            PUT(EV_STW_BEGIN, m, g, s->stw_reason, 0, 0, 0, 0, 0);
+            break;
+        }
+        case LEV_STW_DONE: PUT(EV_STW_END, m, g, s->stw_reason, 0, 0, 0, 0, 0); break;
+        case LEV_GC_SWEEP_START: PUT(EV_GC_SWEEP_BEGIN, m, g, stk, 0, 0, 0, 0, 0); break;
+        case LEV_GC_SWEEP_DONE: PUT(EV_GC_SWEEP_END, m, g, a[0], a[1], 0, 0, 0, 0); break;
+        case LEV_GO_START:
+            if (s->pre_init) {
+                u64 *v = map_find(&s->created, a[0]);
+                if (v)
+                    *v = 0;
+                PUT(EV_GO_STATUS, m, g, a[0], U64MAX, GO_RUNNING, 0, 0, 0);
+            } else
+                PUT(EV_GO_START, m, g, a[0], a[1], 0, 0, 0, 0);
+            break;
+        case LEV_GO_START_LABEL: {
+            u64 *v = map_find(&s->pms, (u64)p);
+            i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
+            PUT(EV_GO_START, m0, (i64)e->g, a[0], a[1], 0, 0, 0, 0);
+            if (!r)
+                PUT(EV_GO_LABEL, m0, (i64)e->g, a[2], 0, 0, 0, 0, 0);
+            break;
+        }
+        case LEV_GO_END: PUT(EV_GO_DESTROY, m, g, 0, 0, 0, 0, 0, 0); break;
+        case LEV_GO_SCHED: PUT(EV_GO_STOP, m, g, B[B_GOSCHED], stk, 0, 0, 0, 0); break;
+        case LEV_GO_PREEMPT: PUT(EV_GO_STOP, m, g, B[B_PREEMPTED], stk, 0, 0, 0, 0); break;
+        case LEV_GO_STOP: PUT(EV_GO_BLOCK, m, g, B[B_FOREVER], stk, 0, 0, 0, 0); break;
+        case LEV_GO_SLEEP: PUT(EV_GO_BLOCK, m, g, B[B_SLEEP], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK: PUT(EV_GO_BLOCK, m, g, B[B_EMPTY], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_SEND: PUT(EV_GO_BLOCK, m, g, B[B_SEND], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_RECV: PUT(EV_GO_BLOCK, m, g, B[B_RECV], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_SELECT: PUT(EV_GO_BLOCK, m, g, B[B_SELECT], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_SYNC: PUT(EV_GO_BLOCK, m, g, B[B_SYNC], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_COND: PUT(EV_GO_BLOCK, m, g, B[B_COND], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_NET: PUT(EV_GO_BLOCK, m, g, B[B_NETWORK], stk, 0, 0, 0, 0); break;
+        case LEV_GO_BLOCK_GC: PUT(EV_GO_BLOCK, m, g, B[B_ASSIST], stk, 0, 0, 0, 0); break;
+        case LEV_GO_UNBLOCK: PUT(EV_GO_UNBLOCK, m, g, a[0], a[1], stk, 0, 0, 0); break;
+        case LEV_GO_SYS_CALL:
+            if (after && after[i] < n && ev[after[i]].typ == LEV_GO_SYS_BLOCK)
+                PUT(EV_GO_SYSCALL_BEGIN, m, g, 0, stk, 0, 0, 0, 0);
+            else {
+                u64 *v = map_find(&s->pms, (u64)p);
+                i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
+                PUT(EV_GO_SYSCALL_BEGIN, m0, (i64)e->g, 0, stk, 0, 0, 0, 0);
+                if (!r)
+                    r = put(s, EV_GO_SYSCALL_END, ts + 1, m0, p, (i64)e->g, 0, 0, 0, 0, 0, 0);
+            }
+            break;
+        case LEV_GO_SYS_EXIT: PUT(EV_GO_SYSCALL_END_BLOCKED, m, g, 0, 0, 0, 0, 0, 0); break;
+        case LEV_GO_SYS_BLOCK: break;
+        case LEV_GO_WAITING: case LEV_GO_IN_SYSCALL: {
+            u64 *v = map_find(&s->created, a[0]);
+            if (v)
+                *v = 0;
+            PUT(EV_GO_STATUS, m, g, a[0], U64MAX, t == LEV_GO_WAITING ? GO_WAITING : GO_SYSCALL, 0, 0, 0);
+            break;
+        }
+        case LEV_HEAP_ALLOC: PUT(EV_HEAP_ALLOC, m, g, a[0], 0, 0, 0, 0, 0); break;
+        case LEV_HEAP_GOAL: PUT(EV_HEAP_GOAL, m, g, a[0], 0, 0, 0, 0, 0); break;
+        case LEV_GC_MARK_ASSIST_START: PUT(EV_GC_MARK_ASSIST_BEGIN, m, g, stk, 0, 0, 0, 0, 0); break;
+        case LEV_GC_MARK_ASSIST_DONE: PUT(EV_GC_MARK_ASSIST_END, m, g, 0, 0, 0, 0, 0, 0); break;
+        case LEV_USER_TASK_CREATE: {
+            u64 *nm = map_slot(&s->tasks_name, a[0], 0), *pa = map_slot(&s->tasks_parent, a[0], 0);
+            if (!nm || !pa)
+                goto oom;
+            /* the type's name as far as the strings have come: id + 1, or 1 (id 0, "") */
+            *nm = (a[2] && map_find(&s->strs, a[2]) ? a[2] : 0) + 1, *pa = a[1];
+            PUT(EV_USER_TASK_BEGIN, m, g, a[0], a[1] ? a[1] : NO_TASK, a[2], stk, 0, 0);
+            break;
+        }
+        case LEV_USER_TASK_END: {
+            u64 *nm = map_find(&s->tasks_name, a[0]), *pa = map_find(&s->tasks_parent, a[0]);
+            u64 name = 0, parent = NO_TASK;
+            if (nm && *nm) {
+                name = *nm - 1, parent = *pa;
+                *nm = 0;
+            }
+            /* extra[1]: the task end's number until the Python side names it (ll_resolve) */
+            if (request(&s->req_tasks, &s->nreq_tasks, &s->capreq_tasks, name))
+                goto oom;
+            PUT(EV_USER_TASK_END, m, g, a[0], stk, 0, 0, parent, s->tasks_ended++);
+            break;
+        }
+        case LEV_USER_REGION:
+            PUT(a[1] == REGION_START ? EV_USER_REGION_BEGIN : EV_USER_REGION_END, m, g, a[0], a[2], stk, 0, 0, 0);
+            break;
+        case LEV_USER_LOG:
+            /* args[2]: the message's index until the Python side interns it (ll_resolve) */
+            if (request(&s->req_msgs, &s->nreq_msgs, &s->capreq_msgs, e->msg))
+                goto oom;
+            PUT(EV_USER_LOG, m, g, a[0], a[1], e->msg, stk, 0, 0);
+            break;
+        case LEV_CPU_SAMPLE: PUT(EV_CPU_SAMPLE, -1, g, stk, 0, 0, 0, 0, 0); break;
+        default:
+            goto out;
+        }
+#undef PUT
+        if (r)
+            goto oom;
+    }
+    rc = L_OK;
+    goto out;
+oom:
+    rc = L_NO_MEMORY;
+out:
+    map_free(&next_g);
+    free(after);
+    return rc;
+}
+
+int ll_convert(LLive *s, i64 x0, i64 y0, double slope, double intercept, i64 origin) {
+    s->nreq_msgs = s->nreq_tasks = 0;
+    size_t at = 0;
+    for (size_t c = 0; c < s->npchunk; c++) {
+        int rc = convert_chunk(s, s->pend + at, s->pchunk[c], x0, y0, slope, intercept, origin);
+        if (rc)
+            return rc;
+        at += s->pchunk[c];
+    }
+    s->npend = s->npchunk = 0;
+    return L_OK;
+}
+
+int ll_resolve(LLive *s, const u64 *msg_ids, size_t nmsg, const u64 *task_ids, size_t ntask) {
+    if (nmsg != s->nreq_msgs || ntask != s->nreq_tasks)
+        return L_GIVE_UP;
+    if (grow((void **)&s->msg_ids, &s->capmsg_ids, s->nmessages, 8) ||
+        grow((void **)&s->task_ids, &s->captask_ids, s->ntask_ids + ntask, 8))
+        return L_NO_MEMORY;
+    for (size_t k = 0; k < nmsg; k++)
+        s->msg_ids[s->req_msgs[k]] = msg_ids[k];
+    memcpy(s->task_ids + s->ntask_ids, task_ids, ntask * 8);
+    s->ntask_ids += ntask;
+    s->nreq_msgs = s->nreq_tasks = 0;
+    return L_OK;
+}
+
+/* ---- releasing ---- */
+
+static int out_row(LLive *s, const LRow *r) {
+    Columns *o = &s->out;
+    if (o->n == o->cap && cols_reserve(o, o->n + 1))
+        return -1;
+    size_t i = o->n++;
+    o->code[i] = r->code, o->time[i] = r->time, o->m[i] = r->m, o->p[i] = r->p, o->g[i] = r->g;
+    u64 *a = &o->args[NARGS * i], *x = &o->extra[NEXTRA * i];
+    memcpy(a, r->a, sizeof r->a);
+    memcpy(x, r->x, sizeof r->x);
+    if (r->code == EV_USER_LOG)
+        a[2] = s->msg_ids[r->a[2]];
+    else if (r->code == EV_USER_TASK_END)
+        x[1] = s->task_ids[r->x[1]];
+    return 0;
+}
+
+static int cmp_late(const void *x, const void *y) {
+    const LKey *a = x, *b = y;
+    return key_less(a, b) ? -1 : key_less(b, a) ? 1 : 0;
+}
+
+int ll_release(LLive *s, int all, i64 window, size_t max_held) {
+    s->out.n = 0;
+    s->out_late = s->nlate;
+    if (s->nlate) {
+        /* by time, in the order they came where times tie (a stable sort) */
+        LKey *k = malloc(s->nlate * sizeof(LKey));
+        if (!k)
+            return L_NO_MEMORY;
+        for (size_t i = 0; i < s->nlate; i++)
+            k[i] = (LKey){s->late[i].time, i, i};
+        qsort(k, s->nlate, sizeof(LKey), cmp_late);
+        for (size_t i = 0; i < s->nlate; i++)
+            if (out_row(s, &s->late[k[i].slot])) {
+                free(k);
+                return L_NO_MEMORY;
+            }
+        free(k);
+        s->nlate = 0;
+    }
+    i64 until = all ? INT64_MAX : s->newest < INT64_MIN + window ? INT64_MIN : s->newest - window;
+    i64 last = INT64_MIN;
+    int any = 0;
+    while (s->nheap && (s->heap[0].time <= until || s->nheap > max_held)) {
+        if (grow((void **)&s->free_slots, &s->capfree, s->nfree + 1, sizeof(size_t)))
+            return L_NO_MEMORY;
+        LKey k = heap_pop(s);
+        if (out_row(s, &s->pool[k.slot]))
+            return L_NO_MEMORY;
+        s->free_slots[s->nfree++] = k.slot;
+        last = k.time, any = 1;
+    }
+    if (any && last > s->released)
+        s->released = last;
+    return L_OK;
+}
