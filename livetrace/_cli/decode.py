@@ -6,7 +6,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from livetrace._cli.render.dump import legacy_lines, parsed_text, wire_lines
+from livetrace._cli.render.dump import legacy_lines, parsed_text
+from livetrace._cli.render.dumptext import ParsedText, wire_text
 from livetrace._errors import TraceFormatError
 from livetrace._files import head, pieces
 from livetrace._trace.decoder import Item, open_decoder
@@ -23,7 +24,7 @@ def dump_wire(stream: BinaryIO, out: TextIO) -> None:
         frames = reader.feed(data)
         if frames:
             assert reader.minor is not None
-            out.write("\n".join(wire_lines(frames, reader.minor)) + "\n")
+            out.write(wire_text(frames, reader.minor))
             out.flush()
     reader.close()
 
@@ -36,10 +37,12 @@ def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> No
         _dump_symbolized(rest, out, binary)
         return
 
+    dumper = ParsedText()
+
     def write(events: Iterable[Event]) -> None:
-        lines = "\n".join(map(parsed_text, events))
-        if lines:
-            out.write(lines + "\n")
+        text = dumper.text(events)
+        if text:
+            out.write(text)
             out.flush()
 
     def write_all(items: Iterator[Item]) -> None:

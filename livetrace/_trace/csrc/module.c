@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "handlers.h"
 #include "jsonl.h"
+#include "dump.h"
 #include "legacy.h"
 #include "select.h"
 #include "spans.h"
@@ -535,6 +536,12 @@ static PyMethodDef module_methods[] = {
     {"take_columns", take_columns, METH_VARARGS,
      "take_columns($module, indices, codes, times, threads, procs, goroutines, args, extra, /)\n--\n\n"
      "The columns of the events at indices."},
+    {"dump_parsed", dump_parsed_py, METH_VARARGS,
+     "dump_parsed($module, codes, times, threads, procs, goroutines, args, extra, heads, strings, stacks, "
+     "extra_strings, miss, other, /)\n--\n\nThe lines of go tool trace -d=parsed for a batch's events (dump.c)."},
+    {"dump_wire", dump_wire_py, METH_VARARGS,
+     "dump_wire($module, payload, codes, starts, args, table, names, quote, /)\n--\n\n"
+     "The lines of go tool trace -d=wire for a batch payload's records (dump.c)."},
     {"handlers", handlers, METH_NOARGS,
      "handlers($module, /)\n--\n\nThe ordering engine's dispatch table: {code: handler name}."},
     {NULL},
