@@ -10,13 +10,14 @@ the reference formatters make every line.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TextIO
 
 from livetrace._cli.render.dump import parsed_text, stack_text, wire_lines
 from livetrace._cli.render.gostr import go_quote
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
-from livetrace._trace.model.events import KIND_NAMES, KIND_OF_CODE, SYNC_CODE
+from livetrace._trace.model.events import KIND_NAMES, KIND_OF_CODE, SYNC_CODE, Event
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, record_columns
 from livetrace._trace.spec.modern import EV_EVENT_BATCH, EV_EXPERIMENTAL_BATCH, LAST_CODE, SPECS, specs_for
@@ -58,6 +59,15 @@ class _GenerationParts:
         return b
 
 
+def utf8_sink(out: TextIO) -> Callable[[bytes], None]:
+    """Where text encoded as UTF-8 goes: straight to standard output's
+    descriptor where it takes UTF-8 (WholeWriter), else decoded into out."""
+    write_utf8: Callable[[bytes], None] | None = getattr(out, "write_utf8", None)
+    if write_utf8 is not None:
+        return write_utf8
+    return lambda data: out.write(data.decode("utf-8", "surrogateescape"))
+
+
 class ParsedText:
     """``-d=parsed`` text, a batch at a time; remembers the current
     generation's strings and stacks."""
@@ -66,7 +76,20 @@ class ParsedText:
         self._fast = use_compiled(compiled)
         self._parts = _GenerationParts(None)
 
-    def text(self, events: Iterable[EventBatch] | EventBatch) -> str:
+    def write(self, events: Iterable[Event], out: TextIO, sink: Callable[[bytes], None]) -> None:
+        """Print the events' lines: into sink (from utf8_sink(out)) as the
+        core writes them, into out as the twin does."""
+        if isinstance(events, EventBatch) and self._fast:
+            data = self.compiled(events)
+            if data:
+                sink(data)
+        else:
+            text = self.text(events)
+            if text:
+                out.write(text)
+        out.flush()
+
+    def text(self, events: Iterable[Event]) -> str:
         """The lines of the events, each ending in a newline."""
         if not isinstance(events, EventBatch) or not self._fast:
             return "".join([parsed_text(e) + "\n" for e in events])
@@ -104,16 +127,20 @@ def wire_text(frames: list[Frame], minor: int, compiled: bool | None = None) -> 
     """``-d=wire`` lines of the frames, each ending in a newline."""
     if not use_compiled(compiled):
         return "".join([line + "\n" for line in wire_lines(frames, minor)])
+    return wire_utf8(frames, minor).decode()
+
+
+def wire_utf8(frames: list[Frame], minor: int) -> bytes:
+    """The same on the compiled core, as UTF-8: the records of event
+    batches written there, the rest by the twin."""
     table, names = _WIRE[minor]
-    pieces: list[str] = []
+    pieces: list[bytes] = []
     for f in frames:
         if isinstance(f, Batch) and f.exp < 0:
-            pieces.extend(wire_lines([f], minor, records=False))
-            pieces.append("\n")
+            pieces.extend(line.encode() + b"\n" for line in wire_lines([f], minor, records=False))
             cols = record_columns(f.payload, minor, f.payload_offset, f.gen)
-            text = ccore.dump_wire(f.payload, cols.codes, cols.starts, cols.args, table, names, go_quote)
-            pieces.append(text.decode())
+            pieces.append(ccore.dump_wire(f.payload, cols.codes, cols.starts, cols.args, table, names, go_quote))
         else:
             assert isinstance(f, Batch | EndOfGeneration)
-            pieces.extend(line + "\n" for line in wire_lines([f], minor))
-    return "".join(pieces)
+            pieces.extend(line.encode() + b"\n" for line in wire_lines([f], minor))
+    return b"".join(pieces)
