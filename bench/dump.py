@@ -66,7 +66,9 @@ def ours(dump: str, path: Path) -> list[str]:
     return [sys.executable, "-m", "livetrace", "decode", "--dump", dump, str(path)]
 
 
-def rows(args: argparse.Namespace, modern: Path | None, legacy: Path | None) -> Iterator[tuple[str, list, list]]:
+def rows(
+    args: argparse.Namespace, modern: Path | None, legacy: Path | None
+) -> Iterator[tuple[str, list[str], list[str]]]:
     """(name, our command, Go's command) for each row to time."""
     if modern is not None:
         go = str(find_go(args.go))

@@ -20,7 +20,7 @@ from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, KIND_OF_CODE, SYNC_CODE, Event
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, record_columns
-from livetrace._trace.spec.modern import EV_EVENT_BATCH, EV_EXPERIMENTAL_BATCH, LAST_CODE, SPECS, specs_for
+from livetrace._trace.spec.modern import EV_EVENT_BATCH, EV_EXPERIMENTAL_BATCH, LAST_CODE, SPECS, EventSpec, specs_for
 
 # Per code, what follows "M=.. P=.. G=.." up to the time, for the compiled core.
 _HEADS = tuple(
@@ -65,7 +65,11 @@ def utf8_sink(out: TextIO) -> Callable[[bytes], None]:
     write_utf8: Callable[[bytes], None] | None = getattr(out, "write_utf8", None)
     if write_utf8 is not None:
         return write_utf8
-    return lambda data: out.write(data.decode("utf-8", "surrogateescape"))
+
+    def decoded(data: bytes) -> None:
+        out.write(data.decode("utf-8", "surrogateescape"))
+
+    return decoded
 
 
 class ParsedText:
@@ -103,16 +107,17 @@ class ParsedText:
         def other(i: int) -> bytes:  # the line of an event the core leaves to Python
             return _encode(parsed_text(batch[i]))
 
-        return ccore.dump_parsed(
-            *batch.columns(), _HEADS, parts.strings, parts.stacks, parts.extra_strings, parts.miss, other
-        )
+        code, time, m, p, g, args, extra = batch.columns()
+        tables = (parts.strings, parts.stacks, parts.extra_strings)
+        return ccore.dump_parsed(code, time, m, p, g, args, extra, _HEADS, *tables, parts.miss, other)
 
 
-def _wire_tables(specs: list) -> tuple[bytes, tuple[tuple[bytes, ...] | None, ...]]:
+def _wire_tables(specs: list[EventSpec | None]) -> tuple[bytes, tuple[tuple[bytes, ...] | None, ...]]:
     """Per code, for the compiled core: how its record reads (0 if invalid
     in a batch, else 0x80 | argument count | 0x20 if a Stack | 0x40 if it
     has data) and its line's pieces (name, then " arg=" per argument)."""
-    row, names = [0] * 256, [None] * 256
+    row = [0] * 256
+    names: list[tuple[bytes, ...] | None] = [None] * 256
     for s in specs:
         if s is not None and s.code not in (EV_EVENT_BATCH, EV_EXPERIMENTAL_BATCH):
             row[s.code] = 0x80 | len(s.args) | (0x20 if s.is_stack else 0) | (0x40 if s.has_data else 0)
