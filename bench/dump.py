@@ -54,8 +54,10 @@ def timed(cmd: list[str], out: Path, runs: int) -> tuple[float, float]:
         with out.open("wb") as f:
             before = os.times()
             t = time.perf_counter()
-            subprocess.run(cmd, check=True, stdout=f, stderr=subprocess.DEVNULL, env=go_env())
+            done = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, env=go_env(), check=False)
             wall = time.perf_counter() - t
+            if done.returncode:
+                sys.exit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.decode(errors='replace')[-2000:]}")
             after = os.times()
         cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
         best = min(best, (wall, cpu))
