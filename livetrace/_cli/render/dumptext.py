@@ -1,5 +1,6 @@
 """The dumps a batch at a time: the text of ``-d=parsed`` for an
-:class:`EventBatch`, of ``-d=wire`` for a run of frames, as one string.
+:class:`EventBatch`, of ``-d=wire`` for a run of frames, in one piece
+(UTF-8 bytes from the compiled core, written out as they are).
 
 On the compiled core the lines are written from the columns (csrc/dump.c);
 what is rare or needs Unicode tables comes from the reference formatters
