@@ -153,10 +153,16 @@ static int put_details(TextBuf *b, int c, const u64 *a, const u64 *x, i64 p, i64
     int r = transition(c, a, x, p, g, &t);
     if (r)
         return r < 0 ? 0 : put_transition(b, &t, strings, stacks) ? -1 : 1;
+    const char *metric = c == EV_PROCS_CHANGE ? "/sched/gomaxprocs:threads"
+                         : c == EV_HEAP_ALLOC ? "/memory/classes/heap/objects:bytes"
+                         : c == EV_HEAP_GOAL  ? "/gc/heap/goal:bytes"
+                                              : NULL;
+    if (metric)
+        return TB_LIT(b, " Name=\"") || tb_put(b, metric, strlen(metric)) || TB_LIT(b, "\" Value=Value{Uint64(") ||
+                       tb_u64(b, a[0]) || TB_LIT(b, ")}")
+                   ? -1
+                   : 1;
     switch (c) {
-    case EV_PROCS_CHANGE: if (TB_LIT(b, " Name=\"/sched/gomaxprocs:threads\" Value=Value{Uint64(")) return -1; break;
-    case EV_HEAP_ALLOC: if (TB_LIT(b, " Name=\"/memory/classes/heap/objects:bytes\" Value=Value{Uint64(")) return -1; break;
-    case EV_HEAP_GOAL: if (TB_LIT(b, " Name=\"/gc/heap/goal:bytes\" Value=Value{Uint64(")) return -1; break;
     case EV_GC_ACTIVE: case EV_GC_BEGIN:
         return TB_LIT(b, " Name=\"GC concurrent mark phase\" Scope=None") ? -1 : 1;
     case EV_GC_END:
@@ -205,8 +211,6 @@ static int put_details(TextBuf *b, int c, const u64 *a, const u64 *x, i64 p, i64
     case EV_CPU_SAMPLE: return 1; /* a stack sample: the head and its stack */
     default: return 0;
     }
-    /* a metric's value */
-    return tb_u64(b, a[0]) || TB_LIT(b, ")}") ? -1 : 1;
 }
 
 /* The line Python makes for event i (its parsed_text), appended. */
@@ -227,7 +231,7 @@ static int put_other(TextBuf *b, PyObject *other, size_t i) {
 static PyObject *parsed_lines(const EventView *v, PyObject *heads, Parts *strings, Parts *stacks, Parts *xstrings,
                               PyObject *other) {
     TextBuf b;
-    if (tb_init(&b, v->n * 160 + 64))
+    if (tb_init(&b, v->n * 400 + 64)) /* most lines carry a stack: a few hundred bytes */
         return NULL;
     for (size_t i = 0; i < v->n; i++) {
         int c = v->code[i];
