@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from livetrace._cli.output import write_bytes
-from livetrace._cli.render.dump import parsed_text, wire_lines
+from livetrace._cli.render.dump import parsed_text
+from livetrace._cli.render.dumptext import ParsedText, utf8_sink, wire_text, wire_utf8
 from livetrace._cli.render.legacy_dump import legacy_dump
 from livetrace._errors import TraceFormatError
 from livetrace._files import head, pieces
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.decoder import Item, open_decoder
 from livetrace._trace.legacy.convert import legacy_events
 from livetrace._trace.legacy.read import LegacyDecoder
@@ -21,11 +23,15 @@ from livetrace._trace.modern.wire import FrameReader
 
 def dump_wire(stream: BinaryIO, out: TextIO) -> None:
     reader = FrameReader()
+    sink = utf8_sink(out) if use_compiled() else None
     for data in pieces(stream):
         frames = reader.feed(data)
         if frames:
             assert reader.minor is not None
-            out.write("\n".join(wire_lines(frames, reader.minor)) + "\n")
+            if sink is not None:
+                sink(wire_utf8(frames, reader.minor))
+            else:
+                out.write(wire_text(frames, reader.minor, compiled=False))
             out.flush()
     reader.close()
 
@@ -38,11 +44,10 @@ def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> No
         _dump_symbolized(rest, out, binary)
         return
 
+    dumper, sink = ParsedText(), utf8_sink(out)
+
     def write(events: Iterable[Event]) -> None:
-        lines = "\n".join(map(parsed_text, events))
-        if lines:
-            out.write(lines + "\n")
-            out.flush()
+        dumper.write(events, out, sink)
 
     def write_all(items: Iterator[Item]) -> None:
         for item in items:

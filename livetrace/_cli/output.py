@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import select
@@ -88,3 +89,11 @@ class WholeWriter(io.TextIOBase):
 
     def fileno(self) -> int:
         return self._out.fileno()
+
+    def write_utf8(self, data: bytes) -> None:
+        """Text already encoded (UTF-8, a trace's bytes that are not UTF-8
+        as they were): as it is when the stream's encoding is UTF-8."""
+        if codecs.lookup(self._encoding).name == "utf-8":
+            write_bytes(self._out, [data])
+        else:
+            self.write(data.decode("utf-8", "surrogateescape"))

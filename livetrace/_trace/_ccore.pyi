@@ -223,6 +223,43 @@ def jsonl(
     other: Callable[[int], str],
     /,
 ) -> bytes: ...
+def dump_parsed(
+    codes: ReadableBuffer,
+    times: ReadableBuffer,
+    threads: ReadableBuffer,
+    procs: ReadableBuffer,
+    goroutines: ReadableBuffer,
+    args: ReadableBuffer,
+    extra: ReadableBuffer,
+    heads: tuple[bytes | None, ...],
+    strings: dict[int, bytes],
+    stacks: dict[int, bytes],
+    extra_strings: dict[int, bytes],
+    miss: Callable[[str, int], bytes],
+    other: Callable[[int], bytes],
+    /,
+) -> bytes:
+    """`go tool trace -d=parsed` lines of a batch's events (UTF-8, each
+    ending in a newline). heads: per code, the text between the event's
+    goroutine and its time (None: other(i) makes the whole line).
+    miss(kind, id) makes, caches in the dict of its kind ("string",
+    "stack", "extra") and returns a part the dicts do not have yet."""
+
+def dump_wire(
+    payload: ReadableBuffer,
+    codes: ReadableBuffer,
+    starts: ReadableBuffer,
+    args: ReadableBuffer,
+    table: ReadableBuffer,
+    names: tuple[tuple[bytes, ...] | None, ...],
+    quote: Callable[[bytes], str],
+    /,
+) -> bytes:
+    """`go tool trace -d=wire` lines of a batch payload's records (the
+    columns record_columns made), each ending in a newline. names: per
+    code, the record's name and " arg=" per argument; quote: Go's
+    strconv.Quote, for data that is not ASCII."""
+
 def select_indices(
     codes: ReadableBuffer,
     procs: ReadableBuffer,

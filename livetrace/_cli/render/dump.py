@@ -15,6 +15,7 @@ from livetrace._trace.model.events import (
     format_wall,
     transition_parts,
 )
+from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, decode_records
 from livetrace._trace.spec.legacy import GLOBAL_G0
 from livetrace._trace.spec.legacy import SPECS as LEGACY_SPECS
@@ -48,9 +49,10 @@ def _arg_format(spec: EventSpec) -> str:
 _FORMATS = {s.code: _arg_format(s) for s in SPECS if s is not None}
 
 
-def wire_lines(frames: Iterable[Frame], minor: int) -> Iterator[str]:
+def wire_lines(frames: Iterable[Frame], minor: int, records: bool = True) -> Iterator[str]:
     """``go tool trace -d=wire``: one line per record (Stack frames and
-    string data on tab-indented continuation lines)."""
+    string data on tab-indented continuation lines); without records, only
+    an event batch's first line."""
     batch_fmt, exp_fmt = _FORMATS[EV_EVENT_BATCH], _FORMATS[EV_EXPERIMENTAL_BATCH]
     for f in frames:
         if isinstance(f, EndOfGeneration):
@@ -61,7 +63,8 @@ def wire_lines(frames: Iterable[Frame], minor: int) -> Iterator[str]:
             yield line + "\n\tdata=" + go_quote(f.payload) if f.payload else line
             continue
         yield batch_fmt % (f.gen, f.m, f.time, len(f.payload))
-        yield from _record_lines(f, minor)
+        if records:
+            yield from _record_lines(f, minor)
 
 
 def _record_lines(batch: Batch, minor: int) -> Iterator[str]:
@@ -82,9 +85,14 @@ def _record_lines(batch: Batch, minor: int) -> Iterator[str]:
 
 
 def _stack_block(e: Event, title: str, stack_id: int) -> str:
-    g = e.gen
-    assert g is not None
-    parts = [f"\n{title}=\n"]
+    assert e.gen is not None
+    return f"\n{title}=\n" + stack_text(e.gen, stack_id)
+
+
+def stack_text(g: Tables, stack_id: int) -> str:
+    """A stack's frames in a parsed event's text, a line each for the
+    function and for the file."""
+    parts = []
     for pc in g.stacks[stack_id]:
         func, file, line = g.frames[pc]
         parts.append(f"\t{_raw(g.strings[func])} @ 0x{pc:x}\n\t\t{_raw(g.strings[file])}:{line}\n")

@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "handlers.h"
 #include "jsonl.h"
+#include "dump.h"
 #include "legacy.h"
 #include "legacy_dump.h"
 #include "legacy_live.h"
@@ -567,6 +568,12 @@ static PyMethodDef module_methods[] = {
     {"text_lines", text_lines, METH_VARARGS,
      "text_lines($module, codes, times, threads, procs, goroutines, args, extra, t0, wall_base, provisional, "
      "kind_columns, quotes, frames, xquotes, miss, other, /)\n--\n\ntail's text lines for a batch's events (text.c)."},
+    {"dump_parsed", dump_parsed_py, METH_VARARGS,
+     "dump_parsed($module, codes, times, threads, procs, goroutines, args, extra, heads, strings, stacks, "
+     "extra_strings, miss, other, /)\n--\n\nThe lines of go tool trace -d=parsed for a batch's events (dump.c)."},
+    {"dump_wire", dump_wire_py, METH_VARARGS,
+     "dump_wire($module, payload, codes, starts, args, table, names, quote, /)\n--\n\n"
+     "The lines of go tool trace -d=wire for a batch payload's records (dump.c)."},
     {"handlers", handlers, METH_NOARGS,
      "handlers($module, /)\n--\n\nThe ordering engine's dispatch table: {code: handler name}."},
     {NULL},

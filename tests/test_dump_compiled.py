@@ -1,0 +1,208 @@
+"""`--dump parsed` and `--dump wire` written by the compiled core
+(csrc/dump.c) are the pure-Python formatters' text byte for byte, and fail
+the same way, on every corpus trace, on mutated traces and on hostile
+columns handed straight to the C entry points."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from livetrace._cli.decode import dump_parsed, dump_wire
+from livetrace._cli.render.dump import parsed_text
+from livetrace._cli.render.dumptext import ParsedText, wire_text
+from livetrace._cli.render.gostr import go_quote
+from livetrace._errors import TraceFormatError
+from livetrace._trace.accel import ccore
+from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
+from livetrace._trace.model.tables import Tables
+from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._trace.modern.wire import FrameReader
+
+from . import textform
+from .mutate import mutate
+
+MODERN = [t for t in textform.all_tests() if t.data]
+LEGACY_DIR = textform.CORPUS.parent / "legacy" / "go-testdata"
+LEGACY = sorted(p for p in LEGACY_DIR.iterdir() if p.is_file()) if LEGACY_DIR.is_dir() else []
+# Both implementations are compared here, whichever the run is on: once is enough.
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
+        reason="compares both implementations; runs on the compiled core's pass",
+    ),
+    pytest.mark.compiled_core,
+]
+
+Dump = Callable[[BinaryIO, TextIO], None]
+
+
+@contextmanager
+def twin(on: bool) -> Iterator[None]:
+    """Everything (decoder and formatter) on the pure-Python twin, or not."""
+    before = os.environ.get("LIVETRACE_PURE_PYTHON")
+    os.environ["LIVETRACE_PURE_PYTHON"] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["LIVETRACE_PURE_PYTHON"]
+        else:
+            os.environ["LIVETRACE_PURE_PYTHON"] = before
+
+
+def outcome(dump: Dump, data: bytes, pure: bool) -> tuple[str, str | None]:
+    """The text printed and the error (type and message) it ended with."""
+    out = io.StringIO()
+    with twin(pure):
+        try:
+            dump(io.BytesIO(data), out)
+        except TraceFormatError as e:
+            return out.getvalue(), f"{type(e).__name__}: {e}"
+    return out.getvalue(), None
+
+
+def parsed(stream: BinaryIO, out: TextIO) -> None:
+    dump_parsed(stream, out)
+
+
+def corpus() -> list[tuple[str, bytes]]:
+    return [(t.name, t.data) for t in MODERN] + [(p.name, p.read_bytes()) for p in LEGACY]
+
+
+@pytest.mark.parametrize(("name", "data"), corpus(), ids=[n for n, _ in corpus()])
+def test_parsed_dump_is_the_twins(name: str, data: bytes) -> None:
+    ours = outcome(parsed, data, pure=False)
+    assert ours == outcome(parsed, data, pure=True)
+    if not name.startswith(("http_1_5", "http_1_7", "http_1_9", "stress_1_10")):
+        assert ours[0] or ours[1]
+
+
+@pytest.mark.parametrize("t", MODERN, ids=lambda t: t.name)
+def test_wire_dump_is_the_twins(t: textform.TextTrace) -> None:
+    ours = outcome(dump_wire, t.data, pure=False)
+    assert ours == outcome(dump_wire, t.data, pure=True)
+    assert ours[0]
+
+
+def test_the_formatters_alone_agree_on_the_same_batches() -> None:
+    """Same decoder, both formatters: every batch of every modern corpus
+    trace, then every frame run of the wire layer."""
+    checked = 0
+    for t in MODERN:
+        d = ModernDecoder(compiled=True)
+        try:
+            batches = list(d.feed_batches(t.data)) + list(d.close_batches())
+        except TraceFormatError:
+            continue
+        fast, slow = ParsedText(compiled=True), ParsedText(compiled=False)
+        for b in batches:
+            assert fast.text(b) == slow.text(b)
+            checked += len(b)
+        reader = FrameReader()
+        frames = reader.feed(t.data)
+        assert reader.minor is not None
+        assert wire_text(frames, reader.minor, compiled=True) == wire_text(frames, reader.minor, compiled=False)
+    assert checked > 1000
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_mutated_traces_dump_alike(data: st.DataObject) -> None:
+    t = data.draw(st.sampled_from(MODERN))
+    bad = mutate(data, t.data, keep=16)
+    for dump in (parsed, dump_wire):
+        assert outcome(dump, bad, pure=False) == outcome(dump, bad, pure=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_mutated_legacy_traces_dump_alike(data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from([p for p in LEGACY if "_1_21_" in p.name or "_1_19_" in p.name]))
+    bad = mutate(data, path.read_bytes(), keep=16)
+    assert outcome(parsed, bad, pure=False) == outcome(parsed, bad, pure=True)
+
+
+# ---- hostile columns, straight to the C entry points ----
+
+
+def _tables() -> Tables:
+    g = Tables(gen=3)
+    g.strings.update({1: b"reason", 2: b'q"uo\\te\n', 3: "héllo\x00\u200b".encode() + b"\xff"})
+    g.frames.update({0x401000: (1, 2, 17), 0x402000: (3, 1, 99)})
+    g.stacks.update({1: (0x401000,), 2: (0x401000, 0x402000), 3: (0xDEAD,)})
+    g.extra_strings.append(b"task type")
+    return g
+
+
+CODES = st.one_of(st.integers(0, 255), st.integers(9, 48), st.just(255))
+SMALL = st.one_of(st.integers(0, 6), st.just(2**64 - 1))
+
+
+def _attempt(fn: Callable[[], str]) -> tuple[str, str | None]:
+    try:
+        return fn(), None
+    except Exception as e:  # the twin's own error, whatever it is, must be the core's
+        return "", f"{type(e).__name__}: {e}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(CODES, st.lists(SMALL, min_size=NARGS + NEXTRA, max_size=NARGS + NEXTRA)), max_size=12))
+def test_any_columns_print_as_the_twin_prints_them(events: list[tuple[int, list[int]]]) -> None:
+    n = len(events)
+    g = _tables()
+    cols = (
+        bytes(c for c, _ in events),
+        b"".join((1000 + i).to_bytes(8, "little", signed=True) for i in range(n)),
+        b"".join((5).to_bytes(8, "little", signed=True) for _ in range(n)),
+        b"".join((-1).to_bytes(8, "little", signed=True) for _ in range(n)),
+        b"".join((7).to_bytes(8, "little", signed=True) for _ in range(n)),
+        b"".join(v.to_bytes(8, "little") for _, vals in events for v in vals[:NARGS]),
+        b"".join(v.to_bytes(8, "little") for _, vals in events for v in vals[NARGS:]),
+    )
+    batch = EventBatch(g, n, cols)
+    fast = _attempt(lambda: ParsedText(compiled=True).text(batch))
+    slow = _attempt(lambda: "".join(parsed_text(e) + "\n" for e in batch))
+    assert fast == slow
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.binary(max_size=40),
+    st.binary(max_size=8),
+    st.lists(st.integers(0, 2**32 - 1), max_size=9),
+    st.lists(st.integers(0, 2**64 - 1), max_size=12),
+)
+def test_hostile_wire_columns_raise_not_crash(payload: bytes, codes: bytes, starts: list[int], vals: list[int]) -> None:
+    table = bytes([0x80 | 2 if c % 3 else 0xE2 for c in range(256)])
+    names = tuple((b"X", b" a=", b" b=") for _ in range(256))
+    starts_b = b"".join(s.to_bytes(4, "little") for s in starts)
+    vals_b = b"".join(v.to_bytes(8, "little") for v in vals)
+    try:
+        text = ccore.dump_wire(payload, codes, starts_b, vals_b, table, names, go_quote)
+    except ValueError:
+        return
+    assert text.count(b"\n") >= len(codes)
+
+
+@pytest.mark.parametrize("data", [b"plain", b"", b'q"\\\a\b\f\n\r\t\v\x00\x7f\x1f', "ünï\u200b".encode() + b"\xfe"])
+def test_wire_data_is_quoted_as_go_quotes(data: bytes) -> None:
+    table = bytes([0xC0 if c == 5 else 0 for c in range(256)])
+    names = tuple((b"String",) if c == 5 else None for c in range(256))
+    args = (0).to_bytes(8, "little") + len(data).to_bytes(8, "little")
+    starts = (0).to_bytes(4, "little") + (2).to_bytes(4, "little")
+    text = ccore.dump_wire(data, bytes([5]), starts, args, table, names, go_quote).decode()
+    assert text == ("String\n\tdata=" + go_quote(data) + "\n" if data else "String\n")
+
+
+def test_corpus_is_there() -> None:
+    assert len(MODERN) > 20 and len(LEGACY) > 5
+    assert Path(LEGACY_DIR).is_dir()
