@@ -6,7 +6,7 @@ The JSON fields are documented in docs/events-jsonl.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from livetrace._cli.render.dump import parsed_text
@@ -14,7 +14,7 @@ from livetrace._notice import Notice
 from livetrace._protocol.frames import Gap
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
-from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.events import (
     GO_STATE_NAMES,
     NO_TASK,
@@ -222,6 +222,45 @@ class _GenerationJSON:
         return b
 
 
+def compiled_pieces(
+    batch: EventBatch,
+    wall: int | None,
+    strings: dict[int, bytes],
+    stacks: dict[int, bytes],
+    miss: Callable[[str, int], bytes],
+    line_of: Callable[[Event], str],
+) -> list[bytes]:
+    """A batch's JSON lines from the compiled core, PIECE_LINES at a time:
+    ``strings`` and ``stacks`` cache the JSON text of the ids (``miss``
+    makes one the first time), ``line_of`` the line of an event the core
+    does not write."""
+    code, time, m, p, g, args, extra = batch.columns()
+    pieces = []
+    for i in range(0, len(batch), PIECE_LINES):
+        j = i + PIECE_LINES
+
+        def other(k: int, i: int = i) -> str:
+            return line_of(batch[i + k])
+
+        pieces.append(
+            ccore.jsonl(
+                code[i:j],
+                time[i:j],
+                m[i:j],
+                p[i:j],
+                g[i:j],
+                args[NARGS * i : NARGS * j],
+                extra[NEXTRA * i : NEXTRA * j],
+                wall,
+                strings,
+                stacks,
+                miss,
+                other,
+            )
+        )
+    return pieces
+
+
 class JsonlEncoder:
     """``jsonl`` fast enough for a live pipe: per generation it remembers the
     JSON of every stack and string it has written, and it writes the common
@@ -264,33 +303,9 @@ class JsonlEncoder:
             return [self.encode_many(batch).encode()]
         if batch.gen is not self._gen:
             self._start(batch.gen)
-        code, time, m, p, g, args, extra = batch.columns()
         wall = self._wall_base if self._has_wall else None
         parts = self._json  # this batch's generation, whatever self._json becomes during the calls
-        pieces = []
-        for i in range(0, len(batch), PIECE_LINES):
-            j = i + PIECE_LINES
-
-            def other(k: int, i: int = i) -> str:  # the line of an event the core does not write
-                return self.encode(batch[i + k])
-
-            pieces.append(
-                ccore.jsonl(
-                    code[i:j],
-                    time[i:j],
-                    m[i:j],
-                    p[i:j],
-                    g[i:j],
-                    args[4 * i : 4 * j],
-                    extra[2 * i : 2 * j],
-                    wall,
-                    parts.string_bytes,
-                    parts.stack_bytes,
-                    parts.miss,
-                    other,
-                )
-            )
-        return pieces
+        return compiled_pieces(batch, wall, parts.string_bytes, parts.stack_bytes, parts.miss, self.encode)
 
     def encode(self, item: Event | Notice) -> str:
         if isinstance(item, Notice):

@@ -14,13 +14,12 @@ import json
 import re
 from collections.abc import Sequence
 
-from livetrace._cli.render.jsonl import provisional_dict, utf8
-from livetrace._trace.accel import ccore, use_compiled
+from livetrace._cli.render.jsonl import compiled_pieces, provisional_dict, utf8
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event
 from livetrace._trace.model.tables import Tables
 
-PIECE_LINES = 512
 _TRANSITION_STACK = re.compile(rb', "transition_stack": (?:\[\]|\d+)')
 
 
@@ -59,28 +58,16 @@ class ProvisionalJsonl:
             self._parts = _Parts(batch.gen)
         parts = self._parts
         base = None if batch.gen is None else batch.gen.wall_base
-        code, time, m, p, g, args, extra = batch.columns()
-        pieces = []
-        for i in range(0, len(batch), PIECE_LINES):
-            j = i + PIECE_LINES
+        pieces = compiled_pieces(batch, base, parts.strings, parts.stacks, parts.miss, _provisional_line)
+        return [_provisional(piece) for piece in pieces]
 
-            def other(k: int, i: int = i) -> str:  # the line of an event the core does not write
-                return json.dumps(provisional_dict(batch[i + k]), ensure_ascii=False)
 
-            out = ccore.jsonl(
-                code[i:j],
-                time[i:j],
-                m[i:j],
-                p[i:j],
-                g[i:j],
-                args[4 * i : 4 * j],
-                extra[2 * i : 2 * j],
-                base,
-                parts.strings,
-                parts.stacks,
-                parts.miss,
-                other,
-            )
-            out = _TRANSITION_STACK.sub(b"", out).replace(b', "stack": ', b', "provisional": true, "stack_id": ')
-            pieces.append(out.replace(b'"stack_id": []', b'"stack_id": 0'))
-        return pieces
+def _provisional_line(e: Event) -> str:
+    """The line of an event the core does not write: from its dict."""
+    return json.dumps(provisional_dict(e), ensure_ascii=False)
+
+
+def _provisional(lines: bytes) -> bytes:
+    """Exact JSON lines made provisional: see the module's doc."""
+    out = _TRANSITION_STACK.sub(b"", lines).replace(b', "stack": ', b', "provisional": true, "stack_id": ')
+    return out.replace(b'"stack_id": []', b'"stack_id": 0')

@@ -9,87 +9,7 @@
 
 #include "engine.h"
 #include "jsonl.h"
-
-/* The output is written straight into a bytes object, sized for the usual
- * line up front (untouched pages cost nothing) and cut to length at the
- * end: a batch's lines are tens of megabytes, and every copy shows. */
-typedef struct {
-    PyObject *obj;
-    char *p;
-    size_t n, cap;
-    int oom; /* sticky: a line is never written in part */
-} Buf;
-
-static int buf_init(Buf *b, size_t cap) {
-    b->obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(cap ? cap : 1));
-    if (!b->obj)
-        return -1;
-    b->p = PyBytes_AS_STRING(b->obj);
-    b->cap = cap ? cap : 1;
-    return 0;
-}
-
-static int buf_grow(Buf *b, size_t n) {
-    if (b->oom)
-        return -1;
-    size_t nc = b->cap;
-    while (nc < b->n + n)
-        nc *= 2;
-    if (_PyBytes_Resize(&b->obj, (Py_ssize_t)nc)) {
-        b->oom = 1;
-        return -1;
-    }
-    b->p = PyBytes_AS_STRING(b->obj);
-    b->cap = nc;
-    return 0;
-}
-
-/* Inline, so that the many short literals are copied without a call. */
-static inline __attribute__((always_inline)) int buf_put(Buf *b, const char *s, size_t n) {
-    if (b->n + n > b->cap && buf_grow(b, n))
-        return -1;
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    return 0;
-}
-
-#define PUTS(b, lit) buf_put(b, lit, sizeof(lit) - 1)
-
-/* Two digits at a time: the numbers are most of a line's characters. */
-static const char DIGITS2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                 "8081828384858687888990919293949596979899";
-
-static inline int digits(char *tmp, u64 u) { /* into the end of tmp[24]: where they start */
-    int k = 24;
-    while (u >= 100) {
-        unsigned r = (unsigned)(u % 100);
-        u /= 100;
-        k -= 2;
-        memcpy(tmp + k, DIGITS2 + 2 * r, 2);
-    }
-    if (u >= 10) {
-        k -= 2;
-        memcpy(tmp + k, DIGITS2 + 2 * u, 2);
-    } else {
-        tmp[--k] = (char)('0' + u);
-    }
-    return k;
-}
-
-static int buf_i64(Buf *b, i64 v) {
-    char tmp[24];
-    int k = digits(tmp, v < 0 ? (u64)0 - (u64)v : (u64)v);
-    if (v < 0)
-        tmp[--k] = '-';
-    return buf_put(b, tmp + k, (size_t)(24 - k));
-}
-
-static int buf_u64(Buf *b, u64 u) {
-    char tmp[24];
-    int k = digits(tmp, u);
-    return buf_put(b, tmp + k, (size_t)(24 - k));
-}
+#include "textbuf.h"
 
 /* The JSON text (bytes) for a string or stack id: from the cache dict, or
  * made by miss(kind, id) ("string" or "stack"), which caches it too. */
@@ -126,25 +46,25 @@ typedef struct {
 } Recent;
 #define NRECENT 8192
 
-static int put_part(Buf *b, Recent *recent, PyObject *cache, PyObject *miss, const char *kind, u64 id) {
+static int put_part(TextBuf *b, Recent *recent, PyObject *cache, PyObject *miss, const char *kind, u64 id) {
     Recent *r = &recent[id % NRECENT];
     if (r->p && r->id == id)
-        return buf_put(b, r->p, r->n);
+        return tb_put(b, r->p, r->n);
     PyObject *v = json_part(cache, miss, kind, id);
     if (!v)
         return -1;
     *r = (Recent){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
     Py_DECREF(v); /* alive in the cache dict, which only grows during the call */
-    return buf_put(b, r->p, r->n);
+    return tb_put(b, r->p, r->n);
 }
 
 /* {"kind": K, "time_ns": T, ["wall": W, ]"g": G, "p": P, "m": M */
-static void line_head(Buf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, int has_wall, i64 wall_base,
+static void line_head(TextBuf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, int has_wall, i64 wall_base,
                       i64 *cached_sec, char *sec_text, size_t *sec_len) {
-    PUTS(b, "{\"kind\": \"");
-    buf_put(b, kind, strlen(kind));
-    PUTS(b, "\", \"time_ns\": ");
-    buf_i64(b, t);
+    TB_LIT(b, "{\"kind\": \"");
+    tb_put(b, kind, strlen(kind));
+    TB_LIT(b, "\", \"time_ns\": ");
+    tb_i64(b, t);
     if (has_wall) {
         i64 w = wall_base + t;
         i64 sec = w >= 0 ? w / 1000000000 : -((-w + 999999999) / 1000000000);
@@ -156,8 +76,8 @@ static void line_head(Buf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, int 
             *sec_len = strftime(sec_text, 32, "%Y-%m-%dT%H:%M:%S", &tm);
             *cached_sec = sec;
         }
-        PUTS(b, ", \"wall\": \"");
-        buf_put(b, sec_text, *sec_len);
+        TB_LIT(b, ", \"wall\": \"");
+        tb_put(b, sec_text, *sec_len);
         if (nsec) {
             char frac[10];
             frac[0] = '.';
@@ -166,20 +86,20 @@ static void line_head(Buf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, int 
             size_t k = 10;
             while (frac[k - 1] == '0')
                 k--;
-            buf_put(b, frac, k);
+            tb_put(b, frac, k);
         }
-        PUTS(b, "Z\"");
+        TB_LIT(b, "Z\"");
     }
-    PUTS(b, ", \"g\": ");
-    buf_i64(b, g);
-    PUTS(b, ", \"p\": ");
-    buf_i64(b, p);
-    PUTS(b, ", \"m\": ");
-    buf_i64(b, m);
+    TB_LIT(b, ", \"g\": ");
+    tb_i64(b, g);
+    TB_LIT(b, ", \"p\": ");
+    tb_i64(b, p);
+    TB_LIT(b, ", \"m\": ");
+    tb_i64(b, m);
 }
 
 /* Metric, TaskBegin, RegionBegin/End and Log lines, as event_dict has them. */
-static int annotation_line(Buf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 *a, int has_wall, i64 wall_base,
+static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 *a, int has_wall, i64 wall_base,
                            i64 *cached_sec, char *sec_text, size_t *sec_len, Recent *rstrings, Recent *rstacks,
                            PyObject *strings, PyObject *stacks, PyObject *miss) {
     static const char *const kinds[] = {
@@ -188,48 +108,48 @@ static int annotation_line(Buf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 
         [EV_USER_REGION_END] = "RegionEnd", [EV_USER_LOG] = "Log"};
     line_head(b, kinds[c], t, g, p, m, has_wall, wall_base, cached_sec, sec_text, sec_len);
     switch (c) {
-    case EV_PROCS_CHANGE: PUTS(b, ", \"name\": \"/sched/gomaxprocs:threads\", \"value\": "); buf_u64(b, a[0]); break;
-    case EV_HEAP_ALLOC: PUTS(b, ", \"name\": \"/memory/classes/heap/objects:bytes\", \"value\": "); buf_u64(b, a[0]); break;
-    case EV_HEAP_GOAL: PUTS(b, ", \"name\": \"/gc/heap/goal:bytes\", \"value\": "); buf_u64(b, a[0]); break;
+    case EV_PROCS_CHANGE: TB_LIT(b, ", \"name\": \"/sched/gomaxprocs:threads\", \"value\": "); tb_u64(b, a[0]); break;
+    case EV_HEAP_ALLOC: TB_LIT(b, ", \"name\": \"/memory/classes/heap/objects:bytes\", \"value\": "); tb_u64(b, a[0]); break;
+    case EV_HEAP_GOAL: TB_LIT(b, ", \"name\": \"/gc/heap/goal:bytes\", \"value\": "); tb_u64(b, a[0]); break;
     case EV_USER_TASK_BEGIN:
-        PUTS(b, ", \"task\": ");
-        buf_u64(b, a[0]);
-        PUTS(b, ", \"parent\": ");
+        TB_LIT(b, ", \"task\": ");
+        tb_u64(b, a[0]);
+        TB_LIT(b, ", \"parent\": ");
         if (a[1] == NO_TASK)
-            PUTS(b, "null");
+            TB_LIT(b, "null");
         else
-            buf_u64(b, a[1]);
-        PUTS(b, ", \"type\": ");
+            tb_u64(b, a[1]);
+        TB_LIT(b, ", \"type\": ");
         if (put_part(b, rstrings, strings, miss, "string", a[2]))
             return -1;
         break;
     case EV_USER_REGION_BEGIN: case EV_USER_REGION_END:
-        PUTS(b, ", \"task\": ");
-        buf_u64(b, a[0]);
-        PUTS(b, ", \"type\": ");
+        TB_LIT(b, ", \"task\": ");
+        tb_u64(b, a[0]);
+        TB_LIT(b, ", \"type\": ");
         if (put_part(b, rstrings, strings, miss, "string", a[1]))
             return -1;
         break;
     case EV_USER_LOG:
-        PUTS(b, ", \"task\": ");
-        buf_u64(b, a[0]);
-        PUTS(b, ", \"category\": ");
+        TB_LIT(b, ", \"task\": ");
+        tb_u64(b, a[0]);
+        TB_LIT(b, ", \"category\": ");
         if (put_part(b, rstrings, strings, miss, "string", a[1]))
             return -1;
-        PUTS(b, ", \"message\": ");
+        TB_LIT(b, ", \"message\": ");
         if (put_part(b, rstrings, strings, miss, "string", a[2]))
             return -1;
         break;
     }
-    PUTS(b, ", \"stack\": ");
+    TB_LIT(b, ", \"stack\": ");
     int si = T_STACK[c];
     if (si != 255 && a[si]) {
         if (put_part(b, rstacks, stacks, miss, "stack", a[si]))
             return -1;
     } else {
-        PUTS(b, "[]");
+        TB_LIT(b, "[]");
     }
-    return PUTS(b, "}\n");
+    return TB_LIT(b, "}\n");
 }
 
 /* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other) -> bytes
@@ -240,7 +160,7 @@ static int annotation_line(Buf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 
 PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
                       PyObject *miss, PyObject *other) {
     PyObject *result = NULL;
-    Buf b = {0};
+    TextBuf b = {0};
     Recent *rstacks = NULL, *rstrings = NULL;
     size_t n = v->n;
     const u8 *code = v->code;
@@ -248,7 +168,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
     const u64 *a_all = v->args, *x_all = v->extra;
     rstacks = calloc(NRECENT, sizeof(Recent));
     rstrings = calloc(NRECENT, sizeof(Recent));
-    if (!rstacks || !rstrings || buf_init(&b, n * 768))
+    if (!rstacks || !rstrings || tb_init(&b, n * 768))
         goto fail;
     i64 cached_sec = INT64_MIN;
     char sec_text[32] = "";
@@ -298,9 +218,9 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
                 goto done;
             Py_ssize_t len;
             const char *s = PyUnicode_AsUTF8AndSize(line, &len);
-            int r = s ? buf_put(&b, s, (size_t)len) : -1;
+            int r = s ? tb_put(&b, s, (size_t)len) : -1;
             Py_DECREF(line);
-            if (r || PUTS(&b, "\n"))
+            if (r || TB_LIT(&b, "\n"))
                 goto fail;
             continue;
         }
@@ -310,49 +230,46 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         line_head(&b, "StateTransition", time[i], g[i], p[i], m[i], has_wall, wall_base, &cached_sec, sec_text,
                   &sec_len);
         if (proc)
-            PUTS(&b, ", \"resource\": \"proc\", \"id\": ");
+            TB_LIT(&b, ", \"resource\": \"proc\", \"id\": ");
         else
-            PUTS(&b, ", \"resource\": \"goroutine\", \"id\": ");
+            TB_LIT(&b, ", \"resource\": \"goroutine\", \"id\": ");
         if (rid_is_signed)
-            buf_i64(&b, rid_signed);
+            tb_i64(&b, rid_signed);
         else
-            buf_u64(&b, rid);
+            tb_u64(&b, rid);
         const char *on = proc ? PS_NAMES[old] : GS_NAMES[old], *nn = proc ? PS_NAMES[new_] : GS_NAMES[new_];
-        PUTS(&b, ", \"from\": \"");
-        buf_put(&b, on, strlen(on));
-        PUTS(&b, "\", \"to\": \"");
-        buf_put(&b, nn, strlen(nn));
-        PUTS(&b, "\", \"reason\": ");
+        TB_LIT(&b, ", \"from\": \"");
+        tb_put(&b, on, strlen(on));
+        TB_LIT(&b, "\", \"to\": \"");
+        tb_put(&b, nn, strlen(nn));
+        TB_LIT(&b, "\", \"reason\": ");
         if (reason) {
             if (put_part(&b, rstrings, strings, miss, "string", reason))
                 goto done;
         } else {
-            PUTS(&b, "\"\"");
+            TB_LIT(&b, "\"\"");
         }
         if (has_t || c == EV_GO_CREATE || c == EV_GO_CREATE_BLOCKED) {
-            PUTS(&b, ", \"transition_stack\": ");
+            TB_LIT(&b, ", \"transition_stack\": ");
             if (tstack) {
                 if (put_part(&b, rstacks, stacks, miss, "stack", tstack))
                     goto done;
             } else {
-                PUTS(&b, "[]");
+                TB_LIT(&b, "[]");
             }
         }
-        PUTS(&b, ", \"stack\": ");
+        TB_LIT(&b, ", \"stack\": ");
         int si = T_STACK[c];
         if (si != 255 && a[si]) {
             if (put_part(&b, rstacks, stacks, miss, "stack", a[si]))
                 goto done;
         } else {
-            PUTS(&b, "[]");
+            TB_LIT(&b, "[]");
         }
-        if (PUTS(&b, "}\n"))
+        if (TB_LIT(&b, "}\n"))
             goto fail;
     }
-    if (b.oom || _PyBytes_Resize(&b.obj, (Py_ssize_t)b.n))
-        goto fail;
-    result = b.obj;
-    b.obj = NULL;
+    result = tb_finish(&b);
     goto done;
 fail:
     if (!PyErr_Occurred())

@@ -15,53 +15,7 @@
 #include <string.h>
 
 #include "engine.h"
-
-/* The output, written straight into a bytes object that grows by
- * doubling and is cut to length at the end. */
-typedef struct {
-    PyObject *obj;
-    char *p;
-    size_t n, cap;
-} Out;
-
-static int out_reserve(Out *o, size_t more) {
-    if (o->n + more <= o->cap)
-        return 0;
-    size_t nc = o->cap;
-    while (nc < o->n + more)
-        nc *= 2;
-    if (_PyBytes_Resize(&o->obj, (Py_ssize_t)nc)) /* frees and clears obj on failure */
-        return -1;
-    o->p = PyBytes_AS_STRING(o->obj);
-    o->cap = nc;
-    return 0;
-}
-
-/* Writers for the room a line reserved up front (LINE_ROOM). */
-static inline void put(Out *o, const char *s, size_t n) {
-    memcpy(o->p + o->n, s, n);
-    o->n += n;
-}
-#define PUTS(o, lit) put(o, lit, sizeof(lit) - 1)
-
-static inline void put_u64(Out *o, u64 u) {
-    char tmp[20];
-    int k = 20;
-    do {
-        tmp[--k] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    put(o, tmp + k, (size_t)(20 - k));
-}
-
-static inline void put_i64(Out *o, i64 v) {
-    if (v < 0) {
-        o->p[o->n++] = '-';
-        put_u64(o, (u64)0 - (u64)v);
-    } else {
-        put_u64(o, (u64)v);
-    }
-}
+#include "textbuf.h"
 
 /* The most any line's fixed text takes: marks, clock, context (three
  * 20-digit ids), the longest details' own text and its numbers. */
@@ -131,7 +85,7 @@ static int part(Parts *t, PyObject *miss, u64 id, const char **p, size_t *n) {
 /* ---- the call's state ---- */
 
 typedef struct {
-    Out o;
+    TextBuf o;
     Parts quotes, frames, xquotes;
     PyObject *miss;
     const char *kcol[256];
@@ -152,9 +106,9 @@ static int put_part(Text *x, Parts *t, u64 id) {
     int r = part(t, x->miss, id, &p, &n);
     if (r != PART_OK)
         return r;
-    if (out_reserve(&x->o, n + LINE_ROOM))
+    if (tb_room(&x->o, n + LINE_ROOM))
         return PART_ERROR;
-    put(&x->o, p, n);
+    tb_put_raw(&x->o, p, n);
     return PART_OK;
 }
 
@@ -162,7 +116,7 @@ static int put_part(Text *x, Parts *t, u64 id) {
  * generation has one, else "+S.uuuuuus" since t0. 0, or -1 when the twin
  * must make the line (out of the range this writes alike). */
 static int put_clock(Text *x, i64 t) {
-    Out *o = &x->o;
+    TextBuf *o = &x->o;
     if (x->has_wall) {
         i64 w;
         if (x->wall_twin || __builtin_add_overflow(x->wall_base, t, &w))
@@ -180,9 +134,9 @@ static int put_clock(Text *x, i64 t) {
             h[6] = (char)('0' + ss / 10), h[7] = (char)('0' + ss % 10);
             x->hms_sec = sec;
         }
-        put(o, x->hms, 8);
+        tb_put_raw(o, x->hms, 8);
         if (!nsec) {
-            PUTS(o, "0000000"); /* the twin pads "HH:MM:SS" with zeros: no point */
+            TB_LIT_RAW(o, "0000000"); /* the twin pads "HH:MM:SS" with zeros: no point */
             return 0;
         }
         char frac[7];
@@ -190,7 +144,7 @@ static int put_clock(Text *x, i64 t) {
         frac[0] = '.';
         for (int k = 6; k > 0; k--, us /= 10)
             frac[k] = (char)('0' + us % 10);
-        put(o, frac, 7);
+        tb_put_raw(o, frac, 7);
         return 0;
     }
     i64 d;
@@ -202,13 +156,13 @@ static int put_clock(Text *x, i64 t) {
         /* d / 1e9 is within 0.2 ns of the true quotient here, so "%.6f"
          * rounds it as the nanoseconds say, unless exactly half way. */
         i64 us = d / 1000 + (rem > 500);
-        put_u64(o, (u64)(us / 1000000));
+        tb_u64_raw(o, (u64)(us / 1000000));
         char frac[7];
         i64 f = us % 1000000;
         frac[0] = '.';
         for (int k = 6; k > 0; k--, f /= 10)
             frac[k] = (char)('0' + f % 10);
-        put(o, frac, 7);
+        tb_put_raw(o, frac, 7);
     } else {
         int k = snprintf(o->p + o->n, 64, "%.6f", (double)d / 1e9);
         if (k < 0 || k >= 64)
@@ -220,7 +174,7 @@ static int put_clock(Text *x, i64 t) {
 }
 
 /* "P1 M2 G3" (those not -1), padded to CTX_WIDTH. */
-static void put_ctx(Out *o, i64 p, i64 m, i64 g) {
+static void put_ctx(TextBuf *o, i64 p, i64 m, i64 g) {
     size_t start = o->n;
     const i64 v[3] = {p, m, g};
     const char names[3] = {'P', 'M', 'G'};
@@ -230,21 +184,21 @@ static void put_ctx(Out *o, i64 p, i64 m, i64 g) {
         if (o->n > start)
             o->p[o->n++] = ' ';
         o->p[o->n++] = names[k];
-        put_i64(o, v[k]);
+        tb_i64_raw(o, v[k]);
     }
     while (o->n - start < CTX_WIDTH)
         o->p[o->n++] = ' ';
 }
 
-static void put_value(Out *o, u64 v) {
-    PUTS(o, "Value{Uint64(");
-    put_u64(o, v);
-    PUTS(o, ")}");
+static void put_value(TextBuf *o, u64 v) {
+    TB_LIT_RAW(o, "Value{Uint64(");
+    tb_u64_raw(o, v);
+    TB_LIT_RAW(o, ")}");
 }
 
 /* A state transition's details: 0, or -1 when the twin must make the line. */
 static int put_transition(Text *x, int c, i64 p, i64 g, const u64 *a, const u64 *xa, int *r) {
-    Out *o = &x->o;
+    TextBuf *o = &x->o;
     int proc = 0, old, new_;
     u64 reason = 0;
     int has_reason = 0, has_tstack = 0;
@@ -291,24 +245,24 @@ static int put_transition(Text *x, int c, i64 p, i64 g, const u64 *a, const u64 
         break;
     }
     if (proc)
-        PUTS(o, " ProcID=");
+        TB_LIT_RAW(o, " ProcID=");
     else
-        PUTS(o, " GoID=");
+        TB_LIT_RAW(o, " GoID=");
     if (signed_id)
-        put_i64(o, sid);
+        tb_i64_raw(o, sid);
     else
-        put_u64(o, uid);
+        tb_u64_raw(o, uid);
     const char *on = proc ? PS_NAMES[old] : GS_NAMES[old], *nn = proc ? PS_NAMES[new_] : GS_NAMES[new_];
     o->p[o->n++] = ' ';
-    put(o, on, strlen(on));
-    PUTS(o, "->");
-    put(o, nn, strlen(nn));
-    PUTS(o, " Reason=");
+    tb_put_raw(o, on, strlen(on));
+    TB_LIT_RAW(o, "->");
+    tb_put_raw(o, nn, strlen(nn));
+    TB_LIT_RAW(o, " Reason=");
     if (has_reason) {
         if ((*r = put_part(x, &x->quotes, reason)) != PART_OK)
             return 0;
     } else {
-        PUTS(o, "\"\"");
+        TB_LIT_RAW(o, "\"\"");
     }
     /* The twin reads the transition's stack too (its frames come after the
      * line the text keeps): the same lookups, so the same errors. */
@@ -322,44 +276,44 @@ static int put_transition(Text *x, int c, i64 p, i64 g, const u64 *a, const u64 
 
 /* The details of a range event (Go's Name= Scope= [Attributes=]). */
 static int put_range(Text *x, int c, i64 p, i64 g, const u64 *a, int *r) {
-    Out *o = &x->o;
+    TextBuf *o = &x->o;
     if (c == EV_STW_BEGIN || c == EV_STW_END) {
         const char *q;
         size_t n;
         if ((*r = part(&x->quotes, x->miss, a[0], &q, &n)) != PART_OK)
             return 0;
-        if (n < 2 || out_reserve(o, n + LINE_ROOM)) {
+        if (n < 2 || tb_room(o, n + LINE_ROOM)) {
             *r = n < 2 ? PART_TWIN : PART_ERROR;
             return 0;
         }
-        PUTS(o, " Name=\"stop-the-world (");
-        put(o, q + 1, n - 2); /* quoting goes character by character: the reason's, inside */
-        PUTS(o, ")\" Scope=Goroutine(");
-        put_i64(o, g);
+        TB_LIT_RAW(o, " Name=\"stop-the-world (");
+        tb_put_raw(o, q + 1, n - 2); /* quoting goes character by character: the reason's, inside */
+        TB_LIT_RAW(o, ")\" Scope=Goroutine(");
+        tb_i64_raw(o, g);
         o->p[o->n++] = ')';
     } else if (c == EV_GC_ACTIVE || c == EV_GC_BEGIN || c == EV_GC_END) {
-        PUTS(o, " Name=\"GC concurrent mark phase\" Scope=None");
+        TB_LIT_RAW(o, " Name=\"GC concurrent mark phase\" Scope=None");
     } else if (c == EV_GC_SWEEP_ACTIVE || c == EV_GC_SWEEP_BEGIN || c == EV_GC_SWEEP_END) {
-        PUTS(o, " Name=\"GC incremental sweep\" Scope=Proc(");
+        TB_LIT_RAW(o, " Name=\"GC incremental sweep\" Scope=Proc(");
         if (c == EV_GC_SWEEP_ACTIVE)
-            put_u64(o, a[0]);
+            tb_u64_raw(o, a[0]);
         else
-            put_i64(o, p);
+            tb_i64_raw(o, p);
         o->p[o->n++] = ')';
     } else {
-        PUTS(o, " Name=\"GC mark assist\" Scope=Goroutine(");
+        TB_LIT_RAW(o, " Name=\"GC mark assist\" Scope=Goroutine(");
         if (c == EV_GC_MARK_ASSIST_ACTIVE)
-            put_u64(o, a[0]);
+            tb_u64_raw(o, a[0]);
         else
-            put_i64(o, g);
+            tb_i64_raw(o, g);
         o->p[o->n++] = ')';
     }
     if (c == EV_STW_END || c == EV_GC_END || c == EV_GC_SWEEP_END || c == EV_GC_MARK_ASSIST_END) {
-        PUTS(o, " Attributes=[");
+        TB_LIT_RAW(o, " Attributes=[");
         if (c == EV_GC_SWEEP_END) {
-            PUTS(o, "\"bytes swept\"=");
+            TB_LIT_RAW(o, "\"bytes swept\"=");
             put_value(o, a[0]);
-            PUTS(o, " \"bytes reclaimed\"=");
+            TB_LIT_RAW(o, " \"bytes reclaimed\"=");
             put_value(o, a[1]);
         }
         o->p[o->n++] = ']';
@@ -370,16 +324,16 @@ static int put_range(Text *x, int c, i64 p, i64 g, const u64 *a, int *r) {
 /* One event's line, or -1 (no exception) when the twin must make it, or
  * -2 with an exception set. */
 static int put_line(Text *x, int c, i64 t, i64 m, i64 p, i64 g, const u64 *a, const u64 *xa) {
-    Out *o = &x->o;
+    TextBuf *o = &x->o;
     int r = PART_OK;
-    if (out_reserve(o, LINE_ROOM + x->kcol_n[c]))
+    if (tb_room(o, LINE_ROOM + x->kcol_n[c]))
         return -2;
     if (x->provisional)
         o->p[o->n++] = '~';
     if (put_clock(x, t))
         return -1;
     o->p[o->n++] = ' ';
-    put(o, x->kcol[c], x->kcol_n[c]);
+    tb_put_raw(o, x->kcol[c], x->kcol_n[c]);
     o->p[o->n++] = ' ';
     put_ctx(o, p, m, g);
     /* the details, each beginning with the space that parts them from the context */
@@ -398,47 +352,47 @@ static int put_line(Text *x, int c, i64 t, i64 m, i64 p, i64 g, const u64 *a, co
     case EV_GC_MARK_ASSIST_BEGIN: case EV_GC_MARK_ASSIST_END:
         put_range(x, c, p, g, a, &r);
         break;
-    case EV_PROCS_CHANGE: PUTS(o, " Name=\"/sched/gomaxprocs:threads\" Value="); put_value(o, a[0]); break;
-    case EV_HEAP_ALLOC: PUTS(o, " Name=\"/memory/classes/heap/objects:bytes\" Value="); put_value(o, a[0]); break;
-    case EV_HEAP_GOAL: PUTS(o, " Name=\"/gc/heap/goal:bytes\" Value="); put_value(o, a[0]); break;
+    case EV_PROCS_CHANGE: TB_LIT_RAW(o, " Name=\"/sched/gomaxprocs:threads\" Value="); put_value(o, a[0]); break;
+    case EV_HEAP_ALLOC: TB_LIT_RAW(o, " Name=\"/memory/classes/heap/objects:bytes\" Value="); put_value(o, a[0]); break;
+    case EV_HEAP_GOAL: TB_LIT_RAW(o, " Name=\"/gc/heap/goal:bytes\" Value="); put_value(o, a[0]); break;
     case EV_CPU_SAMPLE: break;
     case EV_GO_LABEL:
-        PUTS(o, " Label=");
+        TB_LIT_RAW(o, " Label=");
         if ((r = put_part(x, &x->quotes, a[0])) != PART_OK)
             break;
-        PUTS(o, " Resource=Goroutine(");
-        put_i64(o, g);
+        TB_LIT_RAW(o, " Resource=Goroutine(");
+        tb_i64_raw(o, g);
         o->p[o->n++] = ')';
         break;
     case EV_USER_TASK_BEGIN:
-        PUTS(o, " ID=");
-        put_u64(o, a[0]);
-        PUTS(o, " Parent=");
-        put_u64(o, a[1]);
-        PUTS(o, " Type=");
+        TB_LIT_RAW(o, " ID=");
+        tb_u64_raw(o, a[0]);
+        TB_LIT_RAW(o, " Parent=");
+        tb_u64_raw(o, a[1]);
+        TB_LIT_RAW(o, " Type=");
         r = put_part(x, &x->quotes, a[2]);
         break;
     case EV_USER_TASK_END:
-        PUTS(o, " ID=");
-        put_u64(o, a[0]);
-        PUTS(o, " Parent=");
-        put_u64(o, xa[0]);
-        PUTS(o, " Type=");
+        TB_LIT_RAW(o, " ID=");
+        tb_u64_raw(o, a[0]);
+        TB_LIT_RAW(o, " Parent=");
+        tb_u64_raw(o, xa[0]);
+        TB_LIT_RAW(o, " Type=");
         r = put_part(x, &x->xquotes, xa[1]);
         break;
     case EV_USER_REGION_BEGIN: case EV_USER_REGION_END:
-        PUTS(o, " Task=");
-        put_u64(o, a[0]);
-        PUTS(o, " Type=");
+        TB_LIT_RAW(o, " Task=");
+        tb_u64_raw(o, a[0]);
+        TB_LIT_RAW(o, " Type=");
         r = put_part(x, &x->quotes, a[1]);
         break;
     case EV_USER_LOG:
-        PUTS(o, " Task=");
-        put_u64(o, a[0]);
-        PUTS(o, " Category=");
+        TB_LIT_RAW(o, " Task=");
+        tb_u64_raw(o, a[0]);
+        TB_LIT_RAW(o, " Category=");
         if ((r = put_part(x, &x->quotes, a[1])) != PART_OK)
             break;
-        PUTS(o, " Message=");
+        TB_LIT_RAW(o, " Message=");
         r = put_part(x, &x->quotes, a[2]);
         break;
     default: /* Sync, experimental events, codes of no kind: rare */
@@ -456,8 +410,8 @@ static int put_line(Text *x, int c, i64 t, i64 m, i64 p, i64 g, const u64 *a, co
             return r == PART_TWIN ? -1 : -2;
     }
     if (x->provisional && stack) {
-        PUTS(o, "  stack ");
-        put_u64(o, stack);
+        TB_LIT_RAW(o, "  stack ");
+        tb_u64_raw(o, stack);
     }
     o->p[o->n++] = '\n';
     return 0;
@@ -474,9 +428,9 @@ static int put_other(Text *x, PyObject *other, size_t i) {
         return -1;
     }
     size_t n = (size_t)PyBytes_GET_SIZE(line);
-    int r = out_reserve(&x->o, n + 1);
+    int r = tb_room(&x->o, n + 1);
     if (!r) {
-        put(&x->o, PyBytes_AS_STRING(line), n);
+        tb_put_raw(&x->o, PyBytes_AS_STRING(line), n);
         x->o.p[x->o.n++] = '\n';
     }
     Py_DECREF(line);
@@ -527,14 +481,11 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
     x.miss = miss;
     x.hms_sec = -1;
     slots = calloc(3 * NSLOTS, sizeof(Slot));
-    x.o.obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 128 + LINE_ROOM));
-    if (!slots || !x.o.obj) {
+    if (!slots || tb_init(&x.o, n * 128 + LINE_ROOM)) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto done;
     }
-    x.o.p = PyBytes_AS_STRING(x.o.obj);
-    x.o.cap = n * 128 + LINE_ROOM;
     x.quotes = (Parts){quotes, "quote", slots};
     x.frames = (Parts){frames, "frame", slots + NSLOTS};
     x.xquotes = (Parts){xquotes, "xquote", slots + 2 * NSLOTS};
@@ -552,10 +503,7 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
                 goto done;
         }
     }
-    if (_PyBytes_Resize(&x.o.obj, (Py_ssize_t)x.o.n))
-        goto done;
-    result = x.o.obj;
-    x.o.obj = NULL;
+    result = tb_finish(&x.o);
 done:
     Py_XDECREF(x.o.obj);
     free(slots);
