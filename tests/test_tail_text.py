@@ -127,7 +127,8 @@ def test_compiled_and_twin_text_of_a_clock_snapshot_trace() -> None:
 @pytest.mark.slow
 def test_twins_agree_on_demo_traces(demo_traces: dict[str, Path], legacy_demo_traces: dict[str, Path]) -> None:
     for version, path in {**demo_traces, **legacy_demo_traces}.items():
-        batches = file_batches(path)
+        # Each version's first batches: the twin's lines cost a minute for all of them.
+        batches = file_batches(path)[:24]
         assert sum(map(len, batches)) > 10_000, version
         assert_twins_agree(batches)
 
