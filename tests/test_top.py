@@ -201,6 +201,7 @@ def _run_top(address: str, *args: str, timeout: float = 120) -> tuple[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.once  # the view and its command; the twins' sums are checked on files above
 @pytest.mark.parametrize("version", ["1.26", "1.21"])
 def test_once_json_is_the_reckoning_of_its_recording(version: str, tmp_path: Path) -> None:
     record = tmp_path / "top.trace"
@@ -231,6 +232,7 @@ def test_once_json_is_the_reckoning_of_its_recording(version: str, tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.once
 @pytest.mark.parametrize("version", ["1.26", "1.21"])
 def test_once_text_has_every_section_for_every_address_form(version: str) -> None:
     async def run() -> list[str]:
@@ -273,6 +275,7 @@ def _wait_for(session: str, predicate: Any, timeout: float = 60) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.once
 def test_redraw_and_keys_in_tmux(tmp_path: Path) -> None:
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
