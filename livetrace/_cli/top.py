@@ -54,7 +54,6 @@ class _Display:
     def __init__(self, out: TextIO, fmt: str, view: View, redraw: bool) -> None:
         self.view = view
         self.fmt = fmt
-        self.redraw = redraw
         self.out = out
         width = None if redraw else max(100, _columns(out))
         self.console = Console(file=out, width=width, highlight=False, no_color=not redraw, emoji=False)

@@ -134,7 +134,6 @@ class TopStats:
     wants one (``top`` does at the end of a generation, segment or window)."""
 
     def __init__(self, *, compiled: bool | None = None) -> None:
-        self._compiled = compiled
         self._spans = SpanBuilder(compiled=compiled)
         self._names: dict[int, tuple[str, int]] = {}  # goroutine -> (start function, snapshot last seen)
         self._root_cache: dict[tuple[int, int], str] = {}  # (tables key, stack id) -> root function
