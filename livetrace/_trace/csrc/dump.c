@@ -276,12 +276,9 @@ PyObject *dump_parsed_py(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     Part *recent = NULL;
-    size_t n = (size_t)cb.len;
-    if ((size_t)tb.len != n * 8 || (size_t)mb.len != n * 8 || (size_t)pb.len != n * 8 || (size_t)gb.len != n * 8 ||
-        (size_t)ab.len != n * 8 * NARGS || (size_t)xb.len != n * 8 * NEXTRA) {
-        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+    EventView v;
+    if (event_view(&v, &cb, &tb, &mb, &pb, &gb, &ab, &xb))
         goto done;
-    }
     if (PyTuple_GET_SIZE(heads) != 256) {
         PyErr_SetString(PyExc_ValueError, "heads: one per code (256)");
         goto done;
@@ -300,7 +297,6 @@ PyObject *dump_parsed_py(PyObject *self, PyObject *args) {
     }
     Parts sp = {strings, miss, "string", recent}, kp = {stacks, miss, "stack", recent + NPARTS},
           xp = {xstrings, miss, "extra", recent + 2 * NPARTS};
-    EventView v = {n, cb.buf, tb.buf, mb.buf, pb.buf, gb.buf, ab.buf, xb.buf};
     result = parsed_lines(&v, heads, &sp, &kp, &xp, other);
 done:
     free(recent);

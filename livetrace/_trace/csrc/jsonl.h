@@ -16,6 +16,21 @@ typedef struct {
     const u64 *args, *extra;
 } EventView;
 
+/* The seven columns of a batch (codes, times, threads, procs, goroutines,
+ * args, extra) as a view: 0, or -1 with ValueError when their lengths
+ * disagree, for every writer that takes them from Python. */
+static inline int event_view(EventView *v, const Py_buffer *c, const Py_buffer *t, const Py_buffer *m,
+                             const Py_buffer *p, const Py_buffer *g, const Py_buffer *a, const Py_buffer *x) {
+    size_t n = (size_t)c->len;
+    if ((size_t)t->len != n * 8 || (size_t)m->len != n * 8 || (size_t)p->len != n * 8 || (size_t)g->len != n * 8 ||
+        (size_t)a->len != n * 8 * NARGS || (size_t)x->len != n * 8 * NEXTRA) {
+        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+        return -1;
+    }
+    *v = (EventView){n, c->buf, t->buf, m->buf, p->buf, g->buf, a->buf, x->buf};
+    return 0;
+}
+
 /* One line per event, as bytes: state transitions and the common
  * annotations written here, any other event's by other(i), which returns
  * its line (str). The JSON of a string or stack id comes from the cache

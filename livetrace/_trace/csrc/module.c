@@ -416,17 +416,13 @@ static PyObject *jsonl(PyObject *self, PyObject *args) {
                           &strings, &PyDict_Type, &stacks, &miss, &other))
         return NULL;
     PyObject *result = NULL;
-    size_t n = (size_t)cb.len;
-    if ((size_t)tb.len != n * 8 || (size_t)mb.len != n * 8 || (size_t)pb.len != n * 8 || (size_t)gb.len != n * 8 ||
-        (size_t)ab.len != n * 8 * NARGS || (size_t)xb.len != n * 8 * NEXTRA) {
-        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+    EventView v;
+    if (event_view(&v, &cb, &tb, &mb, &pb, &gb, &ab, &xb))
         goto done;
-    }
     int has_wall = wall_obj != Py_None;
     i64 wall_base = has_wall ? PyLong_AsLongLong(wall_obj) : 0;
     if (PyErr_Occurred())
         goto done;
-    EventView v = {n, cb.buf, tb.buf, mb.buf, pb.buf, gb.buf, ab.buf, xb.buf};
     result = jsonl_lines(&v, has_wall, wall_base, strings, stacks, miss, other);
 done:
     PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&mb), PyBuffer_Release(&pb);

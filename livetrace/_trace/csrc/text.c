@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "jsonl.h"
 #include "textbuf.h"
 
 /* The most any line's fixed text takes: marks, clock, context (three
@@ -449,12 +450,9 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Slot *slots = NULL;
     Text x = {0};
-    size_t n = (size_t)cb.len;
-    if ((size_t)tb.len != n * 8 || (size_t)mb.len != n * 8 || (size_t)pb.len != n * 8 || (size_t)gb.len != n * 8 ||
-        (size_t)ab.len != n * 8 * NARGS || (size_t)xb.len != n * 8 * NEXTRA) {
-        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+    EventView v;
+    if (event_view(&v, &cb, &tb, &mb, &pb, &gb, &ab, &xb))
         goto done;
-    }
     if (PyTuple_GET_SIZE(kcols) != 256) {
         PyErr_SetString(PyExc_ValueError, "kind_columns must have 256 entries");
         goto done;
@@ -481,7 +479,7 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
     x.miss = miss;
     x.hms_sec = -1;
     slots = calloc(3 * NSLOTS, sizeof(Slot));
-    if (!slots || tb_init(&x.o, n * 128 + LINE_ROOM)) {
+    if (!slots || tb_init(&x.o, v.n * 128 + LINE_ROOM)) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto done;
@@ -489,12 +487,9 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
     x.quotes = (Parts){quotes, "quote", slots};
     x.frames = (Parts){frames, "frame", slots + NSLOTS};
     x.xquotes = (Parts){xquotes, "xquote", slots + 2 * NSLOTS};
-    const u8 *code = cb.buf;
-    const i64 *time = tb.buf, *m = mb.buf, *p = pb.buf, *g = gb.buf;
-    const u64 *a = ab.buf, *xa = xb.buf;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < v.n; i++) {
         size_t start = x.o.n;
-        int r = put_line(&x, code[i], time[i], m[i], p[i], g[i], a + i * NARGS, xa + i * NEXTRA);
+        int r = put_line(&x, v.code[i], v.time[i], v.m[i], v.p[i], v.g[i], v.args + i * NARGS, v.extra + i * NEXTRA);
         if (r == -2)
             goto done;
         if (r == -1) {
