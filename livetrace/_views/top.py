@@ -171,8 +171,9 @@ class TopStats:
         self._start = times[0] if self._start < 0 else self._start
         self._end = max(self._end, times[len(batch) - 1])
         self._events += len(batch)
-        self._feed_metrics(batch)
-        self._feed_creations(batch)
+        codes = bytes(batch.codes)  # searched, not looped over
+        self._feed_metrics(batch, codes)
+        self._feed_creations(batch, codes)
         self._feed_spans(self._spans.feed(batch))
 
     def notice(self, item: object) -> None:
@@ -189,15 +190,14 @@ class TopStats:
             self._shed += item.last_generation - item.first_generation + 1
             self._spans.gap()
 
-    def _feed_metrics(self, batch: EventBatch) -> None:
-        raw = bytes(batch.codes)
+    def _feed_metrics(self, batch: EventBatch, codes: bytes) -> None:
         args = batch.args
         for code, pattern in _METRIC_BYTES.items():
-            i = raw.rfind(pattern)
+            i = codes.rfind(pattern)
             if i >= 0:
                 self._metrics[code] = args[i * NARGS]
 
-    def _feed_creations(self, batch: EventBatch) -> None:
+    def _feed_creations(self, batch: EventBatch, codes: bytes) -> None:
         """A goroutine created in the batch is named by its start function
         (the creation's new stack): one that exits without ever blocking
         records no stack of its own."""
@@ -205,7 +205,7 @@ class TopStats:
         if gen is None:
             return
         args, index = batch.args, self._index
-        for m in _CREATIONS.finditer(bytes(batch.codes)):
+        for m in _CREATIONS.finditer(codes):
             a = m.start() * NARGS
             name = self._root(gen, self._unit_key, args[a + 1])
             if name:
