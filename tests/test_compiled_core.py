@@ -284,7 +284,7 @@ def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
         "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
         "UBSAN_OPTIONS": "print_stacktrace=1",
     }
-    seconds = os.environ.get("LIVETRACE_ASAN_SECONDS", "60")
+    seconds = os.environ.get("LIVETRACE_ASAN_SECONDS", "30")
     r = subprocess.run(
         [sys.executable, str(script), str(so), seconds, *seeds],
         env=env,

@@ -54,7 +54,7 @@ async def test_tail_jsonl_into_a_slow_pipe_on_a_busy_machine_keeps_every_line_wh
     # Full load (the demo's default workers), two CPU hogs, a reader that lags:
     # the tail blocks on the pipe, the helper sheds generations, batches and
     # writes interleave every way they can. Two bounded rounds (6 s of
-    # tracing, at most a million events shown): a pipe as a shell makes it,
+    # tracing, at most 300,000 events shown): a pipe as a shell makes it,
     # then one whose write end is non-blocking with Python unbuffered, where
     # short writes used to cut lines.
     async with demo("1.26", args=["-queue-mb", "16"]) as d:
@@ -82,7 +82,7 @@ def tail_through_slow_reader(address: str, nonblocking: bool) -> tuple[dict[str,
                 "--duration",
                 "6",
                 "--limit",
-                "1000000",
+                "300000",
             ],
             stdout=w,
             stderr=subprocess.PIPE,

@@ -71,7 +71,7 @@ def reckon(paths: list[Path]) -> dict[str, Any]:
     for i, path in enumerate(paths):
         if i:
             builder.gap()
-        for item in decode_batches(path, compiled=False):
+        for item in decode_batches(path):
             if not isinstance(item, EventBatch):
                 continue
             events += len(item)
