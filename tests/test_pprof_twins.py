@@ -1,0 +1,266 @@
+"""The pprof-like profiles' counting, compiled (csrc/pprof.c's
+ProfileCounts) and its pure-Python twin (_views/pprof.py): the same
+profile, byte for byte, on every corpus trace, on mutated traces and on
+arbitrary span columns, failing alike where the twin fails; and the
+profile writer (pprof_file.profile_bytes) writes exactly what the protobuf
+package serializes."""
+
+from __future__ import annotations
+
+import io
+import os
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import livetrace
+from livetrace import EventBatch, SpanBatch, SpanBuilder, TraceFormatError
+from livetrace._trace.accel import use_compiled
+from livetrace._trace.model.tables import Tables
+from livetrace._trace.spans.batch import COLUMNS
+from livetrace._views.pprof import PROFILE_KINDS, Frame, ProfileBuilder, Record
+from livetrace._views.pprof_file import PERIOD_TYPE, SAMPLE_TYPES, encode_profile, profile_bytes, read_profile
+from livetrace._views.profile_pb2 import Profile
+
+from . import textform
+from .mutate import mutate
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT_TESTS = [t for t in textform.all_tests() if t.data]
+LEGACY = sorted(p for p in (ROOT / "tests" / "corpus" / "legacy" / "go-testdata").iterdir() if p.is_file())
+both = pytest.mark.skipif(
+    os.environ.get("LIVETRACE_PURE_PYTHON") == "1" or not use_compiled(),
+    reason="compares both implementations; runs on the compiled core's pass",
+)
+
+
+def spans_of(data: bytes) -> list[SpanBatch]:
+    """The spans of a trace's events (those before a problem, if it has one)."""
+    builder = SpanBuilder()
+    out: list[SpanBatch] = []
+    try:
+        out.extend(builder.feed(b) for b in livetrace.decode_batches(io.BytesIO(data)) if isinstance(b, EventBatch))
+    except TraceFormatError:
+        pass
+    out.append(builder.close())
+    return out
+
+
+Outcome = tuple[list[Record], bytes] | type[Exception]
+
+
+def profiles(spans: Sequence[SpanBatch], compiled: bool, end_at: int = -1) -> dict[str, Outcome]:
+    """Each kind's records and file; the error's type where there is one.
+    end_at: end a trace before that batch (two traces added up)."""
+    out: dict[str, Outcome] = {}
+    for kind in PROFILE_KINDS:
+        builder = ProfileBuilder(kind, compiled=compiled)
+        try:
+            for i, sb in enumerate(spans):
+                if i == end_at:
+                    builder.end_trace()
+                builder.feed(sb)
+            records = builder.records()
+            out[kind] = (records, encode_profile(records))
+        except (ValueError, IndexError) as e:
+            out[kind] = type(e)
+    return out
+
+
+def assert_twins_agree(spans: Sequence[SpanBatch], end_at: int = -1) -> None:
+    assert profiles(spans, True, end_at) == profiles(spans, False, end_at)
+
+
+def corpus() -> list[tuple[str, bytes]]:
+    return [(t.name, t.data) for t in TEXT_TESTS] + [(p.name, p.read_bytes()) for p in LEGACY]
+
+
+CORPUS = corpus()
+
+
+@both
+@pytest.mark.parametrize(("name", "data"), CORPUS, ids=[name for name, _ in CORPUS])
+def test_twins_agree_on_every_corpus_trace(name: str, data: bytes) -> None:
+    spans = spans_of(data)
+    assert_twins_agree(spans)
+    assert_twins_agree(spans, len(spans) // 2)
+    assert_twins_agree(spans + spans, len(spans))  # the same trace twice: its keys again, totals doubled
+
+
+def test_the_corpus_has_profiles() -> None:
+    counted = 0
+    for _, data in CORPUS:
+        for outcome in profiles(spans_of(data), use_compiled()).values():
+            assert not isinstance(outcome, type), outcome
+            counted += len(outcome[0])
+    assert counted > 100
+
+
+@both
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_twins_agree_on_mutated_traces(data: st.DataObject) -> None:
+    _, original = data.draw(st.sampled_from(CORPUS))
+    assert_twins_agree(spans_of(mutate(data, original, keep=16)))
+
+
+NAMES = [b"", b"chan receive", b"forever", b"network", b"sync.Mutex", b"select", b"preempted", b"syscall"]
+I64 = st.one_of(st.integers(-3, 40), st.sampled_from([-(1 << 63), (1 << 63) - 1, 1 << 40]))
+
+
+def hostile_tables() -> dict[int, Tables]:
+    t1 = Tables(
+        gen=1,
+        strings={0: b"", 1: b"main.f", 2: b"f.go", 3: b"\xff bad utf-8"},
+        stacks={0: (), 1: (10, 11), 2: (11,), 3: (0,), 4: (12, 0, 0), 5: tuple(range(100, 300))},
+        frames={10: (1, 2, 7), 11: (3, 9, -4), 12: (1, 1, 1 << 40)},
+    )
+    t2 = Tables(gen=2, stacks={0: (), 1: (11, 10), 2: (13,)}, frames={10: (2, 1, 8), 13: (0, 0, 0)})
+    return {1: t1, 2: t2}
+
+
+@st.composite
+def hostile_spans(draw: st.DrawFn, tables: dict[int, Tables], names: list[bytes]) -> SpanBatch:
+    """Arbitrary span columns (a kind and reason of any value, times in any
+    order, stacks and tables that may not exist); no span builder makes them."""
+    n = draw(st.integers(0, 30))
+
+    def col(elements: st.SearchStrategy[int]) -> list[int]:
+        return draw(st.lists(elements, min_size=n, max_size=n))
+
+    values = {
+        "kinds": col(st.sampled_from([0, 1, 2, 3, 4, 7, 200])),
+        "resource_kinds": col(st.sampled_from([0, 1, 1, 1, 2])),
+        "resource_ids": col(st.one_of(st.integers(-1, 3), st.sampled_from([-(1 << 63), (1 << 63) - 1]))),
+        "starts": col(I64),
+        "ends": col(I64),
+        "start_stacks": col(st.sampled_from([0, 1, 2, 3, 4, 5, 9, (1 << 64) - 1])),
+        "start_tables": col(st.sampled_from([0, 1, 2, 3])),
+        "reasons": col(st.integers(0, len(names))),  # len(names): not in the table
+        "flags": col(st.integers(0, 3)),
+    }
+    cols = [array(code, values.get(name, [0] * n)).tobytes() for name, code in COLUMNS]
+    return SpanBatch(cols, tables, names)
+
+
+@both
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_twins_agree_on_hostile_columns(data: st.DataObject) -> None:
+    tables = hostile_tables()
+    names = NAMES[: data.draw(st.integers(1, len(NAMES)))]
+    batches = [data.draw(hostile_spans(tables, names)) for _ in range(data.draw(st.integers(1, 4)))]
+    assert_twins_agree(batches, data.draw(st.integers(-1, len(batches))))
+
+
+@both
+def test_columns_of_different_lengths_fail_alike() -> None:
+    good = [array(code, [1] * 3).tobytes() for _, code in COLUMNS]
+    for i in range(len(COLUMNS)):
+        cols = list(good)
+        cols[i] = cols[i][: len(cols[i]) // 3 * 2] if i else cols[i] + b"\x01"
+        spans = SpanBatch(cols, {}, NAMES)
+        outcomes = [profiles([spans], compiled) for compiled in (True, False)]
+        assert outcomes[0] == outcomes[1]
+
+
+@both
+def test_a_names_table_that_changes_is_read_again() -> None:
+    """The core's reason mask follows the batch's names table: another
+    table (another span builder's) is read from its start."""
+    one = SpanBatch([array(c, [1] * 1).tobytes() for _, c in COLUMNS], {}, [b"", b"preempted"])
+    cols = [array(c, [1] * 1).tobytes() for _, c in COLUMNS]
+    cols[0] = array("B", [2]).tobytes()  # blocked, on reason 1, from 1 to 5
+    cols[4] = array("q", [5]).tobytes()
+    other = SpanBatch(cols, {}, [b"", b"chan receive"])
+    assert_twins_agree([one, other])
+    records = profiles([other], True)["sync"]
+    assert not isinstance(records, type) and records[0][0].count == 1
+
+
+def build_profile(records: Sequence[Record]) -> Profile:
+    """The profile as protobuf's own messages: the oracle of profile_bytes
+    (the way the profile was built before it was written by hand)."""
+    p = Profile()
+    table: dict[str, int] = {}
+
+    def string(s: str) -> int:
+        if s not in table:
+            table[s] = len(table)
+            p.string_table.append(s)
+        return table[s]
+
+    string("")
+    for kind, unit in SAMPLE_TYPES:
+        p.sample_type.add(type=string(kind), unit=string(unit))
+    locations: dict[int, int] = {}
+    functions: dict[tuple[str, str], int] = {}
+    for rec in records:
+        ids = []
+        for frame in rec.stack:
+            loc = locations.get(frame.pc)
+            if loc is None:
+                fn = functions.get((frame.file, frame.function))
+                if fn is None:
+                    fn = functions[frame.file, frame.function] = len(functions) + 1
+                    name = string(frame.function)
+                    p.function.add(id=fn, name=name, system_name=name, filename=string(frame.file))
+                loc = locations[frame.pc] = len(locations) + 1
+                p.location.add(id=loc, address=frame.pc).line.add(function_id=fn, line=frame.line)
+            ids.append(loc)
+        p.sample.add(location_id=ids, value=[rec.count, rec.ns])
+    p.period_type.type, p.period_type.unit = string(PERIOD_TYPE[0]), string(PERIOD_TYPE[1])
+    p.period = 1
+    return p
+
+
+def serialized(records: Sequence[Record]) -> bytes | type[Exception]:
+    try:
+        return build_profile(records).SerializeToString()
+    except ValueError as e:
+        return type(e)
+
+
+def written(records: Sequence[Record]) -> bytes | type[Exception]:
+    try:
+        return profile_bytes(records)
+    except ValueError as e:
+        return type(e)
+
+
+def test_the_writer_writes_what_protobuf_serializes_on_the_corpus() -> None:
+    for _, data in CORPUS:
+        for outcome in profiles(spans_of(data), use_compiled()).values():
+            assert not isinstance(outcome, type)
+            records, gz = outcome
+            assert profile_bytes(records) == build_profile(records).SerializeToString()
+            assert read_profile(gz) == build_profile(records)
+
+
+TEXT = st.sampled_from(["", "main.main", "f.go", "ü", "\ufffd", "runtime.gopark"])
+FRAMES = st.builds(
+    Frame,
+    st.one_of(st.integers(0, 1 << 20), st.sampled_from([(1 << 64) - 1, 1 << 64, -1])),
+    TEXT,
+    TEXT,
+    st.one_of(st.integers(-5, 1 << 20), st.sampled_from([-(1 << 63), (1 << 63) - 1, 1 << 63])),
+)
+RECORDS = st.lists(
+    st.builds(
+        Record,
+        st.lists(FRAMES, max_size=5).map(tuple),
+        st.integers(0, 1 << 20),
+        st.one_of(st.integers(0, 1 << 40), st.sampled_from([(1 << 63) - 1, 1 << 63, 1 << 70])),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(RECORDS)
+def test_the_writer_writes_what_protobuf_serializes(records: list[Record]) -> None:
+    assert written(records) == serialized(records)
