@@ -7,6 +7,7 @@ package serializes."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from array import array
@@ -42,10 +43,8 @@ def spans_of(data: bytes) -> list[SpanBatch]:
     """The spans of a trace's events (those before a problem, if it has one)."""
     builder = SpanBuilder()
     out: list[SpanBatch] = []
-    try:
+    with contextlib.suppress(TraceFormatError):  # keeping the batches before it
         out.extend(builder.feed(b) for b in livetrace.decode_batches(io.BytesIO(data)) if isinstance(b, EventBatch))
-    except TraceFormatError:
-        pass
     out.append(builder.close())
     return out
 
