@@ -1,8 +1,9 @@
 """`livetrace profile --kind KIND` against `go tool trace -pprof=KIND` on
 the same trace file, both whole commands as a user runs them (interpreter
 or toolchain start included), in one run: per kind, each side's best of
---runs and its spread (slowest minus fastest), and Go's time over ours (the
-issue's target: at least 2).
+--runs and its spread (slowest minus fastest), the least CPU time (user and
+system, all threads) of a run, and Go's best time over ours (the issue's
+target: at least 2).
 
     .venv/bin/python bench/profile.py [--trace FILE] [--go PATH] [--kind sched ...] [--runs 3] [--twin]
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -49,10 +51,17 @@ def gos(go: Path, path: Path, kind: str, out: Path) -> None:
         subprocess.run([str(go), "tool", "trace", f"-pprof={kind}", str(path)], check=True, stdout=f, env=go_env())
 
 
-def timed(fn: Callable[..., None], *args: object) -> float:
-    t = time.perf_counter()
+def timed(fn: Callable[..., None], *args: object) -> tuple[float, float]:
+    """Wall time and CPU time (user and system, all threads) of one command."""
+    before, t = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     fn(*args)
-    return time.perf_counter() - t
+    wall, after = time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def spread(times: list[tuple[float, float]]) -> str:
+    walls = [w for w, _ in times]
+    return f"{min(walls):6.3f} s (±{max(walls) - min(walls):.3f}, cpu {min(c for _, c in times):.3f} s)"
 
 
 def main() -> None:
@@ -80,13 +89,10 @@ def main() -> None:
         size = path.stat().st_size / 1e6
     side = "the pure-Python twin" if args.twin else "the compiled core"
     print(f"{size:.1f} MB trace; go: {go_version(go)} ({go}); ours on {side}")
-    print(f"best of {args.runs} whole commands (spread: slowest - fastest), Go's time over ours")
+    print(f"whole commands, best of {args.runs} (±slowest - fastest; least CPU time), Go's best over ours")
     for kind, t_ours, t_go in rows:
-        print(
-            f"{kind:<8} livetrace profile {min(t_ours):7.3f} s (±{max(t_ours) - min(t_ours):.3f})   "
-            f"go tool trace -pprof {min(t_go):7.3f} s (±{max(t_go) - min(t_go):.3f})   "
-            f"{min(t_go) / min(t_ours):5.2f}x"
-        )
+        ratio = min(w for w, _ in t_go) / min(w for w, _ in t_ours)
+        print(f"{kind:<8} livetrace profile {spread(t_ours)}   go tool trace -pprof {spread(t_go)}   {ratio:5.2f}x")
 
 
 if __name__ == "__main__":
