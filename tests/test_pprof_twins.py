@@ -13,6 +13,7 @@ import os
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -263,3 +264,54 @@ RECORDS = st.lists(
 @given(RECORDS)
 def test_the_writer_writes_what_protobuf_serializes(records: list[Record]) -> None:
     assert written(records) == serialized(records)
+
+
+def feed_core(core: Any, spans: SpanBatch, key_of: object, mask: object = b"\1\1") -> None:
+    """core.feed of the batch's columns (Any: the callers test wrong arguments)."""
+    core.feed(
+        spans.kinds,
+        spans.resource_kinds,
+        spans.resource_ids,
+        spans.starts,
+        spans.ends,
+        spans.reasons,
+        spans.flags,
+        spans.start_stacks,
+        spans.start_tables,
+        mask,
+        key_of,
+    )
+
+
+@both
+def test_the_core_checks_its_callers() -> None:
+    """ProfileCounts fails with a typed error, never a crash, when called
+    wrongly: a key id out of order, a callback that fails or feeds again,
+    a column that is no buffer."""
+    from livetrace._trace.accel import ccore
+
+    cols = [array(code, [1] * 2).tobytes() for _, code in COLUMNS]
+    cols[4] = array("q", [5, 6]).tobytes()
+    spans = SpanBatch(cols, {}, NAMES)
+    with pytest.raises(ValueError, match="span kind"):
+        ccore.ProfileCounts(7)
+    with pytest.raises(ValueError, match="out of order"):
+        feed_core(ccore.ProfileCounts(1), spans, lambda tab, stack: 1)
+    with pytest.raises(TypeError):
+        feed_core(ccore.ProfileCounts(1), spans, lambda tab, stack: "0")
+    with pytest.raises(ZeroDivisionError):
+        feed_core(ccore.ProfileCounts(1), spans, lambda tab, stack: 1 // 0)
+    core = ccore.ProfileCounts(1)
+
+    def again(tab: int, stack: int) -> int:
+        core.end_trace()
+        return 0
+
+    with pytest.raises(RuntimeError, match="busy"):
+        feed_core(core, spans, again)
+    with pytest.raises(TypeError):
+        feed_core(ccore.ProfileCounts(1), spans, lambda tab, stack: 0, mask=5)
+    core = ccore.ProfileCounts(1)
+    feed_core(core, spans, lambda tab, stack: 0)
+    core.end_trace()
+    assert core.totals() == [(0, 2, 4 + 5)]  # the goroutine's two spans, 1-5 and 1-6
