@@ -315,3 +315,14 @@ def test_the_core_checks_its_callers() -> None:
     feed_core(core, spans, lambda tab, stack: 0)
     core.end_trace()
     assert core.totals() == [(0, 2, 4 + 5)]  # the goroutine's two spans, 1-5 and 1-6
+
+
+def test_a_files_profile_imports_no_live_layer_nor_protobuf(tmp_path: Path) -> None:
+    from .test_startup import RUN_MAIN, heavy_in, modules_after
+
+    trace, out = tmp_path / "t.trace", tmp_path / "sched.pb.gz"
+    (t,) = [t for t in TEXT_TESTS if t.name == "go122-annotations-stress"]
+    trace.write_bytes(t.data)
+    code, modules = modules_after(RUN_MAIN, "profile", str(trace), "--kind", "sched", "-o", str(out))
+    assert code == 0 and out.stat().st_size > 0
+    assert heavy_in(modules) == []
