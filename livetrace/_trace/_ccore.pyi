@@ -168,6 +168,7 @@ class SpanCore:
     def open_stacks(self) -> list[tuple[int, int]]: ...
     def open_counts(self) -> list[int]: ...
 
+@final
 class ProfileCounts:
     """One pprof-like profile's counting (the twin of _views/pprof.py's
     ProfileBuilder.feed and end_trace): intervals of the span kind ``state``

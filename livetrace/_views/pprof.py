@@ -264,7 +264,7 @@ class _ReasonMask:
         self._mask = bytearray()
 
     def of(self, names: Sequence[bytes]) -> bytearray:
-        if names is not self._names:
+        if names is not self._names or len(names) < len(self._mask):
             self._names, self._mask = names, bytearray()
         mask, counts = self._mask, self._counts
         for i in range(len(mask), len(names)):
