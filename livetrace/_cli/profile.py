@@ -1,22 +1,21 @@
-"""``livetrace profile``: Go's pprof-like trace profiles, of a file or live."""
+"""``livetrace profile``: Go's pprof-like trace profiles, of a file or live.
+
+The live half's modules (trio, the session) are imported only by it: a
+file's profile starts sooner without them."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import trio
-
-from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
-from livetrace._cli.parser import WHAT
+from livetrace._cli.exits import EXIT_INCOMPLETE, EXIT_OK, say
 from livetrace._cli.sources import is_file_source, open_input, write_output
 from livetrace._files import decode_span_batches
-from livetrace._protocol import frames as proto
-from livetrace._session.session import Session
-from livetrace._trace.legacy.live import SegmentGap
-from livetrace._trace.spans.batch import SpanBatch
 from livetrace._views.pprof import ProfileBuilder, Record
 from livetrace._views.pprof_file import encode_profile
+
+if TYPE_CHECKING:
+    from livetrace._session.session import Session
 
 
 def file_profile(source: str, kind: str) -> list[Record]:
@@ -29,6 +28,10 @@ def file_profile(source: str, kind: str) -> list[Record]:
 
 async def _collect(session: Session, builder: ProfileBuilder) -> bool:
     """Feed the session's spans to the builder until it ends (True)."""
+    from livetrace._protocol import frames as proto
+    from livetrace._trace.legacy.live import SegmentGap
+    from livetrace._trace.spans.batch import SpanBatch
+
     async with session.subscribe(what="spans", lossless=True, buffer=4) as spans:
         async for item in spans:
             if isinstance(item, SpanBatch):
@@ -43,6 +46,9 @@ async def live_profile(
 ) -> tuple[list[Record], bool]:
     """The profile of a live service's trace, and whether the session
     ended as it should (not aborted, nor cut off)."""
+    from livetrace._cli.common import live_pass
+    from livetrace._cli.parser import WHAT
+
     builder = ProfileBuilder(kind)
 
     async def collect(session: Session) -> bool:
@@ -58,6 +64,8 @@ def profile_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int
             say(err, "note: --duration applies to a live service, not to a file")
         records, complete = file_profile(args.address, args.kind), True
     else:
+        import trio
+
         records, complete = trio.run(
             lambda: live_profile(args.address, args.kind, args.duration, args.token, err, **limits)
         )

@@ -168,6 +168,32 @@ class SpanCore:
     def open_stacks(self) -> list[tuple[int, int]]: ...
     def open_counts(self) -> list[int]: ...
 
+@final
+class ProfileCounts:
+    """One pprof-like profile's counting (the twin of _views/pprof.py's
+    ProfileBuilder.feed and end_trace): intervals of the span kind ``state``
+    per stack key id."""
+
+    def __init__(self, state: int) -> None: ...
+    def feed(
+        self,
+        kinds: ReadableBuffer,
+        resource_kinds: ReadableBuffer,
+        resource_ids: ReadableBuffer,
+        starts: ReadableBuffer,
+        ends: ReadableBuffer,
+        reasons: ReadableBuffer,
+        flags: ReadableBuffer,
+        start_stacks: ReadableBuffer,
+        start_tables: ReadableBuffer,
+        mask: ReadableBuffer,
+        key_of: Callable[[int, int], int],
+        /,
+    ) -> None: ...
+    def end_trace(self) -> None: ...
+    def totals(self) -> list[tuple[int, int, int]]:
+        """(key id, count, ns), in the order first counted."""
+
 def span_select(
     columns: list[memoryview],
     kind_mask: ReadableBuffer | None,

@@ -24,9 +24,10 @@ were first seen.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import RES_GOROUTINE, SPAN_CLIPPED_END, SpanKind
 
@@ -38,6 +39,7 @@ Totals = dict[tuple[int, ...], tuple[int, int]]  # stack PCs -> (count, ns)
 
 _GOROUTINE_STATES = frozenset({SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL})
 _FOREVER = b"forever"
+REASON_COUNTS, REASON_FOREVER = 1, 2  # the bits of a _ReasonMask entry (csrc/pprof.c's)
 
 
 def _sync(reason: bytes) -> bool:
@@ -106,7 +108,7 @@ class ProfileBuilder:
     windows) add up: call :meth:`end_trace` between two, as `go tool trace`
     profiles each file on its own."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, compiled: bool | None = None) -> None:
         if kind not in _COUNTS:
             raise ValueError(f"unknown profile kind {kind!r}: one of {', '.join(PROFILE_KINDS)}")
         self.kind = kind
@@ -117,8 +119,16 @@ class ProfileBuilder:
         # (tables key, stack id) -> stack key: ids are per tables, and tables
         # (a generation's) live as long as their spans do.
         self._stack_keys: dict[tuple[int, int], tuple[int, ...]] = {}
+        # The compiled core counts (ccore.ProfileCounts); this class keeps
+        # the stack keys, which it knows by id.
+        self._core = ccore.ProfileCounts(int(self._state)) if use_compiled(compiled) else None
+        self._key_ids: dict[tuple[int, ...], int] = {}
+        self._mask = _ReasonMask(self._reason_counts)
 
     def feed(self, spans: SpanBatch) -> None:
+        if self._core is not None:
+            self._feed_compiled(self._core, spans)
+            return
         t = self._trace
         first_run, last, forever, pending = t.first_run, t.last, t.forever, t.pending
         state, reason_counts = int(self._state), self._reason_counts
@@ -162,6 +172,27 @@ class ProfileBuilder:
                 key = stack_keys[tab, stack] = self._key(spans, tab, stack)
             pending.append((g, start, end, key))
 
+    def _feed_compiled(self, core: ccore.ProfileCounts, spans: SpanBatch) -> None:
+        key_ids = self._key_ids
+
+        def key_of(tab: int, stack: int) -> int:
+            # The core asks once per stack and trace, in the order the twin makes its keys.
+            return key_ids.setdefault(self._key(spans, tab, stack), len(key_ids))
+
+        core.feed(
+            spans.kinds,
+            spans.resource_kinds,
+            spans.resource_ids,
+            spans.starts,
+            spans.ends,
+            spans.reasons,
+            spans.flags,
+            spans.start_stacks,
+            spans.start_tables,
+            self._mask.of(spans.names_table),
+            key_of,
+        )
+
     def _key(self, spans: SpanBatch, tab: int, stack: int) -> tuple[int, ...]:
         """The key of a stack of a batch's tables; its frames noted."""
         tables = spans.tables.get(tab)
@@ -182,6 +213,9 @@ class ProfileBuilder:
     def end_trace(self) -> None:
         """The trace fed so far has ended: clip its intervals to its
         goroutines' lifetimes and count them."""
+        if self._core is not None:
+            self._core.end_trace()
+            return
         t, self._trace = self._trace, _Trace()
         self._stack_keys.clear()
         totals = self._totals
@@ -198,19 +232,45 @@ class ProfileBuilder:
                     rec[0] += 1
                     rec[1] += overlap
 
+    def _counted(self) -> list[tuple[tuple[int, ...], int, int]]:
+        """(stack key, count, ns) of every stack counted, first counted first (ends the trace)."""
+        self.end_trace()
+        if self._core is None:
+            return [(k, c, ns) for k, (c, ns) in self._totals.items()]
+        keys = list(self._key_ids)
+        return [(keys[i], c, ns) for i, c, ns in self._core.totals()]
+
     def totals(self) -> Totals:
         """(count, ns) per stack of PCs, innermost first (ends the trace)."""
-        self.end_trace()
-        return {k: (c, ns) for k, (c, ns) in self._totals.items()}
+        return {k: (c, ns) for k, c, ns in self._counted()}
 
     def records(self) -> list[Record]:
         """The profile's samples (ends the trace)."""
-        self.end_trace()
         frames = self._frames
         return [
-            Record(tuple(frames.get(pc, Frame(pc, "", "", 0)) for pc in key), c, ns)
-            for key, (c, ns) in self._totals.items()
+            Record(tuple(frames.get(pc, Frame(pc, "", "", 0)) for pc in key), c, ns) for key, c, ns in self._counted()
         ]
+
+
+class _ReasonMask:
+    """For the compiled core: per entry of a names table, whether a
+    profile counts that reason (REASON_COUNTS) and whether it is blocking
+    forever (REASON_FOREVER). A span builder's names table only grows, so
+    the mask grows with it; another table starts it again."""
+
+    def __init__(self, counts: Callable[[bytes], bool]) -> None:
+        self._counts = counts
+        self._names: Sequence[bytes] | None = None
+        self._mask = bytearray()
+
+    def of(self, names: Sequence[bytes]) -> bytearray:
+        if names is not self._names or len(names) < len(self._mask):
+            self._names, self._mask = names, bytearray()
+        mask, counts = self._mask, self._counts
+        for i in range(len(mask), len(names)):
+            name = names[i]
+            mask.append((REASON_COUNTS if counts(name) else 0) | (REASON_FOREVER if name == _FOREVER else 0))
+        return mask
 
 
 def _text(b: bytes) -> str:
@@ -218,9 +278,9 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "replace")
 
 
-def profile_totals(batches: Iterable[SpanBatch]) -> dict[str, Totals]:
+def profile_totals(batches: Iterable[SpanBatch], *, compiled: bool | None = None) -> dict[str, Totals]:
     """Every kind's totals per stack over one trace's spans."""
-    builders = [ProfileBuilder(kind) for kind in PROFILE_KINDS]
+    builders = [ProfileBuilder(kind, compiled=compiled) for kind in PROFILE_KINDS]
     for sb in batches:
         for b in builders:
             b.feed(sb)

@@ -19,6 +19,7 @@
 #include "legacy.h"
 #include "legacy_dump.h"
 #include "legacy_live.h"
+#include "pprof.h"
 #include "select.h"
 #include "spans.h"
 #include "text.h"
@@ -604,6 +605,8 @@ PyMODINIT_FUNC PyInit__ccore(void) {
     if (spans_register(m) < 0 || legacy_live_register(m) < 0)
         goto fail;
     if (legacy_dump_register(m) < 0)
+        goto fail;
+    if (pprof_register(m) < 0)
         goto fail;
     Py_INCREF(&EngineType);
     if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
