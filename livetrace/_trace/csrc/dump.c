@@ -247,8 +247,8 @@ PyObject *dump_parsed_py(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    if (part_cache_open(&sp, strings, miss, "string", v.n) || part_cache_open(&kp, stacks, miss, "stack", v.n) ||
-        part_cache_open(&xp, xstrings, miss, "extra", v.n))
+    if (part_cache_open(&sp, strings, miss, "string") || part_cache_open(&kp, stacks, miss, "stack") ||
+        part_cache_open(&xp, xstrings, miss, "extra"))
         goto done;
     result = parsed_lines(&v, heads, &sp, &kp, &xp, other);
 done:

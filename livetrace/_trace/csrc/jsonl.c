@@ -119,7 +119,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
     const u8 *code = v->code;
     const i64 *time = v->time, *m = v->m, *p = v->p, *g = v->g;
     const u64 *a_all = v->args, *x_all = v->extra;
-    if (part_cache_open(&sp, strings, miss, "string", n) || part_cache_open(&kp, stacks, miss, "stack", n) ||
+    if (part_cache_open(&sp, strings, miss, "string") || part_cache_open(&kp, stacks, miss, "stack") ||
         tb_init(&b, n * 768))
         goto fail;
     i64 cached_sec = INT64_MIN;

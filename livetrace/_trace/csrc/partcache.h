@@ -26,15 +26,12 @@ typedef struct {
     PyObject *dict; /* id -> bytes */
     PyObject *miss;
     const char *kind; /* what miss(kind, id) is asked for */
-    PartSlot *slots;
-    u64 mask; /* slots - 1: a power of two */
+    PartSlot *slots; /* PART_SLOTS */
 } PartCache;
 
-/* The memo's size: most of a call's distinct ids, but no more slots to
- * clear than its lines would fill (the JSON writer is called every few
- * hundred lines). */
-#define PART_SLOTS_MIN 64
-#define PART_SLOTS_MAX 4096
+/* The memo's size: a batch's common ids, in few enough slots to clear
+ * cheaply at each call (the JSON writer's come every 512 lines). */
+#define PART_SLOTS 1024
 
 enum {
     PART_OK = 0,
@@ -42,13 +39,10 @@ enum {
     PART_MISS_RAISED = -2, /* miss raised the exception that is set */
 };
 
-/* A cache of dict, for a call that writes about lines lines: 0, or -1 with
- * MemoryError. Closed by part_cache_close, even after a failed open. */
-static inline int part_cache_open(PartCache *c, PyObject *dict, PyObject *miss, const char *kind, size_t lines) {
-    size_t n = PART_SLOTS_MIN;
-    while (n < PART_SLOTS_MAX && n < 2 * lines)
-        n *= 2;
-    *c = (PartCache){dict, miss, kind, calloc(n, sizeof(PartSlot)), n - 1};
+/* A cache in front of dict: 0, or -1 with MemoryError. Closed by
+ * part_cache_close, even after a failed open (or none, if zeroed). */
+static inline int part_cache_open(PartCache *c, PyObject *dict, PyObject *miss, const char *kind) {
+    *c = (PartCache){dict, miss, kind, calloc(PART_SLOTS, sizeof(PartSlot))};
     if (!c->slots) {
         PyErr_NoMemory();
         return -1;
@@ -62,7 +56,7 @@ static inline void part_cache_close(PartCache *c) {
 }
 
 /* Out of line: the dict, and the first time, miss. PART_*. */
-static int part_fill(PartCache *c, PartSlot *s, u64 id) {
+static __attribute__((noinline)) int part_fill(PartCache *c, PartSlot *s, u64 id) {
     PyObject *key = PyLong_FromUnsignedLongLong(id);
     if (!key)
         return PART_ERROR;
@@ -99,10 +93,10 @@ static int part_fill(PartCache *c, PartSlot *s, u64 id) {
     return PART_OK;
 }
 
-/* The piece for id into *p, *n: PART_*. Any id, however large, picks a
- * slot through the mask; miss says whether the generation has it. */
+/* The piece for id into *p, *n: PART_*. Any id, however large, has a
+ * slot (its remainder); miss says whether the generation has the id. */
 static inline __attribute__((always_inline)) int part_get(PartCache *c, u64 id, const char **p, size_t *n) {
-    PartSlot *s = &c->slots[id & c->mask];
+    PartSlot *s = &c->slots[id % PART_SLOTS];
     if (!(s->p && s->id == id)) {
         int r = part_fill(c, s, id);
         if (r != PART_OK)

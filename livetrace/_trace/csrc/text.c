@@ -432,9 +432,9 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
     x.t0 = (i64)t0;
     x.provisional = provisional;
     x.hms_sec = -1;
-    if (part_cache_open(&x.quotes, quotes, miss, "quote", v.n) ||
-        part_cache_open(&x.frames, frames, miss, "frame", v.n) ||
-        part_cache_open(&x.xquotes, xquotes, miss, "xquote", v.n) || tb_init(&x.o, v.n * 128 + LINE_ROOM))
+    if (part_cache_open(&x.quotes, quotes, miss, "quote") ||
+        part_cache_open(&x.frames, frames, miss, "frame") ||
+        part_cache_open(&x.xquotes, xquotes, miss, "xquote") || tb_init(&x.o, v.n * 128 + LINE_ROOM))
         goto done;
     for (size_t i = 0; i < v.n; i++) {
         size_t start = x.o.n;
