@@ -1,7 +1,7 @@
 """Start-up: `livetrace --help`, and `livetrace decode` of a small modern
-and a small legacy trace file, as whole commands as a user runs them
-(interpreter start included), best of --runs each (default 10), each against
-the 150 ms target.
+trace file (its parsed and wire dumps) and of a small legacy one, as whole
+commands as a user runs them (interpreter start included), best of --runs
+each (default 10), each against the 150 ms target.
 
     .venv/bin/python bench/startup.py [--modern FILE] [--legacy FILE] [--runs 10]
                                       [--livetrace COMMAND] [--target-ms 150]
@@ -62,6 +62,10 @@ def main() -> None:
             (
                 f"livetrace decode --dump parsed ({modern.stat().st_size / 1e3:.1f} KB modern)",
                 [*livetrace, "decode", "--dump", "parsed", str(modern)],
+            ),
+            (
+                f"livetrace decode --dump wire ({modern.stat().st_size / 1e3:.1f} KB modern)",
+                [*livetrace, "decode", "--dump", "wire", str(modern)],
             ),
             (
                 f"livetrace decode --dump legacy ({legacy.stat().st_size / 1e3:.1f} KB legacy)",

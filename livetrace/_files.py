@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from livetrace._errors import TraceFormatError
 from livetrace._notice import Notice
-from livetrace._trace.decoder import open_decoder
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.version import HEADER_SIZE
@@ -64,6 +63,10 @@ def decode_batches(
     malformed or truncated trace raises :class:`TraceFormatError`, whose
     ``partial`` holds the events decoded before the problem and not yet
     yielded."""
+    # Here, not at the top: `livetrace decode --dump wire` reads its file
+    # through this module and needs no decoder.
+    from livetrace._trace.decoder import open_decoder
+
     with _opened(source) as stream:
         first, rest = head(stream)
         decoder = open_decoder(first, kinds, compiled=compiled)

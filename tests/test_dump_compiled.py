@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import BinaryIO, NoReturn, TextIO
 
 import pytest
 from hypothesis import given, settings
@@ -18,14 +19,17 @@ from hypothesis import strategies as st
 
 from livetrace._cli.decode import dump_parsed, dump_wire
 from livetrace._cli.render.dump import parsed_text
+from livetrace._cli.render.dumptext import _HEADS as PARSED_HEADS
 from livetrace._cli.render.dumptext import ParsedText, wire_text
 from livetrace._cli.render.gostr import go_quote
+from livetrace._cli.render.text import kind_columns
 from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import ccore
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.wire import FrameReader
+from livetrace._trace.spec.modern import EV_USER_LOG
 
 from . import textform
 from .mutate import mutate
@@ -191,6 +195,64 @@ def test_hostile_wire_columns_raise_not_crash(payload: bytes, codes: bytes, star
     except ValueError:
         return
     assert text.count(b"\n") >= len(codes)
+
+
+# Ids that share a slot of the part cache's memo (csrc/partcache.h) whatever
+# its size, and ids no generation has: each line must carry its own ids'.
+COLLIDING = [1, 1 + 64, 1 + 4096, 1 + 8192, 1 + 2**63, 2**64 - 1, 2**63, 2**63 - 1, 4096, 0, 1]
+
+
+def _log_columns() -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
+    """A Log event per pair of neighbouring ids: its category, its message."""
+    n = len(COLLIDING) - 1
+    args = [v for i in range(n) for v in (7, COLLIDING[i], COLLIDING[i + 1], *[0] * (NARGS - 3))]
+    i64 = b"".join((1000 + i).to_bytes(8, "little") for i in range(n))
+    return (
+        bytes([EV_USER_LOG] * n),
+        i64,
+        i64,
+        i64,
+        i64,
+        b"".join(v.to_bytes(8, "little") for v in args),
+        bytes(8 * NEXTRA * n),
+    )
+
+
+def test_the_writers_part_cache_keeps_ids_apart() -> None:
+    made: list[tuple[str, int]] = []
+
+    def miss(kind: str, i: int) -> bytes:
+        made.append((kind, i))
+        return f"<{i}>".encode()
+
+    def other(i: int) -> NoReturn:
+        raise AssertionError(f"the core writes Log lines, not other({i})")
+
+    cols = _log_columns()
+    texts: dict[str, Callable[[], bytes]] = {
+        "jsonl": lambda: ccore.jsonl(*cols, None, {}, {}, miss, other),
+        "parsed": lambda: ccore.dump_parsed(*cols, PARSED_HEADS, {}, {}, {}, miss, other),
+        "text": lambda: ccore.text_lines(*cols, 0, None, False, kind_columns(False), {}, {}, {}, miss, other),
+    }
+    want = [(COLLIDING[i], COLLIDING[i + 1]) for i in range(len(COLLIDING) - 1)]
+    for name, make in texts.items():
+        made.clear()
+        lines = make().decode().splitlines()
+        assert [tuple(int(x) for x in re.findall(r"<(\d+)>", line)) for line in lines] == want, name
+        assert len(made) == len(set(COLLIDING)), f"{name}: each id made once a call"
+
+    def raises(kind: str, i: int) -> NoReturn:
+        raise KeyError(i)
+
+    # tail's text leaves the line to the twin, which meets the same error
+    text = ccore.text_lines(*cols, 0, None, False, kind_columns(False), {}, {}, {}, raises, lambda i: b"twin")
+    assert text == b"twin\n" * (len(COLLIDING) - 1)
+    with pytest.raises(KeyError):
+        ccore.jsonl(*cols, None, {}, {}, raises, other)
+    with pytest.raises(KeyError):
+        ccore.dump_parsed(*cols, PARSED_HEADS, {}, {}, {}, raises, other)
+    with pytest.raises(TypeError):
+        ccore.jsonl(*cols, None, {1: "not bytes"}, {}, miss, other)  # type: ignore[dict-item]  # the point
 
 
 @pytest.mark.parametrize("data", [b"plain", b"", b'q"\\\a\b\f\n\r\t\v\x00\x7f\x1f', "ünï\u200b".encode() + b"\xfe"])

@@ -95,3 +95,17 @@ def test_decoding_a_file_imports_no_live_layer(dump: str, trace: str, modern_tra
     assert code == 0
     assert heavy_in(modules) == []
     assert "livetrace._cli.decode" in modules, "the command ran"
+
+
+# The decoding layers a wire dump never reaches: it prints each batch's
+# records as they stand, so it neither assembles generations nor orders
+# events, and reads no legacy trace.
+ORDERING = ("livetrace._trace.decoder", "livetrace._trace.modern.", "livetrace._trace.legacy.")
+WIRE_LAYER = {"livetrace._trace.modern.wire"}
+
+
+def test_wire_dump_imports_no_generation_or_ordering(modern_trace: Path) -> None:
+    code, modules = modules_after(RUN_MAIN, "decode", "--dump", "wire", str(modern_trace))
+    assert code == 0
+    assert "livetrace._trace.modern.wire" in modules, "the command ran"
+    assert [m for m in modules if m.startswith(ORDERING) and m not in WIRE_LAYER] == []

@@ -1,24 +1,23 @@
-"""``livetrace decode``: dump a trace file, or standard input as it arrives."""
+"""``livetrace decode``: dump a trace file, or standard input as it arrives.
+
+Each layer's dump imports what it reads with: the wire layer's has no use
+for the decoder (its generations and ordering) nor for the legacy reader,
+so those load in the dumps that need them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
-from livetrace._cli.output import write_bytes
-from livetrace._cli.render.dump import parsed_text
-from livetrace._cli.render.dumptext import ParsedText, utf8_sink, wire_text, wire_utf8
-from livetrace._cli.render.legacy_dump import legacy_dump
-from livetrace._errors import TraceFormatError
+from livetrace._cli.render.dumptext import utf8_sink, wire_text, wire_utf8
 from livetrace._files import head, pieces
 from livetrace._trace.accel import use_compiled
-from livetrace._trace.decoder import Item, open_decoder
-from livetrace._trace.legacy.convert import legacy_events
-from livetrace._trace.legacy.read import LegacyDecoder
-from livetrace._trace.model.batch import EventBatch
-from livetrace._trace.model.events import Event
 from livetrace._trace.modern.wire import FrameReader
+
+if TYPE_CHECKING:
+    from livetrace._trace.decoder import Item
+    from livetrace._trace.model.events import Event
 
 
 def dump_wire(stream: BinaryIO, out: TextIO) -> None:
@@ -38,6 +37,11 @@ def dump_wire(stream: BinaryIO, out: TextIO) -> None:
 
 def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> None:
     """``binary``: the program that wrote a Go 1.5/1.6 trace, to name its PCs."""
+    from livetrace._cli.render.dumptext import ParsedText
+    from livetrace._errors import TraceFormatError
+    from livetrace._trace.decoder import open_decoder
+    from livetrace._trace.model.batch import EventBatch
+
     first, rest = head(stream)
     decoder = open_decoder(first)
     if binary is not None and decoder.legacy:
@@ -66,7 +70,10 @@ def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> No
 def _dump_symbolized(pieces: Iterator[bytes], out: TextIO, binary: Path) -> None:
     """A legacy trace whose PCs the program binary names, then converted
     into the modern event model as Go converts it."""
+    from livetrace._cli.render.dump import parsed_text
     from livetrace._go.symbols import symbolize  # runs go tool addr2line: imported for --binary only
+    from livetrace._trace.legacy.convert import legacy_events
+    from livetrace._trace.legacy.read import LegacyDecoder
 
     decoder = LegacyDecoder()
     for data in pieces:
@@ -86,6 +93,9 @@ def _dump_symbolized(pieces: Iterator[bytes], out: TextIO, binary: Path) -> None
 def dump_legacy(stream: BinaryIO, out: TextIO) -> None:
     """A legacy trace can only be ordered once it is complete: read it all,
     then print (its strings as they are: bytes)."""
+    from livetrace._cli.output import write_bytes
+    from livetrace._cli.render.legacy_dump import legacy_dump
+
     data = b"".join(pieces(stream))
     try:
         out.fileno()

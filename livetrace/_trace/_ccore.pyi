@@ -268,8 +268,8 @@ def dump_parsed(
     """`go tool trace -d=parsed` lines of a batch's events (UTF-8, each
     ending in a newline). heads: per code, the text between the event's
     goroutine and its time (None: other(i) makes the whole line).
-    miss(kind, id) makes, caches in the dict of its kind ("string",
-    "stack", "extra") and returns a part the dicts do not have yet."""
+    miss(kind, id) makes a part the dicts do not have yet ("string",
+    "stack", "extra"), which the core caches in the dict of its kind."""
 
 def dump_wire(
     payload: ReadableBuffer,

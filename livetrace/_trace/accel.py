@@ -58,12 +58,27 @@ def use_compiled(require: bool | None = None) -> bool:
 def _hand_over_tables() -> None:
     """Every part of the core (the ordering engine, the JSON writer, spans,
     filters) reads the format tables: they go over before any is used,
-    whichever a process happens to use first."""
+    whichever a process happens to use first. Made from the specs alone:
+    a layer that never orders events (``decode --dump wire``) loads no
+    decoder for them."""
     global _tables_ready
     _tables_ready = True
-    from livetrace._trace.modern.decoder import init_core_tables  # imports this module
+    from livetrace._trace.model.events import EVENT_NARGS, STACK_ARG, STRING_ARGS
+    from livetrace._trace.spec.modern import timed_specs
 
-    init_core_tables()
+    def table(values: list[int], none: int = 255) -> bytes:
+        return bytes(none if v < 0 else v for v in values)
+
+    timed = [0] * 256  # the argument counts of the codes a thread's batch may hold
+    for spec in timed_specs():
+        timed[spec.code] = len(spec.args)
+    str0 = [-1] * 256
+    str1 = [-1] * 256
+    for code, idx in STRING_ARGS.items():
+        str0[code] = idx[0]
+        if len(idx) > 1:
+            str1[code] = idx[1]
+    ccore.init_tables(bytes(timed), bytes(EVENT_NARGS), table(STACK_ARG), table(str0), table(str1))
 
 
 def implementation() -> str:

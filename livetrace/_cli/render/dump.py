@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from livetrace._cli.render.gostr import go_quote
-from livetrace._trace.legacy.trace import LegacyEvent
 from livetrace._trace.model.events import (
     GO_STATE_NAMES,
     KIND_NAMES,
@@ -28,6 +28,9 @@ from livetrace._trace.spec.modern import (
     SPECS,
     EventSpec,
 )
+
+if TYPE_CHECKING:
+    from livetrace._trace.legacy.trace import LegacyEvent
 
 
 def legacy_lines(events: Iterable[LegacyEvent]) -> Iterator[bytes]:

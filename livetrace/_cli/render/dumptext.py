@@ -52,12 +52,10 @@ class _GenerationParts:
         g = self.gen
         assert g is not None
         if kind == "stack":
-            b = self.stacks[id_] = _encode(stack_text(g, id_))
-        elif kind == "extra":
-            b = self.extra_strings[id_] = go_quote(g.extra_strings[id_]).encode()
-        else:
-            b = self.strings[id_] = go_quote(g.strings[id_]).encode()
-        return b
+            return _encode(stack_text(g, id_))
+        if kind == "extra":
+            return go_quote(g.extra_strings[id_]).encode()
+        return go_quote(g.strings[id_]).encode()
 
 
 def utf8_sink(out: TextIO) -> Callable[[bytes], None]:

@@ -214,12 +214,9 @@ class _GenerationJSON:
         return s
 
     def miss(self, kind: str, sid: int) -> bytes:
-        """For the compiled core: the JSON of a stack or string, cached."""
-        if kind == "stack":
-            b = self.stack_bytes[sid] = self.stack(sid).encode()
-        else:
-            b = self.string_bytes[sid] = self.string(sid).encode()
-        return b
+        """For the compiled core: the JSON of a stack or string (the core
+        caches it in stack_bytes or string_bytes)."""
+        return (self.stack(sid) if kind == "stack" else self.string(sid)).encode()
 
 
 def compiled_pieces(

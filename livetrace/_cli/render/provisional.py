@@ -36,12 +36,10 @@ class _Parts:
 
     def miss(self, kind: str, sid: int) -> bytes:
         if kind == "stack":
-            b = self.stacks[sid] = str(sid).encode()
-        else:
-            assert self.gen is not None
-            text = self.gen.strings[sid].decode("utf-8", "replace")
-            b = self.strings[sid] = json.dumps(text, ensure_ascii=False).encode()
-        return b
+            return str(sid).encode()
+        assert self.gen is not None
+        text = self.gen.strings[sid].decode("utf-8", "replace")
+        return json.dumps(text, ensure_ascii=False).encode()
 
 
 class ProvisionalJsonl:

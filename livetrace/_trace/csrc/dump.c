@@ -3,7 +3,7 @@
  * payload's record columns) written into one bytes object. The twin and
  * reference is _cli/render/dump.py. What is rare or needs Python's Unicode
  * tables comes from Python: a generation's quoted strings and stack texts
- * (made once per id and cached), the lines of rare event kinds, and the
+ * (made once per id and cached: partcache.h), the lines of rare event kinds, and the
  * quoting of non-ASCII data. */
 
 #define PY_SSIZE_T_CLEAN
@@ -12,57 +12,14 @@
 #include "dump.h"
 #include "engine.h"
 #include "jsonl.h"
+#include "partcache.h"
 #include "textbuf.h"
 
-/* ---- parts from Python: a generation's quoted strings and stack texts ---- */
-
-/* A few recently used parts, so that most lookups make no Python object;
- * the cache dict, which only grows during a call, keeps each alive. */
-typedef struct {
-    u64 id;
-    const char *p;
-    size_t n;
-} Part;
-#define NPARTS 4096
-
-typedef struct {
-    PyObject *cache, *miss;
-    const char *kind; /* what miss(kind, id) is asked for */
-    Part *recent;
-} Parts;
-
-static int put_part(TextBuf *b, Parts *ps, u64 id) {
-    Part *r = &ps->recent[id % NPARTS];
-    if (r->p && r->id == id)
-        return tb_put(b, r->p, r->n);
-    PyObject *key = PyLong_FromUnsignedLongLong(id);
-    if (!key)
-        return -1;
-    PyObject *v = PyDict_GetItemWithError(ps->cache, key);
-    if (v) {
-        Py_INCREF(v);
-    } else if (!PyErr_Occurred()) {
-        v = PyObject_CallFunction(ps->miss, "sO", ps->kind, key);
-        if (v && (!PyBytes_Check(v) || PyDict_GetItemWithError(ps->cache, key) != v)) {
-            Py_DECREF(v);
-            v = NULL;
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "miss() must return bytes and cache them");
-        }
-    }
-    Py_DECREF(key);
-    if (!v)
-        return -1;
-    *r = (Part){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
-    Py_DECREF(v); /* alive in the cache dict */
-    return tb_put(b, r->p, r->n);
-}
-
 /* "\n<title>=\n" and the frames of a stack (none for stack 0) */
-static int put_stack(TextBuf *b, Parts *stacks, const char *title, size_t tn, u64 id) {
+static int put_stack(TextBuf *b, PartCache *stacks, const char *title, size_t tn, u64 id) {
     if (tb_put(b, title, tn))
         return -1;
-    return id ? put_part(b, stacks, id) : 0;
+    return id ? part_put(b, stacks, id) : 0;
 }
 #define STACK_BLOCK(b, ps, lit, id) put_stack(b, ps, lit, sizeof(lit) - 1, id)
 
@@ -130,7 +87,7 @@ static int transition(int c, const u64 *a, const u64 *x, i64 p, i64 g, Transitio
     return 1;
 }
 
-static int put_transition(TextBuf *b, const Transition *t, Parts *strings, Parts *stacks) {
+static int put_transition(TextBuf *b, const Transition *t, PartCache *strings, PartCache *stacks) {
     const char *const *names = t->proc ? PS_NAMES : GS_NAMES;
     if (t->proc ? TB_LIT(b, " ProcID=") : TB_LIT(b, " GoID="))
         return -1;
@@ -140,15 +97,15 @@ static int put_transition(TextBuf *b, const Transition *t, Parts *strings, Parts
     if (tb_put(b, " ", 1) || tb_put(b, o, strlen(o)) || TB_LIT(b, "->") || tb_put(b, n, strlen(n)) ||
         TB_LIT(b, " Reason="))
         return -1;
-    if (t->reason ? put_part(b, strings, t->reason) : TB_LIT(b, "\"\""))
+    if (t->reason ? part_put(b, strings, t->reason) : TB_LIT(b, "\"\""))
         return -1;
     return t->has_tstack ? STACK_BLOCK(b, stacks, "\nTransitionStack=\n", t->tstack) : 0;
 }
 
 /* What follows the head for the kinds written here: 1 written, 0 for a
  * kind Python writes, -1 on failure. */
-static int put_details(TextBuf *b, int c, const u64 *a, const u64 *x, i64 p, i64 g, Parts *strings, Parts *stacks,
-                       Parts *xstrings) {
+static int put_details(TextBuf *b, int c, const u64 *a, const u64 *x, i64 p, i64 g, PartCache *strings,
+                       PartCache *stacks, PartCache *xstrings) {
     Transition t;
     int r = transition(c, a, x, p, g, &t);
     if (r)
@@ -187,25 +144,25 @@ static int put_details(TextBuf *b, int c, const u64 *a, const u64 *x, i64 p, i64
                    ? -1
                    : 1;
     case EV_GO_LABEL:
-        return TB_LIT(b, " Label=") || put_part(b, strings, a[0]) || TB_LIT(b, " Resource=Goroutine(") ||
+        return TB_LIT(b, " Label=") || part_put(b, strings, a[0]) || TB_LIT(b, " Resource=Goroutine(") ||
                        tb_i64(b, g) || TB_LIT(b, ")")
                    ? -1
                    : 1;
     case EV_USER_TASK_BEGIN:
         return TB_LIT(b, " ID=") || tb_u64(b, a[0]) || TB_LIT(b, " Parent=") || tb_u64(b, a[1]) ||
-                       TB_LIT(b, " Type=") || put_part(b, strings, a[2])
+                       TB_LIT(b, " Type=") || part_put(b, strings, a[2])
                    ? -1
                    : 1;
     case EV_USER_TASK_END: /* its parent and type are what the ordering learned at its beginning */
         return TB_LIT(b, " ID=") || tb_u64(b, a[0]) || TB_LIT(b, " Parent=") || tb_u64(b, x[0]) ||
-                       TB_LIT(b, " Type=") || put_part(b, xstrings, x[1])
+                       TB_LIT(b, " Type=") || part_put(b, xstrings, x[1])
                    ? -1
                    : 1;
     case EV_USER_REGION_BEGIN: case EV_USER_REGION_END:
-        return TB_LIT(b, " Task=") || tb_u64(b, a[0]) || TB_LIT(b, " Type=") || put_part(b, strings, a[1]) ? -1 : 1;
+        return TB_LIT(b, " Task=") || tb_u64(b, a[0]) || TB_LIT(b, " Type=") || part_put(b, strings, a[1]) ? -1 : 1;
     case EV_USER_LOG:
-        return TB_LIT(b, " Task=") || tb_u64(b, a[0]) || TB_LIT(b, " Category=") || put_part(b, strings, a[1]) ||
-                       TB_LIT(b, " Message=") || put_part(b, strings, a[2])
+        return TB_LIT(b, " Task=") || tb_u64(b, a[0]) || TB_LIT(b, " Category=") || part_put(b, strings, a[1]) ||
+                       TB_LIT(b, " Message=") || part_put(b, strings, a[2])
                    ? -1
                    : 1;
     case EV_CPU_SAMPLE: return 1; /* a stack sample: the head and its stack */
@@ -228,8 +185,8 @@ static int put_other(TextBuf *b, PyObject *other, size_t i) {
     return r;
 }
 
-static PyObject *parsed_lines(const EventView *v, PyObject *heads, Parts *strings, Parts *stacks, Parts *xstrings,
-                              PyObject *other) {
+static PyObject *parsed_lines(const EventView *v, PyObject *heads, PartCache *strings, PartCache *stacks,
+                              PartCache *xstrings, PyObject *other) {
     TextBuf b;
     if (tb_init(&b, v->n * 400 + 64)) /* most lines carry a stack: a few hundred bytes */
         return NULL;
@@ -275,7 +232,7 @@ PyObject *dump_parsed_py(PyObject *self, PyObject *args) {
                           &PyDict_Type, &strings, &PyDict_Type, &stacks, &PyDict_Type, &xstrings, &miss, &other))
         return NULL;
     PyObject *result = NULL;
-    Part *recent = NULL;
+    PartCache sp = {0}, kp = {0}, xp = {0};
     EventView v;
     if (event_view(&v, &cb, &tb, &mb, &pb, &gb, &ab, &xb))
         goto done;
@@ -290,16 +247,12 @@ PyObject *dump_parsed_py(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    recent = calloc(3 * NPARTS, sizeof(Part));
-    if (!recent) {
-        PyErr_NoMemory();
+    if (part_cache_open(&sp, strings, miss, "string") || part_cache_open(&kp, stacks, miss, "stack") ||
+        part_cache_open(&xp, xstrings, miss, "extra"))
         goto done;
-    }
-    Parts sp = {strings, miss, "string", recent}, kp = {stacks, miss, "stack", recent + NPARTS},
-          xp = {xstrings, miss, "extra", recent + 2 * NPARTS};
     result = parsed_lines(&v, heads, &sp, &kp, &xp, other);
 done:
-    free(recent);
+    part_cache_close(&sp), part_cache_close(&kp), part_cache_close(&xp);
     PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&mb), PyBuffer_Release(&pb);
     PyBuffer_Release(&gb), PyBuffer_Release(&ab), PyBuffer_Release(&xb);
     return result;

@@ -9,54 +9,8 @@
 
 #include "engine.h"
 #include "jsonl.h"
+#include "partcache.h"
 #include "textbuf.h"
-
-/* The JSON text (bytes) for a string or stack id: from the cache dict, or
- * made by miss(kind, id) ("string" or "stack"), which caches it too. */
-static PyObject *json_part(PyObject *cache, PyObject *miss, const char *kind, u64 id) {
-    PyObject *key = PyLong_FromUnsignedLongLong(id);
-    if (!key)
-        return NULL;
-    PyObject *v = PyDict_GetItemWithError(cache, key);
-    if (v) {
-        Py_DECREF(key);
-        Py_INCREF(v);
-        return v;
-    }
-    if (PyErr_Occurred()) {
-        Py_DECREF(key);
-        return NULL;
-    }
-    v = PyObject_CallFunction(miss, "sO", kind, key);
-    Py_DECREF(key);
-    if (v && !PyBytes_Check(v)) {
-        Py_DECREF(v);
-        PyErr_SetString(PyExc_TypeError, "miss() must return bytes");
-        return NULL;
-    }
-    return v;
-}
-
-/* A few recently used parts, so that most lookups make no Python objects;
- * the cache dict keeps every part alive for the call. */
-typedef struct {
-    u64 id;
-    const char *p;
-    size_t n;
-} Recent;
-#define NRECENT 8192
-
-static int put_part(TextBuf *b, Recent *recent, PyObject *cache, PyObject *miss, const char *kind, u64 id) {
-    Recent *r = &recent[id % NRECENT];
-    if (r->p && r->id == id)
-        return tb_put(b, r->p, r->n);
-    PyObject *v = json_part(cache, miss, kind, id);
-    if (!v)
-        return -1;
-    *r = (Recent){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
-    Py_DECREF(v); /* alive in the cache dict, which only grows during the call */
-    return tb_put(b, r->p, r->n);
-}
 
 /* {"kind": K, "time_ns": T, ["wall": W, ]"g": G, "p": P, "m": M */
 static void line_head(TextBuf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, int has_wall, i64 wall_base,
@@ -100,8 +54,7 @@ static void line_head(TextBuf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, 
 
 /* Metric, TaskBegin, RegionBegin/End and Log lines, as event_dict has them. */
 static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 *a, int has_wall, i64 wall_base,
-                           i64 *cached_sec, char *sec_text, size_t *sec_len, Recent *rstrings, Recent *rstacks,
-                           PyObject *strings, PyObject *stacks, PyObject *miss) {
+                           i64 *cached_sec, char *sec_text, size_t *sec_len, PartCache *strings, PartCache *stacks) {
     static const char *const kinds[] = {
         [EV_PROCS_CHANGE] = "Metric", [EV_HEAP_ALLOC] = "Metric", [EV_HEAP_GOAL] = "Metric",
         [EV_USER_TASK_BEGIN] = "TaskBegin", [EV_USER_REGION_BEGIN] = "RegionBegin",
@@ -120,31 +73,31 @@ static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const 
         else
             tb_u64(b, a[1]);
         TB_LIT(b, ", \"type\": ");
-        if (put_part(b, rstrings, strings, miss, "string", a[2]))
+        if (part_put(b, strings, a[2]))
             return -1;
         break;
     case EV_USER_REGION_BEGIN: case EV_USER_REGION_END:
         TB_LIT(b, ", \"task\": ");
         tb_u64(b, a[0]);
         TB_LIT(b, ", \"type\": ");
-        if (put_part(b, rstrings, strings, miss, "string", a[1]))
+        if (part_put(b, strings, a[1]))
             return -1;
         break;
     case EV_USER_LOG:
         TB_LIT(b, ", \"task\": ");
         tb_u64(b, a[0]);
         TB_LIT(b, ", \"category\": ");
-        if (put_part(b, rstrings, strings, miss, "string", a[1]))
+        if (part_put(b, strings, a[1]))
             return -1;
         TB_LIT(b, ", \"message\": ");
-        if (put_part(b, rstrings, strings, miss, "string", a[2]))
+        if (part_put(b, strings, a[2]))
             return -1;
         break;
     }
     TB_LIT(b, ", \"stack\": ");
     int si = T_STACK[c];
     if (si != 255 && a[si]) {
-        if (put_part(b, rstacks, stacks, miss, "stack", a[si]))
+        if (part_put(b, stacks, a[si]))
             return -1;
     } else {
         TB_LIT(b, "[]");
@@ -161,14 +114,13 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
                       PyObject *miss, PyObject *other) {
     PyObject *result = NULL;
     TextBuf b = {0};
-    Recent *rstacks = NULL, *rstrings = NULL;
+    PartCache sp = {0}, kp = {0};
     size_t n = v->n;
     const u8 *code = v->code;
     const i64 *time = v->time, *m = v->m, *p = v->p, *g = v->g;
     const u64 *a_all = v->args, *x_all = v->extra;
-    rstacks = calloc(NRECENT, sizeof(Recent));
-    rstrings = calloc(NRECENT, sizeof(Recent));
-    if (!rstacks || !rstrings || tb_init(&b, n * 768))
+    if (part_cache_open(&sp, strings, miss, "string") || part_cache_open(&kp, stacks, miss, "stack") ||
+        tb_init(&b, n * 768))
         goto fail;
     i64 cached_sec = INT64_MIN;
     char sec_text[32] = "";
@@ -209,7 +161,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         case EV_PROCS_CHANGE: case EV_HEAP_ALLOC: case EV_HEAP_GOAL: case EV_USER_TASK_BEGIN:
         case EV_USER_REGION_BEGIN: case EV_USER_REGION_END: case EV_USER_LOG:
             if (annotation_line(&b, c, time[i], g[i], p[i], m[i], a, has_wall, wall_base, &cached_sec, sec_text,
-                                &sec_len, rstrings, rstacks, strings, stacks, miss))
+                                &sec_len, &sp, &kp))
                 goto fail;
             continue;
         default: {
@@ -244,7 +196,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         tb_put(&b, nn, strlen(nn));
         TB_LIT(&b, "\", \"reason\": ");
         if (reason) {
-            if (put_part(&b, rstrings, strings, miss, "string", reason))
+            if (part_put(&b, &sp, reason))
                 goto done;
         } else {
             TB_LIT(&b, "\"\"");
@@ -252,7 +204,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         if (has_t || c == EV_GO_CREATE || c == EV_GO_CREATE_BLOCKED) {
             TB_LIT(&b, ", \"transition_stack\": ");
             if (tstack) {
-                if (put_part(&b, rstacks, stacks, miss, "stack", tstack))
+                if (part_put(&b, &kp, tstack))
                     goto done;
             } else {
                 TB_LIT(&b, "[]");
@@ -261,7 +213,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         TB_LIT(&b, ", \"stack\": ");
         int si = T_STACK[c];
         if (si != 255 && a[si]) {
-            if (put_part(&b, rstacks, stacks, miss, "stack", a[si]))
+            if (part_put(&b, &kp, a[si]))
                 goto done;
         } else {
             TB_LIT(&b, "[]");
@@ -276,8 +228,7 @@ fail:
         PyErr_NoMemory();
 done:
     Py_XDECREF(b.obj);
-    free(rstacks);
-    free(rstrings);
+    part_cache_close(&sp), part_cache_close(&kp);
     return result;
 }
 

@@ -35,7 +35,7 @@ static inline int event_view(EventView *v, const Py_buffer *c, const Py_buffer *
  * annotations written here, any other event's by other(i), which returns
  * its line (str). The JSON of a string or stack id comes from the cache
  * dicts strings and stacks, or else from miss(kind, id) ("string" or
- * "stack", returning bytes), which caches it too. wall_base: ns to add to
+ * "stack", returning bytes), kept there (partcache.h). wall_base: ns to add to
  * an event's time for its Unix time, when has_wall. NULL with an exception
  * set on failure. */
 PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,

@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "jsonl.h"
+#include "partcache.h"
 #include "textbuf.h"
 
 /* The most any line's fixed text takes: marks, clock, context (three
@@ -23,72 +24,27 @@
 #define LINE_ROOM 512
 #define CTX_WIDTH 22
 
-/* ---- the parts Python makes: cached per id ---- */
+/* The parts Python makes, cached per id (partcache.h). PART_TWIN: making
+ * one raised an ordinary exception, which the twin meets too (it makes
+ * the line, or raises). */
+enum { PART_TWIN = 1 };
 
-typedef struct {
-    u64 id;
-    const char *p; /* NULL: empty slot */
-    size_t n;
-} Slot;
-#define NSLOTS 1024 /* a direct-mapped memo in front of the dict: most lookups make no Python object */
-
-typedef struct {
-    PyObject *cache; /* dict id -> bytes: keeps every part alive for the call */
-    const char *kind;
-    Slot *slots;
-} Parts;
-
-enum { PART_OK, PART_ERROR, PART_TWIN };
-
-/* The part for id: PART_TWIN when making it raised an ordinary exception
- * (the twin meets the same problem: it makes the line, or raises). */
-static int part(Parts *t, PyObject *miss, u64 id, const char **p, size_t *n) {
-    Slot *s = &t->slots[id % NSLOTS];
-    if (s->p && s->id == id) {
-        *p = s->p, *n = s->n;
-        return PART_OK;
+static int part(PartCache *t, u64 id, const char **p, size_t *n) {
+    int r = part_get(t, id, p, n);
+    if (r == PART_MISS_RAISED) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return PART_ERROR;
+        PyErr_Clear();
+        return PART_TWIN;
     }
-    PyObject *key = PyLong_FromUnsignedLongLong(id);
-    if (!key)
-        return PART_ERROR;
-    PyObject *v = PyDict_GetItemWithError(t->cache, key); /* borrowed */
-    if (!v) {
-        if (PyErr_Occurred()) {
-            Py_DECREF(key);
-            return PART_ERROR;
-        }
-        v = PyObject_CallFunction(miss, "sO", t->kind, key);
-        if (!v) {
-            Py_DECREF(key);
-            if (!PyErr_ExceptionMatches(PyExc_Exception))
-                return PART_ERROR;
-            PyErr_Clear();
-            return PART_TWIN;
-        }
-        if (!PyBytes_Check(v)) {
-            Py_DECREF(key), Py_DECREF(v);
-            PyErr_SetString(PyExc_TypeError, "miss() must return bytes");
-            return PART_ERROR;
-        }
-        int r = PyDict_SetItem(t->cache, key, v);
-        Py_DECREF(v); /* the dict holds it: it only grows during the call */
-        if (r) {
-            Py_DECREF(key);
-            return PART_ERROR;
-        }
-    }
-    Py_DECREF(key);
-    *s = (Slot){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
-    *p = s->p, *n = s->n;
-    return PART_OK;
+    return r;
 }
 
 /* ---- the call's state ---- */
 
 typedef struct {
     TextBuf o;
-    Parts quotes, frames, xquotes;
-    PyObject *miss;
+    PartCache quotes, frames, xquotes;
     const char *kcol[256];
     size_t kcol_n[256];
     int provisional;
@@ -101,10 +57,10 @@ typedef struct {
 } Text;
 
 /* A part appended to the line (room reserved for it): PART_* */
-static int put_part(Text *x, Parts *t, u64 id) {
+static int put_part(Text *x, PartCache *t, u64 id) {
     const char *p;
     size_t n;
-    int r = part(t, x->miss, id, &p, &n);
+    int r = part(t, id, &p, &n);
     if (r != PART_OK)
         return r;
     if (tb_room(&x->o, n + LINE_ROOM))
@@ -270,7 +226,7 @@ static int put_transition(Text *x, int c, i64 p, i64 g, const u64 *a, const u64 
     if (has_tstack && tstack) {
         const char *p_;
         size_t n_;
-        *r = part(&x->frames, x->miss, tstack, &p_, &n_);
+        *r = part(&x->frames, tstack, &p_, &n_);
     }
     return 0;
 }
@@ -281,7 +237,7 @@ static int put_range(Text *x, int c, i64 p, i64 g, const u64 *a, int *r) {
     if (c == EV_STW_BEGIN || c == EV_STW_END) {
         const char *q;
         size_t n;
-        if ((*r = part(&x->quotes, x->miss, a[0], &q, &n)) != PART_OK)
+        if ((*r = part(&x->quotes, a[0], &q, &n)) != PART_OK)
             return 0;
         if (n < 2 || tb_room(o, n + LINE_ROOM)) {
             *r = n < 2 ? PART_TWIN : PART_ERROR;
@@ -448,7 +404,6 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
                           &PyDict_Type, &xquotes, &miss, &other))
         return NULL;
     PyObject *result = NULL;
-    Slot *slots = NULL;
     Text x = {0};
     EventView v;
     if (event_view(&v, &cb, &tb, &mb, &pb, &gb, &ab, &xb))
@@ -476,17 +431,11 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
     }
     x.t0 = (i64)t0;
     x.provisional = provisional;
-    x.miss = miss;
     x.hms_sec = -1;
-    slots = calloc(3 * NSLOTS, sizeof(Slot));
-    if (!slots || tb_init(&x.o, v.n * 128 + LINE_ROOM)) {
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
+    if (part_cache_open(&x.quotes, quotes, miss, "quote") ||
+        part_cache_open(&x.frames, frames, miss, "frame") ||
+        part_cache_open(&x.xquotes, xquotes, miss, "xquote") || tb_init(&x.o, v.n * 128 + LINE_ROOM))
         goto done;
-    }
-    x.quotes = (Parts){quotes, "quote", slots};
-    x.frames = (Parts){frames, "frame", slots + NSLOTS};
-    x.xquotes = (Parts){xquotes, "xquote", slots + 2 * NSLOTS};
     for (size_t i = 0; i < v.n; i++) {
         size_t start = x.o.n;
         int r = put_line(&x, v.code[i], v.time[i], v.m[i], v.p[i], v.g[i], v.args + i * NARGS, v.extra + i * NEXTRA);
@@ -501,7 +450,7 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
     result = tb_finish(&x.o);
 done:
     Py_XDECREF(x.o.obj);
-    free(slots);
+    part_cache_close(&x.quotes), part_cache_close(&x.frames), part_cache_close(&x.xquotes);
     PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&mb), PyBuffer_Release(&pb);
     PyBuffer_Release(&gb), PyBuffer_Release(&ab), PyBuffer_Release(&xb);
     return result;

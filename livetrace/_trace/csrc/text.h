@@ -14,7 +14,7 @@
  * of each code (padded, coloured if asked). quotes, frames and xquotes
  * cache (id -> bytes) a string's quoted text, a stack's "  @ func
  * file:line" (or b"") and a derived string's quoted text; miss(kind, id)
- * ("quote", "frame" or "xquote") makes and caches one. other(i) -> bytes
+ * ("quote", "frame" or "xquote") makes one, which the core caches there. other(i) -> bytes
  * makes the whole line of any event this code does not write itself. */
 PyObject *text_lines(PyObject *self, PyObject *args);
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch, kind_mask
-from livetrace._trace.model.events import EVENT_NARGS, STACK_ARG, STRING_ARGS, SYNC_CODE, Event, Kind
+from livetrace._trace.model.events import SYNC_CODE, Event, Kind
 from livetrace._trace.modern.generation import Generation, GenerationAssembler
 from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.state import OrderingError, check_ids
@@ -212,21 +212,6 @@ class _PythonEngine:
         else:
             _heap_remove(frontier, i)
         return True
-
-
-def init_core_tables() -> None:
-    """Hand the format tables to the compiled core (accel does, once)."""
-
-    def table(values: list[int], none: int = 255) -> bytes:
-        return bytes(none if v < 0 else v for v in values)
-
-    str0 = [-1] * 256
-    str1 = [-1] * 256
-    for code, idx in STRING_ARGS.items():
-        str0[code] = idx[0]
-        if len(idx) > 1:
-            str1[code] = idx[1]
-    ccore.init_tables(bytes(_TIMED), bytes(EVENT_NARGS), table(STACK_ARG), table(str0), table(str1))
 
 
 _NAMES = {s.code: s.name for s in SPECS if s is not None}
