@@ -349,6 +349,10 @@ static void front_chunk_done(LLive *s) {
     s->ntouched = 0;
 }
 
+/* The bound on waiting for a P: this many times the longest time a P took
+ * to fill its last buffer (twin: live.FILL_MARGIN). */
+#define FILL_MARGIN 2u
+
 /* The time up to which held events may go. */
 static i64 watermark(const LLive *s, i64 max_wait) {
     if (!s->nps)
@@ -365,8 +369,10 @@ static i64 watermark(const LLive *s, i64 max_wait) {
             any = 1;
         }
     }
+    /* FILL_MARGIN times the longest fill, at most max_wait (fill <= max_wait: no overflow) */
+    bound = any && FILL_MARGIN * bound < (u64)max_wait ? FILL_MARGIN * bound : (u64)max_wait;
     i64 aged;
-    if (__builtin_sub_overflow(hi, any ? (i64)bound : max_wait, &aged))
+    if (__builtin_sub_overflow(hi, (i64)bound, &aged))
         aged = INT64_MIN;
     return lo > aged ? lo : aged;
 }

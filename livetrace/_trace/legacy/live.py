@@ -51,6 +51,10 @@ if TYPE_CHECKING:  # the protocol's frames (and construct) only on a live sessio
 
 BATCH_EVENTS = 4096
 WINDOW_NS = 500_000_000  # the longest a provisional event waits for a P that has not caught up
+# The bound on waiting for a P is this many times the longest time a P took to
+# fill its last buffer: a buffer's fill time varies (47 ms median, 70 ms at most
+# on the demo at full load), and a busy P's events released past are late.
+FILL_MARGIN = 2
 MAX_HELD = 1_000_000  # provisional events held for ordering, at most
 BUILTIN_STRINGS = 1 << 62  # ids of the strings the conversion adds, clear of the trace's own
 
@@ -360,7 +364,7 @@ class LegacyLive:
         if not front:
             return -(1 << 63)
         fills = [f for f in self._fill.values() if f <= self._window]
-        bound = max(fills) if fills else self._window
+        bound = min(FILL_MARGIN * max(fills), self._window) if fills else self._window
         return max(min(front.values()), max(front.values()) - bound, -(1 << 63))
 
     def _release(self, late: list[Event], until: int) -> Iterator[LegacyItem]:
