@@ -21,9 +21,7 @@ from livetrace._trace.legacy.live_core import compiled_version
 from .test_legacy_live_core import CORPUS, chunks
 
 # Big enough (two full chunks, 50 ms apart) for the clock, and so for provisional events.
-BIG = sorted(
-    p.name for p in CORPUS.iterdir() if p.stat().st_size > 300_000 and compiled_version(p.read_bytes()[:16])
-)
+BIG = sorted(p.name for p in CORPUS.iterdir() if p.stat().st_size > 300_000 and compiled_version(p.read_bytes()[:16]))
 TWINS = [False, True] if use_compiled() else [False]
 
 Row = tuple[int, ...]
@@ -97,5 +95,7 @@ def test_recorded_traces_in_any_chunking_go_out_in_order_alike(name: str, seed: 
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.19", "1.21"])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_a_fresh_demo_trace_goes_out_in_order_alike(version: str, seed: int, legacy_demo_traces: dict[str, Path]) -> None:
+def test_a_fresh_demo_trace_goes_out_in_order_alike(
+    version: str, seed: int, legacy_demo_traces: dict[str, Path]
+) -> None:
     assert check(legacy_demo_traces[version].read_bytes(), seed, 1_000_000) > 10_000
