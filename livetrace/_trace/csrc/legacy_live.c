@@ -626,7 +626,8 @@ int ll_resolve(LLive *s, const u64 *msg_ids, size_t nmsg, const u64 *task_ids, s
         return L_NO_MEMORY;
     for (size_t k = 0; k < nmsg; k++)
         s->msg_ids[s->req_msgs[k]] = msg_ids[k];
-    memcpy(s->task_ids + s->ntask_ids, task_ids, ntask * 8);
+    if (ntask) /* none yet: task_ids may still be NULL */
+        memcpy(s->task_ids + s->ntask_ids, task_ids, ntask * 8);
     s->ntask_ids += ntask;
     s->nreq_msgs = s->nreq_tasks = 0;
     return L_OK;
