@@ -1,5 +1,5 @@
 /* The provisional path of a live legacy trace: chunks read, converted and
- * ordered through the reorder window (see legacy_live.h). */
+ * ordered by the per-P release watermark (see legacy_live.h). */
 
 #include "legacy_live.h"
 
