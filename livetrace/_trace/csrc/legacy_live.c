@@ -1,5 +1,5 @@
 /* The provisional path of a live legacy trace: chunks read, converted and
- * ordered through the reorder window (see legacy_live.h). */
+ * ordered by the per-P release watermark (see legacy_live.h). */
 
 #include "legacy_live.h"
 
@@ -15,15 +15,15 @@ void ll_init(LLive *s, int ver, const u8 *counts, const u8 *stackf, const u8 *ma
     memcpy(s->builtin, builtin, sizeof s->builtin);
     s->pre_init = 1;
     s->stw_reason = 0; /* as the twin's converter has it before any stop-the-world began */
-    s->newest = s->released = INT64_MIN;
+    s->released = INT64_MIN;
 }
 
 void ll_free(LLive *s) {
     free(s->carry), free(s->new_strs), free(s->new_msgs), free(s->pend), free(s->pchunk), free(s->order);
     free(s->req_msgs), free(s->req_tasks), free(s->msg_ids), free(s->task_ids);
-    free(s->pool), free(s->free_slots), free(s->heap), free(s->late);
+    free(s->pool), free(s->free_slots), free(s->heap), free(s->late), free(s->ps), free(s->touched);
     map_free(&s->last_g), map_free(&s->strs), map_free(&s->created), map_free(&s->seen), map_free(&s->pms);
-    map_free(&s->tasks_name), map_free(&s->tasks_parent);
+    map_free(&s->tasks_name), map_free(&s->tasks_parent), map_free(&s->pidx);
     cols_free(&s->out);
     memset(s, 0, sizeof *s);
 }
@@ -307,9 +307,74 @@ static int put(LLive *s, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1, u
             s->free_slots[s->nfree++] = slot;
         return -1;
     }
-    if (t > s->newest)
-        s->newest = t;
     return 0;
+}
+
+/* ---- the release watermark (twin: LegacyLive._hold and _until) ---- */
+
+/* An event of P p's buffer (not a CPU sample: those carry another time) at t. */
+static int front_move(LLive *s, i64 p, i64 t) {
+    u64 *ix = map_slot(&s->pidx, (u64)p, 0);
+    if (!ix)
+        return -1;
+    int fresh = !*ix;
+    if (fresh) {
+        if (grow((void **)&s->ps, &s->capps, s->nps + 1, sizeof(LP)))
+            return -1;
+        s->ps[s->nps] = (LP){.front = t};
+        *ix = ++s->nps;
+    }
+    LP *q = &s->ps[*ix - 1];
+    if (!q->in_chunk) {
+        if (grow((void **)&s->touched, &s->captouched, s->ntouched + 1, sizeof(size_t)))
+            return -1;
+        s->touched[s->ntouched++] = *ix - 1;
+        q->in_chunk = 1;
+        q->had_before = !fresh;
+        q->before = q->front;
+    }
+    if (t > q->front)
+        q->front = t;
+    return 0;
+}
+
+/* The end of a chunk: how far it moved each P it had events of. */
+static void front_chunk_done(LLive *s) {
+    for (size_t k = 0; k < s->ntouched; k++) {
+        LP *q = &s->ps[s->touched[k]];
+        if (q->had_before)
+            q->fill = (u64)q->front - (u64)q->before, q->has_fill = 1;
+        q->in_chunk = 0;
+    }
+    s->ntouched = 0;
+}
+
+/* The bound on waiting for a P: this many times the longest time a P took
+ * to fill its last buffer (twin: live.FILL_MARGIN). */
+#define FILL_MARGIN 2u
+
+/* The time up to which held events may go. */
+static i64 watermark(const LLive *s, i64 max_wait) {
+    if (!s->nps)
+        return INT64_MIN;
+    i64 lo = INT64_MAX, hi = INT64_MIN;
+    u64 bound = 0;
+    int any = 0;
+    for (size_t k = 0; k < s->nps; k++) {
+        const LP *q = &s->ps[k];
+        lo = q->front < lo ? q->front : lo;
+        hi = q->front > hi ? q->front : hi;
+        if (q->has_fill && q->fill <= (u64)max_wait) {
+            bound = q->fill > bound ? q->fill : bound;
+            any = 1;
+        }
+    }
+    /* FILL_MARGIN times the longest fill, at most max_wait (fill <= max_wait: no overflow) */
+    bound = any && FILL_MARGIN * bound < (u64)max_wait ? FILL_MARGIN * bound : (u64)max_wait;
+    i64 aged;
+    if (__builtin_sub_overflow(hi, (i64)bound, &aged))
+        aged = INT64_MIN;
+    return lo > aged ? lo : aged;
 }
 
 /* ---- converting (twin: ModelConverter.convert, not strict) ---- */
@@ -365,6 +430,8 @@ static int convert_chunk(LLive *s, LEv *ev, size_t n, i64 x0, i64 y0, double slo
         i64 g = e->g ? (i64)e->g : -1;
         u64 stk = e->stk & 0xffffffffu;
         int r = 0;
+        if (e->typ != LEV_CPU_SAMPLE && front_move(s, p, ts))
+            goto oom;
 #define PUT(CODE, M, G, A0, A1, A2, A3, X0, X1) r = put(s, CODE, ts, M, p, G, A0, A1, A2, A3, X0, X1)
         switch (t) {
         case LEV_GOMAXPROCS:
@@ -527,6 +594,7 @@ static int convert_chunk(LLive *s, LEv *ev, size_t n, i64 x0, i64 y0, double slo
         if (r)
             goto oom;
     }
+    front_chunk_done(s);
     rc = L_OK;
     goto out;
 oom:
@@ -558,7 +626,8 @@ int ll_resolve(LLive *s, const u64 *msg_ids, size_t nmsg, const u64 *task_ids, s
         return L_NO_MEMORY;
     for (size_t k = 0; k < nmsg; k++)
         s->msg_ids[s->req_msgs[k]] = msg_ids[k];
-    memcpy(s->task_ids + s->ntask_ids, task_ids, ntask * 8);
+    if (ntask) /* none yet: task_ids may still be NULL */
+        memcpy(s->task_ids + s->ntask_ids, task_ids, ntask * 8);
     s->ntask_ids += ntask;
     s->nreq_msgs = s->nreq_tasks = 0;
     return L_OK;
@@ -587,7 +656,7 @@ static int cmp_late(const void *x, const void *y) {
     return key_less(a, b) ? -1 : key_less(b, a) ? 1 : 0;
 }
 
-int ll_release(LLive *s, int all, i64 window, size_t max_held) {
+int ll_release(LLive *s, int all, i64 max_wait, size_t max_held) {
     s->out.n = 0;
     s->out_late = s->nlate;
     if (s->nlate) {
@@ -606,7 +675,7 @@ int ll_release(LLive *s, int all, i64 window, size_t max_held) {
         free(k);
         s->nlate = 0;
     }
-    i64 until = all ? INT64_MAX : s->newest < INT64_MIN + window ? INT64_MIN : s->newest - window;
+    i64 until = all ? INT64_MAX : watermark(s, max_wait);
     i64 last = INT64_MIN;
     int any = 0;
     while (s->nheap && (s->heap[0].time <= until || s->nheap > max_held)) {

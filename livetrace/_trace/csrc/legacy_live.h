@@ -4,9 +4,9 @@
  *
  * Chunks are read as they arrive (ll_read) into pending events, in ticks;
  * once the Python side knows the clock, they are converted (ll_convert) to
- * modern events in nanoseconds and held in a reorder window, a heap on
- * (time, arrival), or put aside as late; ll_release hands out the late ones
- * and those the window lets go, as columns. Like legacy_read.c, it gives up
+ * modern events in nanoseconds and held in a heap on (time, arrival), or
+ * put aside as late; ll_release hands out the late ones and those the
+ * per-P release watermark lets go, as columns. Like legacy_read.c, it gives up
  * (L_GIVE_UP) at the first thing a valid trace would not have: the twin
  * then takes over and reports the error, so errors are the twin's. No
  * Python object is touched here (legacy_live_py.c is the Python type). */
@@ -22,6 +22,16 @@ typedef struct {
     u64 a[NARGS], x[NEXTRA];
     u8 code;
 } LRow;
+
+/* What the release watermark knows of one P (twin: LegacyLive._front and
+ * _fill): the latest time of the events its buffers delivered, and how far
+ * the last chunk with its events moved that (about the time its buffer
+ * took to fill). */
+typedef struct {
+    i64 front, before; /* before: front as the chunk being converted found it */
+    u64 fill;
+    u8 had_before, has_fill, in_chunk;
+} LP;
 
 /* A held event's place in the window's heap. */
 typedef struct {
@@ -78,7 +88,14 @@ typedef struct {
     LRow *late;
     size_t nlate, caplate;
     u64 arrivals;
-    i64 newest, released;
+    i64 released;
+    /* the release watermark: the Ps seen (pidx: p -> index + 1 into ps), and
+     * those the chunk being converted touched */
+    Map pidx;
+    LP *ps;
+    size_t nps, capps;
+    size_t *touched;
+    size_t ntouched, captouched;
     /* released events */
     Columns out;
     size_t out_late;
@@ -100,9 +117,13 @@ void ll_drop_pending(LLive *s, int all, size_t max_held);
 int ll_convert(LLive *s, i64 x0, i64 y0, double slope, double intercept, i64 origin);
 /* The ids the Python side gave the last conversion's requests. */
 int ll_resolve(LLive *s, const u64 *msg_ids, size_t nmsg, const u64 *task_ids, size_t ntask);
-/* The late events, then those the window lets go (all: every one) into
- * s->out (s->out_late of them late): 0, or L_NO_MEMORY. */
-int ll_release(LLive *s, int all, i64 window, size_t max_held);
+/* The late events, then the held ones the watermark lets go (all: every
+ * one) into s->out (s->out_late of them late): 0, or L_NO_MEMORY. An event
+ * goes once every P seen has delivered events up to its time, or once it is
+ * the bound older than the newest event delivered: the longest time a P
+ * took to fill its last buffer, among those that took at most max_wait
+ * (max_wait if none did). */
+int ll_release(LLive *s, int all, i64 max_wait, size_t max_held);
 
 /* Adds the LegacyLiveCore type to the module (legacy_live_py.c): 0, or -1. */
 struct _object;

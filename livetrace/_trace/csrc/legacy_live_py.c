@@ -180,7 +180,8 @@ static PyMethodDef LL_methods[] = {
     {"resolve", (PyCFunction)LL_resolve, METH_VARARGS,
      "resolve($self, message_ids, task_type_ids, /)\n--\n\nThe ids of the last conversion's strings."},
     {"release", (PyCFunction)LL_release, METH_VARARGS,
-     "release($self, all, window, max_held, /)\n--\n\nThe late events and those the window lets go: (columns, late)."},
+     "release($self, all, window, max_held, /)\n--\n\nThe late events and those the release watermark lets go (window: the longest "
+     "wait for a P): (columns, late)."},
     {NULL},
 };
 

@@ -6,8 +6,9 @@ legacy trace is delivered twice:
 
 - **provisionally**, as its chunks arrive: each chunk's events, with times
   from a clock estimated from when the chunks arrived and stacks as bare ids,
-  merged across Ps in time order through a bounded reorder window
-  (:class:`Provisional`);
+  merged across Ps in time order: an event is held until every P has
+  delivered events up to its time, or at most about the time a busy P's
+  buffer takes to fill (:class:`Provisional`);
 - **exactly**, when the footer arrives (at the end of the trace or of each
   segment, in segment mode): a :class:`SymbolsResolved` notice, then the
   events in Go's order with exact times and stacks, the same events
@@ -42,13 +43,18 @@ from livetrace._trace.legacy.trace import LegacyEvent
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.model.tables import Tables
+from livetrace._trace.spec.legacy import EV_CPU_SAMPLE
 from livetrace._trace.version import TraceVersion
 
 if TYPE_CHECKING:  # the protocol's frames (and construct) only on a live session's path
     from livetrace._protocol.frames import SegmentEnd
 
 BATCH_EVENTS = 4096
-WINDOW_NS = 500_000_000
+WINDOW_NS = 500_000_000  # the longest a provisional event waits for a P that has not caught up
+# The bound on waiting for a P is this many times the longest time a P took to
+# fill its last buffer: a buffer's fill time varies (47 ms median, 70 ms at most
+# on the demo at full load), and a busy P's events released past are late.
+FILL_MARGIN = 2
 MAX_HELD = 1_000_000  # provisional events held for ordering, at most
 BUILTIN_STRINGS = 1 << 62  # ids of the strings the conversion adds, clear of the trace's own
 
@@ -141,9 +147,14 @@ class _LiveStrings(dict[int, bytes]):
 class LegacyLive:
     """Decodes a live legacy session, segment by segment.
 
-    ``window_ns`` is how far behind the newest event a provisional event
-    is held for ordering; ``kinds`` keeps only events of those kinds;
-    without ``provisional``, only the exact events are made."""
+    A provisional event is held until every P seen has delivered events up
+    to its time (each P's buffers come in time order), or until it is the
+    bound older than the newest event delivered: the longest time a P took
+    to fill its last buffer (how far the chunk moved the P's latest time),
+    among those that took at most ``window_ns``; ``window_ns`` if none did.
+    So a quiet P's buffer, filling slowly, holds the others back no longer
+    than a busy P's buffer takes to fill. ``kinds`` keeps only events of
+    those kinds; without ``provisional``, only the exact events are made."""
 
     def __init__(
         self,
@@ -176,7 +187,8 @@ class LegacyLive:
         self._unclocked: list[list[LegacyEvent]] = []  # chunks' events that came before the clock was known
         self._held: list[tuple[int, int, Event]] = []  # the reorder window: (time, arrival, event)
         self._arrivals = 0
-        self._newest = -(1 << 63)
+        self._front: dict[int, int] = {}  # per P: the latest time of the events its buffers delivered
+        self._fill: dict[int, int] = {}  # per P: how far the last chunk with its events moved that
         self._released = -(1 << 63)  # time of the last event delivered
 
     def feed(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[LegacyItem]:
@@ -216,7 +228,7 @@ class LegacyLive:
         for evs in self._unclocked:
             self._hold(evs, late)
         self._unclocked.clear()
-        yield from self._release(late, self._newest - self._window)
+        yield from self._release(late, self._until())
 
     def _start(self, data: bytes, read_unix_ns: int | None) -> Iterator[LegacyItem]:
         """The first chunk of a segment: its header (and whatever follows)."""
@@ -316,16 +328,24 @@ class LegacyLive:
             yield from self._twin_feed(chunks[-1], times[-1])
 
     def _hold(self, events: list[LegacyEvent], late: list[Event]) -> None:
-        """Converts one chunk's events (one P's, in order) and puts them in
-        the window, or straight into ``late`` if their time has passed."""
+        """Converts one chunk's events (each P's in its order) and holds
+        them, or puts them straight into ``late`` if their time has passed;
+        moves each P's latest time, and notes how far the chunk moved it."""
         conv, dec, origin = self._converter, self._decoder, self._origin
         assert conv is not None and dec is not None and origin is not None
         clock = dec.clock
         blocked = blocked_syscalls(events)
         kinds = self._kinds
+        front, before = self._front, {}  # before: each P's latest time as this chunk found it
         for i, e in enumerate(events):
             wall = clock.wall_ns(e.ts)
             assert wall is not None
+            if e.typ != EV_CPU_SAMPLE:  # a sample carries its own time, not its buffer's
+                t, latest = wall - origin, front.get(e.p)
+                if e.p not in before:
+                    before[e.p] = latest
+                if latest is None or t > latest:
+                    front[e.p] = t
             for ev in conv.convert(e, wall - origin, i in blocked):
                 if kinds is not None and ev.kind not in kinds:
                     continue
@@ -334,7 +354,18 @@ class LegacyLive:
                 else:
                     heapq.heappush(self._held, (ev.time, self._arrivals, ev))
                     self._arrivals += 1
-                    self._newest = max(self._newest, ev.time)
+        for p, b in before.items():
+            if b is not None:
+                self._fill[p] = front[p] - b
+
+    def _until(self) -> int:
+        """The time up to which held events may go (the release watermark)."""
+        front = self._front
+        if not front:
+            return -(1 << 63)
+        fills = [f for f in self._fill.values() if f <= self._window]
+        bound = min(FILL_MARGIN * max(fills), self._window) if fills else self._window
+        return max(min(front.values()), max(front.values()) - bound, -(1 << 63))
 
     def _release(self, late: list[Event], until: int) -> Iterator[LegacyItem]:
         held, out = self._held, []

@@ -1,6 +1,6 @@
 """The provisional events of one live legacy segment through the compiled
-core (csrc/legacy_live.c): chunks read, converted and ordered through the
-reorder window in C, the columns handed out as they are released. The
+core (csrc/legacy_live.c): chunks read, converted and ordered by the per-P
+release watermark in C, the columns handed out as they are released. The
 Python path of :class:`~livetrace._trace.legacy.live.LegacyLive` is its twin
 and the reference: both give the same events, in the same batches, with
 the same string ids.
@@ -101,7 +101,7 @@ class CoreProvisional:
         return self.release(False)
 
     def release(self, everything: bool) -> tuple[Columns, int]:
-        """The late events, then those the window lets go (everything: all)."""
+        """The late events, then those the watermark lets go (everything: all)."""
         cols, late = self._core.release(everything, self._window, self._max_held)
         return cols, late
 
