@@ -192,6 +192,7 @@ spec.loader.exec_module(core)
 sys.modules["livetrace._trace._ccore"] = core
 from livetrace import ModernDecoder, TraceFormatError
 from livetrace._trace.legacy.fast import exact_events
+from livetrace._trace.legacy.live import LegacyLive
 from livetrace._trace.modern.wire import record_columns
 from livetrace import SpanBuilder, select_spans
 from livetrace._trace.select.filter import Filter
@@ -216,6 +217,12 @@ while time.monotonic() < deadline:
     if buf.startswith(b"go 1.1") or buf.startswith(b"go 1.21"):  # legacy
         try:
             exact_events(bytes(buf), compiled=True)
+        except (TraceFormatError, MemoryError):
+            pass
+        live = LegacyLive(compiled=True)  # the provisional path, chunk by chunk
+        try:
+            for i in range(0, len(buf), 4093):
+                for _ in live.feed(bytes(buf[i:i + 4093]), i * 1000): pass
         except (TraceFormatError, MemoryError):
             pass
         runs += 1
