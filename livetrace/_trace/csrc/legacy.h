@@ -48,8 +48,11 @@ typedef struct {
     u8 typ;
 } LEv;
 
+/* A P's events, as indexes into the trace's events (L.ev): the merge
+ * orders indexes, not 72-byte records, and the events are moved into
+ * their order once, in place. */
 typedef struct {
-    LEv *ev;
+    u32 *ix;
     size_t n, cap, head;
     i64 p;
 } Stream;
@@ -72,11 +75,14 @@ typedef struct {
     size_t nstack_vals, capstack_vals, nstacks;
     u64 *messages; /* per user log: offset, length */
     size_t nmessages, capmessages;
+    /* every event, in the order read; once ordered, the same array is all */
+    LEv *ev;
+    size_t nev, capev;
     /* streams, by P, in order of their first event */
     Stream *st;
     size_t nst, capst;
     Map p_stream; /* P (as u64) -> stream index + 1 */
-    /* ordered events */
+    /* ordered events (ev, once l_order has put it in order) */
     LEv *all;
     size_t nall, capall;
 } L;

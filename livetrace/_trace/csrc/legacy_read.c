@@ -7,9 +7,9 @@
 void l_free(L *l) {
     map_free(&l->str_at), map_free(&l->stacks), map_free(&l->timer_gs), map_free(&l->p_stream);
     for (size_t i = 0; i < l->nst; i++)
-        free(l->st[i].ev);
+        free(l->st[i].ix);
     free(l->st);
-    free(l->all);
+    free(l->ev), free(l->all);
     free(l->strings), free(l->stack_vals), free(l->messages);
 }
 
@@ -192,10 +192,14 @@ int l_read(L *l, size_t pos) {
              e.a[1] == U64MAX) ||
             (typ == LEV_GC_START && e.a[0] == U64MAX))
             goto out;
+        if (l->nev >= UINT32_MAX)
+            goto out; /* past what the streams' indexes hold */
         Stream *s = stream_of(l, typ == LEV_CPU_SAMPLE ? PROFILE_P : cur_p);
-        if (!s || grow((void **)&s->ev, &s->cap, s->n + 1, sizeof(LEv)))
+        if (!s || grow((void **)&s->ix, &s->cap, s->n + 1, sizeof(u32)) ||
+            grow((void **)&l->ev, &l->capev, l->nev + 1, sizeof(LEv)))
             goto oom;
-        s->ev[s->n++] = e;
+        s->ix[s->n++] = (u32)l->nev;
+        l->ev[l->nev++] = e;
     }
     rc = (l->nst && l->ticks_per_sec) ? L_OK : L_GIVE_UP;
     goto out;
