@@ -92,7 +92,21 @@ typedef struct {
     Columns out;
     const u8 *mask;
     i64 last, offset; /* offset: added to every time written (segments stitched together) */
+    int count_only;   /* only count the events the mask keeps, in counted */
+    size_t counted;
 } Cols;
+
+/* The conversion between two pieces of its output (legacy_convert.c): a
+ * segment is converted a batch at a time, as its reader asks. */
+typedef struct {
+    Map created, seen, pms, tasks_name, tasks_parent;
+    u32 *after; /* per event: the next event on its goroutine (nall: none) */
+    u64 *order; /* goroutines created before the first Gomaxprocs, in order */
+    size_t norder, caporder;
+    u64 msg_base, syncs, stw_reason;
+    size_t i; /* the next event */
+    int pre_init, stage; /* stage: 0 the opening Sync next, 1 the events, 2 done */
+} Conv;
 
 int l_read(L *l, size_t pos);
 int l_order(L *l);
@@ -101,6 +115,13 @@ int l_check(L *l);
  * timer wakeups and syscall exits (as the twin's LegacyDecoder.close). */
 int l_times(L *l);
 int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs);
+/* The ordered events' times and checks, and the conversion's start: an L_* outcome. */
+int conv_begin(L *l, Conv *v, u64 msg_base, u64 syncs);
+/* Converts until c holds `until` events or more, or all are done (stage 2): an L_* outcome. */
+int conv_run(L *l, Conv *v, Cols *c, size_t until);
+/* Back to the first event (to convert again after counting). */
+void conv_reset(Conv *v);
+void conv_free(Conv *v);
 /* Stable sort by time: 0, or L_NO_MEMORY. */
 int sort_by_ts(LEv *ev, size_t n);
 void l_free(L *l);

@@ -19,6 +19,7 @@
 #include "legacy.h"
 #include "legacy_dump.h"
 #include "legacy_live.h"
+#include "legacy_stream.h"
 #include "select.h"
 #include "spans.h"
 #include "text.h"
@@ -550,6 +551,10 @@ static PyMethodDef module_methods[] = {
     {"legacy_exact", legacy_exact, METH_VARARGS,
      "legacy_exact($module, data, ver, counts, stack_flags, mask, builtin, msg_base, offset, syncs, /)\n--\n\n"
      "A complete Go 1.11-1.21 trace in the modern model, or None."},
+    {"legacy_stream", legacy_stream, METH_VARARGS,
+     "legacy_stream($module, data, ver, counts, stack_flags, mask, builtin, msg_base, offset, syncs, /)\n--\n\n"
+     "A complete Go 1.11-1.21 trace's exact events a batch at a time: (stream, strings, stacks, ticks_per_sec, "
+     "messages, events), or None."},
     {"init_tables", init_tables, METH_VARARGS,
      "init_tables($module, timed, nargs, stack, str0, str1, /)\n--\n\nHand over the format tables."},
     {"jsonl", jsonl, METH_VARARGS,
@@ -603,7 +608,7 @@ PyMODINIT_FUNC PyInit__ccore(void) {
     Py_INCREF(WireError);
     if (spans_register(m) < 0 || legacy_live_register(m) < 0)
         goto fail;
-    if (legacy_dump_register(m) < 0)
+    if (legacy_dump_register(m) < 0 || legacy_stream_register(m) < 0)
         goto fail;
     Py_INCREF(&EngineType);
     if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
