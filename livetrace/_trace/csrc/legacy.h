@@ -48,9 +48,20 @@ typedef struct {
     u8 typ;
 } LEv;
 
+/* An event as the stages between reading and converting keep it: 24
+ * bytes, its time, P and goroutine (which the reading's state gave it and
+ * the stages change), its type and where it is in the trace; its values
+ * are read again from there when a stage needs them (l_expand), so a
+ * segment of a live session holds its bytes and these, not a LEv an event. */
+typedef struct {
+    i64 ts;
+    u32 off, g;
+    int32_t p;
+    u8 typ;
+} LRec;
+
 /* A P's events, as indexes into the trace's events (L.ev): the merge
- * orders indexes, not 72-byte records, and the events are moved into
- * their order once, in place. */
+ * orders indexes, and the events are moved into their order once, in place. */
 typedef struct {
     u32 *ix;
     size_t n, cap, head;
@@ -67,6 +78,7 @@ typedef struct {
     Map str_at; /* string id -> offset << 24 | length (MAX_STRING < 2^20) */
     Map stacks; /* truncated stack id -> 1, for stacks with frames */
     Map timer_gs;
+    Map msg_of; /* a user log's offset -> its message's index */
     u64 ticks_per_sec;
     /* the tables as the module hands them to Python, in the trace's order */
     u64 *strings; /* per string: id, offset, length */
@@ -76,14 +88,14 @@ typedef struct {
     u64 *messages; /* per user log: offset, length */
     size_t nmessages, capmessages;
     /* every event, in the order read; once ordered, the same array is all */
-    LEv *ev;
+    LRec *ev;
     size_t nev, capev;
     /* streams, by P, in order of their first event */
     Stream *st;
     size_t nst, capst;
     Map p_stream; /* P (as u64) -> stream index + 1 */
     /* ordered events (ev, once l_order has put it in order) */
-    LEv *all;
+    LRec *all;
     size_t nall, capall;
 } L;
 
@@ -123,7 +135,17 @@ int conv_run(L *l, Conv *v, Cols *c, size_t until);
 void conv_reset(Conv *v);
 void conv_free(Conv *v);
 /* Stable sort by time: 0, or L_NO_MEMORY. */
-int sort_by_ts(LEv *ev, size_t n);
+int sort_by_ts(LRec *ev, size_t n);
+/* The whole event r, its values read again from the trace. */
+void l_expand(const L *l, const LRec *r, LEv *e);
+
+/* r as a LEv: whole when `values`, else without its values (a, stk, msg). */
+static inline void l_view(const L *l, const LRec *r, LEv *e, int values) {
+    if (values)
+        l_expand(l, r, e);
+    else
+        *e = (LEv){.ts = r->ts, .p = r->p, .g = r->g, .off = r->off, .typ = r->typ};
+}
 void l_free(L *l);
 
 /* The whole path, from the header's end: L_OK with the events in c and the

@@ -29,7 +29,7 @@ static int col_put(Cols *c, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1
 }
 
 int l_times(L *l) {
-    LEv *ev = l->all;
+    LRec *ev = l->all;
     if (!l->nall)
         return L_GIVE_UP;
     /* double: the same as the twin's float arithmetic */
@@ -65,7 +65,7 @@ void conv_reset(Conv *cv) {
 
 int conv_begin(L *l, Conv *cv, u64 msg_base, u64 syncs) {
     size_t n = l->nall;
-    LEv *ev = l->all;
+    const LRec *ev = l->all;
     memset(cv, 0, sizeof *cv);
     cv->msg_base = msg_base, cv->syncs = syncs;
     conv_reset(cv);
@@ -93,7 +93,7 @@ int conv_begin(L *l, Conv *cv, u64 msg_base, u64 syncs) {
 
 int conv_run(L *l, Conv *cv, Cols *c, size_t until) {
     size_t n = l->nall;
-    LEv *ev = l->all;
+    const LRec *ev = l->all;
     const u64 *B = l->builtin;
     const u32 *after = cv->after;
     if (!cv->stw_reason)
@@ -106,7 +106,8 @@ int conv_run(L *l, Conv *cv, Cols *c, size_t until) {
     size_t i = cv->i;
     int rc = L_GIVE_UP;
     for (; i < n && (c->count_only || c->out.n < until); i++) {
-        LEv *e = &ev[i];
+        LEv ex, *e = &ex;
+        l_expand(l, &ev[i], e);
         int t = e->typ;
         const u64 *a = e->a;
         i64 p = e->p, ts = e->ts;

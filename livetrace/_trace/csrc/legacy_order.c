@@ -14,9 +14,15 @@ typedef struct {
     int status, nstatus;
 } Tr;
 
-static Tr transition(const LEv *e) {
+static Tr transition(const L *l, const LRec *rec) {
     Tr r = {UNORDERED, 0, 0, 0, 0};
-    int t = e->typ;
+    int t = rec->typ;
+    LEv ex, *e = &ex;
+    if (t == LEV_GO_CREATE || t == LEV_GO_START || t == LEV_GO_START_LABEL || t == LEV_GO_UNBLOCK ||
+        t == LEV_GO_SYS_EXIT || t == LEV_GO_UNBLOCK_LOCAL || t == LEV_GO_SYS_EXIT_LOCAL || t == LEV_GC_START)
+        l_expand(l, rec, &ex); /* the transitions that read the event's values */
+    else
+        ex.g = rec->g;
     const u64 *a = e->a;
     if (t == LEV_GO_CREATE)
         r = (Tr){a[0], 0, 1, G_DEAD, G_RUNNABLE};
@@ -94,7 +100,7 @@ typedef struct {
 } Order;
 
 /* Stable merge sort of a stream's indexes by their events' times. */
-static int sort_ix_by_ts(const LEv *ev, u32 *ix, size_t n) {
+static int sort_ix_by_ts(const LRec *ev, u32 *ix, size_t n) {
     u32 *tmp = malloc(n * sizeof(u32) + 1), *src = ix, *dst = tmp;
     if (!tmp)
         return L_NO_MEMORY;
@@ -119,11 +125,11 @@ static int sort_ix_by_ts(const LEv *ev, u32 *ix, size_t n) {
 
 /* Puts the events in the merge's order, in place: the event at place k is
  * then the one that was at perm[k] (perm is used up). */
-static void permute(LEv *ev, u32 *perm, size_t n) {
+static void permute(LRec *ev, u32 *perm, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (perm[i] == UINT32_MAX)
             continue;
-        LEv first = ev[i];
+        LRec first = ev[i];
         size_t j = i;
         for (;;) {
             size_t k = perm[j];
@@ -156,8 +162,8 @@ int l_order(L *l) {
     do {                                                                                                            \
         Stream *st_ = &l->st[S];                                                                                    \
         if (st_->head < st_->n) {                                                                                   \
-            LEv *e_ = &l->ev[st_->ix[st_->head]];                                                                    \
-            Tr tr_ = transition(e_);                                                                                \
+            LRec *e_ = &l->ev[st_->ix[st_->head]];                                                                    \
+            Tr tr_ = transition(l, e_);                                                                                \
             int ready_ = 1;                                                                                         \
             if (tr_.key != UNORDERED) {                                                                             \
                 u64 *cs_ = map_find(&o.seq, tr_.key), *cst_ = map_find(&o.status, tr_.key);                           \
@@ -198,8 +204,8 @@ int l_order(L *l) {
         HE top = heap_pop(&q);
         size_t s = top.s;
         u32 at = l->st[s].ix[l->st[s].head++];
-        LEv *e = &l->ev[at];
-        Tr tr = transition(e);
+        LRec *e = &l->ev[at];
+        Tr tr = transition(l, e);
         if (e->typ == LEV_GO_START_LOCAL)
             e->typ = LEV_GO_START;
         else if (e->typ == LEV_GO_UNBLOCK_LOCAL)
@@ -245,7 +251,7 @@ int l_order(L *l) {
     {
         Map last_block = {0};
         for (size_t i = 0; i < l->nall; i++) {
-            LEv *e = &l->all[i];
+            LRec *e = &l->all[i];
             if (e->typ == LEV_GO_SYS_BLOCK || e->typ == LEV_GO_IN_SYSCALL) {
                 u64 *v = map_slot(&last_block, e->g, 0);
                 if (!v) {
@@ -253,13 +259,17 @@ int l_order(L *l) {
                     goto oom;
                 }
                 *v = (u64)e->ts;
-            } else if (e->typ == LEV_GO_SYS_EXIT && e->a[2]) {
+            } else if (e->typ == LEV_GO_SYS_EXIT) {
+                LEv x;
+                l_expand(l, e, &x);
+                if (!x.a[2])
+                    continue;
                 u64 *v = map_find(&last_block, e->g);
-                if (!v || !*v || e->a[2] < *v || e->a[2] > (u64)1 << 61) {
+                if (!v || !*v || x.a[2] < *v || x.a[2] > (u64)1 << 61) {
                     map_free(&last_block);
                     goto out;
                 }
-                e->ts = (i64)e->a[2];
+                e->ts = (i64)x.a[2];
             }
         }
         map_free(&last_block);
@@ -275,11 +285,11 @@ out:
 }
 
 /* Stable bottom-up merge sort by time, for sequences far from ordered. */
-static int merge_sort(LEv *ev, size_t n) {
-    LEv *tmp = malloc(n * sizeof(LEv));
+static int merge_sort(LRec *ev, size_t n) {
+    LRec *tmp = malloc(n * sizeof(LRec));
     if (!tmp)
         return L_NO_MEMORY;
-    LEv *src = ev, *dst = tmp;
+    LRec *src = ev, *dst = tmp;
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
@@ -290,11 +300,11 @@ static int merge_sort(LEv *ev, size_t n) {
             while (j < hi)
                 dst[k++] = src[j++];
         }
-        LEv *t = src;
+        LRec *t = src;
         src = dst, dst = t;
     }
     if (src != ev)
-        memcpy(ev, src, n * sizeof(LEv));
+        memcpy(ev, src, n * sizeof(LRec));
     free(tmp);
     return 0;
 }
@@ -335,7 +345,7 @@ static int sort_out(Out *o, size_t k) {
  * with some syscall exits moved back to when the syscall returned): the few
  * out of place are taken out, sorted and merged back in, in one pass over
  * the rest; a sequence far from ordered is merge sorted whole. */
-int sort_by_ts(LEv *ev, size_t n) {
+int sort_by_ts(LRec *ev, size_t n) {
     size_t k = 0;
     i64 last = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
@@ -348,7 +358,7 @@ int sort_by_ts(LEv *ev, size_t n) {
         return 0;
     if (k > n / 8)
         return merge_sort(ev, n);
-    LEv *x = malloc(k * sizeof(LEv));
+    LRec *x = malloc(k * sizeof(LRec));
     size_t *orig = malloc(k * sizeof(size_t));
     Out *o = malloc(k * sizeof(Out));
     int rc = L_NO_MEMORY;

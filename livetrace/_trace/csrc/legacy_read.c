@@ -6,6 +6,7 @@
 
 void l_free(L *l) {
     map_free(&l->str_at), map_free(&l->stacks), map_free(&l->timer_gs), map_free(&l->p_stream);
+    map_free(&l->msg_of);
     for (size_t i = 0; i < l->nst; i++)
         free(l->st[i].ix);
     free(l->st);
@@ -171,6 +172,8 @@ int l_read(L *l, size_t pos) {
                 goto oom;
             l->messages[2 * l->nmessages] = msg_at;
             l->messages[2 * l->nmessages + 1] = msg_len;
+            if (!map_slot(&l->msg_of, at, l->nmessages))
+                goto oom;
             e.msg = (u32)l->nmessages++;
             break;
         case LEV_CPU_SAMPLE:
@@ -192,14 +195,15 @@ int l_read(L *l, size_t pos) {
              e.a[1] == U64MAX) ||
             (typ == LEV_GC_START && e.a[0] == U64MAX))
             goto out;
-        if (l->nev >= UINT32_MAX)
-            goto out; /* past what the streams' indexes hold */
+        /* past what the streams' indexes and the records hold */
+        if (l->nev >= UINT32_MAX || at > UINT32_MAX || e.g > UINT32_MAX || e.p < INT32_MIN || e.p > INT32_MAX)
+            goto out;
         Stream *s = stream_of(l, typ == LEV_CPU_SAMPLE ? PROFILE_P : cur_p);
         if (!s || grow((void **)&s->ix, &s->cap, s->n + 1, sizeof(u32)) ||
-            grow((void **)&l->ev, &l->capev, l->nev + 1, sizeof(LEv)))
+            grow((void **)&l->ev, &l->capev, l->nev + 1, sizeof(LRec)))
             goto oom;
         s->ix[s->n++] = (u32)l->nev;
-        l->ev[l->nev++] = e;
+        l->ev[l->nev++] = (LRec){e.ts, (u32)at, (u32)e.g, (int32_t)e.p, e.typ};
     }
     rc = (l->nst && l->ticks_per_sec) ? L_OK : L_GIVE_UP;
     goto out;
@@ -208,4 +212,36 @@ oom:
 out:
     map_free(&last_g);
     return rc;
+}
+
+void l_expand(const L *l, const LRec *r, LEv *e) {
+    const u8 *d = l->d;
+    size_t pos = r->off, end = l->end;
+    u8 b = d[pos++];
+    int typ = b & 0x3f, narg = (b >> 6) + 1;
+    u64 vals[8] = {0};
+    size_t nv = 0;
+    /* l_read took these values: they are there */
+    if (narg < 4) {
+        for (int k = 0; k < narg; k++)
+            uv(d, end, &pos, &vals[nv++]);
+    } else {
+        u64 len = 0;
+        uv(d, end, &pos, &len);
+        size_t vstart = pos;
+        while (len > pos - vstart && nv < 8)
+            uv(d, end, &pos, &vals[nv++]);
+    }
+    *e = (LEv){.ts = r->ts, .p = r->p, .g = r->g, .off = r->off, .typ = r->typ};
+    size_t nrest = nv ? nv - 1 : 0;
+    if (l->stackf[typ] && nv)
+        e->stk = vals[--nv], nrest--;
+    for (size_t k = 0; k < nrest && k < 3; k++)
+        e->a[k] = vals[1 + k];
+    if (typ == LEV_CPU_SAMPLE)
+        e->a[0] = 0;
+    else if (typ == LEV_USER_LOG) {
+        u64 *m = map_find(&l->msg_of, r->off);
+        e->msg = m ? (u32)*m : 0;
+    }
 }

@@ -21,9 +21,10 @@ typedef struct {
     PyObject_HEAD L l;
     Cols c;
     Conv cv;
-    u8 mask[256];
+    u8 mask[256], stackf[LEV_COUNT];
     u64 builtin[B_COUNT];
-    int live; /* l, c and cv hold memory */
+    Py_buffer data; /* the trace: the events' values are read again from it */
+    int live;       /* l, c, cv and data are held */
 } LSObject;
 
 static void ls_release(LSObject *self) {
@@ -31,6 +32,7 @@ static void ls_release(LSObject *self) {
         return;
     l_free(&self->l), conv_free(&self->cv), cols_free(&self->c.out);
     memset(&self->l, 0, sizeof self->l);
+    PyBuffer_Release(&self->data);
     self->live = 0;
 }
 
@@ -173,10 +175,15 @@ PyObject *legacy_stream(PyObject *module, PyObject *args) {
     memset(&self->l, 0, sizeof self->l), memset(&self->c, 0, sizeof self->c), memset(&self->cv, 0, sizeof self->cv);
     self->live = 1;
     memcpy(self->mask, mb.buf, 256), memcpy(self->builtin, bb.buf, B_COUNT * 8);
+    memcpy(self->stackf, sb.buf, LEV_COUNT);
+    if (PyObject_GetBuffer(db.obj, &self->data, PyBUF_SIMPLE) < 0) {
+        self->live = 0;
+        goto done;
+    }
     L *l = &self->l;
     Cols *c = &self->c;
-    l->d = db.buf, l->end = (size_t)db.len, l->ver = ver;
-    l->counts = cb.buf, l->stackf = sb.buf, l->mask = self->mask, l->builtin = self->builtin;
+    l->d = self->data.buf, l->end = (size_t)self->data.len, l->ver = ver;
+    l->counts = cb.buf, l->stackf = self->stackf, l->mask = self->mask, l->builtin = self->builtin;
     c->mask = self->mask, c->last = -1, c->offset = (i64)offset;
     Py_BEGIN_ALLOW_THREADS
 #ifdef __GLIBC__
@@ -209,7 +216,7 @@ PyObject *legacy_stream(PyObject *module, PyObject *args) {
     free(l->strings), free(l->stack_vals), free(l->messages);
     l->strings = l->stack_vals = l->messages = NULL;
     l->nstrings = l->nstack_vals = l->nstacks = l->nmessages = 0;
-    l->d = NULL, l->end = 0, l->counts = l->stackf = NULL; /* the data is not held */
+    l->counts = NULL; /* (not needed again; the data is, and stack_flags: copied) */
     res = Py_BuildValue("(OOOOOn)", (PyObject *)self, PyTuple_GET_ITEM(tables, 0), PyTuple_GET_ITEM(tables, 1),
                         PyTuple_GET_ITEM(tables, 2), PyTuple_GET_ITEM(tables, 3), (Py_ssize_t)c->counted);
     Py_DECREF(tables);
