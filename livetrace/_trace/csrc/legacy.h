@@ -60,13 +60,22 @@ typedef struct {
     u8 typ;
 } LRec;
 
-/* A P's events, as indexes into the trace's events (L.ev): the merge
- * orders indexes, and the events are moved into their order once, in place. */
+/* A P's events, in blocks: the merge frees each block it is past, as the
+ * ordered events grow, so the two together hold about one record an event. */
+#define SBLOCK 4096
 typedef struct {
-    u32 *ix;
-    size_t n, cap, head;
+    LRec **blk;
+    size_t nblk, capblk, n, head;
     i64 p;
 } Stream;
+
+static inline LRec *st_at(const Stream *s, size_t i) { return &s->blk[i / SBLOCK][i % SBLOCK]; }
+
+/* A stream's blocks are mapped and unmapped whole, not taken from the heap:
+ * a freed block is back with the system at once, not kept in the heap's
+ * free lists, where the ordered events could not use it. */
+LRec *block_alloc(void);
+void block_free(LRec *b);
 
 typedef struct {
     const u8 *d;
@@ -87,14 +96,12 @@ typedef struct {
     size_t nstack_vals, capstack_vals, nstacks;
     u64 *messages; /* per user log: offset, length */
     size_t nmessages, capmessages;
-    /* every event, in the order read; once ordered, the same array is all */
-    LRec *ev;
-    size_t nev, capev;
+    size_t nev; /* events read */
     /* streams, by P, in order of their first event */
     Stream *st;
     size_t nst, capst;
     Map p_stream; /* P (as u64) -> stream index + 1 */
-    /* ordered events (ev, once l_order has put it in order) */
+    /* ordered events */
     LRec *all;
     size_t nall, capall;
 } L;

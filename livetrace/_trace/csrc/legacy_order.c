@@ -99,61 +99,30 @@ typedef struct {
     size_t nnode, capn, capn2;
 } Order;
 
-/* Stable merge sort of a stream's indexes by their events' times. */
-static int sort_ix_by_ts(const LRec *ev, u32 *ix, size_t n) {
-    u32 *tmp = malloc(n * sizeof(u32) + 1), *src = ix, *dst = tmp;
-    if (!tmp)
+/* A stream's events sorted by time (stably), in place. */
+static int sort_stream(Stream *st) {
+    LRec *flat = malloc(st->n * sizeof(LRec) + 1);
+    if (!flat)
         return L_NO_MEMORY;
-    for (size_t w = 1; w < n; w *= 2) {
-        for (size_t lo = 0; lo < n; lo += 2 * w) {
-            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                dst[k++] = ev[src[j]].ts < ev[src[i]].ts ? src[j++] : src[i++];
-            while (i < mid)
-                dst[k++] = src[i++];
-            while (j < hi)
-                dst[k++] = src[j++];
-        }
-        u32 *t = src;
-        src = dst, dst = t;
-    }
-    if (src != ix)
-        memcpy(ix, src, n * sizeof(u32));
-    free(tmp);
-    return 0;
-}
-
-/* Puts the events in the merge's order, in place: the event at place k is
- * then the one that was at perm[k] (perm is used up). */
-static void permute(LRec *ev, u32 *perm, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (perm[i] == UINT32_MAX)
-            continue;
-        LRec first = ev[i];
-        size_t j = i;
-        for (;;) {
-            size_t k = perm[j];
-            perm[j] = UINT32_MAX;
-            if (k == i) {
-                ev[j] = first;
-                break;
-            }
-            ev[j] = ev[k];
-            j = k;
-        }
-    }
+    for (size_t i = 0; i < st->n; i++)
+        flat[i] = *st_at(st, i);
+    int rc = sort_by_ts(flat, st->n);
+    for (size_t i = 0; !rc && i < st->n; i++)
+        *st_at(st, i) = flat[i];
+    free(flat);
+    return rc;
 }
 
 int l_order(L *l) {
     /* CPU samples come in the order they were flushed: put them in time order */
     u64 *ps = map_find(&l->p_stream, (u64)(i64)PROFILE_P);
-    if (ps && sort_ix_by_ts(l->ev, l->st[*ps - 1].ix, l->st[*ps - 1].n))
+    if (ps && sort_stream(&l->st[*ps - 1]))
         return L_NO_MEMORY;
     size_t total = l->nev;
-    /* the merge's order, as indexes into l->ev */
-    u32 *perm = malloc(total * sizeof(u32) + 1);
-    if (!perm)
+    /* (untouched, the room not yet written takes no memory) */
+    if (!(l->all = malloc(total * sizeof(LRec) + 1)))
         return L_NO_MEMORY;
+    l->capall = total;
     Order o = {0};
     Heap q = {0};
     u64 tie = 0;
@@ -162,7 +131,7 @@ int l_order(L *l) {
     do {                                                                                                            \
         Stream *st_ = &l->st[S];                                                                                    \
         if (st_->head < st_->n) {                                                                                   \
-            LRec *e_ = &l->ev[st_->ix[st_->head]];                                                                    \
+            LRec *e_ = st_at(st_, st_->head);                                                                          \
             Tr tr_ = transition(l, e_);                                                                                \
             int ready_ = 1;                                                                                         \
             if (tr_.key != UNORDERED) {                                                                             \
@@ -197,14 +166,18 @@ int l_order(L *l) {
 
     for (size_t s = 0; s < l->nst; s++)
         OFFER(s);
-    size_t done = 0;
-    while (done < total) {
+    while (l->nall < total) {
         if (!q.n)
             goto out; /* no consistent order: the twin says so */
         HE top = heap_pop(&q);
         size_t s = top.s;
-        u32 at = l->st[s].ix[l->st[s].head++];
-        LRec *e = &l->ev[at];
+        Stream *st = &l->st[s];
+        LRec *e = &l->all[l->nall++];
+        *e = *st_at(st, st->head++);
+        if (st->head % SBLOCK == 0) { /* past a block: it goes */
+            block_free(st->blk[st->head / SBLOCK - 1]);
+            st->blk[st->head / SBLOCK - 1] = NULL;
+        }
         Tr tr = transition(l, e);
         if (e->typ == LEV_GO_START_LOCAL)
             e->typ = LEV_GO_START;
@@ -212,7 +185,6 @@ int l_order(L *l) {
             e->typ = LEV_GO_UNBLOCK;
         else if (e->typ == LEV_GO_SYS_EXIT_LOCAL)
             e->typ = LEV_GO_SYS_EXIT;
-        perm[done++] = at;
         if (tr.key != UNORDERED) {
             u64 *cs = map_slot(&o.seq, tr.key, 0), *cst;
             if (!cs)
@@ -236,14 +208,13 @@ int l_order(L *l) {
         OFFER(s);
     }
 #undef OFFER
-    for (size_t s = 0; s < l->nst; s++) { /* all in perm now */
-        free(l->st[s].ix);
-        l->st[s].ix = NULL, l->st[s].n = l->st[s].cap = l->st[s].head = 0;
+    for (size_t s = 0; s < l->nst; s++) { /* all in l->all now */
+        Stream *st = &l->st[s];
+        for (size_t b = 0; b < st->nblk; b++)
+            block_free(st->blk[b]);
+        free(st->blk);
+        st->blk = NULL, st->nblk = st->capblk = st->n = st->head = 0;
     }
-    permute(l->ev, perm, total);
-    free(perm), perm = NULL;
-    l->all = l->ev, l->nall = total, l->capall = l->capev;
-    l->ev = NULL, l->nev = l->capev = 0;
     for (size_t i = 1; i < l->nall; i++)
         if (l->all[i - 1].ts > l->all[i].ts)
             goto out;
@@ -280,7 +251,7 @@ oom:
     rc = L_NO_MEMORY;
 out:
     map_free(&o.seq), map_free(&o.status), map_free(&o.wait_head);
-    free(o.next), free(o.stream), free(q.h), free(perm);
+    free(o.next), free(o.stream), free(q.h);
     return rc;
 }
 

@@ -1,16 +1,40 @@
 /* Reading a legacy trace: its events into per-P streams, its strings,
  * stacks and user log messages into tables (see legacy.h). */
 
+#define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS, under -std=c99 */
 #include "legacy.h"
 #include "varint.h"
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+
+LRec *block_alloc(void) {
+    void *b = mmap(NULL, SBLOCK * sizeof(LRec), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return b == MAP_FAILED ? NULL : b;
+}
+
+void block_free(LRec *b) {
+    if (b)
+        munmap(b, SBLOCK * sizeof(LRec));
+}
+#else
+LRec *block_alloc(void) { return malloc(SBLOCK * sizeof(LRec)); }
+void block_free(LRec *b) { free(b); }
+#endif
 
 void l_free(L *l) {
     map_free(&l->str_at), map_free(&l->stacks), map_free(&l->timer_gs), map_free(&l->p_stream);
     map_free(&l->msg_of);
-    for (size_t i = 0; i < l->nst; i++)
-        free(l->st[i].ix);
+    for (size_t i = 0; i < l->nst; i++) {
+        for (size_t b = 0; b < l->st[i].nblk; b++)
+            block_free(l->st[i].blk[b]);
+        free(l->st[i].blk);
+    }
     free(l->st);
-    free(l->ev), free(l->all);
+    free(l->all);
     free(l->strings), free(l->stack_vals), free(l->messages);
 }
 
@@ -195,15 +219,20 @@ int l_read(L *l, size_t pos) {
              e.a[1] == U64MAX) ||
             (typ == LEV_GC_START && e.a[0] == U64MAX))
             goto out;
-        /* past what the streams' indexes and the records hold */
+        /* past what the records hold */
         if (l->nev >= UINT32_MAX || at > UINT32_MAX || e.g > UINT32_MAX || e.p < INT32_MIN || e.p > INT32_MAX)
             goto out;
         Stream *s = stream_of(l, typ == LEV_CPU_SAMPLE ? PROFILE_P : cur_p);
-        if (!s || grow((void **)&s->ix, &s->cap, s->n + 1, sizeof(u32)) ||
-            grow((void **)&l->ev, &l->capev, l->nev + 1, sizeof(LRec)))
+        if (!s)
             goto oom;
-        s->ix[s->n++] = (u32)l->nev;
-        l->ev[l->nev++] = (LRec){e.ts, (u32)at, (u32)e.g, (int32_t)e.p, e.typ};
+        if (s->n % SBLOCK == 0) {
+            if (grow((void **)&s->blk, &s->capblk, s->nblk + 1, sizeof(LRec *)) ||
+                !(s->blk[s->nblk] = block_alloc()))
+                goto oom;
+            s->nblk++;
+        }
+        *st_at(s, s->n++) = (LRec){e.ts, (u32)at, (u32)e.g, (int32_t)e.p, e.typ};
+        l->nev++;
     }
     rc = (l->nst && l->ticks_per_sec) ? L_OK : L_GIVE_UP;
     goto out;
