@@ -205,6 +205,15 @@ class LegacyStream:
     time (legacy_stream.c)."""
 
     def next(self, n: int, /) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes] | None: ...
+    @property
+    def held(self) -> int:
+        """Bytes held now: the events' records, the conversion's and the columns'."""
+    @property
+    def peak(self) -> int:
+        """The most bytes of event records held at once, reading and ordering."""
+    @property
+    def records(self) -> int:
+        """The trace's events (records), as read."""
 
 def legacy_stream(
     data: ReadableBuffer,

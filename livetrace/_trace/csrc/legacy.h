@@ -76,6 +76,7 @@ static inline LRec *st_at(const Stream *s, size_t i) { return &s->blk[i / SBLOCK
  * free lists, where the ordered events could not use it. */
 LRec *block_alloc(void);
 void block_free(LRec *b);
+#define BLOCK_BYTES (SBLOCK * sizeof(LRec))
 
 typedef struct {
     const u8 *d;
@@ -97,6 +98,9 @@ typedef struct {
     u64 *messages; /* per user log: offset, length */
     size_t nmessages, capmessages;
     size_t nev; /* events read */
+    /* bytes of event records held (the streams' blocks and the ordered
+     * events written), and the most at once: what a test bounds */
+    size_t rec_bytes, rec_peak;
     /* streams, by P, in order of their first event */
     Stream *st;
     size_t nst, capst;

@@ -175,6 +175,10 @@ int l_order(L *l) {
         LRec *e = &l->all[l->nall++];
         *e = *st_at(st, st->head++);
         if (st->head % SBLOCK == 0) { /* past a block: it goes */
+            size_t held = l->rec_bytes + l->nall * sizeof(LRec);
+            if (held > l->rec_peak)
+                l->rec_peak = held;
+            l->rec_bytes -= BLOCK_BYTES;
             block_free(st->blk[st->head / SBLOCK - 1]);
             st->blk[st->head / SBLOCK - 1] = NULL;
         }
@@ -208,6 +212,9 @@ int l_order(L *l) {
         OFFER(s);
     }
 #undef OFFER
+    if (l->rec_bytes + l->nall * sizeof(LRec) > l->rec_peak)
+        l->rec_peak = l->rec_bytes + l->nall * sizeof(LRec);
+    l->rec_bytes = l->nall * sizeof(LRec);
     for (size_t s = 0; s < l->nst; s++) { /* all in l->all now */
         Stream *st = &l->st[s];
         for (size_t b = 0; b < st->nblk; b++)

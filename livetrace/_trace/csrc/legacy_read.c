@@ -230,6 +230,9 @@ int l_read(L *l, size_t pos) {
                 !(s->blk[s->nblk] = block_alloc()))
                 goto oom;
             s->nblk++;
+            l->rec_bytes += BLOCK_BYTES;
+            if (l->rec_bytes > l->rec_peak)
+                l->rec_peak = l->rec_bytes;
         }
         *st_at(s, s->n++) = (LRec){e.ts, (u32)at, (u32)e.g, (int32_t)e.p, e.typ};
         l->nev++;

@@ -24,6 +24,7 @@ typedef struct {
     u8 mask[256], stackf[LEV_COUNT];
     u64 builtin[B_COUNT];
     Py_buffer data; /* the trace: the events' values are read again from it */
+    size_t peak, records;
     int live;       /* l, c, cv and data are held */
 } LSObject;
 
@@ -97,6 +98,26 @@ static PyObject *LS_next(LSObject *self, PyObject *arg) {
     return cols;
 }
 
+/* What the stream holds now, in bytes: its events' records, the
+ * conversion's per-event array and the columns' room. */
+static PyObject *LS_held(LSObject *self, void *closure) {
+    if (!self->live)
+        return PyLong_FromLong(0);
+    size_t cols = self->c.out.cap * (1 + 4 * 8 + 8 * NARGS + 8 * NEXTRA);
+    size_t after = self->cv.after ? self->l.nall * sizeof(u32) : 0;
+    return PyLong_FromSize_t((self->l.all ? self->l.nall * sizeof(LRec) : 0) + after + cols);
+}
+
+static PyObject *LS_peak(LSObject *self, void *closure) { return PyLong_FromSize_t(self->peak); }
+static PyObject *LS_records(LSObject *self, void *closure) { return PyLong_FromSize_t(self->records); }
+
+static PyGetSetDef LS_getset[] = {
+    {"held", (getter)LS_held, NULL, "bytes held now: the events' records, the conversion's and the columns'", NULL},
+    {"peak", (getter)LS_peak, NULL, "the most bytes of event records held at once, reading and ordering", NULL},
+    {"records", (getter)LS_records, NULL, "the trace's events (records), as read", NULL},
+    {NULL},
+};
+
 static PyMethodDef LS_methods[] = {
     {"next", (PyCFunction)LS_next, METH_O,
      "next($self, n, /)\n--\n\nThe next n events (fewer at the end) as seven columns, or None: all given."},
@@ -110,6 +131,7 @@ static PyTypeObject LegacyStreamType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_dealloc = (destructor)LS_dealloc,
     .tp_methods = LS_methods,
+    .tp_getset = LS_getset,
 };
 
 /* The tables read, as Python objects (module.c's legacy_exact has them as LegacyEvents). */
@@ -209,6 +231,7 @@ PyObject *legacy_stream(PyObject *module, PyObject *args) {
     }
     if (rc != L_OK)
         goto give_up;
+    self->peak = l->rec_peak, self->records = l->nev;
     PyObject *tables = tables_of(l);
     if (!tables)
         goto done;

@@ -61,6 +61,10 @@ BUILTIN = (
     + list(STW_REASONS)
 )
 _TASK_END = bytes([TASK_END])
+# The core's stream, and the trace's strings, stacks, frequency, user log messages and event count.
+CoreStream = tuple[
+    "ccore.LegacyStream", list[tuple[int, bytes]], list[tuple[int, tuple[int, ...]]], int, list[bytes], int
+]
 _BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(len(BUILTIN)))
 
 
@@ -108,17 +112,14 @@ def exact_stream(
     if use_compiled(compiled) and len(data) >= HEADER_SIZE:
         ver = _version(data)
         if ver in COMPILED_VERSIONS:
-            counts, stacks = layout(ver)
-            res = ccore.legacy_stream(
-                data, ver.legacy_number, counts, stacks, kind_mask(kinds), _BUILTIN_IDS, MESSAGE_BASE, offset, syncs
-            )
+            res = core_stream(data, ver, kinds, offset, syncs)
             # (A trace naming its own strings where the conversion puts its
             # own is left to the twin, which interns them elsewhere.)
             if res is not None and all(sid < BUILTIN_BASE for sid, _ in res[1]):
                 core, strings, stack_list, ticks, messages, n = res
                 del res
-                table = _table(strings, stack_list, ticks, messages, ver)
-                return ExactStream(table, _batches(core, table), n, len(stack_list), ticks)
+                gen = _table(strings, stack_list, ticks, messages, ver)
+                return ExactStream(gen, _batches(core, gen), n, len(stack_list), ticks)
     d = LegacyDecoder()
     d.feed(data)
     trace = d.close()
@@ -132,6 +133,17 @@ def exact_stream(
     table = events[0].gen if events else None
     batches = [EventBatch.from_events(table, events[i : i + BATCH_EVENTS]) for i in range(0, len(events), BATCH_EVENTS)]
     return ExactStream(table, iter(batches), len(events), len(trace.stacks), trace.ticks_per_sec)
+
+
+def core_stream(
+    data: bytes, ver: TraceVersion, kinds: frozenset[Kind] | None = None, offset: int = 0, syncs: int = 0
+) -> CoreStream | None:
+    """The compiled core's stream of a 1.11-1.21 trace and its tables
+    (``ccore.legacy_stream``), or None: the twin must decode it."""
+    counts, stacks = layout(ver)
+    return ccore.legacy_stream(
+        data, ver.legacy_number, counts, stacks, kind_mask(kinds), _BUILTIN_IDS, MESSAGE_BASE, offset, syncs
+    )
 
 
 def _version(data: bytes) -> TraceVersion | None:
