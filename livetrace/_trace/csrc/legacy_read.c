@@ -10,9 +10,13 @@
 #ifndef MAP_ANONYMOUS
 #define MAP_ANONYMOUS MAP_ANON
 #endif
+#ifndef MAP_POPULATE /* (Linux's: the block's pages at once, not a fault each) */
+#define MAP_POPULATE 0
+#endif
 
 LRec *block_alloc(void) {
-    void *b = mmap(NULL, SBLOCK * sizeof(LRec), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *b =
+        mmap(NULL, SBLOCK * sizeof(LRec), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     return b == MAP_FAILED ? NULL : b;
 }
 
