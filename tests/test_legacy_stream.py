@@ -5,7 +5,7 @@ batches are the twin's.
 The memory a live legacy session needs is bounded by what a segment's
 decoding holds: one 24-byte record an event while it is read and ordered
 (the streams' blocks freed as the merge passes them), the records, a
-4-byte array and one batch's columns while it is converted, and nothing
+bit an event and one batch's columns while it is converted, and nothing
 once every batch is taken. The core counts what it holds (no timing, no
 RSS): these tests bound it."""
 
@@ -38,9 +38,9 @@ def check_bounds(data: bytes) -> int:
     core, *_, events = res
     n = core.records
     assert core.peak <= RECORD * n + MAX_STREAMS * BLOCK
-    # Converting: the records, the 4-byte array, and columns for about a batch
+    # Converting: the records, a bit an event, and columns for about a batch
     # (the first Gomaxprocs may add one event per goroutine to a batch).
-    bound = (RECORD + 4) * n + COLUMNS * 4 * BATCH_EVENTS
+    bound = RECORD * n + n // 8 + 1 + COLUMNS * 4 * BATCH_EVENTS
     seen = 0
     while (columns := core.next(BATCH_EVENTS)) is not None:
         assert core.held <= bound

@@ -207,7 +207,7 @@ class LegacyStream:
     def next(self, n: int, /) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes] | None: ...
     @property
     def held(self) -> int:
-        """Bytes held now: the events' records, the conversion's and the columns'."""
+        """Bytes held now: the events' records, the conversion's bits and the columns'."""
     @property
     def peak(self) -> int:
         """The most bytes of event records held at once, reading and ordering."""

@@ -123,7 +123,7 @@ typedef struct {
  * segment is converted a batch at a time, as its reader asks. */
 typedef struct {
     Map created, seen, pms, tasks_name, tasks_parent;
-    u32 *after; /* per event: the next event on its goroutine (nall: none) */
+    u8 *blocked; /* a bit an event: a syscall whose goroutine's next event is its block */
     u64 *order; /* goroutines created before the first Gomaxprocs, in order */
     size_t norder, caporder;
     u64 msg_base, syncs, stw_reason;

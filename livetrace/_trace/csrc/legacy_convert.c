@@ -53,7 +53,7 @@ static int has_str(L *l, u64 id) { return id == 0 || map_find(&l->str_at, id) !=
 void conv_free(Conv *cv) {
     map_free(&cv->created), map_free(&cv->seen), map_free(&cv->pms), map_free(&cv->tasks_name);
     map_free(&cv->tasks_parent);
-    free(cv->after), free(cv->order);
+    free(cv->blocked), free(cv->order);
     memset(cv, 0, sizeof *cv);
 }
 
@@ -74,20 +74,21 @@ int conv_begin(L *l, Conv *cv, u64 msg_base, u64 syncs) {
         rc = l_check(l);
     if (rc)
         return rc;
-    /* the next event on the same goroutine: whether a syscall blocked */
-    Map next_g = {0};
-    if (n >= UINT32_MAX || !(cv->after = malloc(n * sizeof(u32))))
+    /* whether a syscall blocked: its goroutine's next event says so */
+    Map pending = {0}; /* goroutine -> its syscall awaiting its next event, + 1 */
+    if (!(cv->blocked = calloc(n / 8 + 1, 1)))
         return L_NO_MEMORY;
-    for (size_t i = n; i-- > 0;) {
-        u64 *w = map_slot(&next_g, ev[i].g, n);
+    for (size_t i = 0; i < n; i++) {
+        u64 *w = map_slot(&pending, ev[i].g, 0);
         if (!w) {
-            map_free(&next_g);
+            map_free(&pending);
             return L_NO_MEMORY;
         }
-        cv->after[i] = (u32)*w;
-        *w = i;
+        if (*w && ev[i].typ == LEV_GO_SYS_BLOCK)
+            cv->blocked[(*w - 1) >> 3] |= (u8)(1 << ((*w - 1) & 7));
+        *w = ev[i].typ == LEV_GO_SYS_CALL ? i + 1 : 0;
     }
-    map_free(&next_g);
+    map_free(&pending);
     return L_OK;
 }
 
@@ -95,7 +96,7 @@ int conv_run(L *l, Conv *cv, Cols *c, size_t until) {
     size_t n = l->nall;
     const LRec *ev = l->all;
     const u64 *B = l->builtin;
-    const u32 *after = cv->after;
+    const u8 *blocked = cv->blocked;
     if (!cv->stw_reason)
         cv->stw_reason = B[B_STW0];
     if (cv->stage == 0) {
@@ -219,7 +220,7 @@ int conv_run(L *l, Conv *cv, Cols *c, size_t until) {
         case LEV_GO_BLOCK_GC: PUT(EV_GO_BLOCK, m, g, B[B_ASSIST], stk, 0, 0, 0, 0); break;
         case LEV_GO_UNBLOCK: PUT(EV_GO_UNBLOCK, m, g, a[0], a[1], stk, 0, 0, 0); break;
         case LEV_GO_SYS_CALL:
-            if (after[i] < n && ev[after[i]].typ == LEV_GO_SYS_BLOCK)
+            if (blocked[i >> 3] >> (i & 7) & 1)
                 PUT(EV_GO_SYSCALL_BEGIN, m, g, 0, stk, 0, 0, 0, 0);
             else {
                 u64 *v = map_find(&cv->pms, (u64)p);

@@ -99,20 +99,20 @@ static PyObject *LS_next(LSObject *self, PyObject *arg) {
 }
 
 /* What the stream holds now, in bytes: its events' records, the
- * conversion's per-event array and the columns' room. */
+ * conversion's bit an event and the columns' room. */
 static PyObject *LS_held(LSObject *self, void *closure) {
     if (!self->live)
         return PyLong_FromLong(0);
     size_t cols = self->c.out.cap * (1 + 4 * 8 + 8 * NARGS + 8 * NEXTRA);
-    size_t after = self->cv.after ? self->l.nall * sizeof(u32) : 0;
-    return PyLong_FromSize_t((self->l.all ? self->l.nall * sizeof(LRec) : 0) + after + cols);
+    size_t blocked = self->cv.blocked ? self->l.nall / 8 + 1 : 0;
+    return PyLong_FromSize_t((self->l.all ? self->l.nall * sizeof(LRec) : 0) + blocked + cols);
 }
 
 static PyObject *LS_peak(LSObject *self, void *closure) { return PyLong_FromSize_t(self->peak); }
 static PyObject *LS_records(LSObject *self, void *closure) { return PyLong_FromSize_t(self->records); }
 
 static PyGetSetDef LS_getset[] = {
-    {"held", (getter)LS_held, NULL, "bytes held now: the events' records, the conversion's and the columns'", NULL},
+    {"held", (getter)LS_held, NULL, "bytes held now: the events' records, the conversion's bits and the columns'", NULL},
     {"peak", (getter)LS_peak, NULL, "the most bytes of event records held at once, reading and ordering", NULL},
     {"records", (getter)LS_records, NULL, "the trace's events (records), as read", NULL},
     {NULL},
