@@ -76,6 +76,10 @@ static inline LRec *st_at(const Stream *s, size_t i) { return &s->blk[i / SBLOCK
  * free lists, where the ordered events could not use it. */
 LRec *block_alloc(void);
 void block_free(LRec *b);
+/* The ordered records, likewise: through malloc, a segment's would raise
+ * glibc's mmap threshold to their size once freed, and each next segment's
+ * would then come from the heap of whichever thread decodes it, and stay. */
+LRec *recs_alloc(size_t n);
 #define BLOCK_BYTES (SBLOCK * sizeof(LRec))
 
 typedef struct {
@@ -158,6 +162,7 @@ static inline void l_view(const L *l, const LRec *r, LEv *e, int values) {
         *e = (LEv){.ts = r->ts, .p = r->p, .g = r->g, .off = r->off, .typ = r->typ};
 }
 void l_free(L *l);
+void recs_free(L *l); /* l->all (recs_alloc's), and nall = capall = 0 */
 
 /* The whole path, from the header's end: L_OK with the events in c and the
  * tables in l, L_GIVE_UP for the twin to decode, or L_NO_MEMORY. */

@@ -120,7 +120,7 @@ int l_order(L *l) {
         return L_NO_MEMORY;
     size_t total = l->nev;
     /* (untouched, the room not yet written takes no memory) */
-    if (!(l->all = malloc(total * sizeof(LRec) + 1)))
+    if (!(l->all = recs_alloc(total)))
         return L_NO_MEMORY;
     l->capall = total;
     Order o = {0};

@@ -24,9 +24,26 @@ void block_free(LRec *b) {
     if (b)
         munmap(b, SBLOCK * sizeof(LRec));
 }
+
+/* (not populated: the merge writes them one after another) */
+LRec *recs_alloc(size_t n) {
+    void *b = mmap(NULL, (n + 1) * sizeof(LRec), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return b == MAP_FAILED ? NULL : b;
+}
+
+void recs_free(L *l) {
+    if (l->all)
+        munmap(l->all, (l->capall + 1) * sizeof(LRec));
+    l->all = NULL, l->nall = l->capall = 0;
+}
 #else
 LRec *block_alloc(void) { return malloc(SBLOCK * sizeof(LRec)); }
 void block_free(LRec *b) { free(b); }
+LRec *recs_alloc(size_t n) { return malloc((n + 1) * sizeof(LRec)); }
+void recs_free(L *l) {
+    free(l->all);
+    l->all = NULL, l->nall = l->capall = 0;
+}
 #endif
 
 void l_free(L *l) {
@@ -38,7 +55,7 @@ void l_free(L *l) {
         free(l->st[i].blk);
     }
     free(l->st);
-    free(l->all);
+    recs_free(l);
     free(l->strings), free(l->stack_vals), free(l->messages);
 }
 

@@ -82,7 +82,7 @@ static PyObject *LS_next(LSObject *self, PyObject *arg) {
         return NULL;
     }
     if (self->cv.stage == 2 && self->l.all) { /* every event converted: they can go */
-        free(self->l.all), self->l.all = NULL, self->l.nall = self->l.capall = 0;
+        recs_free(&self->l);
         conv_free(&self->cv);
         self->cv.stage = 2;
     }

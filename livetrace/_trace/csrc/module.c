@@ -531,7 +531,7 @@ static PyObject *legacy_exact(PyObject *self, PyObject *args) {
         res = Py_None;
         Py_INCREF(res);
     } else {
-        free(l.all), l.all = NULL, l.nall = l.capall = 0; /* in the columns now */
+        recs_free(&l); /* in the columns now */
         PyObject *v[5] = {legacy_columns(&c.out), legacy_strings(&l), legacy_stacks(&l),
                           PyLong_FromUnsignedLongLong(l.ticks_per_sec), legacy_messages(&l)};
         res = make_struct(LegacyEventsType, 5, v);
