@@ -224,6 +224,35 @@ def legacy_exact(
     syncs: int,
     /,
 ) -> LegacyEvents | None: ...
+
+@final
+class LegacyStream:
+    """A complete Go 1.11-1.21 trace's exact events, converted a batch at a
+    time (legacy_stream.c)."""
+
+    def next(self, n: int, /) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes] | None: ...
+    @property
+    def held(self) -> int:
+        """Bytes held now: the events' records, the conversion's bits and the columns'."""
+    @property
+    def peak(self) -> int:
+        """The most bytes of event records held at once, reading and ordering."""
+    @property
+    def records(self) -> int:
+        """The trace's events (records), as read."""
+
+def legacy_stream(
+    data: ReadableBuffer,
+    ver: int,
+    counts: ReadableBuffer,
+    stack_flags: ReadableBuffer,
+    mask: ReadableBuffer,
+    builtin: ReadableBuffer,
+    msg_base: int,
+    offset: int,
+    syncs: int,
+    /,
+) -> tuple[LegacyStream, list[tuple[int, bytes]], list[tuple[int, tuple[int, ...]]], int, list[bytes], int] | None: ...
 def legacy_dump(
     data: ReadableBuffer,
     ver: int,

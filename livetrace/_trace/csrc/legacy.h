@@ -48,11 +48,39 @@ typedef struct {
     u8 typ;
 } LEv;
 
+/* An event as the stages between reading and converting keep it: 24
+ * bytes, its time, P and goroutine (which the reading's state gave it and
+ * the stages change), its type and where it is in the trace; its values
+ * are read again from there when a stage needs them (l_expand), so a
+ * segment of a live session holds its bytes and these, not a LEv an event. */
 typedef struct {
-    LEv *ev;
-    size_t n, cap, head;
+    i64 ts;
+    u32 off, g;
+    int32_t p;
+    u8 typ;
+} LRec;
+
+/* A P's events, in blocks: the merge frees each block it is past, as the
+ * ordered events grow, so the two together hold about one record an event. */
+#define SBLOCK 4096
+typedef struct {
+    LRec **blk;
+    size_t nblk, capblk, n, head;
     i64 p;
 } Stream;
+
+static inline LRec *st_at(const Stream *s, size_t i) { return &s->blk[i / SBLOCK][i % SBLOCK]; }
+
+/* A stream's blocks are mapped and unmapped whole, not taken from the heap:
+ * a freed block is back with the system at once, not kept in the heap's
+ * free lists, where the ordered events could not use it. */
+LRec *block_alloc(void);
+void block_free(LRec *b);
+/* The ordered records, likewise: through malloc, a segment's would raise
+ * glibc's mmap threshold to their size once freed, and each next segment's
+ * would then come from the heap of whichever thread decodes it, and stay. */
+LRec *recs_alloc(size_t n);
+#define BLOCK_BYTES (SBLOCK * sizeof(LRec))
 
 typedef struct {
     const u8 *d;
@@ -64,6 +92,7 @@ typedef struct {
     Map str_at; /* string id -> offset << 24 | length (MAX_STRING < 2^20) */
     Map stacks; /* truncated stack id -> 1, for stacks with frames */
     Map timer_gs;
+    Map msg_of; /* a user log's offset -> its message's index */
     u64 ticks_per_sec;
     /* the tables as the module hands them to Python, in the trace's order */
     u64 *strings; /* per string: id, offset, length */
@@ -72,12 +101,16 @@ typedef struct {
     size_t nstack_vals, capstack_vals, nstacks;
     u64 *messages; /* per user log: offset, length */
     size_t nmessages, capmessages;
+    size_t nev; /* events read */
+    /* bytes of event records held (the streams' blocks and the ordered
+     * events written), and the most at once: what a test bounds */
+    size_t rec_bytes, rec_peak;
     /* streams, by P, in order of their first event */
     Stream *st;
     size_t nst, capst;
     Map p_stream; /* P (as u64) -> stream index + 1 */
     /* ordered events */
-    LEv *all;
+    LRec *all;
     size_t nall, capall;
 } L;
 
@@ -86,7 +119,21 @@ typedef struct {
     Columns out;
     const u8 *mask;
     i64 last, offset; /* offset: added to every time written (segments stitched together) */
+    int count_only;   /* only count the events the mask keeps, in counted */
+    size_t counted;
 } Cols;
+
+/* The conversion between two pieces of its output (legacy_convert.c): a
+ * segment is converted a batch at a time, as its reader asks. */
+typedef struct {
+    Map created, seen, pms, tasks_name, tasks_parent;
+    u8 *blocked; /* a bit an event: a syscall whose goroutine's next event is its block */
+    u64 *order; /* goroutines created before the first Gomaxprocs, in order */
+    size_t norder, caporder;
+    u64 msg_base, syncs, stw_reason;
+    size_t i; /* the next event */
+    int pre_init, stage; /* stage: 0 the opening Sync next, 1 the events, 2 done */
+} Conv;
 
 int l_read(L *l, size_t pos);
 int l_order(L *l);
@@ -95,9 +142,27 @@ int l_check(L *l);
  * timer wakeups and syscall exits (as the twin's LegacyDecoder.close). */
 int l_times(L *l);
 int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs);
+/* The ordered events' times and checks, and the conversion's start: an L_* outcome. */
+int conv_begin(L *l, Conv *v, u64 msg_base, u64 syncs);
+/* Converts until c holds `until` events or more, or all are done (stage 2): an L_* outcome. */
+int conv_run(L *l, Conv *v, Cols *c, size_t until);
+/* Back to the first event (to convert again after counting). */
+void conv_reset(Conv *v);
+void conv_free(Conv *v);
 /* Stable sort by time: 0, or L_NO_MEMORY. */
-int sort_by_ts(LEv *ev, size_t n);
+int sort_by_ts(LRec *ev, size_t n);
+/* The whole event r, its values read again from the trace. */
+void l_expand(const L *l, const LRec *r, LEv *e);
+
+/* r as a LEv: whole when `values`, else without its values (a, stk, msg). */
+static inline void l_view(const L *l, const LRec *r, LEv *e, int values) {
+    if (values)
+        l_expand(l, r, e);
+    else
+        *e = (LEv){.ts = r->ts, .p = r->p, .g = r->g, .off = r->off, .typ = r->typ};
+}
 void l_free(L *l);
+void recs_free(L *l); /* l->all (recs_alloc's), and nall = capall = 0 */
 
 /* The whole path, from the header's end: L_OK with the events in c and the
  * tables in l, L_GIVE_UP for the twin to decode, or L_NO_MEMORY. */

@@ -26,8 +26,12 @@ int l_check(L *l) {
     if (!map_slot(&gstate, 0, G_RUNNING))
         goto oom;
     for (size_t i = 0; i < l->nall; i++) {
-        LEv *e = &l->all[i];
-        int t = e->typ;
+        LRec *r = &l->all[i];
+        int t = r->typ;
+        LEv ex, *e = &ex;
+        l_view(l, r, e,
+               t == LEV_GO_CREATE || t == LEV_GO_UNBLOCK || t == LEV_USER_TASK_CREATE || t == LEV_USER_TASK_END ||
+                   t == LEV_USER_REGION);
         u64 key = (t == LEV_GC_START || t == LEV_GC_DONE || t == LEV_STW_START || t == LEV_STW_DONE) ? 0 : e->g;
         u64 *gs = map_slot(&gstate, key, G_DEAD), *gl = map_slot(&glast, key, 0);
         u64 *pr = map_slot(&prun, (u64)e->p, 0), *pgv = map_slot(&pg, (u64)e->p, 0);
@@ -50,7 +54,7 @@ int l_check(L *l) {
             if (gc_on)
                 goto out;
             gc_on = 1;
-            e->p = GC_P;
+            e->p = r->p = GC_P;
             break;
         case LEV_GC_DONE:
             if (!gc_on)
@@ -135,7 +139,7 @@ int l_check(L *l) {
             if (*ts != G_WAITING)
                 goto out;
             if (*tl == LEV_GO_BLOCK_NET && e->p != TIMER_P)
-                e->p = NETPOLL_P;
+                e->p = r->p = NETPOLL_P;
             *ts = G_RUNNABLE, *tl = (u64)t;
             break;
         }

@@ -14,6 +14,10 @@ static int col_put(Cols *c, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1
     }
     if (!c->mask[code])
         return 0;
+    if (c->count_only) {
+        c->counted++;
+        return 0;
+    }
     Columns *o = &c->out;
     if (o->n == o->cap && cols_reserve(o, o->n + 1))
         return -1;
@@ -25,7 +29,7 @@ static int col_put(Cols *c, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1
 }
 
 int l_times(L *l) {
-    LEv *ev = l->all;
+    LRec *ev = l->all;
     if (!l->nall)
         return L_GIVE_UP;
     /* double: the same as the twin's float arithmetic */
@@ -46,47 +50,69 @@ int l_times(L *l) {
 
 static int has_str(L *l, u64 id) { return id == 0 || map_find(&l->str_at, id) != NULL; }
 
-int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
+void conv_free(Conv *cv) {
+    map_free(&cv->created), map_free(&cv->seen), map_free(&cv->pms), map_free(&cv->tasks_name);
+    map_free(&cv->tasks_parent);
+    free(cv->blocked), free(cv->order);
+    memset(cv, 0, sizeof *cv);
+}
+
+void conv_reset(Conv *cv) {
+    map_free(&cv->created), map_free(&cv->seen), map_free(&cv->pms), map_free(&cv->tasks_name);
+    map_free(&cv->tasks_parent);
+    cv->norder = 0, cv->i = 0, cv->pre_init = 1, cv->stage = 0, cv->stw_reason = 0;
+}
+
+int conv_begin(L *l, Conv *cv, u64 msg_base, u64 syncs) {
     size_t n = l->nall;
-    LEv *ev = l->all;
-    const u64 *B = l->builtin;
-    int rc = L_GIVE_UP;
-    Map next_g = {0}, created = {0}, seen = {0}, pms = {0}, tasks_name = {0}, tasks_parent = {0};
-    size_t *after = NULL;
-    u64 *order = NULL;
-    size_t norder = 0, caporder = 0;
-    int pre_init = 1;
-    u64 stw_reason = B[B_STW0];
-    if (!n)
-        goto out;
-    /* about one modern event per legacy one: room for them now, not twice as much later */
-    if (cols_reserve(&c->out, c->out.n + n + n / 16 + 16))
-        goto oom;
-    int chk = l_times(l);
-    if (!chk)
-        chk = l_check(l);
-    if (chk) {
-        rc = chk;
-        goto out;
-    }
-    /* the next event on the same goroutine: whether a syscall blocked */
-    if (!(after = malloc(n * sizeof(size_t))))
-        goto oom;
-    for (size_t i = n; i-- > 0;) {
-        u64 *v = map_slot(&next_g, ev[i].g, n);
-        if (!v)
-            goto oom;
-        after[i] = (size_t)*v;
-        *v = i;
-    }
-    if (col_put(c, SYNC_CODE, ev[0].ts - 1, -1, -1, -1, syncs + 1, 0, 0, 0, 0, 0, 0))
-        goto oom;
+    const LRec *ev = l->all;
+    memset(cv, 0, sizeof *cv);
+    cv->msg_base = msg_base, cv->syncs = syncs;
+    conv_reset(cv);
+    int rc = l_times(l);
+    if (!rc)
+        rc = l_check(l);
+    if (rc)
+        return rc;
+    /* whether a syscall blocked: its goroutine's next event says so */
+    Map pending = {0}; /* goroutine -> its syscall awaiting its next event, + 1 */
+    if (!(cv->blocked = calloc(n / 8 + 1, 1)))
+        return L_NO_MEMORY;
     for (size_t i = 0; i < n; i++) {
-        LEv *e = &ev[i];
+        u64 *w = map_slot(&pending, ev[i].g, 0);
+        if (!w) {
+            map_free(&pending);
+            return L_NO_MEMORY;
+        }
+        if (*w && ev[i].typ == LEV_GO_SYS_BLOCK)
+            cv->blocked[(*w - 1) >> 3] |= (u8)(1 << ((*w - 1) & 7));
+        *w = ev[i].typ == LEV_GO_SYS_CALL ? i + 1 : 0;
+    }
+    map_free(&pending);
+    return L_OK;
+}
+
+int conv_run(L *l, Conv *cv, Cols *c, size_t until) {
+    size_t n = l->nall;
+    const LRec *ev = l->all;
+    const u64 *B = l->builtin;
+    const u8 *blocked = cv->blocked;
+    if (!cv->stw_reason)
+        cv->stw_reason = B[B_STW0];
+    if (cv->stage == 0) {
+        if (col_put(c, SYNC_CODE, ev[0].ts - 1, -1, -1, -1, cv->syncs + 1, 0, 0, 0, 0, 0, 0))
+            return L_NO_MEMORY;
+        cv->stage = 1;
+    }
+    size_t i = cv->i;
+    int rc = L_GIVE_UP;
+    for (; i < n && (c->count_only || c->out.n < until); i++) {
+        LEv ex, *e = &ex;
+        l_expand(l, &ev[i], e);
         int t = e->typ;
         const u64 *a = e->a;
         i64 p = e->p, ts = e->ts;
-        u64 *pm = p != -1 ? map_find(&pms, (u64)p) : NULL;
+        u64 *pm = p != -1 ? map_find(&cv->pms, (u64)p) : NULL;
         i64 m = pm ? (i64)*pm : -1;
         i64 g = e->g ? (i64)e->g : -1;
         u64 s32 = e->stk & 0xffffffffu;
@@ -95,37 +121,37 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
 #define PUT(CODE, M, G, A0, A1, A2, A3, X0, X1) r = col_put(c, CODE, ts, M, p, G, A0, A1, A2, A3, X0, X1, 1)
         switch (t) {
         case LEV_GOMAXPROCS:
-            if (pre_init) {
-                pre_init = 0;
-                for (size_t k = 0; k < norder && !r; k++) {
-                    u64 *alive = map_find(&created, order[k]);
+            if (cv->pre_init) {
+                cv->pre_init = 0;
+                for (size_t k = 0; k < cv->norder && !r; k++) {
+                    u64 *alive = map_find(&cv->created, cv->order[k]);
                     if (alive && *alive == k + 1)
-                        r = col_put(c, EV_GO_STATUS, ts, -1, -1, -1, order[k], U64MAX, GO_RUNNABLE, 0, 0, 0, 1);
+                        r = col_put(c, EV_GO_STATUS, ts, -1, -1, -1, cv->order[k], U64MAX, GO_RUNNABLE, 0, 0, 0, 1);
                 }
-                norder = 0;
-                map_free(&created);
+                cv->norder = 0;
+                map_free(&cv->created);
             } else
                 PUT(EV_PROCS_CHANGE, m, g, a[0], stk, 0, 0, 0, 0);
             break;
         case LEV_GO_CREATE:
-            if (pre_init) {
-                u64 *v = map_slot(&created, a[0], 0);
-                if (!v || grow((void **)&order, &caporder, norder + 1, 8))
+            if (cv->pre_init) {
+                u64 *v = map_slot(&cv->created, a[0], 0);
+                if (!v || grow((void **)&cv->order, &cv->caporder, cv->norder + 1, 8))
                     goto oom;
                 if (!*v) {
-                    order[norder++] = a[0];
-                    *v = norder;
+                    cv->order[cv->norder++] = a[0];
+                    *v = cv->norder;
                 }
             } else
                 PUT(EV_GO_CREATE, m, g, a[0], a[1], stk, 0, 0, 0);
             break;
         case LEV_PROC_START: {
-            u64 *v = map_slot(&pms, (u64)p, 0), *sv;
+            u64 *v = map_slot(&cv->pms, (u64)p, 0), *sv;
             if (!v)
                 goto oom;
             *v = a[0];
             m = p != -1 ? (i64)a[0] : -1;
-            if (!(sv = map_slot(&seen, (u64)p, 0)))
+            if (!(sv = map_slot(&cv->seen, (u64)p, 0)))
                 goto oom;
             if (*sv)
                 PUT(EV_PROC_START, m, g, (u64)p, 0, 0, 0, 0, 0);
@@ -136,10 +162,10 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
             break;
         }
         case LEV_PROC_STOP: {
-            u64 *v = map_find(&pms, (u64)p), *sv;
+            u64 *v = map_find(&cv->pms, (u64)p), *sv;
             if (v)
                 *v = (u64)-1; /* no thread any more (no real thread id is this: see l_read) */
-            if (!(sv = map_slot(&seen, (u64)p, 0)))
+            if (!(sv = map_slot(&cv->seen, (u64)p, 0)))
                 goto oom;
             if (*sv)
                 PUT(EV_PROC_STOP, m, g, 0, 0, 0, 0, 0, 0);
@@ -153,16 +179,16 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
         case LEV_GC_DONE: PUT(EV_GC_END, m, g, 0, 0, 0, 0, 0, 0); break;
         case LEV_STW_START: {
             int k = l->ver < LEGACY_GO1_21 ? (int)a[0] + 1 : (a[0] < B_COUNT - B_STW0 ? (int)a[0] : 0);
-            stw_reason = B[B_STW0 + k];
-            PUT(EV_STW_BEGIN, m, g, stw_reason, 0, 0, 0, 0, 0);
+            cv->stw_reason = B[B_STW0 + k];
+            PUT(EV_STW_BEGIN, m, g, cv->stw_reason, 0, 0, 0, 0, 0);
             break;
         }
-        case LEV_STW_DONE: PUT(EV_STW_END, m, g, stw_reason, 0, 0, 0, 0, 0); break;
+        case LEV_STW_DONE: PUT(EV_STW_END, m, g, cv->stw_reason, 0, 0, 0, 0, 0); break;
         case LEV_GC_SWEEP_START: PUT(EV_GC_SWEEP_BEGIN, m, g, stk, 0, 0, 0, 0, 0); break;
         case LEV_GC_SWEEP_DONE: PUT(EV_GC_SWEEP_END, m, g, a[0], a[1], 0, 0, 0, 0); break;
         case LEV_GO_START:
-            if (pre_init) {
-                u64 *v = map_find(&created, a[0]);
+            if (cv->pre_init) {
+                u64 *v = map_find(&cv->created, a[0]);
                 if (v)
                     *v = 0;
                 PUT(EV_GO_STATUS, m, g, a[0], U64MAX, GO_RUNNING, 0, 0, 0);
@@ -170,7 +196,7 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
                 PUT(EV_GO_START, m, g, a[0], a[1], 0, 0, 0, 0);
             break;
         case LEV_GO_START_LABEL: {
-            u64 *v = map_find(&pms, (u64)p);
+            u64 *v = map_find(&cv->pms, (u64)p);
             i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
             if (!has_str(l, a[2]))
                 goto out;
@@ -194,10 +220,10 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
         case LEV_GO_BLOCK_GC: PUT(EV_GO_BLOCK, m, g, B[B_ASSIST], stk, 0, 0, 0, 0); break;
         case LEV_GO_UNBLOCK: PUT(EV_GO_UNBLOCK, m, g, a[0], a[1], stk, 0, 0, 0); break;
         case LEV_GO_SYS_CALL:
-            if (after[i] < n && ev[after[i]].typ == LEV_GO_SYS_BLOCK)
+            if (blocked[i >> 3] >> (i & 7) & 1)
                 PUT(EV_GO_SYSCALL_BEGIN, m, g, 0, stk, 0, 0, 0, 0);
             else {
-                u64 *v = map_find(&pms, (u64)p);
+                u64 *v = map_find(&cv->pms, (u64)p);
                 i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
                 PUT(EV_GO_SYSCALL_BEGIN, m0, (i64)e->g, 0, stk, 0, 0, 0, 0);
                 if (!r)
@@ -207,7 +233,7 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
         case LEV_GO_SYS_EXIT: PUT(EV_GO_SYSCALL_END_BLOCKED, m, g, 0, 0, 0, 0, 0, 0); break;
         case LEV_GO_SYS_BLOCK: break;
         case LEV_GO_WAITING: case LEV_GO_IN_SYSCALL: {
-            u64 *v = map_find(&created, a[0]);
+            u64 *v = map_find(&cv->created, a[0]);
             if (v)
                 *v = 0;
             PUT(EV_GO_STATUS, m, g, a[0], U64MAX, t == LEV_GO_WAITING ? GO_WAITING : GO_SYSCALL, 0, 0, 0);
@@ -220,7 +246,7 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
         case LEV_USER_TASK_CREATE: {
             if (!has_str(l, a[2]))
                 goto out;
-            u64 *nm = map_slot(&tasks_name, a[0], 0), *pa = map_slot(&tasks_parent, a[0], 0);
+            u64 *nm = map_slot(&cv->tasks_name, a[0], 0), *pa = map_slot(&cv->tasks_parent, a[0], 0);
             if (!nm || !pa)
                 goto oom;
             *nm = a[2] + 1, *pa = a[1]; /* name id + 1: 0 is "no open task" */
@@ -228,7 +254,7 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
             break;
         }
         case LEV_USER_TASK_END: {
-            u64 *nm = map_find(&tasks_name, a[0]), *pa = map_find(&tasks_parent, a[0]);
+            u64 *nm = map_find(&cv->tasks_name, a[0]), *pa = map_find(&cv->tasks_parent, a[0]);
             u64 name = 0, parent = NO_TASK;
             if (nm && *nm) {
                 name = *nm - 1, parent = *pa;
@@ -246,7 +272,7 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
         case LEV_USER_LOG:
             if (!has_str(l, a[1]))
                 goto out;
-            PUT(EV_USER_LOG, m, g, a[0], a[1], msg_base + e->msg, stk, 0, 0);
+            PUT(EV_USER_LOG, m, g, a[0], a[1], cv->msg_base + e->msg, stk, 0, 0);
             break;
         case LEV_CPU_SAMPLE: PUT(EV_CPU_SAMPLE, -1, g, stk, 0, 0, 0, 0, 0); break;
         default:
@@ -256,16 +282,29 @@ int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
         if (r)
             goto oom;
     }
-    if (col_put(c, SYNC_CODE, c->last + 1, -1, -1, -1, syncs + 2, 0, 0, 0, 0, 0, 0))
-        goto oom;
+    if (i == n && cv->stage == 1) {
+        if (col_put(c, SYNC_CODE, c->last + 1, -1, -1, -1, cv->syncs + 2, 0, 0, 0, 0, 0, 0))
+            goto oom;
+        cv->stage = 2;
+    }
     rc = L_OK;
     goto out;
 oom:
     rc = L_NO_MEMORY;
 out:
-    map_free(&next_g), map_free(&created), map_free(&seen), map_free(&pms), map_free(&tasks_name);
-    map_free(&tasks_parent);
-    free(after), free(order);
+    cv->i = i;
+    return rc;
+}
+
+int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
+    Conv cv;
+    int rc = conv_begin(l, &cv, msg_base, syncs);
+    /* about one modern event per legacy one: room for them now, not twice as much later */
+    if (rc == L_OK && cols_reserve(&c->out, c->out.n + l->nall + l->nall / 16 + 16))
+        rc = L_NO_MEMORY;
+    if (rc == L_OK)
+        rc = conv_run(l, &cv, c, SIZE_MAX);
+    conv_free(&cv);
     return rc;
 }
 

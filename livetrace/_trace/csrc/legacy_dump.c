@@ -105,7 +105,8 @@ static size_t fill(const Dump *dm, size_t *next, char *buf, size_t cap, size_t *
     size_t i = *next;
     *need = 0;
     for (; i < l->nall; i++) {
-        const LEv *e = &l->all[i];
+        LEv ex, *e = &ex;
+        l_expand(l, &l->all[i], e);
         const Label *lb = &dm->lab[e->typ];
         Str s[MAX_SARGS];
         int ns = strings_of(dm, e, s);

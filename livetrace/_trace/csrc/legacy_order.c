@@ -14,9 +14,15 @@ typedef struct {
     int status, nstatus;
 } Tr;
 
-static Tr transition(const LEv *e) {
+static Tr transition(const L *l, const LRec *rec) {
     Tr r = {UNORDERED, 0, 0, 0, 0};
-    int t = e->typ;
+    int t = rec->typ;
+    LEv ex, *e = &ex;
+    if (t == LEV_GO_CREATE || t == LEV_GO_START || t == LEV_GO_START_LABEL || t == LEV_GO_UNBLOCK ||
+        t == LEV_GO_SYS_EXIT || t == LEV_GO_UNBLOCK_LOCAL || t == LEV_GO_SYS_EXIT_LOCAL || t == LEV_GC_START)
+        l_expand(l, rec, &ex); /* the transitions that read the event's values */
+    else
+        ex.g = rec->g;
     const u64 *a = e->a;
     if (t == LEV_GO_CREATE)
         r = (Tr){a[0], 0, 1, G_DEAD, G_RUNNABLE};
@@ -93,22 +99,30 @@ typedef struct {
     size_t nnode, capn, capn2;
 } Order;
 
+/* A stream's events sorted by time (stably), in place. */
+static int sort_stream(Stream *st) {
+    LRec *flat = malloc(st->n * sizeof(LRec) + 1);
+    if (!flat)
+        return L_NO_MEMORY;
+    for (size_t i = 0; i < st->n; i++)
+        flat[i] = *st_at(st, i);
+    int rc = sort_by_ts(flat, st->n);
+    for (size_t i = 0; !rc && i < st->n; i++)
+        *st_at(st, i) = flat[i];
+    free(flat);
+    return rc;
+}
+
 int l_order(L *l) {
     /* CPU samples come in the order they were flushed: put them in time order */
     u64 *ps = map_find(&l->p_stream, (u64)(i64)PROFILE_P);
-    if (ps && sort_by_ts(l->st[*ps - 1].ev, l->st[*ps - 1].n))
+    if (ps && sort_stream(&l->st[*ps - 1]))
         return L_NO_MEMORY;
-    size_t total = 0;
-    for (size_t s = 0; s < l->nst; s++) {
-        Stream *st = &l->st[s];
-        total += st->n;
-        /* the streams and the ordered copy are the peak of a segment's memory: no room to spare */
-        LEv *fit = st->n ? realloc(st->ev, st->n * sizeof(LEv)) : NULL;
-        if (fit)
-            st->ev = fit, st->cap = st->n;
-    }
-    if (grow((void **)&l->all, &l->capall, total + 1, sizeof(LEv)))
+    size_t total = l->nev;
+    /* (untouched, the room not yet written takes no memory) */
+    if (!(l->all = recs_alloc(total)))
         return L_NO_MEMORY;
+    l->capall = total;
     Order o = {0};
     Heap q = {0};
     u64 tie = 0;
@@ -117,8 +131,8 @@ int l_order(L *l) {
     do {                                                                                                            \
         Stream *st_ = &l->st[S];                                                                                    \
         if (st_->head < st_->n) {                                                                                   \
-            LEv *e_ = &st_->ev[st_->head];                                                                          \
-            Tr tr_ = transition(e_);                                                                                \
+            LRec *e_ = st_at(st_, st_->head);                                                                          \
+            Tr tr_ = transition(l, e_);                                                                                \
             int ready_ = 1;                                                                                         \
             if (tr_.key != UNORDERED) {                                                                             \
                 u64 *cs_ = map_find(&o.seq, tr_.key), *cst_ = map_find(&o.status, tr_.key);                           \
@@ -157,15 +171,24 @@ int l_order(L *l) {
             goto out; /* no consistent order: the twin says so */
         HE top = heap_pop(&q);
         size_t s = top.s;
-        LEv *e = &l->st[s].ev[l->st[s].head++];
-        Tr tr = transition(e);
+        Stream *st = &l->st[s];
+        LRec *e = &l->all[l->nall++];
+        *e = *st_at(st, st->head++);
+        if (st->head % SBLOCK == 0) { /* past a block: it goes */
+            size_t held = l->rec_bytes + l->nall * sizeof(LRec);
+            if (held > l->rec_peak)
+                l->rec_peak = held;
+            l->rec_bytes -= BLOCK_BYTES;
+            block_free(st->blk[st->head / SBLOCK - 1]);
+            st->blk[st->head / SBLOCK - 1] = NULL;
+        }
+        Tr tr = transition(l, e);
         if (e->typ == LEV_GO_START_LOCAL)
             e->typ = LEV_GO_START;
         else if (e->typ == LEV_GO_UNBLOCK_LOCAL)
             e->typ = LEV_GO_UNBLOCK;
         else if (e->typ == LEV_GO_SYS_EXIT_LOCAL)
             e->typ = LEV_GO_SYS_EXIT;
-        l->all[l->nall++] = *e;
         if (tr.key != UNORDERED) {
             u64 *cs = map_slot(&o.seq, tr.key, 0), *cst;
             if (!cs)
@@ -189,9 +212,15 @@ int l_order(L *l) {
         OFFER(s);
     }
 #undef OFFER
+    if (l->rec_bytes + l->nall * sizeof(LRec) > l->rec_peak)
+        l->rec_peak = l->rec_bytes + l->nall * sizeof(LRec);
+    l->rec_bytes = l->nall * sizeof(LRec);
     for (size_t s = 0; s < l->nst; s++) { /* all in l->all now */
-        free(l->st[s].ev);
-        l->st[s].ev = NULL, l->st[s].n = l->st[s].cap = l->st[s].head = 0;
+        Stream *st = &l->st[s];
+        for (size_t b = 0; b < st->nblk; b++)
+            block_free(st->blk[b]);
+        free(st->blk);
+        st->blk = NULL, st->nblk = st->capblk = st->n = st->head = 0;
     }
     for (size_t i = 1; i < l->nall; i++)
         if (l->all[i - 1].ts > l->all[i].ts)
@@ -200,7 +229,7 @@ int l_order(L *l) {
     {
         Map last_block = {0};
         for (size_t i = 0; i < l->nall; i++) {
-            LEv *e = &l->all[i];
+            LRec *e = &l->all[i];
             if (e->typ == LEV_GO_SYS_BLOCK || e->typ == LEV_GO_IN_SYSCALL) {
                 u64 *v = map_slot(&last_block, e->g, 0);
                 if (!v) {
@@ -208,13 +237,17 @@ int l_order(L *l) {
                     goto oom;
                 }
                 *v = (u64)e->ts;
-            } else if (e->typ == LEV_GO_SYS_EXIT && e->a[2]) {
+            } else if (e->typ == LEV_GO_SYS_EXIT) {
+                LEv x;
+                l_expand(l, e, &x);
+                if (!x.a[2])
+                    continue;
                 u64 *v = map_find(&last_block, e->g);
-                if (!v || !*v || e->a[2] < *v || e->a[2] > (u64)1 << 61) {
+                if (!v || !*v || x.a[2] < *v || x.a[2] > (u64)1 << 61) {
                     map_free(&last_block);
                     goto out;
                 }
-                e->ts = (i64)e->a[2];
+                e->ts = (i64)x.a[2];
             }
         }
         map_free(&last_block);
@@ -230,11 +263,11 @@ out:
 }
 
 /* Stable bottom-up merge sort by time, for sequences far from ordered. */
-static int merge_sort(LEv *ev, size_t n) {
-    LEv *tmp = malloc(n * sizeof(LEv));
+static int merge_sort(LRec *ev, size_t n) {
+    LRec *tmp = malloc(n * sizeof(LRec));
     if (!tmp)
         return L_NO_MEMORY;
-    LEv *src = ev, *dst = tmp;
+    LRec *src = ev, *dst = tmp;
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
@@ -245,11 +278,11 @@ static int merge_sort(LEv *ev, size_t n) {
             while (j < hi)
                 dst[k++] = src[j++];
         }
-        LEv *t = src;
+        LRec *t = src;
         src = dst, dst = t;
     }
     if (src != ev)
-        memcpy(ev, src, n * sizeof(LEv));
+        memcpy(ev, src, n * sizeof(LRec));
     free(tmp);
     return 0;
 }
@@ -290,7 +323,7 @@ static int sort_out(Out *o, size_t k) {
  * with some syscall exits moved back to when the syscall returned): the few
  * out of place are taken out, sorted and merged back in, in one pass over
  * the rest; a sequence far from ordered is merge sorted whole. */
-int sort_by_ts(LEv *ev, size_t n) {
+int sort_by_ts(LRec *ev, size_t n) {
     size_t k = 0;
     i64 last = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
@@ -303,7 +336,7 @@ int sort_by_ts(LEv *ev, size_t n) {
         return 0;
     if (k > n / 8)
         return merge_sort(ev, n);
-    LEv *x = malloc(k * sizeof(LEv));
+    LRec *x = malloc(k * sizeof(LRec));
     size_t *orig = malloc(k * sizeof(size_t));
     Out *o = malloc(k * sizeof(Out));
     int rc = L_NO_MEMORY;

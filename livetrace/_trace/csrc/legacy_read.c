@@ -1,15 +1,61 @@
 /* Reading a legacy trace: its events into per-P streams, its strings,
  * stacks and user log messages into tables (see legacy.h). */
 
+#define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS, under -std=c99 */
 #include "legacy.h"
 #include "varint.h"
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+#ifndef MAP_POPULATE /* (Linux's: the block's pages at once, not a fault each) */
+#define MAP_POPULATE 0
+#endif
+
+LRec *block_alloc(void) {
+    void *b =
+        mmap(NULL, SBLOCK * sizeof(LRec), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return b == MAP_FAILED ? NULL : b;
+}
+
+void block_free(LRec *b) {
+    if (b)
+        munmap(b, SBLOCK * sizeof(LRec));
+}
+
+/* (not populated: the merge writes them one after another) */
+LRec *recs_alloc(size_t n) {
+    void *b = mmap(NULL, (n + 1) * sizeof(LRec), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return b == MAP_FAILED ? NULL : b;
+}
+
+void recs_free(L *l) {
+    if (l->all)
+        munmap(l->all, (l->capall + 1) * sizeof(LRec));
+    l->all = NULL, l->nall = l->capall = 0;
+}
+#else
+LRec *block_alloc(void) { return malloc(SBLOCK * sizeof(LRec)); }
+void block_free(LRec *b) { free(b); }
+LRec *recs_alloc(size_t n) { return malloc((n + 1) * sizeof(LRec)); }
+void recs_free(L *l) {
+    free(l->all);
+    l->all = NULL, l->nall = l->capall = 0;
+}
+#endif
+
 void l_free(L *l) {
     map_free(&l->str_at), map_free(&l->stacks), map_free(&l->timer_gs), map_free(&l->p_stream);
-    for (size_t i = 0; i < l->nst; i++)
-        free(l->st[i].ev);
+    map_free(&l->msg_of);
+    for (size_t i = 0; i < l->nst; i++) {
+        for (size_t b = 0; b < l->st[i].nblk; b++)
+            block_free(l->st[i].blk[b]);
+        free(l->st[i].blk);
+    }
     free(l->st);
-    free(l->all);
+    recs_free(l);
     free(l->strings), free(l->stack_vals), free(l->messages);
 }
 
@@ -171,6 +217,8 @@ int l_read(L *l, size_t pos) {
                 goto oom;
             l->messages[2 * l->nmessages] = msg_at;
             l->messages[2 * l->nmessages + 1] = msg_len;
+            if (!map_slot(&l->msg_of, at, l->nmessages))
+                goto oom;
             e.msg = (u32)l->nmessages++;
             break;
         case LEV_CPU_SAMPLE:
@@ -192,10 +240,23 @@ int l_read(L *l, size_t pos) {
              e.a[1] == U64MAX) ||
             (typ == LEV_GC_START && e.a[0] == U64MAX))
             goto out;
+        /* past what the records hold */
+        if (l->nev >= UINT32_MAX || at > UINT32_MAX || e.g > UINT32_MAX || e.p < INT32_MIN || e.p > INT32_MAX)
+            goto out;
         Stream *s = stream_of(l, typ == LEV_CPU_SAMPLE ? PROFILE_P : cur_p);
-        if (!s || grow((void **)&s->ev, &s->cap, s->n + 1, sizeof(LEv)))
+        if (!s)
             goto oom;
-        s->ev[s->n++] = e;
+        if (s->n % SBLOCK == 0) {
+            if (grow((void **)&s->blk, &s->capblk, s->nblk + 1, sizeof(LRec *)) ||
+                !(s->blk[s->nblk] = block_alloc()))
+                goto oom;
+            s->nblk++;
+            l->rec_bytes += BLOCK_BYTES;
+            if (l->rec_bytes > l->rec_peak)
+                l->rec_peak = l->rec_bytes;
+        }
+        *st_at(s, s->n++) = (LRec){e.ts, (u32)at, (u32)e.g, (int32_t)e.p, e.typ};
+        l->nev++;
     }
     rc = (l->nst && l->ticks_per_sec) ? L_OK : L_GIVE_UP;
     goto out;
@@ -204,4 +265,36 @@ oom:
 out:
     map_free(&last_g);
     return rc;
+}
+
+void l_expand(const L *l, const LRec *r, LEv *e) {
+    const u8 *d = l->d;
+    size_t pos = r->off, end = l->end;
+    u8 b = d[pos++];
+    int typ = b & 0x3f, narg = (b >> 6) + 1;
+    u64 vals[8] = {0};
+    size_t nv = 0;
+    /* l_read took these values: they are there */
+    if (narg < 4) {
+        for (int k = 0; k < narg; k++)
+            uv(d, end, &pos, &vals[nv++]);
+    } else {
+        u64 len = 0;
+        uv(d, end, &pos, &len);
+        size_t vstart = pos;
+        while (len > pos - vstart && nv < 8)
+            uv(d, end, &pos, &vals[nv++]);
+    }
+    *e = (LEv){.ts = r->ts, .p = r->p, .g = r->g, .off = r->off, .typ = r->typ};
+    size_t nrest = nv ? nv - 1 : 0;
+    if (l->stackf[typ] && nv)
+        e->stk = vals[--nv], nrest--;
+    for (size_t k = 0; k < nrest && k < 3; k++)
+        e->a[k] = vals[1 + k];
+    if (typ == LEV_CPU_SAMPLE)
+        e->a[0] = 0;
+    else if (typ == LEV_USER_LOG) {
+        u64 *m = map_find(&l->msg_of, r->off);
+        e->msg = m ? (u32)*m : 0;
+    }
 }

@@ -19,6 +19,7 @@
 #include "legacy.h"
 #include "legacy_dump.h"
 #include "legacy_live.h"
+#include "legacy_stream.h"
 #include "pprof.h"
 #include "select.h"
 #include "spans.h"
@@ -531,7 +532,7 @@ static PyObject *legacy_exact(PyObject *self, PyObject *args) {
         res = Py_None;
         Py_INCREF(res);
     } else {
-        free(l.all), l.all = NULL, l.nall = l.capall = 0; /* in the columns now */
+        recs_free(&l); /* in the columns now */
         PyObject *v[5] = {legacy_columns(&c.out), legacy_strings(&l), legacy_stacks(&l),
                           PyLong_FromUnsignedLongLong(l.ticks_per_sec), legacy_messages(&l)};
         res = make_struct(LegacyEventsType, 5, v);
@@ -551,6 +552,10 @@ static PyMethodDef module_methods[] = {
     {"legacy_exact", legacy_exact, METH_VARARGS,
      "legacy_exact($module, data, ver, counts, stack_flags, mask, builtin, msg_base, offset, syncs, /)\n--\n\n"
      "A complete Go 1.11-1.21 trace in the modern model, or None."},
+    {"legacy_stream", legacy_stream, METH_VARARGS,
+     "legacy_stream($module, data, ver, counts, stack_flags, mask, builtin, msg_base, offset, syncs, /)\n--\n\n"
+     "A complete Go 1.11-1.21 trace's exact events a batch at a time: (stream, strings, stacks, ticks_per_sec, "
+     "messages, events), or None."},
     {"init_tables", init_tables, METH_VARARGS,
      "init_tables($module, timed, nargs, stack, str0, str1, /)\n--\n\nHand over the format tables."},
     {"jsonl", jsonl, METH_VARARGS,
@@ -604,7 +609,7 @@ PyMODINIT_FUNC PyInit__ccore(void) {
     Py_INCREF(WireError);
     if (spans_register(m) < 0 || legacy_live_register(m) < 0)
         goto fail;
-    if (legacy_dump_register(m) < 0)
+    if (legacy_dump_register(m) < 0 || legacy_stream_register(m) < 0)
         goto fail;
     if (pprof_register(m) < 0)
         goto fail;

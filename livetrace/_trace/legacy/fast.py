@@ -5,6 +5,7 @@ decoder and converter, its twin, which also reports every error."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from livetrace._errors import TraceFormatError
@@ -12,7 +13,7 @@ from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.convert import BLOCK_REASONS, STOP_REASONS, STW_REASONS, legacy_events, legacy_table
 from livetrace._trace.legacy.read import LegacyDecoder, add_frames
 from livetrace._trace.legacy.trace import LegacyTrace
-from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch, kind_mask
+from livetrace._trace.model.batch import EventBatch, kind_mask
 from livetrace._trace.model.events import SYNC_CODE, Kind
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.legacy import (
@@ -60,7 +61,10 @@ BUILTIN = (
     + list(STW_REASONS)
 )
 _TASK_END = bytes([TASK_END])
-_WIDTHS = (1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA)  # bytes per event in each column
+# The core's stream, and the trace's strings, stacks, frequency, user log messages and event count.
+CoreStream = tuple[
+    "ccore.LegacyStream", list[tuple[int, bytes]], list[tuple[int, tuple[int, ...]]], int, list[bytes], int
+]
 _BUILTIN_IDS = b"".join((BUILTIN_BASE + k).to_bytes(8, "little") for k in range(len(BUILTIN)))
 
 
@@ -75,6 +79,19 @@ class ExactTrace:
     ticks_per_sec: int
 
 
+@dataclass
+class ExactStream:
+    """A complete legacy trace's events in the modern model, counted, in
+    batches made as they are taken (the compiled core converts a batch at a
+    time: a live segment never holds all its events as columns)."""
+
+    table: Tables | None
+    batches: Iterator[EventBatch]
+    events: int
+    stacks: int
+    ticks_per_sec: int
+
+
 def exact_events(
     data: bytes, kinds: frozenset[Kind] | None = None, compiled: bool | None = None, *, offset: int = 0, syncs: int = 0
 ) -> ExactTrace:
@@ -83,20 +100,26 @@ def exact_events(
     times and their Syncs counting on from ``syncs`` (for segments stitched
     into one stream). ``compiled``: None uses the compiled core where there
     is one, True insists, False never does."""
+    s = exact_stream(data, kinds, compiled, offset=offset, syncs=syncs)
+    return ExactTrace(s.table, list(s.batches), s.events, s.stacks, s.ticks_per_sec)
+
+
+def exact_stream(
+    data: bytes, kinds: frozenset[Kind] | None = None, compiled: bool | None = None, *, offset: int = 0, syncs: int = 0
+) -> ExactStream:
+    """``exact_events``, its batches made as they are taken. Any error is
+    raised here, before the first batch."""
     if use_compiled(compiled) and len(data) >= HEADER_SIZE:
         ver = _version(data)
         if ver in COMPILED_VERSIONS:
-            counts, stacks = layout(ver)
-            res = ccore.legacy_exact(
-                data, ver.legacy_number, counts, stacks, kind_mask(kinds), _BUILTIN_IDS, MESSAGE_BASE, offset, syncs
-            )
+            res = core_stream(data, ver, kinds, offset, syncs)
             # (A trace naming its own strings where the conversion puts its
             # own is left to the twin, which interns them elsewhere.)
-            if res is not None and all(sid < BUILTIN_BASE for sid, _ in res.strings):
-                columns: list[bytes | bytearray | None] = list(res.columns)
-                tables = (res.strings, res.stacks, res.ticks_per_sec, res.messages)
-                del res  # the columns go, one by one, as they are cut into batches
-                return _from_columns(columns, *tables, ver)
+            if res is not None and all(sid < BUILTIN_BASE for sid, _ in res[1]):
+                core, strings, stack_list, ticks, messages, n = res
+                del res
+                gen = _table(strings, stack_list, ticks, messages, ver)
+                return ExactStream(gen, _batches(core, gen), n, len(stack_list), ticks)
     d = LegacyDecoder()
     d.feed(data)
     trace = d.close()
@@ -109,7 +132,18 @@ def exact_events(
             events.append(e)
     table = events[0].gen if events else None
     batches = [EventBatch.from_events(table, events[i : i + BATCH_EVENTS]) for i in range(0, len(events), BATCH_EVENTS)]
-    return ExactTrace(table, batches, len(events), len(trace.stacks), trace.ticks_per_sec)
+    return ExactStream(table, iter(batches), len(events), len(trace.stacks), trace.ticks_per_sec)
+
+
+def core_stream(
+    data: bytes, ver: TraceVersion, kinds: frozenset[Kind] | None = None, offset: int = 0, syncs: int = 0
+) -> CoreStream | None:
+    """The compiled core's stream of a 1.11-1.21 trace and its tables
+    (``ccore.legacy_stream``), or None: the twin must decode it."""
+    counts, stacks = layout(ver)
+    return ccore.legacy_stream(
+        data, ver.legacy_number, counts, stacks, kind_mask(kinds), _BUILTIN_IDS, MESSAGE_BASE, offset, syncs
+    )
 
 
 def _version(data: bytes) -> TraceVersion | None:
@@ -119,17 +153,15 @@ def _version(data: bytes) -> TraceVersion | None:
         return None
 
 
-def _from_columns(
-    columns: list[bytes | bytearray | None],
+def _table(
     strings: list[tuple[int, bytes]],
     stacks: list[tuple[int, tuple[int, ...]]],
     ticks: int,
     messages: list[bytes],
     ver: TraceVersion,
-) -> ExactTrace:
-    """The batches of the core's columns. A segment's columns are the largest
-    thing a live legacy session holds: each is dropped once cut into the
-    batches' copies (columns holds the only references)."""
+) -> Tables:
+    """The generation table of the core's strings and stacks, with the
+    strings the conversion adds."""
     trace = LegacyTrace(ver, [], {}, dict(strings), ticks)
     for sid, vals in stacks:
         trace.stacks[sid] = vals
@@ -139,29 +171,22 @@ def _from_columns(
         table.strings[BUILTIN_BASE + k] = s.encode()
     for k, msg in enumerate(messages):
         table.strings[MESSAGE_BASE + k] = msg
-    code = columns[0]
-    assert code is not None
-    n = len(code)
-    # A task's end names its type as an extra string, made here (visiting
-    # only the task ends: a trace has few, among millions of events).
-    i = code.find(_TASK_END)
-    if i >= 0:
-        assert columns[6] is not None
-        extra = columns[6] = bytearray(columns[6])
-        xs = memoryview(extra).cast("Q")
-        while i >= 0:
-            xs[2 * i + 1] = table.add_extra_string(table.strings.get(xs[2 * i + 1], b""))
-            i = code.find(_TASK_END, i + 1)
-        del xs, extra
-    del code
-    pieces: list[list[bytes]] = []
-    for k, width in enumerate(_WIDTHS):
-        col, columns[k] = columns[k], None
-        assert col is not None
-        pieces.append([bytes(col[width * i : width * min(n, i + BATCH_EVENTS)]) for i in range(0, n, BATCH_EVENTS)])
-        del col
-    batches = [
-        EventBatch(table, min(BATCH_EVENTS, n - i), tuple(p[b] for p in pieces))
-        for b, i in enumerate(range(0, n, BATCH_EVENTS))
-    ]
-    return ExactTrace(table, batches, n, len(trace.stacks), ticks)
+    return table
+
+
+def _batches(core: ccore.LegacyStream, table: Tables) -> Iterator[EventBatch]:
+    """The core's events, a batch at a time. A task's end names its type as
+    an extra string, made here (visiting only the task ends: a trace has
+    few, among millions of events)."""
+    while (columns := core.next(BATCH_EVENTS)) is not None:
+        code = columns[0]
+        i = code.find(_TASK_END)
+        if i >= 0:
+            extra = bytearray(columns[6])
+            xs = memoryview(extra).cast("Q")
+            while i >= 0:
+                xs[2 * i + 1] = table.add_extra_string(table.strings.get(xs[2 * i + 1], b""))
+                i = code.find(_TASK_END, i + 1)
+            xs.release()
+            columns = (*columns[:6], bytes(extra))
+        yield EventBatch(table, len(code), columns)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, TypeVar, overload
 from livetrace._notice import Notice
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
-from livetrace._trace.legacy.fast import BUILTIN, exact_events
+from livetrace._trace.legacy.fast import BUILTIN, exact_stream
 from livetrace._trace.legacy.live_core import CoreProvisional, GaveUp, compiled_version
 from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.trace import LegacyEvent
@@ -393,7 +393,8 @@ class LegacyLive:
             estimate = self._decoder.clock.ticks_per_sec
         data = b"".join(self._chunks)
         self._chunks = [data]  # not twice over while it is decoded
-        exact = exact_events(data, self._kinds, self._compiled, offset=self._offset, syncs=self._syncs)
+        # (the compiled core converts a batch at a time, as they are taken)
+        exact = exact_stream(data, self._kinds, self._compiled, offset=self._offset, syncs=self._syncs)
         self._syncs += 2
         yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
         if exact.table is not None:
