@@ -100,26 +100,6 @@ class FinalSync(structseq[int], tuple[int, int]):
         """The Syncs so far, this one included."""
 
 @final
-class LegacyEvents(
-    structseq[Any],
-    tuple[EventColumns, list[tuple[int, bytes]], list[tuple[int, tuple[int, ...]]], int, list[bytes]],
-):
-    __match_args__: Final = ("columns", "strings", "stacks", "ticks_per_sec", "messages")
-    @property
-    def columns(self) -> EventColumns: ...
-    @property
-    def strings(self) -> list[tuple[int, bytes]]:
-        """(id, text), in the trace's order."""
-    @property
-    def stacks(self) -> list[tuple[int, tuple[int, ...]]]:
-        """(id, values as the trace has them), for the stacks with frames."""
-    @property
-    def ticks_per_sec(self) -> int: ...
-    @property
-    def messages(self) -> list[bytes]:
-        """The user logs' messages, by the index their events name."""
-
-@final
 class Engine:
     """The ordering engine and frontier of the modern decoder."""
 
@@ -212,18 +192,6 @@ def init_tables(
     timed: ReadableBuffer, nargs: ReadableBuffer, stack: ReadableBuffer, str0: ReadableBuffer, str1: ReadableBuffer, /
 ) -> None: ...
 def wire_records(payload: ReadableBuffer, table: ReadableBuffer, /) -> WireRecords: ...
-def legacy_exact(
-    data: ReadableBuffer,
-    ver: int,
-    counts: ReadableBuffer,
-    stack_flags: ReadableBuffer,
-    mask: ReadableBuffer,
-    builtin: ReadableBuffer,
-    msg_base: int,
-    offset: int,
-    syncs: int,
-    /,
-) -> LegacyEvents | None: ...
 
 @final
 class LegacyStream:

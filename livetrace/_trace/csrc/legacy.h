@@ -141,7 +141,6 @@ int l_check(L *l);
 /* The ordered events' times in ns since the first, and the pseudo-Ps of
  * timer wakeups and syscall exits (as the twin's LegacyDecoder.close). */
 int l_times(L *l);
-int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs);
 /* The ordered events' times and checks, and the conversion's start: an L_* outcome. */
 int conv_begin(L *l, Conv *v, u64 msg_base, u64 syncs);
 /* Converts until c holds `until` events or more, or all are done (stage 2): an L_* outcome. */
@@ -163,10 +162,6 @@ static inline void l_view(const L *l, const LRec *r, LEv *e, int values) {
 }
 void l_free(L *l);
 void recs_free(L *l); /* l->all (recs_alloc's), and nall = capall = 0 */
-
-/* The whole path, from the header's end: L_OK with the events in c and the
- * tables in l, L_GIVE_UP for the twin to decode, or L_NO_MEMORY. */
-int legacy_decode(L *l, Cols *c, u64 msg_base, u64 syncs);
 
 static inline int is_blocking(int t) {
     return t == LEV_GO_SLEEP || t == LEV_GO_BLOCK || (t >= LEV_GO_BLOCK_SEND && t <= LEV_GO_BLOCK_NET) ||

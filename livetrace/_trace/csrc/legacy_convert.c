@@ -295,24 +295,3 @@ out:
     cv->i = i;
     return rc;
 }
-
-int l_convert(L *l, Cols *c, u64 msg_base, u64 syncs) {
-    Conv cv;
-    int rc = conv_begin(l, &cv, msg_base, syncs);
-    /* about one modern event per legacy one: room for them now, not twice as much later */
-    if (rc == L_OK && cols_reserve(&c->out, c->out.n + l->nall + l->nall / 16 + 16))
-        rc = L_NO_MEMORY;
-    if (rc == L_OK)
-        rc = conv_run(l, &cv, c, SIZE_MAX);
-    conv_free(&cv);
-    return rc;
-}
-
-int legacy_decode(L *l, Cols *c, u64 msg_base, u64 syncs) {
-    int rc = l_read(l, HEADER_SIZE);
-    if (rc == L_OK)
-        rc = l_order(l);
-    if (rc == L_OK)
-        rc = l_convert(l, c, msg_base, syncs);
-    return rc;
-}

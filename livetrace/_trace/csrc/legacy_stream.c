@@ -134,7 +134,7 @@ static PyTypeObject LegacyStreamType = {
     .tp_getset = LS_getset,
 };
 
-/* The tables read, as Python objects (module.c's legacy_exact has them as LegacyEvents). */
+/* The tables read, as Python objects: (strings, stacks, ticks_per_sec, messages). */
 static PyObject *tables_of(const L *l) {
     PyObject *strings = PyList_New((Py_ssize_t)(l->nstrings / 3));
     for (size_t i = 0; strings && i < l->nstrings / 3; i++) {

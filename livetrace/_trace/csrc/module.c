@@ -28,8 +28,7 @@
 
 /* ---- result types ---- */
 
-static PyTypeObject *WireRecordsType, *EventColumnsType, *EngineBatchType, *EngineErrorType, *FinalSyncType,
-    *LegacyEventsType;
+static PyTypeObject *WireRecordsType, *EventColumnsType, *EngineBatchType, *EngineErrorType, *FinalSyncType;
 static PyObject *WireError;
 
 static PyStructSequence_Field wire_records_fields[] = {
@@ -62,13 +61,6 @@ static PyStructSequence_Field final_sync_fields[] = {
     {"time", "ns"},
     {"syncs", "the Syncs so far, this one included: its number"},
     {NULL}};
-static PyStructSequence_Field legacy_events_fields[] = {
-    {"columns", "EventColumns"},
-    {"strings", "list of (id, bytes), in the trace's order"},
-    {"stacks", "list of (id, tuple of ints): the stacks with frames, their values as the trace has them"},
-    {"ticks_per_sec", "the trace's clock"},
-    {"messages", "list of bytes: the user logs' messages"},
-    {NULL}};
 
 static PyStructSequence_Desc result_descs[] = {
     {"livetrace._trace._ccore.WireRecords", "The records of one batch payload, as columns.", wire_records_fields, 3},
@@ -76,7 +68,6 @@ static PyStructSequence_Desc result_descs[] = {
     {"livetrace._trace._ccore.EngineBatch", "What Engine.run decoded.", engine_batch_fields, 5},
     {"livetrace._trace._ccore.EngineError", "What stopped a generation.", engine_error_fields, 3},
     {"livetrace._trace._ccore.FinalSync", "The Sync that ends the stream.", final_sync_fields, 2},
-    {"livetrace._trace._ccore.LegacyEvents", "A legacy trace's events in the modern model.", legacy_events_fields, 5},
 };
 
 /* A struct sequence of type t from the values, whose references it takes
@@ -432,126 +423,11 @@ done:
     return result;
 }
 
-/* ---- legacy traces ---- */
-
-/* The tables legacy_decode gathered, as LegacyEvents' Python objects. */
-static PyObject *legacy_strings(const L *l) {
-    PyObject *list = PyList_New((Py_ssize_t)(l->nstrings / 3));
-    for (size_t i = 0; list && i < l->nstrings / 3; i++) {
-        const u64 *s = l->strings + 3 * i;
-        PyObject *t = Py_BuildValue("(Ky#)", (unsigned long long)s[0], (const char *)l->d + s[1], (Py_ssize_t)s[2]);
-        if (!t)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, (Py_ssize_t)i, t);
-    }
-    return list;
-}
-
-static PyObject *legacy_stacks(const L *l) {
-    PyObject *list = PyList_New((Py_ssize_t)l->nstacks);
-    const u64 *s = l->stack_vals;
-    for (size_t i = 0; list && i < l->nstacks; i++, s += 2 + s[1]) {
-        PyObject *vals = PyTuple_New((Py_ssize_t)s[1]);
-        for (size_t k = 0; vals && k < s[1]; k++) {
-            PyObject *v = PyLong_FromUnsignedLongLong(s[2 + k]);
-            if (!v)
-                Py_CLEAR(vals);
-            else
-                PyTuple_SET_ITEM(vals, (Py_ssize_t)k, v);
-        }
-        PyObject *t = vals ? Py_BuildValue("(KN)", (unsigned long long)s[0], vals) : NULL;
-        if (!t)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, (Py_ssize_t)i, t);
-    }
-    return list;
-}
-
-static PyObject *legacy_messages(const L *l) {
-    PyObject *list = PyList_New((Py_ssize_t)l->nmessages);
-    for (size_t i = 0; list && i < l->nmessages; i++) {
-        PyObject *b = bytes_of(l->d + l->messages[2 * i], l->messages[2 * i + 1]);
-        if (!b)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, (Py_ssize_t)i, b);
-    }
-    return list;
-}
-
-/* The columns as EventColumns, each freed once copied: a segment's
- * columns are its largest part. */
-static PyObject *legacy_columns(Columns *c) {
-    size_t n = c->n;
-    void **cols[7] = {(void **)&c->code, (void **)&c->time, (void **)&c->m, (void **)&c->p,
-                      (void **)&c->g,    (void **)&c->args, (void **)&c->extra};
-    const size_t size[7] = {n, n * 8, n * 8, n * 8, n * 8, n * 8 * NARGS, n * 8 * NEXTRA};
-    PyObject *v[7];
-    for (int k = 0; k < 7; k++) {
-        v[k] = bytes_of(*cols[k], size[k]);
-        free(*cols[k]);
-        *cols[k] = NULL;
-    }
-    c->n = c->cap = 0;
-    return make_struct(EventColumnsType, 7, v);
-}
-
-/* legacy_exact(data, ver, counts, stackflags, mask, builtin, msg_base, offset, syncs)
- *   -> LegacyEvents, or None (the twin must decode it)
- * offset is added to every time, and the Syncs count on from syncs. */
-static PyObject *legacy_exact(PyObject *self, PyObject *args) {
-    Py_buffer db, cb, sb, mb, bb;
-    int ver;
-    unsigned long long msg_base, syncs;
-    long long offset;
-    if (!PyArg_ParseTuple(args, "y*iy*y*y*y*KLK", &db, &ver, &cb, &sb, &mb, &bb, &msg_base, &offset, &syncs))
-        return NULL;
-    PyObject *res = NULL;
-    L l = {0};
-    Cols c = {0};
-    int rc = L_GIVE_UP;
-#ifdef __GLIBC__
-    /* What the last segment freed, back to the system before this one takes
-     * as much again: else the heap's free pieces add up, segment after segment. */
-    malloc_trim(0);
-#endif
-    if (cb.len >= LEV_COUNT && sb.len >= LEV_COUNT && mb.len >= 256 && bb.len >= (Py_ssize_t)(B_COUNT * 8) &&
-        db.len >= HEADER_SIZE) {
-        l.d = db.buf, l.end = (size_t)db.len, l.ver = ver;
-        l.counts = cb.buf, l.stackf = sb.buf, l.mask = mb.buf, l.builtin = bb.buf;
-        c.mask = l.mask, c.last = -1, c.offset = (i64)offset;
-        Py_BEGIN_ALLOW_THREADS
-        rc = legacy_decode(&l, &c, msg_base, syncs);
-        Py_END_ALLOW_THREADS
-    }
-    if (rc == L_NO_MEMORY) {
-        PyErr_NoMemory();
-    } else if (rc == L_GIVE_UP) {
-        res = Py_None;
-        Py_INCREF(res);
-    } else {
-        recs_free(&l); /* in the columns now */
-        PyObject *v[5] = {legacy_columns(&c.out), legacy_strings(&l), legacy_stacks(&l),
-                          PyLong_FromUnsignedLongLong(l.ticks_per_sec), legacy_messages(&l)};
-        res = make_struct(LegacyEventsType, 5, v);
-    }
-    l_free(&l);
-    cols_free(&c.out);
-    PyBuffer_Release(&db), PyBuffer_Release(&cb), PyBuffer_Release(&sb), PyBuffer_Release(&mb);
-    PyBuffer_Release(&bb);
-    return res;
-}
-
 /* ---- the module ---- */
 
 static PyMethodDef module_methods[] = {
     {"wire_records", wire_records, METH_VARARGS,
      "wire_records($module, payload, table, /)\n--\n\nThe records of one batch payload, as columns."},
-    {"legacy_exact", legacy_exact, METH_VARARGS,
-     "legacy_exact($module, data, ver, counts, stack_flags, mask, builtin, msg_base, offset, syncs, /)\n--\n\n"
-     "A complete Go 1.11-1.21 trace in the modern model, or None."},
     {"legacy_stream", legacy_stream, METH_VARARGS,
      "legacy_stream($module, data, ver, counts, stack_flags, mask, builtin, msg_base, offset, syncs, /)\n--\n\n"
      "A complete Go 1.11-1.21 trace's exact events a batch at a time: (stream, strings, stacks, ticks_per_sec, "
@@ -593,7 +469,7 @@ PyMODINIT_FUNC PyInit__ccore(void) {
         return NULL;
     init_handlers();
     PyTypeObject **types[] = {&WireRecordsType, &EventColumnsType, &EngineBatchType, &EngineErrorType,
-                              &FinalSyncType, &LegacyEventsType};
+                              &FinalSyncType};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (!*types[i] && !(*types[i] = PyStructSequence_NewType(&result_descs[i])))
             goto fail;
