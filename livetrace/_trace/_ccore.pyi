@@ -123,7 +123,9 @@ class LegacyEvents(
 class Engine:
     """The ordering engine and frontier of the modern decoder."""
 
-    def __init__(self, names: dict[int, str], mask: ReadableBuffer) -> None: ...
+    def __init__(self, names: dict[int, str], mask: ReadableBuffer, runahead: int = -1) -> None:
+        """runahead: a generation of at least that many payload bytes is
+        ordered on a worker thread, ahead of run's calls (-1: never)."""
     def begin(
         self,
         gen: int,
