@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 from livetrace import TraceFormatError
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.modern.generation import Generation, GenerationAssembler
-from livetrace._trace.modern.wire import FrameReader
+from livetrace._trace.modern.wire import Batch, FrameReader
 from livetrace._trace.spec.modern import EV_STACKS, EV_STRINGS
 
 from . import textform
 from .mutate import mutate
 
 TEXT_TESTS = [t for t in textform.all_tests() if t.data]
+Table = tuple[list[tuple[int, bytes]], list[tuple[int, tuple[int, ...]]], list[tuple[int, tuple[int, int, int]]]]
 pytestmark = [
     pytest.mark.skipif(
         os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
@@ -29,12 +30,11 @@ pytestmark = [
 ]
 
 
-def tables(data: bytes, compiled: bool) -> tuple[list[object], object]:
+def tables(data: bytes, compiled: bool) -> tuple[list[Table], object]:
     """Every generation's strings, stacks and frames (as ordered lists), and the error that stopped them."""
     assert use_compiled(True)
     frames = FrameReader()
     asm: GenerationAssembler | None = None
-    out: list[object] = []
     gens: list[Generation] = []
     error = None
     try:
@@ -51,8 +51,7 @@ def tables(data: bytes, compiled: bool) -> tuple[list[object], object]:
         error = (type(e).__name__, e.reason, e.offset, e.generation)
     if asm is not None and asm.current is not None:
         gens.append(asm.current)  # the one an error stopped: what it added before the error counts too
-    for g in gens:
-        out.append((list(g.strings.items()), list(g.stacks.items()), list(g.frames.items())))
+    out = [(list(g.strings.items()), list(g.stacks.items()), list(g.frames.items())) for g in gens]
     return out, error
 
 
@@ -71,13 +70,11 @@ def test_compiled_tables_agree_on_mutated_traces(data: st.DataObject) -> None:
 
 def table_spans(data: bytes) -> list[tuple[int, int]]:
     """(start, end) in the stream of every string and stack batch's records."""
-    frames = FrameReader()
-    spans = []
-    for f in frames.feed(data):
-        p = getattr(f, "payload", b"")
-        if getattr(f, "exp", 0) < 0 and p[:1] in (bytes([EV_STRINGS]), bytes([EV_STACKS])):
-            spans.append((f.payload_offset + 1, f.payload_offset + len(p)))
-    return spans
+    return [
+        (f.payload_offset + 1, f.payload_offset + len(f.payload))
+        for f in FrameReader().feed(data)
+        if isinstance(f, Batch) and f.exp < 0 and f.payload[:1] in (bytes([EV_STRINGS]), bytes([EV_STACKS]))
+    ]
 
 
 TABLE_TESTS = [t for t in TEXT_TESTS if any(end > start for start, end in table_spans(t.data))]

@@ -79,7 +79,9 @@ def test_worker_gives_what_the_callers_thread_and_the_twin_give(
     assert_same(t.data, 7, monkeypatch)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(st.data())
 def test_worker_agrees_on_mutated_traces_in_any_chunking(monkeypatch: pytest.MonkeyPatch, data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(TEXT_TESTS))

@@ -7,8 +7,12 @@ static void *worker(void *arg) {
     Engine *e = ra->e;
     for (;;) {
         pthread_mutex_lock(&ra->mu);
-        while (!ra->stop && ra->tail - ra->head == RA_BLOCKS)
-            pthread_cond_wait(&ra->cv, &ra->mu);
+        if (ra->tail - ra->head == RA_BLOCKS) {
+            ra->worker_waits = 1;
+            while (!ra->stop && ra->tail - ra->head > RA_BLOCKS - RA_WAKE)
+                pthread_cond_wait(&ra->cv, &ra->mu);
+            ra->worker_waits = 0;
+        }
         int stop = ra->stop;
         RaBlock *b = &ra->blocks[ra->tail % RA_BLOCKS];
         pthread_mutex_unlock(&ra->mu);
@@ -30,7 +34,9 @@ static void *worker(void *arg) {
         int done = b->done = b->rc || !e->active || e->err;
         pthread_mutex_lock(&ra->mu);
         ra->tail++;
-        pthread_cond_broadcast(&ra->cv);
+        ra->finished = done;
+        if (ra->caller_waits && (done || ra->tail - ra->head >= RA_WAKE))
+            pthread_cond_broadcast(&ra->cv);
         pthread_mutex_unlock(&ra->mu);
         if (done)
             return NULL;
@@ -50,7 +56,7 @@ int ra_start(Runahead *ra, Engine *e, size_t max) {
         ra->sync_ready = 1;
     }
     ra->head = ra->tail = 0;
-    ra->stop = 0;
+    ra->stop = ra->finished = ra->caller_waits = ra->worker_waits = 0;
     ra->max = max;
     ra->e = e;
     for (int i = 0; i < RA_BLOCKS; i++)
@@ -65,8 +71,12 @@ RaBlock *ra_next(Runahead *ra) {
     if (!ra->running)
         return NULL;
     pthread_mutex_lock(&ra->mu);
-    while (ra->tail == ra->head)
-        pthread_cond_wait(&ra->cv, &ra->mu);
+    if (ra->tail == ra->head) {
+        ra->caller_waits = 1;
+        while (!ra->finished && ra->tail - ra->head < RA_WAKE)
+            pthread_cond_wait(&ra->cv, &ra->mu);
+        ra->caller_waits = 0;
+    }
     RaBlock *b = &ra->blocks[ra->head % RA_BLOCKS];
     pthread_mutex_unlock(&ra->mu);
     if (b->done) {
@@ -83,7 +93,8 @@ void ra_done_with(Runahead *ra, RaBlock *b) {
         return;
     pthread_mutex_lock(&ra->mu);
     ra->head++;
-    pthread_cond_broadcast(&ra->cv);
+    if (ra->worker_waits && ra->tail - ra->head <= RA_BLOCKS - RA_WAKE)
+        pthread_cond_broadcast(&ra->cv);
     pthread_mutex_unlock(&ra->mu);
 }
 

@@ -17,7 +17,11 @@
 
 #include "engine.h"
 
-#define RA_BLOCKS 4 /* blocks the worker may be ahead: enough to ride out a slow consumer, few enough to stay in cache */
+#define RA_BLOCKS 8 /* blocks the worker may be ahead: enough to ride out a slow consumer, few enough to stay in cache */
+/* A thread that had to wait is woken once RA_WAKE blocks (or room for them)
+ * are there, not at each one: a wake-up costs about what ordering a
+ * thousand events does. */
+#define RA_WAKE 4
 
 typedef struct {
     Columns cols;
@@ -37,6 +41,8 @@ typedef struct {
     size_t head, tail; /* blocks handed over and taken: the ring holds tail - head */
     size_t max;
     int stop;
+    int caller_waits, worker_waits;
+    int finished; /* the worker handed over its last block */
     Engine *e;
 } Runahead;
 
