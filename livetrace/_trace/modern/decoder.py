@@ -22,9 +22,10 @@ from livetrace._trace.version import TraceVersion
 
 BATCH_EVENTS = 1 << 12  # events per EventBatch: small columns are reused warm, and a batch waits less
 # The compiled engine orders a generation of at least this many payload bytes
-# on a worker thread, ahead of the batches its caller takes (-1: never).
-# Smaller ones are not worth a thread's start.
-RUNAHEAD_BYTES = 1 << 18
+# on a worker thread, ahead of the batches its caller takes (-1: never). Off:
+# it saves at most the caller's share of a generation (about a fifth, less
+# on a busy machine) for a tenth more CPU (docs/decoder.md, "Speed").
+RUNAHEAD_BYTES = -1
 MAX_TIME = (1 << 63) - 1
 
 # Codes that may stand in a thread's event batch, with their argument
