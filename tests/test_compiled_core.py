@@ -191,7 +191,6 @@ core = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(core)
 sys.modules["livetrace._trace._ccore"] = core
 from livetrace import ModernDecoder, TraceFormatError
-import livetrace._trace.modern.decoder as D
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.modern.wire import record_columns
 from livetrace import SpanBuilder, select_spans
@@ -221,7 +220,6 @@ while time.monotonic() < deadline:
             pass
         runs += 1
         continue
-    D.RUNAHEAD_BYTES = rng.choice([-1, 0])  # on the caller's thread, or the worker's
     d, sb = ModernDecoder(compiled=True), SpanBuilder(compiled=True)
     try:
         for i in range(0, len(buf), 997):

@@ -123,9 +123,7 @@ class LegacyEvents(
 class Engine:
     """The ordering engine and frontier of the modern decoder."""
 
-    def __init__(self, names: dict[int, str], mask: ReadableBuffer, runahead: int = -1) -> None:
-        """runahead: a generation of at least that many payload bytes is
-        ordered on a worker thread, ahead of run's calls (-1: never)."""
+    def __init__(self, names: dict[int, str], mask: ReadableBuffer) -> None: ...
     def begin(
         self,
         gen: int,
@@ -190,6 +188,7 @@ def init_tables(
 def wire_records(payload: ReadableBuffer, table: ReadableBuffer, /) -> WireRecords: ...
 def table_strings(payload: ReadableBuffer, strings: dict[int, bytes], max_size: int, /) -> bool:
     """A strings batch into strings, if it is well formed (else nothing added)."""
+
 def table_stacks(
     payload: ReadableBuffer,
     stacks: dict[int, tuple[int, ...]],
@@ -198,6 +197,7 @@ def table_stacks(
     /,
 ) -> bool:
     """A stacks batch into stacks and frames, if it is well formed (else nothing added)."""
+
 def legacy_exact(
     data: ReadableBuffer,
     ver: int,

@@ -29,7 +29,7 @@ int fail(Engine *e, int kind, i64 offset, const char *fmt, ...) {
 }
 
 const char *ename(Engine *e, int code) {
-    static __thread char buf[32]; /* per thread: engines may run on workers at once */
+    static __thread char buf[32]; /* per thread: engines run without the GIL, on several threads at once */
     if (code >= 0 && code < 256 && e->names[code])
         return e->names[code];
     snprintf(buf, sizeof buf, "Invalid(%d)", code);

@@ -13,7 +13,6 @@
 #endif
 
 #include "engine.h"
-#include "runahead.h"
 #include "handlers.h"
 #include "jsonl.h"
 #include "dump.h"
@@ -201,32 +200,25 @@ typedef struct {
     PyObject_HEAD
     Engine e;
     PyObject *keep; /* the generation's Python objects the engine points into */
-    Runahead ra;
-    long long runahead; /* the least payload bytes a generation orders on the worker; -1 never */
-    int want_ra;        /* this generation is to start the worker at its first run */
 } EngineObject;
 
 static void Engine_dealloc(EngineObject *self) {
-    ra_free(&self->ra);
     engine_free(&self->e);
     Py_CLEAR(self->keep);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Engine(names, mask, runahead=-1): names {code: event name}, for messages;
- * mask: 256 bytes, 1 for the codes whose events are wanted; runahead: a
- * generation of at least that many payload bytes is ordered on a worker
- * thread (runahead.h), -1 never */
+/* Engine(names, mask): names {code: event name}, for messages; mask: 256
+ * bytes, 1 for the codes whose events are wanted */
 static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
     PyObject *names;
     Py_buffer mask;
-    static char *kwlist[] = {"names", "mask", "runahead", NULL};
+    static char *kwlist[] = {"names", "mask", NULL};
     if (!tables_ready) {
         PyErr_SetString(PyExc_RuntimeError, "init_tables() first");
         return -1;
     }
-    self->runahead = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!y*|L", kwlist, &PyDict_Type, &names, &mask, &self->runahead))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!y*", kwlist, &PyDict_Type, &names, &mask))
         return -1;
     if (mask.len != 256) {
         PyBuffer_Release(&mask);
@@ -255,8 +247,6 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
 }
 
 static void Engine_release(EngineObject *self) {
-    ra_stop(&self->ra);
-    self->want_ra = 0;
     engine_gen_release(&self->e);
     Py_CLEAR(self->keep);
 }
@@ -276,7 +266,6 @@ static PyObject *Engine_begin(EngineObject *self, PyObject *args) {
     Engine *e = &self->e;
     Engine_release(self);
     Py_ssize_t nt = PyList_GET_SIZE(threads), nsmp = PyList_GET_SIZE(samples);
-    long long total = 0;
     if (engine_gen_prepare(e, gen, npt, (size_t)PyDict_Size(strings), (size_t)nsmp, (size_t)nt))
         return PyErr_NoMemory();
     self->keep = Py_BuildValue("(OO)", threads, strings);
@@ -321,7 +310,6 @@ static PyObject *Engine_begin(EngineObject *self, PyObject *args) {
         if (!PyArg_ParseTuple(PyList_GET_ITEM(threads, i), "LO!", &m, &PyList_Type, &batches))
             return NULL;
         Py_ssize_t nb = PyList_GET_SIZE(batches);
-        long long bytes = 0;
         Cursor *c = engine_add_thread(e, m, (size_t)nb);
         if (!c)
             return PyErr_NoMemory();
@@ -333,20 +321,17 @@ static PyObject *Engine_begin(EngineObject *self, PyObject *args) {
                 return NULL;
             c->b[j] = (BatchRef){(const u8 *)PyBytes_AS_STRING(payload), (size_t)PyBytes_GET_SIZE(payload), ticks,
                                  off};
-            bytes += (long long)c->b[j].len;
         }
-        total += bytes;
     }
     engine_gen_start(e, start_ticks);
-    self->want_ra = self->runahead >= 0 && total >= self->runahead;
     Py_RETURN_NONE;
 }
 
-/* The events of out, the extra strings xs, and, if done, the error that stopped the generation. */
-static PyObject *take(Engine *e, Columns *out, const Str *xstr, size_t nx, int done) {
-    PyObject *xs = PyList_New((Py_ssize_t)nx);
-    for (size_t i = 0; xs && i < nx; i++) {
-        PyObject *b = bytes_of(xstr[i].p, xstr[i].n);
+/* The events written so far, and the error that stopped the generation if any. */
+static PyObject *take(Engine *e) {
+    PyObject *xs = PyList_New((Py_ssize_t)e->nx);
+    for (size_t i = 0; xs && i < e->nx; i++) {
+        PyObject *b = bytes_of(e->xstr[i].p, e->xstr[i].n);
         if (!b)
             Py_CLEAR(xs);
         else
@@ -354,7 +339,7 @@ static PyObject *take(Engine *e, Columns *out, const Str *xstr, size_t nx, int d
     }
     PyObject *err = Py_None;
     Py_INCREF(err);
-    if (done && e->err) {
+    if (e->err) {
         Py_DECREF(err);
         PyObject *offset = Py_None;
         if (e->err_offset >= 0)
@@ -365,10 +350,10 @@ static PyObject *take(Engine *e, Columns *out, const Str *xstr, size_t nx, int d
                           "replace"), offset};
         err = make_struct(EngineErrorType, 3, v);
     }
-    PyObject *isdone = done ? Py_True : Py_False;
-    Py_INCREF(isdone);
-    PyObject *v[5] = {PyLong_FromSize_t(out->n), event_columns(out, out->n), xs, isdone, err};
-    out->n = 0;
+    PyObject *done = (e->active && !e->err) ? Py_False : Py_True;
+    Py_INCREF(done);
+    PyObject *v[5] = {PyLong_FromSize_t(e->out.n), event_columns(&e->out, e->out.n), xs, done, err};
+    e->out.n = 0;
     return make_struct(EngineBatchType, 5, v);
 }
 
@@ -380,34 +365,12 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
         return NULL;
     Engine *e = &self->e;
     int rc;
-    if (self->want_ra) {
-        self->want_ra = 0;
-        if (e->active && !e->err)
-            ra_start(&self->ra, e, max > 0 ? (size_t)max : 0); /* on failure, this thread decodes */
-    }
-    if (self->ra.running) {
-        RaBlock *b;
-        Py_BEGIN_ALLOW_THREADS
-        b = ra_next(&self->ra);
-        Py_END_ALLOW_THREADS
-        if (b->rc) {
-            ra_done_with(&self->ra, b);
-            Engine_release(self);
-            return PyErr_NoMemory();
-        }
-        int done = b->done;
-        PyObject *r = take(e, &b->cols, b->xs, b->nx, done);
-        ra_done_with(&self->ra, b);
-        if (done)
-            Engine_release(self);
-        return r;
-    }
     Py_BEGIN_ALLOW_THREADS
     rc = engine_run(e, max > 0 ? (size_t)max : 0);
     Py_END_ALLOW_THREADS
     if (rc)
         return PyErr_NoMemory();
-    PyObject *r = take(e, &e->out, e->xstr, e->nx, !(e->active && !e->err));
+    PyObject *r = take(e);
     if (!e->active || e->err)
         Engine_release(self);
     return r;
@@ -416,7 +379,6 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
 /* final_sync() -> FinalSync: the Sync event the stream's end makes */
 static PyObject *Engine_final_sync(EngineObject *self, PyObject *noargs) {
     i64 time;
-    ra_stop(&self->ra); /* a generation left unfinished: the worker may be ahead of what was taken */
     u64 count = engine_final_sync(&self->e, &time);
     PyObject *v[2] = {PyLong_FromLongLong(time), PyLong_FromUnsignedLongLong(count)};
     return make_struct(FinalSyncType, 2, v);
@@ -441,7 +403,7 @@ static PyTypeObject EngineType = {
     .tp_init = (initproc)Engine_init,
     .tp_dealloc = (destructor)Engine_dealloc,
     .tp_methods = Engine_methods,
-    .tp_doc = "Engine(names, mask, runahead=-1)\n--\n\nThe ordering engine and frontier of the modern decoder, compiled.",
+    .tp_doc = "Engine(names, mask)\n--\n\nThe ordering engine and frontier of the modern decoder, compiled.",
 };
 
 /* ---- JSON lines ---- */

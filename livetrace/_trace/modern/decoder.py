@@ -21,11 +21,6 @@ from livetrace._trace.spec.modern import EV_CPU_SAMPLE, MAX_CODE, SPECS, timed_s
 from livetrace._trace.version import TraceVersion
 
 BATCH_EVENTS = 1 << 12  # events per EventBatch: small columns are reused warm, and a batch waits less
-# The compiled engine orders a generation of at least this many payload bytes
-# on a worker thread, ahead of the batches its caller takes (-1: never). Off:
-# it saves at most the caller's share of a generation (about a fifth, less
-# on a busy machine) for a tenth more CPU (docs/decoder.md, "Speed").
-RUNAHEAD_BYTES = -1
 MAX_TIME = (1 << 63) - 1
 
 # Codes that may stand in a thread's event batch, with their argument
@@ -242,7 +237,7 @@ class _CompiledEngine:
     columns per call, with the GIL released while it decodes."""
 
     def __init__(self, mask: bytes) -> None:
-        self._c = ccore.Engine(_NAMES, mask, RUNAHEAD_BYTES)
+        self._c = ccore.Engine(_NAMES, mask)
 
     def final_sync(self) -> Event:
         sync = self._c.final_sync()
