@@ -95,7 +95,7 @@ def main() -> None:
     if t_x is not None:
         wire_ratio = (records / t_wire) / (events / t_x)
         print(
-            f"vs x/exp reader: parsed layer {t_x / t_parsed:.2f}x (target >= 1x), "
+            f"vs x/exp reader: parsed layer {t_x / t_parsed:.2f}x (target >= 3x), "
             f"wire layer {wire_ratio:.2f}x (target >= 5x)"
         )
 

@@ -192,6 +192,17 @@ def init_tables(
     timed: ReadableBuffer, nargs: ReadableBuffer, stack: ReadableBuffer, str0: ReadableBuffer, str1: ReadableBuffer, /
 ) -> None: ...
 def wire_records(payload: ReadableBuffer, table: ReadableBuffer, /) -> WireRecords: ...
+def table_strings(payload: ReadableBuffer, strings: dict[int, bytes], max_size: int, /) -> bool:
+    """A strings batch into strings, if it is well formed (else nothing added)."""
+
+def table_stacks(
+    payload: ReadableBuffer,
+    stacks: dict[int, tuple[int, ...]],
+    frames: dict[int, tuple[int, int, int]],
+    max_frames: int,
+    /,
+) -> bool:
+    """A stacks batch into stacks and frames, if it is well formed (else nothing added)."""
 
 @final
 class LegacyStream:

@@ -29,7 +29,7 @@ int fail(Engine *e, int kind, i64 offset, const char *fmt, ...) {
 }
 
 const char *ename(Engine *e, int code) {
-    static char buf[32];
+    static __thread char buf[32]; /* per thread: engines run without the GIL, on several threads at once */
     if (code >= 0 && code < 256 && e->names[code])
         return e->names[code];
     snprintf(buf, sizeof buf, "Invalid(%d)", code);
@@ -203,7 +203,7 @@ static int try_cursor(Engine *e, size_t i) {
     Ctx ctx = {NO_ID, NO_ID, NO_ID};
     M *ms = NULL;
     if (c->m != NO_ID) {
-        ms = m_get(e, c->m);
+        ms = c->ms ? c->ms : (c->ms = m_get(e, c->m));
         if (!ms)
             return -1;
         ctx = (Ctx){c->m, ms->p, ms->g};

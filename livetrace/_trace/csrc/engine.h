@@ -84,6 +84,7 @@ typedef struct {
 
 typedef struct {
     i64 m;
+    M *ms; /* the thread's state, once looked up: Ms live as long as the engine */
     BatchRef *b;
     size_t nb, bi, off;
     int started;

@@ -23,6 +23,7 @@
 #include "pprof.h"
 #include "select.h"
 #include "spans.h"
+#include "tables.h"
 #include "text.h"
 #include "wire.h"
 
@@ -432,6 +433,11 @@ static PyMethodDef module_methods[] = {
      "legacy_stream($module, data, ver, counts, stack_flags, mask, builtin, msg_base, offset, syncs, /)\n--\n\n"
      "A complete Go 1.11-1.21 trace's exact events a batch at a time: (stream, strings, stacks, ticks_per_sec, "
      "messages, events), or None."},
+    {"table_strings", table_strings, METH_VARARGS,
+     "table_strings($module, payload, strings, max_size, /)\n--\n\nA strings batch into strings, if well formed."},
+    {"table_stacks", table_stacks, METH_VARARGS,
+     "table_stacks($module, payload, stacks, frames, max_frames, /)\n--\n\nA stacks batch into stacks and frames, "
+     "if well formed."},
     {"init_tables", init_tables, METH_VARARGS,
      "init_tables($module, timed, nargs, stack, str0, str1, /)\n--\n\nHand over the format tables."},
     {"jsonl", jsonl, METH_VARARGS,

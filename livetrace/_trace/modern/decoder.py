@@ -309,7 +309,7 @@ class ModernDecoder:
         asm = self._asm
         if asm is None:
             assert self._frames.minor is not None
-            asm = self._asm = GenerationAssembler(self._frames.minor)
+            asm = self._asm = GenerationAssembler(self._frames.minor, self.implementation == "compiled")
         return self._decode(self._assemble(lambda: asm.push(frames)))
 
     def close_batches(self) -> Iterator[EventBatch]:

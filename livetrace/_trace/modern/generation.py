@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from livetrace._errors import TraceFormatError, TruncatedTraceError
+from livetrace._trace.accel import ccore
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, read_uvarint
 from livetrace._trace.spec.modern import (
@@ -49,6 +50,7 @@ class Generation(Tables):
     cpu_samples: list[CPUSample] = field(default_factory=list)
     experimental: dict[int, list[tuple[int, bytes]]] = field(default_factory=dict)
     min_ticks: int = 0
+    compiled: bool = False  # read well-formed string and stack batches in the compiled core
 
     @property
     def version(self) -> TraceVersion:
@@ -97,6 +99,8 @@ class Generation(Tables):
         return i + 1
 
     def _add_strings(self, b: Batch) -> None:
+        if self.compiled and ccore.table_strings(b.payload, self.strings, MAX_STRING_SIZE):
+            return
         p, i = b.payload, 1
         while i < len(p):
             start = i
@@ -112,6 +116,8 @@ class Generation(Tables):
             i += n
 
     def _add_stacks(self, b: Batch) -> None:
+        if self.compiled and ccore.table_stacks(b.payload, self.stacks, self.frames, MAX_FRAMES_PER_STACK):
+            return
         p, i = b.payload, 1
         frames = self.frames
         while i < len(p):
@@ -189,8 +195,9 @@ def _signed(v: int) -> int:
 class GenerationAssembler:
     """Frames in, complete generations out."""
 
-    def __init__(self, minor: int) -> None:
+    def __init__(self, minor: int, compiled: bool = False) -> None:
         self.minor = minor
+        self.compiled = compiled  # the compiled core reads the tables (the caller chose it)
         self.version = TraceVersion.of_minor(minor)
         self.current: Generation | None = None
         self._start = 0  # stream offset of the current generation's first frame
@@ -219,7 +226,7 @@ class GenerationAssembler:
                 done.append(self._complete(f.offset))
                 cur = None
             if cur is None:
-                cur = self.current = Generation(f.gen, minor=self.minor)
+                cur = self.current = Generation(f.gen, minor=self.minor, compiled=self.compiled)
                 self._start = f.offset
             cur.add(f)
         return done
