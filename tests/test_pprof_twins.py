@@ -22,7 +22,7 @@ from livetrace import EventBatch, SpanBatch, SpanBuilder, TraceFormatError
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import COLUMNS
-from livetrace._views.pprof import PROFILE_KINDS, ProfileBuilder, Record
+from livetrace._views.pprof import PROFILE_KINDS, ProfileBuilder, Record, counted_columns
 from livetrace._views.pprof_file import encode_profile
 
 from . import textform
@@ -181,19 +181,7 @@ def test_a_names_table_that_changes_is_read_again() -> None:
 
 def feed_core(core: Any, spans: SpanBatch, key_of: object, mask: object = b"\1\1") -> None:
     """core.feed of the batch's columns (Any: the callers test wrong arguments)."""
-    core.feed(
-        spans.kinds,
-        spans.resource_kinds,
-        spans.resource_ids,
-        spans.starts,
-        spans.ends,
-        spans.reasons,
-        spans.flags,
-        spans.start_stacks,
-        spans.start_tables,
-        mask,
-        key_of,
-    )
+    core.feed(*counted_columns(spans), mask, key_of)
 
 
 @both

@@ -101,6 +101,27 @@ class _Trace:
         return self.first_run.get(g, 0), end
 
 
+# kinds, resource kinds and ids, starts, ends, reasons, flags, start stacks and their tables
+CountedColumns = tuple[
+    memoryview, memoryview, memoryview, memoryview, memoryview, memoryview, memoryview, memoryview, memoryview
+]
+
+
+def counted_columns(spans: SpanBatch) -> CountedColumns:
+    """The span columns a profile counts from, in the order the compiled counter takes them."""
+    return (
+        spans.kinds,
+        spans.resource_kinds,
+        spans.resource_ids,
+        spans.starts,
+        spans.ends,
+        spans.reasons,
+        spans.flags,
+        spans.start_stacks,
+        spans.start_tables,
+    )
+
+
 class ProfileBuilder:
     """Builds one of Go's pprof-like profiles (``kind`` one of
     PROFILE_KINDS) from the spans of a trace, fed batch by batch, in order.
@@ -137,18 +158,7 @@ class ProfileBuilder:
         names, stack_keys = spans.names_table, self._stack_keys
         counted: dict[int, bool] = {}  # reason index -> counts (the names table is the batch's)
         # zip over the columns: no Python object per span, no index arithmetic.
-        for kind, rkind, g, start, end, reason, flags, stack, tab in zip(
-            spans.kinds,
-            spans.resource_kinds,
-            spans.resource_ids,
-            spans.starts,
-            spans.ends,
-            spans.reasons,
-            spans.flags,
-            spans.start_stacks,
-            spans.start_tables,
-            strict=True,
-        ):
+        for kind, rkind, g, start, end, reason, flags, stack, tab in zip(*counted_columns(spans), strict=True):
             if kind not in states or rkind != RES_GOROUTINE:
                 continue
             if kind == running:
@@ -179,19 +189,7 @@ class ProfileBuilder:
             # The core asks once per stack and trace, in the order the twin makes its keys.
             return key_ids.setdefault(self._key(spans, tab, stack), len(key_ids))
 
-        core.feed(
-            spans.kinds,
-            spans.resource_kinds,
-            spans.resource_ids,
-            spans.starts,
-            spans.ends,
-            spans.reasons,
-            spans.flags,
-            spans.start_stacks,
-            spans.start_tables,
-            self._mask.of(spans.names_table),
-            key_of,
-        )
+        core.feed(*counted_columns(spans), self._mask.of(spans.names_table), key_of)
 
     def _key(self, spans: SpanBatch, tab: int, stack: int) -> tuple[int, ...]:
         """The key of a stack of a batch's tables; its frames noted."""
