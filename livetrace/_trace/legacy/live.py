@@ -185,7 +185,7 @@ class LegacyLive:
         self._table: Tables | None = None
         self._converter: ModelConverter | None = None
         self._unclocked: list[list[LegacyEvent]] = []  # chunks' events that came before the clock was known
-        self._held: list[tuple[int, int, Event]] = []  # the reorder window: (time, arrival, event)
+        self._held: list[tuple[int, int, Event]] = []  # events held for ordering: (time, arrival, event)
         self._arrivals = 0
         self._front: dict[int, int] = {}  # per P: the latest time of the events its buffers delivered
         self._fill: dict[int, int] = {}  # per P: how far the last chunk with its events moved that
