@@ -198,8 +198,11 @@ from livetrace import SpanBuilder, select_spans
 from livetrace._trace.select.filter import Filter
 import re
 SPAN_FILTER = Filter(min_duration=1, stack=re.compile("main"), regions=("*",))
-def spans_of(builder, batch):
-    list(select_spans(builder.feed(batch), SPAN_FILTER, compiled=True))
+from livetrace._views.pprof import PROFILE_KINDS, ProfileBuilder
+def spans_of(builder, batch, profiles):
+    spans = builder.feed(batch)
+    list(select_spans(spans, SPAN_FILTER, compiled=True))
+    for p in profiles: p.feed(spans)
 seeds = [open(p, "rb").read() for p in sys.argv[3:]]
 seed = random.randrange(1 << 32)
 print("seed", seed, flush=True)
@@ -228,13 +231,15 @@ while time.monotonic() < deadline:
         runs += 1
         continue
     d, sb = ModernDecoder(compiled=True), SpanBuilder(compiled=True)
+    profiles = [ProfileBuilder(k, compiled=True) for k in PROFILE_KINDS]
     try:
         for i in range(0, len(buf), 997):
-            for b in d.feed_batches(bytes(buf[i:i + 997])): list(b); spans_of(sb, b)
-        for b in d.close_batches(): list(b); spans_of(sb, b)
+            for b in d.feed_batches(bytes(buf[i:i + 997])): list(b); spans_of(sb, b, profiles)
+        for b in d.close_batches(): list(b); spans_of(sb, b, profiles)
     except (TraceFormatError, MemoryError):
         pass
-    list(sb.close())
+    spans = sb.close()
+    for p in profiles: p.feed(spans); p.records()
     try:
         record_columns(bytes(buf[16:16 + rng.randint(0, 300)]), 26, compiled=True)
     except TraceFormatError:
