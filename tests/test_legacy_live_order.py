@@ -93,8 +93,7 @@ def test_recorded_traces_in_any_chunking_go_out_in_order_alike(name: str, seed: 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", ["1.19", "1.21"])
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize(("version", "seed"), [("1.19", 1), ("1.21", 2)])  # a chunking each
 def test_a_fresh_demo_trace_goes_out_in_order_alike(
     version: str, seed: int, legacy_demo_traces: dict[str, Path]
 ) -> None:
