@@ -13,7 +13,8 @@ when their lines arrived: everything is read in
 big pieces and the oldest line of each is timed, so that the reader is not
 what falls behind. Also
 reports whether anything was lost (generations shed), the largest
-generation and the tail process's peak RSS.
+generation (or legacy segment, with its RSS target: twice it and 64 MiB)
+and the tail process's peak RSS.
 """
 
 from __future__ import annotations
@@ -106,12 +107,17 @@ async def main(args: argparse.Namespace) -> None:
         f"max {lags[-1]:.3f} s"
     )
     largest = re.search(r"largest generation ([\d.]+) MB", err)
+    segment = re.search(r"segments, largest ([\d,]+) bytes", err)
     lost = re.search(r"(\d+) generations shed", err)
+    if segment:  # legacy Go: the bound is twice the largest segment and 64 MiB
+        size = int(segment.group(1).replace(",", ""))
+        largest_shown = f"largest segment {size:,} bytes (target 2x + 64 MiB: {(2 * size) / 2**20 + 64:.1f} MiB)"
+    else:
+        largest_shown = f"largest generation {largest.group(1) + ' MB' if largest else '?'}"
     print(
         f"tail: exit {proc.returncode}; generations shed: {lost.group(1) if lost else 0}; "
         f"CPU {usage.ru_utime + usage.ru_stime:.1f} s (user {usage.ru_utime:.1f}); "
-        f"peak RSS {usage.ru_maxrss / 1024:.1f} MiB; largest generation "
-        f"{largest.group(1) + ' MB' if largest else '?'}"
+        f"peak RSS {usage.ru_maxrss / 1024:.1f} MiB; {largest_shown}"
     )
     print("tail said:", err.strip().splitlines()[-1] if err.strip() else "")
 

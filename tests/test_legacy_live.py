@@ -7,6 +7,7 @@ default."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -117,6 +118,9 @@ async def test_tail_of_a_legacy_service_prints_exact_segments_stitched_together(
         out, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))
     assert proc.returncode == 0, err
     assert "restarted every 1 s" in err
+    # The summary names the largest segment's size, the figure its memory is bounded by.
+    largest = re.search(r"(\d+) segments, largest ([\d,]+) bytes", err)
+    assert largest and int(largest[1]) >= 3 and int(largest[2].replace(",", "")) > 0
     lines = [json.loads(line) for line in out.splitlines()]
     gaps = [x for x in lines if x["kind"] == "Gap"]
     syncs = [x for x in lines if x["kind"] == "Sync"]

@@ -115,7 +115,8 @@ async def tail_command(
             + (
                 f"; {session.counters.segments + 1} pprof windows"
                 if is_pprof(info)
-                else f"; {session.counters.segments + 1} segments"
+                else f"; {session.counters.segments + 1} segments, "
+                f"largest {session.counters.largest_generation:,} bytes"
                 if info.segment_ms
                 else ""
                 if is_legacy_go(info.go_version)

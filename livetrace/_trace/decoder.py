@@ -87,7 +87,7 @@ class TraceDecoder(abc.ABC):
 
     @property
     def largest_generation(self) -> int:
-        """Bytes of the largest generation decoded so far (modern traces)."""
+        """Bytes of the largest generation (or legacy segment) decoded so far."""
         return 0
 
 
@@ -148,6 +148,10 @@ class _Legacy(TraceDecoder):
 
     def end_segment(self, end: SegmentEnd) -> Iterator[Item]:
         return self._live.end_segment(end)
+
+    @property
+    def largest_generation(self) -> int:
+        return self._live.largest_segment
 
     def end_trace(self) -> Iterator[Item]:
         # As at the end of the stream: times go on counting from the first

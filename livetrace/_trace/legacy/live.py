@@ -175,6 +175,7 @@ class LegacyLive:
         self._stopped: int | None = None  # when the last segment ended
         self._last_time = -1  # the latest exact event time given so far
         self._syncs = 0
+        self.largest_segment = 0  # bytes of the largest segment decoded so far
         self._new_segment_state()
 
     def _new_segment_state(self) -> None:
@@ -391,8 +392,13 @@ class LegacyLive:
         elif self._decoder is not None:
             yield from self._release([], 1 << 63)
             estimate = self._decoder.clock.ticks_per_sec
+        # The provisional path is done with the segment: its state (the
+        # core's pool of held events, its columns) is not kept while the
+        # exact decoding takes as much again.
+        self._core = self._decoder = None
         data = b"".join(self._chunks)
         self._chunks = [data]  # not twice over while it is decoded
+        self.largest_segment = max(self.largest_segment, len(data))
         # (the compiled core converts a batch at a time, as they are taken)
         exact = exact_stream(data, self._kinds, self._compiled, offset=self._offset, syncs=self._syncs)
         self._syncs += 2
