@@ -14,11 +14,8 @@
 #include <string.h>
 
 #include "containers.h"
+#include "spans.h"
 
-/* Span kinds, resource kinds and flags, as spans/model.py numbers them. */
-enum { PK_RUNNING, PK_RUNNABLE, PK_BLOCKED, PK_SYSCALL };
-enum { PRES_GOROUTINE = 1 };
-enum { PSPAN_CLIPPED_END = 2 };
 /* The bits of a names-table entry in feed's reason mask. */
 enum { REASON_COUNTS = 1, REASON_FOREVER = 2 };
 
@@ -91,7 +88,7 @@ static int PC_init(ProfileCountsObject *self, PyObject *args, PyObject *kw) {
     int state;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "i:ProfileCounts", kwlist, &state))
         return -1;
-    if (state < PK_RUNNING || state > PK_SYSCALL) {
+    if (state < K_RUNNING || state > K_SYSCALL) {
         PyErr_Format(PyExc_ValueError, "span kind %d is not a goroutine state", state);
         return -1;
     }
@@ -179,7 +176,7 @@ static int feed_columns(ProfileCountsObject *self, Py_buffer *b, PyObject *key_o
     size_t nmask = (size_t)b[C_MASK].len;
     for (size_t i = 0; i < n; i++) {
         u8 kind = kinds[i];
-        if (kind > PK_SYSCALL || rkinds[i] != PRES_GOROUTINE)
+        if (kind > K_SYSCALL || rkinds[i] != RES_GOROUTINE)
             continue;
         i64 start = ld_i64(starts, i), end = ld_i64(ends, i);
         Life *l = life_of(self, ld_i64(rids, i), start, end);
@@ -187,20 +184,20 @@ static int feed_columns(ProfileCountsObject *self, Py_buffer *b, PyObject *key_o
             PyErr_NoMemory();
             return -1;
         }
-        if (kind == PK_RUNNING && (!l->ran || start < l->first_run))
+        if (kind == K_RUNNING && (!l->ran || start < l->first_run))
             l->first_run = start, l->ran = 1;
         if (start >= l->last_start)
             l->last_start = start, l->last = end;
         u32 reason = ld_u32(reasons, i);
         /* The twin reads the reason's name here, and fails alike on one
          * the names table does not have. */
-        if ((kind == PK_BLOCKED || (kind == self->state && !(flags[i] & PSPAN_CLIPPED_END))) && reason >= nmask) {
+        if ((kind == K_BLOCKED || (kind == self->state && !(flags[i] & CLIPPED_END))) && reason >= nmask) {
             PyErr_SetString(PyExc_IndexError, "list index out of range");
             return -1;
         }
-        if (kind == PK_BLOCKED && mask[reason] & REASON_FOREVER)
+        if (kind == K_BLOCKED && mask[reason] & REASON_FOREVER)
             l->forever = start, l->blocked_forever = 1;
-        if (kind != self->state || flags[i] & PSPAN_CLIPPED_END || !(mask[reason] & REASON_COUNTS))
+        if (kind != self->state || flags[i] & CLIPPED_END || !(mask[reason] & REASON_COUNTS))
             continue;
         u32 life = (u32)(l - self->life);
         long long key = key_for(self, ld_u32(tabs, i), ld_u64(stacks, i), key_of);

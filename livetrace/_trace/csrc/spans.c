@@ -12,9 +12,6 @@
 
 /* GoState values; span kinds (spans.model.SpanKind); resource kinds; flags. */
 enum { NOT_EXIST = 1, RUNNABLE, RUNNING, WAITING, SYSCALL };
-enum { K_RUNNING, K_RUNNABLE, K_BLOCKED, K_SYSCALL, K_GC, K_STW, K_MARK_ASSIST, K_REGION, K_TASK, N_SPAN_KINDS };
-enum { RES_NONE, RES_GOROUTINE, RES_PROC };
-enum { CLIPPED_START = 1, CLIPPED_END = 2 };
 static const u8 STATE_KIND[] = {0, 0, K_RUNNABLE, K_RUNNING, K_BLOCKED, K_SYSCALL};
 static const u8 STATUS_STATE[] = {0, RUNNABLE, RUNNING, SYSCALL, WAITING};
 /* Wire ProcStatus -> 1 it runs (running, in a system call), 0 idle (idle, abandoned in a system call). */

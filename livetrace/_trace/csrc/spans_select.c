@@ -8,7 +8,7 @@
 
 #include "containers.h"
 
-enum { RES_GOROUTINE = 1, K_TASK = 8, NCOLS = 15 };
+enum { NCOLS = 15 };
 static const int WIDTH[NCOLS] = {1, 1, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 1, 8};
 enum { C_KIND, C_RKIND, C_RID, C_START, C_END, C_SSTACK, C_ESTACK, C_STOK, C_ETOK, C_REASON, C_NAME, C_TNAME,
        C_TASK, C_FLAGS, C_PROC };
