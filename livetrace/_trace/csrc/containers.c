@@ -78,6 +78,8 @@ void map_each_ptr(const Map *m, void (*fn)(void *)) {
 int cols_reserve(Columns *c, size_t need) {
     if (need <= c->cap)
         return 0;
+    if (c->borrowed)
+        return -1;
     size_t nc = c->cap ? c->cap : 1024;
     while (nc < need)
         nc *= 2;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef uint8_t u8;
 typedef uint32_t u32;
@@ -121,6 +122,36 @@ static inline void *map_del_ptr(Map *m, u64 k) {
     return map_del(m, k, &v) ? (void *)(uintptr_t)v : NULL;
 }
 
+/* A set of u64 ids. A generation numbers its stacks and strings up from 1,
+ * so the small ids are bits, tested without hashing; the rest go to a map.
+ * A zeroed IdSet is an empty one. */
+#define IDSET_BITS (1u << 16)
+
+typedef struct {
+    u64 bits[IDSET_BITS / 64];
+    Map big;
+} IdSet;
+
+/* Adds id: 0, or -1 when out of memory. */
+static inline int idset_add(IdSet *s, u64 id) {
+    if (id < IDSET_BITS) {
+        s->bits[id / 64] |= (u64)1 << (id % 64);
+        return 0;
+    }
+    return map_put(&s->big, id, 1);
+}
+
+static inline int idset_has(const IdSet *s, u64 id) {
+    if (id < IDSET_BITS)
+        return (int)(s->bits[id / 64] >> (id % 64)) & 1;
+    return map_find(&s->big, id) != NULL;
+}
+
+static inline void idset_clear(IdSet *s) {
+    memset(s->bits, 0, sizeof s->bits);
+    map_free(&s->big);
+}
+
 /* Events as columns, as an EventBatch holds them: per event a code, a time,
  * its thread, proc and goroutine (-1: none), NARGS arguments (unused ones
  * 0) and NEXTRA extra values. */
@@ -132,9 +163,10 @@ typedef struct {
     u8 *code;
     i64 *time, *m, *p, *g;
     u64 *args, *extra;
+    int borrowed; /* the columns are memory someone else owns: never grown or freed here */
 } Columns;
 
-/* Room for need events: 0, or -1 when out of memory. */
+/* Room for need events: 0, or -1 when out of memory (or borrowed columns are full). */
 int cols_reserve(Columns *c, size_t need);
 void cols_free(Columns *c);
 

@@ -7,7 +7,31 @@
 #include "handlers.h"
 #include "varint.h"
 
-u8 T_TIMED[256], T_NARGS[256], T_STACK[256], T_STR0[256], T_STR1[256];
+u8 T_TIMED[256], T_NARGS[256], T_STACK[256], T_STR0[256], T_STR1[256], T_CHECKED[256];
+
+void engine_init_tables(void) {
+    for (int c = 0; c < 256; c++)
+        T_CHECKED[c] = T_STACK[c] != 255 || T_STR0[c] != 255 || T_STR1[c] != 255 || c == EV_GO_CREATE ||
+                       c == EV_GO_CREATE_BLOCKED;
+}
+
+int check_ids(Engine *e, int code, const u64 *a) {
+    int si = T_STACK[code];
+    if (si != 255 && !has_stack(e, a[si]))
+        return fail(e, ERR_FORMAT, -1, "found invalid stack ID %llu for event %s", (unsigned long long)a[si],
+                    ename(e, code));
+    /* the new goroutine's stack */
+    if ((code == EV_GO_CREATE || code == EV_GO_CREATE_BLOCKED) && !has_stack(e, a[1]))
+        return fail(e, ERR_FORMAT, -1, "found invalid stack ID %llu for event %s", (unsigned long long)a[1],
+                    ename(e, code));
+    if (T_STR0[code] != 255 && !has_string(e, a[T_STR0[code]]))
+        return fail(e, ERR_FORMAT, -1, "found invalid string ID %llu for event %s",
+                    (unsigned long long)a[T_STR0[code]], ename(e, code));
+    if (T_STR1[code] != 255 && !has_string(e, a[T_STR1[code]]))
+        return fail(e, ERR_FORMAT, -1, "found invalid string ID %llu for event %s",
+                    (unsigned long long)a[T_STR1[code]], ename(e, code));
+    return 0;
+}
 
 const int GO_STATUS_STATE[GO_STATUS_COUNT] = {GS_UNDETERMINED, GS_RUNNABLE, GS_RUNNING, GS_SYSCALL, GS_WAITING};
 const int PROC_STATUS_STATE[PROC_STATUS_COUNT] = {PS_UNDETERMINED, PS_RUNNING, PS_IDLE, PS_RUNNING, PS_IDLE};
@@ -73,8 +97,11 @@ static void g_free(void *p) {
 
 void g_delete(Engine *e, u64 id) {
     G *g = map_del_ptr(&e->gs, id);
-    if (g)
+    if (g) {
+        if (e->gcache[id & (GCACHE - 1)] == g)
+            e->gcache[id & (GCACHE - 1)] = NULL;
         g_free(g);
+    }
 }
 
 static void p_free(void *p) {
@@ -110,39 +137,61 @@ static inline int ns_of(Engine *e, u64 ticks, i64 *out) {
     return 0;
 }
 
-/* 1: the cursor holds its next event, 0: it has none left, -1: error */
-static int cursor_next(Engine *e, Cursor *c) {
-    while (c->bi < c->nb && c->off == c->b[c->bi].len) {
-        c->bi++;
-        c->off = 0;
-        c->started = 0;
-    }
-    if (c->bi == c->nb)
-        return 0;
-    BatchRef *b = &c->b[c->bi];
-    if (!c->started) {
+/* Moves c past its used-up batches: 1 it is in a batch with events left, 0 it has none, -1 error. */
+static int cursor_batch(Engine *e, Cursor *c) {
+    while (c->off == c->len) {
+        if (c->bi == c->nb)
+            return 0;
+        const BatchRef *b = &c->b[c->bi++];
+        if (!b->len) /* an empty batch's time is never read */
+            continue;
         if (ns_of(e, b->time, &c->last))
             return -1;
-        c->started = 1;
+        c->p = b->p;
+        c->len = b->len;
+        c->base = b->offset;
+        c->off = 0;
     }
-    size_t i = c->off, end = b->len;
-    const u8 *p = b->p;
+    return 1;
+}
+
+/* The longest event: its code, then a varint of at most 10 bytes for its
+ * time and each argument. Further than that from a batch's end, varints
+ * are read without checking for the end. */
+#define EVENT_MAX (1 + 10 * (NARGS + 1))
+
+/* 1: the cursor holds its next event, 0: it has none left, -1: error */
+static int cursor_next(Engine *e, Cursor *c) {
+    int r = c->off == c->len ? cursor_batch(e, c) : 1;
+    if (r != 1)
+        return r;
+    size_t i = c->off, end = c->len;
+    const u8 *p = c->p;
     int code = p[i];
     int n = T_TIMED[code];
     if (!n) {
         if (code > EV_MAX_CODE)
-            return fail(e, ERR_FORMAT, b->offset + (i64)i, "found invalid event type: %d", code);
-        return fail(e, ERR_FORMAT, b->offset + (i64)i, "found event without a timestamp: type=%d", code);
+            return fail(e, ERR_FORMAT, c->base + (i64)i, "found invalid event type: %d", code);
+        return fail(e, ERR_FORMAT, c->base + (i64)i, "found event without a timestamp: type=%d", code);
     }
     i++;
-    u64 dt;
-    if (uvarint(p, end, &i, &dt) != 1)
-        return fail(e, ERR_FORMAT, b->offset + (i64)c->off, "found invalid uvarint");
-    for (int k = 0; k < n - 1; k++)
-        if (uvarint(p, end, &i, &c->args[k]) != 1)
-            return fail(e, ERR_FORMAT, b->offset + (i64)c->off, "found invalid uvarint");
+    u64 v[NARGS + 1];
+    int k = 0;
+    if (end - i >= EVENT_MAX) {
+        for (; k < n; k++)
+            if (uvarint_unbounded(p, &i, &v[k]) != 1)
+                break;
+    } else {
+        for (; k < n; k++)
+            if (uvarint(p, end, &i, &v[k]) != 1)
+                break;
+    }
+    if (k < n)
+        return fail(e, ERR_FORMAT, c->base + (i64)c->off, "found invalid uvarint");
+    for (k = 1; k <= NARGS; k++) /* emit copies them all: those past the code's are 0 */
+        c->args[k - 1] = k < n ? v[k] : 0;
     i64 d = 0;
-    if (ns_of(e, dt, &d))
+    if (ns_of(e, v[0], &d))
         return -1;
     if (d > INT64_MAX - c->last)
         return fail(e, ERR_FORMAT, -1, "timestamp out of range");
@@ -211,12 +260,12 @@ static int try_cursor(Engine *e, size_t i) {
     Handler h = HANDLERS[c->code];
     if (!h)
         return ORDER("bad event type found while ordering: %d", c->code);
-    u64 a[NARGS];
-    memcpy(a, c->args, sizeof a);
     Ctx nc;
     size_t before = e->out.n;
     i64 last_before = e->last;
-    int r = h(e, c->code, c->time, a, ctx, &nc);
+    /* The handler may rewrite the arguments it emits: only when the event
+     * happens or fails, so the cursor reads the next event over them. */
+    int r = h(e, c->code, c->time, c->args, ctx, &nc);
     if (r < 0) {
         /* As in the twin, what a failing handler emitted is not out. */
         e->out.n = before;
@@ -225,8 +274,13 @@ static int try_cursor(Engine *e, size_t i) {
     if (r != 1)
         return r;
     if (ms) {
-        ms->p = nc.p;
-        ms->g = nc.g;
+        /* One word at a time: the handler stored nc's fields one by one,
+         * and the one wide load a compiler would make of two of them waits
+         * for both stores to retire (a store-forwarding stall), every event. */
+        i64 np = nc.p, ng = nc.g;
+        __asm__("" : "+r"(np), "+r"(ng));
+        ms->p = np;
+        ms->g = ng;
     }
     int more = cursor_next(e, c);
     if (more < 0) {
@@ -300,7 +354,8 @@ void engine_gen_release(Engine *e) {
     e->strs = NULL;
     e->nstrs = 0;
     map_free(&e->strings);
-    map_free(&e->stacks);
+    idset_clear(&e->string_ids);
+    idset_clear(&e->stacks);
     for (size_t i = 0; i < e->nx; i++)
         free((char *)e->xstr[i].p);
     e->nx = 0;
@@ -323,10 +378,10 @@ int engine_gen_prepare(Engine *e, u64 gen, double ns_per_tick, size_t nstrings, 
 int engine_add_string(Engine *e, u64 id, const char *p, size_t n) {
     Str *s = &e->strs[e->nstrs++];
     *s = (Str){p, n};
-    return map_put_ptr(&e->strings, id, s);
+    return map_put_ptr(&e->strings, id, s) || idset_add(&e->string_ids, id) ? -1 : 0;
 }
 
-int engine_add_stack(Engine *e, u64 id) { return map_put(&e->stacks, id, 1); }
+int engine_add_stack(Engine *e, u64 id) { return idset_add(&e->stacks, id); }
 
 void engine_add_sample(Engine *e, Sample s) { e->samples[e->nsamples++] = s; }
 

@@ -26,6 +26,10 @@ extern u8 T_TIMED[256];           /* arguments of a timed event, its timestamp d
 extern u8 T_NARGS[256];           /* arguments an emitted event carries */
 extern u8 T_STACK[256];           /* which argument is the event's stack, 255 none */
 extern u8 T_STR0[256], T_STR1[256]; /* which arguments are string ids, 255 none */
+extern u8 T_CHECKED[256];         /* nonzero: the event names a stack or string that must exist (engine_init_tables) */
+
+/* Derives the tables the engine keeps from those Python gave. */
+void engine_init_tables(void);
 
 /* what stops a generation (the numbers are the module's ERR_* constants) */
 enum { ERR_NONE, ERR_FORMAT, ERR_ORDER, ERR_MEMORY };
@@ -86,8 +90,10 @@ typedef struct {
     i64 m;
     M *ms; /* the thread's state, once looked up: Ms live as long as the engine */
     BatchRef *b;
-    size_t nb, bi, off;
-    int started;
+    size_t nb, bi; /* b[bi - 1] is the batch being read */
+    const u8 *p;   /* its payload, of len bytes, off of them read */
+    size_t len, off;
+    i64 base; /* its payload's offset in the stream */
     i64 last, time;
     int code;
     u64 args[NARGS];
@@ -102,9 +108,12 @@ typedef struct {
     i64 m, p, g;
 } Ctx;
 
+#define GCACHE 4096 /* a power of 2 */
+
 typedef struct {
     /* across generations */
     Map gs, ps, tasks, msmap; /* values: G *, P *, Task *, M * */
+    G *gcache[GCACHE];        /* recently found goroutines, by id modulo GCACHE: most lookups skip the hash */
     M **ms;                   /* in order of first appearance, as the Python twin's dict */
     size_t nms, capms;
     u64 gc_seq;
@@ -119,7 +128,8 @@ typedef struct {
     double ns_per_tick;
     Str *strs; /* the strings' texts, nstrs of the room prepared */
     size_t nstrs;
-    Map strings, stacks; /* values: Str *, 1 */
+    Map strings;         /* values: Str * */
+    IdSet string_ids, stacks;
     Cursor *cur;
     size_t ncur;
     Cursor **heap;
@@ -166,33 +176,37 @@ G *g_new(Engine *e, u64 id, int status);
 void g_delete(Engine *e, u64 id);
 M *m_new(Engine *e, i64 id);
 
+/* The goroutine of id, or NULL. */
+static inline G *g_get(Engine *e, u64 id) {
+    G **slot = &e->gcache[id & (GCACHE - 1)];
+    G *g = *slot;
+    if (g && g->id == id)
+        return g;
+    g = map_get_ptr(&e->gs, id);
+    if (g)
+        *slot = g;
+    return g;
+}
+
 static inline M *m_get(Engine *e, i64 id) {
     M *m = map_get_ptr(&e->msmap, (u64)id);
     return m ? m : m_new(e, id);
 }
 
-static inline int has_string(Engine *e, u64 id) { return id == 0 || map_find(&e->strings, id) != NULL; }
-static inline int has_stack(Engine *e, u64 id) { return id == 0 || map_find(&e->stacks, id) != NULL; }
+static inline int has_string(Engine *e, u64 id) { return id == 0 || idset_has(&e->string_ids, id); }
+static inline int has_stack(Engine *e, u64 id) { return id == 0 || idset_has(&e->stacks, id); }
+
+/* The stack and string ids of an event exist in the generation's tables:
+ * 0, or -1 with the engine's error set. */
+int check_ids(Engine *e, int code, const u64 *a);
 
 /* One event happens: its ids are checked against the generation's tables,
  * its time made strictly later than the one before, and it is written out
- * if the filter wants its code. Inline: every handler ends in it. */
+ * if the filter wants its code. Inline: every handler ends in it. a holds
+ * NARGS values, those past the code's arguments 0, so all are copied. */
 static inline int emit(Engine *e, int code, i64 t, Ctx c, const u64 *a, u64 x0, u64 x1) {
-    int na = T_NARGS[code];
-    int si = T_STACK[code];
-    if (si != 255 && !has_stack(e, a[si]))
-        return fail(e, ERR_FORMAT, -1, "found invalid stack ID %llu for event %s", (unsigned long long)a[si],
-                    ename(e, code));
-    /* the new goroutine's stack */
-    if ((code == EV_GO_CREATE || code == EV_GO_CREATE_BLOCKED) && !has_stack(e, a[1]))
-        return fail(e, ERR_FORMAT, -1, "found invalid stack ID %llu for event %s", (unsigned long long)a[1],
-                    ename(e, code));
-    if (T_STR0[code] != 255 && !has_string(e, a[T_STR0[code]]))
-        return fail(e, ERR_FORMAT, -1, "found invalid string ID %llu for event %s",
-                    (unsigned long long)a[T_STR0[code]], ename(e, code));
-    if (T_STR1[code] != 255 && !has_string(e, a[T_STR1[code]]))
-        return fail(e, ERR_FORMAT, -1, "found invalid string ID %llu for event %s",
-                    (unsigned long long)a[T_STR1[code]], ename(e, code));
+    if (T_CHECKED[code] && check_ids(e, code, a))
+        return -1;
     if (t <= e->last)
         t = e->last + 1;
     e->last = t;
@@ -207,9 +221,7 @@ static inline int emit(Engine *e, int code, i64 t, Ctx c, const u64 *a, u64 x0, 
     o->m[i] = c.m;
     o->p[i] = c.p;
     o->g[i] = c.g;
-    u64 *dst = o->args + i * NARGS;
-    for (int k = 0; k < NARGS; k++)
-        dst[k] = k < na ? a[k] : 0;
+    memcpy(o->args + i * NARGS, a, NARGS * sizeof(u64));
     o->extra[i * NEXTRA] = x0;
     o->extra[i * NEXTRA + 1] = x1;
     return 0;

@@ -156,7 +156,7 @@ int h_sweep_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 static G *ctx_g(Engine *e, int code, Ctx c) {
-    G *s = map_get_ptr(&e->gs, (u64)c.g);
+    G *s = g_get(e, (u64)c.g);
     if (!s)
         ORDER("encountered event of type %d without known state for current goroutine %lld", code, (long long)c.g);
     return s;
@@ -174,7 +174,7 @@ int h_go_range_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 int h_go_range_active(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
-    G *s = map_get_ptr(&e->gs, a[0]);
+    G *s = g_get(e, a[0]);
     if (!s)
         return ORDER("uninitialized goroutine %llu found during %s", (unsigned long long)a[0], ename(e, code));
     if (range_active(e, &s->ranges, &s->nrng, &s->caprng, (u64)range_start_of(code), e->gen == e->initial_gen))

@@ -110,7 +110,7 @@ int h_go_status(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     if (status >= GO_STATUS_COUNT)
         return ORDER("invalid status for goroutine %llu: %llu", (unsigned long long)gid, (unsigned long long)status);
     int old = GO_STATUS_STATE[status];
-    G *s = map_get_ptr(&e->gs, gid);
+    G *s = g_get(e, gid);
     if (s) {
         if ((u64)s->status != status)
             return ORDER("inconsistent status for goroutine %llu: old %s vs. new %s", (unsigned long long)gid,
@@ -156,7 +156,7 @@ int h_go_status(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 static G *running_g(Engine *e, int code, Ctx c, int want) {
-    G *s = map_get_ptr(&e->gs, (u64)c.g);
+    G *s = g_get(e, (u64)c.g);
     if (!s) {
         ORDER("event %s for goroutine (%lld) that doesn't exist", ename(e, code), (long long)c.g);
         return NULL;
@@ -170,10 +170,10 @@ static G *running_g(Engine *e, int code, Ctx c, int want) {
 
 int h_go_create(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     CHECK(MUST, MUST, MAY);
-    G *s = map_get_ptr(&e->gs, (u64)c.g);
+    G *s = g_get(e, (u64)c.g);
     if (s && s->status != GO_RUNNING)
         return ORDER("%s event for goroutine that's not Running", ename(e, code));
-    if (map_get_ptr(&e->gs, a[0]))
+    if (g_get(e, a[0]))
         return ORDER("tried to create goroutine (%llu) that already exists", (unsigned long long)a[0]);
     if (!g_new(e, a[0], code == EV_GO_CREATE_BLOCKED ? GO_WAITING : GO_RUNNABLE))
         return -1;
@@ -195,7 +195,7 @@ int h_go_stop_exec(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 int h_go_start(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
-    G *s = map_get_ptr(&e->gs, a[0]);
+    G *s = g_get(e, a[0]);
     if (!s || s->status != GO_RUNNABLE || !next_seq(s->seq_gen, s->seq, e->gen, a[1]))
         return 0;
     CHECK(MUST, MUST, MUST_NOT);
@@ -207,7 +207,7 @@ int h_go_start(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 int h_go_unblock(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
-    G *s = map_get_ptr(&e->gs, a[0]);
+    G *s = g_get(e, a[0]);
     if (!s || s->status != GO_WAITING || !next_seq(s->seq_gen, s->seq, e->gen, a[1]))
         return 0;
     s->status = GO_RUNNABLE;
@@ -223,7 +223,7 @@ int h_go_switch(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     if (!cur)
         return -1;
     u64 nextg = a[0], seq = a[1];
-    G *nxt = map_get_ptr(&e->gs, nextg);
+    G *nxt = g_get(e, nextg);
     if (!nxt || nxt->status != GO_WAITING || !next_seq(nxt->seq_gen, nxt->seq, e->gen, seq))
         return 0;
     if (emit(e, code, t, c, a, 0, 0))
@@ -269,7 +269,7 @@ int h_syscall_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 
 int h_syscall_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     CHECK(USER_GO);
-    G *s = map_get_ptr(&e->gs, (u64)c.g);
+    G *s = g_get(e, (u64)c.g);
     if (!s)
         return ORDER("event %s for goroutine (%lld) that doesn't exist", ename(e, code), (long long)c.g);
     if (s->status != GO_SYSCALL)
@@ -295,7 +295,7 @@ int h_syscall_end_blocked(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
             return 0; /* the proc must be stolen first */
     }
     CHECK(MUST, MAY, MUST);
-    G *s = map_get_ptr(&e->gs, (u64)c.g);
+    G *s = g_get(e, (u64)c.g);
     if (!s)
         return ORDER("event %s for goroutine (%lld) that doesn't exist", ename(e, code), (long long)c.g);
     if (s->status != GO_SYSCALL)
@@ -307,7 +307,7 @@ int h_syscall_end_blocked(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 
 int h_go_create_syscall(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     CHECK(MUST, MAY, MUST_NOT);
-    if (map_get_ptr(&e->gs, a[0]))
+    if (g_get(e, a[0]))
         return ORDER("tried to create goroutine (%llu) in syscall that already exists", (unsigned long long)a[0]);
     if (!g_new(e, a[0], GO_SYSCALL))
         return -1;
@@ -317,7 +317,7 @@ int h_go_create_syscall(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 
 int h_go_destroy_syscall(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     CHECK(MUST, MAY, MUST);
-    G *s = map_get_ptr(&e->gs, (u64)c.g);
+    G *s = g_get(e, (u64)c.g);
     if (!s)
         return ORDER("event %s for goroutine (%lld) that doesn't exist", ename(e, code), (long long)c.g);
     if (s->status != GO_SYSCALL)

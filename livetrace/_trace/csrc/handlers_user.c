@@ -93,7 +93,7 @@ static G *region_g(Engine *e, int code, u64 *a, Ctx c, const Str **name) {
         ORDER("invalid string ID %llu for %d event", (unsigned long long)a[1], code);
         return NULL;
     }
-    G *s = map_get_ptr(&e->gs, (u64)c.g);
+    G *s = g_get(e, (u64)c.g);
     if (!s)
         ORDER("encountered Ev%s without known state for current goroutine %lld", ename(e, code), (long long)c.g);
     return s;

@@ -91,11 +91,36 @@ static PyObject *make_struct(PyTypeObject *t, int n, PyObject **vals) {
 
 static PyObject *bytes_of(const void *p, size_t n) { return PyBytes_FromStringAndSize(n ? p : NULL, (Py_ssize_t)n); }
 
-/* The first n events of c, as EventColumns. */
-static PyObject *event_columns(const Columns *c, size_t n) {
-    PyObject *v[7] = {bytes_of(c->code, n), bytes_of(c->time, n * 8), bytes_of(c->m, n * 8),
-                      bytes_of(c->p, n * 8), bytes_of(c->g, n * 8), bytes_of(c->args, n * 8 * NARGS),
-                      bytes_of(c->extra, n * 8 * NEXTRA)};
+/* The bytes per event of each column, in EventColumns' order. */
+static const size_t COL_WIDTH[7] = {1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA};
+
+/* Makes *c borrow fresh bytes objects (in v) with room for room events,
+ * holding the n events of own: the engine then writes straight into what
+ * Python gets. 0, or -1 with an exception set. */
+static int columns_in_bytes(Columns *c, const Columns *own, size_t room, PyObject *v[7]) {
+    for (int k = 0; k < 7; k++) {
+        v[k] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(room * COL_WIDTH[k]));
+        if (!v[k]) {
+            while (k--)
+                Py_DECREF(v[k]);
+            return -1;
+        }
+    }
+#define COL(k) ((void *)PyBytes_AS_STRING(v[k]))
+    *c = (Columns){own->n, room, COL(0), COL(1), COL(2), COL(3), COL(4), COL(5), COL(6), 1};
+#undef COL
+    const void *src[7] = {own->code, own->time, own->m, own->p, own->g, own->args, own->extra};
+    for (int k = 0; k < 7 && own->n; k++)
+        memcpy(PyBytes_AS_STRING(v[k]), src[k], own->n * COL_WIDTH[k]);
+    return 0;
+}
+
+/* Cuts the bytes objects of columns_in_bytes to n events, as EventColumns
+ * (a failed cut leaves NULL, and make_struct releases the rest). */
+static PyObject *event_columns(PyObject *v[7], size_t n) {
+    for (int k = 0; k < 7; k++)
+        if (_PyBytes_Resize(&v[k], (Py_ssize_t)(n * COL_WIDTH[k])) < 0)
+            break;
     return make_struct(EventColumnsType, 7, v);
 }
 
@@ -126,6 +151,7 @@ static PyObject *init_tables(PyObject *self, PyObject *args) {
             PyErr_Format(PyExc_ValueError, "code %d has more arguments than the engine holds", c);
             return NULL;
         }
+    engine_init_tables();
     tables_ready = 1;
     Py_RETURN_NONE;
 }
@@ -320,8 +346,8 @@ static PyObject *Engine_begin(EngineObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* The events written so far, and the error that stopped the generation if any. */
-static PyObject *take(Engine *e) {
+/* The n events written (into cols: columns_in_bytes), and the error that stopped the generation if any. */
+static PyObject *take(Engine *e, size_t n, PyObject *cols[7]) {
     PyObject *xs = PyList_New((Py_ssize_t)e->nx);
     for (size_t i = 0; xs && i < e->nx; i++) {
         PyObject *b = bytes_of(e->xstr[i].p, e->xstr[i].n);
@@ -345,8 +371,7 @@ static PyObject *take(Engine *e) {
     }
     PyObject *done = (e->active && !e->err) ? Py_False : Py_True;
     Py_INCREF(done);
-    PyObject *v[5] = {PyLong_FromSize_t(e->out.n), event_columns(&e->out, e->out.n), xs, done, err};
-    e->out.n = 0;
+    PyObject *v[5] = {PyLong_FromSize_t(n), event_columns(cols, n), xs, done, err};
     return make_struct(EngineBatchType, 5, v);
 }
 
@@ -357,13 +382,26 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "n", &max))
         return NULL;
     Engine *e = &self->e;
+    size_t want = max > 0 ? (size_t)max : 0;
+    /* Room for what begin wrote (its Sync), the run's events and the most
+     * one more step writes past want (a GoSwitch is three events). */
+    Columns own = e->out;
+    PyObject *cols[7];
+    if (columns_in_bytes(&e->out, &own, own.n + want + 4, cols))
+        return NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = engine_run(e, max > 0 ? (size_t)max : 0);
+    rc = engine_run(e, want);
     Py_END_ALLOW_THREADS
-    if (rc)
+    size_t n = e->out.n;
+    e->out = own;
+    e->out.n = 0;
+    if (rc) {
+        for (int k = 0; k < 7; k++)
+            Py_DECREF(cols[k]);
         return PyErr_NoMemory();
-    PyObject *r = take(e);
+    }
+    PyObject *r = take(e, n, cols);
     if (!e->active || e->err)
         Engine_release(self);
     return r;
