@@ -2,8 +2,7 @@
  * legacy_live.c, the compiled provisional path of a live legacy trace.
  * legacy/live_core.py drives it; legacy/live.py's Python path is its twin. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "pyglue.h"
 
 #include "legacy_live.h"
 
@@ -143,8 +142,6 @@ static PyObject *LL_resolve(LLObject *self, PyObject *args) {
     return rc ? NULL : Py_NewRef(Py_None);
 }
 
-static PyObject *bytes_of(const void *p, size_t n) { return PyBytes_FromStringAndSize(n ? p : NULL, (Py_ssize_t)n); }
-
 /* release(all, window, max_held) -> (columns, late): the 7 columns as bytes */
 static PyObject *LL_release(LLObject *self, PyObject *args) {
     int all;
@@ -157,9 +154,7 @@ static PyObject *LL_release(LLObject *self, PyObject *args) {
         return NULL;
     const Columns *c = &s->out;
     size_t n = c->n;
-    PyObject *cols = Py_BuildValue("(NNNNNNN)", bytes_of(c->code, n), bytes_of(c->time, n * 8), bytes_of(c->m, n * 8),
-                                   bytes_of(c->p, n * 8), bytes_of(c->g, n * 8), bytes_of(c->args, n * 8 * NARGS),
-                                   bytes_of(c->extra, n * 8 * NEXTRA));
+    PyObject *cols = columns_tuple(c, n);
     s->out.n = 0;
     return cols ? Py_BuildValue("(Nn)", cols, (Py_ssize_t)s->out_late) : NULL;
 }
@@ -204,12 +199,5 @@ static PyTypeObject LegacyLiveCoreType = {
 };
 
 int legacy_live_register(PyObject *module) {
-    if (PyType_Ready(&LegacyLiveCoreType) < 0)
-        return -1;
-    Py_INCREF(&LegacyLiveCoreType);
-    if (PyModule_AddObject(module, "LegacyLiveCore", (PyObject *)&LegacyLiveCoreType) < 0) {
-        Py_DECREF(&LegacyLiveCoreType);
-        return -1;
-    }
-    return 0;
+    return add_type(module, &LegacyLiveCoreType, "LegacyLiveCore");
 }

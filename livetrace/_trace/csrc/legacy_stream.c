@@ -7,8 +7,7 @@
  * that writes nothing), which also finds anything the conversion would give
  * up on before a batch is handed out. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "pyglue.h"
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -53,8 +52,6 @@ static void cols_drop_front(Columns *o, size_t k) {
     o->n = rest;
 }
 
-static PyObject *bytes_of(const void *p, size_t n) { return PyBytes_FromStringAndSize(n ? p : NULL, (Py_ssize_t)n); }
-
 /* next(n) -> the next n events' seven columns (fewer at the end), or None: all given */
 static PyObject *LS_next(LSObject *self, PyObject *arg) {
     Py_ssize_t want = PyLong_AsSsize_t(arg);
@@ -91,9 +88,7 @@ static PyObject *LS_next(LSObject *self, PyObject *arg) {
         ls_release(self);
         Py_RETURN_NONE;
     }
-    PyObject *cols = Py_BuildValue("(NNNNNNN)", bytes_of(o->code, k), bytes_of(o->time, k * 8), bytes_of(o->m, k * 8),
-                                   bytes_of(o->p, k * 8), bytes_of(o->g, k * 8), bytes_of(o->args, k * 8 * NARGS),
-                                   bytes_of(o->extra, k * 8 * NEXTRA));
+    PyObject *cols = columns_tuple(o, k);
     cols_drop_front(o, k);
     return cols;
 }
@@ -262,12 +257,5 @@ done:
 }
 
 int legacy_stream_register(PyObject *module) {
-    if (PyType_Ready(&LegacyStreamType) < 0)
-        return -1;
-    Py_INCREF(&LegacyStreamType);
-    if (PyModule_AddObject(module, "LegacyStream", (PyObject *)&LegacyStreamType) < 0) {
-        Py_DECREF(&LegacyStreamType);
-        return -1;
-    }
-    return 0;
+    return add_type(module, &LegacyStreamType, "LegacyStream");
 }

@@ -6,8 +6,7 @@
  * the boundary as named structures (struct sequences); _ccore.pyi
  * describes them. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "pyglue.h"
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -88,8 +87,6 @@ static PyObject *make_struct(PyTypeObject *t, int n, PyObject **vals) {
     }
     return r;
 }
-
-static PyObject *bytes_of(const void *p, size_t n) { return PyBytes_FromStringAndSize(n ? p : NULL, (Py_ssize_t)n); }
 
 /* The bytes per event of each column, in EventColumns' order. */
 static const size_t COL_WIDTH[7] = {1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA};
@@ -506,8 +503,6 @@ static struct PyModuleDef module = {
     "Compiled hot loops of the decoders: modern traces, and legacy ones of Go 1.11 to 1.21.", -1, module_methods};
 
 PyMODINIT_FUNC PyInit__ccore(void) {
-    if (PyType_Ready(&EngineType) < 0)
-        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
@@ -517,12 +512,8 @@ PyMODINIT_FUNC PyInit__ccore(void) {
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (!*types[i] && !(*types[i] = PyStructSequence_NewType(&result_descs[i])))
             goto fail;
-        const char *name = strrchr(result_descs[i].name, '.') + 1;
-        Py_INCREF(*types[i]);
-        if (PyModule_AddObject(m, name, (PyObject *)*types[i]) < 0) {
-            Py_DECREF(*types[i]);
+        if (add_type(m, *types[i], strrchr(result_descs[i].name, '.') + 1) < 0)
             goto fail;
-        }
     }
     if (!WireError && !(WireError = PyErr_NewException("livetrace._trace._ccore.WireError", NULL, NULL)))
         goto fail;
@@ -533,9 +524,7 @@ PyMODINIT_FUNC PyInit__ccore(void) {
         goto fail;
     if (pprof_register(m) < 0)
         goto fail;
-    Py_INCREF(&EngineType);
-    if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
-        PyModule_AddObject(m, "WireError", WireError) < 0)
+    if (add_type(m, &EngineType, "Engine") < 0 || PyModule_AddObject(m, "WireError", WireError) < 0)
         goto fail;
     static const struct {
         const char *name;

@@ -10,6 +10,7 @@
  * are, so both twins fail alike where a total does not fit a profile. */
 
 #include "pprof.h"
+#include "pyglue.h"
 
 #include <string.h>
 
@@ -310,12 +311,5 @@ static PyTypeObject ProfileCountsType = {
 };
 
 int pprof_register(PyObject *module) {
-    if (PyType_Ready(&ProfileCountsType) < 0)
-        return -1;
-    Py_INCREF(&ProfileCountsType);
-    if (PyModule_AddObject(module, "ProfileCounts", (PyObject *)&ProfileCountsType) < 0) {
-        Py_DECREF(&ProfileCountsType);
-        return -1;
-    }
-    return 0;
+    return add_type(module, &ProfileCountsType, "ProfileCounts");
 }

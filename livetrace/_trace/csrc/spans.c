@@ -6,6 +6,7 @@
  * spans that end are appended to growable columns, handed over as bytes. */
 
 #include "spans.h"
+#include "pyglue.h"
 
 #include "containers.h"
 #include "spec_codes.h"
@@ -558,12 +559,7 @@ int spans_register(PyObject *module) {
     for (size_t i = 0; i < sizeof ranges; i++)
         IS_RANGE[ranges[i]] = 1;
     IS_PROC[EV_PROC_START] = IS_PROC[EV_PROC_STOP] = IS_PROC[EV_PROC_STEAL] = IS_PROC[EV_PROC_STATUS] = 1;
-    if (PyType_Ready(&SpanCoreType) < 0)
+    if (add_type(module, &SpanCoreType, "SpanCore") < 0)
         return -1;
-    Py_INCREF(&SpanCoreType);
-    if (PyModule_AddObject(module, "SpanCore", (PyObject *)&SpanCoreType) < 0) {
-        Py_DECREF(&SpanCoreType);
-        return -1;
-    }
     return span_select_register(module);
 }

@@ -64,7 +64,7 @@ PyObject *table_strings(PyObject *self, PyObject *args) {
         }
         int f = fresh(strings, &seen, id);
         if (f <= 0 || grow((void **)&recs, &cap, nrec + 1, sizeof(Rec))) {
-            err = f < 0 || f > 0;
+            err = f != 0;
             if (f > 0)
                 PyErr_NoMemory();
             ok = 0;
