@@ -33,20 +33,6 @@ static inline int uvarint(const u8 *p, size_t end, size_t *pos, u64 *out) {
 
 /* uvarint for a varint known to end within the buffer (10 bytes do):
  * 1 read, -1 it overflows 64 bits. */
-static inline int uvarint_unbounded(const u8 *p, size_t *pos, u64 *out) {
-    size_t i = *pos;
-    u64 v = 0;
-    for (unsigned shift = 0;; shift += 7) {
-        u8 b = p[i++];
-        if (shift == 63 && b > 1)
-            return -1;
-        v |= (u64)(b & 0x7f) << shift;
-        if (b < 0x80) {
-            *out = v;
-            *pos = i;
-            return 1;
-        }
-    }
-}
+static inline int uvarint_unbounded(const u8 *p, size_t *pos, u64 *out) { return uvarint(p, SIZE_MAX, pos, out); }
 
 #endif
