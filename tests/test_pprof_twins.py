@@ -88,6 +88,11 @@ def test_twins_agree_on_every_corpus_trace(name: str, data: bytes) -> None:
     assert_twins_agree(spans + spans, len(spans))  # the same trace twice: its keys again, totals doubled
 
 
+# Not vacuous agreement: the corpus makes profiles. On the compiled core's pass (the twin's where
+# it was not built); the twin's pass would add only what the twins' agreement above already holds.
+@pytest.mark.skipif(
+    os.environ.get("LIVETRACE_PURE_PYTHON") == "1", reason="the twins agree above; runs on the compiled core's pass"
+)
 def test_the_corpus_has_profiles() -> None:
     counted = 0
     for _, data in CORPUS:

@@ -117,6 +117,7 @@ def test_dev_py_installs_no_go_for_the_fast_loop(args: list[str], no_go: bool) -
 
 
 @pytest.mark.slow
+@pytest.mark.once  # the quick start's one command; its record, tail and top are run on both twins elsewhere
 def test_the_demo_command_records_a_trace_go_opens(tmp_path: Path) -> None:
     demo_cmd, _ = quick_start()
     out = ROOT / "livetrace-demo.trace"
