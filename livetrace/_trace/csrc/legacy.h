@@ -125,14 +125,23 @@ typedef struct {
 
 /* The conversion between two pieces of its output (legacy_convert.c): a
  * segment is converted a batch at a time, as its reader asks. */
+/* What the conversion (legacy_conv.h's rules, which both compiled paths
+ * follow) remembers from one event to the next. */
 typedef struct {
     Map created, seen, pms, tasks_name, tasks_parent;
-    u8 *blocked; /* a bit an event: a syscall whose goroutine's next event is its block */
     u64 *order; /* goroutines created before the first Gomaxprocs, in order */
     size_t norder, caporder;
-    u64 msg_base, syncs, stw_reason;
-    size_t i; /* the next event */
-    int pre_init, stage; /* stage: 0 the opening Sync next, 1 the events, 2 done */
+    u64 stw_reason;
+    int pre_init;
+} ConvState;
+
+typedef struct {
+    ConvState st;
+    Cols *cols;  /* where conv_run writes */
+    u8 *blocked; /* a bit an event: a syscall whose goroutine's next event is its block */
+    u64 msg_base, syncs;
+    size_t i;  /* the next event */
+    int stage; /* 0 the opening Sync next, 1 the events, 2 done */
 } Conv;
 
 int l_read(L *l, size_t pos);
@@ -166,6 +175,20 @@ void recs_free(L *l); /* l->all (recs_alloc's), and nall = capall = 0 */
 static inline int is_blocking(int t) {
     return t == LEV_GO_SLEEP || t == LEV_GO_BLOCK || (t >= LEV_GO_BLOCK_SEND && t <= LEV_GO_BLOCK_NET) ||
            t == LEV_GO_BLOCK_GC;
+}
+
+/* Whether an event of type t leaves its P without a goroutine. */
+static inline int is_ends_g(int t) {
+    return t == LEV_GO_END || t == LEV_GO_STOP || t == LEV_GO_SCHED || t == LEV_GO_PREEMPT || t == LEV_GO_SYS_BLOCK ||
+           is_blocking(t);
+}
+
+/* A P-local event's type as its global twin (the order has no more use for the difference). */
+static inline int l_unlocal(int t) {
+    return t == LEV_GO_START_LOCAL      ? LEV_GO_START
+           : t == LEV_GO_UNBLOCK_LOCAL  ? LEV_GO_UNBLOCK
+           : t == LEV_GO_SYS_EXIT_LOCAL ? LEV_GO_SYS_EXIT
+                                        : t;
 }
 
 #endif

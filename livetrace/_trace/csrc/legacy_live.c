@@ -3,7 +3,7 @@
 
 #include "legacy_live.h"
 
-#include "model.h"
+#include "legacy_conv.h"
 #include "varint.h"
 
 void ll_init(LLive *s, int ver, const u8 *counts, const u8 *stackf, const u8 *mask, const u64 *builtin) {
@@ -13,17 +13,16 @@ void ll_init(LLive *s, int ver, const u8 *counts, const u8 *stackf, const u8 *ma
     memcpy(s->stackf, stackf, LEV_COUNT);
     memcpy(s->mask, mask, 256);
     memcpy(s->builtin, builtin, sizeof s->builtin);
-    s->pre_init = 1;
-    s->stw_reason = 0; /* as the twin's converter has it before any stop-the-world began */
+    cs_init(&s->conv);
     s->released = INT64_MIN;
 }
 
 void ll_free(LLive *s) {
-    free(s->carry), free(s->new_strs), free(s->new_msgs), free(s->pend), free(s->pchunk), free(s->order);
+    free(s->carry), free(s->new_strs), free(s->new_msgs), free(s->pend), free(s->pchunk);
     free(s->req_msgs), free(s->req_tasks), free(s->msg_ids), free(s->task_ids);
     free(s->pool), free(s->free_slots), free(s->heap), free(s->late), free(s->ps), free(s->touched);
-    map_free(&s->last_g), map_free(&s->strs), map_free(&s->created), map_free(&s->seen), map_free(&s->pms);
-    map_free(&s->tasks_name), map_free(&s->tasks_parent), map_free(&s->pidx);
+    map_free(&s->last_g), map_free(&s->strs), map_free(&s->pidx);
+    cs_free(&s->conv);
     cols_free(&s->out);
     memset(s, 0, sizeof *s);
 }
@@ -31,11 +30,6 @@ void ll_free(LLive *s) {
 /* ---- reading ---- */
 
 enum { R_EVENT, R_SHORT, R_BAD, R_OOM };
-
-static int is_ends_g(int t) {
-    return t == LEV_GO_END || t == LEV_GO_SYS_BLOCK || t == LEV_GO_SCHED || t == LEV_GO_PREEMPT || is_blocking(t) ||
-           t == LEV_GO_STOP;
-}
 
 /* One event at d[*pos] (twin: LegacyReader._event and LegacyDecoder._event):
  * R_EVENT (moved past it, and a pending event made if it is one), R_SHORT
@@ -386,9 +380,28 @@ static int request(u64 **arr, size_t *n, size_t *cap, u64 v) {
     return 0;
 }
 
+/* The live path's sink: the window (put), a user log naming its message
+ * and a task end its type by their numbers among the requests, until the
+ * Python side makes their strings (ll_resolve). */
+static int live_sink_put(void *to, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1, u64 a2, u64 a3, u64 x0,
+                         u64 x1) {
+    return put(to, code, t, m, p, g, a0, a1, a2, a3, x0, x1);
+}
+
+static int live_sink_message(void *to, u32 msg, u64 *out) {
+    LLive *s = to;
+    *out = msg;
+    return request(&s->req_msgs, &s->nreq_msgs, &s->capreq_msgs, msg);
+}
+
+static int live_sink_task_end(void *to, u64 name, u64 *out) {
+    LLive *s = to;
+    *out = s->tasks_ended++;
+    return request(&s->req_tasks, &s->nreq_tasks, &s->capreq_tasks, name);
+}
+
 /* The events of one chunk, at ev[0..n). */
 static int convert_chunk(LLive *s, LEv *ev, size_t n, i64 x0, i64 y0, double slope, double intercept, i64 origin) {
-    const u64 *B = s->builtin;
     Map next_g = {0};
     size_t *after = NULL;
     int rc = L_GIVE_UP, has_syscall = 0;
@@ -406,17 +419,11 @@ static int convert_chunk(LLive *s, LEv *ev, size_t n, i64 x0, i64 y0, double slo
             *v = i;
         }
     }
+    /* string ids are taken as they are: their strings may come in a later chunk */
+    const ConvRules rules = {s->builtin, s->ver, &s->strs, 0, NULL};
+    const ConvSink sink = {live_sink_put, live_sink_message, live_sink_task_end, s};
     for (size_t i = 0; i < n; i++) {
-        LEv *e = &ev[i];
-        int t = e->typ;
-        if (t == LEV_GO_START_LOCAL)
-            t = LEV_GO_START;
-        else if (t == LEV_GO_UNBLOCK_LOCAL)
-            t = LEV_GO_UNBLOCK;
-        else if (t == LEV_GO_SYS_EXIT_LOCAL)
-            t = LEV_GO_SYS_EXIT;
-        const u64 *a = e->a;
-        i64 p = e->p;
+        const LEv *e = &ev[i];
         /* the same float arithmetic as TickClock.wall_ns */
         double v = intercept + slope * (double)(e->ts - x0);
         if (!(v < 9.0e18 && v > -9.0e18))
@@ -425,174 +432,14 @@ static int convert_chunk(LLive *s, LEv *ev, size_t n, i64 x0, i64 y0, double slo
         if (__builtin_add_overflow(y0, (i64)v, &wall) || __builtin_sub_overflow(wall, origin, &ts) ||
             ts == INT64_MAX)
             goto out;
-        u64 *pm = p != -1 ? map_find(&s->pms, (u64)p) : NULL;
-        i64 m = pm ? (i64)*pm : -1;
-        i64 g = e->g ? (i64)e->g : -1;
-        u64 stk = e->stk & 0xffffffffu;
-        int r = 0;
-        if (e->typ != LEV_CPU_SAMPLE && front_move(s, p, ts))
+        if (e->typ != LEV_CPU_SAMPLE && front_move(s, e->p, ts))
             goto oom;
-#define PUT(CODE, M, G, A0, A1, A2, A3, X0, X1) r = put(s, CODE, ts, M, p, G, A0, A1, A2, A3, X0, X1)
-        switch (t) {
-        case LEV_GOMAXPROCS:
-            if (s->pre_init) {
-                s->pre_init = 0;
-                for (size_t k = 0; k < s->norder && !r; k++) {
-                    u64 *alive = map_find(&s->created, s->order[k]);
-                    if (alive && *alive == k + 1)
-                        r = put(s, EV_GO_STATUS, ts, -1, -1, -1, s->order[k], U64MAX, GO_RUNNABLE, 0, 0, 0);
-                }
-                s->norder = 0;
-                map_free(&s->created);
-            } else
-                PUT(EV_PROCS_CHANGE, m, g, a[0], stk, 0, 0, 0, 0);
-            break;
-        case LEV_GO_CREATE:
-            if (s->pre_init) {
-                u64 *v = map_slot(&s->created, a[0], 0);
-                if (!v || grow((void **)&s->order, &s->caporder, s->norder + 1, 8))
-                    goto oom;
-                if (!*v) {
-                    s->order[s->norder++] = a[0];
-                    *v = s->norder;
-                }
-            } else
-                PUT(EV_GO_CREATE, m, g, a[0], a[1], stk, 0, 0, 0);
-            break;
-        case LEV_PROC_START: {
-            u64 *v = map_slot(&s->pms, (u64)p, 0), *sv;
-            if (!v)
-                goto oom;
-            *v = a[0];
-            m = p != -1 ? (i64)a[0] : -1;
-            if (!(sv = map_slot(&s->seen, (u64)p, 0)))
-                goto oom;
-            if (*sv)
-                PUT(EV_PROC_START, m, g, (u64)p, 0, 0, 0, 0, 0);
-            else {
-                *sv = 1;
-                PUT(EV_PROC_STATUS, m, g, (u64)p, PROC_RUNNING, 0, 0, 0, 0);
-            }
-            break;
-        }
-        case LEV_PROC_STOP: {
-            u64 *v = map_find(&s->pms, (u64)p), *sv;
-            if (v)
-                *v = (u64)-1; /* no thread any more (no real thread id is this: see read_event) */
-            if (!(sv = map_slot(&s->seen, (u64)p, 0)))
-                goto oom;
-            if (*sv)
-                PUT(EV_PROC_STOP, m, g, 0, 0, 0, 0, 0, 0);
-            else {
-                *sv = 1;
-                PUT(EV_PROC_STATUS, m, g, (u64)p, PROC_IDLE, 0, 0, 0, 0);
-            }
-            break;
-        }
-        case LEV_GC_START: PUT(EV_GC_BEGIN, m, g, a[0], stk, 0, 0, 0, 0); break;
-        case LEV_GC_DONE: PUT(EV_GC_END, m, g, 0, 0, 0, 0, 0, 0); break;
-        case LEV_STW_START: {
-            int k = s->ver < LEGACY_GO1_21 ? (int)a[0] + 1 : (a[0] < B_COUNT - B_STW0 ? (int)a[0] : 0);
-            s->stw_reason = B[B_STW0 + k];
-            PUT(EV_STW_BEGIN, m, g, s->stw_reason, 0, 0, 0, 0, 0);
-            break;
-        }
-        case LEV_STW_DONE: PUT(EV_STW_END, m, g, s->stw_reason, 0, 0, 0, 0, 0); break;
-        case LEV_GC_SWEEP_START: PUT(EV_GC_SWEEP_BEGIN, m, g, stk, 0, 0, 0, 0, 0); break;
-        case LEV_GC_SWEEP_DONE: PUT(EV_GC_SWEEP_END, m, g, a[0], a[1], 0, 0, 0, 0); break;
-        case LEV_GO_START:
-            if (s->pre_init) {
-                u64 *v = map_find(&s->created, a[0]);
-                if (v)
-                    *v = 0;
-                PUT(EV_GO_STATUS, m, g, a[0], U64MAX, GO_RUNNING, 0, 0, 0);
-            } else
-                PUT(EV_GO_START, m, g, a[0], a[1], 0, 0, 0, 0);
-            break;
-        case LEV_GO_START_LABEL: {
-            u64 *v = map_find(&s->pms, (u64)p);
-            i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
-            PUT(EV_GO_START, m0, (i64)e->g, a[0], a[1], 0, 0, 0, 0);
-            if (!r)
-                PUT(EV_GO_LABEL, m0, (i64)e->g, a[2], 0, 0, 0, 0, 0);
-            break;
-        }
-        case LEV_GO_END: PUT(EV_GO_DESTROY, m, g, 0, 0, 0, 0, 0, 0); break;
-        case LEV_GO_SCHED: PUT(EV_GO_STOP, m, g, B[B_GOSCHED], stk, 0, 0, 0, 0); break;
-        case LEV_GO_PREEMPT: PUT(EV_GO_STOP, m, g, B[B_PREEMPTED], stk, 0, 0, 0, 0); break;
-        case LEV_GO_STOP: PUT(EV_GO_BLOCK, m, g, B[B_FOREVER], stk, 0, 0, 0, 0); break;
-        case LEV_GO_SLEEP: PUT(EV_GO_BLOCK, m, g, B[B_SLEEP], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK: PUT(EV_GO_BLOCK, m, g, B[B_EMPTY], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_SEND: PUT(EV_GO_BLOCK, m, g, B[B_SEND], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_RECV: PUT(EV_GO_BLOCK, m, g, B[B_RECV], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_SELECT: PUT(EV_GO_BLOCK, m, g, B[B_SELECT], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_SYNC: PUT(EV_GO_BLOCK, m, g, B[B_SYNC], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_COND: PUT(EV_GO_BLOCK, m, g, B[B_COND], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_NET: PUT(EV_GO_BLOCK, m, g, B[B_NETWORK], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_GC: PUT(EV_GO_BLOCK, m, g, B[B_ASSIST], stk, 0, 0, 0, 0); break;
-        case LEV_GO_UNBLOCK: PUT(EV_GO_UNBLOCK, m, g, a[0], a[1], stk, 0, 0, 0); break;
-        case LEV_GO_SYS_CALL:
-            if (after && after[i] < n && ev[after[i]].typ == LEV_GO_SYS_BLOCK)
-                PUT(EV_GO_SYSCALL_BEGIN, m, g, 0, stk, 0, 0, 0, 0);
-            else {
-                u64 *v = map_find(&s->pms, (u64)p);
-                i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
-                PUT(EV_GO_SYSCALL_BEGIN, m0, (i64)e->g, 0, stk, 0, 0, 0, 0);
-                if (!r)
-                    r = put(s, EV_GO_SYSCALL_END, ts + 1, m0, p, (i64)e->g, 0, 0, 0, 0, 0, 0);
-            }
-            break;
-        case LEV_GO_SYS_EXIT: PUT(EV_GO_SYSCALL_END_BLOCKED, m, g, 0, 0, 0, 0, 0, 0); break;
-        case LEV_GO_SYS_BLOCK: break;
-        case LEV_GO_WAITING: case LEV_GO_IN_SYSCALL: {
-            u64 *v = map_find(&s->created, a[0]);
-            if (v)
-                *v = 0;
-            PUT(EV_GO_STATUS, m, g, a[0], U64MAX, t == LEV_GO_WAITING ? GO_WAITING : GO_SYSCALL, 0, 0, 0);
-            break;
-        }
-        case LEV_HEAP_ALLOC: PUT(EV_HEAP_ALLOC, m, g, a[0], 0, 0, 0, 0, 0); break;
-        case LEV_HEAP_GOAL: PUT(EV_HEAP_GOAL, m, g, a[0], 0, 0, 0, 0, 0); break;
-        case LEV_GC_MARK_ASSIST_START: PUT(EV_GC_MARK_ASSIST_BEGIN, m, g, stk, 0, 0, 0, 0, 0); break;
-        case LEV_GC_MARK_ASSIST_DONE: PUT(EV_GC_MARK_ASSIST_END, m, g, 0, 0, 0, 0, 0, 0); break;
-        case LEV_USER_TASK_CREATE: {
-            u64 *nm = map_slot(&s->tasks_name, a[0], 0), *pa = map_slot(&s->tasks_parent, a[0], 0);
-            if (!nm || !pa)
-                goto oom;
-            /* the type's name as far as the strings have come: id + 1, or 1 (id 0, "") */
-            *nm = (a[2] && map_find(&s->strs, a[2]) ? a[2] : 0) + 1, *pa = a[1];
-            PUT(EV_USER_TASK_BEGIN, m, g, a[0], a[1] ? a[1] : NO_TASK, a[2], stk, 0, 0);
-            break;
-        }
-        case LEV_USER_TASK_END: {
-            u64 *nm = map_find(&s->tasks_name, a[0]), *pa = map_find(&s->tasks_parent, a[0]);
-            u64 name = 0, parent = NO_TASK;
-            if (nm && *nm) {
-                name = *nm - 1, parent = *pa;
-                *nm = 0;
-            }
-            /* extra[1]: the task end's number until the Python side names it (ll_resolve) */
-            if (request(&s->req_tasks, &s->nreq_tasks, &s->capreq_tasks, name))
-                goto oom;
-            PUT(EV_USER_TASK_END, m, g, a[0], stk, 0, 0, parent, s->tasks_ended++);
-            break;
-        }
-        case LEV_USER_REGION:
-            PUT(a[1] == REGION_START ? EV_USER_REGION_BEGIN : EV_USER_REGION_END, m, g, a[0], a[2], stk, 0, 0, 0);
-            break;
-        case LEV_USER_LOG:
-            /* args[2]: the message's index until the Python side interns it (ll_resolve) */
-            if (request(&s->req_msgs, &s->nreq_msgs, &s->capreq_msgs, e->msg))
-                goto oom;
-            PUT(EV_USER_LOG, m, g, a[0], a[1], e->msg, stk, 0, 0);
-            break;
-        case LEV_CPU_SAMPLE: PUT(EV_CPU_SAMPLE, -1, g, stk, 0, 0, 0, 0, 0); break;
-        default:
+        int blocked = e->typ == LEV_GO_SYS_CALL && after[i] < n && ev[after[i]].typ == LEV_GO_SYS_BLOCK;
+        int r = conv_event(&s->conv, &rules, &sink, e, ts, blocked);
+        if (r) {
+            rc = r;
             goto out;
         }
-#undef PUT
-        if (r)
-            goto oom;
     }
     front_chunk_done(s);
     rc = L_OK;

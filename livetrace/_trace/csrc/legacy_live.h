@@ -65,11 +65,7 @@ typedef struct {
     size_t *pchunk;
     size_t npchunk, cappchunk;
     /* converter */
-    int pre_init;
-    Map created, seen, pms, tasks_name, tasks_parent;
-    u64 *order;
-    size_t norder, caporder;
-    u64 stw_reason;
+    ConvState conv;
     /* strings made for user logs and task ends, in the order the twin makes
      * them: the Python side interns them (ll_resolve), rows name them by
      * index until released */

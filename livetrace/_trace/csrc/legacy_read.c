@@ -78,16 +78,6 @@ static Stream *stream_of(L *l, i64 p) {
 
 static inline i64 sgn(u64 v) { return (i64)v; }
 
-static int is_ends_g(int t) {
-    switch (t) {
-    case LEV_GO_END: case LEV_GO_STOP: case LEV_GO_SCHED: case LEV_GO_PREEMPT: case LEV_GO_SLEEP: case LEV_GO_BLOCK:
-    case LEV_GO_BLOCK_SEND: case LEV_GO_BLOCK_RECV: case LEV_GO_BLOCK_SELECT: case LEV_GO_BLOCK_SYNC: case LEV_GO_BLOCK_COND:
-    case LEV_GO_BLOCK_NET: case LEV_GO_SYS_BLOCK: case LEV_GO_BLOCK_GC:
-        return 1;
-    }
-    return 0;
-}
-
 /* Reads every event into the tables and the per-P streams (the twin:
  * LegacyReader and LegacyDecoder._event): an L_* outcome. */
 int l_read(L *l, size_t pos) {
