@@ -48,6 +48,14 @@ typedef struct {
     u8 typ;
 } LEv;
 
+/* Where a reader is: the current batch's P, the time of its last event,
+ * the goroutine running, and each P's goroutine as its last batch left it. */
+typedef struct {
+    i64 p, ts;
+    u64 g;
+    Map last_g;
+} LCursor;
+
 /* An event as the stages between reading and converting keep it: 24
  * bytes, its time, P and goroutine (which the reading's state gave it and
  * the stages change), its type and where it is in the trace; its values

@@ -4,7 +4,7 @@
 #include "legacy_live.h"
 
 #include "legacy_conv.h"
-#include "varint.h"
+#include "legacy_scan.h"
 
 void ll_init(LLive *s, int ver, const u8 *counts, const u8 *stackf, const u8 *mask, const u64 *builtin) {
     memset(s, 0, sizeof *s);
@@ -21,7 +21,7 @@ void ll_free(LLive *s) {
     free(s->carry), free(s->new_strs), free(s->new_msgs), free(s->pend), free(s->pchunk);
     free(s->req_msgs), free(s->req_tasks), free(s->msg_ids), free(s->task_ids);
     free(s->pool), free(s->free_slots), free(s->heap), free(s->late), free(s->ps), free(s->touched);
-    map_free(&s->last_g), map_free(&s->strs), map_free(&s->pidx);
+    map_free(&s->cur.last_g), map_free(&s->strs), map_free(&s->pidx);
     cs_free(&s->conv);
     cols_free(&s->out);
     memset(s, 0, sizeof *s);
@@ -29,149 +29,47 @@ void ll_free(LLive *s) {
 
 /* ---- reading ---- */
 
-enum { R_EVENT, R_SHORT, R_BAD, R_OOM };
-
-/* One event at d[*pos] (twin: LegacyReader._event and LegacyDecoder._event):
+/* One event at d[*at] (twin: LegacyReader._event and LegacyDecoder._event):
  * R_EVENT (moved past it, and a pending event made if it is one), R_SHORT
  * (not all here), R_BAD or R_OOM. */
 static int read_event(LLive *s, const u8 *d, size_t end, size_t *at) {
-    size_t pos = *at;
-    u64 vals[4 + 4 * 1000];
-    u8 b = d[pos++];
-    int typ = b & 0x3f, narg = (b >> 6) + 1, r;
-    if (typ == LEV_NONE || typ >= LEV_COUNT || !s->counts[typ] || typ == LEV_FUTILE_WAKEUP)
-        return R_BAD;
-#define UV(OUT)                                                                                                        \
-    if ((r = uvarint(d, end, &pos, (OUT))) != 1)                                                                       \
-    return r ? R_BAD : R_SHORT
+    u64 vals[MAX_VALS];
+    LScan sc;
+    size_t start = *at;
+    int r = l_scan(d, end, at, s->counts, &s->strs, vals, &sc);
+    if (r != R_EVENT)
+        return r;
+    int typ = sc.typ;
     if (typ == LEV_STRING) {
-        u64 sid, n;
-        UV(&sid);
-        UV(&n);
-        if (sid == 0 || n == 0 || n > MAX_STRING || map_find(&s->strs, sid))
-            return R_BAD;
-        if (end - pos < n)
-            return R_SHORT;
-        if (!map_slot(&s->strs, sid, 1) || grow((void **)&s->new_strs, &s->capnew_strs, s->nnew_strs + 3, 8))
+        if (!map_slot(&s->strs, vals[0], 1) || grow((void **)&s->new_strs, &s->capnew_strs, s->nnew_strs + 3, 8))
             return R_OOM;
         u64 *o = s->new_strs + s->nnew_strs;
-        o[0] = sid, o[1] = pos, o[2] = n;
+        o[0] = vals[0], o[1] = sc.bytes_at, o[2] = sc.nbytes;
         s->nnew_strs += 3;
-        *at = pos + n;
         return R_EVENT;
     }
-    size_t nv = 0;
-    if (narg < 4) {
-        for (int k = 0; k < narg; k++) {
-            UV(&vals[nv]);
-            nv++;
-        }
-    } else {
-        u64 len;
-        UV(&len);
-        size_t vstart = pos;
-        while (len > pos - vstart) {
-            if (nv == sizeof vals / sizeof vals[0])
-                return R_BAD;
-            UV(&vals[nv]);
-            nv++;
-        }
-        if (len != pos - vstart)
-            return R_BAD;
-    }
-    size_t msg_at = 0, msg_len = 0;
+    /* made in place: a copy would read it back before its stores are done */
+    if (grow((void **)&s->pend, &s->cappend, s->npend + 1, sizeof(LEv)))
+        return R_OOM;
+    LEv *e = &s->pend[s->npend];
+    /* (of the tables, only the exact decoding at the footer keeps anything) */
+    if ((r = l_event(&s->cur, s->ver, s->stackf, &sc, vals, start, e)) != R_EVENT)
+        return r == R_TABLE ? R_EVENT : r;
     if (typ == LEV_USER_LOG) {
-        u64 n;
-        UV(&n);
-        if (n > MAX_STRING)
-            return R_BAD;
-        if (end - pos < n)
-            return R_SHORT;
-        msg_at = pos, msg_len = n;
-        pos += n;
-    }
-#undef UV
-    *at = pos;
-    if (typ != LEV_STACK && nv != s->counts[typ])
-        return R_BAD;
-    switch (typ) {
-    case LEV_BATCH: {
-        u64 *slot = map_slot(&s->last_g, (u64)s->cur_p, 0);
-        if (!slot)
-            return R_OOM;
-        *slot = s->cur_g;
-        s->cur_p = (i64)vals[0];
-        u64 *g = map_find(&s->last_g, (u64)s->cur_p);
-        s->cur_g = g ? *g : 0;
-        if (vals[1] > (u64)1 << 61)
-            return R_BAD;
-        s->cur_ts = (i64)vals[1];
-        return R_EVENT;
-    }
-    case LEV_FREQUENCY:
-        return vals[0] == 0 || vals[0] > (u64)INT64_MAX ? R_BAD : R_EVENT;
-    case LEV_TIMER_GOROUTINE:
-        return R_EVENT; /* only the exact decoding, at the footer, needs them */
-    case LEV_STACK:
-        /* checked as the twin does; the frames come with the footer's exact decoding */
-        return nv < 2 || vals[1] > 1000 || nv != 2 + 4 * vals[1] ? R_BAD : R_EVENT;
-    }
-    LEv e = {0};
-    e.typ = (u8)typ;
-    e.p = s->cur_p;
-    e.g = s->cur_g;
-    if (vals[0] > (u64)1 << 61 || s->cur_ts > (i64)1 << 61)
-        return R_BAD;
-    e.ts = s->cur_ts + (i64)vals[0];
-    s->cur_ts = e.ts;
-    size_t nrest = nv - 1;
-    if (s->stackf[typ])
-        e.stk = vals[--nv], nrest--;
-    if (nrest > 3)
-        return R_BAD;
-    for (size_t k = 0; k < nrest; k++)
-        e.a[k] = vals[1 + k];
-    switch (typ) {
-    case LEV_GO_START: case LEV_GO_START_LOCAL: case LEV_GO_START_LABEL:
-        s->cur_g = e.g = e.a[0];
-        break;
-    case LEV_STW_START:
-        if (s->ver < LEGACY_GO1_21 && e.a[0] >= 2) /* before 1.21, two kinds */
-            return R_BAD;
-        break;
-    case LEV_GO_SYS_EXIT: case LEV_GO_WAITING: case LEV_GO_IN_SYSCALL:
-        e.g = e.a[0];
-        break;
-    case LEV_USER_LOG:
         if (grow((void **)&s->new_msgs, &s->capnew_msgs, s->nnew_msgs + 3, 8))
             return R_OOM;
         s->new_msgs[s->nnew_msgs++] = s->nmessages;
-        s->new_msgs[s->nnew_msgs++] = msg_at;
-        s->new_msgs[s->nnew_msgs++] = msg_len;
-        e.msg = (u32)s->nmessages++;
-        break;
-    case LEV_CPU_SAMPLE:
-        if (e.a[0] > (u64)1 << 61)
-            return R_BAD;
-        e.ts = (i64)e.a[0];
-        e.p = (i64)e.a[1];
-        e.g = e.a[2];
-        e.a[0] = 0;
-        break;
-    default:
-        if (is_ends_g(typ))
-            s->cur_g = 0;
+        s->new_msgs[s->nnew_msgs++] = sc.bytes_at;
+        s->new_msgs[s->nnew_msgs++] = sc.nbytes;
+        e->msg = (u32)s->nmessages++;
     }
-    if (e.typ != LEV_CPU_SAMPLE)
+    if (typ != LEV_CPU_SAMPLE)
         s->timed = 1;
-    /* what the columns (int64) would not carry as the twin's ints do */
-    if (e.g > (u64)INT64_MAX || (typ == LEV_PROC_START && e.a[0] > (u64)INT64_MAX) ||
-        ((typ == LEV_USER_TASK_CREATE || typ == LEV_USER_REGION) && e.a[2] >= (u64)1 << 62) ||
-        (typ == LEV_USER_LOG && e.a[1] >= (u64)1 << 62) || s->nmessages >= (u64)1 << 31)
+    /* string ids the window's rows would not carry apart from the requests' numbers */
+    if (((typ == LEV_USER_TASK_CREATE || typ == LEV_USER_REGION) && e->a[2] >= (u64)1 << 62) ||
+        (typ == LEV_USER_LOG && e->a[1] >= (u64)1 << 62) || s->nmessages >= (u64)1 << 31)
         return R_BAD;
-    if (grow((void **)&s->pend, &s->cappend, s->npend + 1, sizeof(LEv)))
-        return R_OOM;
-    s->pend[s->npend++] = e;
+    s->npend++;
     return R_EVENT;
 }
 
@@ -203,6 +101,7 @@ int ll_read(LLive *s, const u8 *data, size_t n) {
             return L_NO_MEMORY;
         s->pchunk[s->npchunk++] = s->npend - before;
     }
+    s->cur_ts = s->cur.ts;
     s->read_pos = pos;
     s->read_end = end;
     return rc;

@@ -48,9 +48,9 @@ typedef struct {
     /* reader: bytes of an event cut short, carried to the next chunk */
     u8 *carry;
     size_t ncarry, capcarry;
-    i64 cur_p, cur_ts;
-    u64 cur_g;
-    Map last_g, strs; /* strs: the string ids seen */
+    LCursor cur;
+    i64 cur_ts;    /* cur.ts as the last read left it (the Python side is handed it) */
+    Map strs;      /* the string ids seen */
     u64 nmessages;    /* user log messages read */
     int timed;        /* the last read had an event other than a CPU sample */
     /* what the last read found, for the Python side: strings (id, offset,
