@@ -152,6 +152,55 @@ typedef struct {
     int stage; /* 0 the opening Sync next, 1 the events, 2 done */
 } Conv;
 
+/* A min-heap's entry, on (ts, tie): the order's streams by their next
+ * event (legacy_order.c), the live window's held events (legacy_live.c). */
+typedef struct {
+    i64 ts;
+    u64 tie;
+    size_t at;
+} HKey;
+
+static inline int hkey_less(const HKey *x, const HKey *y) {
+    return x->ts < y->ts || (x->ts == y->ts && x->tie < y->tie);
+}
+
+/* v into the heap h[0..*n) (room for *cap): 0, or -1 (no memory). */
+static inline int heap_push(HKey **h, size_t *n, size_t *cap, HKey v) {
+    if (grow((void **)h, cap, *n + 1, sizeof(HKey)))
+        return -1;
+    HKey *q = *h;
+    size_t i = (*n)++;
+    while (i) {
+        size_t up = (i - 1) / 2;
+        if (!hkey_less(&v, &q[up]))
+            break;
+        q[i] = q[up];
+        i = up;
+    }
+    q[i] = v;
+    return 0;
+}
+
+/* The least entry of the heap h[0..*n) (*n > 0), taken out. */
+static inline HKey heap_pop(HKey *h, size_t *n) {
+    HKey top = h[0], last = h[--*n];
+    size_t m = *n, i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m)
+            break;
+        if (c + 1 < m && hkey_less(&h[c + 1], &h[c]))
+            c++;
+        if (!hkey_less(&h[c], &last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m)
+        h[i] = last;
+    return top;
+}
+
 int l_read(L *l, size_t pos);
 int l_order(L *l);
 int l_check(L *l);

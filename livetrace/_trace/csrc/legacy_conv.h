@@ -47,6 +47,14 @@ typedef struct {
     void *to;
 } ConvSink;
 
+/* Why an event of type t stops or blocks its goroutine: its builtin string. */
+static const u8 CONV_WHY[LEV_COUNT] = {
+    [LEV_GO_SCHED] = B_GOSCHED,       [LEV_GO_PREEMPT] = B_PREEMPTED,    [LEV_GO_STOP] = B_FOREVER,
+    [LEV_GO_SLEEP] = B_SLEEP,         [LEV_GO_BLOCK] = B_EMPTY,          [LEV_GO_BLOCK_SEND] = B_SEND,
+    [LEV_GO_BLOCK_RECV] = B_RECV,     [LEV_GO_BLOCK_SELECT] = B_SELECT,  [LEV_GO_BLOCK_SYNC] = B_SYNC,
+    [LEV_GO_BLOCK_COND] = B_COND,     [LEV_GO_BLOCK_NET] = B_NETWORK,    [LEV_GO_BLOCK_GC] = B_ASSIST,
+};
+
 static inline int cv_known(const ConvRules *x, u64 id) { return id == 0 || map_find(x->strs, id) != NULL; }
 
 /* The event e, at ts (ns), into the sink: an L_* outcome. blocked: e is a
@@ -152,18 +160,11 @@ static inline __attribute__((always_inline)) int conv_event(ConvState *cs, const
         break;
     }
     case LEV_GO_END: PUT(EV_GO_DESTROY, m, g, 0, 0, 0, 0, 0, 0); break;
-    case LEV_GO_SCHED: PUT(EV_GO_STOP, m, g, B[B_GOSCHED], stk, 0, 0, 0, 0); break;
-    case LEV_GO_PREEMPT: PUT(EV_GO_STOP, m, g, B[B_PREEMPTED], stk, 0, 0, 0, 0); break;
-    case LEV_GO_STOP: PUT(EV_GO_BLOCK, m, g, B[B_FOREVER], stk, 0, 0, 0, 0); break;
-    case LEV_GO_SLEEP: PUT(EV_GO_BLOCK, m, g, B[B_SLEEP], stk, 0, 0, 0, 0); break;
-    case LEV_GO_BLOCK: PUT(EV_GO_BLOCK, m, g, B[B_EMPTY], stk, 0, 0, 0, 0); break;
-    case LEV_GO_BLOCK_SEND: PUT(EV_GO_BLOCK, m, g, B[B_SEND], stk, 0, 0, 0, 0); break;
-    case LEV_GO_BLOCK_RECV: PUT(EV_GO_BLOCK, m, g, B[B_RECV], stk, 0, 0, 0, 0); break;
-    case LEV_GO_BLOCK_SELECT: PUT(EV_GO_BLOCK, m, g, B[B_SELECT], stk, 0, 0, 0, 0); break;
-    case LEV_GO_BLOCK_SYNC: PUT(EV_GO_BLOCK, m, g, B[B_SYNC], stk, 0, 0, 0, 0); break;
-    case LEV_GO_BLOCK_COND: PUT(EV_GO_BLOCK, m, g, B[B_COND], stk, 0, 0, 0, 0); break;
-    case LEV_GO_BLOCK_NET: PUT(EV_GO_BLOCK, m, g, B[B_NETWORK], stk, 0, 0, 0, 0); break;
-    case LEV_GO_BLOCK_GC: PUT(EV_GO_BLOCK, m, g, B[B_ASSIST], stk, 0, 0, 0, 0); break;
+    case LEV_GO_SCHED: case LEV_GO_PREEMPT: PUT(EV_GO_STOP, m, g, B[CONV_WHY[t]], stk, 0, 0, 0, 0); break;
+    case LEV_GO_STOP: case LEV_GO_SLEEP: case LEV_GO_BLOCK: case LEV_GO_BLOCK_SEND: case LEV_GO_BLOCK_RECV:
+    case LEV_GO_BLOCK_SELECT: case LEV_GO_BLOCK_SYNC: case LEV_GO_BLOCK_COND: case LEV_GO_BLOCK_NET: case LEV_GO_BLOCK_GC:
+        PUT(EV_GO_BLOCK, m, g, B[CONV_WHY[t]], stk, 0, 0, 0, 0);
+        break;
     case LEV_GO_UNBLOCK: PUT(EV_GO_UNBLOCK, m, g, a[0], a[1], stk, 0, 0, 0); break;
     case LEV_GO_SYS_CALL:
         if (blocked)

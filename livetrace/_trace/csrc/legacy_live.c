@@ -136,44 +136,6 @@ void ll_drop_pending(LLive *s, int all, size_t max_held) {
 
 /* ---- the window ---- */
 
-static inline int key_less(const LKey *x, const LKey *y) {
-    return x->time < y->time || (x->time == y->time && x->arrival < y->arrival);
-}
-
-static int heap_push(LLive *s, LKey k) {
-    if (grow((void **)&s->heap, &s->capheap, s->nheap + 1, sizeof(LKey)))
-        return -1;
-    size_t i = s->nheap++;
-    while (i) {
-        size_t up = (i - 1) / 2;
-        if (!key_less(&k, &s->heap[up]))
-            break;
-        s->heap[i] = s->heap[up];
-        i = up;
-    }
-    s->heap[i] = k;
-    return 0;
-}
-
-static LKey heap_pop(LLive *s) {
-    LKey top = s->heap[0], last = s->heap[--s->nheap];
-    size_t n = s->nheap, i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && key_less(&s->heap[c + 1], &s->heap[c]))
-            c++;
-        if (!key_less(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n)
-        s->heap[i] = last;
-    return top;
-}
-
 /* One converted event (twin: the loop in LegacyLive._hold): dropped if
  * not of a kind kept, late if its time has been released, else held. */
 static int put(LLive *s, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1, u64 a2, u64 a3, u64 x0, u64 x1) {
@@ -195,7 +157,7 @@ static int put(LLive *s, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1, u
         slot = s->npool++;
     }
     s->pool[slot] = r;
-    if (heap_push(s, (LKey){t, s->arrivals++, slot})) {
+    if (heap_push(&s->heap, &s->nheap, &s->capheap, (HKey){t, s->arrivals++, slot})) {
         if (grow((void **)&s->free_slots, &s->capfree, s->nfree + 1, sizeof(size_t)) == 0)
             s->free_slots[s->nfree++] = slot;
         return -1;
@@ -398,8 +360,8 @@ static int out_row(LLive *s, const LRow *r) {
 }
 
 static int cmp_late(const void *x, const void *y) {
-    const LKey *a = x, *b = y;
-    return key_less(a, b) ? -1 : key_less(b, a) ? 1 : 0;
+    const HKey *a = x, *b = y;
+    return hkey_less(a, b) ? -1 : hkey_less(b, a) ? 1 : 0;
 }
 
 int ll_release(LLive *s, int all, i64 max_wait, size_t max_held) {
@@ -407,14 +369,14 @@ int ll_release(LLive *s, int all, i64 max_wait, size_t max_held) {
     s->out_late = s->nlate;
     if (s->nlate) {
         /* by time, in the order they came where times tie (a stable sort) */
-        LKey *k = malloc(s->nlate * sizeof(LKey));
+        HKey *k = malloc(s->nlate * sizeof(HKey));
         if (!k)
             return L_NO_MEMORY;
         for (size_t i = 0; i < s->nlate; i++)
-            k[i] = (LKey){s->late[i].time, i, i};
-        qsort(k, s->nlate, sizeof(LKey), cmp_late);
+            k[i] = (HKey){s->late[i].time, i, i};
+        qsort(k, s->nlate, sizeof(HKey), cmp_late);
         for (size_t i = 0; i < s->nlate; i++)
-            if (out_row(s, &s->late[k[i].slot])) {
+            if (out_row(s, &s->late[k[i].at])) {
                 free(k);
                 return L_NO_MEMORY;
             }
@@ -424,14 +386,14 @@ int ll_release(LLive *s, int all, i64 max_wait, size_t max_held) {
     i64 until = all ? INT64_MAX : watermark(s, max_wait);
     i64 last = INT64_MIN;
     int any = 0;
-    while (s->nheap && (s->heap[0].time <= until || s->nheap > max_held)) {
+    while (s->nheap && (s->heap[0].ts <= until || s->nheap > max_held)) {
         if (grow((void **)&s->free_slots, &s->capfree, s->nfree + 1, sizeof(size_t)))
             return L_NO_MEMORY;
-        LKey k = heap_pop(s);
-        if (out_row(s, &s->pool[k.slot]))
+        HKey k = heap_pop(s->heap, &s->nheap);
+        if (out_row(s, &s->pool[k.at]))
             return L_NO_MEMORY;
-        s->free_slots[s->nfree++] = k.slot;
-        last = k.time, any = 1;
+        s->free_slots[s->nfree++] = k.at;
+        last = k.ts, any = 1;
     }
     if (any && last > s->released)
         s->released = last;

@@ -33,13 +33,6 @@ typedef struct {
     u8 had_before, has_fill, in_chunk;
 } LP;
 
-/* A held event's place in the window's heap. */
-typedef struct {
-    i64 time;
-    u64 arrival;
-    size_t slot;
-} LKey;
-
 typedef struct {
     /* the version's layout */
     int ver;
@@ -79,7 +72,7 @@ typedef struct {
     size_t npool, cappool;
     size_t *free_slots;
     size_t nfree, capfree;
-    LKey *heap;
+    HKey *heap; /* the held events, on (time, arrival): at is their slot in pool */
     size_t nheap, capheap;
     LRow *late;
     size_t nlate, caplate;
