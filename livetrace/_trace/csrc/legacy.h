@@ -131,8 +131,6 @@ typedef struct {
     size_t counted;
 } Cols;
 
-/* The conversion between two pieces of its output (legacy_convert.c): a
- * segment is converted a batch at a time, as its reader asks. */
 /* What the conversion (legacy_conv.h's rules, which both compiled paths
  * follow) remembers from one event to the next. */
 typedef struct {
@@ -143,6 +141,8 @@ typedef struct {
     int pre_init;
 } ConvState;
 
+/* The conversion between two pieces of its output (legacy_convert.c): a
+ * segment is converted a batch at a time, as its reader asks. */
 typedef struct {
     ConvState st;
     Cols *cols;  /* where conv_run writes */
@@ -240,7 +240,7 @@ static inline int is_ends_g(int t) {
            is_blocking(t);
 }
 
-/* A P-local event's type as its global twin (the order has no more use for the difference). */
+/* A P-local event's type as its global one: past the order, the difference is of no more use. */
 static inline int l_unlocal(int t) {
     return t == LEV_GO_START_LOCAL      ? LEV_GO_START
            : t == LEV_GO_UNBLOCK_LOCAL  ? LEV_GO_UNBLOCK

@@ -42,8 +42,8 @@ typedef struct {
     u8 *carry;
     size_t ncarry, capcarry;
     LCursor cur;
-    i64 cur_ts;    /* cur.ts as the last read left it (the Python side is handed it) */
-    Map strs;      /* the string ids seen */
+    i64 cur_ts;       /* cur.ts as the last read left it (the Python side is handed it) */
+    Map strs;         /* the string ids seen */
     u64 nmessages;    /* user log messages read */
     int timed;        /* the last read had an event other than a CPU sample */
     /* what the last read found, for the Python side: strings (id, offset,

@@ -117,7 +117,7 @@ int l_order(L *l) {
                     o.nnode++;                                                                                      \
                 }                                                                                                   \
             }                                                                                                       \
-            if (ready_ && heap_push(&q.h, &q.n, &q.cap, (HKey){e_->ts, tie++, (S)}))                                                  \
+            if (ready_ && heap_push(&q.h, &q.n, &q.cap, (HKey){e_->ts, tie++, (S)}))                                \
                 goto oom;                                                                                           \
         }                                                                                                           \
     } while (0)
@@ -140,12 +140,7 @@ int l_order(L *l) {
             st->blk[st->head / SBLOCK - 1] = NULL;
         }
         Tr tr = transition(l, e);
-        if (e->typ == LEV_GO_START_LOCAL)
-            e->typ = LEV_GO_START;
-        else if (e->typ == LEV_GO_UNBLOCK_LOCAL)
-            e->typ = LEV_GO_UNBLOCK;
-        else if (e->typ == LEV_GO_SYS_EXIT_LOCAL)
-            e->typ = LEV_GO_SYS_EXIT;
+        e->typ = (u8)l_unlocal(e->typ);
         if (tr.key != UNORDERED) {
             u64 *cs = map_slot(&o.seq, tr.key, 0), *cst;
             if (!cs)
