@@ -48,6 +48,14 @@ typedef struct {
     u8 typ;
 } LEv;
 
+/* Where a reader is: the current batch's P, the time of its last event,
+ * the goroutine running, and each P's goroutine as its last batch left it. */
+typedef struct {
+    i64 p, ts;
+    u64 g;
+    Map last_g;
+} LCursor;
+
 /* An event as the stages between reading and converting keep it: 24
  * bytes, its time, P and goroutine (which the reading's state gave it and
  * the stages change), its type and where it is in the trace; its values
@@ -123,17 +131,75 @@ typedef struct {
     size_t counted;
 } Cols;
 
+/* What the conversion (legacy_conv.h's rules, which both compiled paths
+ * follow) remembers from one event to the next. */
+typedef struct {
+    Map created, seen, pms, tasks_name, tasks_parent;
+    u64 *order; /* goroutines created before the first Gomaxprocs, in order */
+    size_t norder, caporder;
+    u64 stw_reason;
+    int pre_init;
+} ConvState;
+
 /* The conversion between two pieces of its output (legacy_convert.c): a
  * segment is converted a batch at a time, as its reader asks. */
 typedef struct {
-    Map created, seen, pms, tasks_name, tasks_parent;
+    ConvState st;
+    Cols *cols;  /* where conv_run writes */
     u8 *blocked; /* a bit an event: a syscall whose goroutine's next event is its block */
-    u64 *order; /* goroutines created before the first Gomaxprocs, in order */
-    size_t norder, caporder;
-    u64 msg_base, syncs, stw_reason;
-    size_t i; /* the next event */
-    int pre_init, stage; /* stage: 0 the opening Sync next, 1 the events, 2 done */
+    u64 msg_base, syncs;
+    size_t i;  /* the next event */
+    int stage; /* 0 the opening Sync next, 1 the events, 2 done */
 } Conv;
+
+/* A min-heap's entry, on (ts, tie): the order's streams by their next
+ * event (legacy_order.c), the live window's held events (legacy_live.c). */
+typedef struct {
+    i64 ts;
+    u64 tie;
+    size_t at;
+} HKey;
+
+static inline int hkey_less(const HKey *x, const HKey *y) {
+    return x->ts < y->ts || (x->ts == y->ts && x->tie < y->tie);
+}
+
+/* v into the heap h[0..*n) (room for *cap): 0, or -1 (no memory). */
+static inline int heap_push(HKey **h, size_t *n, size_t *cap, HKey v) {
+    if (grow((void **)h, cap, *n + 1, sizeof(HKey)))
+        return -1;
+    HKey *q = *h;
+    size_t i = (*n)++;
+    while (i) {
+        size_t up = (i - 1) / 2;
+        if (!hkey_less(&v, &q[up]))
+            break;
+        q[i] = q[up];
+        i = up;
+    }
+    q[i] = v;
+    return 0;
+}
+
+/* The least entry of the heap h[0..*n) (*n > 0), taken out. */
+static inline HKey heap_pop(HKey *h, size_t *n) {
+    HKey top = h[0], last = h[--*n];
+    size_t m = *n, i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m)
+            break;
+        if (c + 1 < m && hkey_less(&h[c + 1], &h[c]))
+            c++;
+        if (!hkey_less(&h[c], &last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m)
+        h[i] = last;
+    return top;
+}
 
 int l_read(L *l, size_t pos);
 int l_order(L *l);
@@ -166,6 +232,20 @@ void recs_free(L *l); /* l->all (recs_alloc's), and nall = capall = 0 */
 static inline int is_blocking(int t) {
     return t == LEV_GO_SLEEP || t == LEV_GO_BLOCK || (t >= LEV_GO_BLOCK_SEND && t <= LEV_GO_BLOCK_NET) ||
            t == LEV_GO_BLOCK_GC;
+}
+
+/* Whether an event of type t leaves its P without a goroutine. */
+static inline int is_ends_g(int t) {
+    return t == LEV_GO_END || t == LEV_GO_STOP || t == LEV_GO_SCHED || t == LEV_GO_PREEMPT || t == LEV_GO_SYS_BLOCK ||
+           is_blocking(t);
+}
+
+/* A P-local event's type as its global one: past the order, the difference is of no more use. */
+static inline int l_unlocal(int t) {
+    return t == LEV_GO_START_LOCAL      ? LEV_GO_START
+           : t == LEV_GO_UNBLOCK_LOCAL  ? LEV_GO_UNBLOCK
+           : t == LEV_GO_SYS_EXIT_LOCAL ? LEV_GO_SYS_EXIT
+                                        : t;
 }
 
 #endif

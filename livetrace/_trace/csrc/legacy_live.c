@@ -3,8 +3,8 @@
 
 #include "legacy_live.h"
 
-#include "model.h"
-#include "varint.h"
+#include "legacy_conv.h"
+#include "legacy_scan.h"
 
 void ll_init(LLive *s, int ver, const u8 *counts, const u8 *stackf, const u8 *mask, const u64 *builtin) {
     memset(s, 0, sizeof *s);
@@ -13,171 +13,63 @@ void ll_init(LLive *s, int ver, const u8 *counts, const u8 *stackf, const u8 *ma
     memcpy(s->stackf, stackf, LEV_COUNT);
     memcpy(s->mask, mask, 256);
     memcpy(s->builtin, builtin, sizeof s->builtin);
-    s->pre_init = 1;
-    s->stw_reason = 0; /* as the twin's converter has it before any stop-the-world began */
+    cs_init(&s->conv);
     s->released = INT64_MIN;
 }
 
 void ll_free(LLive *s) {
-    free(s->carry), free(s->new_strs), free(s->new_msgs), free(s->pend), free(s->pchunk), free(s->order);
+    free(s->carry), free(s->new_strs), free(s->new_msgs), free(s->pend), free(s->pchunk);
     free(s->req_msgs), free(s->req_tasks), free(s->msg_ids), free(s->task_ids);
     free(s->pool), free(s->free_slots), free(s->heap), free(s->late), free(s->ps), free(s->touched);
-    map_free(&s->last_g), map_free(&s->strs), map_free(&s->created), map_free(&s->seen), map_free(&s->pms);
-    map_free(&s->tasks_name), map_free(&s->tasks_parent), map_free(&s->pidx);
+    map_free(&s->cur.last_g), map_free(&s->strs), map_free(&s->pidx);
+    cs_free(&s->conv);
     cols_free(&s->out);
     memset(s, 0, sizeof *s);
 }
 
 /* ---- reading ---- */
 
-enum { R_EVENT, R_SHORT, R_BAD, R_OOM };
-
-static int is_ends_g(int t) {
-    return t == LEV_GO_END || t == LEV_GO_SYS_BLOCK || t == LEV_GO_SCHED || t == LEV_GO_PREEMPT || is_blocking(t) ||
-           t == LEV_GO_STOP;
-}
-
-/* One event at d[*pos] (twin: LegacyReader._event and LegacyDecoder._event):
+/* One event at d[*at] (twin: LegacyReader._event and LegacyDecoder._event):
  * R_EVENT (moved past it, and a pending event made if it is one), R_SHORT
  * (not all here), R_BAD or R_OOM. */
 static int read_event(LLive *s, const u8 *d, size_t end, size_t *at) {
-    size_t pos = *at;
-    u64 vals[4 + 4 * 1000];
-    u8 b = d[pos++];
-    int typ = b & 0x3f, narg = (b >> 6) + 1, r;
-    if (typ == LEV_NONE || typ >= LEV_COUNT || !s->counts[typ] || typ == LEV_FUTILE_WAKEUP)
-        return R_BAD;
-#define UV(OUT)                                                                                                        \
-    if ((r = uvarint(d, end, &pos, (OUT))) != 1)                                                                       \
-    return r ? R_BAD : R_SHORT
+    u64 vals[MAX_VALS];
+    LScan sc;
+    size_t start = *at;
+    int r = l_scan(d, end, at, s->counts, &s->strs, vals, &sc);
+    if (r != R_EVENT)
+        return r;
+    int typ = sc.typ;
     if (typ == LEV_STRING) {
-        u64 sid, n;
-        UV(&sid);
-        UV(&n);
-        if (sid == 0 || n == 0 || n > MAX_STRING || map_find(&s->strs, sid))
-            return R_BAD;
-        if (end - pos < n)
-            return R_SHORT;
-        if (!map_slot(&s->strs, sid, 1) || grow((void **)&s->new_strs, &s->capnew_strs, s->nnew_strs + 3, 8))
+        if (!map_slot(&s->strs, vals[0], 1) || grow((void **)&s->new_strs, &s->capnew_strs, s->nnew_strs + 3, 8))
             return R_OOM;
         u64 *o = s->new_strs + s->nnew_strs;
-        o[0] = sid, o[1] = pos, o[2] = n;
+        o[0] = vals[0], o[1] = sc.bytes_at, o[2] = sc.nbytes;
         s->nnew_strs += 3;
-        *at = pos + n;
         return R_EVENT;
     }
-    size_t nv = 0;
-    if (narg < 4) {
-        for (int k = 0; k < narg; k++) {
-            UV(&vals[nv]);
-            nv++;
-        }
-    } else {
-        u64 len;
-        UV(&len);
-        size_t vstart = pos;
-        while (len > pos - vstart) {
-            if (nv == sizeof vals / sizeof vals[0])
-                return R_BAD;
-            UV(&vals[nv]);
-            nv++;
-        }
-        if (len != pos - vstart)
-            return R_BAD;
-    }
-    size_t msg_at = 0, msg_len = 0;
+    /* made in place: a copy would read it back before its stores are done */
+    if (grow((void **)&s->pend, &s->cappend, s->npend + 1, sizeof(LEv)))
+        return R_OOM;
+    LEv *e = &s->pend[s->npend];
+    /* (of the tables, only the exact decoding at the footer keeps anything) */
+    if ((r = l_event(&s->cur, s->ver, s->stackf, &sc, vals, start, e)) != R_EVENT)
+        return r == R_TABLE ? R_EVENT : r;
     if (typ == LEV_USER_LOG) {
-        u64 n;
-        UV(&n);
-        if (n > MAX_STRING)
-            return R_BAD;
-        if (end - pos < n)
-            return R_SHORT;
-        msg_at = pos, msg_len = n;
-        pos += n;
-    }
-#undef UV
-    *at = pos;
-    if (typ != LEV_STACK && nv != s->counts[typ])
-        return R_BAD;
-    switch (typ) {
-    case LEV_BATCH: {
-        u64 *slot = map_slot(&s->last_g, (u64)s->cur_p, 0);
-        if (!slot)
-            return R_OOM;
-        *slot = s->cur_g;
-        s->cur_p = (i64)vals[0];
-        u64 *g = map_find(&s->last_g, (u64)s->cur_p);
-        s->cur_g = g ? *g : 0;
-        if (vals[1] > (u64)1 << 61)
-            return R_BAD;
-        s->cur_ts = (i64)vals[1];
-        return R_EVENT;
-    }
-    case LEV_FREQUENCY:
-        return vals[0] == 0 || vals[0] > (u64)INT64_MAX ? R_BAD : R_EVENT;
-    case LEV_TIMER_GOROUTINE:
-        return R_EVENT; /* only the exact decoding, at the footer, needs them */
-    case LEV_STACK:
-        /* checked as the twin does; the frames come with the footer's exact decoding */
-        return nv < 2 || vals[1] > 1000 || nv != 2 + 4 * vals[1] ? R_BAD : R_EVENT;
-    }
-    LEv e = {0};
-    e.typ = (u8)typ;
-    e.p = s->cur_p;
-    e.g = s->cur_g;
-    if (vals[0] > (u64)1 << 61 || s->cur_ts > (i64)1 << 61)
-        return R_BAD;
-    e.ts = s->cur_ts + (i64)vals[0];
-    s->cur_ts = e.ts;
-    size_t nrest = nv - 1;
-    if (s->stackf[typ])
-        e.stk = vals[--nv], nrest--;
-    if (nrest > 3)
-        return R_BAD;
-    for (size_t k = 0; k < nrest; k++)
-        e.a[k] = vals[1 + k];
-    switch (typ) {
-    case LEV_GO_START: case LEV_GO_START_LOCAL: case LEV_GO_START_LABEL:
-        s->cur_g = e.g = e.a[0];
-        break;
-    case LEV_STW_START:
-        if (s->ver < LEGACY_GO1_21 && e.a[0] >= 2) /* before 1.21, two kinds */
-            return R_BAD;
-        break;
-    case LEV_GO_SYS_EXIT: case LEV_GO_WAITING: case LEV_GO_IN_SYSCALL:
-        e.g = e.a[0];
-        break;
-    case LEV_USER_LOG:
         if (grow((void **)&s->new_msgs, &s->capnew_msgs, s->nnew_msgs + 3, 8))
             return R_OOM;
         s->new_msgs[s->nnew_msgs++] = s->nmessages;
-        s->new_msgs[s->nnew_msgs++] = msg_at;
-        s->new_msgs[s->nnew_msgs++] = msg_len;
-        e.msg = (u32)s->nmessages++;
-        break;
-    case LEV_CPU_SAMPLE:
-        if (e.a[0] > (u64)1 << 61)
-            return R_BAD;
-        e.ts = (i64)e.a[0];
-        e.p = (i64)e.a[1];
-        e.g = e.a[2];
-        e.a[0] = 0;
-        break;
-    default:
-        if (is_ends_g(typ))
-            s->cur_g = 0;
+        s->new_msgs[s->nnew_msgs++] = sc.bytes_at;
+        s->new_msgs[s->nnew_msgs++] = sc.nbytes;
+        e->msg = (u32)s->nmessages++;
     }
-    if (e.typ != LEV_CPU_SAMPLE)
+    if (typ != LEV_CPU_SAMPLE)
         s->timed = 1;
-    /* what the columns (int64) would not carry as the twin's ints do */
-    if (e.g > (u64)INT64_MAX || (typ == LEV_PROC_START && e.a[0] > (u64)INT64_MAX) ||
-        ((typ == LEV_USER_TASK_CREATE || typ == LEV_USER_REGION) && e.a[2] >= (u64)1 << 62) ||
-        (typ == LEV_USER_LOG && e.a[1] >= (u64)1 << 62) || s->nmessages >= (u64)1 << 31)
+    /* string ids the window's rows would not carry apart from the requests' numbers */
+    if (((typ == LEV_USER_TASK_CREATE || typ == LEV_USER_REGION) && e->a[2] >= (u64)1 << 62) ||
+        (typ == LEV_USER_LOG && e->a[1] >= (u64)1 << 62) || s->nmessages >= (u64)1 << 31)
         return R_BAD;
-    if (grow((void **)&s->pend, &s->cappend, s->npend + 1, sizeof(LEv)))
-        return R_OOM;
-    s->pend[s->npend++] = e;
+    s->npend++;
     return R_EVENT;
 }
 
@@ -209,6 +101,7 @@ int ll_read(LLive *s, const u8 *data, size_t n) {
             return L_NO_MEMORY;
         s->pchunk[s->npchunk++] = s->npend - before;
     }
+    s->cur_ts = s->cur.ts;
     s->read_pos = pos;
     s->read_end = end;
     return rc;
@@ -243,44 +136,6 @@ void ll_drop_pending(LLive *s, int all, size_t max_held) {
 
 /* ---- the window ---- */
 
-static inline int key_less(const LKey *x, const LKey *y) {
-    return x->time < y->time || (x->time == y->time && x->arrival < y->arrival);
-}
-
-static int heap_push(LLive *s, LKey k) {
-    if (grow((void **)&s->heap, &s->capheap, s->nheap + 1, sizeof(LKey)))
-        return -1;
-    size_t i = s->nheap++;
-    while (i) {
-        size_t up = (i - 1) / 2;
-        if (!key_less(&k, &s->heap[up]))
-            break;
-        s->heap[i] = s->heap[up];
-        i = up;
-    }
-    s->heap[i] = k;
-    return 0;
-}
-
-static LKey heap_pop(LLive *s) {
-    LKey top = s->heap[0], last = s->heap[--s->nheap];
-    size_t n = s->nheap, i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && key_less(&s->heap[c + 1], &s->heap[c]))
-            c++;
-        if (!key_less(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n)
-        s->heap[i] = last;
-    return top;
-}
-
 /* One converted event (twin: the loop in LegacyLive._hold): dropped if
  * not of a kind kept, late if its time has been released, else held. */
 static int put(LLive *s, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1, u64 a2, u64 a3, u64 x0, u64 x1) {
@@ -302,7 +157,7 @@ static int put(LLive *s, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1, u
         slot = s->npool++;
     }
     s->pool[slot] = r;
-    if (heap_push(s, (LKey){t, s->arrivals++, slot})) {
+    if (heap_push(&s->heap, &s->nheap, &s->capheap, (HKey){t, s->arrivals++, slot})) {
         if (grow((void **)&s->free_slots, &s->capfree, s->nfree + 1, sizeof(size_t)) == 0)
             s->free_slots[s->nfree++] = slot;
         return -1;
@@ -386,9 +241,28 @@ static int request(u64 **arr, size_t *n, size_t *cap, u64 v) {
     return 0;
 }
 
+/* The live path's sink: the window (put), a user log naming its message
+ * and a task end its type by their numbers among the requests, until the
+ * Python side makes their strings (ll_resolve). */
+static int live_sink_put(void *to, int code, i64 t, i64 m, i64 p, i64 g, u64 a0, u64 a1, u64 a2, u64 a3, u64 x0,
+                         u64 x1) {
+    return put(to, code, t, m, p, g, a0, a1, a2, a3, x0, x1);
+}
+
+static int live_sink_message(void *to, u32 msg, u64 *out) {
+    LLive *s = to;
+    *out = msg;
+    return request(&s->req_msgs, &s->nreq_msgs, &s->capreq_msgs, msg);
+}
+
+static int live_sink_task_end(void *to, u64 name, u64 *out) {
+    LLive *s = to;
+    *out = s->tasks_ended++;
+    return request(&s->req_tasks, &s->nreq_tasks, &s->capreq_tasks, name);
+}
+
 /* The events of one chunk, at ev[0..n). */
 static int convert_chunk(LLive *s, LEv *ev, size_t n, i64 x0, i64 y0, double slope, double intercept, i64 origin) {
-    const u64 *B = s->builtin;
     Map next_g = {0};
     size_t *after = NULL;
     int rc = L_GIVE_UP, has_syscall = 0;
@@ -406,17 +280,11 @@ static int convert_chunk(LLive *s, LEv *ev, size_t n, i64 x0, i64 y0, double slo
             *v = i;
         }
     }
+    /* string ids are taken as they are: their strings may come in a later chunk */
+    const ConvRules rules = {s->builtin, s->ver, &s->strs, 0, NULL};
+    const ConvSink sink = {live_sink_put, live_sink_message, live_sink_task_end, s};
     for (size_t i = 0; i < n; i++) {
-        LEv *e = &ev[i];
-        int t = e->typ;
-        if (t == LEV_GO_START_LOCAL)
-            t = LEV_GO_START;
-        else if (t == LEV_GO_UNBLOCK_LOCAL)
-            t = LEV_GO_UNBLOCK;
-        else if (t == LEV_GO_SYS_EXIT_LOCAL)
-            t = LEV_GO_SYS_EXIT;
-        const u64 *a = e->a;
-        i64 p = e->p;
+        const LEv *e = &ev[i];
         /* the same float arithmetic as TickClock.wall_ns */
         double v = intercept + slope * (double)(e->ts - x0);
         if (!(v < 9.0e18 && v > -9.0e18))
@@ -425,174 +293,14 @@ static int convert_chunk(LLive *s, LEv *ev, size_t n, i64 x0, i64 y0, double slo
         if (__builtin_add_overflow(y0, (i64)v, &wall) || __builtin_sub_overflow(wall, origin, &ts) ||
             ts == INT64_MAX)
             goto out;
-        u64 *pm = p != -1 ? map_find(&s->pms, (u64)p) : NULL;
-        i64 m = pm ? (i64)*pm : -1;
-        i64 g = e->g ? (i64)e->g : -1;
-        u64 stk = e->stk & 0xffffffffu;
-        int r = 0;
-        if (e->typ != LEV_CPU_SAMPLE && front_move(s, p, ts))
+        if (e->typ != LEV_CPU_SAMPLE && front_move(s, e->p, ts))
             goto oom;
-#define PUT(CODE, M, G, A0, A1, A2, A3, X0, X1) r = put(s, CODE, ts, M, p, G, A0, A1, A2, A3, X0, X1)
-        switch (t) {
-        case LEV_GOMAXPROCS:
-            if (s->pre_init) {
-                s->pre_init = 0;
-                for (size_t k = 0; k < s->norder && !r; k++) {
-                    u64 *alive = map_find(&s->created, s->order[k]);
-                    if (alive && *alive == k + 1)
-                        r = put(s, EV_GO_STATUS, ts, -1, -1, -1, s->order[k], U64MAX, GO_RUNNABLE, 0, 0, 0);
-                }
-                s->norder = 0;
-                map_free(&s->created);
-            } else
-                PUT(EV_PROCS_CHANGE, m, g, a[0], stk, 0, 0, 0, 0);
-            break;
-        case LEV_GO_CREATE:
-            if (s->pre_init) {
-                u64 *v = map_slot(&s->created, a[0], 0);
-                if (!v || grow((void **)&s->order, &s->caporder, s->norder + 1, 8))
-                    goto oom;
-                if (!*v) {
-                    s->order[s->norder++] = a[0];
-                    *v = s->norder;
-                }
-            } else
-                PUT(EV_GO_CREATE, m, g, a[0], a[1], stk, 0, 0, 0);
-            break;
-        case LEV_PROC_START: {
-            u64 *v = map_slot(&s->pms, (u64)p, 0), *sv;
-            if (!v)
-                goto oom;
-            *v = a[0];
-            m = p != -1 ? (i64)a[0] : -1;
-            if (!(sv = map_slot(&s->seen, (u64)p, 0)))
-                goto oom;
-            if (*sv)
-                PUT(EV_PROC_START, m, g, (u64)p, 0, 0, 0, 0, 0);
-            else {
-                *sv = 1;
-                PUT(EV_PROC_STATUS, m, g, (u64)p, PROC_RUNNING, 0, 0, 0, 0);
-            }
-            break;
-        }
-        case LEV_PROC_STOP: {
-            u64 *v = map_find(&s->pms, (u64)p), *sv;
-            if (v)
-                *v = (u64)-1; /* no thread any more (no real thread id is this: see read_event) */
-            if (!(sv = map_slot(&s->seen, (u64)p, 0)))
-                goto oom;
-            if (*sv)
-                PUT(EV_PROC_STOP, m, g, 0, 0, 0, 0, 0, 0);
-            else {
-                *sv = 1;
-                PUT(EV_PROC_STATUS, m, g, (u64)p, PROC_IDLE, 0, 0, 0, 0);
-            }
-            break;
-        }
-        case LEV_GC_START: PUT(EV_GC_BEGIN, m, g, a[0], stk, 0, 0, 0, 0); break;
-        case LEV_GC_DONE: PUT(EV_GC_END, m, g, 0, 0, 0, 0, 0, 0); break;
-        case LEV_STW_START: {
-            int k = s->ver < LEGACY_GO1_21 ? (int)a[0] + 1 : (a[0] < B_COUNT - B_STW0 ? (int)a[0] : 0);
-            s->stw_reason = B[B_STW0 + k];
-            PUT(EV_STW_BEGIN, m, g, s->stw_reason, 0, 0, 0, 0, 0);
-            break;
-        }
-        case LEV_STW_DONE: PUT(EV_STW_END, m, g, s->stw_reason, 0, 0, 0, 0, 0); break;
-        case LEV_GC_SWEEP_START: PUT(EV_GC_SWEEP_BEGIN, m, g, stk, 0, 0, 0, 0, 0); break;
-        case LEV_GC_SWEEP_DONE: PUT(EV_GC_SWEEP_END, m, g, a[0], a[1], 0, 0, 0, 0); break;
-        case LEV_GO_START:
-            if (s->pre_init) {
-                u64 *v = map_find(&s->created, a[0]);
-                if (v)
-                    *v = 0;
-                PUT(EV_GO_STATUS, m, g, a[0], U64MAX, GO_RUNNING, 0, 0, 0);
-            } else
-                PUT(EV_GO_START, m, g, a[0], a[1], 0, 0, 0, 0);
-            break;
-        case LEV_GO_START_LABEL: {
-            u64 *v = map_find(&s->pms, (u64)p);
-            i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
-            PUT(EV_GO_START, m0, (i64)e->g, a[0], a[1], 0, 0, 0, 0);
-            if (!r)
-                PUT(EV_GO_LABEL, m0, (i64)e->g, a[2], 0, 0, 0, 0, 0);
-            break;
-        }
-        case LEV_GO_END: PUT(EV_GO_DESTROY, m, g, 0, 0, 0, 0, 0, 0); break;
-        case LEV_GO_SCHED: PUT(EV_GO_STOP, m, g, B[B_GOSCHED], stk, 0, 0, 0, 0); break;
-        case LEV_GO_PREEMPT: PUT(EV_GO_STOP, m, g, B[B_PREEMPTED], stk, 0, 0, 0, 0); break;
-        case LEV_GO_STOP: PUT(EV_GO_BLOCK, m, g, B[B_FOREVER], stk, 0, 0, 0, 0); break;
-        case LEV_GO_SLEEP: PUT(EV_GO_BLOCK, m, g, B[B_SLEEP], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK: PUT(EV_GO_BLOCK, m, g, B[B_EMPTY], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_SEND: PUT(EV_GO_BLOCK, m, g, B[B_SEND], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_RECV: PUT(EV_GO_BLOCK, m, g, B[B_RECV], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_SELECT: PUT(EV_GO_BLOCK, m, g, B[B_SELECT], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_SYNC: PUT(EV_GO_BLOCK, m, g, B[B_SYNC], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_COND: PUT(EV_GO_BLOCK, m, g, B[B_COND], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_NET: PUT(EV_GO_BLOCK, m, g, B[B_NETWORK], stk, 0, 0, 0, 0); break;
-        case LEV_GO_BLOCK_GC: PUT(EV_GO_BLOCK, m, g, B[B_ASSIST], stk, 0, 0, 0, 0); break;
-        case LEV_GO_UNBLOCK: PUT(EV_GO_UNBLOCK, m, g, a[0], a[1], stk, 0, 0, 0); break;
-        case LEV_GO_SYS_CALL:
-            if (after && after[i] < n && ev[after[i]].typ == LEV_GO_SYS_BLOCK)
-                PUT(EV_GO_SYSCALL_BEGIN, m, g, 0, stk, 0, 0, 0, 0);
-            else {
-                u64 *v = map_find(&s->pms, (u64)p);
-                i64 m0 = v && *v != (u64)-1 ? (i64)*v : 0;
-                PUT(EV_GO_SYSCALL_BEGIN, m0, (i64)e->g, 0, stk, 0, 0, 0, 0);
-                if (!r)
-                    r = put(s, EV_GO_SYSCALL_END, ts + 1, m0, p, (i64)e->g, 0, 0, 0, 0, 0, 0);
-            }
-            break;
-        case LEV_GO_SYS_EXIT: PUT(EV_GO_SYSCALL_END_BLOCKED, m, g, 0, 0, 0, 0, 0, 0); break;
-        case LEV_GO_SYS_BLOCK: break;
-        case LEV_GO_WAITING: case LEV_GO_IN_SYSCALL: {
-            u64 *v = map_find(&s->created, a[0]);
-            if (v)
-                *v = 0;
-            PUT(EV_GO_STATUS, m, g, a[0], U64MAX, t == LEV_GO_WAITING ? GO_WAITING : GO_SYSCALL, 0, 0, 0);
-            break;
-        }
-        case LEV_HEAP_ALLOC: PUT(EV_HEAP_ALLOC, m, g, a[0], 0, 0, 0, 0, 0); break;
-        case LEV_HEAP_GOAL: PUT(EV_HEAP_GOAL, m, g, a[0], 0, 0, 0, 0, 0); break;
-        case LEV_GC_MARK_ASSIST_START: PUT(EV_GC_MARK_ASSIST_BEGIN, m, g, stk, 0, 0, 0, 0, 0); break;
-        case LEV_GC_MARK_ASSIST_DONE: PUT(EV_GC_MARK_ASSIST_END, m, g, 0, 0, 0, 0, 0, 0); break;
-        case LEV_USER_TASK_CREATE: {
-            u64 *nm = map_slot(&s->tasks_name, a[0], 0), *pa = map_slot(&s->tasks_parent, a[0], 0);
-            if (!nm || !pa)
-                goto oom;
-            /* the type's name as far as the strings have come: id + 1, or 1 (id 0, "") */
-            *nm = (a[2] && map_find(&s->strs, a[2]) ? a[2] : 0) + 1, *pa = a[1];
-            PUT(EV_USER_TASK_BEGIN, m, g, a[0], a[1] ? a[1] : NO_TASK, a[2], stk, 0, 0);
-            break;
-        }
-        case LEV_USER_TASK_END: {
-            u64 *nm = map_find(&s->tasks_name, a[0]), *pa = map_find(&s->tasks_parent, a[0]);
-            u64 name = 0, parent = NO_TASK;
-            if (nm && *nm) {
-                name = *nm - 1, parent = *pa;
-                *nm = 0;
-            }
-            /* extra[1]: the task end's number until the Python side names it (ll_resolve) */
-            if (request(&s->req_tasks, &s->nreq_tasks, &s->capreq_tasks, name))
-                goto oom;
-            PUT(EV_USER_TASK_END, m, g, a[0], stk, 0, 0, parent, s->tasks_ended++);
-            break;
-        }
-        case LEV_USER_REGION:
-            PUT(a[1] == REGION_START ? EV_USER_REGION_BEGIN : EV_USER_REGION_END, m, g, a[0], a[2], stk, 0, 0, 0);
-            break;
-        case LEV_USER_LOG:
-            /* args[2]: the message's index until the Python side interns it (ll_resolve) */
-            if (request(&s->req_msgs, &s->nreq_msgs, &s->capreq_msgs, e->msg))
-                goto oom;
-            PUT(EV_USER_LOG, m, g, a[0], a[1], e->msg, stk, 0, 0);
-            break;
-        case LEV_CPU_SAMPLE: PUT(EV_CPU_SAMPLE, -1, g, stk, 0, 0, 0, 0, 0); break;
-        default:
+        int blocked = e->typ == LEV_GO_SYS_CALL && after[i] < n && ev[after[i]].typ == LEV_GO_SYS_BLOCK;
+        int r = conv_event(&s->conv, &rules, &sink, e, ts, blocked);
+        if (r) {
+            rc = r;
             goto out;
         }
-#undef PUT
-        if (r)
-            goto oom;
     }
     front_chunk_done(s);
     rc = L_OK;
@@ -652,8 +360,8 @@ static int out_row(LLive *s, const LRow *r) {
 }
 
 static int cmp_late(const void *x, const void *y) {
-    const LKey *a = x, *b = y;
-    return key_less(a, b) ? -1 : key_less(b, a) ? 1 : 0;
+    const HKey *a = x, *b = y;
+    return hkey_less(a, b) ? -1 : hkey_less(b, a) ? 1 : 0;
 }
 
 int ll_release(LLive *s, int all, i64 max_wait, size_t max_held) {
@@ -661,14 +369,14 @@ int ll_release(LLive *s, int all, i64 max_wait, size_t max_held) {
     s->out_late = s->nlate;
     if (s->nlate) {
         /* by time, in the order they came where times tie (a stable sort) */
-        LKey *k = malloc(s->nlate * sizeof(LKey));
+        HKey *k = malloc(s->nlate * sizeof(HKey));
         if (!k)
             return L_NO_MEMORY;
         for (size_t i = 0; i < s->nlate; i++)
-            k[i] = (LKey){s->late[i].time, i, i};
-        qsort(k, s->nlate, sizeof(LKey), cmp_late);
+            k[i] = (HKey){s->late[i].time, i, i};
+        qsort(k, s->nlate, sizeof(HKey), cmp_late);
         for (size_t i = 0; i < s->nlate; i++)
-            if (out_row(s, &s->late[k[i].slot])) {
+            if (out_row(s, &s->late[k[i].at])) {
                 free(k);
                 return L_NO_MEMORY;
             }
@@ -678,14 +386,14 @@ int ll_release(LLive *s, int all, i64 max_wait, size_t max_held) {
     i64 until = all ? INT64_MAX : watermark(s, max_wait);
     i64 last = INT64_MIN;
     int any = 0;
-    while (s->nheap && (s->heap[0].time <= until || s->nheap > max_held)) {
+    while (s->nheap && (s->heap[0].ts <= until || s->nheap > max_held)) {
         if (grow((void **)&s->free_slots, &s->capfree, s->nfree + 1, sizeof(size_t)))
             return L_NO_MEMORY;
-        LKey k = heap_pop(s);
-        if (out_row(s, &s->pool[k.slot]))
+        HKey k = heap_pop(s->heap, &s->nheap);
+        if (out_row(s, &s->pool[k.at]))
             return L_NO_MEMORY;
-        s->free_slots[s->nfree++] = k.slot;
-        last = k.time, any = 1;
+        s->free_slots[s->nfree++] = k.at;
+        last = k.ts, any = 1;
     }
     if (any && last > s->released)
         s->released = last;

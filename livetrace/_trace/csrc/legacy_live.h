@@ -33,13 +33,6 @@ typedef struct {
     u8 had_before, has_fill, in_chunk;
 } LP;
 
-/* A held event's place in the window's heap. */
-typedef struct {
-    i64 time;
-    u64 arrival;
-    size_t slot;
-} LKey;
-
 typedef struct {
     /* the version's layout */
     int ver;
@@ -48,9 +41,9 @@ typedef struct {
     /* reader: bytes of an event cut short, carried to the next chunk */
     u8 *carry;
     size_t ncarry, capcarry;
-    i64 cur_p, cur_ts;
-    u64 cur_g;
-    Map last_g, strs; /* strs: the string ids seen */
+    LCursor cur;
+    i64 cur_ts;       /* cur.ts as the last read left it (the Python side is handed it) */
+    Map strs;         /* the string ids seen */
     u64 nmessages;    /* user log messages read */
     int timed;        /* the last read had an event other than a CPU sample */
     /* what the last read found, for the Python side: strings (id, offset,
@@ -65,11 +58,7 @@ typedef struct {
     size_t *pchunk;
     size_t npchunk, cappchunk;
     /* converter */
-    int pre_init;
-    Map created, seen, pms, tasks_name, tasks_parent;
-    u64 *order;
-    size_t norder, caporder;
-    u64 stw_reason;
+    ConvState conv;
     /* strings made for user logs and task ends, in the order the twin makes
      * them: the Python side interns them (ll_resolve), rows name them by
      * index until released */
@@ -83,7 +72,7 @@ typedef struct {
     size_t npool, cappool;
     size_t *free_slots;
     size_t nfree, capfree;
-    LKey *heap;
+    HKey *heap; /* the held events, on (time, arrival): at is their slot in pool */
     size_t nheap, capheap;
     LRow *late;
     size_t nlate, caplate;

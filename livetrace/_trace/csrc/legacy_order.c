@@ -46,51 +46,9 @@ static Tr transition(const L *l, const LRec *rec) {
 }
 
 typedef struct {
-    i64 ts;
-    u64 tie;
-    size_t s;
-} HE;
-
-static inline int he_less(const HE *x, const HE *y) { return x->ts < y->ts || (x->ts == y->ts && x->tie < y->tie); }
-
-typedef struct {
-    HE *h;
+    HKey *h;
     size_t n, cap;
 } Heap;
-
-static int heap_push(Heap *q, HE v) {
-    if (grow((void **)&q->h, &q->cap, q->n + 1, sizeof(HE)))
-        return -1;
-    size_t i = q->n++;
-    while (i) {
-        size_t up = (i - 1) / 2;
-        if (!he_less(&v, &q->h[up]))
-            break;
-        q->h[i] = q->h[up];
-        i = up;
-    }
-    q->h[i] = v;
-    return 0;
-}
-
-static HE heap_pop(Heap *q) {
-    HE top = q->h[0], last = q->h[--q->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= q->n)
-            break;
-        if (c + 1 < q->n && he_less(&q->h[c + 1], &q->h[c]))
-            c++;
-        if (!he_less(&q->h[c], &last))
-            break;
-        q->h[i] = q->h[c];
-        i = c;
-    }
-    if (q->n)
-        q->h[i] = last;
-    return top;
-}
 
 /* per-key state: seq and status packed; waiting streams as a linked list */
 typedef struct {
@@ -159,7 +117,7 @@ int l_order(L *l) {
                     o.nnode++;                                                                                      \
                 }                                                                                                   \
             }                                                                                                       \
-            if (ready_ && heap_push(&q, (HE){e_->ts, tie++, (S)}))                                                  \
+            if (ready_ && heap_push(&q.h, &q.n, &q.cap, (HKey){e_->ts, tie++, (S)}))                                \
                 goto oom;                                                                                           \
         }                                                                                                           \
     } while (0)
@@ -169,8 +127,7 @@ int l_order(L *l) {
     while (l->nall < total) {
         if (!q.n)
             goto out; /* no consistent order: the twin says so */
-        HE top = heap_pop(&q);
-        size_t s = top.s;
+        size_t s = heap_pop(q.h, &q.n).at;
         Stream *st = &l->st[s];
         LRec *e = &l->all[l->nall++];
         *e = *st_at(st, st->head++);
@@ -183,12 +140,7 @@ int l_order(L *l) {
             st->blk[st->head / SBLOCK - 1] = NULL;
         }
         Tr tr = transition(l, e);
-        if (e->typ == LEV_GO_START_LOCAL)
-            e->typ = LEV_GO_START;
-        else if (e->typ == LEV_GO_UNBLOCK_LOCAL)
-            e->typ = LEV_GO_UNBLOCK;
-        else if (e->typ == LEV_GO_SYS_EXIT_LOCAL)
-            e->typ = LEV_GO_SYS_EXIT;
+        e->typ = (u8)l_unlocal(e->typ);
         if (tr.key != UNORDERED) {
             u64 *cs = map_slot(&o.seq, tr.key, 0), *cst;
             if (!cs)
