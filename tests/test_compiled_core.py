@@ -208,7 +208,16 @@ seed = random.randrange(1 << 32)
 print("seed", seed, flush=True)
 rng = random.Random(seed)
 deadline, runs = time.monotonic() + float(sys.argv[2]), 0
+def json_lines(rng):  # the JSON writers on any columns: exact and provisional lines
+    n = rng.randint(0, 40)
+    i64s = lambda k: b"".join(rng.randrange(-2**40, 2**40).to_bytes(8, "little", signed=True) for _ in range(k))
+    cols = (rng.randbytes(n), i64s(n), i64s(n), i64s(n), i64s(n), rng.randbytes(8 * 4 * n), rng.randbytes(8 * 2 * n))
+    wall = rng.choice([None, 1_700_000_000 * 10**9])
+    miss, other = (lambda kind, i: b'"s"'), (lambda i: "o")
+    core.jsonl(*cols, wall, {}, {}, miss, other)
+    core.jsonl_provisional(*cols, wall, {}, miss, other)
 while time.monotonic() < deadline:
+    json_lines(rng)
     buf = bytearray(rng.choice(seeds))
     for _ in range(rng.randint(1, 8)):
         pos = rng.randrange(16, len(buf) + 1)

@@ -21,9 +21,11 @@ from livetrace._cli.render.jsonl import provisional_dict, utf8
 from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import use_compiled
-from livetrace._trace.legacy.live import LegacyLive, Provisional
+from livetrace._trace.legacy.live import LegacyLive, Provisional, _LiveStrings
 from livetrace._trace.legacy.live_core import CoreProvisional, GaveUp, compiled_version
+from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Kind
+from livetrace._trace.model.tables import Tables
 
 from .mutate import mutate
 
@@ -126,6 +128,82 @@ def test_provisional_json_lines_from_the_core_are_provisional_dicts(name: str) -
                 assert b"".join(encoder.encode(item.events)) == want
                 lines += len(item.events)
     assert lines > 10_000
+
+
+# Strings JSON must escape or mend: quotes and backslashes, control
+# characters, bytes that are not UTF-8 (cut short, a surrogate, a stray
+# continuation byte), and the empty string.
+ODD = [
+    b'q"uo\\te"',
+    b"\x00\x01\x08\t\n\x0c\r\x1b\x1f\x7f",
+    b"\xff\xfe bytes",
+    "h\u00e9llo \u200b\u2028 \U0001f600".encode() + b"\xc3",
+    b"\xed\xa0\x80 \x80",
+    b"",
+    b"</script>\\u0000",
+]
+
+
+def odd_tables(table: Tables, odd: Tables | None, k: int) -> Tables:
+    """odd (made the first time) with table's clock and strings but each
+    string an ODD one, rotated with k: the same ids name other bytes in
+    each batch, as a string named before it arrives does."""
+    if odd is None:
+        odd = Tables(table.gen, wall_origin=table.wall_origin)
+        odd.strings = _LiveStrings({})
+        odd.extra_strings = table.extra_strings
+        odd.stacks = table.stacks
+    trace = table.strings._trace  # type: ignore[attr-defined]  # a provisional table's strings are _LiveStrings
+    odd.strings._trace.clear()  # type: ignore[attr-defined]
+    odd.strings._trace.update({i: ODD[(i + k) % len(ODD)] + s for i, s in trace.items()})  # type: ignore[attr-defined]
+    odd.strings.update({i: ODD[(i + k) % len(ODD)] + s for i, s in table.strings.items() if i})
+    return odd
+
+
+def odd_json_lines(data: bytes) -> Counter[str]:
+    """Each Provisional batch's JSON lines, the compiled core's and the
+    twin's, the same (with ODD strings); what the lines held: stacks,
+    none, odd strings, wall times, and each kind."""
+    live = LegacyLive(window_ns=1_000_000)
+    items = [item for chunk, t in chunks(data, 2) for item in live.feed(chunk, t)]
+    with contextlib.suppress(TraceFormatError):  # a demo trace is cut short
+        items.extend(live.end_segment(None))
+    encoder = ProvisionalJsonl()
+    odd: Tables | None = None
+    seen: Counter[str] = Counter()
+    for k, item in enumerate(i for i in items if isinstance(i, Provisional)):
+        table = item.events.gen
+        assert table is not None
+        odd = odd_tables(table, odd, k)
+        batch = EventBatch(odd, len(item.events), tuple(bytes(c) for c in item.events.columns()))
+        want = utf8("".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n" for e in batch))
+        got = b"".join(encoder.encode(batch))
+        assert got == want, f"batch {k}"
+        for line in got.splitlines():
+            odd_string = b"\\u0000" in line or b"\xef\xbf\xbd" in line or b'\\"' in line
+            kind = json.loads(line)["kind"]
+            seen[kind] += 1
+            seen[f"{kind} odd"] += odd_string
+            seen["no stack" if line.endswith(b'"stack_id": 0}') else "stack"] += 1
+            seen["wall"] += b'"wall": ' in line
+    return seen
+
+
+@pytest.mark.parametrize("name", BIG)
+def test_provisional_json_lines_from_the_core_are_the_twins_with_odd_strings(name: str) -> None:
+    seen = odd_json_lines((CORPUS / name).read_bytes())
+    assert seen["stack"] and seen["no stack"] and seen["wall"] and seen["StateTransition odd"], seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["1.19", "1.21"])
+def test_provisional_json_lines_of_a_fresh_demo_trace_are_the_twins(
+    version: str, legacy_demo_traces: dict[str, Path]
+) -> None:
+    # The demo's annotations: strings the core writes in Log, Task and Region lines.
+    seen = odd_json_lines(legacy_demo_traces[version].read_bytes())
+    for kind in ("Log", "TaskBegin", "RegionBegin", "RegionEnd"):
+        assert seen[f"{kind} odd"], seen
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -257,6 +257,20 @@ def jsonl(
     other: Callable[[int], str],
     /,
 ) -> bytes: ...
+def jsonl_provisional(
+    codes: ReadableBuffer,
+    times: ReadableBuffer,
+    threads: ReadableBuffer,
+    procs: ReadableBuffer,
+    goroutines: ReadableBuffer,
+    args: ReadableBuffer,
+    extra: ReadableBuffer,
+    wall_base: int | None,
+    strings: dict[int, bytes],
+    miss: Callable[[str, int], bytes],
+    other: Callable[[int], str],
+    /,
+) -> bytes: ...
 def dump_parsed(
     codes: ReadableBuffer,
     times: ReadableBuffer,

@@ -223,14 +223,15 @@ def compiled_pieces(
     batch: EventBatch,
     wall: int | None,
     strings: dict[int, bytes],
-    stacks: dict[int, bytes],
+    stacks: dict[int, bytes] | None,
     miss: Callable[[str, int], bytes],
     line_of: Callable[[Event], str],
 ) -> list[bytes]:
     """A batch's JSON lines from the compiled core, PIECE_LINES at a time:
     ``strings`` and ``stacks`` cache the JSON text of the ids (``miss``
     makes one the first time), ``line_of`` the line of an event the core
-    does not write."""
+    does not write. Without ``stacks``, :func:`provisional_dict`'s lines
+    (each stack as its id)."""
     code, time, m, p, g, args, extra = batch.columns()
     pieces = []
     for i in range(0, len(batch), PIECE_LINES):
@@ -239,22 +240,19 @@ def compiled_pieces(
         def other(k: int, i: int = i) -> str:
             return line_of(batch[i + k])
 
-        pieces.append(
-            ccore.jsonl(
-                code[i:j],
-                time[i:j],
-                m[i:j],
-                p[i:j],
-                g[i:j],
-                args[NARGS * i : NARGS * j],
-                extra[NEXTRA * i : NEXTRA * j],
-                wall,
-                strings,
-                stacks,
-                miss,
-                other,
-            )
+        cols = (
+            code[i:j],
+            time[i:j],
+            m[i:j],
+            p[i:j],
+            g[i:j],
+            args[NARGS * i : NARGS * j],
+            extra[NEXTRA * i : NEXTRA * j],
         )
+        if stacks is None:
+            pieces.append(ccore.jsonl_provisional(*cols, wall, strings, miss, other))
+        else:
+            pieces.append(ccore.jsonl(*cols, wall, strings, stacks, miss, other))
     return pieces
 
 

@@ -52,7 +52,27 @@ static void line_head(TextBuf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, 
     tb_i64(b, m);
 }
 
-/* Metric, TaskBegin, RegionBegin/End and Log lines, as event_dict has them. */
+/* The end of a line: the event's stack and the closing brace. stacks NULL:
+ * provisional_dict's ending, the stack as its id (0 for none), which the
+ * frames of a legacy trace before its footer are not known for. */
+static int line_tail(TextBuf *b, int c, const u64 *a, PartCache *stacks) {
+    int si = T_STACK[c];
+    u64 sid = si != 255 ? a[si] : 0;
+    if (!stacks) {
+        TB_LIT(b, ", \"provisional\": true, \"stack_id\": ");
+        tb_u64(b, sid);
+    } else {
+        TB_LIT(b, ", \"stack\": ");
+        if (!sid)
+            TB_LIT(b, "[]");
+        else if (part_put(b, stacks, sid))
+            return -1;
+    }
+    return TB_LIT(b, "}\n");
+}
+
+/* Metric, TaskBegin, RegionBegin/End and Log lines, as event_dict has them
+ * (provisional_dict's when stacks is NULL). */
 static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 *a, int has_wall, i64 wall_base,
                            i64 *cached_sec, char *sec_text, size_t *sec_len, PartCache *strings, PartCache *stacks) {
     static const char *const kinds[] = {
@@ -94,21 +114,8 @@ static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const 
             return -1;
         break;
     }
-    TB_LIT(b, ", \"stack\": ");
-    int si = T_STACK[c];
-    if (si != 255 && a[si]) {
-        if (part_put(b, stacks, a[si]))
-            return -1;
-    } else {
-        TB_LIT(b, "[]");
-    }
-    return TB_LIT(b, "}\n");
+    return line_tail(b, c, a, stacks);
 }
-
-/* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other) -> bytes
- * One line per event: state transitions written here, any other event by
- * other(i), which returns its line (str). wall_base: ns to add to an event's
- * time for its Unix time, or None when the generation has no clock snapshot. */
 
 PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
                       PyObject *miss, PyObject *other) {
@@ -119,7 +126,8 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
     const u8 *code = v->code;
     const i64 *time = v->time, *m = v->m, *p = v->p, *g = v->g;
     const u64 *a_all = v->args, *x_all = v->extra;
-    if (part_cache_open(&sp, strings, miss, "string") || part_cache_open(&kp, stacks, miss, "stack") ||
+    PartCache *kpp = stacks ? &kp : NULL;
+    if (part_cache_open(&sp, strings, miss, "string") || (kpp && part_cache_open(kpp, stacks, miss, "stack")) ||
         tb_init(&b, n * 768))
         goto fail;
     i64 cached_sec = INT64_MIN;
@@ -161,7 +169,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         case EV_PROCS_CHANGE: case EV_HEAP_ALLOC: case EV_HEAP_GOAL: case EV_USER_TASK_BEGIN:
         case EV_USER_REGION_BEGIN: case EV_USER_REGION_END: case EV_USER_LOG:
             if (annotation_line(&b, c, time[i], g[i], p[i], m[i], a, has_wall, wall_base, &cached_sec, sec_text,
-                                &sec_len, &sp, &kp))
+                                &sec_len, &sp, kpp))
                 goto fail;
             continue;
         default: {
@@ -201,24 +209,16 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         } else {
             TB_LIT(&b, "\"\"");
         }
-        if (has_t || c == EV_GO_CREATE || c == EV_GO_CREATE_BLOCKED) {
+        if (kpp && (has_t || c == EV_GO_CREATE || c == EV_GO_CREATE_BLOCKED)) {
             TB_LIT(&b, ", \"transition_stack\": ");
             if (tstack) {
-                if (part_put(&b, &kp, tstack))
+                if (part_put(&b, kpp, tstack))
                     goto done;
             } else {
                 TB_LIT(&b, "[]");
             }
         }
-        TB_LIT(&b, ", \"stack\": ");
-        int si = T_STACK[c];
-        if (si != 255 && a[si]) {
-            if (part_put(&b, &kp, a[si]))
-                goto done;
-        } else {
-            TB_LIT(&b, "[]");
-        }
-        if (TB_LIT(&b, "}\n"))
+        if (line_tail(&b, c, a, kpp))
             goto fail;
     }
     result = tb_finish(&b);
@@ -232,4 +232,28 @@ done:
     return result;
 }
 
-/* init_tables(timed, nargs, stack, str0, str1): 256 bytes each */
+/* jsonl_provisional(codes, times, m, p, g, args, extra, wall_base, strings, miss, other) -> bytes
+ * jsonl's lines as provisional_dict makes them, for a legacy trace's
+ * events before its footer: no transition stack, and the event's stack as
+ * "provisional": true, "stack_id": N (0 for none). */
+PyObject *jsonl_provisional(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer cb, tb, mb, pb, gb, ab, xb;
+    PyObject *wall_obj, *strings, *miss, *other;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!OO", &cb, &tb, &mb, &pb, &gb, &ab, &xb, &wall_obj, &PyDict_Type,
+                          &strings, &miss, &other))
+        return NULL;
+    PyObject *result = NULL;
+    EventView v;
+    if (event_view(&v, &cb, &tb, &mb, &pb, &gb, &ab, &xb))
+        goto done;
+    int has_wall = wall_obj != Py_None;
+    i64 wall_base = has_wall ? PyLong_AsLongLong(wall_obj) : 0;
+    if (PyErr_Occurred())
+        goto done;
+    result = jsonl_lines(&v, has_wall, wall_base, strings, NULL, miss, other);
+done:
+    PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&mb), PyBuffer_Release(&pb);
+    PyBuffer_Release(&gb), PyBuffer_Release(&ab), PyBuffer_Release(&xb);
+    return result;
+}

@@ -36,9 +36,16 @@ static inline int event_view(EventView *v, const Py_buffer *c, const Py_buffer *
  * its line (str). The JSON of a string or stack id comes from the cache
  * dicts strings and stacks, or else from miss(kind, id) ("string" or
  * "stack", returning bytes), kept there (partcache.h). wall_base: ns to add to
- * an event's time for its Unix time, when has_wall. NULL with an exception
- * set on failure. */
+ * an event's time for its Unix time, when has_wall. stacks NULL: the lines
+ * of provisional_dict instead (a legacy trace's events before its footer,
+ * whose stacks have no frames yet): no transition stack, and the stack as
+ * "provisional": true, "stack_id": N. NULL with an exception set on
+ * failure. */
 PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
                       PyObject *miss, PyObject *other);
+
+/* The module's jsonl_provisional(codes, times, m, p, g, args, extra,
+ * wall_base, strings, miss, other) -> bytes: jsonl_lines without stacks. */
+PyObject *jsonl_provisional(PyObject *self, PyObject *args);
 
 #endif
