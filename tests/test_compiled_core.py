@@ -342,6 +342,34 @@ def test_jsonl_twins_write_the_same_bytes(demo_traces: dict[str, Path], monkeypa
 
 
 @needs_core
+@pytest.mark.parametrize(
+    "origin", [1_700_000_000_123_456_789, -1_500_000_001, (1 << 63) - 1, -(1 << 63), 1 << 63, 1 << 70]
+)
+def test_json_twins_agree_on_wall_clock_times(origin: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wall time of a line is the clock base plus the event's time: past
+    int64 nanoseconds for a base near its ends (the core adds seconds and
+    nanoseconds apart), or a base past int64 itself (the twin's lines)."""
+    from livetrace._cli.render.provisional import ProvisionalJsonl
+
+    legacy = textform.CORPUS.parent / "legacy" / "go-testdata" / "user_task_region_1_21_good"
+    batches = [b for b in livetrace.decode_batches(legacy, compiled=True) if isinstance(b, EventBatch)]
+    assert batches
+    for b in batches:
+        assert b.gen is not None
+        b.gen.wall_origin = origin
+    assert jsonl_of(batches, True, monkeypatch) == jsonl_of(batches, False, monkeypatch)
+
+    def provisional(compiled: bool) -> bytes:
+        monkeypatch.setenv("LIVETRACE_PURE_PYTHON", "0" if compiled else "1")
+        encoder = ProvisionalJsonl()
+        return b"".join(piece for b in batches for piece in encoder.encode(b))
+
+    fast = provisional(True)
+    assert fast == provisional(False)
+    assert fast.count(b'"wall": ') == sum(map(len, batches))
+
+
+@needs_core
 def test_a_process_that_only_reads_legacy_traces_writes_the_twins_json() -> None:
     """The JSON writer reads the format tables (which argument is a stack)
     that the modern engine used to hand over: a process that never decoded a

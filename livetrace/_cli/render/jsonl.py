@@ -232,6 +232,9 @@ def compiled_pieces(
     makes one the first time), ``line_of`` the line of an event the core
     does not write. Without ``stacks``, :func:`provisional_dict`'s lines
     (each stack as its id)."""
+    if wall is not None and not -(1 << 63) <= wall < 1 << 63:
+        # A clock base past int64 (a hostile or far-off clock): the core's arithmetic is 64-bit.
+        return [utf8("".join(line_of(e) + "\n" for e in batch))]
     code, time, m, p, g, args, extra = batch.columns()
     pieces = []
     for i in range(0, len(batch), PIECE_LINES):

@@ -12,6 +12,16 @@
 #include "partcache.h"
 #include "textbuf.h"
 
+/* v ns as whole seconds, rounded down, and the nanoseconds left (0 to 1e9 - 1). */
+static void split_ns(i64 v, i64 *sec, i64 *nsec) {
+    *sec = v / 1000000000;
+    *nsec = v % 1000000000;
+    if (*nsec < 0) {
+        *nsec += 1000000000;
+        (*sec)--;
+    }
+}
+
 /* {"kind": K, "time_ns": T, ["wall": W, ]"g": G, "p": P, "m": M */
 static void line_head(TextBuf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, int has_wall, i64 wall_base,
                       i64 *cached_sec, char *sec_text, size_t *sec_len) {
@@ -20,12 +30,20 @@ static void line_head(TextBuf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, 
     TB_LIT(b, "\", \"time_ns\": ");
     tb_i64(b, t);
     if (has_wall) {
-        i64 w = wall_base + t;
-        i64 sec = w >= 0 ? w / 1000000000 : -((-w + 999999999) / 1000000000);
-        i64 nsec = w - sec * 1000000000;
+        /* In seconds and nanoseconds apart: the base and a time each fit
+         * int64 nanoseconds, their sum may not (Python's does). */
+        i64 sec, nsec, ts, tn;
+        split_ns(wall_base, &sec, &nsec);
+        split_ns(t, &ts, &tn);
+        sec += ts;
+        nsec += tn;
+        if (nsec >= 1000000000) {
+            sec++;
+            nsec -= 1000000000;
+        }
         if (sec != *cached_sec) {
             time_t tt = (time_t)sec;
-            struct tm tm;
+            struct tm tm = {0};
             gmtime_r(&tt, &tm);
             *sec_len = strftime(sec_text, 32, "%Y-%m-%dT%H:%M:%S", &tm);
             *cached_sec = sec;
