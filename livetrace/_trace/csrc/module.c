@@ -478,7 +478,9 @@ static PyMethodDef module_methods[] = {
     {"jsonl", jsonl, METH_VARARGS,
      "jsonl($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, stacks, miss, "
      "other, /)\n--\n\nJSON lines for a batch's events (state transitions here, others by callback)."},
-    {"jsonl_provisional", jsonl_provisional, METH_VARARGS, "jsonl_provisional($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, miss, other, /)\n--\n\nJSON lines for a legacy trace's provisional events (jsonl.c)."},
+    {"jsonl_provisional", jsonl_provisional, METH_VARARGS,
+     "jsonl_provisional($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, miss, "
+     "other, /)\n--\n\nJSON lines for a legacy trace's provisional events (jsonl.c)."},
     {"select_indices", select_indices, METH_VARARGS,
      "select_indices($module, codes, procs, goroutines, args, kinds, roles, stack_arg, goroutine_ids, proc_ids, "
      "region_ids, log_ids, stack_ids, candidates, /)\n--\n\nThe indexes of the events a filter keeps (select.c)."},
