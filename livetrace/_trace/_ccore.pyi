@@ -232,6 +232,7 @@ def legacy_stream(
     syncs: int,
     /,
 ) -> tuple[LegacyStream, list[tuple[int, bytes]], list[tuple[int, tuple[int, ...]]], int, list[bytes], int] | None: ...
+def segment_memory() -> None: ...
 def legacy_dump(
     data: ReadableBuffer,
     ver: int,

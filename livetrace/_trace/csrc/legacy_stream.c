@@ -203,18 +203,6 @@ PyObject *legacy_stream(PyObject *module, PyObject *args) {
     l->counts = cb.buf, l->stackf = self->stackf, l->mask = self->mask, l->builtin = self->builtin;
     c->mask = self->mask, c->last = -1, c->offset = (i64)offset;
     Py_BEGIN_ALLOW_THREADS
-#ifdef __GLIBC__
-    /* What the last segment freed, back to the system before this one takes
-     * as much again: else the heap's free pieces add up, segment after segment. */
-    malloc_trim(0);
-    /* A fixed threshold for mapping big blocks: glibc's own rises to the
-     * largest block freed, and then a segment's records and columns come from
-     * the heap, where the next segment's chunks, arriving meanwhile, pin them
-     * (some 4 MiB more at the peak, at 800k events/s). */
-    static int fixed_threshold;
-    if (!fixed_threshold)
-        fixed_threshold = mallopt(M_MMAP_THRESHOLD, 1 << 20);
-#endif
     rc = l_read(l, HEADER_SIZE);
     if (rc == L_OK)
         rc = l_order(l);
@@ -256,6 +244,35 @@ done:
     return res;
 }
 
+/* segment_memory(): before a live segment's exact decoding (legacy/live.py).
+ * Process-wide, so only a live session asks for it: a file's decoding, or
+ * a library user's, keeps glibc's own policy (with it, a dump's output
+ * buffers of over 1 MiB are mapped afresh, page faults and all, each time). */
+static PyObject *segment_memory(PyObject *module, PyObject *noargs) {
+#ifdef __GLIBC__
+    /* What the last segment freed, back to the system before this one takes
+     * as much again: else the heap's free pieces add up, segment after segment. */
+    malloc_trim(0);
+    /* A fixed threshold for mapping big blocks: glibc's own rises to the
+     * largest block freed, and then a segment's records and columns come from
+     * the heap, where the next segment's chunks, arriving meanwhile, pin them
+     * (some 4 MiB more at the peak, at 800k events/s). */
+    static int fixed_threshold;
+    if (!fixed_threshold)
+        fixed_threshold = mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef stream_functions[] = {
+    {"segment_memory", segment_memory, METH_NOARGS,
+     "segment_memory($module, /)\n--\n\nBefore a live segment's exact decoding: freed memory back to the system, "
+     "and big blocks mapped (a fixed mmap threshold), so that the process holds what one segment needs."},
+    {NULL},
+};
+
 int legacy_stream_register(PyObject *module) {
-    return add_type(module, &LegacyStreamType, "LegacyStream");
+    if (add_type(module, &LegacyStreamType, "LegacyStream") < 0)
+        return -1;
+    return PyModule_AddFunctions(module, stream_functions);
 }

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, overload
 
 from livetrace._notice import Notice
-from livetrace._trace.accel import use_compiled
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
 from livetrace._trace.legacy.fast import BUILTIN, exact_stream
 from livetrace._trace.legacy.live_core import CoreProvisional, GaveUp, compiled_version
@@ -399,6 +399,10 @@ class LegacyLive:
         data = b"".join(self._chunks)
         self._chunks = [data]  # not twice over while it is decoded
         self.largest_segment = max(self.largest_segment, len(data))
+        if end is not None and use_compiled(self._compiled) and ccore is not None:
+            # A live session's segment, more to come: memory held to what one segment needs
+            # (process-wide, so not for a trace's end: a file's decoding keeps glibc's policy).
+            ccore.segment_memory()
         # (the compiled core converts a batch at a time, as they are taken)
         exact = exact_stream(data, self._kinds, self._compiled, offset=self._offset, syncs=self._syncs)
         self._syncs += 2
