@@ -274,13 +274,8 @@ static int try_cursor(Engine *e, size_t i) {
     if (r != 1)
         return r;
     if (ms) {
-        /* One word at a time: the handler stored nc's fields one by one,
-         * and the one wide load a compiler would make of two of them waits
-         * for both stores to retire (a store-forwarding stall), every event. */
-        i64 np = nc.p, ng = nc.g;
-        __asm__("" : "+r"(np), "+r"(ng));
-        ms->p = np;
-        ms->g = ng;
+        ms->p = nc.p;
+        ms->g = nc.g;
     }
     int more = cursor_next(e, c);
     if (more < 0) {
