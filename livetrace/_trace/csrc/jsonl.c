@@ -249,29 +249,3 @@ done:
     part_cache_close(&sp), part_cache_close(&kp);
     return result;
 }
-
-/* jsonl_provisional(codes, times, m, p, g, args, extra, wall_base, strings, miss, other) -> bytes
- * jsonl's lines as provisional_dict makes them, for a legacy trace's
- * events before its footer: no transition stack, and the event's stack as
- * "provisional": true, "stack_id": N (0 for none). */
-PyObject *jsonl_provisional(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer cb, tb, mb, pb, gb, ab, xb;
-    PyObject *wall_obj, *strings, *miss, *other;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!OO", &cb, &tb, &mb, &pb, &gb, &ab, &xb, &wall_obj, &PyDict_Type,
-                          &strings, &miss, &other))
-        return NULL;
-    PyObject *result = NULL;
-    EventView v;
-    if (event_view(&v, &cb, &tb, &mb, &pb, &gb, &ab, &xb))
-        goto done;
-    int has_wall = wall_obj != Py_None;
-    i64 wall_base = has_wall ? PyLong_AsLongLong(wall_obj) : 0;
-    if (PyErr_Occurred())
-        goto done;
-    result = jsonl_lines(&v, has_wall, wall_base, strings, NULL, miss, other);
-done:
-    PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&mb), PyBuffer_Release(&pb);
-    PyBuffer_Release(&gb), PyBuffer_Release(&ab), PyBuffer_Release(&xb);
-    return result;
-}

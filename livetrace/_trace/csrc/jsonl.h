@@ -44,8 +44,4 @@ static inline int event_view(EventView *v, const Py_buffer *c, const Py_buffer *
 PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
                       PyObject *miss, PyObject *other);
 
-/* The module's jsonl_provisional(codes, times, m, p, g, args, extra,
- * wall_base, strings, miss, other) -> bytes: jsonl_lines without stacks. */
-PyObject *jsonl_provisional(PyObject *self, PyObject *args);
-
 #endif

@@ -436,27 +436,44 @@ static PyTypeObject EngineType = {
 
 /* ---- JSON lines ---- */
 
+/* The lines of jsonl and jsonl_provisional (stacks NULL), the columns' buffers released. */
+static PyObject *jsonl_of(Py_buffer b[7], PyObject *wall_obj, PyObject *strings, PyObject *stacks, PyObject *miss,
+                          PyObject *other) {
+    PyObject *result = NULL;
+    EventView v;
+    if (!event_view(&v, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6])) {
+        int has_wall = wall_obj != Py_None;
+        i64 wall_base = has_wall ? PyLong_AsLongLong(wall_obj) : 0;
+        if (!PyErr_Occurred())
+            result = jsonl_lines(&v, has_wall, wall_base, strings, stacks, miss, other);
+    }
+    for (int k = 0; k < 7; k++)
+        PyBuffer_Release(&b[k]);
+    return result;
+}
+
 /* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other) -> bytes
  * (see jsonl.h); wall_base None when the generation has no clock snapshot */
 static PyObject *jsonl(PyObject *self, PyObject *args) {
-    Py_buffer cb, tb, mb, pb, gb, ab, xb;
+    Py_buffer b[7];
     PyObject *wall_obj, *strings, *stacks, *miss, *other;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!O!OO", &cb, &tb, &mb, &pb, &gb, &ab, &xb, &wall_obj, &PyDict_Type,
-                          &strings, &PyDict_Type, &stacks, &miss, &other))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!O!OO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &wall_obj,
+                          &PyDict_Type, &strings, &PyDict_Type, &stacks, &miss, &other))
         return NULL;
-    PyObject *result = NULL;
-    EventView v;
-    if (event_view(&v, &cb, &tb, &mb, &pb, &gb, &ab, &xb))
-        goto done;
-    int has_wall = wall_obj != Py_None;
-    i64 wall_base = has_wall ? PyLong_AsLongLong(wall_obj) : 0;
-    if (PyErr_Occurred())
-        goto done;
-    result = jsonl_lines(&v, has_wall, wall_base, strings, stacks, miss, other);
-done:
-    PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&mb), PyBuffer_Release(&pb);
-    PyBuffer_Release(&gb), PyBuffer_Release(&ab), PyBuffer_Release(&xb);
-    return result;
+    return jsonl_of(b, wall_obj, strings, stacks, miss, other);
+}
+
+/* jsonl_provisional(codes, times, m, p, g, args, extra, wall_base, strings, miss, other) -> bytes:
+ * jsonl's lines as provisional_dict makes them, for a legacy trace's events
+ * before its footer: no transition stack, and the event's stack as
+ * "provisional": true, "stack_id": N (0 for none). */
+static PyObject *jsonl_provisional(PyObject *self, PyObject *args) {
+    Py_buffer b[7];
+    PyObject *wall_obj, *strings, *miss, *other;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!OO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &wall_obj,
+                          &PyDict_Type, &strings, &miss, &other))
+        return NULL;
+    return jsonl_of(b, wall_obj, strings, NULL, miss, other);
 }
 
 /* ---- the module ---- */
