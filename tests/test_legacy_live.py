@@ -142,6 +142,8 @@ async def test_tail_without_segments_prints_provisional_events() -> None:
     assert proc.returncode == 0, err
     lines = out.splitlines()
     assert "printed provisionally" in err
+    # the exact events seen against the provisional ones shown: the summary gives the reason they differ
+    assert "(filtered out, past --limit, or never placed provisionally)" in err
     assert sum(line.startswith("~") for line in lines) > 1000
     assert lines[-1].startswith("--- footer: symbols resolved")
 

@@ -85,6 +85,7 @@ async def tail_command(
         elif is_legacy_go(info.go_version) and view.spans:
             how = "a legacy trace without segments: spans are made from the exact events, which come when it stops"
         elif is_legacy_go(info.go_version):
+            view.provisional = True
             how = (
                 "a legacy trace without segments: events are printed provisionally (marked ~, times "
                 "estimated, stacks as ids) as the runtime's buffers fill, and stacks resolve when it stops"
@@ -158,6 +159,9 @@ class View:
         self.spans = spans or (flt is not None and flt.min_duration is not None)
         self.color = color and fmt == "text"
         self.gaps = 0
+        # Events printed provisionally (legacy Go without segments): those the provisional path
+        # cannot place (before its clock is known) are never printed, nor exact ones at the stop.
+        self.provisional = False
 
     def subscribe(self, session: Session) -> AsyncIterator[object]:
         return session.subscribe(
@@ -180,9 +184,14 @@ class View:
                 f"summary: {seen:,} events seen, {built:,} spans built, {shown:,} spans shown, "
                 f"{max(0, built - shown):,} spans dropped (filtered out, or past --limit), {self.gaps} gaps"
             )
+        why = (
+            "filtered out, past --limit, or never placed provisionally"
+            if self.provisional
+            else "filtered out, or past --limit"
+        )
         return (
             f"summary: {seen:,} events seen, {shown:,} events shown, "
-            f"{max(0, seen - shown):,} events dropped (filtered out, or past --limit), {self.gaps} gaps"
+            f"{max(0, seen - shown):,} events dropped ({why}), {self.gaps} gaps"
         )
 
 
