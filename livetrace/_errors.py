@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from livetrace._trace.model.events import Event
 
 
@@ -131,6 +133,16 @@ class LimitExceededError(LivetraceError):
 class OutputPathError(LivetraceError):
     """The file a recording should go to cannot be written (missing or
     read-only directory); found before attaching to the service."""
+
+
+class OutputTamperedError(LivetraceError):
+    """Another user moved or replaced an output file while it was written
+    (its temporary file renamed away, or swapped for a link): nothing of
+    it is at ``path``, the name it should have had."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class RefusedError(LivetraceError):

@@ -4,10 +4,6 @@ timeline (docs/views.md, Perfetto)."""
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Iterable
-from contextlib import nullcontext
-from pathlib import Path
 from typing import Any, TextIO
 
 import trio
@@ -15,6 +11,7 @@ import trio
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._cli.sources import is_file_source, open_input
 from livetrace._files import decode_batches
+from livetrace._outfile import write_output
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
@@ -67,17 +64,6 @@ async def live_timeline(
     return collector.timeline(), complete
 
 
-def _write(path: Path, pieces: Iterable[bytes]) -> int:
-    """Writes the pieces as they come (a file, or stdout for -): their size."""
-    size = 0
-    with nullcontext(sys.stdout.buffer) if str(path) == "-" else path.open("wb") as out:
-        for piece in pieces:
-            out.write(piece)
-            size += len(piece)
-        out.flush()
-    return size
-
-
 def export_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
     from livetrace._views.perfetto_file import encode_timeline  # needs the perfetto package
 
@@ -87,7 +73,7 @@ def export_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
         timeline, complete = file_timeline(args.address), True
     else:
         timeline, complete = trio.run(lambda: live_timeline(args.address, args.duration, args.token, err, **limits))
-    size = _write(args.output, encode_timeline(timeline))
+    size = write_output(args.output, encode_timeline(timeline))
     slices = sum(map(len, timeline.tracks))
     where = "standard output" if str(args.output) == "-" else str(args.output)
     say(err, f"wrote {where}: {len(timeline.tracks)} tracks, {slices:,} slices and instants, {size:,} bytes")

@@ -9,8 +9,9 @@ import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
 from livetrace._cli.exits import EXIT_INCOMPLETE, EXIT_OK, say
-from livetrace._cli.sources import is_file_source, open_input, write_output
+from livetrace._cli.sources import is_file_source, open_input
 from livetrace._files import decode_span_batches
+from livetrace._outfile import write_output
 from livetrace._views.pprof import ProfileBuilder, Record
 from livetrace._views.pprof_file import encode_profile
 
@@ -69,7 +70,7 @@ def profile_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int
         records, complete = trio.run(
             lambda: live_profile(args.address, args.kind, args.duration, args.token, err, **limits)
         )
-    write_output(args.output, encode_profile(records))
+    write_output(args.output, [encode_profile(records)])
     total = sum(r.ns for r in records)
     count = sum(r.count for r in records)
     where = "standard output" if str(args.output) == "-" else str(args.output)

@@ -1,13 +1,12 @@
-"""Where a command reads a trace from (a file, or standard input) and
-writes what it made (a file, or standard output), when its SOURCE may also
-be a live service's address."""
+"""Where a command reads a trace from (a file, or standard input), when its
+SOURCE may also be a live service's address. What it made goes out through
+livetrace._outfile.write_output."""
 
 from __future__ import annotations
 
 import os
 import sys
 from contextlib import AbstractContextManager, nullcontext
-from pathlib import Path
 from typing import BinaryIO
 
 
@@ -28,11 +27,3 @@ def is_file_source(source: str) -> bool:
     if os.path.exists(source):  # a unix socket, given as its bare path, is an address
         return False
     return ("/" in source or source.endswith(".trace")) and ":" not in source
-
-
-def write_output(path: Path, data: bytes) -> None:
-    if str(path) == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    path.write_bytes(data)

@@ -1,18 +1,18 @@
 """Writing a dump: the kept trace, and a JSON file beside it saying why.
 
 Plain blocking file I/O, run off the event path (the recorder calls it in
-a worker thread). Every file is written under a temporary name in the
-output directory and renamed into place when whole, so that a stop, a
-crash or a full disk never leaves a partial dump under a final name; the
-JSON goes last, so a JSON file means its traces are there.
+a worker thread). Every file is written through livetrace._outfile: under
+a temporary name in the output directory, renamed into place when whole
+(mode 0666 less the umask), so that a stop, a crash or a full disk never
+leaves a partial dump under a final name, and nothing another user plants
+there is followed; the JSON goes last, so a JSON file means its traces are
+there.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,6 +22,7 @@ from typing import Any
 
 from livetrace._flight.ring import Snapshot
 from livetrace._flight.triggers import Trigger
+from livetrace._outfile import write_atomic
 from livetrace._trace.model.events import Event, StackFrame
 from livetrace._trace.spans.model import Span
 
@@ -171,16 +172,7 @@ def describe(
 
 
 def _write_atomic(path: Path, parts: Iterable[bytes]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as out:
-            for p in parts:
-                out.write(p)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, parts, hidden=True)
 
 
 def write_dump(out_dir: Path, firing: Firing, snap: Snapshot, after_ns: int, tail_cut: bool) -> Dump:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import stat
-import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +10,8 @@ from typing import BinaryIO
 
 import trio
 
-from livetrace._errors import LivetraceError, OutputPathError
+from livetrace._errors import LivetraceError, OutputPathError, OutputTamperedError
+from livetrace._outfile import AtomicFile, is_stream, open_stream
 from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
 from livetrace._session.session import Counters, Session
 
@@ -51,17 +49,6 @@ def segment_path(path: Path, index: int) -> Path:
     return path.with_name(f"{path.stem}.{index}{path.suffix}")
 
 
-def _is_stream(path: Path) -> bool:
-    """A pipe, a terminal or a device (/dev/stdout, /dev/null): written to
-    in place, never renamed over."""
-    if str(path) == "-":
-        return True
-    try:
-        return not stat.S_ISREG(path.stat().st_mode)
-    except FileNotFoundError:
-        return False
-
-
 def check_output(path: str | os.PathLike[str]) -> None:
     """Raise :class:`OutputPathError` unless a recording can go to path: a
     stream target must be writable, a file's directory must exist and take
@@ -71,7 +58,7 @@ def check_output(path: str | os.PathLike[str]) -> None:
         return
     if p.is_dir():
         raise OutputPathError(f"cannot record to {p}: it is a directory; give a file name")
-    if _is_stream(p):
+    if is_stream(p):
         if not os.access(p, os.W_OK):
             raise OutputPathError(f"cannot write to {p}: permission denied")
         return
@@ -82,39 +69,22 @@ def check_output(path: str | os.PathLike[str]) -> None:
         raise OutputPathError(f"cannot record to {p}: the directory {parent} is not writable")
 
 
-def _open_stream_target(path: Path) -> BinaryIO:
-    """An existing pipe or device, opened for writing without creating or
-    truncating anything; a regular file there now (swapped in since the
-    check) is refused rather than overwritten."""
-    if str(path) == "-":
-        return os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
-    if stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OutputPathError(f"{path} became a regular file while recording started; not overwriting it")
-    return os.fdopen(fd, "wb")
-
-
 class _SegmentWriter:
-    """Writes chunks into a new temporary file beside the target and renames
-    it into place when the segment ends.
-
-    The temporary file gets a random name and is created exclusively
-    (``mkstemp``: O_CREAT|O_EXCL, which refuses an existing name, symlinks
-    included), so nothing planted in the directory is followed or
-    overwritten; the final name is replaced atomically by the rename, which
-    replaces a symlink there rather than writing through it. A stream
-    target (``-`` for standard output, a pipe, a device) is written in
-    place instead: it has no name to give, and after a gap the recording
-    simply goes on in it.
+    """Writes chunks into a new temporary file beside the target (``NAME.
+    <random>.part``) and renames it into place when the segment ends, all
+    through :class:`~livetrace._outfile.AtomicFile`, so that nothing another
+    user plants or swaps in the directory is followed, overwritten or
+    re-moded. A stream target (``-`` for standard output, a pipe, a device)
+    is written in place instead: it has no name to give, and after a gap
+    the recording simply goes on in it.
     """
 
     def __init__(self, path: Path) -> None:
         self._base = path
-        self._stream = _is_stream(path)
+        self._stream = is_stream(path)
         self._index = 0
         self._file: BinaryIO | None = None
-        self._part: Path | None = None
+        self._part: AtomicFile | None = None
         self._header = b""
         self._gen = 0
         self._gen_start = 0  # file offset where the current generation began
@@ -124,12 +94,10 @@ class _SegmentWriter:
     def _open(self) -> None:
         self._index += 1
         if self._stream:
-            self._file = _open_stream_target(self._base)
+            self._file = open_stream(self._base)
         else:
-            final = segment_path(self._base, self._index)
-            fd, name = tempfile.mkstemp(prefix=final.name + ".", suffix=".part", dir=final.parent)
-            self._part = Path(name)
-            self._file = os.fdopen(fd, "wb", buffering=1 << 20)
+            self._part = AtomicFile(segment_path(self._base, self._index))
+            self._file = self._part.file
         self._file.write(self._header)
         self._gen = 0
         self._written = len(self._header)
@@ -169,39 +137,21 @@ class _SegmentWriter:
             self._close(complete=True)
 
     def _close(self, complete: bool) -> None:
+        """Put the segment in place; raises OutputTamperedError if another
+        user moved or replaced it meanwhile (then it is in no path)."""
         assert self._file is not None
-        self._file.close()
-        self._file = None
-        if self._stream:
+        file, part = self._file, self._part
+        self._file = self._part = None
+        if part is None:  # a stream
+            file.close()
             self.paths.append(self._base)
             return
-        assert self._part is not None
-        final = segment_path(self._base, self._index)
-        if not complete:
-            final = final.with_name(final.name + INCOMPLETE_SUFFIX)
-        os.chmod(self._part, 0o666 & ~_umask())  # mkstemp makes it 0600; a trace file is an ordinary file
-        os.replace(self._part, final)
-        self._part = None
-        self.paths.append(final)
+        name = part.path.name + ("" if complete else INCOMPLETE_SUFFIX)
+        self.paths.append(part.commit(name))
 
     def finish(self, complete: bool) -> None:
         if self._file is not None:
             self._close(complete)
-
-
-def _umask() -> int:
-    """The process's umask, read without setting it where Linux allows
-    (setting it, even back, races with other threads creating files)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 class Recorder:
@@ -249,7 +199,10 @@ class Recorder:
         except LivetraceError as e:  # lost, timed out, or not the protocol: what came is kept, incomplete
             rec.error = e
         finally:
-            writer.finish(rec.complete)
+            try:
+                writer.finish(rec.complete)
+            except OutputTamperedError as e:  # the file is not where it should be: say so, never "complete"
+                rec.error, rec.complete = e, False
             rec.paths = writer.paths
             rec.generations = len(writer.generations)
         return rec
