@@ -167,3 +167,17 @@ def test_a_valid_window_is_still_complete(tmp_path: Path) -> None:
         code, err = _record(base, out)
     assert code == 0 and "trace complete" in err, err
     assert out.read_bytes() == MODERN
+
+
+@pytest.mark.once
+def test_export_of_a_malformed_live_trace_is_one_line(tmp_path: Path) -> None:
+    """Issue 24, finding 11: export's two subscribers both end with the
+    session's error; the user sees it once, as one line, not as a group."""
+    out = tmp_path / "x.pftrace"
+    with hostile_pprof(header_then_random(MODERN)) as base:
+        code, _, err = finish(cli("export", base, "-o", str(out), "--duration", "1"), timeout=120)
+    assert code != 0, err
+    assert "Traceback" not in err and "ExceptionGroup" not in err, err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and len(err.splitlines()) <= 3, err
+    assert "where a batch should start" in errors[0] or "not a Go execution trace" in errors[0], err
