@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from livetrace._errors import TraceFormatError, TruncatedTraceError
 from livetrace._session.session import STOP_DRAIN_MARGIN
+from livetrace._trace.framing import Framing
 
 from .conftest import cli
 from .test_hostile_peer import finish, one_error_line
@@ -181,3 +183,28 @@ def test_export_of_a_malformed_live_trace_is_one_line(tmp_path: Path) -> None:
     errors = [line for line in err.splitlines() if "error:" in line]
     assert len(errors) == 1 and len(err.splitlines()) <= 3, err
     assert "where a batch should start" in errors[0] or "not a Go execution trace" in errors[0], err
+
+
+LEGACY_CORPUS = sorted((Path(__file__).parent / "corpus" / "legacy" / "go-testdata").glob("*_good"))
+
+
+@pytest.mark.parametrize("path", LEGACY_CORPUS, ids=[p.name for p in LEGACY_CORPUS])
+def test_the_framing_check_takes_every_legacy_trace_in_any_pieces(path: Path) -> None:
+    data = path.read_bytes()
+    for step in (997, 1 << 16):
+        framing = Framing(data[:HEADER_SIZE])
+        for i in range(HEADER_SIZE, len(data), step):
+            framing.feed(data[i : i + step])
+        framing.close()
+    cut = Framing(data[: len(data) - 1])
+    with pytest.raises(TruncatedTraceError):
+        cut.close()
+
+
+def test_the_framing_check_takes_a_modern_trace_and_refuses_it_cut() -> None:
+    framing = Framing(MODERN)
+    framing.close()
+    with pytest.raises(TruncatedTraceError):
+        Framing(MODERN[:-1]).close()
+    with pytest.raises(TraceFormatError):
+        Framing(MODERN[:HEADER_SIZE] + b"\xff")

@@ -68,9 +68,10 @@ class _LegacyFraming(LegacyReader):
 
     def _skip(self, buf: bytearray, pos: int, end: int) -> int:
         """Past one event the regex left: a length-prefixed one by its
-        length (the common case: stacks), any other by the reader."""
+        length (the common case: stacks; a user log's message follows its
+        values), any other by the reader."""
         b = buf[pos]
-        if b >> 6 == 3 and self._counts[b & 0x3F] and b & 0x3F != EV_STRING:
+        if b >> 6 == 3 and self._counts[b & 0x3F] and b & 0x3F not in (EV_STRING, EV_USER_LOG):
             length, i = self._value(buf, pos + 1, end, pos)
             if end - i < length:
                 raise _Short
