@@ -60,7 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", "100000")
             self.end_headers()
-            self.wfile.write(HEADER + b"\0" * 100)
+            self.wfile.write(HEADER)
             self.wfile.flush()
 
     def _answer(self, status: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:

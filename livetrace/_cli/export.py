@@ -10,8 +10,10 @@ import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._cli.sources import is_file_source, open_input
+from livetrace._errors import LivetraceError
 from livetrace._files import decode_batches
 from livetrace._outfile import write_output
+from livetrace._session.nursery import open_nursery
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
@@ -35,10 +37,13 @@ async def _collect(session: Session, collector: TimelineCollector) -> bool:
     (the layout sorts them out at the end), until it ends (True)."""
 
     async def spans() -> None:
-        async with session.subscribe(what="spans", lossless=True, buffer=4) as sub:
-            async for item in sub:
-                if isinstance(item, SpanBatch):
-                    collector.feed_spans(item)
+        try:
+            async with session.subscribe(what="spans", lossless=True, buffer=4) as sub:
+                async for item in sub:
+                    if isinstance(item, SpanBatch):
+                        collector.feed_spans(item)
+        except LivetraceError:
+            return  # the session's error ends every subscriber: the events' one raises it, once
 
     async def events() -> None:
         async with session.subscribe(what="batches", lossless=True, buffer=4) as sub:
@@ -46,7 +51,7 @@ async def _collect(session: Session, collector: TimelineCollector) -> bool:
                 if isinstance(item, EventBatch):
                     collector.feed_events(item)
 
-    async with trio.open_nursery() as nursery:
+    async with open_nursery() as nursery:  # its lone error as itself: one line, not a group
         nursery.start_soon(spans)
         nursery.start_soon(events)
     return True

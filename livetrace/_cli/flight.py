@@ -51,7 +51,7 @@ class _Run:
 def _fired(err: TextIO, f: Firing, started: bool) -> None:
     what = ""
     if f.span is not None:
-        name = f.span.name or f.span.reason
+        name = peer.shown(f.span.name or f.span.reason)
         where = "" if f.span.resource.kind == "None" else f" on {f.span.resource}"
         what = f": {f.span.kind}{' ' + name if name else ''} {f.span.duration / 1e6:.1f} ms{where}"
     elif f.value is not None:

@@ -210,7 +210,8 @@ class Formatter:
         spans = bool(batch) and isinstance(batch[0], Span)
         if self.view.fmt == "jsonl":
             if spans:
-                return [utf8("".join(json.dumps(span_dict(s), ensure_ascii=False) + "\n" for s in batch))]  # type: ignore[arg-type]  # spans
+                lines = (peer.json_safe(json.dumps(span_dict(s), ensure_ascii=False)) for s in batch)  # type: ignore[arg-type]  # spans
+                return [utf8("".join(line + "\n" for line in lines))]
             if provisional:
                 return self.provisional_jsonl.encode(batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
             if isinstance(batch, EventBatch):

@@ -20,6 +20,7 @@ from rich.live import Live
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, live_pass, say
 from livetrace._notice import Notice
 from livetrace._protocol.frames import WindowGap
+from livetrace._protocol.text import json_safe
 from livetrace._session.nursery import open_nursery
 from livetrace._session.recording import Recorder
 from livetrace._session.session import Session
@@ -65,7 +66,7 @@ class _Display:
     def show(self, snap: Snapshot) -> None:
         self.last = snap
         if self.fmt == "json":
-            self.out.write(json.dumps(snapshot_dict(snap)) + "\n")
+            self.out.write(json_safe(json.dumps(snapshot_dict(snap))) + "\n")
             self.out.flush()
         elif self.live is not None:
             if not self.view.paused:

@@ -51,3 +51,21 @@ def shown_value(value: object, limit: int = 60) -> str:
         return '"' + shown(value, limit) + '"'
     text = "null" if value is None else "true" if value is True else "false" if value is False else repr(value)
     return shown(text, limit)
+
+
+def json_safe(text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``, which escapes only
+    C0) with DEL, the C1 controls, format characters and line separators
+    escaped too, as ``\\uXXXX``: the same JSON value, and nothing a
+    terminal reads as a control when the JSON is printed on one."""
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return "".join(_json_escape(c) if c >= "\x7f" and _needs_escape(c) else c for c in text)
+
+
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON writes an astral character as its UTF-16 surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"

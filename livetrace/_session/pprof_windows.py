@@ -49,7 +49,8 @@ from livetrace._session.pprof_http import (
     parse_pprof_address,
     refused,
 )
-from livetrace._session.session import HANDSHAKE_TIMEOUT, Counters, Frame, Limits, Session
+from livetrace._session.session import HANDSHAKE_TIMEOUT, STOP_DRAIN_MARGIN, Counters, Frame, Limits, Session
+from livetrace._trace.framing import Framing
 from livetrace._trace.version import header_size, sniff
 from livetrace._version import __version__
 
@@ -177,6 +178,8 @@ class PprofWindows:
         window_end = sent + seconds
         head = b""  # the window's first bytes, held until they make a header
         first_at = sent
+        framing: Framing | None = None  # the window's shape, from its header on
+        after_end = 0  # bytes that came past the window's end
         with trio.CancelScope(deadline=self._deadline(window_end, sent)) as scope:
             try:
                 async with self._client.stream("GET", url, params={"seconds": f"{seconds:g}"}) as response:
@@ -185,6 +188,9 @@ class PprofWindows:
                         raise refused(self.addr, response.status_code, response.reason_phrase, response.headers, body)
                     async for data in response.aiter_raw():
                         now, read_ns = trio.current_time(), time.time_ns()
+                        if now > window_end:
+                            after_end += len(data)
+                            self._check_drain(k, after_end)
                         if not self._started:
                             first_at = now if not head else first_at
                             head += data
@@ -198,6 +204,7 @@ class PprofWindows:
                         self._bytes += len(data)
                         last_byte = now
                         await self._emit_reading(scope, proto.Chunk(self._seq, read_ns, 0, bytes(data)))
+                        framing = self._check_shape(k, framing, data)
                         # Silence is counted from here: while the reader held
                         # us up, the server could not send.
                         last = trio.current_time()
@@ -208,7 +215,40 @@ class PprofWindows:
             raise self._timed_out(k, seconds, window_end, last)
         if not self._started:
             raise not_a_trace(self.addr, "", head)
+        self._check_shape(k, framing, None)
         return last_byte
+
+    def _check_shape(self, k: int, framing: Framing | None, data: bytes | None) -> Framing:
+        """The window's bytes so far (``data`` the newest; None: the window
+        is over) still make a trace, else :class:`TraceFormatError`: a file
+        is complete only if its bytes are whole batches or events."""
+        try:
+            if framing is None:
+                assert data is not None  # the header is in the first data handed over
+                return Framing(data)
+            if data is None:
+                framing.close()
+            else:
+                framing.feed(data)
+        except TraceFormatError as e:
+            raise TraceFormatError(
+                f"{self.addr.trace_url} sent bytes that are not a Go execution trace in pprof window {k} "
+                f"({e}): that window is incomplete"
+            ) from None
+        return framing
+
+    def _check_drain(self, k: int, after_end: int) -> None:
+        """The helper path's cap on what may come after the stop, for a
+        window's end: a server streaming on without ending it (valid trace
+        or not, in one endless HTTP chunk or many) is given up on."""
+        if after_end > STOP_DRAIN_MARGIN:
+            raise PeerTimeoutError(
+                f"{self.addr.trace_url} sent {after_end:,} bytes past the end of pprof window {k} without ending "
+                f"it (more than the {STOP_DRAIN_MARGIN >> 20} MiB a runtime's last buffers take): that window is "
+                "incomplete",
+                bytes_received=self._bytes,
+                chunks_received=self._seq,
+            )
 
     def _broken(self, e: httpx.HTTPError) -> LivetraceError:
         url, k = self.addr.trace_url, self.windows

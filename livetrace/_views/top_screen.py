@@ -17,6 +17,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from livetrace._protocol.text import shown
 from livetrace._views.top import Group, Snapshot, Summary
 
 # Sort keys: key -> (what the column is called, how a group sorts).
@@ -104,9 +105,16 @@ def states_table(snap: Snapshot) -> Table:
     return t
 
 
+def _said(text: str) -> Text:
+    """A name from the trace (a start function, a region, a reason) as a
+    cell: escaped (the traced service's words must not reach the terminal
+    as escape sequences) and plain Text, so rich reads no markup in it."""
+    return Text(shown(text))
+
+
 def _reasons(g: Group) -> str:
     top = sorted(g.blocked.items(), key=lambda kv: -kv[1])[:2]
-    return ", ".join(f"{r or 'unknown'} {duration(ns)}" for r, ns in top)
+    return ", ".join(f"{shown(r) or 'unknown'} {duration(ns)}" for r, ns in top)
 
 
 def goroutines_table(snap: Snapshot, view: View) -> Table:
@@ -121,12 +129,12 @@ def goroutines_table(snap: Snapshot, view: View) -> Table:
         t.add_column(name, justify="left" if col in ("start function", "blocked on") else "right", overflow="fold")
     for g in groups:
         t.add_row(
-            g.name,
+            _said(g.name),
             f"{g.goroutines:,}",
             duration(g.running),
             duration(g.runnable),
             duration(g.blocked_total),
-            _reasons(g),
+            Text(_reasons(g)),  # escaped in _reasons
             duration(g.syscall),
         )
     return t
@@ -139,7 +147,12 @@ def user_table(snap: Snapshot, view: View) -> Table:
     rows = [("task", n, s) for n, s in snap.tasks.items()] + [("region", n, s) for n, s in snap.regions.items()]
     for kind, name, s in sorted(rows, key=lambda r: (-r[2].max, r[1]))[: view.rows]:
         t.add_row(
-            kind, name or "(begun before the trace)", f"{s.count:,}", duration(s.p50), duration(s.p99), duration(s.max)
+            kind,
+            _said(name) if name else "(begun before the trace)",
+            f"{s.count:,}",
+            duration(s.p50),
+            duration(s.p99),
+            duration(s.max),
         )
     return t
 

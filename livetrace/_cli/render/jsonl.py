@@ -12,6 +12,7 @@ from typing import Any
 from livetrace._cli.render.dump import parsed_text
 from livetrace._notice import Notice
 from livetrace._protocol.frames import Gap
+from livetrace._protocol.text import json_safe, shown
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
@@ -177,7 +178,7 @@ def frame_text(stack: list[StackFrame]) -> str:
     if not stack:
         return ""
     f = stack[0]
-    return f"  @ {f.func} {f.file.rsplit('/', 1)[-1]}:{f.line}"
+    return f"  @ {shown(f.func)} {shown(f.file.rsplit('/', 1)[-1])}:{f.line}"
 
 
 PIECE_LINES = 512
@@ -202,7 +203,7 @@ class _GenerationJSON:
     def stack(self, sid: int) -> str:
         s = self.stacks.get(sid)
         if s is None:
-            s = self.stacks[sid] = json.dumps(_frames(stack_frames(self.gen, sid)), ensure_ascii=False)
+            s = self.stacks[sid] = json_safe(json.dumps(_frames(stack_frames(self.gen, sid)), ensure_ascii=False))
         return s
 
     def string(self, sid: int) -> str:
@@ -210,7 +211,7 @@ class _GenerationJSON:
         if s is None:
             assert self.gen is not None
             text = self.gen.strings[sid].decode("utf-8", "replace")
-            s = self.strings[sid] = json.dumps(text, ensure_ascii=False)
+            s = self.strings[sid] = json_safe(json.dumps(text, ensure_ascii=False))
         return s
 
     def miss(self, kind: str, sid: int) -> bytes:
@@ -314,11 +315,11 @@ class JsonlEncoder:
         kind = e.kind
         if kind != Kind.STATE_TRANSITION:
             if kind == Kind.SYNC:
-                return json.dumps(event_dict(e), ensure_ascii=False)
+                return json_safe(json.dumps(event_dict(e), ensure_ascii=False))
             # The stack comes last: splice in its JSON, made once per generation.
             sid = e.stack_id()
             return (
-                json.dumps(event_dict(e, stack=False), ensure_ascii=False)[:-1]
+                json_safe(json.dumps(event_dict(e, stack=False), ensure_ascii=False))[:-1]
                 + f', "stack": {self._stack(sid) if sid else "[]"}}}'
             )
         head = f'{{"kind": "StateTransition", "time_ns": {e.time}, '

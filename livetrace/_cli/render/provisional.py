@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 
 from livetrace._cli.render.jsonl import compiled_pieces, provisional_dict, utf8
+from livetrace._protocol.text import json_safe
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event
@@ -33,7 +34,7 @@ class _Strings:
     def miss(self, kind: str, sid: int) -> bytes:
         assert self.gen is not None and kind == "string"
         text = self.gen.strings[sid].decode("utf-8", "replace")
-        return json.dumps(text, ensure_ascii=False).encode()
+        return json_safe(json.dumps(text, ensure_ascii=False)).encode()
 
 
 class ProvisionalJsonl:
@@ -43,7 +44,7 @@ class ProvisionalJsonl:
     def encode(self, events: Sequence[Event]) -> list[bytes]:
         """Lines (UTF-8) for the events, each ending in a newline, in pieces."""
         if not self._fast or not isinstance(events, EventBatch) or not len(events):
-            return [utf8("".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n" for e in events))]
+            return [utf8("".join(_provisional_line(e) + "\n" for e in events))]
         gen = events.gen
         strings = _Strings(gen)
         base = None if gen is None else gen.wall_base
@@ -52,4 +53,4 @@ class ProvisionalJsonl:
 
 def _provisional_line(e: Event) -> str:
     """The line of an event the core does not write: from its dict."""
-    return json.dumps(provisional_dict(e), ensure_ascii=False)
+    return json_safe(json.dumps(provisional_dict(e), ensure_ascii=False))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from livetrace._cli.render.jsonl import _clean, _frames
+from livetrace._cli.render.jsonl import _clean, _frames, frame_text
+from livetrace._protocol.text import shown
 from livetrace._trace.spans.model import Span
 
 
@@ -65,15 +66,11 @@ def span_text(s: Span, t0: int) -> str:
     parts.append(f"{duration_text(s.duration):>9}")
     if s.proc >= 0 and s.resource.kind != "Proc":
         parts.append(f"on P {s.proc}")
+    # Names and reasons are the traced service's words: escaped, as tail's event lines quote them.
     if s.name:
-        parts.append(s.name)
+        parts.append(shown(s.name))
     if s.reason:
-        parts.append(f"({s.reason})")
+        parts.append(f"({shown(s.reason)})")
     if s.task:
         parts.append(f"task {s.task}")
-    line = " ".join(parts)
-    stack = s.start_stack or s.end_stack
-    if stack:
-        f = stack[0]
-        line += f"  @ {f.func} {f.file.rsplit('/', 1)[-1]}:{f.line}"
-    return line
+    return " ".join(parts) + frame_text(s.start_stack or s.end_stack or [])
