@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import codecs
 import io
+import os
+import pty
 import re
 import subprocess
 import sys
+import tty
 import unicodedata
 from pathlib import Path
 
@@ -232,3 +235,42 @@ def test_no_terminal_writer_passes_a_control_byte(tmp_path: Path) -> None:
             if command == "tail":
                 assert "pwned" in out, (args, out, err)  # the hostile names were shown, escaped
     assert not found, found
+
+
+def _decode_output(trace: Path, dump: str, terminal: bool) -> str:
+    """``livetrace decode`` of the trace, its standard output a terminal (a
+    pty in raw mode, so that the bytes are the command's own) or a pipe."""
+    argv = [sys.executable, "-m", "livetrace", "decode", "--dump", dump, str(trace)]
+    if not terminal:
+        return subprocess.run(argv, capture_output=True, timeout=60, check=True).stdout.decode(
+            "utf-8", "surrogateescape"
+        )
+    controller, terminal_fd = pty.openpty()
+    tty.setraw(terminal_fd)
+    with subprocess.Popen(argv, stdout=terminal_fd, stderr=subprocess.DEVNULL) as proc:
+        os.close(terminal_fd)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(controller, 1 << 16)
+            except OSError:  # EIO: the terminal's other end closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(controller)
+        assert proc.wait(timeout=60) == 0
+    return b"".join(chunks).decode("utf-8", "surrogateescape")
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("dump", ["parsed", "wire"])
+def test_decode_escapes_on_a_terminal_and_stays_gos_in_a_pipe(tmp_path: Path, dump: str) -> None:
+    path = tmp_path / "hostile.trace"
+    path.write_bytes(hostile_trace(tmp_path))
+    piped = _decode_output(path, dump, terminal=False)
+    assert raw_controls(piped)  # Go's dump, byte for byte: the strings as they are
+    shown = _decode_output(path, dump, terminal=True)
+    assert not raw_controls(shown), raw_controls(shown)
+    assert "\\x1b[2J" in shown and "forged line" in shown
+    assert shown.count("\n") == piped.count("\n")  # no line forged, none lost

@@ -93,13 +93,6 @@ def _dump_symbolized(pieces: Iterator[bytes], out: TextIO, binary: Path) -> None
 def dump_legacy(stream: BinaryIO, out: TextIO) -> None:
     """A legacy trace can only be ordered once it is complete: read it all,
     then print (its strings as they are: bytes)."""
-    from livetrace._cli.output import write_bytes
     from livetrace._cli.render.legacy_dump import legacy_dump
 
-    data = b"".join(pieces(stream))
-    try:
-        out.fileno()
-    except (AttributeError, OSError, ValueError):  # not a file: a StringIO in a test, say
-        legacy_dump(data, lambda text: out.write(text.decode("utf-8", "surrogateescape")))
-        return
-    legacy_dump(data, lambda text: write_bytes(out, [text]))
+    legacy_dump(b"".join(pieces(stream)), utf8_sink(out))

@@ -14,19 +14,22 @@ from typing import TextIO, cast
 
 from livetrace._cli.exits import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, say, silence_stdout
 from livetrace._cli.options import connect_options
-from livetrace._cli.output import WholeWriter
+from livetrace._cli.output import TerminalWriter, WholeWriter
 from livetrace._cli.parser import build_parser
 from livetrace._errors import LivetraceError, TraceFormatError
 
 
-def whole_stdout() -> TextIO:
+def whole_stdout(terminal_safe: bool = False) -> TextIO:
     """Standard output as a stream whose writes are never cut short, nor
-    refused by a pipe a parent made non-blocking (see ``WholeWriter``)."""
+    refused by a pipe a parent made non-blocking (see ``WholeWriter``);
+    with ``terminal_safe``, one that escapes controls when it is a terminal
+    (``TerminalWriter``)."""
     try:
         sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # not a file: a StringIO in a test, say
         return sys.stdout
-    return cast(TextIO, WholeWriter(sys.stdout))
+    writer = TerminalWriter if terminal_safe and sys.stdout.isatty() else WholeWriter
+    return cast(TextIO, writer(sys.stdout))
 
 
 def _record(args: argparse.Namespace, err: TextIO) -> int:
@@ -127,11 +130,12 @@ def _decode(args: argparse.Namespace, err: TextIO) -> int:
     from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire
     from livetrace._cli.sources import open_input
 
+    out = whole_stdout(terminal_safe=True)
     with open_input(args.file) as stream:
         if args.dump == "parsed":
-            dump_parsed(stream, whole_stdout(), args.binary)
+            dump_parsed(stream, out, args.binary)
         else:
-            {"wire": dump_wire, "legacy": dump_legacy}[args.dump](stream, whole_stdout())
+            {"wire": dump_wire, "legacy": dump_legacy}[args.dump](stream, out)
     return EXIT_OK
 
 

@@ -9,6 +9,8 @@ import select
 import stat
 from typing import TextIO
 
+from livetrace._protocol.text import terminal_text
+
 try:
     import fcntl
 except ImportError:  # Windows
@@ -97,3 +99,17 @@ class WholeWriter(io.TextIOBase):
             write_bytes(self._out, [data])
         else:
             self.write(data.decode("utf-8", "surrogateescape"))
+
+
+class TerminalWriter(WholeWriter):
+    """A ``WholeWriter`` on a terminal: a trace's strings are the traced
+    service's choice, and an escape sequence among them would act on the
+    operator's terminal. ``decode``'s dumps are Go's bytes for bytes into a
+    file or a pipe, and escaped only here."""
+
+    def write(self, text: str) -> int:
+        super().write(terminal_text(text))
+        return len(text)
+
+    def write_utf8(self, data: bytes) -> None:
+        self.write(data.decode("utf-8", "surrogateescape"))

@@ -8,6 +8,7 @@ string is shown the way ``repr`` shows it, without the quotes.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 MAX_SHOWN = 500  # characters of one peer string shown; the rest is elided
@@ -69,3 +70,20 @@ def _json_escape(ch: str) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000  # JSON writes an astral character as its UTF-16 surrogate pair
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+_NOT_PLAIN = re.compile(r"[^\n\x20-\x7e]")
+
+
+def _terminal_escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    if "\udc80" <= ch <= "\udcff":  # a byte that was not UTF-8 (surrogateescape): C1 on some terminals
+        return f"\\x{ord(ch) - 0xDC00:02x}"
+    return _escape(ch) if _needs_escape(ch) else ch
+
+
+def terminal_text(text: str) -> str:
+    """Whole lines of text bound for a terminal, their new lines kept and
+    every other control, format character, separator or byte that was not
+    UTF-8 written as an escape (backslashes stay: the text's own)."""
+    return _NOT_PLAIN.sub(_terminal_escape, text)
