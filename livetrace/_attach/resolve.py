@@ -110,7 +110,10 @@ async def _address_of(row: ProcessInfo) -> str:
     build = row.build
     assert build is not None
     ports = (
-        f"none of its {len(row.ports)} TCP ports answers /debug/pprof/"
+        f"{row.unprobed} of its {len(row.ports)} TCP ports were not probed (too many ports), and none of the "
+        "others answers /debug/pprof/"
+        if row.unprobed
+        else f"none of its {len(row.ports)} TCP ports answers /debug/pprof/"
         if row.ports
         else "it listens on no TCP port (so serves no /debug/pprof/)"
     )
