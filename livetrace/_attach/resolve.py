@@ -27,6 +27,7 @@ from livetrace._errors import (
     NotGoProcessError,
 )
 from livetrace._protocol.address import FORMS
+from livetrace._protocol.redact import redact
 from livetrace._protocol.text import shown
 
 __all__ = ["PID_PREFIX", "Resolved", "is_process_reference", "resolve_process", "resolve_target"]
@@ -47,7 +48,7 @@ def is_process_reference(text: object) -> TypeGuard[str]:
 def parse_pid(text: str) -> int:
     digits = text[len(PID_PREFIX) :]
     if not digits.isdigit() or int(digits) <= 0:
-        raise ValueError(f"bad address {text!r}: pid:N wants a process id, a positive number")
+        raise ValueError(f"bad address {redact(repr(text))}: pid:N wants a process id, a positive number")
     return int(digits)
 
 

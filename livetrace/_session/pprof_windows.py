@@ -213,7 +213,7 @@ class PprofWindows:
         return last_byte
 
     def _broken(self, e: httpx.HTTPError) -> LivetraceError:
-        url, k = self.addr.trace_url, self.windows
+        url, k = self.addr.shown_trace_url, self.windows
         if self._started:
             return ConnectionLostError(
                 f"the connection to {url} broke in pprof window {k} ({_reason(e)}): that window is incomplete",
@@ -248,7 +248,8 @@ class PprofWindows:
             silent = now - max(last, window_end)
             why = f"sent nothing for {silent:.0f} s past the end of pprof window {k} ({seconds:g} s)"
         return PeerTimeoutError(
-            f"{self.addr.trace_url} {why}: {what} (raise --idle-timeout / --stop-timeout if the service is just slow)",
+            f"{self.addr.shown_trace_url} {why}: {what} "
+            "(raise --idle-timeout / --stop-timeout if the service is just slow)",
             bytes_received=self._bytes,
             chunks_received=self._seq,
         )
@@ -326,7 +327,7 @@ def _info(addr: PprofAddress, first: proto.Chunk, window: float, executable: str
         queue_bytes=0,
         session=0,
         window_ms=round(window * 1000),
-        extra={"url": addr.trace_url, "trace_format": str(fmt)},
+        extra={"url": addr.shown_trace_url, "trace_format": str(fmt)},
     )
 
 
