@@ -112,4 +112,4 @@ async def test_cmdline_lookup_is_small_and_raw(kind: str) -> None:
     assert peak < MAX_PEAK, f"the session held {peak / 2**20:.0f} MiB"
     # Endless: the first few KiB, no more. Compressed: not decoded, so nothing.
     assert executable == ("" if kind == "gzip" else "/srv/" + "A" * 4091)
-    assert took < 1.5, took
+    assert took < 5, took  # generous: a loaded machine
