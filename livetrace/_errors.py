@@ -256,8 +256,9 @@ class BuildInfoError(LivetraceError):
 
     ``reason`` names the kind of failure, one per subclass: "unreadable"
     (the file cannot be opened or mapped), "not-elf", "not-go" (an ELF
-    without Go build information) or "corrupt" (truncated, or an offset,
-    length or varint that does not fit). ``path`` is the file, when one was
+    without Go build information), "corrupt" (truncated, or an offset,
+    length or varint that does not fit) or "too-large" (a count or length
+    past livetrace's caps). ``path`` is the file, when one was
     read."""
 
     reason = "corrupt"
@@ -289,3 +290,11 @@ class CorruptBuildInfoError(BuildInfoError):
     """The ELF or its Go build information is truncated or inconsistent."""
 
     reason = "corrupt"
+
+
+class BuildInfoTooLargeError(CorruptBuildInfoError):
+    """The ELF asks for more reading than livetrace does (more headers, a
+    longer section name or module information than any linker writes): it
+    is left unread rather than let a file another user runs slow `ps` down."""
+
+    reason = "too-large"

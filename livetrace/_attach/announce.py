@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pwd
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,7 +85,7 @@ def read_announcements(directory: Path | None = None) -> AnnounceScan:
             scan.problem = _open_problem(scan.directory, e)
         return scan
     try:
-        scan.problem = _directory_problem(os.fstat(dir_fd))
+        scan.problem = _directory_problem(scan.directory, os.fstat(dir_fd))
         if scan.problem is None:
             for name in sorted(os.listdir(dir_fd)):
                 if name.endswith(SUFFIX) and not name.startswith("."):
@@ -101,15 +102,43 @@ def _open_problem(directory: Path, e: OSError) -> str:
         return "it is a symlink; the helper announces only in a real directory"
     if e.errno == errno.ENOTDIR:
         return "it is not a directory"
+    if e.errno in (errno.EACCES, errno.EPERM):
+        # Most likely made by another user, who keeps it closed to us.
+        try:
+            st = os.lstat(directory)
+        except OSError:
+            pass
+        else:
+            if st.st_uid != os.getuid():
+                return f"cannot open it: {e.strerror or e}; {_not_ours(directory, st.st_uid)}"
     return f"cannot open it: {e.strerror or e}"
 
 
-def _directory_problem(st: os.stat_result) -> str | None:
+def _directory_problem(directory: Path, st: os.stat_result) -> str | None:
     if st.st_uid != os.getuid():
-        return f"it belongs to uid {st.st_uid}, not to this user ({os.getuid()})"
+        return _not_ours(directory, st.st_uid)
     if st.st_mode & PRIVATE_BITS:
         return f"its mode is {stat.S_IMODE(st.st_mode):04o}: other users could write records there (want 0700)"
     return None
+
+
+def _not_ours(directory: Path, owner: int) -> str:
+    """Why another user's directory is not used, and the way out: where the
+    name is predictable (/tmp/livetrace-<uid>), anyone can make it first."""
+    who = "root" if owner == 0 else f"{_user(owner, bare=True)} or root"
+    return (
+        f"it belongs to {_user(owner)}, not to you (uid {os.getuid()}), so helpers do not announce there "
+        f"either; have {who} remove {directory}, or set LIVETRACE_RUNTIME_DIR to a private directory of yours "
+        "(for the services too)"
+    )
+
+
+def _user(uid: int, *, bare: bool = False) -> str:
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+    return name if bare else f"{name} (uid {uid})"
 
 
 def _read_one(dir_fd: int, name: str, scan: AnnounceScan) -> None:

@@ -20,6 +20,7 @@ from livetrace._attach.elf import PF_W, PF_X, PT_LOAD, SHT_NOBITS, Buffer, ElfIm
 from livetrace._attach.modinfo import Module, parse_modinfo
 from livetrace._errors import (
     BuildInfoError,
+    BuildInfoTooLargeError,
     CorruptBuildInfoError,
     NotELFError,
     NotGoBinaryError,
@@ -43,6 +44,15 @@ POINTER_SIZES = {4: "I", 8: "Q"}
 # The module information is wrapped in 16 marker bytes at each end.
 SENTINEL_SIZE = 16
 MAX_VARINT_BYTES = 10
+# The linker puts the header at the start of .go.buildinfo (or of the data
+# segment); Go 1.18 to 1.21's reader looks at the first 64 KiB there, and so
+# do we: a section or segment declared gigabytes long is not searched whole.
+SEARCH_BYTES = 64 * 1024
+# Far above real strings (a version is "go1.x.y" and a few words; module
+# information is about 100 bytes a dependency), and below what would slow
+# `ps` down: the module information is parsed in Python.
+MAX_VERSION_BYTES = 1024
+MAX_MODINFO_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +72,13 @@ def read_build_info(data: Buffer) -> BuildInfo:
     """The build information in an ELF executable's bytes."""
     image = parse_elf(data)
     start, end, vaddr = _search_region(image)
-    at = _find_magic(data, start, end, vaddr)
+    at = _find_magic(data, start, min(end, start + SEARCH_BYTES), vaddr)
     if at + HEADER_SIZE > end:
         raise CorruptBuildInfoError(f"the build information header at offset {at} is cut short by its region's end")
     header = bytes(data[at : at + HEADER_SIZE])
     if header[FLAGS_AT] & FLAG_INLINE_STRINGS:
-        version, after = _inline_string(data, at + HEADER_SIZE, end, "Go version")
-        modinfo, _ = _inline_string(data, after, end, "module information")
+        version, after = _inline_string(data, at + HEADER_SIZE, end, "Go version", MAX_VERSION_BYTES)
+        modinfo, _ = _inline_string(data, after, end, "module information", MAX_MODINFO_BYTES)
     else:
         version, modinfo = _pointed_strings(image, header)
     if not version:
@@ -140,7 +150,7 @@ def _find_magic(data: Buffer, start: int, end: int, vaddr: int) -> int:
     raise NotGoBinaryError("not a Go executable: no Go build information (no aligned '\\xff Go buildinf:' header)")
 
 
-def _inline_string(data: Buffer, at: int, end: int, what: str) -> tuple[bytes, int]:
+def _inline_string(data: Buffer, at: int, end: int, what: str, cap: int) -> tuple[bytes, int]:
     """The varint-prefixed string at offset at, and the offset after it."""
     length = 0
     for i in range(MAX_VARINT_BYTES):
@@ -159,6 +169,7 @@ def _inline_string(data: Buffer, at: int, end: int, what: str) -> tuple[bytes, i
         raise CorruptBuildInfoError(
             f"the {what} at offset {at} is said to be {length} bytes, but only {end - at} remain"
         )
+    _check_size(length, cap, what)
     return bytes(data[at : at + length]), at + length
 
 
@@ -172,18 +183,25 @@ def _pointed_strings(image: ElfImage, header: bytes) -> tuple[bytes, bytes]:
     pointer = struct.Struct(order + POINTER_SIZES[size])
     (version_at,) = pointer.unpack_from(header, POINTERS_AT)
     (modinfo_at,) = pointer.unpack_from(header, POINTERS_AT + size)
-    version = _go_string(image, pointer, version_at, "Go version")
-    return version, _go_string(image, pointer, modinfo_at, "module information")
+    version = _go_string(image, pointer, version_at, "Go version", MAX_VERSION_BYTES)
+    return version, _go_string(image, pointer, modinfo_at, "module information", MAX_MODINFO_BYTES)
 
 
-def _go_string(image: ElfImage, pointer: struct.Struct, at: int, what: str) -> bytes:
+def _go_string(image: ElfImage, pointer: struct.Struct, at: int, what: str, cap: int) -> bytes:
     string_header = image.read(at, 2 * pointer.size, f"the {what}'s string header")
     (data_at,) = pointer.unpack_from(string_header, 0)
     (length,) = pointer.unpack_from(string_header, pointer.size)
     if length == 0:
         # An empty Go string may have no data address at all.
         return b""
-    return image.read(data_at, length, f"the {what}")
+    start, end = image.locate(data_at, length, f"the {what}")
+    _check_size(length, cap, what)
+    return bytes(image.data[start:end])
+
+
+def _check_size(length: int, cap: int, what: str) -> None:
+    if length > cap:
+        raise BuildInfoTooLargeError(f"the {what} is {length} bytes, more than the {cap} livetrace reads")
 
 
 def _strip_sentinels(modinfo: bytes) -> bytes:

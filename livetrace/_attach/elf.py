@@ -4,7 +4,12 @@ headers (to find one section by name). 32- and 64-bit, either byte order.
 
 Every table, name and range is checked against the size of the data before
 it is read, so a hostile file gives a typed error, never an IndexError or a
-struct.error, and no loop runs longer than the file allows.
+struct.error, and no loop runs longer than the file allows. `ps` reads the
+executables of every process, other users' too, so the work a file can ask
+for is also capped, far above what any linker writes: at most MAX_HEADERS
+program and section headers, and no section name is ever copied (a lookup
+compares one name's bytes in place; names are checked to end within
+MAX_SECTION_NAME bytes).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import mmap
 import struct
 from dataclasses import dataclass
 
-from livetrace._errors import CorruptBuildInfoError, NotELFError
+from livetrace._errors import BuildInfoTooLargeError, CorruptBuildInfoError, NotELFError
 
 Buffer = bytes | bytearray | mmap.mmap
 
@@ -33,6 +38,10 @@ SHT_NOBITS = 8
 SHN_UNDEF = 0
 SHN_XINDEX = 0xFFFF
 PN_XNUM = 0xFFFF
+# Linked executables have tens of sections and about ten program headers;
+# section names are a few dozen bytes.
+MAX_HEADERS = 4096
+MAX_SECTION_NAME = 4096
 
 # Field layouts after e_ident, and of one program or section header, per
 # class; the byte-order prefix is added when the file's order is known.
@@ -59,9 +68,10 @@ class Segment:
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """One section header, with its name resolved."""
+    """One section header. ``name_at`` is the file offset of its name, which
+    is known to end (in a NUL) within the section name table."""
 
-    name: bytes
+    name_at: int
     type: int
     addr: int
     offset: int
@@ -77,7 +87,9 @@ class ElfImage:
     sections: tuple[Section, ...]
 
     def section(self, name: bytes) -> Section | None:
-        return next((s for s in self.sections if s.name == name), None)
+        """The first section called name, comparing len(name) + 1 bytes of each."""
+        want = name + b"\0"
+        return next((s for s in self.sections if self.data[s.name_at : s.name_at + len(want)] == want), None)
 
     def file_range(self, offset: int, size: int, what: str) -> tuple[int, int]:
         """[offset, offset + size) after checking it lies in the file."""
@@ -87,9 +99,9 @@ class ElfImage:
             )
         return offset, offset + size
 
-    def read(self, vaddr: int, size: int, what: str) -> bytes:
-        """size bytes at virtual address vaddr, from the loaded segment
-        holding them; a range that leaves its segment is corrupt."""
+    def locate(self, vaddr: int, size: int, what: str) -> tuple[int, int]:
+        """The file range of size bytes at virtual address vaddr, in the
+        loaded segment holding them; a range that leaves its segment is corrupt."""
         for seg in self.segments:
             if seg.type == PT_LOAD and seg.vaddr <= vaddr < seg.vaddr + seg.filesz:
                 if vaddr + size > seg.vaddr + seg.filesz:
@@ -97,9 +109,12 @@ class ElfImage:
                         f"{what} at address {vaddr:#x} ({size} bytes) runs past the end of its segment "
                         f"(which ends at {seg.vaddr + seg.filesz:#x})"
                     )
-                start, end = self.file_range(seg.offset + vaddr - seg.vaddr, size, what)
-                return bytes(self.data[start:end])
+                return self.file_range(seg.offset + vaddr - seg.vaddr, size, what)
         raise CorruptBuildInfoError(f"{what} at address {vaddr:#x} lies in no loaded segment of the file")
+
+    def read(self, vaddr: int, size: int, what: str) -> bytes:
+        start, end = self.locate(vaddr, size, what)
+        return bytes(self.data[start:end])
 
 
 def parse_elf(data: Buffer) -> ElfImage:
@@ -140,6 +155,10 @@ def _table(data: Buffer, entry: struct.Struct, offset: int, entsize: int, count:
     """The offsets of a header table's entries, after checking it fits."""
     if count == 0:
         return range(0)
+    if count > MAX_HEADERS:
+        raise BuildInfoTooLargeError(
+            f"the {what} has {count} entries, more than the {MAX_HEADERS} livetrace reads (linkers write tens)"
+        )
     if entsize < entry.size:
         raise CorruptBuildInfoError(f"the {what} entries are {entsize} bytes, fewer than the {entry.size} they need")
     if offset + entsize * count > len(data):
@@ -197,9 +216,12 @@ def _sections(
             raise CorruptBuildInfoError(
                 f"a section name offset ({f[_SH_NAME]}) lies outside the name table ({names_size} bytes)"
             )
-        end = data.find(b"\0", name_at, names_end)
-        if end < 0:
+        # Bounded: many sections may share one long name.
+        if data.find(b"\0", name_at, min(names_end, name_at + MAX_SECTION_NAME + 1)) < 0:
+            if name_at + MAX_SECTION_NAME < names_end:
+                raise BuildInfoTooLargeError(
+                    f"a section name is longer than the {MAX_SECTION_NAME} bytes livetrace reads"
+                )
             raise CorruptBuildInfoError("a section name runs past the end of the name table")
-        name = bytes(data[name_at:end])
-        out.append(Section(name, f[_SH_TYPE], f[_SH_ADDR], f[_SH_OFFSET], f[_SH_SIZE]))
+        out.append(Section(name_at, f[_SH_TYPE], f[_SH_ADDR], f[_SH_OFFSET], f[_SH_SIZE]))
     return tuple(out)

@@ -17,10 +17,17 @@ __all__ = ["PROBE_TIMEOUT", "listening_ports", "pprof_url", "probe_pprof"]
 # Long enough for a loaded service to answer an index page; short enough
 # that a port that accepts and says nothing does not hold `ps` up.
 PROBE_TIMEOUT = 1.0
-MAX_PARALLEL = 16
+# However many ports there are (`ps` as root sees every user's), the whole
+# probe ends within this; ports not asked by then are reported "not probed".
+PROBE_DEADLINE = 3.0
+MAX_PARALLEL = 32
+# A process's ports asked at most; the rest are "not probed: too many ports".
+MAX_PORTS_PER_PROCESS = 16
 INDEX_PATH = "/debug/pprof/"
-# The index page is a few KiB; a server sending more is not it.
-MAX_INDEX_BYTES = 256 * 1024
+# The index page is a few KiB, and both markers are in its first lines; the
+# answer is read raw (no content decoding: a few bytes of gzip can inflate
+# to gigabytes) and never past this.
+MAX_INDEX_BYTES = 16 * 1024
 # Words net/http/pprof's index page has carried in every Go release.
 INDEX_MARKERS = (b"/debug/pprof/", b"goroutine")
 
@@ -56,40 +63,47 @@ def pprof_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if v6 else f"http://{host}:{port}"
 
 
-async def probe_pprof(candidates: Iterable[tuple[str, int]]) -> dict[tuple[str, int], bool]:
+async def probe_pprof(candidates: Iterable[tuple[str, int]]) -> dict[tuple[str, int], bool | None]:
     """For each (host, port), whether GET /debug/pprof/ there gives
-    net/http/pprof's index page."""
+    net/http/pprof's index page; None for a port not asked before the
+    probe's deadline (so list the ports that matter most first)."""
     targets = list(dict.fromkeys(candidates))
-    results = dict.fromkeys(targets, False)
+    results: dict[tuple[str, int], bool | None] = dict.fromkeys(targets)
     if not targets:
         return results
     limiter = trio.CapacityLimiter(MAX_PARALLEL)
     # trust_env=False: the ports are local; a proxy from the environment
-    # must not see (or answer for) them.
-    async with httpx.AsyncClient(timeout=PROBE_TIMEOUT, trust_env=False, follow_redirects=False) as client:
+    # must not see (or answer for) them. identity: ask for no compression.
+    async with httpx.AsyncClient(
+        timeout=PROBE_TIMEOUT, trust_env=False, follow_redirects=False, headers={"accept-encoding": "identity"}
+    ) as client:
 
         async def one(target: tuple[str, int]) -> None:
             async with limiter:
                 results[target] = await _is_pprof(client, pprof_url(*target) + INDEX_PATH)
 
-        async with open_nursery() as nursery:
-            for target in targets:
-                nursery.start_soon(one, target)
+        with trio.move_on_after(PROBE_DEADLINE):
+            async with open_nursery() as nursery:
+                for target in targets:
+                    nursery.start_soon(one, target)
     return results
 
 
 async def _is_pprof(client: httpx.AsyncClient, url: str) -> bool:
+    body = b""
     try:
-        with trio.move_on_after(PROBE_TIMEOUT * 2):
+        with trio.move_on_after(PROBE_TIMEOUT):
             async with client.stream("GET", url) as response:
                 if response.status_code != httpx.codes.OK:
                     return False
-                body = b""
-                async for data in response.aiter_bytes():
+                if response.headers.get("content-encoding", "identity").lower() != "identity":
+                    return False
+                async for data in response.aiter_raw():
                     body += data
+                    if all(marker in body for marker in INDEX_MARKERS):
+                        return True
                     if len(body) > MAX_INDEX_BYTES:
                         return False
-                return all(marker in body for marker in INDEX_MARKERS)
     except (httpx.HTTPError, OSError):
         return False
     return False

@@ -10,6 +10,7 @@ hides or misbehaves mid-scan becomes a reason on its row, never an exception.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import pwd
 from collections.abc import Callable, Iterable
@@ -23,9 +24,10 @@ import trio
 
 from livetrace._attach.announce import Announcement, AnnounceScan, read_announcements
 from livetrace._attach.buildinfo import BuildInfo, read_build_info_file
-from livetrace._attach.probe import listening_ports, pprof_url, probe_pprof
+from livetrace._attach.probe import MAX_PORTS_PER_PROCESS, listening_ports, pprof_url, probe_pprof
 from livetrace._errors import (
     BuildInfoError,
+    BuildInfoTooLargeError,
     CorruptBuildInfoError,
     NotELFError,
     NotGoBinaryError,
@@ -68,7 +70,8 @@ class Kind(StrEnum):
 class ProcessInfo:
     """One process. ``reason`` says why it is not (known to be) Go; for a Go
     process, ``helper`` is its fresh announce record and ``pprof`` the
-    http://HOST:PORT of a port that answers /debug/pprof/, when they exist."""
+    http://HOST:PORT of a port that answers /debug/pprof/, when they exist;
+    ``unprobed`` counts its ports not asked (too many ports)."""
 
     pid: int
     user: str
@@ -81,6 +84,7 @@ class ProcessInfo:
     helper: Announcement | None = None
     pprof: str | None = None
     ports: list[tuple[str, int]] = field(default_factory=list)
+    unprobed: int = 0
 
     @property
     def attach(self) -> str | None:
@@ -101,6 +105,8 @@ def _exe_reason(e: BuildInfoError, user: str) -> tuple[Kind, str]:
         return Kind.NOT_GO, "not a Go program"
     if isinstance(e, NotELFError):
         return Kind.NOT_GO, "not an ELF executable"
+    if isinstance(e, BuildInfoTooLargeError):
+        return Kind.UNINSPECTABLE, f"not inspected: {e}"
     if isinstance(e, CorruptBuildInfoError):
         return Kind.UNINSPECTABLE, f"its Go build information is corrupt: {e}"
     cause = e.__cause__
@@ -230,8 +236,10 @@ async def survey(pids: Iterable[int] | None = None, *, announce_dir: Path | None
 
 
 async def attach_routes(rows: list[ProcessInfo], records: AnnounceScan) -> None:
-    """Fill in each Go row's helper and pprof address."""
-    candidates: list[tuple[str, int]] = []
+    """Fill in each Go row's helper and pprof address, and how many of its
+    ports went unasked (too many ports: past a process's share, or past
+    the probe's deadline)."""
+    asked: list[list[tuple[str, int]]] = []
     for row in rows:
         if row.kind is not Kind.GO:
             continue
@@ -239,10 +247,13 @@ async def attach_routes(rows: list[ProcessInfo], records: AnnounceScan) -> None:
         helper_port = _tcp_port(row.helper)
         # The helper's own port speaks livetrace, not HTTP.
         row.ports = [p for p in row.ports if p[1] != helper_port]
-        candidates += row.ports
-    answers = await probe_pprof(candidates)
+        asked.append(row.ports[:MAX_PORTS_PER_PROCESS])
+    # Each process's first port, then each one's second, ...: one process
+    # with hundreds of ports cannot use up the deadline for the others.
+    answers = await probe_pprof(p for turn in itertools.zip_longest(*asked) for p in turn if p is not None)
     for row in rows:
         row.pprof = next((pprof_url(*p) for p in row.ports if answers.get(p)), None)
+        row.unprobed = sum(1 for p in row.ports if answers.get(p, None) is None)
 
 
 def _tcp_port(record: Announcement | None) -> int | None:

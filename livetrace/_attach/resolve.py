@@ -27,6 +27,7 @@ from livetrace._errors import (
     NotGoProcessError,
 )
 from livetrace._protocol.address import FORMS
+from livetrace._protocol.redact import redact
 from livetrace._protocol.text import shown
 
 __all__ = ["PID_PREFIX", "Resolved", "is_process_reference", "resolve_process", "resolve_target"]
@@ -47,7 +48,7 @@ def is_process_reference(text: object) -> TypeGuard[str]:
 def parse_pid(text: str) -> int:
     digits = text[len(PID_PREFIX) :]
     if not digits.isdigit() or int(digits) <= 0:
-        raise ValueError(f"bad address {text!r}: pid:N wants a process id, a positive number")
+        raise ValueError(f"bad address {redact(repr(text))}: pid:N wants a process id, a positive number")
     return int(digits)
 
 
@@ -110,7 +111,10 @@ async def _address_of(row: ProcessInfo) -> str:
     build = row.build
     assert build is not None
     ports = (
-        f"none of its {len(row.ports)} TCP ports answers /debug/pprof/"
+        f"{row.unprobed} of its {len(row.ports)} TCP ports were not probed (too many ports), and none of the "
+        "others answers /debug/pprof/"
+        if row.unprobed
+        else f"none of its {len(row.ports)} TCP ports answers /debug/pprof/"
         if row.ports
         else "it listens on no TCP port (so serves no /debug/pprof/)"
     )

@@ -7,11 +7,15 @@ import os
 import sys
 from typing import TextIO
 
+from livetrace._protocol.redact import redact
+
 EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
 
 
 def say(err: TextIO, msg: str) -> None:
-    print(f"livetrace: {msg}", file=err, flush=True)
+    """One line on standard error. Passwords in addresses are redacted here
+    too, whatever layer wrote the message."""
+    print(f"livetrace: {redact(msg)}", file=err, flush=True)
 
 
 def silence_stdout() -> None:

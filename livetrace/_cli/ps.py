@@ -15,6 +15,7 @@ from typing import TextIO
 
 import trio
 
+from livetrace._attach.probe import MAX_PORTS_PER_PROCESS, PROBE_DEADLINE
 from livetrace._attach.processes import (
     FIX,
     HELPER_IMPORT,
@@ -71,7 +72,11 @@ def module_text(row: ProcessInfo) -> str:
 def attach_text(row: ProcessInfo) -> str:
     if row.kind is not Kind.GO:
         return shown(row.reason)
-    return shown(row.attach) if row.attach else NOT_ATTACHABLE
+    if row.attach:
+        return shown(row.attach)
+    if row.unprobed:
+        return f"not probed: too many ports ({row.unprobed} of {len(row.ports)} not asked)"
+    return NOT_ATTACHABLE
 
 
 def _cut(text: str, width: int) -> str:
@@ -149,6 +154,7 @@ def row_json(row: ProcessInfo, now: float) -> dict[str, object]:
         "helper": row.helper.address if row.helper else None,
         "helper_version": row.helper.helper if row.helper else None,
         "pprof": row.pprof,
+        "unprobed_ports": row.unprobed,
         "attach": row.attach,
         "fix": FIX if row.kind is Kind.GO and row.attach is None else None,
     }
@@ -209,5 +215,13 @@ async def ps_command(targets: list[str], *, fmt: str, show_all: bool, out: TextI
             if n
         ]
         say(err, f"left out {left_out.total()} processes: {', '.join(parts)}; --all lists them with the reason")
+    unprobed = [r for r in shown_rows if r.unprobed and r.attach is None]
+    if unprobed:
+        say(
+            err,
+            f"not probed: too many ports: {sum(r.unprobed for r in unprobed)} ports of {len(unprobed)} processes "
+            f"were not asked for /debug/pprof/ (at most {MAX_PORTS_PER_PROCESS} a process, all within "
+            f"{PROBE_DEADLINE:g} s); livetrace ps PID probes one process alone",
+        )
     all_found = all_found and not any(r.reason == NO_SUCH_PROCESS for r in found.processes)
     return EXIT_OK if all_found else EXIT_INCOMPLETE

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from livetrace._protocol.redact import redact
+
 FORMS = "unix:/path, tcp:HOST:PORT, tls:HOST:PORT or HOST:PORT"
 
 
@@ -36,6 +38,6 @@ def parse_address(text: str) -> Address:
                 hostport = ":" + hostport
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"bad address {text!r}: expected {FORMS}")
+        raise ValueError(f"bad address {redact(repr(text))}: expected {FORMS}")
     host = host.strip("[]") or "127.0.0.1"
     return Address(family, host=host, port=int(port))

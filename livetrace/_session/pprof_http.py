@@ -24,6 +24,7 @@ from livetrace._errors import (
     NotPprofEndpointError,
     PprofEndpointError,
 )
+from livetrace._protocol.redact import redact
 from livetrace._protocol.text import shown
 
 HELPER = "net/http/pprof"  # what SessionInfo.helper says of a pprof session
@@ -49,11 +50,17 @@ class PprofAddress:
     base: str  # scheme, host, port and prefix; no trailing slash
 
     def __str__(self) -> str:
-        return self.base
+        """The address as it may be shown: any password redacted."""
+        return redact(self.base)
 
     @property
     def trace_url(self) -> str:
+        """What is asked for, credentials and all: never to be shown."""
         return self.base + TRACE_PATH
+
+    @property
+    def shown_trace_url(self) -> str:
+        return redact(self.trace_url)
 
     @property
     def cmdline_url(self) -> str:
@@ -72,6 +79,7 @@ def parse_pprof_address(text: str) -> PprofAddress:
     u = urllib.parse.urlsplit(text)
     scheme = u.scheme.lower()
     if scheme == "https":
+        text = redact(text)
         raise HTTPTLSError(
             f"{text}: https:// is not supported; net/http/pprof is usually served in plain HTTP on a loopback or "
             "internal port: reach it through a tunnel (ssh -L PORT:HOST:PORT) and give http://127.0.0.1:PORT",
@@ -83,7 +91,8 @@ def parse_pprof_address(text: str) -> PprofAddress:
         port = -1
     if scheme != "http" or not u.hostname or port == -1 or u.query or u.fragment:
         raise ValueError(
-            f"bad address {text!r}: expected http://HOST:PORT, optionally with the path before /debug/pprof/"
+            f"bad address {redact(repr(text))}: expected http://HOST:PORT, optionally with the path before "
+            "/debug/pprof/"
         )
     path = u.path.rstrip("/")
     if PPROF_PATH in path:
@@ -95,7 +104,7 @@ def refused(addr: PprofAddress, status: int, reason: str, headers: Mapping[str, 
     """The typed error for an answer other than a trace: ``status`` and
     ``reason`` of the HTTP status line, the headers (lower-case names) and
     the first bytes of the body."""
-    url = addr.trace_url
+    url = addr.shown_trace_url
     text = body.decode("utf-8", "replace").strip()
     line = shown(text.splitlines()[0] if text else "", 200)
     said = f"{status} {shown(reason, 60)}".rstrip() + (f" ({line})" if line else "")
@@ -141,8 +150,8 @@ def not_a_trace(addr: PprofAddress, content_type: str, first: bytes) -> NotPprof
     what = shown(content_type, 80) or "no content type"
     start = shown(first[:40].decode("latin-1"), 60)
     return NotPprofEndpointError(
-        f"not a net/http/pprof endpoint: {addr.trace_url} answered 200 with {what}, not a Go execution "
+        f"not a net/http/pprof endpoint: {addr.shown_trace_url} answered 200 with {what}, not a Go execution "
         f"trace (it begins {start!r})",
-        url=addr.trace_url,
+        url=addr.shown_trace_url,
         status=HTTP_OK,
     )

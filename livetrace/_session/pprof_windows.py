@@ -58,6 +58,8 @@ from livetrace._version import __version__
 LEAST_REMAINDER = 0.01
 FRAME_BUFFER = 16  # frames read ahead of the session's reader
 CMDLINE_TIMEOUT = 2.0
+# argv[0] is a path: a few hundred bytes at most.
+CMDLINE_BYTES = 4096
 
 Item = Frame | proto.End | LivetraceError
 
@@ -251,7 +253,7 @@ class PprofWindows:
             )
 
     def _broken(self, e: httpx.HTTPError) -> LivetraceError:
-        url, k = self.addr.trace_url, self.windows
+        url, k = self.addr.shown_trace_url, self.windows
         if self._started:
             return ConnectionLostError(
                 f"the connection to {url} broke in pprof window {k} ({_reason(e)}): that window is incomplete",
@@ -286,7 +288,8 @@ class PprofWindows:
             silent = now - max(last, window_end)
             why = f"sent nothing for {silent:.0f} s past the end of pprof window {k} ({seconds:g} s)"
         return PeerTimeoutError(
-            f"{self.addr.trace_url} {why}: {what} (raise --idle-timeout / --stop-timeout if the service is just slow)",
+            f"{self.addr.shown_trace_url} {why}: {what} "
+            "(raise --idle-timeout / --stop-timeout if the service is just slow)",
             bytes_received=self._bytes,
             chunks_received=self._seq,
         )
@@ -364,17 +367,31 @@ def _info(addr: PprofAddress, first: proto.Chunk, window: float, executable: str
         queue_bytes=0,
         session=0,
         window_ms=round(window * 1000),
-        extra={"url": addr.trace_url, "trace_format": str(fmt)},
+        extra={"url": addr.shown_trace_url, "trace_format": str(fmt)},
     )
 
 
 async def _executable(client: httpx.AsyncClient, addr: PprofAddress) -> str:
-    """The service's argv[0], from /debug/pprof/cmdline; "" if it does not say."""
-    with trio.move_on_after(CMDLINE_TIMEOUT):
+    """The service's argv[0], from /debug/pprof/cmdline; "" if it does not
+    say. Read raw (a compressed answer is not one net/http/pprof gives, and
+    a few bytes of gzip can inflate to gigabytes) and no further than
+    CMDLINE_BYTES."""
+    body = b""
+    with trio.move_on_after(CMDLINE_TIMEOUT) as scope:
         try:
-            response = await client.get(addr.cmdline_url)
+            async with client.stream("GET", addr.cmdline_url) as response:
+                if (
+                    response.status_code != HTTP_OK
+                    or not response.headers.get("content-type", "").startswith("text/plain")
+                    or response.headers.get("content-encoding", "identity").lower() != "identity"
+                ):
+                    return ""
+                async for data in response.aiter_raw():
+                    body += data
+                    if b"\0" in body or len(body) >= CMDLINE_BYTES:
+                        break
         except httpx.HTTPError:
             return ""
-        if response.status_code == HTTP_OK and response.headers.get("content-type", "").startswith("text/plain"):
-            return response.content.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
-    return ""
+    if scope.cancelled_caught:
+        return ""
+    return body[:CMDLINE_BYTES].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
