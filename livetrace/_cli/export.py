@@ -10,7 +10,7 @@ import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._cli.sources import is_file_source, open_input
-from livetrace._files import decode_batches
+from livetrace._files import decode_batches, is_trace_gap
 from livetrace._outfile import write_output
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
@@ -26,6 +26,8 @@ def file_timeline(source: str) -> Timeline:
             if isinstance(item, EventBatch):
                 collector.feed_events(item)
                 collector.feed_spans(spans.feed(item))
+            elif is_trace_gap(item):  # one trace of a stream ended: its open spans end there
+                collector.feed_spans(spans.close())
     collector.feed_spans(spans.close())
     return collector.timeline()
 

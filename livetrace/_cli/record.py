@@ -10,6 +10,7 @@ import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, is_pprof, platform, say, until_done, window_seconds
 from livetrace._cli.progress import format_bytes, show_progress
+from livetrace._outfile import is_stream
 from livetrace._protocol import text as peer
 from livetrace._protocol.frames import Gap, WindowGap
 from livetrace._session.pprof_http import is_pprof_address
@@ -76,11 +77,16 @@ async def record_command(
             f"recording {about(info)}{platform(info)}) "
             f"to {out}" + (f" for {duration:g} s" if duration else "; Ctrl-C stops"),
         )
+        where = (
+            f"one after another to {'standard output' if str(out) == '-' else out} (livetrace decode reads them so)"
+            if is_stream(out)
+            else f"in a file of its own ({out}, then {segment_path(out, 2)}, ...)"
+        )
         if is_pprof(info):
             say(
                 err,
-                f"pprof windows of {window_seconds(info):g} s back to back, each a complete trace in a file of "
-                f"its own ({out}, then {segment_path(out, 2)}, ...); nothing is traced between two windows",
+                f"pprof windows of {window_seconds(info):g} s back to back, each a complete trace, written {where}; "
+                "nothing is traced between two windows",
             )
         elif segment and not info.segment_ms:
             say(
@@ -92,7 +98,7 @@ async def record_command(
             say(
                 err,
                 f"segment mode: the trace restarts every {info.segment_ms / 1000:g} s; each segment is "
-                "a complete trace in a file of its own",
+                f"a complete trace, written {where}",
             )
 
         def on_gap(gap: Gap, continued: Path | None) -> None:
