@@ -12,6 +12,7 @@ from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._cli.sources import is_file_source, open_input
 from livetrace._files import decode_batches, is_trace_gap
 from livetrace._outfile import write_output
+from livetrace._plural import plural
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
@@ -78,5 +79,9 @@ def export_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
     size = write_output(args.output, encode_timeline(timeline))
     slices = sum(map(len, timeline.tracks))
     where = "standard output" if str(args.output) == "-" else str(args.output)
-    say(err, f"wrote {where}: {len(timeline.tracks)} tracks, {slices:,} slices and instants, {size:,} bytes")
+    say(
+        err,
+        f"wrote {where}: {plural(len(timeline.tracks), 'track')}, {slices:,} slices and instants, "
+        f"{plural(size, 'byte')}",
+    )
     return EXIT_OK if complete else EXIT_INCOMPLETE

@@ -27,6 +27,7 @@ from livetrace._attach.processes import (
 )
 from livetrace._attach.resolve import PID_PREFIX, parse_pid
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, say
+from livetrace._plural import plural
 from livetrace._protocol.text import shown
 
 HEADERS = ("PID", "USER", "COMMAND", "GO", "MODULE", "UPTIME", "ATTACH")
@@ -208,6 +209,10 @@ async def ps_command(targets: list[str], *, fmt: str, show_all: bool, out: TextI
             )
             if n
         ]
-        say(err, f"left out {left_out.total()} processes: {', '.join(parts)}; --all lists them with the reason")
+        say(
+            err,
+            f"left out {plural(left_out.total(), 'process', 'processes')}: {', '.join(parts)}; "
+            "--all lists them with the reason",
+        )
     all_found = all_found and not any(r.reason == NO_SUCH_PROCESS for r in found.processes)
     return EXIT_OK if all_found else EXIT_INCOMPLETE
