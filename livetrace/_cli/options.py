@@ -74,13 +74,19 @@ def megabytes_option(text: str) -> int:
     return int(v * (1 << 20))
 
 
-def session_arguments(p: argparse.ArgumentParser) -> None:
+def session_arguments(p: argparse.ArgumentParser, *, files: bool = False) -> None:
+    """``files``: the command also reads a trace file (SOURCE) instead of a live service."""
+    service = (
+        "where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, HOST:PORT), the "
+        "http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: pid:N, or NAME, an "
+        "executable's name that matches exactly one process (see livetrace ps)"
+    )
     p.add_argument(
         "address",
-        metavar="ADDRESS",
-        help="the service: where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, "
-        "HOST:PORT), the http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: "
-        "pid:N, or NAME, an executable's name that matches exactly one process (see livetrace ps)",
+        metavar="SOURCE" if files else "ADDRESS",
+        help=f"a trace file (- for standard input), or a live service: {service}"
+        if files
+        else f"the service: {service}",
     )
     p.add_argument(
         "-d", "--duration", type=duration_option, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)"
