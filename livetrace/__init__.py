@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from livetrace._flight.recorder import FlightRecorder, FlightState
     from livetrace._flight.triggers import Trigger, TriggerError, parse_trigger
     from livetrace._protocol.address import Address, parse_address
-    from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo, WindowEnd, WindowGap
+    from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo, TraceGap, WindowEnd, WindowGap
     from livetrace._session.recording import Recorder, Recording, record
     from livetrace._session.session import Counters, Limits, Session, connect
     from livetrace._session.subscribers import SubscriberGap, Subscription
@@ -114,6 +114,7 @@ _LAZY: dict[str, str] = {
     "SessionInfo": "livetrace._protocol.frames",
     "WindowEnd": "livetrace._protocol.frames",
     "WindowGap": "livetrace._protocol.frames",
+    "TraceGap": "livetrace._protocol.frames",
     "Recorder": "livetrace._session.recording",
     "Recording": "livetrace._session.recording",
     "record": "livetrace._session.recording",
@@ -238,6 +239,7 @@ __all__ = [
     "Tables",
     "TraceDecoder",
     "TraceFormatError",
+    "TraceGap",
     "Trigger",
     "TriggerError",
     "TruncatedTraceError",

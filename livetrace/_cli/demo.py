@@ -14,6 +14,7 @@ from livetrace._cli.render.jsonl import text_line
 from livetrace._cli.top import top_once
 from livetrace._go.demo import run_demo
 from livetrace._go.toolchain import build_demo, find_go, go_version
+from livetrace._plural import plural
 from livetrace._protocol.frames import Gap
 from livetrace._session.session import connect
 from livetrace._trace.legacy.live import SegmentGap
@@ -55,7 +56,7 @@ async def demo_tail(address: str, seconds: float, out: TextIO) -> None:
         def summary() -> None:
             if counts:
                 top = ", ".join(f"{KIND_NAMES[k]} {n:,}" for k, n in counts.most_common(4))
-                print(f"  ... {counts.total():,} events in this generation: {top}", file=out, flush=True)
+                print(f"  ... {plural(counts.total(), 'event')} in this generation: {top}", file=out, flush=True)
 
         async for item in session.event_batches():
             if not isinstance(item, EventBatch):

@@ -28,6 +28,7 @@ from livetrace._errors import (
 from livetrace._flight.dump import Dump, Firing
 from livetrace._flight.recorder import FlightRecorder, FlightState
 from livetrace._flight.triggers import Trigger, TriggerError, format_size, parse_trigger
+from livetrace._plural import plural
 from livetrace._protocol import text as peer
 from livetrace._session.nursery import open_nursery
 from livetrace._session.pprof_http import is_pprof_address
@@ -71,14 +72,14 @@ def status_text(run: _Run, elapsed: float) -> str:
     r = run.recorder
     st = run.state
     if r is None:
-        return f"{elapsed:6.0f} s  not attached; fired {st.fired}, {len(st.dumps)} dumps"
+        return f"{elapsed:6.0f} s  not attached; fired {st.fired}, {plural(len(st.dumps), 'dump')}"
     ring = r.ring
     return (
         f"{elapsed:6.0f} s  kept {ring.window_ns / 1e9:4.1f} s, {format_size(ring.size)} in {len(ring.units)} "
         f"{ring.layout.value}"
         f"  fired {st.fired}"
         + (f" ({st.suppressed} in cooldown)" if st.suppressed else "")
-        + f", {len(st.dumps)} dumps"
+        + f", {plural(len(st.dumps), 'dump')}"
         + (f", {r.pending} pending" if r.pending else "")
     )
 
@@ -131,8 +132,8 @@ async def flight_command(args: argparse.Namespace, err: TextIO, **limits: Any) -
             code = await _attach_loop(run, args, triggers, err, limits)
         nursery.cancel_scope.cancel()
     st = run.state
-    removed = f", {st.removed} old files removed" if st.removed else ""
-    say(err, f"stopped: {st.fired} triggers fired, {len(st.dumps)} dumps written{removed}")
+    removed = f", {plural(st.removed, 'old file')} removed" if st.removed else ""
+    say(err, f"stopped: {plural(st.fired, 'trigger')} fired, {plural(len(st.dumps), 'dump')} written{removed}")
     return code
 
 

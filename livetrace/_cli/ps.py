@@ -28,6 +28,7 @@ from livetrace._attach.processes import (
 )
 from livetrace._attach.resolve import PID_PREFIX, parse_pid
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, say
+from livetrace._plural import plural
 from livetrace._protocol.text import shown
 
 HEADERS = ("PID", "USER", "COMMAND", "GO", "MODULE", "UPTIME", "ATTACH")
@@ -214,12 +215,17 @@ async def ps_command(targets: list[str], *, fmt: str, show_all: bool, out: TextI
             )
             if n
         ]
-        say(err, f"left out {left_out.total()} processes: {', '.join(parts)}; --all lists them with the reason")
+        say(
+            err,
+            f"left out {plural(left_out.total(), 'process', 'processes')}: {', '.join(parts)}; "
+            "--all lists them with the reason",
+        )
     unprobed = [r for r in shown_rows if r.unprobed and r.attach is None]
     if unprobed:
         say(
             err,
-            f"not probed: too many ports: {sum(r.unprobed for r in unprobed)} ports of {len(unprobed)} processes "
+            f"not probed: too many ports: {plural(sum(r.unprobed for r in unprobed), 'port')} of "
+            f"{plural(len(unprobed), 'process', 'processes')} "
             f"were not asked for /debug/pprof/ (at most {MAX_PORTS_PER_PROCESS} a process, all within "
             f"{PROBE_DEADLINE:g} s); livetrace ps PID probes one process alone",
         )

@@ -153,6 +153,25 @@ class WindowGap(Gap):
 
 
 @dataclass(frozen=True)
+class TraceGap(WindowGap):
+    """Between two traces of a stream that holds complete traces one after
+    another (a file, or what ``livetrace record -o -`` writes for a pprof
+    session's windows): ``window`` is the number of the trace before it,
+    from 1. Where ``measured``, ``seconds`` is the time from its last event
+    to the next trace's first by their own clock, which Go 1.22+ traces of
+    one machine share; a legacy trace's times count from its own start."""
+
+    measured: bool = False
+
+    @property
+    def message(self) -> str:
+        pair = f"traces {self.window} and {self.window + 1} of the stream"
+        if self.measured:
+            return f"no trace for {self.seconds * 1e3:.1f} ms between {pair} (by their clocks)"
+        return f"nothing traced between {pair}, for a time their clocks do not tell"
+
+
+@dataclass(frozen=True)
 class WindowEnd(SegmentEnd):
     """A window of a net/http/pprof session is over and complete: its trace
     ended with the response (``segment`` is the window's number, from 1;

@@ -33,6 +33,7 @@ import trio
 
 from livetrace._errors import LimitExceededError, LivetraceError
 from livetrace._notice import Notice
+from livetrace._plural import plural
 from livetrace._protocol import frames as proto
 from livetrace._session.live import Item, LiveDecoder
 from livetrace._session.nursery import open_nursery
@@ -71,7 +72,8 @@ class SubscriberGap(Notice):
     def message(self) -> str:
         where = "" if self.first_generation is None else f" from generation {self.first_generation}"
         when = "" if self.first_time is None else f" (time {self.first_time})"
-        return f"subscriber fell behind: lost {self.batches:,} batches, {self.events:,} events{where}{when}"
+        lost = f"{plural(self.batches, 'batch', 'batches')}, {plural(self.events, 'event')}"
+        return f"subscriber fell behind: lost {lost}{where}{when}"
 
 
 class _Loss:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, overload
 
 from livetrace._notice import Notice
+from livetrace._plural import plural
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
 from livetrace._trace.legacy.fast import BUILTIN, exact_stream
@@ -88,7 +89,7 @@ class SymbolsResolved(Notice):
         est = self.estimated_ticks_per_sec
         off = f", estimate {100 * (est / self.ticks_per_sec - 1):+.4f}%" if est else ""
         return (
-            f"footer: symbols resolved, {self.events:,} exact events, {self.stacks:,} stacks, "
+            f"footer: symbols resolved, {plural(self.events, 'exact event')}, {plural(self.stacks, 'stack')}, "
             f"{self.ticks_per_sec:,} ticks/s{off}"
         )
 
