@@ -91,13 +91,14 @@ async def test_cooldown_0_with_triggers_firing_all_the_time(tmp_path: Path) -> N
     text = err.text()
     assert proc.returncode == 0, text
     assert took < 15, text  # a loaded 2-core machine: a few seconds is the aim
+    infos = dumps_in(out)
+    assert text.count("livetrace: wrote ") == len(infos)  # every dump said written is there: none overwritten
+    assert len(infos) <= 40  # one dump at a time, each 0.5 s of tail and more
     m = SUMMARY.search(text)
     assert m is not None, text
     fired, started, joined, written = int(m[1]), int(m[2]), int(m[3] or 0), int(m[4])
-    assert joined > started and written <= started <= 40  # one dump at a time, each 0.5 s of tail and more
-    infos = dumps_in(out)
-    assert len(infos) == written and sum(i["joined"] for i in infos) <= joined < fired
-    assert text.count("livetrace: wrote ") == written
+    assert joined > started and written == len(infos) <= started
+    assert sum(i["joined"] for i in infos) <= joined < fired
     go_tool_trace("1.26", out / infos[-1]["traces"][0])
 
 
