@@ -4,9 +4,7 @@ Plain blocking file I/O, run off the event path (the recorder calls it in
 a worker thread). Every file is written under a temporary name in the
 output directory and renamed into place when whole, so that a stop, a
 crash or a full disk never leaves a partial dump under a final name; the
-JSON goes last, so a JSON file means its traces are there, and a dump that
-fails part way removes the traces it had written. A dump's files share one
-stem that no file in the directory has yet: a dump never overwrites another.
+JSON goes last, so a JSON file means its traces are there.
 """
 
 from __future__ import annotations
@@ -17,9 +15,8 @@ import json
 import os
 import re
 import tempfile
-import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,7 +87,7 @@ class Dump:
 def unique_stem(out_dir: Path, firing: Firing) -> str:
     """:func:`stem`, or with ``_2``, ``_3``, ... where the directory already
     has a file of that stem (or a temporary one of it)."""
-    names = os.listdir(out_dir)
+    names = [p.name for p in out_dir.iterdir()]
 
     def free(s: str) -> bool:
         return not any(n.startswith((s + ".", "." + s + ".")) for n in names)
@@ -246,14 +243,14 @@ def _write_atomic(path: Path, parts: Iterable[bytes]) -> None:
         raise
 
 
-def _until(parts: Iterable[bytes], stop: threading.Event | None) -> Iterator[bytes]:
+def _until(parts: Iterable[bytes], stop: Callable[[], bool] | None) -> Iterator[bytes]:
     for p in parts:
-        if stop is not None and stop.is_set():
+        if stop is not None and stop():
             raise DumpAbandoned
         yield p
 
 
-def _write(path: Path, parts: Iterable[bytes], stop: threading.Event | None) -> None:
+def _write(path: Path, parts: Iterable[bytes], stop: Callable[[], bool] | None) -> None:
     try:
         _write_atomic(path, _until(parts, stop))
     except OSError as e:
@@ -268,12 +265,14 @@ def write_dump(
     tail_cut: bool,
     joined: Sequence[Firing] = (),
     joined_count: int = 0,
-    stop: threading.Event | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Dump:
     """Write the snapshot's traces and the JSON beside them; see the module's
-    docstring. ``joined`` are firings that joined this dump (``joined_count``
-    of them in all). Raises :class:`DumpWriteError` if a file cannot be
-    written, and :class:`DumpAbandoned` once ``stop`` is set."""
+    docstring. The files share a stem no file in out_dir has yet (a dump
+    never overwrites another), and a dump that fails part way removes the
+    traces it had written. ``joined`` are firings that joined this dump
+    (``joined_count`` of them in all). Raises :class:`DumpWriteError` if a
+    file cannot be written, and :class:`DumpAbandoned` once ``stop()`` is true."""
     try:
         base = unique_stem(out_dir, firing)
     except OSError as e:

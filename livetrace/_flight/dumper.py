@@ -251,7 +251,7 @@ class Dumper:
                     tail_cut,
                     list(p.joined),
                     p.joined_count,
-                    self._stop,
+                    self._stop.is_set,
                 )
             except DumpWriteError as e:
                 full = e.errno in DISK_FULL
