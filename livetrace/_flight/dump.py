@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from livetrace._errors import LivetraceError
 from livetrace._flight.ring import Snapshot
 from livetrace._flight.triggers import Trigger
 from livetrace._trace.model.events import Event, StackFrame
@@ -36,13 +37,13 @@ JOINED_LISTED = 100
 
 class DumpWriteError(Exception):
     """A dump could not be written: ``path`` is the file (or directory) that
-    failed, ``errno`` and ``strerror`` the system's error. Nothing of the
-    dump is left under a final name."""
+    failed, ``errno`` and ``strerror`` the system's error (or the writer's
+    own, with errno None). Nothing of the dump is left under a final name."""
 
-    def __init__(self, path: Path, error: OSError) -> None:
+    def __init__(self, path: Path, error: OSError | LivetraceError) -> None:
         self.path = path
-        self.errno = error.errno
-        self.strerror = error.strerror or str(error)
+        self.errno = error.errno if isinstance(error, OSError) else None
+        self.strerror = (error.strerror if isinstance(error, OSError) else None) or str(error)
         super().__init__(f"{path}: {self.strerror}")
 
 
@@ -253,7 +254,7 @@ def _until(parts: Iterable[bytes], stop: Callable[[], bool] | None) -> Iterator[
 def _write(path: Path, parts: Iterable[bytes], stop: Callable[[], bool] | None) -> None:
     try:
         _write_atomic(path, _until(parts, stop))
-    except OSError as e:
+    except (OSError, LivetraceError) as e:
         raise DumpWriteError(path, e) from e
 
 
