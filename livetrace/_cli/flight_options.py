@@ -105,7 +105,7 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None
         type=_seconds,
         default=10.0,
         metavar="TIME",
-        help="after a trigger fires, ignore triggers this long (default 10s)",
+        help="after a dump starts, ignore triggers this long (those while it is pending join it) (default 10s)",
     )
     p.add_argument(
         "--max-files",
