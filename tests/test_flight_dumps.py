@@ -25,12 +25,12 @@ import trio.testing
 
 from livetrace._cli.flight import summary
 from livetrace._errors import OutputPathError
-from livetrace._plural import plural
 from livetrace._flight.dump import DUMP_NAME, Dump, Firing, now_ns, stem, write_dump
 from livetrace._flight.dumper import FINISH_WITHIN, FIRST_RETRY, DumpFailure
 from livetrace._flight.recorder import FlightRecorder
 from livetrace._flight.ring import FlightRing, Layout
 from livetrace._flight.triggers import parse_trigger
+from livetrace._plural import plural
 from livetrace._protocol.address import parse_address
 from livetrace._protocol.frames import Chunk, End, SessionInfo
 from livetrace._session.session import Frame, Session

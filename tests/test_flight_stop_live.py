@@ -22,7 +22,8 @@ from .test_flight_dumps import fill, tmpfs
 
 WAIT = 60.0
 SUMMARY = re.compile(
-    r"livetrace: stopped: ([\d,]+) triggers? fired \((\d+) started a dump(?:, (\d+) joined one)?(?:, \d+ in cooldown)?\); "
+    r"livetrace: stopped: ([\d,]+) triggers? fired "
+    r"\((\d+) started a dump(?:, (\d+) joined one)?(?:, \d+ in cooldown)?\); "
     r"([\d,]+) dumps? written"
 )
 
