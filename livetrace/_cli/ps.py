@@ -121,9 +121,9 @@ def table_lines(rows: list[ProcessInfo], now: float, width: int) -> list[str]:
                 line[command] = shown(" ".join([os.path.basename(row.command[0]), *row.command[1:]]))
         widths[command] = max([len(HEADERS[command])] + [len(c[command]) for c in cells])
     if widths[command] + widths[module] > room:
-        # Both give way, each in proportion to its length.
-        share = round(room * widths[module] / (widths[command] + widths[module]))
-        widths[module] = min(widths[module], max(MIN_FLEX, share))
+        # The module, which names the service, is served first; the command
+        # line keeps what is left, at least MIN_FLEX, as does a module cut short.
+        widths[module] = min(widths[module], max(MIN_FLEX, room - MIN_FLEX))
         widths[command] = min(widths[command], max(MIN_FLEX, room - widths[module]))
     lines = []
     for line in [list(HEADERS), *cells]:
