@@ -39,7 +39,7 @@ Totals = dict[tuple[int, ...], tuple[int, int]]  # stack PCs -> (count, ns)
 
 _GOROUTINE_STATES = frozenset({SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL})
 _FOREVER = b"forever"
-REASON_COUNTS, REASON_FOREVER = 1, 2  # the bits of a _ReasonMask entry (csrc/pprof.c's)
+REASON_COUNTS, REASON_FOREVER = 1, 2  # the bits of a _ReasonMask entry (_ccore/views/pprof.c's)
 
 
 def _sync(reason: bytes) -> bool:

@@ -2,7 +2,7 @@
 :class:`EventBatch`, of ``-d=wire`` for a run of frames, in one piece
 (UTF-8 bytes from the compiled core, written out as they are).
 
-On the compiled core the lines are written from the columns (csrc/dump.c);
+On the compiled core the lines are written from the columns (_ccore/render/dump.c);
 what is rare or needs Unicode tables comes from the reference formatters
 (dump.py's parsed_text and go_quote): a generation's quoted strings and
 stack texts, made once per id, and the lines of rare kinds. On the twin

@@ -1,0 +1,24 @@
+/* The span layer, compiled: livetrace._trace._ccore.SpanCore (the twin of
+ * _trace/spans/twin.py: one pass over an EventBatch's columns, open spans kept per
+ * goroutine and task across batches, spans out as columns) and
+ * span_select (the twin of _trace/spans/select.py's select_rows). */
+
+#ifndef LIVETRACE_SPANS_H
+#define LIVETRACE_SPANS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* The span model's numbers, as _trace/spans/model.py has them: span kinds,
+ * resource kinds and flags (the span core writes them, the selector and
+ * the profiles' counter read them). */
+enum { K_RUNNING, K_RUNNABLE, K_BLOCKED, K_SYSCALL, K_GC, K_STW, K_MARK_ASSIST, K_REGION, K_TASK, N_SPAN_KINDS };
+enum { RES_NONE, RES_GOROUTINE, RES_PROC };
+enum { CLIPPED_START = 1, CLIPPED_END = 2 };
+
+/* Adds SpanCore and span_select to the module: 0, or -1 with an exception. */
+int spans_register(PyObject *module);
+/* Adds span_select and span_take (spans_select.c): 0, or -1 with an exception. */
+int span_select_register(PyObject *module);
+
+#endif
