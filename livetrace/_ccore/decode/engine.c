@@ -33,12 +33,12 @@ int check_ids(Engine *e, int code, const u64 *a) {
     return 0;
 }
 
-const int GO_STATUS_STATE[GO_STATUS_COUNT] = {GS_UNDETERMINED, GS_RUNNABLE, GS_RUNNING, GS_SYSCALL, GS_WAITING};
-const int PROC_STATUS_STATE[PROC_STATUS_COUNT] = {PS_UNDETERMINED, PS_RUNNING, PS_IDLE, PS_RUNNING, PS_IDLE};
-const char *const GO_STATUS_NAMES[GO_STATUS_COUNT] = {"Bad", "Runnable", "Running", "Syscall", "Waiting"};
-const char *const PROC_STATUS_NAMES[PROC_STATUS_COUNT] = {"Bad", "Running", "Idle", "Syscall", "SyscallAbandoned"};
-const char *const GS_NAMES[GS_COUNT] = {"Undetermined", "NotExist", "Runnable", "Running", "Waiting", "Syscall"};
-const char *const PS_NAMES[PS_COUNT] = {"Undetermined", "NotExist", "Running", "Idle"};
+const int GO_STATUS_STATE[GO_STATUS_COUNT] = GO_STATUS_STATE_INIT;
+const int PROC_STATUS_STATE[PROC_STATUS_COUNT] = PROC_STATUS_STATE_INIT;
+const char *const GO_STATUS_NAMES[GO_STATUS_COUNT] = GO_STATUS_NAMES_INIT;
+const char *const PROC_STATUS_NAMES[PROC_STATUS_COUNT] = PROC_STATUS_NAMES_INIT;
+const char *const GS_NAMES[GS_COUNT] = GS_NAMES_INIT;
+const char *const PS_NAMES[PS_COUNT] = PS_NAMES_INIT;
 
 int fail(Engine *e, int kind, i64 offset, const char *fmt, ...) {
     if (e->err)

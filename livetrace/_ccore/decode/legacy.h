@@ -26,11 +26,8 @@
 #define U64MAX UINT64_MAX
 #define MAX_STRING 1000000 /* bytes; 1 << 24 would not fit a string's place in str_at */
 
-/* builtin string ids, in the order _trace/legacy/fast.py hands them over */
-enum {
-    B_FOREVER, B_SLEEP, B_EMPTY, B_SEND, B_RECV, B_SELECT, B_SYNC, B_COND, B_NETWORK, B_ASSIST, B_GOSCHED,
-    B_PREEMPTED, B_STW0, B_COUNT = B_STW0 + 17 /* Go 1.21's stop-the-world reasons */
-};
+/* The builtin strings' ids (B_GO_STOP, ..., B_STW0, B_COUNT) are in
+ * generated.h, in the order _trace/legacy/fast.py hands them over. */
 
 /* A UserRegion event's mode argument. */
 enum { REGION_START, REGION_END };

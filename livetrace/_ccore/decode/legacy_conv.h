@@ -49,10 +49,12 @@ typedef struct {
 
 /* Why an event of type t stops or blocks its goroutine: its builtin string. */
 static const u8 CONV_WHY[LEV_COUNT] = {
-    [LEV_GO_SCHED] = B_GOSCHED,       [LEV_GO_PREEMPT] = B_PREEMPTED,    [LEV_GO_STOP] = B_FOREVER,
-    [LEV_GO_SLEEP] = B_SLEEP,         [LEV_GO_BLOCK] = B_EMPTY,          [LEV_GO_BLOCK_SEND] = B_SEND,
-    [LEV_GO_BLOCK_RECV] = B_RECV,     [LEV_GO_BLOCK_SELECT] = B_SELECT,  [LEV_GO_BLOCK_SYNC] = B_SYNC,
-    [LEV_GO_BLOCK_COND] = B_COND,     [LEV_GO_BLOCK_NET] = B_NETWORK,    [LEV_GO_BLOCK_GC] = B_ASSIST,
+    [LEV_GO_SCHED] = B_GO_SCHED,            [LEV_GO_PREEMPT] = B_GO_PREEMPT,
+    [LEV_GO_STOP] = B_GO_STOP,              [LEV_GO_SLEEP] = B_GO_SLEEP,
+    [LEV_GO_BLOCK] = B_GO_BLOCK,            [LEV_GO_BLOCK_SEND] = B_GO_BLOCK_SEND,
+    [LEV_GO_BLOCK_RECV] = B_GO_BLOCK_RECV,  [LEV_GO_BLOCK_SELECT] = B_GO_BLOCK_SELECT,
+    [LEV_GO_BLOCK_SYNC] = B_GO_BLOCK_SYNC,  [LEV_GO_BLOCK_COND] = B_GO_BLOCK_COND,
+    [LEV_GO_BLOCK_NET] = B_GO_BLOCK_NET,    [LEV_GO_BLOCK_GC] = B_GO_BLOCK_GC,
 };
 
 static inline int cv_known(const ConvRules *x, u64 id) { return id == 0 || map_find(x->strs, id) != NULL; }

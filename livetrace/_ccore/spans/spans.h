@@ -9,12 +9,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* The span model's numbers, as _trace/spans/model.py has them: span kinds,
- * resource kinds and flags (the span core writes them, the selector and
- * the profiles' counter read them). */
-enum { K_RUNNING, K_RUNNABLE, K_BLOCKED, K_SYSCALL, K_GC, K_STW, K_MARK_ASSIST, K_REGION, K_TASK, N_SPAN_KINDS };
-enum { RES_NONE, RES_GOROUTINE, RES_PROC };
-enum { CLIPPED_START = 1, CLIPPED_END = 2 };
+/* The span model's numbers, as _trace/spans/model.py has them (span kinds
+ * K_*, resource kinds RES_*, flags CLIPPED_*), and the columns' order
+ * (SPAN_COL_*): the span core writes them, the selector and the profiles'
+ * counter read them. */
+#include "common/generated.h"
 
 /* Adds SpanCore and span_select to the module: 0, or -1 with an exception. */
 int spans_register(PyObject *module);

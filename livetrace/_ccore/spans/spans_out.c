@@ -1,5 +1,6 @@
 /* The span core's output: columns that grow as spans end, handed over to
- * Python as one bytes object per column (spans.batch.COLUMNS order). */
+ * Python as one bytes object per column (spans.batch.COLUMNS order, which
+ * generated.h's SPAN_COL_* name). */
 
 #include "spans/spans_out.h"
 
@@ -43,10 +44,14 @@ int out_emit(Out *o, const Open *s, i64 end, u64 estack, u32 etok, u8 flags) {
 
 PyObject *out_take(Out *o) {
     size_t n = o->n;
-    const void *cols[] = {o->kind,   o->rkind, o->rid,    o->start, o->end,   o->sstack, o->estack,
-                          o->stok,   o->etok,  o->reason, o->name,  o->tname, o->task,   o->flags, o->proc};
-    static const size_t width[] = {1, 1, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 1, 8};
-    size_t ncols = sizeof width / sizeof width[0];
+    const void *cols[SPAN_NCOLS] = {
+        [SPAN_COL_KINDS] = o->kind,        [SPAN_COL_RESOURCE_KINDS] = o->rkind, [SPAN_COL_RESOURCE_IDS] = o->rid,
+        [SPAN_COL_STARTS] = o->start,      [SPAN_COL_ENDS] = o->end,             [SPAN_COL_START_STACKS] = o->sstack,
+        [SPAN_COL_END_STACKS] = o->estack, [SPAN_COL_START_TABLES] = o->stok,    [SPAN_COL_END_TABLES] = o->etok,
+        [SPAN_COL_REASONS] = o->reason,    [SPAN_COL_NAMES] = o->name,           [SPAN_COL_TASK_NAMES] = o->tname,
+        [SPAN_COL_TASKS] = o->task,        [SPAN_COL_FLAGS] = o->flags,          [SPAN_COL_PROCS] = o->proc};
+    static const size_t width[SPAN_NCOLS] = SPAN_COL_WIDTHS;
+    size_t ncols = SPAN_NCOLS;
     o->n = 0;
     PyObject *r = PyList_New((Py_ssize_t)ncols);
     for (size_t k = 0; r && k < ncols; k++) {

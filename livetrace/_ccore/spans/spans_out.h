@@ -9,6 +9,7 @@
 #include <Python.h>
 
 #include "common/containers.h"
+#include "common/generated.h"
 
 typedef struct {
     u8 kind, rkind, flags, state;
@@ -17,7 +18,8 @@ typedef struct {
     u32 tok, reason, name, tname;
 } Open;
 
-/* The output columns, in spans.batch.COLUMNS order. */
+/* The output columns (out_take hands them over in spans.batch.COLUMNS
+ * order, generated.h's SPAN_COL_*). */
 typedef struct {
     size_t n, cap;
     u8 *kind, *rkind, *flags;

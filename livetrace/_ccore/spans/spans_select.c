@@ -8,10 +8,8 @@
 
 #include "common/containers.h"
 
-enum { NCOLS = 15 };
-static const int WIDTH[NCOLS] = {1, 1, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 1, 8};
-enum { C_KIND, C_RKIND, C_RID, C_START, C_END, C_SSTACK, C_ESTACK, C_STOK, C_ETOK, C_REASON, C_NAME, C_TNAME,
-       C_TASK, C_FLAGS, C_PROC };
+enum { NCOLS = SPAN_NCOLS };
+static const int WIDTH[NCOLS] = SPAN_COL_WIDTHS;
 
 static int has_i64(const i64 *v, size_t n, i64 x) {
     size_t lo = 0, hi = n;
@@ -81,10 +79,12 @@ static PyObject *span_select(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "columns of different lengths");
             goto done;
         }
-    const u8 *kind = c[C_KIND].buf, *rkind = c[C_RKIND].buf;
-    const i64 *rid = c[C_RID].buf, *proc = c[C_PROC].buf, *start = c[C_START].buf, *end = c[C_END].buf;
-    const u64 *sstack = c[C_SSTACK].buf, *estack = c[C_ESTACK].buf;
-    const u32 *stok = c[C_STOK].buf, *etok = c[C_ETOK].buf, *name = c[C_NAME].buf, *tname = c[C_TNAME].buf;
+    const u8 *kind = c[SPAN_COL_KINDS].buf, *rkind = c[SPAN_COL_RESOURCE_KINDS].buf;
+    const i64 *rid = c[SPAN_COL_RESOURCE_IDS].buf, *proc = c[SPAN_COL_PROCS].buf;
+    const i64 *start = c[SPAN_COL_STARTS].buf, *end = c[SPAN_COL_ENDS].buf;
+    const u64 *sstack = c[SPAN_COL_START_STACKS].buf, *estack = c[SPAN_COL_END_STACKS].buf;
+    const u32 *stok = c[SPAN_COL_START_TABLES].buf, *etok = c[SPAN_COL_END_TABLES].buf;
+    const u32 *name = c[SPAN_COL_NAMES].buf, *tname = c[SPAN_COL_TASK_NAMES].buf;
     const i64 *gs = f[1].given ? f[1].b.buf : NULL, *ps = f[2].given ? f[2].b.buf : NULL;
     size_t ngs = f[1].given ? (size_t)f[1].b.len / 8 : 0, nps = f[2].given ? (size_t)f[2].b.len / 8 : 0;
     const u64 *pairs = f[5].given ? f[5].b.buf : NULL;
