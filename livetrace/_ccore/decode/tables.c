@@ -1,6 +1,6 @@
 /* A generation's string and stack batches read into its Python tables: the
- * compiled path of _trace/modern/generation.py's _add_strings and _add_stacks,
- * which stay the reference. Only a batch that is entirely well formed is
+ * compiled path of _trace/modern/generation.py's Generation._add_strings and
+ * _add_stacks, which stay the reference. Only a batch that is entirely well formed is
  * read here; at the first thing the twin would reject, nothing is added and
  * the caller reads the batch the twin's way, for its exact error (and the
  * entries it adds before that error). */
