@@ -179,7 +179,13 @@ def frame_text(stack: list[StackFrame]) -> str:
     if not stack:
         return ""
     f = stack[0]
-    return f"  @ {shown(f.func)} {shown(f.file.rsplit('/', 1)[-1])}:{f.line}"
+    return f"  @ {shown(_replaced(f.func))} {shown(_replaced(f.file.rsplit('/', 1)[-1]))}:{f.line}"
+
+
+def _replaced(name: str) -> str:
+    """A name whose bytes were not all UTF-8 (kept as lone surrogates) with
+    U+FFFD for each such byte, as its JSON shows it."""
+    return name if name.isascii() else name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 PIECE_LINES = 512
