@@ -7,8 +7,10 @@ nothing is traced between the last byte of one window and the first of the
 next. :class:`PprofWindows` is a session's frame source (see
 ``session.FrameSource``): each window's bytes as :class:`Chunk` frames as
 they arrive (streamed, not read whole), a :class:`WindowEnd` after each
-window but the last, a :class:`WindowGap` with the measured length of the
-gap before each window but the first, and the :class:`End`. So tail, the
+window but the last, a :class:`WindowGap` before each window but the
+first (its length from the arrival of the bytes on either side: a session
+that decodes measures it again from the events, see ``window_gaps``), and
+the :class:`End`. So tail, the
 recorder (one file per window) and the subscribers work on it unchanged.
 
 A stop (Ctrl-C, ``tail -n``, :meth:`Session.stop`, or the ``stop`` event
