@@ -33,7 +33,7 @@ import trio
 
 from livetrace._attach.buildinfo import read_build_info
 from livetrace._attach.elf import MAX_HEADERS, parse_elf
-from livetrace._attach.probe import PROBE_DEADLINE, PROBE_TIMEOUT, probe_pprof
+from livetrace._attach.probe import PROBE_DEADLINE, PROBE_TIMEOUT, PortAnswer, probe_pprof
 from livetrace._errors import BuildInfoTooLargeError
 from tests.elfbuild import MAGIC, SENTINEL_END, SENTINEL_START, wrap_modinfo
 from tests.otheruser import other_user, world_traversable
@@ -420,7 +420,7 @@ def test_probe_has_an_overall_deadline() -> None:
     try:
         targets = [("127.0.0.1", s.getsockname()[1]) for s in listeners]
 
-        async def probe() -> dict[tuple[str, int], bool | None]:
+        async def probe() -> dict[tuple[str, int], PortAnswer | bool | None]:
             return await probe_pprof(targets)
 
         start = time.monotonic()

@@ -1,18 +1,31 @@
-"""Which of a process's listening TCP ports serve net/http/pprof: one short
-GET of /debug/pprof/ each, all at once on trio (httpx through anyio)."""
+"""Which of a process's listening TCP ports serve net/http/pprof, and its
+execution trace: a short GET of /debug/pprof/ each, all at once on trio
+(httpx through anyio), then, where the index answered, one of
+/debug/pprof/trace for a 1 ms trace.
+
+The index alone does not tell: net/http/pprof's index page lists ``trace``
+whether or not the service mounts the trace handler, and a service that
+mounts ``pprof.Index`` with only some of the others (etcd 3.4) answers
+404 "Unknown profile" for /debug/pprof/trace. Neither a HEAD nor
+``?seconds=0`` is cheaper than asking: both run the handler for its
+default second. So the probe asks for the shortest trace there is; a
+tracer held by someone else answers 500 at once, which still shows the
+handler is there."""
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import httpx
 import psutil
 import trio
 
+from livetrace._protocol.text import shown
 from livetrace._session.nursery import open_nursery
 
-__all__ = ["PROBE_TIMEOUT", "listening_ports", "pprof_url", "probe_pprof"]
+__all__ = ["PROBE_TIMEOUT", "PortAnswer", "listening_ports", "pprof_url", "probe_pprof"]
 
 # Long enough for a loaded service to answer an index page; short enough
 # that a port that accepts and says nothing does not hold `ps` up.
@@ -30,6 +43,24 @@ INDEX_PATH = "/debug/pprof/"
 MAX_INDEX_BYTES = 16 * 1024
 # Words net/http/pprof's index page has carried in every Go release.
 INDEX_MARKERS = (b"/debug/pprof/", b"goroutine")
+TRACE_PATH = "/debug/pprof/trace"
+# The shortest trace the handler takes (0 or less means its default, 1 s).
+TRACE_PROBE_SECONDS = "0.001"
+# How much of an answer other than a trace is read for the reason it gives.
+REASON_BYTES = 200
+
+
+@dataclass(frozen=True)
+class PortAnswer:
+    """A port that answered net/http/pprof's index page. ``no_trace`` is
+    empty where /debug/pprof/trace gives traces (or did not answer in
+    time: the session will say), else what it answered instead."""
+
+    no_trace: str = ""
+
+    @property
+    def traces(self) -> bool:
+        return not self.no_trace
 
 
 def listening_ports(pid: int) -> list[tuple[str, int]]:
@@ -63,12 +94,13 @@ def pprof_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if v6 else f"http://{host}:{port}"
 
 
-async def probe_pprof(candidates: Iterable[tuple[str, int]]) -> dict[tuple[str, int], bool | None]:
-    """For each (host, port), whether GET /debug/pprof/ there gives
-    net/http/pprof's index page; None for a port not asked before the
+async def probe_pprof(candidates: Iterable[tuple[str, int]]) -> dict[tuple[str, int], PortAnswer | bool | None]:
+    """For each (host, port): a :class:`PortAnswer` where GET /debug/pprof/
+    there gives net/http/pprof's index page (and what its trace handler
+    said), False where it does not, None for a port not asked before the
     probe's deadline (so list the ports that matter most first)."""
     targets = list(dict.fromkeys(candidates))
-    results: dict[tuple[str, int], bool | None] = dict.fromkeys(targets)
+    results: dict[tuple[str, int], PortAnswer | bool | None] = dict.fromkeys(targets)
     if not targets:
         return results
     limiter = trio.CapacityLimiter(MAX_PARALLEL)
@@ -80,7 +112,11 @@ async def probe_pprof(candidates: Iterable[tuple[str, int]]) -> dict[tuple[str, 
 
         async def one(target: tuple[str, int]) -> None:
             async with limiter:
-                results[target] = await _is_pprof(client, pprof_url(*target) + INDEX_PATH)
+                base = pprof_url(*target)
+                if not await _is_pprof(client, base + INDEX_PATH):
+                    results[target] = False
+                    return
+                results[target] = PortAnswer(await _no_trace(client, base + TRACE_PATH))
 
         with trio.move_on_after(PROBE_DEADLINE):
             async with open_nursery() as nursery:
@@ -107,3 +143,27 @@ async def _is_pprof(client: httpx.AsyncClient, url: str) -> bool:
     except (httpx.HTTPError, OSError):
         return False
     return False
+
+
+async def _no_trace(client: httpx.AsyncClient, url: str) -> str:
+    """Why the trace handler at url gives no trace; "" if it gives one (its
+    answer's status line and headers are enough: the body is not read), is
+    busy tracing for someone else, or says nothing in time."""
+    try:
+        with trio.move_on_after(PROBE_TIMEOUT):
+            async with client.stream("GET", url, params={"seconds": TRACE_PROBE_SECONDS}) as response:
+                status = response.status_code
+                if status == httpx.codes.OK or status == httpx.codes.INTERNAL_SERVER_ERROR:
+                    return ""  # a trace, or "Could not enable tracing": the tracer is someone else's
+                body = b""
+                async for data in response.aiter_raw():
+                    body += data
+                    if len(body) >= REASON_BYTES:
+                        break
+                text = body[:REASON_BYTES].decode("utf-8", "replace").strip()
+                line = shown(text.splitlines()[0] if text else "", 80)
+                said = f"{status} {shown(response.reason_phrase, 40)}".rstrip()
+                return f"{TRACE_PATH} answered {said}" + (f" ({line})" if line else "")
+    except (httpx.HTTPError, OSError):
+        return ""
+    return ""

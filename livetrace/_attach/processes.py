@@ -24,7 +24,7 @@ import trio
 
 from livetrace._attach.announce import Announcement, AnnounceScan, read_announcements
 from livetrace._attach.buildinfo import BuildInfo, read_build_info_file
-from livetrace._attach.probe import MAX_PORTS_PER_PROCESS, listening_ports, pprof_url, probe_pprof
+from livetrace._attach.probe import MAX_PORTS_PER_PROCESS, PortAnswer, listening_ports, pprof_url, probe_pprof
 from livetrace._errors import (
     BuildInfoError,
     BuildInfoTooLargeError,
@@ -39,6 +39,7 @@ __all__ = [
     "FIX",
     "HELPER_IMPORT",
     "NO_SUCH_PROCESS",
+    "TRACE_FIX",
     "Kind",
     "ProcessInfo",
     "Survey",
@@ -53,6 +54,11 @@ HELPER_IMPORT = "github.com/livetrace/livetrace/go_helper"
 FIX = (
     f'import _ "{HELPER_IMPORT}" and run it with LIVETRACE_LISTEN=unix:/path/to/socket; '
     'or import _ "net/http/pprof" and serve HTTP'
+)
+# For a service that serves /debug/pprof/ but not its trace (etcd 3.4 mounts the index and some profiles).
+TRACE_FIX = (
+    'mount net/http/pprof\'s trace handler too (mux.HandleFunc("/debug/pprof/trace", pprof.Trace)); '
+    f'or import _ "{HELPER_IMPORT}" and run it with LIVETRACE_LISTEN=unix:/path/to/socket'
 )
 NO_SUCH_PROCESS = "no such process"
 # kthreadd: the kernel's threads are its children; they run no executable.
@@ -70,7 +76,10 @@ class Kind(StrEnum):
 class ProcessInfo:
     """One process. ``reason`` says why it is not (known to be) Go; for a Go
     process, ``helper`` is its fresh announce record and ``pprof`` the
-    http://HOST:PORT of a port that answers /debug/pprof/, when they exist;
+    http://HOST:PORT of a port that serves /debug/pprof/ and its trace, when
+    they exist; ``pprof_without_trace`` the first port that serves the rest
+    of /debug/pprof/ but no trace, and what its trace handler answered
+    ("http://HOST:PORT: /debug/pprof/trace answered 404 ..."), else "";
     ``unprobed`` counts its ports not asked (too many ports)."""
 
     pid: int
@@ -83,6 +92,7 @@ class ProcessInfo:
     build: BuildInfo | None = None
     helper: Announcement | None = None
     pprof: str | None = None
+    pprof_without_trace: str = ""
     ports: list[tuple[str, int]] = field(default_factory=list)
     unprobed: int = 0
 
@@ -252,7 +262,9 @@ async def attach_routes(rows: list[ProcessInfo], records: AnnounceScan) -> None:
     # with hundreds of ports cannot use up the deadline for the others.
     answers = await probe_pprof(p for turn in itertools.zip_longest(*asked) for p in turn if p is not None)
     for row in rows:
-        row.pprof = next((pprof_url(*p) for p in row.ports if answers.get(p)), None)
+        served = [(p, a) for p in row.ports if isinstance(a := answers.get(p), PortAnswer)]
+        row.pprof = next((pprof_url(*p) for p, a in served if a.traces), None)
+        row.pprof_without_trace = next((f"{pprof_url(*p)}: {a.no_trace}" for p, a in served if not a.traces), "")
         row.unprobed = sum(1 for p in row.ports if answers.get(p, None) is None)
 
 

@@ -14,6 +14,7 @@ from livetrace._attach.announce import read_announcements
 from livetrace._attach.processes import (
     FIX,
     NO_SUCH_PROCESS,
+    TRACE_FIX,
     Kind,
     ProcessInfo,
     attach_routes,
@@ -110,6 +111,14 @@ async def _address_of(row: ProcessInfo) -> str:
         return row.pprof
     build = row.build
     assert build is not None
+    if row.pprof_without_trace:
+        raise NotAttachableError(
+            f"{what}, built with {shown(build.go_version)}, is not attachable: no livetrace helper announced "
+            f"itself, and it serves net/http/pprof without its execution trace "
+            f"({shown(row.pprof_without_trace)}). To make it attachable: {TRACE_FIX}",
+            pid=row.pid,
+            fix=TRACE_FIX,
+        )
     ports = (
         f"{row.unprobed} of its {len(row.ports)} TCP ports were not probed (too many ports), and none of the "
         "others answers /debug/pprof/"

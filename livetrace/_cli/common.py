@@ -27,21 +27,24 @@ T = TypeVar("T")
 STOP_GRACE_MARGIN = 5.0
 
 
-async def stop_on_signals(session: Session, abort: trio.CancelScope, err: TextIO) -> None:
+async def stop_on_signals(session: Session, abort: trio.CancelScope, err: TextIO, stopped: bool = False) -> None:
     """First Ctrl-C (or SIGTERM): ask the helper to stop (a pprof session:
     at the end of its window), so the trace still ends complete. Second, or
-    the stop not done within its grace: give up at once."""
+    the stop not done within its grace: give up at once. ``stopped``: the
+    first came before the session began, which was stopped already."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        await signals.__anext__()
+        if not stopped:
+            await signals.__anext__()
         grace = session.limits.stop_timeout + STOP_GRACE_MARGIN
         if is_pprof(session.info):
             grace += window_seconds(session.info)
+        if not stopped and is_pprof(session.info):
             say(
                 err,
                 f"stopping at the end of the current pprof window (at most {window_seconds(session.info):g} s; "
                 "Ctrl-C again to abort, which leaves that window incomplete)",
             )
-        else:
+        elif not stopped:
             say(err, "stopping; the tracer is flushing its last data (Ctrl-C again to abort)")
         await session.stop()
         with trio.move_on_after(grace) as waited:
@@ -53,14 +56,19 @@ async def stop_on_signals(session: Session, abort: trio.CancelScope, err: TextIO
 
 
 async def until_done(
-    session: Session, err: TextIO, work: Callable[[], Awaitable[T]], *helpers: Callable[[], Awaitable[None]]
+    session: Session,
+    err: TextIO,
+    work: Callable[[], Awaitable[T]],
+    *helpers: Callable[[], Awaitable[None]],
+    stopped: bool = False,
 ) -> T | None:
     """Run work with Ctrl-C handling (and helpers such as a progress line)
-    beside it; None if a second Ctrl-C aborted it."""
+    beside it; None if a second Ctrl-C aborted it. ``stopped``: a first
+    Ctrl-C came before the session began, and stopped it already."""
     result = None
     async with open_nursery() as nursery:
         abort = trio.CancelScope()
-        nursery.start_soon(stop_on_signals, session, abort, err)
+        nursery.start_soon(stop_on_signals, session, abort, err, stopped)
         for helper in helpers:
             nursery.start_soon(helper)
         with abort:

@@ -20,6 +20,7 @@ from livetrace._attach.processes import (
     FIX,
     HELPER_IMPORT,
     NO_SUCH_PROCESS,
+    TRACE_FIX,
     Kind,
     ProcessInfo,
     Survey,
@@ -42,6 +43,11 @@ NOT_ATTACHABLE_NOTE = (
     "\n(*) no livetrace helper announced itself and no HTTP port answers /debug/pprof/. To attach,\n"
     f'    import _ "{HELPER_IMPORT}" and run it with LIVETRACE_LISTEN=unix:/path/to/socket,\n'
     '    or import _ "net/http/pprof" and serve HTTP.\n'
+)
+NO_TRACE_NOTE = (
+    "\n(pprof without trace) the service serves /debug/pprof/ but not its execution trace. To attach,\n"
+    '    mount net/http/pprof\'s trace handler too (mux.HandleFunc("/debug/pprof/trace", pprof.Trace)),\n'
+    "    or give it a livetrace helper.\n"
 )
 
 
@@ -75,6 +81,8 @@ def attach_text(row: ProcessInfo) -> str:
         return shown(row.reason)
     if row.attach:
         return shown(row.attach)
+    if row.pprof_without_trace:
+        return f"pprof without trace ({shown(row.pprof_without_trace)})"
     if row.unprobed:
         return f"not probed: too many ports ({row.unprobed} of {len(row.ports)} not asked)"
     return NOT_ATTACHABLE
@@ -155,9 +163,10 @@ def row_json(row: ProcessInfo, now: float) -> dict[str, object]:
         "helper": row.helper.address if row.helper else None,
         "helper_version": row.helper.helper if row.helper else None,
         "pprof": row.pprof,
+        "pprof_without_trace": row.pprof_without_trace or None,
         "unprobed_ports": row.unprobed,
         "attach": row.attach,
-        "fix": FIX if row.kind is Kind.GO and row.attach is None else None,
+        "fix": (TRACE_FIX if row.pprof_without_trace else FIX) if row.kind is Kind.GO and row.attach is None else None,
     }
 
 
@@ -200,8 +209,10 @@ async def ps_command(targets: list[str], *, fmt: str, show_all: bool, out: TextI
         out.writelines(json.dumps(row_json(row, now), ensure_ascii=False) + "\n" for row in shown_rows)
     elif shown_rows:
         out.write("\n".join(table_lines(shown_rows, now, table_width())) + "\n")
-        if any(r.kind is Kind.GO and r.attach is None for r in shown_rows):
+        if any(r.kind is Kind.GO and r.attach is None and not r.pprof_without_trace for r in shown_rows):
             out.write(NOT_ATTACHABLE_NOTE)
+        if any(r.kind is Kind.GO and r.attach is None and r.pprof_without_trace for r in shown_rows):
+            out.write(NO_TRACE_NOTE)
     elif not targets:
         say(err, "no Go processes found" + ("" if show_all else " (--all lists every process)"))
     out.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
@@ -9,17 +10,20 @@ from typing import Any, TextIO
 import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, is_pprof, platform, say, until_done, window_seconds
-from livetrace._cli.progress import format_bytes, show_progress
+from livetrace._cli.progress import format_bytes, show_progress, show_status
 from livetrace._outfile import is_stream
 from livetrace._plural import plural
 from livetrace._protocol import text as peer
 from livetrace._protocol.frames import Gap, WindowGap
+from livetrace._protocol.redact import redact
+from livetrace._session.nursery import open_nursery
 from livetrace._session.pprof_http import is_pprof_address
 from livetrace._session.recording import Recorder, Recording, check_output, segment_path
-from livetrace._session.session import connect
+from livetrace._session.session import Session, connect
 
 # A pprof recording's window without --duration (with one: the whole duration).
 RECORD_WINDOW = 5.0
+PROGRESS_INTERVAL = 0.25
 
 
 def traced_seconds(rec: Recording, duration: float | None, elapsed: float) -> float:
@@ -94,52 +98,125 @@ async def record_command(
     **limits: Any,
 ) -> tuple[int, Recording]:
     check_output(out)
-    if is_pprof_address(address):
+    pprof = is_pprof_address(address)
+    if pprof:
         window, segment = window or duration or RECORD_WINDOW, None
-    async with connect(address, token=token, duration=duration, segment=segment, window=window, **limits) as session:
-        info = session.info
+    stop, abort = trio.Event(), trio.CancelScope()
+    async with open_nursery() as nursery:
+        waiting = trio.CancelScope()
+        await nursery.start(_stop_before_start, stop, abort, pprof, err)
+        if window is not None and pprof:
+            # Said at once: a quiet service sends its first window only as it ends.
+            say(
+                err,
+                f"recording {redact(address)} in pprof windows of {window:g} s to {out}"
+                + (f" for {duration:g} s" if duration else "; Ctrl-C stops at the end of the window in progress"),
+            )
+        if window is not None and pprof and progress:
+            nursery.start_soon(_show_waiting, waiting, window, err)
+        with abort:
+            async with connect(
+                address, token=token, duration=duration, segment=segment, window=window, stop=stop, **limits
+            ) as session:
+                waiting.cancel()
+                result = await _record(session, out, duration, segment, progress, err, stop.is_set())
+        nursery.cancel_scope.cancel()
+    if abort.cancelled_caught:
+        raise KeyboardInterrupt  # a second Ctrl-C before the session began: nothing to keep
+    return result
+
+
+async def _stop_before_start(
+    stop: trio.Event,
+    abort: trio.CancelScope,
+    pprof: bool,
+    err: TextIO,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Ctrl-C (or SIGTERM) before the session began: the first stops it as
+    it begins (a pprof session: at the end of its first window, which is
+    kept), a second gives up. Once the session began, its own handling
+    (opened later, so it takes the signals first) is in charge."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
+        await signals.__anext__()
+        stop.set()
+        say(
+            err,
+            "stopping at the end of the first pprof window, which is kept (Ctrl-C again to abort: nothing is recorded)"
+            if pprof
+            else "stopping as soon as the session begins (Ctrl-C again to abort)",
+        )
+        await signals.__anext__()
+        say(err, "aborted")
+        abort.cancel()
+
+
+async def _show_waiting(scope: trio.CancelScope, window: float, err: TextIO) -> None:
+    """The status line until the first window's header came."""
+    with scope:
+        await show_status(
+            lambda t: f"{t:6.1f} s  waiting for pprof window 1 ({window:g} s): a quiet service sends it at its end",
+            err,
+            PROGRESS_INTERVAL,
+        )
+
+
+async def _record(
+    session: Session,
+    out: Path,
+    duration: float | None,
+    segment: float | None,
+    progress: bool,
+    err: TextIO,
+    stopped: bool,
+) -> tuple[int, Recording]:
+    """Record the session that began (``stopped``: a Ctrl-C came before)."""
+    info = session.info
+    if not is_pprof(info):  # a pprof session said so before its first window came
         say(
             err,
             f"recording {about(info)}{platform(info)}) "
             f"to {out}" + (f" for {duration:g} s" if duration else "; Ctrl-C stops"),
         )
-        where = (
-            f"one after another to {'standard output' if str(out) == '-' else out} (livetrace decode reads them so)"
-            if is_stream(out)
-            else f"in a file of its own ({out}, then {segment_path(out, 2)}, ...)"
+    where = (
+        f"one after another to {'standard output' if str(out) == '-' else out} (livetrace decode reads them so)"
+        if is_stream(out)
+        else f"in a file of its own ({out}, then {segment_path(out, 2)}, ...)"
+    )
+    if is_pprof(info):
+        say(
+            err,
+            f"{about(info)}) answered: pprof windows of {window_seconds(info):g} s back to back, each a complete "
+            f"trace, written {where}; nothing is traced between two windows",
         )
-        if is_pprof(info):
-            say(
-                err,
-                f"pprof windows of {window_seconds(info):g} s back to back, each a complete trace, written {where}; "
-                "nothing is traced between two windows",
-            )
-        elif segment and not info.segment_ms:
-            say(
-                err,
-                f"note: {peer.shown(info.go_version)} writes self-contained generations; --segment applies "
-                "only to Go 1.21 and older, so this is one trace",
-            )
-        elif info.segment_ms:
-            say(
-                err,
-                f"segment mode: the trace restarts every {info.segment_ms / 1000:g} s; each segment is "
-                f"a complete trace, written {where}",
-            )
+    elif segment and not info.segment_ms:
+        say(
+            err,
+            f"note: {peer.shown(info.go_version)} writes self-contained generations; --segment applies "
+            "only to Go 1.21 and older, so this is one trace",
+        )
+    elif info.segment_ms:
+        say(
+            err,
+            f"segment mode: the trace restarts every {info.segment_ms / 1000:g} s; each segment is "
+            f"a complete trace, written {where}",
+        )
 
-        def on_gap(gap: Gap, continued: Path | None) -> None:
-            if isinstance(gap, WindowGap):
-                say(err, gap.message)
-                return
-            where = f"; continuing in {continued}" if continued else ""
-            say(
-                err,
-                f"fell behind: the helper shed generations {gap.first_generation}-{gap.last_generation} "
-                f"({format_bytes(gap.bytes)}){where}",
-            )
+    def on_gap(gap: Gap, continued: Path | None) -> None:
+        if isinstance(gap, WindowGap):
+            say(err, gap.message)
+            return
+        where = f"; continuing in {continued}" if continued else ""
+        say(
+            err,
+            f"fell behind: the helper shed generations {gap.first_generation}-{gap.last_generation} "
+            f"({format_bytes(gap.bytes)}){where}",
+        )
 
-        recorder = Recorder(session, out, on_gap=on_gap)
-        start = trio.current_time()
-        helpers = [partial(show_progress, session.counters, err)] if progress else []
-        await until_done(session, err, recorder.run, *helpers)
-        return report(recorder.result, err, trio.current_time() - start, duration), recorder.result
+    recorder = Recorder(session, out, on_gap=on_gap)
+    start = trio.current_time()
+    helpers = [partial(show_progress, session.counters, err)] if progress else []
+    await until_done(session, err, recorder.run, *helpers, stopped=stopped)
+    return report(recorder.result, err, trio.current_time() - start, duration), recorder.result

@@ -140,16 +140,31 @@ class SegmentEnd:
 @dataclass(frozen=True)
 class WindowGap(Gap):
     """No trace between two windows of a net/http/pprof session (each
-    window is a trace of its own): ``seconds`` from the last byte of window
-    ``window`` to the first byte of the next, as the client measured them
-    (monotonic clock). Nothing was shed: the generation fields are 0."""
+    window is a trace of its own): ``seconds`` between window ``window``
+    and the next. Nothing was shed: the generation fields are 0.
+
+    ``measured_from`` says how: ``"events"``, from the last event of one
+    window to the first of the next on the trace's own clock (what a
+    session that decodes gives); ``"bytes"``, from the arrival of the
+    last byte of one to that of the first byte of the next, on livetrace's
+    monotonic clock (what the session's frames carry, and a recording
+    shows): longer than the untraced time, often by most of a window, where
+    a quiet service's first bytes wait in it until its buffers fill."""
 
     window: int = 0
     seconds: float = 0.0
+    measured_from: str = "bytes"
 
     @property
     def message(self) -> str:
-        return f"no trace for {self.seconds * 1e3:.1f} ms between pprof windows {self.window} and {self.window + 1}"
+        pair = f"pprof windows {self.window} and {self.window + 1}"
+        ms = f"{self.seconds * 1e3:.1f} ms"
+        if self.measured_from == "events":
+            return f"no trace for {ms} between {pair} (from the last event of one to the first of the next)"
+        return (
+            f"no trace between {pair}, whose bytes came {ms} apart (the untraced time is shorter where the "
+            "service held the next window's first bytes back)"
+        )
 
 
 @dataclass(frozen=True)
@@ -162,6 +177,7 @@ class TraceGap(WindowGap):
     one machine share; a legacy trace's times count from its own start."""
 
     measured: bool = False
+    measured_from: str = "events"  # where measured: the traces' clocks
 
     @property
     def message(self) -> str:

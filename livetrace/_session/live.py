@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from livetrace._protocol.frames import Chunk, Gap, SegmentEnd, WindowEnd, WindowGap
+from livetrace._session.window_gaps import WindowGaps
 from livetrace._trace.decoder import Item, TraceDecoder, open_decoder
 from livetrace._trace.model.events import Kind
 
@@ -22,6 +23,7 @@ class LiveDecoder:
         self._kinds = None if kinds is None else frozenset(kinds)
         self._provisional = provisional
         self._decoder: TraceDecoder | None = None
+        self._gaps = WindowGaps()  # a pprof session's gaps, measured on the trace's clock
 
     @property
     def largest_generation(self) -> int:
@@ -31,11 +33,16 @@ class LiveDecoder:
     def process(self, frames: list[Chunk | Gap | SegmentEnd]) -> Iterator[Item]:
         """The batches (and notices) the frames complete, lazily: consume
         them all before processing more."""
+        yield from self._gaps.items(self._process(frames))
+
+    def _process(self, frames: list[Chunk | Gap | SegmentEnd]) -> Iterator[Item]:
         for f in frames:
             d = self._decoder
             if isinstance(f, WindowGap):
-                yield f  # the window before it was ended whole: nothing of it to abandon
+                self._gaps.gap(f)  # the window before it was ended whole: nothing of it to abandon
                 continue
+            if isinstance(f, Chunk) and f.data:
+                self._gaps.chunk(f.data)
             if d is None:
                 if isinstance(f, Gap):
                     yield f
@@ -50,7 +57,10 @@ class LiveDecoder:
             elif isinstance(f, WindowEnd):
                 yield from d.end_trace()
             else:
+                self._gaps.segment_ended()
                 yield from d.end_segment(f)
 
     def finish(self) -> Iterator[Item]:
-        return self._decoder.close_iter() if self._decoder is not None else iter(())
+        if self._decoder is not None:
+            yield from self._gaps.items(self._decoder.close_iter())
+        yield from self._gaps.flush()

@@ -135,6 +135,15 @@ def refused(addr: PprofAddress, status: int, reason: str, headers: Mapping[str, 
             url=url,
             status=status,
         )
+    if status == 404 and text.lower().startswith("unknown profile"):
+        return PprofEndpointError(
+            f"{url} answered {said}: the service serves net/http/pprof's other pages but not its execution "
+            "trace (it mounts pprof.Index, which answers for the profiles it knows, without pprof.Trace); "
+            'mount it too (mux.HandleFunc("/debug/pprof/trace", pprof.Trace)), or give the service a '
+            "livetrace helper",
+            url=url,
+            status=status,
+        )
     if status == 404:
         return NotPprofEndpointError(
             f"not a net/http/pprof endpoint: {url} answered {said}; check the port and any path prefix, "

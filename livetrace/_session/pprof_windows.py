@@ -7,12 +7,17 @@ nothing is traced between the last byte of one window and the first of the
 next. :class:`PprofWindows` is a session's frame source (see
 ``session.FrameSource``): each window's bytes as :class:`Chunk` frames as
 they arrive (streamed, not read whole), a :class:`WindowEnd` after each
-window but the last, a :class:`WindowGap` with the measured length of the
-gap before each window but the first, and the :class:`End`. So tail, the
+window but the last, a :class:`WindowGap` before each window but the
+first (its length from the arrival of the bytes on either side: a session
+that decodes measures it again from the events, see ``window_gaps``), and
+the :class:`End`. So tail, the
 recorder (one file per window) and the subscribers work on it unchanged.
 
-A stop (Ctrl-C, ``tail -n``, :meth:`Session.stop`) ends the session at the
-end of the window in progress, so that every file is a complete trace:
+A stop (Ctrl-C, ``tail -n``, :meth:`Session.stop`, or the ``stop`` event
+given to :func:`open_pprof_session`, which works before the session exists,
+while the first window is still coming) ends the session at the end of the
+window in progress, the first one included, so that every file is a
+complete trace:
 net/http/pprof cannot end a window early and still write its end. Leaving
 the session early drops the connection, which ends the window unfinished
 (the server stops its tracer as the request goes away).
@@ -76,7 +81,13 @@ class PprofWindows:
     the stop timeout of its end: else :class:`PeerTimeoutError`."""
 
     def __init__(
-        self, client: httpx.AsyncClient, addr: PprofAddress, window: float, duration: float | None, limits: Limits
+        self,
+        client: httpx.AsyncClient,
+        addr: PprofAddress,
+        window: float,
+        duration: float | None,
+        limits: Limits,
+        stop: trio.Event | None = None,
     ) -> None:
         self.addr = addr
         self.window = window
@@ -85,7 +96,7 @@ class PprofWindows:
         self._client = client
         self._duration = duration
         self._requested = 0.0  # seconds of windows asked for so far
-        self._stopping = False
+        self._stop = trio.Event() if stop is None else stop  # set: stop at the end of the window in progress
         self._send, self._recv = trio.open_memory_channel[Item](FRAME_BUFFER)
         self._first: proto.Chunk | None = None
         self._seq = 0
@@ -120,7 +131,7 @@ class PprofWindows:
 
     async def stop(self) -> None:
         """End the session when the window in progress ends."""
-        self._stopping = True
+        self._stop.set()
 
     # -- the reading task --
 
@@ -132,14 +143,14 @@ class PprofWindows:
                     if previous_end is not None:
                         await self._emit(proto.WindowEnd(self.windows, time.time_ns()))
                     previous_end = await self._read_window(seconds, previous_end)
-                reason = "client-stop" if self._stopping else "duration"
+                reason = "client-stop" if self._stop.is_set() else "duration"
                 await self._emit(proto.End(reason, True, self._seq, self._bytes))
             except LivetraceError as e:
                 await self._send.send(e)
 
     def _next_window(self) -> float | None:
         """How long the next window is; None when the session is over."""
-        if self._stopping and self.windows:
+        if self._stop.is_set() and self.windows:
             return None
         if self._duration is None:
             return self.window
@@ -321,12 +332,16 @@ async def _first_bytes(response: httpx.Response) -> bytes:
 
 @asynccontextmanager
 async def open_pprof_session(
-    address: str, *, window: float | None, duration: float | None, limits: Limits
+    address: str, *, window: float | None, duration: float | None, limits: Limits, stop: trio.Event | None = None
 ) -> AsyncIterator[Session]:
     """A session over the net/http/pprof endpoint at ``address``
     (``http://HOST:PORT[/PREFIX]``): windows of ``window`` seconds (default
     :data:`DEFAULT_WINDOW`) until ``duration`` is used up (the last window
-    is shortened to fit) or, without one, until a stop."""
+    is shortened to fit) or, without one, until a stop. Setting ``stop``
+    stops it as :meth:`Session.stop` does, and works already while this
+    waits for the first window's header (a quiet service sends nothing
+    until its first buffer fills, or the window ends): that window is then
+    the session's one, and it still comes whole."""
     addr = parse_pprof_address(address)
     window = DEFAULT_WINDOW if window is None else window
     if not window >= MIN_WINDOW:
@@ -340,7 +355,7 @@ async def open_pprof_session(
     async with httpx.AsyncClient(
         timeout=timeout, headers=headers, follow_redirects=False, trust_env=False, limits=fresh
     ) as client:
-        source = PprofWindows(client, addr, window, duration, limits)
+        source = PprofWindows(client, addr, window, duration, limits, stop)
         async with open_nursery() as nursery:
             nursery.start_soon(source.run)
             first = await source.first_chunk()

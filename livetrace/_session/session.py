@@ -250,6 +250,11 @@ class Session:
         return None
 
 
+async def _stop_when_set(stop: trio.Event, session: Session) -> None:
+    await stop.wait()
+    await session.stop()
+
+
 class FrameSource(Protocol):
     """Where a session's frames come from: :class:`HelperFrames` (a
     helper's connection) or ``PprofWindows`` (net/http/pprof)."""
@@ -494,6 +499,7 @@ async def connect(
     tls_ca: str | os.PathLike[str] | None = None,
     tls_pin: str | None = None,
     window: float | None = None,
+    stop: trio.Event | None = None,
 ) -> AsyncIterator[Session]:
     """Start a trace session with the helper at ``address``, or, given an
     ``http://HOST:PORT`` address, with the service's net/http/pprof.
@@ -522,6 +528,9 @@ async def connect(
     (``sha256:HEX`` of the certificate); neither means the system's CAs.
     ``pid:N`` or an executable's name attaches to that process's helper, or
     else its pprof endpoint (:class:`AttachError` says why neither).
+    Setting ``stop`` stops the session as :meth:`Session.stop` does, even
+    before this returns: a pprof session waits for its first window's
+    header, which a quiet service sends only at the window's end.
     """
     if is_process_reference(address):
         resolved = await resolve_process(address)
@@ -537,7 +546,7 @@ async def connect(
     if isinstance(address, str) and is_pprof_address(address):
         from livetrace._session.pprof_windows import open_pprof_session  # imports httpx: only when needed
 
-        async with open_pprof_session(address, window=window, duration=duration, limits=limits) as session:
+        async with open_pprof_session(address, window=window, duration=duration, limits=limits, stop=stop) as session:
             yield session
         return
     if window is not None:
@@ -572,6 +581,8 @@ async def connect(
             counters = Counters()
             source = HelperFrames(stream, addr, info, conn, pending, counters, limits, duration)
             session = Session(source, addr, info, nursery, limits=limits, counters=counters)
+            if stop is not None:
+                nursery.start_soon(_stop_when_set, stop, session)
             yield session
             nursery.cancel_scope.cancel()
     finally:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from livetrace._trace.legacy.wire import LegacyReader, _Short
+from livetrace._trace.legacy.wire import LegacyReader, RawEvent, _Short
 from livetrace._trace.modern.wire import FrameReader
-from livetrace._trace.spec.legacy import EV_STRING, EV_USER_LOG, layout
+from livetrace._trace.spec.legacy import EV_BATCH, EV_FREQUENCY, EV_STRING, EV_USER_LOG, layout
 from livetrace._trace.version import header_size, sniff
 
 _VARINT = rb"[\x80-\xff]*[\x00-\x7f]"
@@ -30,14 +30,21 @@ class _LegacyFraming(LegacyReader):
     skipped by one regex match; the others go through the reader's own
     per-event code, which raises on anything malformed."""
 
+    # The types the regex leaves to the reader: those that carry bytes.
+    OWN: tuple[int, ...] = (EV_STRING, EV_USER_LOG)
+
     def __init__(self) -> None:
         super().__init__()
         self._simple: re.Pattern[bytes] | None = None
 
+    def seen(self, event: RawEvent) -> None:
+        """An event the reader read (one of OWN, or of a length-prefixed
+        type never): for a subclass that wants some."""
+
     def _pattern(self) -> re.Pattern[bytes]:
         assert self.version is not None
         counts = layout(self.version)[0]
-        types = [t for t in range(64) if counts[t] and t not in (EV_STRING, EV_USER_LOG)]
+        types = [t for t in range(64) if counts[t] and t not in self.OWN]
         seq = 1 if self.version.has_global_seq else 0
         alts = []
         for k in range(3):  # top bits 3: a length-prefixed event, left to the reader
@@ -47,7 +54,8 @@ class _LegacyFraming(LegacyReader):
 
     def check(self, data: bytes) -> None:
         if self.version is None:
-            self.feed(data)  # the header, and the events after it
+            for event in self.feed(data):  # the header, and the events after it
+                self.seen(event)
             return
         buf = self._in.buf
         buf += data
@@ -76,7 +84,10 @@ class _LegacyFraming(LegacyReader):
             if end - i < length:
                 raise _Short
             return i + length
-        return self._event(buf, pos, end)[1]
+        event, i = self._event(buf, pos, end)
+        if event is not None:
+            self.seen(event)
+        return i
 
 
 class Framing:
@@ -102,3 +113,28 @@ class Framing:
 
     def close(self) -> None:
         self._reader.close()
+
+
+class LegacyTicks(_LegacyFraming):
+    """A legacy trace's raw tick clock, read off its bytes as they come
+    (made with the first, then fed the rest): ``first`` the ticks of its
+    earliest batch (its first event is that batch's first, a few ticks on:
+    where the decoder counts its times from), ``ticks_per_sec`` from its
+    footer. Two traces of one process share the tick counter, so the
+    difference of their ``first`` is the time between their starts."""
+
+    OWN = (EV_STRING, EV_USER_LOG, EV_BATCH, EV_FREQUENCY)
+
+    def __init__(self, first: bytes) -> None:
+        super().__init__()
+        self.first: int | None = None
+        self.ticks_per_sec: int | None = None
+        self.check(first)
+
+    def seen(self, event: RawEvent) -> None:
+        _, typ, args, _ = event
+        if typ == EV_BATCH and args:
+            ticks = args[-1]  # [p, ticks]; Go 1.5 and 1.6: [p, seq, ticks]
+            self.first = ticks if self.first is None else min(self.first, ticks)
+        elif typ == EV_FREQUENCY and args:
+            self.ticks_per_sec = args[0]

@@ -12,7 +12,7 @@ from typing import Any
 from livetrace._cli.render.dump import parsed_text
 from livetrace._cli.render.parts import GenerationParts, Maker, tables
 from livetrace._notice import Notice
-from livetrace._protocol.frames import Gap
+from livetrace._protocol.frames import Gap, TraceGap, WindowGap
 from livetrace._protocol.text import json_safe, shown
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
@@ -132,6 +132,15 @@ def gap_dict(g: Notice) -> dict[str, Any]:
             "ticks_per_sec": g.ticks_per_sec,
             "estimated_ticks_per_sec": g.estimated_ticks_per_sec,
         }
+    if isinstance(g, TraceGap):
+        return {
+            "kind": "TraceGap",
+            "trace": g.window,
+            "seconds": g.seconds if g.measured else None,
+            "measured_from": g.measured_from if g.measured else None,
+        }
+    if isinstance(g, WindowGap):
+        return {"kind": "WindowGap", "window": g.window, "seconds": g.seconds, "measured_from": g.measured_from}
     if isinstance(g, Gap):
         return {
             "kind": "Gap",

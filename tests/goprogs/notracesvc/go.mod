@@ -1,0 +1,3 @@
+module example.com/notracesvc
+
+go 1.19
