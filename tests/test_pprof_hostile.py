@@ -141,7 +141,9 @@ def test_a_window_that_never_ends_is_cut_off(tmp_path: Path, behave: Behaviour) 
     line = one_error_line(err)
     assert "bytes past the end of pprof window 1 without ending it" in line, line
     size = _kept(out).stat().st_size
-    assert STOP_DRAIN_MARGIN < size < MOST_KEPT, size
+    # About the cap: the piece in hand when it tripped (at most a read's
+    # worth) may not be written.
+    assert STOP_DRAIN_MARGIN - (1 << 20) < size < MOST_KEPT, size
 
 
 @pytest.mark.once
