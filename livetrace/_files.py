@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, BinaryIO
 
 from livetrace._errors import TraceFormatError
-from livetrace._notice import Notice
+from livetrace._items import Notice
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.version import HEADER_SIZE

@@ -10,7 +10,8 @@ import pytest
 from livetrace._flight.dump import Firing, prune, stem, write_dump
 from livetrace._flight.ring import FlightRing, Layout
 from livetrace._flight.triggers import BLOCK_REASONS, TriggerError, parse_duration, parse_size, parse_trigger
-from livetrace._protocol.frames import Chunk, Gap, SegmentEnd, WindowEnd, WindowGap
+from livetrace._items import Gap, SegmentEnd, WindowEnd, WindowGap
+from livetrace._protocol.frames import Chunk
 from livetrace._trace.model.events import Resource
 from livetrace._trace.spans.model import Span, SpanKind
 from livetrace._trace.spec.kinds import Kind

@@ -33,8 +33,9 @@ from livetrace._errors import OutputPathError, OutputTamperedError
 from livetrace._flight.dump import Dump, Firing, write_dump
 from livetrace._flight.ring import FlightRing, Layout
 from livetrace._flight.triggers import parse_trigger
+from livetrace._items import SegmentEnd
 from livetrace._outfile import AtomicFile, write_atomic
-from livetrace._protocol.frames import Chunk, SegmentEnd
+from livetrace._protocol.frames import Chunk
 
 from .otheruser import OtherUser, other_user, world_traversable
 from .test_hostile_peer import HEADER, Conn, Peer, batch

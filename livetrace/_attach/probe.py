@@ -10,7 +10,7 @@ import httpx
 import psutil
 import trio
 
-from livetrace._session.nursery import open_nursery
+from livetrace._nursery import open_nursery
 
 __all__ = ["PROBE_TIMEOUT", "listening_ports", "pprof_url", "probe_pprof"]
 

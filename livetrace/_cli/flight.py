@@ -12,7 +12,6 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._attach.resolve import is_process_reference, resolve_process
 from livetrace._cli.common import EXIT_ERROR, EXIT_OK, about, say
 from livetrace._cli.flight_options import FLIGHT_WINDOW
 from livetrace._cli.progress import show_status
@@ -28,10 +27,11 @@ from livetrace._errors import (
 from livetrace._flight.dump import Dump, Firing
 from livetrace._flight.recorder import FlightRecorder, FlightState
 from livetrace._flight.triggers import Trigger, TriggerError, format_size, parse_trigger
+from livetrace._nursery import open_nursery
 from livetrace._protocol import text as peer
-from livetrace._session.nursery import open_nursery
-from livetrace._session.pprof_http import is_pprof_address
-from livetrace._session.session import Session, connect
+from livetrace._session.connect import connect
+from livetrace._session.session import Session
+from livetrace._session.target import resolve
 
 FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
@@ -146,27 +146,21 @@ async def _attach_loop(
         left = None if deadline == math.inf else deadline - trio.current_time()
         try:
             # A process named by pid or name is resolved on each attach (it
-            # may have restarted), so that an http:// one gets its window.
-            # connect() would resolve it too, but the window depends on what it is; the pid
-            # still holds the helper's socket to that process, as connect() would have it.
-            pid = None
-            address = args.address
-            if is_process_reference(address):
-                resolved = await resolve_process(address)
-                address, pid = resolved.address, resolved.pid
-            pprof = is_pprof_address(address)
-            if args.window is not None and not pprof:
-                say(err, f"error: --window applies to http:// addresses (net/http/pprof) only, not {address}")
+            # may have restarted), here rather than by connect(): the window
+            # depends on what it resolves to.
+            target = await resolve(args.address)
+            if args.window is not None and not target.pprof:
+                say(err, f"error: --window applies to http:// addresses (net/http/pprof) only, not {target.address}")
                 return EXIT_ERROR
-            window = (args.window or FLIGHT_WINDOW) if pprof else None
+            window = (args.window or FLIGHT_WINDOW) if target.pprof else None
             async with connect(
-                address,
+                target.address,
                 token=args.token,
                 duration=left,
                 advance=0.5,
                 segment=args.segment,
                 window=window,
-                expected_pid=pid,
+                expected_pid=target.pid,
                 **limits,
             ) as session:
                 started = trio.current_time()

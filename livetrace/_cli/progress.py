@@ -8,7 +8,7 @@ from typing import TextIO
 
 import trio
 
-from livetrace._session.session import Counters
+from livetrace._session.limits import Counters
 
 
 def format_bytes(n: float) -> str:

@@ -8,13 +8,14 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, is_pprof, platform, say, until_done, window_seconds
+from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, platform, say, until_done, window_seconds
 from livetrace._cli.progress import format_bytes, show_progress
+from livetrace._items import Gap, WindowGap
 from livetrace._protocol import text as peer
-from livetrace._protocol.frames import Gap, WindowGap
+from livetrace._protocol.frames import SessionMode
+from livetrace._session.connect import connect
 from livetrace._session.pprof_http import is_pprof_address
 from livetrace._session.recording import Recorder, Recording, check_output, segment_path
-from livetrace._session.session import connect
 
 # A pprof recording's window without --duration (with one: the whole duration).
 RECORD_WINDOW = 5.0
@@ -76,19 +77,19 @@ async def record_command(
             f"recording {about(info)}{platform(info)}) "
             f"to {out}" + (f" for {duration:g} s" if duration else "; Ctrl-C stops"),
         )
-        if is_pprof(info):
+        if info.mode is SessionMode.PPROF_WINDOWS:
             say(
                 err,
                 f"pprof windows of {window_seconds(info):g} s back to back, each a complete trace in a file of "
                 f"its own ({out}, then {segment_path(out, 2)}, ...); nothing is traced between two windows",
             )
-        elif segment and not info.segment_ms:
+        elif segment and info.mode is not SessionMode.LEGACY_SEGMENTS:
             say(
                 err,
                 f"note: {peer.shown(info.go_version)} writes self-contained generations; --segment applies "
                 "only to Go 1.21 and older, so this is one trace",
             )
-        elif info.segment_ms:
+        elif info.mode is SessionMode.LEGACY_SEGMENTS:
             say(
                 err,
                 f"segment mode: the trace restarts every {info.segment_ms / 1000:g} s; each segment is "

@@ -13,18 +13,17 @@ from pathlib import Path
 import psutil
 import trio
 
-from livetrace._errors import LivetraceError, TraceFormatError
+from livetrace._errors import LivetraceError
 from livetrace._flight.dump import Dump, Firing, now_ns, prune, write_dump
 from livetrace._flight.ring import DEFAULT_MAX_BYTES, FlightRing, Layout
 from livetrace._flight.triggers import Trigger, parse_trigger
-from livetrace._protocol.frames import SessionInfo, WindowGap
-from livetrace._session.nursery import open_nursery
+from livetrace._items import SymbolsResolved, WindowGap
+from livetrace._nursery import open_nursery
+from livetrace._protocol.frames import SessionInfo, SessionMode
 from livetrace._session.session import Session
 from livetrace._session.subscribers import Subscription
-from livetrace._trace.legacy.live import SymbolsResolved
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.version import TraceVersion
 
 DEFAULT_AFTER = 5.0
 DEFAULT_COOLDOWN = 10.0
@@ -66,15 +65,12 @@ def local_process(info: SessionInfo) -> psutil.Process | None:
 
 
 def layout_of(info: SessionInfo) -> Layout:
-    if info.window_ms:
+    mode = info.mode
+    if mode is SessionMode.PPROF_WINDOWS:
         return Layout.WINDOWS  # each net/http/pprof window is a complete trace, in any format
-    if info.segment_ms:
+    if mode is SessionMode.LEGACY_SEGMENTS:
         return Layout.SEGMENTS
-    try:
-        legacy = TraceVersion.of_runtime(info.go_version).is_legacy
-    except (ValueError, TraceFormatError):
-        legacy = False
-    if legacy:
+    if mode is SessionMode.LEGACY_PROVISIONAL:
         raise LivetraceError(
             f"{info.go_version} writes a trace only readable whole: the flight recorder needs segment mode "
             "(connect(segment=...)), which this helper did not start"

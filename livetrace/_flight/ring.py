@@ -33,7 +33,8 @@ import enum
 from collections import deque
 from dataclasses import dataclass, field
 
-from livetrace._protocol.frames import Chunk, Gap, SegmentEnd, WindowGap
+from livetrace._items import Gap, SegmentEnd, WindowGap
+from livetrace._protocol.frames import Chunk
 from livetrace._trace.spec.modern import EV_END_OF_GENERATION
 
 DEFAULT_MAX_BYTES = 256 << 20
