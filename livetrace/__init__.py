@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         SegmentGap as SegmentGap,
         SubscriberGap as SubscriberGap,
         SymbolsResolved as SymbolsResolved,
+        TraceGap as TraceGap,
         WindowEnd as WindowEnd,
         WindowGap as WindowGap,
     )
@@ -208,6 +209,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "SegmentGap",
         "SubscriberGap",
         "SymbolsResolved",
+        "TraceGap",
         "WindowEnd",
         "WindowGap",
     ),

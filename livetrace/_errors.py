@@ -135,6 +135,11 @@ class OutputPathError(LivetraceError):
     read-only directory); found before attaching to the service."""
 
 
+class InputPathError(LivetraceError):
+    """The trace file a command should read cannot be opened (missing, a
+    directory, unreadable)."""
+
+
 class OutputTamperedError(LivetraceError):
     """Another user moved or replaced an output file while it was written
     (its temporary file renamed away, or swapped for a link): nothing of

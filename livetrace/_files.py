@@ -9,12 +9,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, BinaryIO
 
 from livetrace._errors import TraceFormatError
-from livetrace._items import Notice
+from livetrace._items import Notice, TraceGap
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.version import HEADER_SIZE
 
 if TYPE_CHECKING:
+    from livetrace._trace.decoder import Item
     from livetrace._trace.select.filter import Filter
     from livetrace._trace.spans.batch import SpanBatch
     from livetrace._trace.spans.model import Span
@@ -62,17 +63,95 @@ def decode_batches(
     events). ``kinds`` and ``compiled`` as for :func:`open_decoder`. A
     malformed or truncated trace raises :class:`TraceFormatError`, whose
     ``partial`` holds the events decoded before the problem and not yet
-    yielded."""
+    yielded.
+
+    A file may hold several complete traces, one after another (what
+    ``livetrace record -o -`` writes for a net/http/pprof session's
+    windows): each is decoded as if it were alone, and a
+    :class:`~livetrace.TraceGap` comes between two."""
+    with _opened(source) as stream:
+        yield from decode_pieces(pieces(stream), kinds, compiled=compiled)
+
+
+def decode_pieces(
+    data: Iterable[bytes], kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None
+) -> Iterator[EventBatch | Notice]:
+    """:func:`decode_batches` of a stream given as its pieces."""
     # Here, not at the top: `livetrace decode --dump wire` reads its file
     # through this module and needs no decoder.
-    from livetrace._trace.decoder import open_decoder
+    from livetrace._trace.decoder import TraceDecoder, open_decoder
+    from livetrace._trace.stream import NextTrace, split_traces
 
-    with _opened(source) as stream:
-        first, rest = head(stream)
-        decoder = open_decoder(first, kinds, compiled=compiled)
-        for data in rest:
-            yield from decoder.feed_iter(data)  # type: ignore[misc]  # no read times: never Provisional
-        yield from decoder.close_iter()  # type: ignore[misc]  # no read times: never Provisional
+    decoder: TraceDecoder | None = None
+    between = _Between(measure=kinds is None)
+    for piece in split_traces(data):
+        if isinstance(piece, NextTrace):
+            assert decoder is not None
+            yield from between.items(decoder.close_iter())
+            between.ended(decoder.legacy)
+            decoder = None
+            continue
+        if decoder is None:
+            try:
+                decoder = open_decoder(piece, kinds, compiled=compiled)
+            except TraceFormatError:  # a header no Go wrote: after the gap, if it is not the first
+                yield from between.gap(None)
+                raise
+            between.began(decoder.legacy)
+        yield from between.items(decoder.feed_iter(piece))
+    if decoder is None:  # an empty stream: the decoder says so
+        decoder = open_decoder(b"", kinds, compiled=compiled)
+    yield from between.items(decoder.close_iter())
+    yield from between.gap(None)
+
+
+class _Between:
+    """The gaps between the traces of a stream. One is held until the next
+    trace's first event: where both traces are Go 1.22+ traces, whose times
+    are the machine's monotonic clock, the two events say how long nothing
+    was traced (``measure``: unless only some kinds of events are made).
+    A legacy trace's times count from its own start, and tell nothing."""
+
+    def __init__(self, *, measure: bool) -> None:
+        self._measure = measure
+        self._traces = 1  # the trace under way is the stream's n-th
+        self._modern = False  # the trace under way is a Go 1.22+ one
+        self._last: int | None = None  # the time of its last event so far
+        self._pending = False  # the trace before ended, and its gap is still to come
+        self._before: int | None = None  # the time of the last event of the trace before
+
+    def began(self, legacy: bool) -> None:
+        self._modern, self._last = not legacy, None
+
+    def ended(self, legacy: bool) -> None:
+        self._pending, self._before = True, None if legacy or not self._measure else self._last
+        self._traces += 1
+
+    def items(self, items: Iterator[Item]) -> Iterator[EventBatch | Notice]:
+        try:
+            for item in items:
+                if isinstance(item, EventBatch):
+                    if len(item):
+                        yield from self.gap(item.times[0])
+                        self._last = item.times[-1]
+                else:
+                    yield from self.gap(None)
+                yield item  # type: ignore[misc]  # no read times: never Provisional
+        except TraceFormatError:
+            yield from self.gap(None)
+            raise
+
+    def gap(self, first: int | None) -> Iterator[Notice]:
+        """The gap still to come, if any, now that the next trace's first
+        event (at ``first``, if it is an event) is here."""
+        if not self._pending:
+            return
+        self._pending = False
+        before = self._before
+        if self._modern and before is not None and first is not None and first >= before:
+            yield TraceGap(0, 0, 0, 0, False, window=self._traces - 1, seconds=(first - before) / 1e9, measured=True)
+        else:
+            yield TraceGap(0, 0, 0, 0, False, window=self._traces - 1)
 
 
 def decode(source: Source, kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None) -> Iterator[Event]:
@@ -106,9 +185,18 @@ def decode_span_batches(
     for item in decode_batches(source, compiled=compiled):
         if isinstance(item, EventBatch):
             spans = builder.feed(item)
-            yield spans if filter is None else select_spans(spans, filter, compiled=compiled)
+        elif is_trace_gap(item):  # the spans open at one trace's end end there; the next trace is its own
+            spans = builder.close()
+        else:
+            continue
+        yield spans if filter is None else select_spans(spans, filter, compiled=compiled)
     spans = builder.close()
     yield spans if filter is None else select_spans(spans, filter, compiled=compiled)
+
+
+def is_trace_gap(item: object) -> bool:
+    """Whether item is the gap between two traces of a stream."""
+    return isinstance(item, TraceGap)
 
 
 def decode_spans(source: Source, filter: Filter | None = None, *, compiled: bool | None = None) -> Iterator[Span]:

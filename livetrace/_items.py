@@ -12,14 +12,16 @@ Like h11's ``_events.py``, this module sits below the layers that make
 and use these items: the decoder (``_trace``) makes them from plain values,
 the protocol (``_protocol``) reads the helper's gap and segment frames into
 them, and the shell (``_session``) and the views pass them on. It imports
-nothing of livetrace at run time (the event model's batch is named for
-the type checker only).
+only the base's ``_plural`` at run time (the event model's batch is named
+for the type checker only).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from livetrace._plural import plural
 
 if TYPE_CHECKING:
     from livetrace._trace.model.batch import EventBatch
@@ -32,6 +34,7 @@ __all__ = [
     "SegmentGap",
     "SubscriberGap",
     "SymbolsResolved",
+    "TraceGap",
     "WindowEnd",
     "WindowGap",
 ]
@@ -92,6 +95,25 @@ class WindowGap(Gap):
 
 
 @dataclass(frozen=True)
+class TraceGap(WindowGap):
+    """Between two traces of a stream that holds complete traces one after
+    another (a file, or what ``livetrace record -o -`` writes for a pprof
+    session's windows): ``window`` is the number of the trace before it,
+    from 1. Where ``measured``, ``seconds`` is the time from its last event
+    to the next trace's first by their own clock, which Go 1.22+ traces of
+    one machine share; a legacy trace's times count from its own start."""
+
+    measured: bool = False
+
+    @property
+    def message(self) -> str:
+        pair = f"traces {self.window} and {self.window + 1} of the stream"
+        if self.measured:
+            return f"no trace for {self.seconds * 1e3:.1f} ms between {pair} (by their clocks)"
+        return f"nothing traced between {pair}, for a time their clocks do not tell"
+
+
+@dataclass(frozen=True)
 class SegmentEnd:
     """A segment of a legacy trace is over and complete (the helper stopped
     the trace and restarts it); the next chunk is the next segment's header.
@@ -141,7 +163,7 @@ class SymbolsResolved(Notice):
         est = self.estimated_ticks_per_sec
         off = f", estimate {100 * (est / self.ticks_per_sec - 1):+.4f}%" if est else ""
         return (
-            f"footer: symbols resolved, {self.events:,} exact events, {self.stacks:,} stacks, "
+            f"footer: symbols resolved, {plural(self.events, 'exact event')}, {plural(self.stacks, 'stack')}, "
             f"{self.ticks_per_sec:,} ticks/s{off}"
         )
 
@@ -183,4 +205,5 @@ class SubscriberGap(Notice):
     def message(self) -> str:
         where = "" if self.first_generation is None else f" from generation {self.first_generation}"
         when = "" if self.first_time is None else f" (time {self.first_time})"
-        return f"subscriber fell behind: lost {self.batches:,} batches, {self.events:,} events{where}{when}"
+        lost = f"{plural(self.batches, 'batch', 'batches')}, {plural(self.events, 'event')}"
+        return f"subscriber fell behind: lost {lost}{where}{when}"

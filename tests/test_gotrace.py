@@ -344,7 +344,7 @@ def test_every_truncation_is_a_typed_error() -> None:
         decode(DATA[:14])  # inside the first GoCreate
     with pytest.raises(TraceFormatError, match=r"^trace is empty$"):
         decode(HEADER)
-    with pytest.raises(TraceFormatError, match=r"^no EvFrequency event$"):
+    with pytest.raises(TruncatedTraceError, match=r"^trace ends early: its footer .* is missing"):
         decode(DATA[: TIMER_RECORD_AT - 5])  # everything before the footer
 
 

@@ -25,13 +25,14 @@ PACKAGE = ROOT / "livetrace"
 # The layers, lowest first: a module may import its own layer and those
 # below. A package stands for every module in it; the longest prefix wins.
 LAYERS: list[tuple[str, ...]] = [
-    # The base, shared by every layer: errors, the stream's items, buffers, output files, trio's nursery.
+    # The base, shared by every layer: errors, the stream's items, buffers, output files, trio's nursery, plurals.
     (
         "livetrace._errors",
         "livetrace._items",
         "livetrace._streambuf",
         "livetrace._outfile",
         "livetrace._nursery",
+        "livetrace._plural",
         "livetrace._version",
     ),
     # The sans-IO core: trace decoding and the session protocol.

@@ -86,7 +86,7 @@ async def test_a_frozen_consumer_sheds_generations_alone_in_bounded_memory(tmp_p
     assert "fell behind" not in fast_err and not list(tmp_path.glob("fast.*.trace"))
     go_tool_trace("1.26", fast_out)
     assert slow_code == 0, slow_err
-    assert "fell behind" in slow_err and "generations shed" in slow_err, slow_err
+    assert "fell behind" in slow_err and ("generations shed" in slow_err or "1 generation shed" in slow_err), slow_err
     assert (during - before) * 1024 < (queue_mb << 20) + (32 << 20), (before, during)
 
 

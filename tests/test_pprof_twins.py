@@ -31,6 +31,7 @@ from .mutate import mutate
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_TESTS = [t for t in textform.all_tests() if t.data]
 LEGACY = sorted(p for p in (ROOT / "tests" / "corpus" / "legacy" / "go-testdata").iterdir() if p.is_file())
+RUNTIME = sorted((ROOT / "tests" / "corpus" / "runtime").glob("*.trace"))
 both = pytest.mark.skipif(
     os.environ.get("LIVETRACE_PURE_PYTHON") == "1" or not use_compiled(),
     reason="compares both implementations; runs on the compiled core's pass",
@@ -73,7 +74,7 @@ def assert_twins_agree(spans: Sequence[SpanBatch], end_at: int = -1) -> None:
 
 
 def corpus() -> list[tuple[str, bytes]]:
-    return [(t.name, t.data) for t in TEXT_TESTS] + [(p.name, p.read_bytes()) for p in LEGACY]
+    return [(t.name, t.data) for t in TEXT_TESTS] + [(p.name, p.read_bytes()) for p in LEGACY + RUNTIME]
 
 
 CORPUS = corpus()
@@ -220,7 +221,8 @@ def test_the_core_checks_its_callers() -> None:
     core = ccore.ProfileCounts(1)
     feed_core(core, spans, lambda tab, stack: 0)
     core.end_trace()
-    assert core.totals() == [(0, 2, 4 + 5)]  # the goroutine's two spans, 1-5 and 1-6
+    # the goroutine's two spans, 1-5 and 1-6; last counted in trace 0, at 6
+    assert core.totals() == [(0, 2, 4 + 5, 0, 6)]
 
 
 def test_a_files_profile_imports_no_live_layer(tmp_path: Path) -> None:

@@ -22,7 +22,14 @@ HEAVY = ("trio", "httpx", "psutil", "google.protobuf", "perfetto", "construct", 
 # Layers of the live commands; of the session layer, the parser shows only
 # the defaults of its options (livetrace._session.defaults: constants).
 LIVE_LAYERS = ("livetrace._session.", "livetrace._attach", "livetrace._flight", "livetrace._go", "livetrace._protocol")
-ALLOWED_LIVE = {"livetrace._session.defaults"}
+# The session's defaults (for --help), and the standard-library-only text
+# helpers every command's messages go through (escaping, redaction).
+ALLOWED_LIVE = {
+    "livetrace._session.defaults",
+    "livetrace._protocol",
+    "livetrace._protocol.text",
+    "livetrace._protocol.redact",
+}
 
 # The exit status and the imported modules' names, as JSON.
 PRINT_MODULES = 'import json, sys\nprint(json.dumps({{"code": {code}, "modules": sorted(sys.modules)}}))\n'

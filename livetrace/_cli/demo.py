@@ -15,6 +15,7 @@ from livetrace._cli.top import top_once
 from livetrace._go.demo import run_demo
 from livetrace._go.toolchain import build_demo, find_go, go_version
 from livetrace._items import Gap, SegmentGap
+from livetrace._plural import plural
 from livetrace._session.connect import connect
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, Kind
@@ -54,7 +55,7 @@ async def demo_tail(address: str, seconds: float, out: TextIO) -> None:
         def summary() -> None:
             if counts:
                 top = ", ".join(f"{KIND_NAMES[k]} {n:,}" for k, n in counts.most_common(4))
-                print(f"  ... {counts.total():,} events in this generation: {top}", file=out, flush=True)
+                print(f"  ... {plural(counts.total(), 'event')} in this generation: {top}", file=out, flush=True)
 
         async for item in session.event_batches():
             if not isinstance(item, EventBatch):

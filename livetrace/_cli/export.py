@@ -11,9 +11,10 @@ import trio
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._cli.sources import is_file_source, open_input
 from livetrace._errors import LivetraceError
-from livetrace._files import decode_batches
+from livetrace._files import decode_batches, is_trace_gap
 from livetrace._nursery import open_nursery
 from livetrace._outfile import write_output
+from livetrace._plural import plural
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
@@ -28,6 +29,8 @@ def file_timeline(source: str) -> Timeline:
             if isinstance(item, EventBatch):
                 collector.feed_events(item)
                 collector.feed_spans(spans.feed(item))
+            elif is_trace_gap(item):  # one trace of a stream ended: its open spans end there
+                collector.feed_spans(spans.close())
     collector.feed_spans(spans.close())
     return collector.timeline()
 
@@ -81,5 +84,9 @@ def export_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
     size = write_output(args.output, encode_timeline(timeline))
     slices = sum(map(len, timeline.tracks))
     where = "standard output" if str(args.output) == "-" else str(args.output)
-    say(err, f"wrote {where}: {len(timeline.tracks)} tracks, {slices:,} slices and instants, {size:,} bytes")
+    say(
+        err,
+        f"wrote {where}: {plural(len(timeline.tracks), 'track')}, {slices:,} slices and instants, "
+        f"{plural(size, 'byte')}",
+    )
     return EXIT_OK if complete else EXIT_INCOMPLETE

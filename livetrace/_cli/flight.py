@@ -25,9 +25,11 @@ from livetrace._errors import (
     TLSVerificationError,
 )
 from livetrace._flight.dump import Dump, Firing
+from livetrace._flight.dumper import FINISH_WITHIN, DumpFailure, check_out_dir
 from livetrace._flight.recorder import FlightRecorder, FlightState
 from livetrace._flight.triggers import Trigger, TriggerError, format_size, parse_trigger
 from livetrace._nursery import open_nursery
+from livetrace._plural import plural
 from livetrace._protocol import text as peer
 from livetrace._session.connect import connect
 from livetrace._session.session import Session
@@ -62,25 +64,59 @@ def _fired(err: TextIO, f: Firing, started: bool) -> None:
         say(err, f"trigger {f.trigger.text} fired{what}")
 
 
-def _dumped(err: TextIO, d: Dump, elapsed: float) -> None:
+def _dumped(err: TextIO, d: Dump) -> None:
     cut = " (tail cut short: the session ended)" if d.tail_cut else ""
-    say(err, f"wrote {', '.join(str(p) for p in d.traces)} ({format_size(d.size)}){cut} and {d.json_path.name}")
+    joined = d.joined + d.joined_late
+    also = ""
+    if joined:
+        late = f", {d.joined_late} while it was written" if d.joined_late else ""
+        also = f"; {joined} more trigger{'s' if joined > 1 else ''} fired and joined it{late}"
+    say(
+        err,
+        f"wrote {', '.join(str(p) for p in d.traces)} ({format_size(d.size)}){cut} and {d.json_path.name}{also}",
+    )
+
+
+def _failed(err: TextIO, f: DumpFailure) -> None:
+    what = f"the dump of trigger {f.firing.trigger.text}"
+    if f.abandoned:
+        say(err, f"{what} was abandoned: {f.reason}")
+    elif f.retry_in is not None:
+        say(err, f"{what} is not written yet: {f.path}: {f.reason}; retrying in {f.retry_in:g} s")
+    else:
+        say(err, f"{what} failed: {f.path}: {f.reason}; recording goes on")
 
 
 def status_text(run: _Run, elapsed: float) -> str:
     r = run.recorder
     st = run.state
     if r is None:
-        return f"{elapsed:6.0f} s  not attached; fired {st.fired}, {len(st.dumps)} dumps"
+        return f"{elapsed:6.0f} s  not attached; fired {st.fired}, {plural(len(st.dumps), 'dump')}"
     ring = r.ring
     return (
         f"{elapsed:6.0f} s  kept {ring.window_ns / 1e9:4.1f} s, {format_size(ring.size)} in {len(ring.units)} "
         f"{ring.layout.value}"
-        f"  fired {st.fired}"
+        f"  fired {st.fired + st.joined + st.suppressed}"
+        + (f" ({st.joined} joined a dump)" if st.joined else "")
         + (f" ({st.suppressed} in cooldown)" if st.suppressed else "")
-        + f", {len(st.dumps)} dumps"
+        + f", {plural(len(st.dumps), 'dump')}"
+        + (f", {st.failed + st.abandoned} not written" if st.failed + st.abandoned else "")
         + (f", {r.pending} pending" if r.pending else "")
     )
+
+
+def summary(st: FlightState) -> str:
+    """The last line: every trigger that fired, and what became of every dump."""
+    fired = st.fired + st.joined + st.suppressed
+    how = [f"{st.fired} started a dump"]
+    how += [f"{st.joined} joined one"] if st.joined else []
+    how += [f"{st.suppressed} in cooldown"] if st.suppressed else []
+    outcome = [f"{plural(len(st.dumps), 'dump')} written"]
+    outcome += [f"{st.failed} failed"] if st.failed else []
+    outcome += [f"{st.abandoned} abandoned at the stop"] if st.abandoned else []
+    outcome += [f"{st.empty} with nothing kept yet to write"] if st.empty else []
+    outcome += [f"{plural(st.removed, 'old file')} removed"] if st.removed else []
+    return f"stopped: {plural(fired, 'trigger')} fired ({', '.join(how)}); {', '.join(outcome)}"
 
 
 async def _signals(run: _Run, abort: trio.CancelScope, err: TextIO) -> None:
@@ -88,10 +124,22 @@ async def _signals(run: _Run, abort: trio.CancelScope, err: TextIO) -> None:
         async for _ in signals:
             if run.stopping:
                 say(err, "aborted (no dump is left partial)")
+                if run.recorder is not None:
+                    run.recorder.abandon()
                 abort.cancel()
                 return
             run.stopping = True
-            say(err, "stopping; dumps waiting for their tail are written now (Ctrl-C again to abort)")
+            pending = run.recorder is not None and run.recorder.pending
+            say(
+                err,
+                "stopping"
+                + (
+                    f"; the pending dump is written now with the tail it has, or abandoned after {FINISH_WITHIN:g} s"
+                    if pending
+                    else ""
+                )
+                + " (Ctrl-C again to abort)",
+            )
             if run.session is not None:
                 await run.session.stop()
             else:
@@ -116,6 +164,11 @@ async def flight_command(args: argparse.Namespace, err: TextIO, **limits: Any) -
     except OSError as e:
         say(err, f"error: cannot use {out} for the dumps: {e.strerror or e}")
         return EXIT_ERROR
+    try:
+        check_out_dir(out)
+    except LivetraceError as e:
+        say(err, f"error: {e}")
+        return EXIT_ERROR
     if args.segment < 1:
         say(err, "error: --segment must be at least 1 second")
         return EXIT_ERROR
@@ -130,9 +183,7 @@ async def flight_command(args: argparse.Namespace, err: TextIO, **limits: Any) -
         with abort:
             code = await _attach_loop(run, args, triggers, err, limits)
         nursery.cancel_scope.cancel()
-    st = run.state
-    removed = f", {st.removed} old files removed" if st.removed else ""
-    say(err, f"stopped: {st.fired} triggers fired, {len(st.dumps)} dumps written{removed}")
+    say(err, summary(run.state))
     return code
 
 
@@ -175,7 +226,8 @@ async def _attach_loop(
                     max_memory=args.max_memory,
                     state=run.state,
                     on_fire=lambda f, started: _fired(err, f, started),
-                    on_dump=lambda d: _dumped(err, d, 0.0),
+                    on_dump=lambda d: _dumped(err, d),
+                    on_error=lambda f: _failed(err, f),
                 )
                 run.session, run.recorder = session, recorder
                 info = session.info

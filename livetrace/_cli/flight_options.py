@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from livetrace._cli.options import session_arguments, window_option
+from livetrace._cli.options import seconds_value, session_arguments, window_option
 
 # An http:// address's /debug/pprof/trace windows: the ring keeps whole
 # windows, so a dump's tail ends at most this long after --after.
@@ -61,7 +61,10 @@ def _size(text: str) -> int:
 
 
 def _positive_int(text: str) -> int:
-    v = int(text)
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if v < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return v
@@ -102,7 +105,7 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None
         type=_seconds,
         default=10.0,
         metavar="TIME",
-        help="after a trigger fires, ignore triggers this long (default 10s)",
+        help="after a dump starts, ignore triggers this long (those while it is pending join it) (default 10s)",
     )
     p.add_argument(
         "--max-files",
@@ -119,7 +122,7 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None
     )
     p.add_argument(
         "--segment",
-        type=float,
+        type=seconds_value,
         default=2.0,
         metavar="SECONDS",
         help="Go 1.21 and older: restart the trace this often (default 2, at least 1); a dump holds whole "

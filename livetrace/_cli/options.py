@@ -4,69 +4,89 @@ and constants only, so that building the parser imports no command."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
 from livetrace._session.defaults import IDLE_TIMEOUT, MIN_ADVANCE, MIN_WINDOW, STOP_TIMEOUT
 
 
-def period_option(text: str) -> float:
-    """A --period: 0 (the runtime's own, about a second) or 0.1 to 1 seconds."""
+def seconds_value(text: str) -> float:
+    """A number of seconds, as the options take it."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, such as 5 or 0.5")
+    return value
+
+
+def period_option(text: str) -> float:
+    """A --period: 0 (the runtime's own, about a second) or 0.1 to 1 seconds."""
+    value = seconds_value(text)
     if value != 0 and not MIN_ADVANCE <= value <= 1:
         raise argparse.ArgumentTypeError(f"{text} s: the period is {MIN_ADVANCE} to 1 s, or 0 for the runtime's own")
     return value
 
 
 def window_option(text: str) -> float:
-    v = float(text)
+    v = seconds_value(text)
     if not v >= MIN_WINDOW:
         raise argparse.ArgumentTypeError(f"must be at least {MIN_WINDOW:g} s")
     return v
 
 
 def duration_option(text: str) -> float:
-    v = float(text)
+    v = seconds_value(text)
     if v <= 0:
         raise argparse.ArgumentTypeError("must be a positive number of seconds")
     return v
 
 
 def segment_option(text: str) -> float:
-    v = float(text)
+    v = seconds_value(text)
     if v < 1:
         raise argparse.ArgumentTypeError("must be at least 1 second: each restart stops the world twice")
     return v
 
 
 def segment_or_zero_option(text: str) -> float:
-    return 0.0 if float(text) == 0 else segment_option(text)
+    return 0.0 if seconds_value(text) == 0 else segment_option(text)
 
 
 def seconds_or_zero_option(text: str) -> float:
-    v = float(text)
+    v = seconds_value(text)
     if not v >= 0:
         raise argparse.ArgumentTypeError("must be a number of seconds, 0 or more")
     return v
 
 
 def megabytes_option(text: str) -> int:
-    v = float(text)
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of MiB, such as 64 or 0.5")
     if not v >= 1:
         raise argparse.ArgumentTypeError("must be at least 1 (MiB)")
     return int(v * (1 << 20))
 
 
-def session_arguments(p: argparse.ArgumentParser) -> None:
+def session_arguments(p: argparse.ArgumentParser, *, files: bool = False) -> None:
+    """``files``: the command also reads a trace file (SOURCE) instead of a live service."""
+    service = (
+        "where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, HOST:PORT), the "
+        "http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: pid:N, or NAME, an "
+        "executable's name that matches exactly one process (see livetrace ps)"
+    )
     p.add_argument(
         "address",
-        metavar="ADDRESS",
-        help="the service: where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, "
-        "HOST:PORT), the http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: "
-        "pid:N, or NAME, an executable's name that matches exactly one process (see livetrace ps)",
+        metavar="SOURCE" if files else "ADDRESS",
+        help=f"a trace file (- for standard input), or a live service: {service}"
+        if files
+        else f"the service: {service}",
     )
     p.add_argument(
         "-d", "--duration", type=duration_option, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)"

@@ -109,7 +109,7 @@ def _add_profile_parser(sub: Any) -> None:
         epilog=PROFILE_EXAMPLES,
         formatter_class=_ExamplesFormatter,
     )
-    session_arguments(p)
+    session_arguments(p, files=True)
     p.add_argument("--kind", choices=PROFILE_KINDS, required=True, help="which profile (see below)")
     p.add_argument(
         "-o", "--output", type=Path, required=True, metavar="FILE", help="the profile (gzip'ed protobuf); - for stdout"
@@ -135,7 +135,7 @@ def _add_export_parser(sub: Any) -> None:
         epilog=EXPORT_EXAMPLES,
         formatter_class=_ExamplesFormatter,
     )
-    session_arguments(p)
+    session_arguments(p, files=True)
     p.add_argument("--to", choices=["perfetto"], default="perfetto", help="the format (default: perfetto)")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the file to write; - for stdout")
 
@@ -182,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=window_option,
         metavar="SECONDS",
         help="http:// addresses only: ask /debug/pprof/trace for windows of SECONDS, back to back, each "
-        "written to its own file (default: the whole --duration, or 5 s windows until Ctrl-C without one; "
+        "written to its own file, or with -o - one after another to standard output (default: the whole "
+        "--duration, or 5 s windows until Ctrl-C without one; "
         "Ctrl-C stops at the end of the window in progress)",
     )
     rec.add_argument(
@@ -201,7 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
         "legacy traces (Go 1.5 to 1.21), --dump legacy prints the ordered events exactly as Go "
         "1.21's `go tool trace -d` does (lines with equal times may come in another order). "
         "Standard input (-) is decoded "
-        "as it arrives, so `livetrace record ... -o /dev/stdout | livetrace decode -` works live.",
+        "as it arrives, so `livetrace record ... -o /dev/stdout | livetrace decode -` works live. A file or "
+        "stream may hold several complete traces one after another (what `livetrace record -o -` writes "
+        "for the windows of an http:// address): each is decoded in turn, a line between two.",
         epilog="Exit status: 0 when the whole trace decoded, 1 when it is malformed or truncated "
         "(what decoded before the problem is still printed).",
     )

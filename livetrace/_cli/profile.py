@@ -12,6 +12,7 @@ from livetrace._cli.exits import EXIT_INCOMPLETE, EXIT_OK, say
 from livetrace._cli.sources import is_file_source, open_input
 from livetrace._files import decode_span_batches
 from livetrace._outfile import write_output
+from livetrace._plural import plural
 from livetrace._views.pprof import ProfileBuilder, Record
 from livetrace._views.pprof_file import encode_profile
 
@@ -73,5 +74,9 @@ def profile_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int
     total = sum(r.ns for r in records)
     count = sum(r.count for r in records)
     where = "standard output" if str(args.output) == "-" else str(args.output)
-    say(err, f"wrote {where}: {len(records)} stacks, {count:,} intervals, {total / 1e6:,.3f} ms ({args.kind})")
+    say(
+        err,
+        f"wrote {where}: {plural(len(records), 'stack')}, {plural(count, 'interval')}, "
+        f"{total / 1e6:,.3f} ms ({args.kind})",
+    )
     return EXIT_OK if complete else EXIT_INCOMPLETE

@@ -8,6 +8,7 @@ from typing import TextIO
 
 import trio
 
+from livetrace._plural import plural
 from livetrace._session.limits import Counters
 
 
@@ -21,9 +22,9 @@ def format_bytes(n: float) -> str:
 
 def status_line(c: Counters, elapsed: float) -> str:
     rate = c.bytes / elapsed if elapsed > 0 else 0.0
-    dropped = f"{c.dropped_chunks} chunks ({format_bytes(c.dropped_bytes)})" if c.dropped_chunks else "none"
+    dropped = f"{plural(c.dropped_chunks, 'chunk')} ({format_bytes(c.dropped_bytes)})" if c.dropped_chunks else "none"
     return (
-        f"{format_bytes(c.bytes):>9}  {c.chunks:>7,} chunks  {elapsed:6.1f} s  "
+        f"{format_bytes(c.bytes):>9}  {plural(c.chunks, 'chunk'):>14}  {elapsed:6.1f} s  "
         f"{format_bytes(rate)}/s  dropped: {dropped}"
     )
 

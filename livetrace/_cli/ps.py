@@ -28,6 +28,7 @@ from livetrace._attach.processes import (
 )
 from livetrace._attach.resolve import PID_PREFIX, parse_pid
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, say
+from livetrace._plural import plural
 from livetrace._protocol.text import shown
 
 HEADERS = ("PID", "USER", "COMMAND", "GO", "MODULE", "UPTIME", "ATTACH")
@@ -120,9 +121,9 @@ def table_lines(rows: list[ProcessInfo], now: float, width: int) -> list[str]:
                 line[command] = shown(" ".join([os.path.basename(row.command[0]), *row.command[1:]]))
         widths[command] = max([len(HEADERS[command])] + [len(c[command]) for c in cells])
     if widths[command] + widths[module] > room:
-        # Both give way, each in proportion to its length.
-        share = round(room * widths[module] / (widths[command] + widths[module]))
-        widths[module] = min(widths[module], max(MIN_FLEX, share))
+        # The module, which names the service, is served first; the command
+        # line keeps what is left, at least MIN_FLEX, as does a module cut short.
+        widths[module] = min(widths[module], max(MIN_FLEX, room - MIN_FLEX))
         widths[command] = min(widths[command], max(MIN_FLEX, room - widths[module]))
     lines = []
     for line in [list(HEADERS), *cells]:
@@ -214,12 +215,17 @@ async def ps_command(targets: list[str], *, fmt: str, show_all: bool, out: TextI
             )
             if n
         ]
-        say(err, f"left out {left_out.total()} processes: {', '.join(parts)}; --all lists them with the reason")
+        say(
+            err,
+            f"left out {plural(left_out.total(), 'process', 'processes')}: {', '.join(parts)}; "
+            "--all lists them with the reason",
+        )
     unprobed = [r for r in shown_rows if r.unprobed and r.attach is None]
     if unprobed:
         say(
             err,
-            f"not probed: too many ports: {sum(r.unprobed for r in unprobed)} ports of {len(unprobed)} processes "
+            f"not probed: too many ports: {plural(sum(r.unprobed for r in unprobed), 'port')} of "
+            f"{plural(len(unprobed), 'process', 'processes')} "
             f"were not asked for /debug/pprof/ (at most {MAX_PORTS_PER_PROCESS} a process, all within "
             f"{PROBE_DEADLINE:g} s); livetrace ps PID probes one process alone",
         )

@@ -9,12 +9,22 @@ import sys
 from contextlib import AbstractContextManager, nullcontext
 from typing import BinaryIO
 
+from livetrace._errors import InputPathError
+
 
 def open_input(path: str) -> AbstractContextManager[BinaryIO]:
-    """The file at ``path``, or standard input for "-" (left open on the way out)."""
+    """The file at ``path``, or standard input for "-" (left open on the way
+    out). Raises :class:`InputPathError` with what is wrong with the path."""
     if path == "-":
         return nullcontext(sys.stdin.buffer)
-    return open(path, "rb")
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputPathError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise InputPathError(f"{path} is a directory: give a trace file, or - for standard input") from None
+    except OSError as e:
+        raise InputPathError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def is_file_source(source: str) -> bool:

@@ -25,6 +25,7 @@ from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._cli.render.spans import SPAN_KIND_WIDTH, span_dict, span_text
 from livetrace._cli.render.text import TextEncoder, event_text
 from livetrace._items import Notice, Provisional, SymbolsResolved, WindowGap
+from livetrace._plural import plural
 from livetrace._protocol import text as peer
 from livetrace._protocol.frames import SessionInfo, SessionMode
 from livetrace._session.connect import connect
@@ -105,16 +106,16 @@ async def tail_command(
             return EXIT_INCOMPLETE
         say(
             err,
-            f"{shown:,} {'spans' if view.spans else 'events'}; session ended: {peer.shown(end.reason)}"
+            f"{plural(shown, 'span' if view.spans else 'event')}; session ended: {peer.shown(end.reason)}"
             + (
-                f"; {end.dropped_generations} generations shed because the consumer fell behind"
+                f"; {plural(end.dropped_generations, 'generation')} shed because the consumer fell behind"
                 if end.dropped_generations
                 else ""
             )
             + (
-                f"; {session.counters.segments + 1} pprof windows"
+                f"; {plural(session.counters.segments + 1, 'pprof window')}"
                 if mode is SessionMode.PPROF_WINDOWS
-                else f"; {session.counters.segments + 1} segments, "
+                else f"; {plural(session.counters.segments + 1, 'segment')}, "
                 f"largest {session.counters.largest_generation:,} bytes"
                 if mode is SessionMode.LEGACY_SEGMENTS
                 else ""
@@ -170,8 +171,9 @@ class View:
     def summary(self, seen: int, shown: int, built: int = 0) -> str:
         if self.spans:
             return (
-                f"summary: {seen:,} events seen, {built:,} spans built, {shown:,} spans shown, "
-                f"{max(0, built - shown):,} spans dropped (filtered out, or past --limit), {self.gaps} gaps"
+                f"summary: {plural(seen, 'event')} seen, {plural(built, 'span')} built, {plural(shown, 'span')} "
+                f"shown, {plural(max(0, built - shown), 'span')} dropped (filtered out, or past --limit), "
+                f"{plural(self.gaps, 'gap')}"
             )
         why = (
             "filtered out, past --limit, or never placed provisionally"
@@ -179,8 +181,8 @@ class View:
             else "filtered out, or past --limit"
         )
         return (
-            f"summary: {seen:,} events seen, {shown:,} events shown, "
-            f"{max(0, seen - shown):,} events dropped ({why}), {self.gaps} gaps"
+            f"summary: {plural(seen, 'event')} seen, {plural(shown, 'event')} shown, "
+            f"{plural(max(0, seen - shown), 'event')} dropped ({why}), {plural(self.gaps, 'gap')}"
         )
 
 

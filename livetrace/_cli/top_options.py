@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from livetrace._cli.options import session_arguments
+from livetrace._cli.options import seconds_value, session_arguments
 
 # The goroutine table's sortable columns (top_screen.SORT_KEYS binds each to a key).
 SORT_COLUMNS = ("blocked", "goroutines", "runnable", "running", "syscall")
@@ -59,7 +59,7 @@ def add_top_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def _interval(text: str) -> float:
-    v = float(text)
+    v = seconds_value(text)
     if not 0.1 <= v <= 60:
         raise argparse.ArgumentTypeError("must be from 0.1 to 60 seconds")
     return v

@@ -11,23 +11,46 @@ there.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from livetrace._errors import LivetraceError
 from livetrace._flight.ring import Snapshot
 from livetrace._flight.triggers import Trigger
 from livetrace._outfile import write_atomic
 from livetrace._trace.model.events import Event, StackFrame
 from livetrace._trace.spans.model import Span
 
-# A dump's JSON file name: <UTC time>-<trigger>.json (the traces share its stem).
-DUMP_NAME = re.compile(r"^\d{8}T\d{6}\.\d{3}Z-[A-Za-z0-9.-]+\.json$")
+# A dump's JSON file name: <UTC time>-<trigger>[_N].json (the traces share its stem; _N, from 2,
+# when a dump of the same trigger in the same millisecond is there already).
+DUMP_NAME = re.compile(r"^\d{8}T\d{6}\.\d{3}Z-[A-Za-z0-9.-]+(_\d+)?\.json$")
+# How many of the firings that joined a dump its JSON lists (it counts them all).
+JOINED_LISTED = 100
+
+
+class DumpWriteError(Exception):
+    """A dump could not be written: ``path`` is the file (or directory) that
+    failed, ``errno`` and ``strerror`` the system's error (or the writer's
+    own, with errno None). Nothing of the dump is left under a final name."""
+
+    def __init__(self, path: Path, error: OSError | LivetraceError) -> None:
+        self.path = path
+        self.errno = error.errno if isinstance(error, OSError) else None
+        self.strerror = (error.strerror if isinstance(error, OSError) else None) or str(error)
+        super().__init__(f"{path}: {self.strerror}")
+
+
+class DumpAbandoned(Exception):
+    """The recorder stopped while a dump was being written: what it had
+    written is removed."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +82,20 @@ class Dump:
     last_read_unix_ns: int | None
     after_ns: int
     tail_cut: bool  # written before the whole tail arrived (the session ended, or the recorder stopped)
+    joined: int = 0  # triggers that fired while it waited for its tail: in its JSON, and its trace
+    joined_late: int = 0  # triggers that fired while it was being written: counted here only
+
+
+def unique_stem(out_dir: Path, firing: Firing) -> str:
+    """:func:`stem`, or with ``_2``, ``_3``, ... where the directory already
+    has a file of that stem (or a temporary one of it)."""
+    names = [p.name for p in out_dir.iterdir()]
+
+    def free(s: str) -> bool:
+        return not any(n.startswith((s + ".", "." + s + ".")) for n in names)
+
+    base = stem(firing)
+    return next(s for s in itertools.chain([base], (f"{base}_{i}" for i in itertools.count(2))) if free(s))
 
 
 def stem(firing: Firing) -> str:
@@ -118,16 +155,38 @@ def _event(e: Event) -> dict[str, Any]:
     return out
 
 
+def _goroutine(f: Firing) -> int | None:
+    if f.span is not None and f.span.resource.kind == "Goroutine":
+        return f.span.resource.id
+    if f.event is not None and f.event.goroutine >= 0:
+        return f.event.goroutine
+    return None
+
+
+def _joined(f: Firing) -> dict[str, Any]:
+    s, e = f.span, f.event
+    return {
+        "trigger": f.trigger.text,
+        "fired_at": _iso(f.at_unix_ns),
+        "goroutine": _goroutine(f),
+        "span": None if s is None else {"kind": str(s.kind), "name": s.name, "duration_ns": s.duration},
+        "event": None if e is None else {"kind": e.kind_name, "time_ns": e.time},
+        "value": f.value,
+    }
+
+
 def describe(
-    dump_stem: str, firing: Firing, snap: Snapshot, names: list[str], after_ns: int, tail_cut: bool
+    dump_stem: str,
+    firing: Firing,
+    snap: Snapshot,
+    names: list[str],
+    after_ns: int,
+    tail_cut: bool,
+    joined: Sequence[Firing] = (),
+    joined_count: int = 0,
 ) -> dict[str, Any]:
     """The JSON beside a dump."""
     f = firing
-    goroutine = None
-    if f.span is not None and f.span.resource.kind == "Goroutine":
-        goroutine = f.span.resource.id
-    elif f.event is not None and f.event.goroutine >= 0:
-        goroutine = f.event.goroutine
     unit = snap.layout.unit  # "generation", "segment" or "window": what a unit's number counts
     units = [
         {
@@ -145,7 +204,7 @@ def describe(
         "description": f.trigger.description,
         "fired_at": _iso(f.at_unix_ns),
         "fired_at_unix_ns": f.at_unix_ns,
-        "goroutine": goroutine,
+        "goroutine": _goroutine(f),
         "span": None if f.span is None else _span(f.span),
         "event": None if f.event is None else _event(f.event),
         "value": f.value,
@@ -168,6 +227,8 @@ def describe(
         "tail_cut": tail_cut,
         "units": units,
         "bytes": snap.size,
+        "joined": max(joined_count, len(joined)),
+        "joined_firings": [_joined(j) for j in joined[:JOINED_LISTED]],
     }
 
 
@@ -175,24 +236,75 @@ def _write_atomic(path: Path, parts: Iterable[bytes]) -> None:
     write_atomic(path, parts, hidden=True)
 
 
-def write_dump(out_dir: Path, firing: Firing, snap: Snapshot, after_ns: int, tail_cut: bool) -> Dump:
-    """Write the snapshot's traces and the JSON beside them; see the module's docstring."""
-    base = stem(firing)
+def _until(parts: Iterable[bytes], stop: Callable[[], bool] | None) -> Iterator[bytes]:
+    for p in parts:
+        if stop is not None and stop():
+            raise DumpAbandoned
+        yield p
+
+
+def _write(path: Path, parts: Iterable[bytes], stop: Callable[[], bool] | None) -> None:
+    try:
+        _write_atomic(path, _until(parts, stop))
+    except (OSError, LivetraceError) as e:
+        raise DumpWriteError(path, e) from e
+
+
+def write_dump(
+    out_dir: Path,
+    firing: Firing,
+    snap: Snapshot,
+    after_ns: int,
+    tail_cut: bool,
+    joined: Sequence[Firing] = (),
+    joined_count: int = 0,
+    stop: Callable[[], bool] | None = None,
+) -> Dump:
+    """Write the snapshot's traces and the JSON beside them; see the module's
+    docstring. The files share a stem no file in out_dir has yet (a dump
+    never overwrites another), and a dump that fails part way removes the
+    traces it had written. ``joined`` are firings that joined this dump
+    (``joined_count`` of them in all). Raises :class:`DumpWriteError` if a
+    file cannot be written, and :class:`DumpAbandoned` once ``stop()`` is true."""
+    try:
+        base = unique_stem(out_dir, firing)
+    except OSError as e:
+        raise DumpWriteError(out_dir / f"{stem(firing)}.trace", e) from e
     traces = snap.traces()
     names = [f"{base}.trace" if i == 0 else f"{base}.{i + 1}.trace" for i in range(len(traces))]
     paths = tuple(out_dir / n for n in names)
-    for path, parts in zip(paths, traces, strict=True):
-        _write_atomic(path, parts)
-    info = describe(base, firing, snap, names, after_ns, tail_cut)
-    json_path = out_dir / f"{base}.json"
-    _write_atomic(json_path, [json.dumps(info, indent=2).encode() + b"\n"])
-    return Dump(firing, paths, json_path, snap.size, snap.first_read_ns, snap.last_read_ns, after_ns, tail_cut)
+    written: list[Path] = []
+    try:
+        for path, parts in zip(paths, traces, strict=True):
+            _write(path, parts, stop)
+            written.append(path)
+        info = describe(base, firing, snap, names, after_ns, tail_cut, joined, joined_count)
+        json_path = out_dir / f"{base}.json"
+        _write(json_path, [json.dumps(info, indent=2).encode() + b"\n"], stop)
+    except BaseException:
+        for p in written:  # no traces without their JSON: prune would never find them
+            with contextlib.suppress(OSError):
+                p.unlink()
+        raise
+    return Dump(
+        firing,
+        paths,
+        json_path,
+        snap.size,
+        snap.first_read_ns,
+        snap.last_read_ns,
+        after_ns,
+        tail_cut,
+        joined=max(joined_count, len(joined)),
+    )
 
 
 def prune(out_dir: Path, max_files: int) -> list[Path]:
     """Keep the newest ``max_files`` dumps in out_dir (by their names, which
     sort by time): remove the older ones' JSON and traces. Only files named
-    as this recorder names them are touched. Returns what was removed."""
+    as this recorder names them are touched. Returns what was removed. The
+    recorder prunes to one fewer before writing a dump, so that a full disk
+    gets the room first."""
     dumps = sorted(p for p in out_dir.iterdir() if DUMP_NAME.match(p.name))
     removed: list[Path] = []
     for j in dumps[: max(0, len(dumps) - max_files)]:

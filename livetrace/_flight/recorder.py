@@ -7,14 +7,15 @@ import dataclasses
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 import trio
 
 from livetrace._errors import LivetraceError
-from livetrace._flight.dump import Dump, Firing, now_ns, prune, write_dump
+from livetrace._flight.dump import Dump, Firing, now_ns
+from livetrace._flight.dumper import FINISH_WITHIN, Dumper, DumpFailure, check_out_dir
+from livetrace._flight.dumper import FlightState as FlightState
 from livetrace._flight.ring import DEFAULT_MAX_BYTES, FlightRing, Layout
 from livetrace._flight.triggers import Trigger, parse_trigger
 from livetrace._items import SymbolsResolved, WindowGap
@@ -34,18 +35,6 @@ TRIGGER_BUFFER = 64
 # After the tail, how long a dump waits at most for the generation (segment)
 # then in progress to complete, beyond the period the helper closes them at.
 UNIT_SLACK = 5.0
-
-
-@dataclass
-class FlightState:
-    """What outlives one session: the cooldown, the counts, the dumps
-    written. Pass it to the next :class:`FlightRecorder` after re-attaching."""
-
-    last_fire: float = -math.inf  # trio time
-    fired: int = 0  # triggers that fired (and started a dump)
-    suppressed: int = 0  # fired within the cooldown: no dump
-    dumps: list[Dump] = field(default_factory=list)
-    removed: int = 0  # files removed by max_files
 
 
 def local_process(info: SessionInfo) -> psutil.Process | None:
@@ -84,14 +73,20 @@ class FlightRecorder:
     fires, waits ``after`` seconds and writes a dump to ``out_dir``: a
     complete trace of the kept window and the tail, and a JSON file beside
     it (docs/flight.md). Triggers are :class:`Trigger` objects or their
-    short text (``"gc>50ms"``); after a dump starts, triggers are ignored
-    for ``cooldown`` seconds; with ``max_files``, only the newest that many
-    dumps stay in ``out_dir``.
+    short text (``"gc>50ms"``); a trigger that fires while a dump is
+    pending joins it; after a dump is written, triggers are ignored until
+    ``cooldown`` seconds after it started; with ``max_files``, only the
+    newest that many dumps stay in ``out_dir``.
 
     :meth:`run` until the session ends; react to dumps with ``on_dump``
-    (called in the event loop) or ``async for dump in recorder.dumps()``.
-    Subscribe before the session's first frame (create the recorder and
-    call run right after connecting).
+    (called in the event loop) or ``async for dump in recorder.dumps()``,
+    and to dumps that could not be written with ``on_error`` (a
+    :class:`DumpFailure`; recording goes on). Subscribe before the
+    session's first frame (create the recorder and call run right after
+    connecting). A new recorder (no ``state``) raises
+    :class:`OutputPathError` if ``out_dir`` is not a writable directory;
+    one that continues (``state`` from the last) reports each dump that
+    fails instead.
     """
 
     def __init__(
@@ -107,7 +102,9 @@ class FlightRecorder:
         max_memory: int = DEFAULT_MAX_BYTES,
         on_dump: Callable[[Dump], object] | None = None,
         on_fire: Callable[[Firing, bool], object] | None = None,
+        on_error: Callable[[DumpFailure], object] | None = None,
         state: FlightState | None = None,
+        finish_within: float = FINISH_WITHIN,
     ) -> None:
         if after < 0 or cooldown < 0:
             raise ValueError("after and cooldown are seconds, 0 or more")
@@ -118,18 +115,30 @@ class FlightRecorder:
         if not self.triggers:
             raise ValueError("a flight recorder needs at least one trigger")
         self.out_dir = Path(out_dir)
+        if state is None:
+            check_out_dir(self.out_dir)
         self.after = after
         self.cooldown = cooldown
         self.max_files = max_files
         self.ring = FlightRing(layout_of(session.info), keep_ns=int(keep * 1e9), max_bytes=max_memory)
         self.state = state or FlightState()
-        self.pending = 0  # dumps waiting for their tail or being written
         self._on_dump = on_dump
         self._on_fire = on_fire
         self._send, self._recv = trio.open_memory_channel[Dump](math.inf)
         self._unit_done = trio.Event()
         self._ended = trio.Event()
-        self._dumping: trio.Nursery | None = None
+        self.dumper = Dumper(
+            self.ring,
+            self.out_dir,
+            after=after,
+            cooldown=cooldown,
+            max_files=max_files,
+            state=self.state,
+            wait_tail=self._wait_tail,
+            on_dump=self._dumped,
+            on_error=on_error,
+            finish_within=finish_within,
+        )
         self.process = local_process(session.info)
         self._subs: list[tuple[Trigger, Subscription]] = []
         self._frames = self._subscribe()
@@ -149,14 +158,23 @@ class FlightRecorder:
                 self._subs.append((t, s.subscribe(t.filter, what="batches", buffer=TRIGGER_BUFFER)))
         return frames
 
+    @property
+    def pending(self) -> int:
+        """Dumps waiting for their tail or being written (0 or 1)."""
+        return self.dumper.pending
+
+    def abandon(self) -> None:
+        """Give up the pending dump now, rather than within ``finish_within`` of the session's end."""
+        self.dumper.abandon()
+
     def dumps(self) -> AsyncIterator[Dump]:
         """The dumps as they are written; ends when :meth:`run` returns."""
         return self._recv
 
     async def run(self) -> None:
-        """Record until the session ends; pending dumps are then written with
-        the tail they have. Raises the session's error (a lost connection,
-        say) after that."""
+        """Record until the session ends; the pending dump is then written
+        with the tail it has (or abandoned after ``finish_within`` seconds).
+        Raises the session's error (a lost connection, say) after that."""
         error: LivetraceError | None = None
         try:
             async with open_nursery() as watchers:
@@ -166,7 +184,7 @@ class FlightRecorder:
                     watchers.start_soon(self._poll_rss, self.process)
                 watchers.start_soon(self._trim)
                 async with open_nursery() as dumping:
-                    self._dumping = dumping
+                    dumping.start_soon(self.dumper.run)
                     try:
                         await self._record()
                     except LivetraceError as e:
@@ -174,7 +192,7 @@ class FlightRecorder:
                     finally:
                         self._ended.set()
                         self._unit_done.set()
-                self._dumping = None
+                        self.dumper.close()
                 watchers.cancel_scope.cancel()
         finally:
             self._send.close()
@@ -242,65 +260,37 @@ class FlightRecorder:
             await trio.sleep(RSS_POLL)
 
     def fire(self, firing: Firing, pin: int | None = None) -> bool:
-        """A trigger fired: start a dump unless within the cooldown (or the
-        session is over). Returns whether a dump was started. The dump
-        keeps the generations (segments) from ``pin`` on (default: the
-        firing's ``unit``) past ``keep`` until it is written."""
-        st = self.state
-        now = trio.current_time()
+        """A trigger fired: start a dump, unless one is pending (the firing
+        joins it), or within the cooldown, or the session is over. Returns
+        whether a dump was started. The dump keeps the generations
+        (segments) from ``pin`` on (default: the firing's ``unit``) past
+        ``keep`` until its snapshot is taken."""
         units = self.ring.units
         if firing.unit is None and units:
             firing = dataclasses.replace(firing, unit=units[-1].key)
         if pin is None:
             pin = firing.unit if firing.unit is not None else (units[-1].key if units else 0)
-        started = False
-        if self._dumping is not None and not self._ended.is_set():
-            if now - st.last_fire >= self.cooldown:
-                st.last_fire = now
-                st.fired += 1
-                self.pending += 1
-                self.ring.pin(pin)
-                self._dumping.start_soon(self._dump, firing, pin)
-                started = True
-            else:
-                st.suppressed += 1
+        started = self.dumper.fire(firing, pin)
         if self._on_fire is not None:
             self._on_fire(firing, started)
         return started
 
-    async def _dump(self, firing: Firing, pin: int) -> None:
+    async def _wait_tail(self) -> bool:
+        """Wait for a dump's tail; whether it was cut short (the session ended)."""
         ring = self.ring
-        try:
-            await self._dump_pinned(firing)
-        finally:
-            ring.unpin(pin)
-
-    async def _dump_pinned(self, firing: Firing) -> None:
-        ring = self.ring
-        tail_cut = False
         with trio.move_on_after(self.after):
             await self._ended.wait()
-            tail_cut = True
-        if not tail_cut:
-            # The tail ends inside a generation (segment) still arriving: wait for it to be whole.
-            target = ring.completed + 1
-            info = self.session.info
-            period = max(info.advance_ms, info.segment_ms, info.window_ms, 1000) / 1000
-            with trio.move_on_after(period + UNIT_SLACK):
-                while ring.completed < target and not self._ended.is_set():
-                    await self._unit_done.wait()
-        snap = ring.snapshot()
-        try:
-            if not snap.units:
-                return  # nothing whole kept yet (the trigger came in the first generation): nothing to write
-            dump = await trio.to_thread.run_sync(
-                write_dump, self.out_dir, firing, snap, int(self.after * 1e9), tail_cut
-            )
-            if self.max_files is not None:
-                self.state.removed += len(await trio.to_thread.run_sync(prune, self.out_dir, self.max_files))
-        finally:
-            self.pending -= 1
-        self.state.dumps.append(dump)
+            return True
+        # The tail ends inside a generation (segment) still arriving: wait for it to be whole.
+        target = ring.completed + 1
+        info = self.session.info
+        period = max(info.advance_ms, info.segment_ms, info.window_ms, 1000) / 1000
+        with trio.move_on_after(period + UNIT_SLACK):
+            while ring.completed < target and not self._ended.is_set():
+                await self._unit_done.wait()
+        return False
+
+    def _dumped(self, dump: Dump) -> None:
         self._send.send_nowait(dump)
         if self._on_dump is not None:
             self._on_dump(dump)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -14,6 +14,7 @@ import trio
 
 from livetrace._errors import ConnectError, ConnectionLostError, PeerTimeoutError, ProtocolError, refusal
 from livetrace._nursery import open_nursery
+from livetrace._plural import plural
 from livetrace._protocol import frames as proto
 from livetrace._protocol.address import Address
 from livetrace._protocol.frames import Frame
@@ -23,6 +24,12 @@ from livetrace._session.limits import HANDSHAKE_TIMEOUT, STOP_DRAIN_MARGIN, Coun
 from livetrace._session.session import Session
 
 RECEIVE_SIZE = 1 << 18
+# A helper sends its preamble as it accepts a connection; a peer still silent
+# after this long is asked, on a second connection, whether it speaks HTTP (an
+# HTTP server waits for a request line, and our preamble never ends one).
+HELPER_SPEAKS_WITHIN = 0.25
+HTTP_PROBE = b"HEAD / HTTP/1.0\r\n\r\n"
+HTTP_PROBE_TIMEOUT = 3.0
 # The helper ends a duration by itself; the client sends its own STOP if it
 # finds itself waiting this long past the duration.
 STOP_SLACK = 2.0
@@ -55,7 +62,8 @@ async def open_helper_session(
     try:
         with trio.fail_after(HANDSHAKE_TIMEOUT):
             stream = await transport.open_stream(addr, peer, tls)
-            info, conn, pending = await _handshake(stream, addr, hello, limits.heartbeat_ms)
+            reopen = (lambda: transport.open_stream(addr, peer, tls)) if addr.family == "tcp" else None
+            info, conn, pending = await _handshake(stream, addr, hello, limits.heartbeat_ms, reopen)
     except trio.TooSlowError:
         if stream is None:
             raise ConnectError(f"could not connect to {addr} within {HANDSHAKE_TIMEOUT:.0f} s") from None
@@ -201,7 +209,7 @@ class HelperFrames:
         self._finished = True
         c = self.counters
         return kind(
-            f"{why}: got {c.bytes} bytes in {c.chunks} chunks; the trace is incomplete",
+            f"{why}: got {plural(c.bytes, 'byte')} in {plural(c.chunks, 'chunk')}; the trace is incomplete",
             bytes_received=c.bytes,
             chunks_received=c.chunks,
         )
@@ -214,6 +222,63 @@ class _Failure:
     error: ProtocolError
 
 
+async def _first_bytes(
+    stream: trio.abc.Stream, addr: Address, reopen: Callable[[], Awaitable[trio.abc.Stream]] | None
+) -> bytes | bytearray:
+    """The peer's first bytes: a helper's preamble, sent at once. An HTTP
+    server (a pprof port given without http://) answers our preamble with
+    an error, if it answers at all before its read timeout: it is asked
+    on another connection, so that the user hears so at once."""
+    data: bytes | bytearray = b""
+    with trio.move_on_after(HELPER_SPEAKS_WITHIN if reopen is not None else math.inf):
+        data = await stream.receive_some(RECEIVE_SIZE)
+        return _not_http(data, addr)
+
+    async def probe() -> None:
+        assert reopen is not None
+        if await _speaks_http(reopen):
+            raise _http_error(addr)
+
+    async with open_nursery() as nursery:
+        nursery.start_soon(probe)
+        data = await stream.receive_some(RECEIVE_SIZE)
+        nursery.cancel_scope.cancel()
+    return _not_http(data, addr)
+
+
+async def _speaks_http(reopen: Callable[[], Awaitable[trio.abc.Stream]]) -> bool:
+    """Whether the peer answers an HTTP request like an HTTP server. A
+    helper takes the request for a preamble it does not know and closes
+    the connection without a word."""
+    with trio.move_on_after(HTTP_PROBE_TIMEOUT):
+        try:
+            probe = await reopen()
+        except (ConnectError, OSError, ValueError):
+            return False
+        try:
+            await probe.send_all(HTTP_PROBE)
+            return (await probe.receive_some(len(b"HTTP/"))).startswith(b"HTTP/")
+        except (trio.BrokenResourceError, OSError):
+            return False
+        finally:
+            await trio.aclose_forcefully(probe)
+    return False
+
+
+def _not_http(data: bytes | bytearray, addr: Address) -> bytes | bytearray:
+    if data.startswith(b"HTTP/"):
+        raise _http_error(addr)
+    return data
+
+
+def _http_error(addr: Address) -> ConnectError:
+    host = f"[{addr.host}]" if ":" in addr.host else addr.host
+    return ConnectError(
+        f"an HTTP server answered at {addr}, not a livetrace helper: for a service that serves "
+        f"net/http/pprof there, try http://{host}:{addr.port}"
+    )
+
+
 def _received(conn: proto.ClientConnection, data: bytes | bytearray) -> list[proto.Event | _Failure]:
     """The events the data completes; a protocol error comes after the good
     frames before it, so that they are used (recorded) first."""
@@ -224,12 +289,21 @@ def _received(conn: proto.ClientConnection, data: bytes | bytearray) -> list[pro
 
 
 async def _handshake(
-    stream: trio.abc.Stream, addr: Address, hello: Hello, heartbeat_ms: int
+    stream: trio.abc.Stream,
+    addr: Address,
+    hello: Hello,
+    heartbeat_ms: int,
+    reopen: Callable[[], Awaitable[trio.abc.Stream]] | None = None,
 ) -> tuple[proto.SessionInfo, proto.ClientConnection, deque[proto.Event | _Failure]]:
+    """``reopen``: another connection to the same TCP address, to ask a
+    silent peer whether it is an HTTP server."""
     conn = proto.ClientConnection()
     try:
         await stream.send_all(proto.client_preamble())
-        events: deque[proto.Event | _Failure] = deque()
+        first = await _first_bytes(stream, addr, reopen)
+        if not first:
+            raise ConnectError(f"{addr} closed the connection during the handshake")
+        events: deque[proto.Event | _Failure] = deque(_received(conn, first))
         version = 0
         while True:
             while events:

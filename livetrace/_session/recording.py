@@ -42,6 +42,8 @@ class Recording:
     generations: int = 0
     gaps: list[Gap] = field(default_factory=list)
     segments: list[SegmentEnd] = field(default_factory=list)
+    # When the first and the last chunk after the trace's header were read (Unix ns, the source's clock).
+    read_span: tuple[int, int] | None = None
 
 
 def segment_path(path: Path, index: int) -> Path:
@@ -181,12 +183,16 @@ class Recorder:
 
     async def run(self) -> Recording:
         rec, writer = self.result, self._writer
+        seen_header = False
         try:
             # A lossless subscriber of the raw frames: it holds the reader up
             # rather than lose a byte, and decoded subscribers share the session.
             async for frame in self._session.subscribe(what="frames", lossless=True, buffer=FRAME_BUFFER):
                 if isinstance(frame, Chunk):
                     writer.chunk(frame)
+                    if seen_header:
+                        rec.read_span = ((rec.read_span or (frame.read_unix_ns, 0))[0], frame.read_unix_ns)
+                    seen_header = True
                 elif isinstance(frame, SegmentEnd):
                     rec.segments.append(frame)
                     writer.segment_end()

@@ -171,8 +171,9 @@ class ProfileCounts:
         /,
     ) -> None: ...
     def end_trace(self) -> None: ...
-    def totals(self) -> list[tuple[int, int, int]]:
-        """(key id, count, ns), in the order first counted."""
+    def totals(self) -> list[tuple[int, int, int, int, int]]:
+        """(key id, count, ns, trace, end), in the order first counted;
+        trace (end_trace calls before it) and end: when it was last counted."""
 
 def span_select(
     columns: list[memoryview],

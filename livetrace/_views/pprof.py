@@ -11,6 +11,18 @@ not copied), and so what this counts:
   entered again without leaving it, as Go's loop ignores it);
 - it is attributed to the stack of the event that began it (the span's
   start stack), cut to its first 128 frames;
+- stacks are told apart by their first 128 PCs padded with zeros, so a
+  stack of one frame at PC 0 and the empty stack are one sample. The runtime
+  writes such a frame (PC 0, no function, no file) where a stack it took
+  comes out empty once its skipped frames are gone (runtime.makeTraceFrames
+  keeps one zero frame for no PCs): in Go 1.26, runtime/trace's reader
+  goroutine unblocks the runtime's trace advancer so at each generation's
+  end (tests/corpus/runtime has such traces).
+  Go's stackMap.getOrAdd keeps, for each sample, the stack of the interval
+  it counted last, and its profile shows that stack's frames: one location
+  at address 0x0 where that was the zero frame, none where it was the empty
+  stack. So does this: the stack last counted (the latest end; the trace
+  fed last) is the one shown;
 - intervals still open at the trace's end are left out;
 - each is clipped to its goroutine's lifetime as Go's goroutine summary has
   it: from when the goroutine first ran (the whole trace if it never ran)
@@ -36,6 +48,7 @@ MAX_STACK = 128  # Go's profiles tell stacks apart, and keep them, to this many 
 PROFILE_KINDS = ("sched", "sync", "net", "syscall")
 
 Totals = dict[tuple[int, ...], tuple[int, int]]  # stack PCs -> (count, ns)
+Counted = tuple[tuple[int, ...], int, int, tuple[int, int]]  # stack, count, ns, when last counted (trace, end)
 
 _GOROUTINE_STATES = frozenset({SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL})
 _FOREVER = b"forever"
@@ -92,7 +105,7 @@ class _Trace:
         self.first_run: dict[int, int] = {}
         self.last: dict[int, tuple[int, int]] = {}  # goroutine -> (start, end) of its latest-starting span
         self.forever: dict[int, int] = {}  # goroutine -> when it blocked forever
-        self.pending: list[tuple[int, int, int, tuple[int, ...]]] = []  # (goroutine, start, end, stack key)
+        self.pending: list[tuple[int, int, int, tuple[int, ...]]] = []  # (goroutine, start, end, stack)
 
     def lifetime(self, g: int) -> tuple[int, int]:
         # A span cut at the trace's end ends at its last event: the end Go
@@ -135,13 +148,16 @@ class ProfileBuilder:
         self.kind = kind
         self._state, self._reason_counts = _COUNTS[kind]
         self._trace = _Trace()
-        self._totals: dict[tuple[int, ...], list[int]] = {}  # stack key -> [count, ns], first seen first
+        self._traces = 0  # end_trace calls so far
+        # stack -> [count, ns, trace, end] (the last two: when last counted), first counted first
+        self._totals: dict[tuple[int, ...], list[int]] = {}
         self._frames: dict[int, Frame] = {}  # pc -> its frame, as first seen
-        # (tables key, stack id) -> stack key: ids are per tables, and tables
-        # (a generation's) live as long as their spans do.
-        self._stack_keys: dict[tuple[int, int], tuple[int, ...]] = {}
+        # (tables key, stack id) -> stack (its first 128 PCs): ids are per
+        # tables, and tables (a generation's) live as long as their spans do.
+        # Counted per stack; stacks with one key are added up at the end.
+        self._stacks: dict[tuple[int, int], tuple[int, ...]] = {}
         # The compiled core counts (ccore.ProfileCounts); this class keeps
-        # the stack keys, which it knows by id.
+        # the stacks, which it knows by id.
         self._core = ccore.ProfileCounts(int(self._state)) if use_compiled(compiled) else None
         self._key_ids: dict[tuple[int, ...], int] = {}
         self._mask = _ReasonMask(self._reason_counts)
@@ -155,7 +171,7 @@ class ProfileBuilder:
         state, reason_counts = int(self._state), self._reason_counts
         running, blocked = int(SpanKind.RUNNING), int(SpanKind.BLOCKED)
         states = {int(k) for k in _GOROUTINE_STATES}
-        names, stack_keys = spans.names_table, self._stack_keys
+        names, stacks = spans.names_table, self._stacks
         counted: dict[int, bool] = {}  # reason index -> counts (the names table is the batch's)
         # zip over the columns: no Python object per span, no index arithmetic.
         for kind, rkind, g, start, end, reason, flags, stack, tab in zip(*counted_columns(spans), strict=True):
@@ -177,27 +193,27 @@ class ProfileBuilder:
                 ok = counted[reason] = reason_counts(names[reason])
             if not ok:
                 continue
-            key = stack_keys.get((tab, stack))
-            if key is None:
-                key = stack_keys[tab, stack] = self._key(spans, tab, stack)
-            pending.append((g, start, end, key))
+            pcs = stacks.get((tab, stack))
+            if pcs is None:
+                pcs = stacks[tab, stack] = self._stack(spans, tab, stack)
+            pending.append((g, start, end, pcs))
 
     def _feed_compiled(self, core: ccore.ProfileCounts, spans: SpanBatch) -> None:
         key_ids = self._key_ids
 
         def key_of(tab: int, stack: int) -> int:
-            # The core asks once per stack and trace, in the order the twin makes its keys.
-            return key_ids.setdefault(self._key(spans, tab, stack), len(key_ids))
+            # The core asks once per stack and trace, in the order the twin makes its stacks.
+            return key_ids.setdefault(self._stack(spans, tab, stack), len(key_ids))
 
         core.feed(*counted_columns(spans), self._mask.of(spans.names_table), key_of)
 
-    def _key(self, spans: SpanBatch, tab: int, stack: int) -> tuple[int, ...]:
-        """The key of a stack of a batch's tables; its frames noted."""
+    def _stack(self, spans: SpanBatch, tab: int, stack: int) -> tuple[int, ...]:
+        """The first 128 PCs of a stack of a batch's tables; their frames noted."""
         tables = spans.tables.get(tab)
         if tables is None or not stack:
             return ()
-        key = stack_key(tables.stacks.get(stack, ()))
-        for pc in key:
+        pcs = tables.stacks.get(stack, ())[:MAX_STACK]
+        for pc in pcs:
             if pc not in self._frames:
                 f = tables.frames.get(pc)
                 s = tables.strings
@@ -206,7 +222,7 @@ class ProfileBuilder:
                     if f is not None
                     else Frame(pc, "", "", 0)
                 )
-        return key
+        return pcs
 
     def end_trace(self) -> None:
         """The trace fed so far has ended: clip its intervals to its
@@ -215,39 +231,62 @@ class ProfileBuilder:
             self._core.end_trace()
             return
         t, self._trace = self._trace, _Trace()
-        self._stack_keys.clear()
-        totals = self._totals
-        for g, start, end, key in t.pending:
+        self._stacks.clear()
+        totals, trace = self._totals, self._traces
+        self._traces += 1
+        for g, start, end, pcs in t.pending:
             lo, hi = t.lifetime(g)
             if hi < start or end < lo:
                 continue
             overlap = min(hi, end) - max(lo, start)
             if overlap > 0:
-                rec = totals.get(key)
+                rec = totals.get(pcs)
                 if rec is None:
-                    totals[key] = [1, overlap]
+                    totals[pcs] = [1, overlap, trace, end]
                 else:
                     rec[0] += 1
                     rec[1] += overlap
+                    if rec[2] != trace or end > rec[3]:
+                        rec[2], rec[3] = trace, end
 
     def _counted(self) -> list[tuple[tuple[int, ...], int, int]]:
-        """(stack key, count, ns) of every stack counted, first counted first (ends the trace)."""
+        """(stack, count, ns) of every stack key counted, first counted
+        first, its stack the one counted last (ends the trace)."""
         self.end_trace()
         if self._core is None:
-            return [(k, c, ns) for k, (c, ns) in self._totals.items()]
-        keys = list(self._key_ids)
-        return [(keys[i], c, ns) for i, c, ns in self._core.totals()]
+            counted: list[Counted] = [(pcs, c, ns, (tr, end)) for pcs, (c, ns, tr, end) in self._totals.items()]
+        else:
+            stacks = list(self._key_ids)
+            counted = [(stacks[i], c, ns, (tr, end)) for i, c, ns, tr, end in self._core.totals()]
+        return _by_key(counted)
 
     def totals(self) -> Totals:
         """(count, ns) per stack of PCs, innermost first (ends the trace)."""
-        return {k: (c, ns) for k, c, ns in self._counted()}
+        return {stack_key(pcs): (c, ns) for pcs, c, ns in self._counted()}
 
     def records(self) -> list[Record]:
         """The profile's samples (ends the trace)."""
         frames = self._frames
         return [
-            Record(tuple(frames.get(pc, Frame(pc, "", "", 0)) for pc in key), c, ns) for key, c, ns in self._counted()
+            Record(tuple(frames.get(pc, Frame(pc, "", "", 0)) for pc in pcs), c, ns) for pcs, c, ns in self._counted()
         ]
+
+
+def _by_key(counted: list[Counted]) -> list[tuple[tuple[int, ...], int, int]]:
+    """Stacks counted apart added up per stack key, in the order the
+    first of each was counted; each key's stack is the one counted last
+    (the first of those counted last together)."""
+    merged: dict[tuple[int, ...], list[Counted]] = {}
+    for rec in counted:
+        merged.setdefault(stack_key(rec[0]), []).append(rec)
+    out = []
+    for recs in merged.values():
+        shown = recs[0]
+        for rec in recs[1:]:
+            if rec[3] > shown[3]:
+                shown = rec
+        out.append((shown[0], sum(r[1] for r in recs), sum(r[2] for r in recs)))
+    return out
 
 
 class _ReasonMask:

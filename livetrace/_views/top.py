@@ -166,7 +166,11 @@ class TopStats:
             self._first = gen.gen if self._first < 0 else self._first
             self._last = gen.gen
         times = batch.times
-        self._start = times[0] if self._start < 0 else self._start
+        if self._start < 0:
+            # A legacy trace opens with a Sync at time -1 (as Go's parsed
+            # dump has it), which is no time of the trace: its span starts
+            # at the first event that has one.
+            self._start = next((t for t in times if t >= 0), -1)
         self._end = max(self._end, times[len(batch) - 1])
         self._events += len(batch)
         codes = bytes(batch.codes)  # searched, not looped over

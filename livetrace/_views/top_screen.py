@@ -12,8 +12,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.console import Group as Stack
-from rich.console import RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -117,6 +119,32 @@ def _reasons(g: Group) -> str:
     return ", ".join(f"{shown(r) or 'unknown'} {duration(ns)}" for r, ns in top)
 
 
+class TailCut:
+    """A start function's name in its cell, cut at its start when the cell
+    is too narrow (never wrapped): a Go name's end (the function, or
+    ``func1.gowrap2``) tells two apart, its start (the package) seldom."""
+
+    MIN_WIDTH = 12
+
+    def __init__(self, name: str | Text) -> None:
+        self.text = Text(name) if isinstance(name, str) else name
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        width = self.text.cell_len
+        return Measurement(min(width, self.MIN_WIDTH), width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        text, width = self.text.copy(), max(1, options.max_width)
+        if text.cell_len > width:
+            plain, start, cells = text.plain, len(text), 1  # the ellipsis's cell
+            while start > 0 and cells + cell_len(plain[start - 1]) <= width:
+                start -= 1
+                cells += cell_len(plain[start])
+            text = Text("…") + text.divide([start])[-1]
+        text.no_wrap = True
+        yield text
+
+
 def goroutines_table(snap: Snapshot, view: View) -> Table:
     key = SORT_KEYS[SORT_NAMES[view.sort]][1]
     groups = sorted(snap.groups, key=lambda g: (-key(g), g.name))[: view.rows]
@@ -129,7 +157,7 @@ def goroutines_table(snap: Snapshot, view: View) -> Table:
         t.add_column(name, justify="left" if col in ("start function", "blocked on") else "right", overflow="fold")
     for g in groups:
         t.add_row(
-            _said(g.name),
+            TailCut(_said(g.name)),
             f"{g.goroutines:,}",
             duration(g.running),
             duration(g.runnable),

@@ -7,7 +7,10 @@
  * (tables key, stack id) seen for the first time is handed to a callback
  * that answers its key's id, so keys and their frames are made in the order
  * the twin makes them. Totals are kept exactly (128 bits), as Python's ints
- * are, so both twins fail alike where a total does not fit a profile. */
+ * are, so both twins fail alike where a total does not fit a profile. Each
+ * key also keeps when it was last counted (trace, end of the interval): of
+ * keys the Python side merges, the profile shows the one counted last, as
+ * Go's does. */
 
 #include "pprof.h"
 #include "pyglue.h"
@@ -36,6 +39,12 @@ typedef struct {
     u32 life, key;
 } Pending;
 
+/* When a key was last counted: the trace (end_trace calls before it) and the interval's end. */
+typedef struct {
+    u64 trace;
+    i64 end;
+} Last;
+
 typedef struct {
     PyObject_HEAD int state; /* the span kind counted */
     int busy;                /* in feed: its callback must not re-enter */
@@ -49,7 +58,9 @@ typedef struct {
     /* Every trace so far, by key id (count 0: not counted yet). */
     u64 *count;
     u128 *ns;
-    size_t nkeys, capcount, capns;
+    Last *last;
+    size_t nkeys, capcount, capns, caplast;
+    u64 ntraces; /* end_trace calls so far */
     u32 *order; /* key ids, in the order they were first counted */
     size_t norder, caporder;
 } ProfileCountsObject;
@@ -99,7 +110,7 @@ static int PC_init(ProfileCountsObject *self, PyObject *args, PyObject *kw) {
 
 static void PC_dealloc(ProfileCountsObject *self) {
     reset_trace(self);
-    free(self->life), free(self->pend), free(self->count), free(self->ns), free(self->order);
+    free(self->life), free(self->pend), free(self->count), free(self->ns), free(self->last), free(self->order);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -147,7 +158,8 @@ static long long key_for(ProfileCountsObject *self, u32 tab, u64 stack, PyObject
     }
     if ((size_t)id == self->nkeys) {
         if (grow((void **)&self->count, &self->capcount, self->nkeys + 1, sizeof(u64)) < 0 ||
-            grow((void **)&self->ns, &self->capns, self->nkeys + 1, sizeof(u128)) < 0) {
+            grow((void **)&self->ns, &self->capns, self->nkeys + 1, sizeof(u128)) < 0 ||
+            grow((void **)&self->last, &self->caplast, self->nkeys + 1, sizeof(Last)) < 0) {
             PyErr_NoMemory();
             return -1;
         }
@@ -253,10 +265,14 @@ static PyObject *PC_end_trace(ProfileCountsObject *self, PyObject *unused) {
                 return PyErr_NoMemory();
             self->order[self->norder++] = p->key;
         }
+        Last *last = &self->last[p->key];
+        if (!self->count[p->key] || last->trace != self->ntraces || p->end > last->end)
+            *last = (Last){self->ntraces, p->end};
         self->count[p->key]++;
         self->ns[p->key] += (u64)upto - (u64)from; /* fits: upto > from */
     }
     reset_trace(self);
+    self->ntraces++;
     Py_RETURN_NONE;
 }
 
@@ -277,7 +293,10 @@ static PyObject *PC_totals(ProfileCountsObject *self, PyObject *unused) {
     for (size_t i = 0; out && i < self->norder; i++) {
         u32 k = self->order[i];
         PyObject *ns = u128_long(self->ns[k]);
-        PyObject *t = ns ? Py_BuildValue("(IKN)", (unsigned)k, (unsigned long long)self->count[k], ns) : NULL;
+        const Last *last = &self->last[k];
+        PyObject *t = ns ? Py_BuildValue("(IKNKL)", (unsigned)k, (unsigned long long)self->count[k], ns,
+                                         (unsigned long long)last->trace, (long long)last->end)
+                         : NULL;
         if (!t)
             Py_CLEAR(out);
         else
@@ -294,7 +313,8 @@ static PyMethodDef PC_methods[] = {
     {"end_trace", (PyCFunction)PC_end_trace, METH_NOARGS,
      "end_trace($self, /)\n--\n\nClip the trace's intervals to its goroutines' lifetimes and count them."},
     {"totals", (PyCFunction)PC_totals, METH_NOARGS,
-     "totals($self, /)\n--\n\n(key id, count, ns) of every counted key, in the order first counted."},
+     "totals($self, /)\n--\n\n(key id, count, ns, trace, end) of every counted key, in the order first counted; "
+     "trace and end: when it was last counted."},
     {NULL},
 };
 

@@ -15,7 +15,7 @@ the provisional clock and trace.py holds the records they share.
 
 from __future__ import annotations
 
-from livetrace._errors import TraceFormatError
+from livetrace._errors import TraceFormatError, TruncatedTraceError
 from livetrace._trace.legacy.checks import check_states, remove_futile
 from livetrace._trace.legacy.clock import FULL_CHUNK, TickClock
 from livetrace._trace.legacy.merge import order_1005, order_1007, order_gotrace
@@ -188,7 +188,11 @@ class LegacyDecoder:
         if not self._batches:
             raise TraceFormatError("trace is empty")
         if self._ticks_per_sec == 0:
-            raise TraceFormatError("no EvFrequency event")
+            # The runtime writes it in the footer, as the trace stops: the file was cut short.
+            raise TruncatedTraceError(
+                "trace ends early: its footer (the EvFrequency event written as the trace stops) is missing",
+                offset=self._reader.offset,
+            )
         strings = self._reader.strings
         for batch in self._batches.values():
             _name_strings(batch, strings)

@@ -10,6 +10,7 @@ message of a user log carry bytes; nothing else does.
 from __future__ import annotations
 
 from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
+from livetrace._plural import plural
 from livetrace._streambuf import StreamBuffer
 from livetrace._trace.modern.wire import read_uvarint
 from livetrace._trace.spec.legacy import EV_STRING, EV_USER_LOG, layout
@@ -77,7 +78,7 @@ class LegacyReader:
             )
         if left:
             raise TruncatedTraceError(
-                f"trace ends in the middle of an event ({left} bytes left over)", offset=self.offset
+                f"trace ends in the middle of an event ({plural(left, 'byte')} left over)", offset=self.offset
             )
 
     def _value(self, buf: bytearray, i: int, end: int, at: int) -> tuple[int, int]:

@@ -321,8 +321,9 @@ class ModernDecoder:
         except TraceFormatError as e:
             # What came before the cut still counts: a generation that was
             # whole but for its end is delivered (as Go's reader does), if its
-            # tables made it; either way the cut is what gets reported.
-            e.partial = self._salvage(e.offset or 0)
+            # tables made it; either way the cut is what gets reported. A
+            # stream cut before its header ends has no events, not even a Sync.
+            e.partial = self._salvage(e.offset or 0) if self._frames.version is not None else []
             raise
         gens = self._assemble(lambda: self._asm.close(self._frames.offset) if self._asm else [])
         return self._then_final_sync(self._decode(gens))

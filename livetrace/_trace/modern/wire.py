@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from livetrace._errors import TraceFormatError, TruncatedTraceError, UnsupportedTraceVersionError
+from livetrace._plural import plural
 from livetrace._streambuf import StreamBuffer
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.spec.modern import (
@@ -163,7 +164,7 @@ class FrameReader:
             raise TruncatedTraceError("trace ends inside its 16-byte header", offset=self.offset)
         if left:
             raise TruncatedTraceError(
-                f"trace ends in the middle of a batch ({left} bytes left over)", offset=self.offset
+                f"trace ends in the middle of a batch ({plural(left, 'byte')} left over)", offset=self.offset
             )
 
 

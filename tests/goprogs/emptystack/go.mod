@@ -1,0 +1,3 @@
+module example.com/emptystack
+
+go 1.19

@@ -1,0 +1,3 @@
+module example.com/quietsvc
+
+go 1.19
