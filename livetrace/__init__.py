@@ -76,8 +76,8 @@ if TYPE_CHECKING:
         decode_span_batches as decode_span_batches,
         decode_spans as decode_spans,
     )
-    from livetrace._flight.dump import (
-        Dump as Dump,
+    from livetrace._flight.capture import (
+        Capture as Capture,
         Firing as Firing,
     )
     from livetrace._flight.recorder import (
@@ -220,8 +220,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "decode_span_batches",
         "decode_spans",
     ),
-    "livetrace._flight.dump": (
-        "Dump",
+    "livetrace._flight.capture": (
+        "Capture",
         "Firing",
     ),
     "livetrace._flight.recorder": (
@@ -287,12 +287,14 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
 # decoder at start-up.
 _EAGER = ("livetrace._errors", "livetrace._items", "livetrace._version")
 # Names that were public and are not any more, still working: each one's
-# module and what to use instead.
-_DEPRECATED: dict[str, tuple[str, str]] = {
-    "ModernDecoder": ("livetrace._trace.modern.decoder", "livetrace.open_decoder (any format)"),
-    "LegacyDecoder": ("livetrace._trace.legacy.read", "livetrace.open_decoder (any format)"),
-    "LegacyTrace": ("livetrace._trace.legacy.trace", "livetrace.open_decoder (any format)"),
-    "legacy_events": ("livetrace._trace.legacy.convert", "livetrace.open_decoder (any format)"),
+# module, its name there, and what to use instead.
+_DEPRECATED: dict[str, tuple[str, str, str]] = {
+    "ModernDecoder": ("livetrace._trace.modern.decoder", "ModernDecoder", "livetrace.open_decoder (any format)"),
+    "LegacyDecoder": ("livetrace._trace.legacy.read", "LegacyDecoder", "livetrace.open_decoder (any format)"),
+    "LegacyTrace": ("livetrace._trace.legacy.trace", "LegacyTrace", "livetrace.open_decoder (any format)"),
+    "legacy_events": ("livetrace._trace.legacy.convert", "legacy_events", "livetrace.open_decoder (any format)"),
+    # A flight recorder's file is a capture: "dump" is Go's -d text.
+    "Dump": ("livetrace._flight.capture", "Capture", "livetrace.Capture, its new name"),
 }
 
 _LAZY = {name: module for module, names in _PUBLIC.items() if module not in _EAGER for name in names}
@@ -307,13 +309,13 @@ __all__ = sorted(name for names in _PUBLIC.values() for name in names)
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None and name in _DEPRECATED:
-        module, instead = _DEPRECATED[name]
+        module, attribute, instead = _DEPRECATED[name]
         warnings.warn(
-            f"livetrace.{name} is not public any more (it is {module}.{name}); use {instead}",
+            f"livetrace.{name} is deprecated (it is {module}.{attribute}); use {instead}",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(module), name)
+        return getattr(importlib.import_module(module), attribute)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

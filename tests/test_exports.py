@@ -83,10 +83,10 @@ def test_nothing_private_is_public() -> None:
 
 @pytest.mark.parametrize("name", sorted(livetrace._DEPRECATED))
 def test_a_name_no_longer_public_still_works_with_a_warning(name: str) -> None:
-    module, _ = livetrace._DEPRECATED[name]
-    with pytest.warns(DeprecationWarning, match=f"livetrace.{name} is not public"):
+    module, attribute, _ = livetrace._DEPRECATED[name]
+    with pytest.warns(DeprecationWarning, match=f"livetrace.{name} is deprecated"):
         value = getattr(livetrace, name)
-    assert value is getattr(importlib.import_module(module), name)
+    assert value is getattr(importlib.import_module(module), attribute)
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
