@@ -75,7 +75,7 @@ def ensure_venv() -> None:
         venv.EnvBuilder(with_pip=True).create(VENV)
     stamp = VENV / ".livetrace-installed"
     # The compiled core is built at install: a change to its source reinstalls.
-    sources = [ROOT / "pyproject.toml", ROOT / "setup.py", *sorted((ROOT / "livetrace/_trace/csrc").iterdir())]
+    sources = [ROOT / "pyproject.toml", ROOT / "setup.py", *sorted((ROOT / "livetrace/_ccore").rglob("*.[ch]"))]
     want = hashlib.sha256(b"".join(s.read_bytes() for s in sources)).hexdigest()
     if not stamp.exists() or stamp.read_text() != want:
         log("installing livetrace and its dependencies into .venv")

@@ -21,13 +21,16 @@ class BuildPyWithGoHelper(build_py):
         shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*_test.go"))
 
 
-CSRC = "livetrace/_trace/csrc"
-# One extension from every C file; hidden visibility keeps the calls and
-# tables shared between them direct (only PyInit__ccore is exported).
+CCORE = "livetrace/_ccore"
+# One extension from every C file of every folder (a folder per layer, see
+# docs/architecture.md); hidden visibility keeps the calls and tables shared
+# between them direct (only PyInit__ccore is exported). Sources include
+# headers by their path from CCORE.
 CORE = Extension(
     "livetrace._trace._ccore",
-    sorted(glob(f"{CSRC}/*.c")),
-    depends=sorted(glob(f"{CSRC}/*.h")),
+    sorted(glob(f"{CCORE}/**/*.c", recursive=True)),
+    include_dirs=[CCORE],
+    depends=sorted(glob(f"{CCORE}/**/*.h", recursive=True)),
     optional=True,
     extra_compile_args=["-O3", "-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"],
 )

@@ -8,7 +8,6 @@ package livetrace
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,7 +35,8 @@ type announceRecord struct {
 // announcement is a record a server wrote, remembered so that Close removes
 // that file and not one written since by someone else.
 type announcement struct {
-	path string
+	dir  *privateDir // held open until the record is removed
+	name string
 	file os.FileInfo
 }
 
@@ -84,8 +84,8 @@ func (s *Server) announce() {
 		s.warnNotAnnouncing(fmt.Errorf("this process announces its helper on %s already", announcing.by.addr))
 		return
 	}
-	dir := announceDir(uid)
-	if err := privateDir(dir, uid); err != nil {
+	d, err := openPrivateDir(announceDir(uid), uid)
+	if err != nil {
 		s.warnNotAnnouncing(err)
 		return
 	}
@@ -93,11 +93,12 @@ func (s *Server) announce() {
 	if err != nil {
 		exe = "" // the record says what it can; the pid still finds the process
 	}
-	a, err := writeRecord(dir, announceRecord{
+	a, err := writeRecord(d, announceRecord{
 		Format: announceFormat, PID: os.Getpid(), Address: address, GoVersion: runtime.Version(),
 		Helper: HelperVersion, Executable: exe, StartedUnixNs: started.UnixNano(),
 	})
 	if err != nil {
+		d.close()
 		s.warnNotAnnouncing(err)
 		return
 	}
@@ -116,7 +117,8 @@ func (s *Server) withdraw() {
 	if s.announced == nil {
 		return
 	}
-	removeOwnFile(s.announced.path, s.announced.file, "announce record", s.logf)
+	s.announced.dir.remove(s.announced.name, s.announced.file, "announce record", s.logf)
+	s.announced.dir.close()
 	s.announced = nil
 	announcing.by = nil
 }
@@ -134,75 +136,61 @@ func recordAddress(addr string) (string, error) {
 	return "unix:" + path, nil
 }
 
-// privateDir makes dir (its last element only) or checks that the one
-// there is a directory only uid can enter: a record tells whoever reads it
-// where to attach, so nobody else may write one, or swap ours.
-func privateDir(dir string, uid int) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	const fix = "set LIVETRACE_RUNTIME_DIR to a private directory"
+// privateFix is what to do about a runtime directory the helper will not use.
+const privateFix = "set LIVETRACE_RUNTIME_DIR to a private directory"
+
+// checkPrivate says why the file fi describes is not a directory only uid
+// can enter, if it is not: a record tells whoever reads it where to attach,
+// so nobody else may write one, or swap ours.
+func checkPrivate(dir string, fi os.FileInfo, uid int) error {
 	if fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symbolic link; remove it, or %s", dir, fix)
+		return fmt.Errorf("%s is a symbolic link; remove it, or %s", dir, privateFix)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory; remove it, or %s", dir, fix)
+		return fmt.Errorf("%s is not a directory; remove it, or %s", dir, privateFix)
 	}
 	owner, ok := fileOwner(fi)
 	if !ok {
-		return fmt.Errorf("cannot tell who owns %s; %s", dir, fix)
+		return fmt.Errorf("cannot tell who owns %s; %s", dir, privateFix)
 	}
 	if owner != uid {
-		return fmt.Errorf("%s belongs to uid %d, not to this process's uid %d; %s", dir, owner, uid, fix)
+		return fmt.Errorf("%s belongs to uid %d, not to this process's uid %d; %s", dir, owner, uid, privateFix)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%s has mode %#o, open to other users; chmod 700 it, or %s", dir, perm, fix)
+		return fmt.Errorf("%s has mode %#o, open to other users; chmod 700 it, or %s", dir, perm, privateFix)
 	}
 	return nil
 }
 
-// writeRecord writes <pid>.json in dir under a temporary name first, so
+// writeRecord writes <pid>.json in d under a temporary name first, so
 // that a reader sees the whole record or none of it.
-func writeRecord(dir string, rec announceRecord) (*announcement, error) {
+func writeRecord(d *privateDir, rec announceRecord) (*announcement, error) {
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
 	}
 	// The temporary name does not end in .json: readers never pick it up.
-	f, err := os.CreateTemp(dir, "."+strconv.Itoa(rec.PID)+"-*.tmp") // mode 0600
+	f, tmp, err := d.create("." + strconv.Itoa(rec.PID) + "-") // mode 0600
 	if err != nil {
 		return nil, err
 	}
-	tmp := f.Name()
-	done := false
-	defer func() {
-		if !done {
-			_ = f.Close() // already failed; the removal below is what matters
-			_ = os.Remove(tmp)
-		}
-	}()
 	// No fsync: a record only matters while its process runs, and no
 	// process outlives a crash of the machine.
-	if _, err := f.Write(append(body, '\n')); err != nil {
-		return nil, err
+	_, err = f.Write(append(body, '\n'))
+	fi, serr := f.Stat()
+	if err == nil {
+		err = serr
 	}
-	if err := f.Close(); err != nil {
-		return nil, err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	path := filepath.Join(dir, strconv.Itoa(rec.PID)+".json")
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, err
+	name := strconv.Itoa(rec.PID) + ".json"
+	if err == nil {
+		err = d.rename(tmp, name)
 	}
-	done = true
-	fi, err := os.Lstat(path)
 	if err != nil {
-		// Close could not tell the file is ours: take it back now.
-		_ = os.Remove(path)
+		d.unlink(tmp)
 		return nil, err
 	}
-	return &announcement{path: path, file: fi}, nil
+	return &announcement{dir: d, name: name, file: fi}, nil
 }

@@ -87,17 +87,12 @@ func (s *Server) admit(conn net.Conn) *consumer {
 	c, why := s.attach(conn, peer, hello)
 	if c == nil {
 		if why.Code != "" {
-			s.refuse(conn, peer, why.Code, why.Message)
+			s.refusedSessions.add(peer + ": " + why.Message)
+			s.sendRefusal(conn, peer, why.Code, why.Message)
 		}
 		return nil
 	}
 	return c
-}
-
-// refuse logs a refusal, tells the client why and closes the connection.
-func (s *Server) refuse(conn net.Conn, peer, code, msg string) {
-	s.logf("refused %s: %s", peer, msg)
-	s.sendRefusal(conn, peer, code, msg)
 }
 
 // refuseHandshake refuses a client whose preamble or HELLO the helper will

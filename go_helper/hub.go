@@ -64,15 +64,16 @@ func newHub(s *Server, buf []byte, free func() error) *hub {
 
 // join adds a consumer to the running trace and says where its stream
 // starts. It refuses a legacy consumer that could only get part of a trace.
-func (h *hub) join(c *consumer) (errorMsg, bool) {
+func (h *hub) join(c *consumer) (refusal, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopping {
-		return errorMsg{}, false // the caller waits for the next run
+		return refusal{}, false // the caller waits for the next run
 	}
 	if max := h.srv.opts.MaxConsumers; h.attached >= max {
-		return errorMsg{errCodeBusy, fmt.Sprintf("busy: %s already attached to this service's trace, the most it serves at once "+
-			"(LIVETRACE_MAX_CONSUMERS or Options.MaxConsumers): %s", plural(h.attached, "consumer is", "consumers are"), h.describeLocked())}, true
+		return refusal{errorMsg{errCodeBusy, fmt.Sprintf("busy: %s already attached to this service's trace, the most it serves at once "+
+			"(LIVETRACE_MAX_CONSUMERS or Options.MaxConsumers): %s", plural(h.attached, "consumer is", "consumers are"), h.describeLocked())},
+			fmt.Sprintf("busy: %d of %d consumers attached to this service's trace; try again later", h.attached, max)}, true
 	}
 	switch {
 	case h.seq <= 1 && h.head == 0 && h.segments == 0:
@@ -87,21 +88,41 @@ func (h *hub) join(c *consumer) (errorMsg, bool) {
 		c.next = h.tail
 		c.firstSegment = h.segments + 2 // the one after the segment running now
 	default:
-		return errorMsg{errCodeLegacyRunning, h.legacyRefusal()}, true
+		return h.legacyRefusal(), true
 	}
 	h.add(c)
-	return errorMsg{}, true
+	return refusal{}, true
+}
+
+// refusal is why a consumer was not attached. Message is for the helper's
+// own clients, which got past its access control, and may name the
+// consumers attached; anonymous, when set, says the same without naming
+// them, for /debug/pprof/trace, whose requesters may have passed none.
+type refusal struct {
+	errorMsg
+	anonymous string
+}
+
+// public is the refusal as anyone may read it.
+func (r refusal) public() string {
+	if r.anonymous != "" {
+		return r.anonymous
+	}
+	return r.Message
 }
 
 // legacyRefusal explains why a legacy trace cannot be joined.
-func (h *hub) legacyRefusal() string {
+func (h *hub) legacyRefusal() refusal {
 	wait := "it has no set end: wait until its consumers stop"
 	if left, ok := h.remainingLocked(); ok {
 		wait = fmt.Sprintf("it ends in about %s, when its consumers' durations are over", left.Round(time.Second))
 	}
-	return fmt.Sprintf("this process runs %s, whose trace is only readable whole, and a trace without segments is already "+
-		"running for %s: a consumer cannot start in the middle of it; %s (consumers that all ask for segments, "+
-		"--segment, can share a trace)", runtime.Version(), h.describeLocked(), wait)
+	why := func(running string) string {
+		return fmt.Sprintf("this process runs %s, whose trace is only readable whole, and a trace without segments is already "+
+			"running%s: a consumer cannot start in the middle of it; %s (consumers that all ask for segments, "+
+			"--segment, can share a trace)", runtime.Version(), running, wait)
+	}
+	return refusal{errorMsg{errCodeLegacyRunning, why(" for " + h.describeLocked())}, why("")}
 }
 
 // remainingLocked is how long until every attached consumer's duration is

@@ -23,7 +23,10 @@ import (
 //
 // Register it in place of net/http/pprof's handler of that path (see the
 // livetrace-demo command for a mux that keeps the other pprof handlers).
-// The handler applies no token: guard it as the rest of /debug/pprof is.
+// The handler applies no token: it shares the HTTP server's access control,
+// so guard it as the rest of /debug/pprof is (anyone who reaches it can read
+// the trace and fill every consumer slot). Its refusals name none of the
+// consumers attached; the service's log does, summarised.
 func PprofTraceHandler(s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -46,8 +49,10 @@ func PprofTraceHandler(s *Server) http.Handler {
 			if why.Code == errCodeAlreadyTracing || why.Code == errCodeResources {
 				status = http.StatusInternalServerError
 			}
-			s.logf("refused /debug/pprof/trace for %s: %s", r.RemoteAddr, why.Message)
-			http.Error(w, "could not trace: "+why.Message, status)
+			// The requester passed no access control of the helper's own: it
+			// is told why without the consumers' names, which go to the log.
+			s.refusedSessions.add("/debug/pprof/trace for " + r.RemoteAddr + ": " + why.Message)
+			http.Error(w, "could not trace: "+why.public(), status)
 			return
 		}
 		go c.serve()

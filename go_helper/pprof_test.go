@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,4 +67,48 @@ func firstBytes(b []byte) []byte {
 		return b[:40]
 	}
 	return b
+}
+
+// Anyone who reaches the handler can be refused as busy as fast as it can
+// ask: the refusals are summarised in the log, and the answer names none
+// of the consumers attached (the log does, once).
+func TestPprofTraceHandlerBusyNamesNobodyAndIsSummarised(t *testing.T) {
+	window := summaryWindow
+	summaryWindow = time.Hour
+	t.Cleanup(func() { summaryWindow = window })
+	s, book := serveTest(t, "tcp:0", Options{MaxConsumers: 1})
+	web := httptest.NewServer(PprofTraceHandler(s))
+	defer web.Close()
+	first := dial(t, s)
+	first.start(map[string]any{"client": "secret-consumer"})
+	peer := first.conn.LocalAddr().String()
+
+	const tries = 200
+	for i := 0; i < tries; i++ {
+		resp, err := http.Get(web.URL + "/debug/pprof/trace?seconds=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "could not trace: busy: 1 of 1 consumers attached to this service's trace; try again later\n"
+		if resp.StatusCode != http.StatusServiceUnavailable || string(body) != want {
+			t.Fatalf("try %d: %d %q, want 503 %q", i, resp.StatusCode, body, want)
+		}
+	}
+	lines := book.matching("refused session")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "1 refused session since ") ||
+		!strings.Contains(lines[0], `"secret-consumer" at `+peer) {
+		t.Fatalf("the log while refusing:\n%s", book)
+	}
+	first.send(frameStop, nil)
+	first.untilEnd()
+	closeServer(t, s)
+	lines = book.matching("refused session")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], strconv.Itoa(tries-1)+" refused sessions since ") {
+		t.Fatalf("the log after Close:\n%s", book)
+	}
 }

@@ -46,7 +46,8 @@ type Options struct {
 	// taken yet (at least 1 MiB): one ring shared by all of them.
 	QueueBytes int
 	// MaxConsumers caps the consumers attached at once (default 8); more are
-	// refused as busy, with the names of those attached.
+	// refused as busy, with the names of those attached (not through
+	// PprofTraceHandler, which applies no access control of its own).
 	MaxConsumers int
 	// Token, when set, must be presented by every client. Listening beyond
 	// loopback requires one.
@@ -88,7 +89,13 @@ type Server struct {
 	gate              tokenGate
 	refusedTokens     *tally
 	refusedHandshakes *tally // version and bad-request refusals
-	excess            *tally // connections closed unanswered: too many in their handshake
+	// Clients that got past the handshake but were not attached: busy,
+	// a legacy trace running, the service closing. Anyone who can reach the
+	// helper (or PprofTraceHandler) can be refused as fast as they reconnect,
+	// and a busy refusal names every consumer: one line each would flood the
+	// service's log.
+	refusedSessions *tally
+	excess          *tally // connections closed unanswered: too many in their handshake
 
 	mu      sync.Mutex
 	hub     *hub // the trace running, or the last one (released once over)
@@ -188,6 +195,10 @@ func newServer(ln net.Listener, cleanup func(), addr string, opts Options) *Serv
 	})
 	s.refusedHandshakes = newTally(s.logf, func(n int, since time.Time, latest string) string {
 		return fmt.Sprintf("%s since %s (latest from %s)", plural(n, "refused handshake", "refused handshakes"),
+			since.Format(time.RFC3339), latest)
+	})
+	s.refusedSessions = newTally(s.logf, func(n int, since time.Time, latest string) string {
+		return fmt.Sprintf("%s since %s (latest from %s)", plural(n, "refused session", "refused sessions"),
 			since.Format(time.RFC3339), latest)
 	})
 	s.excess = newTally(s.logf, func(n int, since time.Time, latest string) string {
@@ -299,6 +310,7 @@ func (s *Server) Close() error {
 	}
 	s.refusedTokens.flush()
 	s.refusedHandshakes.flush()
+	s.refusedSessions.flush()
 	s.excess.flush()
 	return err
 }
@@ -309,7 +321,7 @@ func (s *Server) logf(format string, args ...any) { s.opts.Logf(format, args...)
 // it. A consumer arriving while the previous trace is still stopping waits
 // for it (tracerFreeWait at most). A nil consumer with an empty errorMsg
 // means the connection was given up on without a word.
-func (s *Server) attach(conn net.Conn, peer string, hello helloMsg) (*consumer, errorMsg) {
+func (s *Server) attach(conn net.Conn, peer string, hello helloMsg) (*consumer, refusal) {
 	c := &consumer{
 		srv: s, conn: conn, peer: peer, client: hello.Client, since: time.Now(),
 		duration: time.Duration(hello.DurationNs), advance: advancePeriod(hello.AdvanceMs),
@@ -321,7 +333,7 @@ func (s *Server) attach(conn net.Conn, peer string, hello helloMsg) (*consumer, 
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return nil, errorMsg{errCodeClosing, "the service is shutting down"}
+			return nil, refusal{errorMsg: errorMsg{errCodeClosing, "the service is shutting down"}}
 		}
 		h := s.hub
 		if h != nil && !h.isReleased() {
@@ -334,7 +346,7 @@ func (s *Server) attach(conn net.Conn, peer string, hello helloMsg) (*consumer, 
 						go forceBoundary() // the joiner's stream starts at the next generation
 					}
 					s.mu.Unlock()
-					return c, errorMsg{}
+					return c, refusal{}
 				}
 				s.mu.Unlock()
 				return nil, why
@@ -345,10 +357,10 @@ func (s *Server) attach(conn net.Conn, peer string, hello helloMsg) (*consumer, 
 			case <-h.released:
 				continue
 			case <-giveUp.C:
-				return nil, errorMsg{errCodeBusy, fmt.Sprintf("busy: the previous trace is still stopping after %s "+
-					"(its consumers are still taking the rest); try again in a moment", tracerFreeWait)}
+				return nil, refusal{errorMsg: errorMsg{errCodeBusy, fmt.Sprintf("busy: the previous trace is still stopping after %s "+
+					"(its consumers are still taking the rest); try again in a moment", tracerFreeWait)}}
 			case <-s.quit:
-				return nil, errorMsg{errCodeClosing, "the service is shutting down"}
+				return nil, refusal{errorMsg: errorMsg{errCodeClosing, "the service is shutting down"}}
 			}
 		}
 		c, why := s.startTrace(c, hello)
@@ -359,10 +371,10 @@ func (s *Server) attach(conn net.Conn, peer string, hello helloMsg) (*consumer, 
 
 // startTrace starts a new run of the tracer for its first consumer; s.mu
 // is held.
-func (s *Server) startTrace(c *consumer, hello helloMsg) (*consumer, errorMsg) {
+func (s *Server) startTrace(c *consumer, hello helloMsg) (*consumer, refusal) {
 	ring, free, err := allocRing(s.opts.QueueBytes)
 	if err != nil {
-		return nil, errorMsg{errCodeResources, fmt.Sprintf("cannot allocate the %s queue: %v", formatBytes(uint64(s.opts.QueueBytes)), err)}
+		return nil, refusal{errorMsg: errorMsg{errCodeResources, fmt.Sprintf("cannot allocate the %s queue: %v", formatBytes(uint64(s.opts.QueueBytes)), err)}}
 	}
 	h := newHub(s, ring, free)
 	h.segment = segmentPeriod(hello.SegmentMs)
@@ -372,14 +384,14 @@ func (s *Server) startTrace(c *consumer, hello helloMsg) (*consumer, errorMsg) {
 		if ferr := free(); ferr != nil {
 			s.logf("releasing the queue's memory: %v", ferr)
 		}
-		return nil, errorMsg{errCodeAlreadyTracing, "this process is already being traced by something else (go test -trace, " +
-			"/debug/pprof/trace, or another tracing tool): " + err.Error() + "; try again once that trace has ended"}
+		return nil, refusal{errorMsg: errorMsg{errCodeAlreadyTracing, "this process is already being traced by something else (go test -trace, " +
+			"/debug/pprof/trace, or another tracing tool): " + err.Error() + "; try again once that trace has ended"}}
 	}
 	s.hub = h
 	s.nextID++
 	c.id = s.nextID
 	go h.run()
-	return c, errorMsg{}
+	return c, refusal{}
 }
 
 func segmentPeriod(ms int64) time.Duration {

@@ -48,12 +48,13 @@ def test_ci_has_the_compiled_core() -> None:
 
 
 def test_spec_header_is_the_generators_output() -> None:
-    """csrc/spec_codes.h, which names the event codes in C, is what the
-    Python spec tables make: regenerate it when they change."""
+    """_ccore/common/generated.h, which names the event codes and the model's
+    constants in C, is what the Python tables make: regenerate it when they
+    change."""
     out = subprocess.run(
         [sys.executable, "-m", "livetrace._trace.spec.cheader"], capture_output=True, text=True, check=True, cwd=ROOT
     )
-    assert (ROOT / "livetrace/_trace/csrc/spec_codes.h").read_text() == out.stdout
+    assert (ROOT / "livetrace/_ccore/common/generated.h").read_text() == out.stdout
 
 
 @needs_core
@@ -286,7 +287,8 @@ def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
             "-fsanitize=address,undefined",
             "-fno-sanitize-recover=undefined",
             f"-I{sysconfig.get_paths()['include']}",
-            *[str(c) for c in sorted((ROOT / "livetrace/_trace/csrc").glob("*.c"))],
+            f"-I{ROOT / 'livetrace/_ccore'}",
+            *[str(c) for c in sorted((ROOT / "livetrace/_ccore").rglob("*.c"))],
             "-o",
             str(so),
         ],

@@ -1,5 +1,5 @@
 """`--dump parsed` and `--dump wire` written by the compiled core
-(csrc/dump.c) are the pure-Python formatters' text byte for byte, and fail
+(_ccore/render/dump.c) are the pure-Python formatters' text byte for byte, and fail
 the same way, on every corpus trace, on mutated traces and on hostile
 columns handed straight to the C entry points."""
 
@@ -197,7 +197,7 @@ def test_hostile_wire_columns_raise_not_crash(payload: bytes, codes: bytes, star
     assert text.count(b"\n") >= len(codes)
 
 
-# Ids that share a slot of the part cache's memo (csrc/partcache.h) whatever
+# Ids that share a slot of the part cache's memo (_ccore/render/partcache.h) whatever
 # its size, and ids no generation has: each line must carry its own ids'.
 COLLIDING = [1, 1 + 64, 1 + 4096, 1 + 8192, 1 + 2**63, 2**64 - 1, 2**63, 2**63 - 1, 4096, 0, 1]
 

@@ -1,4 +1,4 @@
-"""The compiled provisional path of a live legacy trace (csrc/legacy_live.c)
+"""The compiled provisional path of a live legacy trace (_ccore/decode/legacy_live.c)
 gives what its twin, the Python path of LegacyLive, gives: the same
 Provisional batches, column for column, with the same strings, for the
 corpus' legacy traces and fresh demo traces fed in random chunkings with

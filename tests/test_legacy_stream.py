@@ -1,5 +1,5 @@
 """A legacy segment's exact events a batch at a time (legacy/fast.exact_stream,
-csrc/legacy_stream.c): what the compiled core holds for them, and that the
+_ccore/decode/legacy_stream.c): what the compiled core holds for them, and that the
 batches are the twin's.
 
 The memory a live legacy session needs is bounded by what a segment's

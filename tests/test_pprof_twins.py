@@ -1,4 +1,4 @@
-"""The pprof-like profiles' counting, compiled (csrc/pprof.c's
+"""The pprof-like profiles' counting, compiled (_ccore/views/pprof.c's
 ProfileCounts) and its pure-Python twin (_views/pprof.py): the same
 profile, byte for byte, on every corpus trace, on mutated traces and on
 arbitrary span columns, failing alike where the twin fails."""

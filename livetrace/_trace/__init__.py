@@ -6,5 +6,5 @@ version.py trace format versions: the header sniffer and what each version has
 model/     the one event model both families decode into
 modern/    Go 1.22+: wire records, generations, ordering
 legacy/    Go 1.5-1.21: wire events, reading, ordering, conversion, live
-accel.py   which implementation runs: the compiled core (csrc/) or its twin
+accel.py   which implementation runs: the compiled core (built from livetrace/_ccore/) or its twin
 """

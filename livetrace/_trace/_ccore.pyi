@@ -1,4 +1,4 @@
-"""The compiled core (built from csrc/, its CPython side in module.c): the
+"""The compiled core (built from livetrace/_ccore/, its CPython side in module.c): the
 compiled twin of the decoders' hot loops. Results are struct sequences:
 tuples whose items also have names."""
 

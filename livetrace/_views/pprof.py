@@ -52,7 +52,7 @@ Counted = tuple[tuple[int, ...], int, int, tuple[int, int]]  # stack, count, ns,
 
 _GOROUTINE_STATES = frozenset({SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL})
 _FOREVER = b"forever"
-REASON_COUNTS, REASON_FOREVER = 1, 2  # the bits of a _ReasonMask entry (csrc/pprof.c's)
+REASON_COUNTS, REASON_FOREVER = 1, 2  # the bits of a _ReasonMask entry (_ccore/views/pprof.c's)
 
 
 def _sync(reason: bytes) -> bool:

@@ -2,7 +2,7 @@
 :class:`EventBatch`, of ``-d=wire`` for a run of frames, in one piece
 (UTF-8 bytes from the compiled core, written out as they are).
 
-On the compiled core the lines are written from the columns (csrc/dump.c);
+On the compiled core the lines are written from the columns (_ccore/render/dump.c);
 what is rare or needs Unicode tables comes from the reference formatters
 (dump.py's parsed_text and go_quote): a generation's quoted strings and
 stack texts, made once per id, and the lines of rare kinds. On the twin
@@ -16,10 +16,10 @@ from typing import TextIO
 
 from livetrace._cli.render.dump import parsed_text, stack_text, wire_lines
 from livetrace._cli.render.gostr import go_quote
+from livetrace._cli.render.parts import GenerationParts, Maker, tables
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, KIND_OF_CODE, SYNC_CODE, Event
-from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, record_columns
 from livetrace._trace.spec.modern import EV_EVENT_BATCH, EV_EXPERIMENTAL_BATCH, LAST_CODE, SPECS, EventSpec, specs_for
 
@@ -35,27 +35,13 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-class _GenerationParts:
-    """The quoted strings and stack texts of one generation, each made once
-    (UTF-8). The core keeps pointers into the bytes during a call: the
-    dicts only grow."""
-
-    __slots__ = ("extra_strings", "gen", "stacks", "strings")
-
-    def __init__(self, gen: Tables | None) -> None:
-        self.gen = gen
-        self.strings: dict[int, bytes] = {}
-        self.stacks: dict[int, bytes] = {}
-        self.extra_strings: dict[int, bytes] = {}  # a task's type at its end
-
-    def miss(self, kind: str, id_: int) -> bytes:
-        g = self.gen
-        assert g is not None
-        if kind == "stack":
-            return _encode(stack_text(g, id_))
-        if kind == "extra":
-            return go_quote(g.extra_strings[id_]).encode()
-        return go_quote(g.strings[id_]).encode()
+# What dump.c asks of a generation's tables: quoted strings, stack texts,
+# and the quoted derived strings (a task's type at its end).
+_PARTS: dict[str, Maker] = {
+    "string": lambda g, i: go_quote(tables(g).strings[i]),
+    "stack": lambda g, i: stack_text(tables(g), i),
+    "extra": lambda g, i: go_quote(tables(g).extra_strings[i]),
+}
 
 
 def utf8_sink(out: TextIO) -> Callable[[bytes], None]:
@@ -77,7 +63,7 @@ class ParsedText:
 
     def __init__(self, compiled: bool | None = None) -> None:
         self._fast = use_compiled(compiled)
-        self._parts = _GenerationParts(None)
+        self._parts = GenerationParts(None, _PARTS, _encode)
 
     def write(self, events: Iterable[Event], out: TextIO, sink: Callable[[bytes], None]) -> None:
         """Print the events' lines: into sink (from utf8_sink(out)) as the
@@ -100,15 +86,15 @@ class ParsedText:
 
     def compiled(self, batch: EventBatch) -> bytes:
         if batch.gen is not self._parts.gen:
-            self._parts = _GenerationParts(batch.gen)
+            self._parts = GenerationParts(batch.gen, _PARTS, _encode)
         parts = self._parts
 
         def other(i: int) -> bytes:  # the line of an event the core leaves to Python
             return _encode(parsed_text(batch[i]))
 
         code, time, m, p, g, args, extra = batch.columns()
-        tables = (parts.strings, parts.stacks, parts.extra_strings)
-        return ccore.dump_parsed(code, time, m, p, g, args, extra, _HEADS, *tables, parts.miss, other)
+        pieces = (parts.pieces["string"], parts.pieces["stack"], parts.pieces["extra"])
+        return ccore.dump_parsed(code, time, m, p, g, args, extra, _HEADS, *pieces, parts.miss, other)
 
 
 def _wire_tables(specs: list[EventSpec | None]) -> tuple[bytes, tuple[tuple[bytes, ...] | None, ...]]:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from livetrace._cli.render.dump import parsed_text
+from livetrace._cli.render.parts import GenerationParts, Maker, tables
 from livetrace._items import Gap, Notice, SegmentGap, SymbolsResolved
 from livetrace._protocol.text import json_safe, shown
 from livetrace._trace.accel import ccore, use_compiled
@@ -176,46 +177,30 @@ def frame_text(stack: list[StackFrame]) -> str:
     if not stack:
         return ""
     f = stack[0]
-    return f"  @ {shown(f.func)} {shown(f.file.rsplit('/', 1)[-1])}:{f.line}"
+    return f"  @ {shown(_replaced(f.func))} {shown(_replaced(f.file.rsplit('/', 1)[-1]))}:{f.line}"
+
+
+def _replaced(name: str) -> str:
+    """A name whose bytes were not all UTF-8 (kept as lone surrogates) with
+    U+FFFD for each such byte, as its JSON shows it."""
+    return name if name.isascii() else name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 PIECE_LINES = 512
 
 
-class _GenerationJSON:
-    """The JSON of one generation's stacks and strings, each made once, as
-    text and, for the compiled core, as UTF-8. The core keeps pointers into
-    the bytes for the length of a call: an object per generation (never
-    cleared, only replaced) keeps them valid even when a line the core asks
-    Python for starts another generation in the middle of the call."""
+def stack_json(gen: Tables | None, sid: int) -> str:
+    """A stack's frames as JSON."""
+    return json_safe(json.dumps(_frames(stack_frames(gen, sid)), ensure_ascii=False))
 
-    __slots__ = ("gen", "stack_bytes", "stacks", "string_bytes", "strings")
 
-    def __init__(self, gen: Tables | None) -> None:
-        self.gen = gen
-        self.stacks: dict[int, str] = {}
-        self.strings: dict[int, str] = {}
-        self.stack_bytes: dict[int, bytes] = {}
-        self.string_bytes: dict[int, bytes] = {}
+def string_json(gen: Tables | None, sid: int) -> str:
+    """A string of the tables as JSON."""
+    return json_safe(json.dumps(tables(gen).strings[sid].decode("utf-8", "replace"), ensure_ascii=False))
 
-    def stack(self, sid: int) -> str:
-        s = self.stacks.get(sid)
-        if s is None:
-            s = self.stacks[sid] = json_safe(json.dumps(_frames(stack_frames(self.gen, sid)), ensure_ascii=False))
-        return s
 
-    def string(self, sid: int) -> str:
-        s = self.strings.get(sid)
-        if s is None:
-            assert self.gen is not None
-            text = self.gen.strings[sid].decode("utf-8", "replace")
-            s = self.strings[sid] = json_safe(json.dumps(text, ensure_ascii=False))
-        return s
-
-    def miss(self, kind: str, sid: int) -> bytes:
-        """For the compiled core: the JSON of a stack or string (the core
-        caches it in stack_bytes or string_bytes)."""
-        return (self.stack(sid) if kind == "stack" else self.string(sid)).encode()
+# The pieces of the JSON lines: the compiled core asks for these kinds.
+JSON_PARTS: dict[str, Maker] = {"stack": stack_json, "string": string_json}
 
 
 def compiled_pieces(
@@ -267,7 +252,7 @@ class JsonlEncoder:
     def __init__(self) -> None:
         self._fast = use_compiled()
         self._gen: Tables | None = None
-        self._json = _GenerationJSON(None)
+        self._json = GenerationParts(None, JSON_PARTS, str.encode)
         self._wall_base = 0
         self._has_wall = False
         self._sec = -1
@@ -275,16 +260,16 @@ class JsonlEncoder:
 
     def _start(self, gen: Tables | None) -> None:
         self._gen = gen
-        self._json = _GenerationJSON(gen)
+        self._json = GenerationParts(gen, JSON_PARTS, str.encode)
         base = None if gen is None else gen.wall_base
         self._has_wall = base is not None
         self._wall_base = base or 0
 
     def _stack(self, sid: int) -> str:
-        return self._json.stack(sid)
+        return self._json.text("stack", sid)
 
     def _string(self, sid: int) -> str:
-        return self._json.string(sid)
+        return self._json.text("string", sid)
 
     def encode_many(self, items: Iterable[Event | Notice]) -> str:
         """Lines for all the items, each ending in a newline."""
@@ -302,7 +287,7 @@ class JsonlEncoder:
             self._start(batch.gen)
         wall = self._wall_base if self._has_wall else None
         parts = self._json  # this batch's generation, whatever self._json becomes during the calls
-        return compiled_pieces(batch, wall, parts.string_bytes, parts.stack_bytes, parts.miss, self.encode)
+        return compiled_pieces(batch, wall, parts.pieces["string"], parts.pieces["stack"], parts.miss, self.encode)
 
     def encode(self, item: Event | Notice) -> str:
         if isinstance(item, Notice):

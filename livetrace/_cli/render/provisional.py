@@ -11,30 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from livetrace._cli.render.jsonl import compiled_pieces, provisional_dict, utf8
+from livetrace._cli.render.jsonl import compiled_pieces, provisional_dict, string_json, utf8
+from livetrace._cli.render.parts import GenerationParts, Maker
 from livetrace._protocol.text import json_safe
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event
-from livetrace._trace.model.tables import Tables
 
-
-class _Strings:
-    """One batch's strings as JSON text, for the core. A legacy trace's
-    table before its footer grows as its strings arrive (one named before
-    it arrived reads as empty): nothing made from it is kept past the
-    batch."""
-
-    __slots__ = ("gen", "json")
-
-    def __init__(self, gen: Tables | None) -> None:
-        self.gen = gen
-        self.json: dict[int, bytes] = {}
-
-    def miss(self, kind: str, sid: int) -> bytes:
-        assert self.gen is not None and kind == "string"
-        text = self.gen.strings[sid].decode("utf-8", "replace")
-        return json_safe(json.dumps(text, ensure_ascii=False)).encode()
+# The provisional lines name a stack by its id: their only pieces are strings.
+_PARTS: dict[str, Maker] = {"string": string_json}
 
 
 class ProvisionalJsonl:
@@ -46,9 +31,12 @@ class ProvisionalJsonl:
         if not self._fast or not isinstance(events, EventBatch) or not len(events):
             return [utf8("".join(_provisional_line(e) + "\n" for e in events))]
         gen = events.gen
-        strings = _Strings(gen)
+        # A legacy trace's table before its footer grows as its strings
+        # arrive (one named before it arrived reads as empty): nothing made
+        # from it is kept past the batch.
+        parts = GenerationParts(gen, _PARTS, str.encode)
         base = None if gen is None else gen.wall_base
-        return compiled_pieces(events, base, strings.json, None, strings.miss, _provisional_line)
+        return compiled_pieces(events, base, parts.pieces["string"], None, parts.miss, _provisional_line)
 
 
 def _provisional_line(e: Event) -> str:

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from livetrace._cli.render.color import paint_line
 from livetrace._cli.render.gostr import go_quote
 from livetrace._cli.render.jsonl import frame_text, text_line, utf8
+from livetrace._cli.render.parts import GenerationParts, Maker, tables
 from livetrace._errors import TraceFormatError
 from livetrace._items import Notice
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, KIND_OF_CODE, Event, stack_frames
-from livetrace._trace.model.tables import Tables
 
 KIND_WIDTH = 15  # the kind column of text_line
 
@@ -46,28 +46,13 @@ def kind_columns(color: bool) -> tuple[bytes, ...]:
     return tuple(cols)
 
 
-class _GenerationText:
-    """What text.c asks of one generation's tables, made once per id: the
-    dicts keep the bytes alive while the core points into them."""
-
-    __slots__ = ("frames", "gen", "quotes", "xquotes")
-
-    def __init__(self, gen: Tables | None) -> None:
-        self.gen = gen
-        self.quotes: dict[int, bytes] = {}
-        self.frames: dict[int, bytes] = {}
-        self.xquotes: dict[int, bytes] = {}
-
-    def miss(self, kind: str, i: int) -> bytes:
-        """A string's quoted text, a stack's first frame, or a derived
-        string's quoted text (the core caches it)."""
-        g = self.gen
-        assert g is not None
-        if kind == "quote":
-            return go_quote(g.strings[i]).encode()
-        if kind == "frame":
-            return utf8(frame_text(stack_frames(g, i)))
-        return go_quote(g.extra_strings[i]).encode()
+# What text.c asks of a generation's tables: a string's quoted text, a
+# stack's first frame, a derived string's quoted text.
+_PARTS: dict[str, Maker] = {
+    "quote": lambda g, i: go_quote(tables(g).strings[i]),
+    "frame": lambda g, i: frame_text(stack_frames(tables(g), i)),
+    "xquote": lambda g, i: go_quote(tables(g).extra_strings[i]),
+}
 
 
 class TextEncoder:
@@ -79,7 +64,7 @@ class TextEncoder:
         self._fast = use_compiled(compiled)
         self._color = color
         self._columns = kind_columns(color)
-        self._parts = _GenerationText(None)
+        self._parts = GenerationParts(None, _PARTS, utf8)
 
     def encode(self, events: Sequence[Event | Notice], t0: int, provisional: bool = False) -> bytes:
         if not self._fast or not isinstance(events, EventBatch) or not len(events) or events.gen is None:
@@ -92,9 +77,9 @@ class TextEncoder:
         if provisional:
             # A legacy trace's tables before its footer grow as its strings
             # arrive: nothing made from them is kept past the batch.
-            parts = _GenerationText(gen)
+            parts = GenerationParts(gen, _PARTS, utf8)
         elif self._parts.gen is not gen:
-            parts = self._parts = _GenerationText(gen)
+            parts = self._parts = GenerationParts(gen, _PARTS, utf8)
         else:
             parts = self._parts
         color = self._color
@@ -115,9 +100,9 @@ class TextEncoder:
             wall,
             provisional,
             self._columns,
-            parts.quotes,
-            parts.frames,
-            parts.xquotes,
+            parts.pieces["quote"],
+            parts.pieces["frame"],
+            parts.pieces["xquote"],
             parts.miss,
             other,
         )

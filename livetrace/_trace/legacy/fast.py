@@ -40,26 +40,25 @@ COMPILED_VERSIONS = frozenset(v for v in FORMATS if v.go_converts)
 # user log messages), clear of the trace's own.
 BUILTIN_BASE = 1 << 62
 MESSAGE_BASE = BUILTIN_BASE + 64
-# The strings the conversion adds, in the order the core's builtin table has them.
-BUILTIN = (
-    [
-        BLOCK_REASONS[t]
-        for t in (
-            EV_GO_STOP,
-            EV_GO_SLEEP,
-            EV_GO_BLOCK,
-            EV_GO_BLOCK_SEND,
-            EV_GO_BLOCK_RECV,
-            EV_GO_BLOCK_SELECT,
-            EV_GO_BLOCK_SYNC,
-            EV_GO_BLOCK_COND,
-            EV_GO_BLOCK_NET,
-            EV_GO_BLOCK_GC,
-        )
-    ]
-    + [STOP_REASONS[EV_GO_SCHED], STOP_REASONS[EV_GO_PREEMPT]]
-    + list(STW_REASONS)
+# The strings the conversion adds, in the order the core's builtin table has
+# them: each of these events' reason, then Go 1.21's stop-the-world reasons.
+# spec/cheader.py names their places in C after the events (B_GO_STOP, ...,
+# B_STW0, B_COUNT).
+BUILTIN_EVENTS = (
+    EV_GO_STOP,
+    EV_GO_SLEEP,
+    EV_GO_BLOCK,
+    EV_GO_BLOCK_SEND,
+    EV_GO_BLOCK_RECV,
+    EV_GO_BLOCK_SELECT,
+    EV_GO_BLOCK_SYNC,
+    EV_GO_BLOCK_COND,
+    EV_GO_BLOCK_NET,
+    EV_GO_BLOCK_GC,
+    EV_GO_SCHED,
+    EV_GO_PREEMPT,
 )
+BUILTIN = [{**BLOCK_REASONS, **STOP_REASONS}[t] for t in BUILTIN_EVENTS] + list(STW_REASONS)
 _TASK_END = bytes([TASK_END])
 # The core's stream, and the trace's strings, stacks, frequency, user log messages and event count.
 CoreStream = tuple[

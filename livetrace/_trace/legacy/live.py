@@ -20,7 +20,7 @@ the first segment's start, and a :class:`SegmentGap` marks each time the
 runtime was not tracing.
 
 The provisional events of Go 1.11 to 1.21 traces are made by the compiled
-core where it runs (live_core.py, csrc/legacy_live.c); the Python path here
+core where it runs (live_core.py, _ccore/decode/legacy_live.c); the Python path here
 is its twin and the reference, and takes over a segment the core gives up
 on (it replays the segment's chunks, then reports the error, if any).
 """

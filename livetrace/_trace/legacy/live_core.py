@@ -1,5 +1,5 @@
 """The provisional events of one live legacy segment through the compiled
-core (csrc/legacy_live.c): chunks read, converted and ordered by the per-P
+core (_ccore/decode/legacy_live.c): chunks read, converted and ordered by the per-P
 release watermark in C, the columns handed out as they are released. The
 Python path of :class:`~livetrace._trace.legacy.live.LegacyLive` is its twin
 and the reference: both give the same events, in the same batches, with

@@ -1,7 +1,7 @@
 """The span builder: sans-IO, fed decoded batches, one for every format.
 
 It keeps what is open across batches and generations in its core (the
-compiled one, csrc/spans.c, or the pure-Python twin, spans/twin.py) and
+compiled one, _ccore/spans/spans.c, or the pure-Python twin, spans/twin.py) and
 does here only what both share: naming the tables each batch refers to,
 the table of names, and the logs of open tasks and regions (rare events,
 found with a byte search rather than a per-event loop: it follows region

@@ -37,7 +37,7 @@ def _has(sorted_ids: bytes, x: int) -> bool:
 
 
 def select_rows(cols: Sequence[memoryview], tables: tuple[bytes | None, ...], min_duration: int) -> bytes:
-    """The twin of csrc/spans_select.c's span_select: the rows kept, as uint32 indexes."""
+    """The twin of _ccore/spans/spans_select.c's span_select: the rows kept, as uint32 indexes."""
     kinds, gs, ps, tasks, regions, pairs = tables
     kind, rkind, rid, start, end, sstack, estack, stok, etok, _, name, tname, _, _, proc = cols
     gset = None if gs is None else set(memoryview(gs).cast("q"))

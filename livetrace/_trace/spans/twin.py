@@ -1,4 +1,4 @@
-"""The span builder's core in pure Python: the twin of csrc/spans.c, and the
+"""The span builder's core in pure Python: the twin of _ccore/spans/spans.c, and the
 reference. One pass over a batch's columns; the state lives in dicts keyed
 by goroutine and task id, the spans go out as columns (bytes).
 

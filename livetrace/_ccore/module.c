@@ -1,0 +1,564 @@
+/* livetrace._trace._ccore, the compiled twin of the decoders' hot loops:
+ * the CPython side only. Arguments are parsed and results built here; the
+ * work is done by code that touches no Python object (wire.c, engine.c and
+ * the handlers, legacy_*.c), with the GIL released, and by jsonl.c, which
+ * calls back into Python for what it does not write itself. Results cross
+ * the boundary as named structures (struct sequences); _ccore.pyi
+ * describes them. */
+
+#include "common/pyglue.h"
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include "decode/engine.h"
+#include "decode/handlers.h"
+#include "render/jsonl.h"
+#include "render/dump.h"
+#include "decode/legacy.h"
+#include "render/legacy_dump.h"
+#include "decode/legacy_live.h"
+#include "decode/legacy_stream.h"
+#include "views/pprof.h"
+#include "select/select.h"
+#include "spans/spans.h"
+#include "decode/tables.h"
+#include "render/text.h"
+#include "decode/wire.h"
+
+/* ---- result types ---- */
+
+static PyTypeObject *WireRecordsType, *EventColumnsType, *EngineBatchType, *EngineErrorType, *FinalSyncType;
+static PyObject *WireError;
+
+static PyStructSequence_Field wire_records_fields[] = {
+    {"codes", "bytes: record i's type code"},
+    {"starts", "bytes: n + 1 native unsigned 32-bit ints, where each record's values start in args"},
+    {"args", "bytes: native unsigned 64-bit ints, each record's arguments (and frames, and data's place)"},
+    {NULL}};
+static PyStructSequence_Field event_columns_fields[] = {
+    {"codes", "bytes: each event's code"},
+    {"times", "bytes: native int64, ns"},
+    {"threads", "bytes: native int64, -1 none"},
+    {"procs", "bytes: native int64, -1 none"},
+    {"goroutines", "bytes: native int64, -1 none"},
+    {"args", "bytes: NARGS native uint64 per event"},
+    {"extra", "bytes: NEXTRA native uint64 per event"},
+    {NULL}};
+static PyStructSequence_Field engine_batch_fields[] = {
+    {"n_events", "events in columns"},
+    {"columns", "EventColumns"},
+    {"extra_strings", "the generation's derived strings so far (task types), list of bytes"},
+    {"done", "whether the generation is over (decoded, or stopped by error)"},
+    {"error", "EngineError that stopped the generation, or None"},
+    {NULL}};
+static PyStructSequence_Field engine_error_fields[] = {
+    {"kind", "ERR_FORMAT, ERR_ORDER or ERR_MEMORY"},
+    {"message", "str, as Go's reader words it"},
+    {"offset", "byte offset in the stream, or None"},
+    {NULL}};
+static PyStructSequence_Field final_sync_fields[] = {
+    {"time", "ns"},
+    {"syncs", "the Syncs so far, this one included: its number"},
+    {NULL}};
+
+static PyStructSequence_Desc result_descs[] = {
+    {"livetrace._trace._ccore.WireRecords", "The records of one batch payload, as columns.", wire_records_fields, 3},
+    {"livetrace._trace._ccore.EventColumns", "Events as the columns of an EventBatch.", event_columns_fields, 7},
+    {"livetrace._trace._ccore.EngineBatch", "What Engine.run decoded.", engine_batch_fields, 5},
+    {"livetrace._trace._ccore.EngineError", "What stopped a generation.", engine_error_fields, 3},
+    {"livetrace._trace._ccore.FinalSync", "The Sync that ends the stream.", final_sync_fields, 2},
+};
+
+/* A struct sequence of type t from the values, whose references it takes
+ * (NULL among them: a failure, and all are released). */
+static PyObject *make_struct(PyTypeObject *t, int n, PyObject **vals) {
+    PyObject *r = NULL;
+    int ok = 1;
+    for (int i = 0; i < n; i++)
+        ok &= vals[i] != NULL;
+    if (ok)
+        r = PyStructSequence_New(t);
+    for (int i = 0; i < n; i++) {
+        if (r)
+            PyStructSequence_SET_ITEM(r, i, vals[i]);
+        else
+            Py_XDECREF(vals[i]);
+    }
+    return r;
+}
+
+/* The bytes per event of each column, in EventColumns' order. */
+static const size_t COL_WIDTH[7] = {1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA};
+
+/* Makes *c borrow fresh bytes objects (in v) with room for room events,
+ * holding the n events of own: the engine then writes straight into what
+ * Python gets. 0, or -1 with an exception set. */
+static int columns_in_bytes(Columns *c, const Columns *own, size_t room, PyObject *v[7]) {
+    for (int k = 0; k < 7; k++) {
+        v[k] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(room * COL_WIDTH[k]));
+        if (!v[k]) {
+            while (k--)
+                Py_DECREF(v[k]);
+            return -1;
+        }
+    }
+#define COL(k) ((void *)PyBytes_AS_STRING(v[k]))
+    *c = (Columns){own->n, room, COL(0), COL(1), COL(2), COL(3), COL(4), COL(5), COL(6), 1};
+#undef COL
+    const void *src[7] = {own->code, own->time, own->m, own->p, own->g, own->args, own->extra};
+    for (int k = 0; k < 7 && own->n; k++)
+        memcpy(PyBytes_AS_STRING(v[k]), src[k], own->n * COL_WIDTH[k]);
+    return 0;
+}
+
+/* Cuts the bytes objects of columns_in_bytes to n events, as EventColumns
+ * (a failed cut leaves NULL, and make_struct releases the rest). */
+static PyObject *event_columns(PyObject *v[7], size_t n) {
+    for (int k = 0; k < 7; k++)
+        if (_PyBytes_Resize(&v[k], (Py_ssize_t)(n * COL_WIDTH[k])) < 0)
+            break;
+    return make_struct(EventColumnsType, 7, v);
+}
+
+/* ---- format tables ---- */
+
+static int tables_ready = 0;
+
+/* init_tables(timed, nargs, stack, str0, str1): 256 bytes each */
+static PyObject *init_tables(PyObject *self, PyObject *args) {
+    Py_buffer b[5];
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &b[0], &b[1], &b[2], &b[3], &b[4]))
+        return NULL;
+    u8 *dst[5] = {T_TIMED, T_NARGS, T_STACK, T_STR0, T_STR1};
+    int ok = 1;
+    for (int i = 0; i < 5; i++) {
+        if (b[i].len == 256)
+            memcpy(dst[i], b[i].buf, 256);
+        else
+            ok = 0;
+        PyBuffer_Release(&b[i]);
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "tables must have 256 entries");
+        return NULL;
+    }
+    for (int c = 0; c < 256; c++)
+        if (T_NARGS[c] > NARGS || T_TIMED[c] > NARGS + 1) {
+            PyErr_Format(PyExc_ValueError, "code %d has more arguments than the engine holds", c);
+            return NULL;
+        }
+    engine_init_tables();
+    tables_ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* handlers() -> {code: handler name}: the ordering engine's dispatch table */
+static PyObject *handlers(PyObject *self, PyObject *noargs) {
+    PyObject *d = PyDict_New();
+    for (int c = 0; d && c < 256; c++) {
+        const char *name = handler_name(c);
+        if (!name)
+            continue;
+        PyObject *k = PyLong_FromLong(c), *v = PyUnicode_FromString(name + 2); /* without "h_" */
+        if (!k || !v || PyDict_SetItem(d, k, v))
+            Py_CLEAR(d);
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+    }
+    return d;
+}
+
+/* ---- the wire layer ---- */
+
+/* wire_records(payload, table) -> WireRecords; raises WireError(kind, code, offset) */
+static PyObject *wire_records(PyObject *self, PyObject *args) {
+    Py_buffer pb, tb;
+    if (!PyArg_ParseTuple(args, "y*y*", &pb, &tb))
+        return NULL;
+    PyObject *result = NULL;
+    WireRecords r = {0};
+    WireFault f = {0};
+    int kind;
+    if (tb.len != 256) {
+        PyErr_SetString(PyExc_ValueError, "table must have 256 entries");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    kind = wire_decode(pb.buf, (size_t)pb.len, tb.buf, &r, &f);
+    Py_END_ALLOW_THREADS
+    if (kind == WIRE_NO_MEMORY) {
+        PyErr_NoMemory();
+    } else if (kind != WIRE_OK) {
+        PyObject *e = PyObject_CallFunction(WireError, "iin", kind, f.code, (Py_ssize_t)f.at);
+        if (e) {
+            PyObject *a = ((PyBaseExceptionObject *)e)->args;
+            if (!PyObject_SetAttrString(e, "kind", PyTuple_GET_ITEM(a, 0)) &&
+                !PyObject_SetAttrString(e, "code", PyTuple_GET_ITEM(a, 1)) &&
+                !PyObject_SetAttrString(e, "offset", PyTuple_GET_ITEM(a, 2)))
+                PyErr_SetObject(WireError, e);
+            Py_DECREF(e);
+        }
+    } else {
+        PyObject *v[3] = {bytes_of(r.codes, r.n), bytes_of(r.start, (r.n + 1) * 4), bytes_of(r.vals, r.nv * 8)};
+        result = make_struct(WireRecordsType, 3, v);
+    }
+done:
+    wire_free(&r);
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&tb);
+    return result;
+}
+
+/* ---- the ordering engine ---- */
+
+typedef struct {
+    PyObject_HEAD
+    Engine e;
+    PyObject *keep; /* the generation's Python objects the engine points into */
+} EngineObject;
+
+static void Engine_dealloc(EngineObject *self) {
+    engine_free(&self->e);
+    Py_CLEAR(self->keep);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Engine(names, mask): names {code: event name}, for messages; mask: 256
+ * bytes, 1 for the codes whose events are wanted */
+static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
+    PyObject *names;
+    Py_buffer mask;
+    static char *kwlist[] = {"names", "mask", NULL};
+    if (!tables_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "init_tables() first");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!y*", kwlist, &PyDict_Type, &names, &mask))
+        return -1;
+    if (mask.len != 256) {
+        PyBuffer_Release(&mask);
+        PyErr_SetString(PyExc_ValueError, "mask must be 256 bytes");
+        return -1;
+    }
+    memcpy(self->e.mask, mask.buf, 256);
+    PyBuffer_Release(&mask);
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(names, &pos, &k, &v)) {
+        long code = PyLong_AsLong(k);
+        const char *s = PyUnicode_AsUTF8(v);
+        if (!s || PyErr_Occurred())
+            return -1;
+        if (code < 0 || code > 255) {
+            PyErr_Format(PyExc_ValueError, "no event code %ld", code);
+            return -1;
+        }
+        if (engine_set_name(&self->e, (int)code, s)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void Engine_release(EngineObject *self) {
+    engine_gen_release(&self->e);
+    Py_CLEAR(self->keep);
+}
+
+/* begin(gen, ns_per_tick, start_ticks, threads, samples, strings, stacks)
+ *   threads: [(m, [(payload, ticks, payload_offset), ...]), ...] in order of first appearance
+ *   samples: [(ns, m, p, g, stack), ...] sorted by time
+ *   strings: {id: bytes}; stacks: a collection of ids
+ * Emits the generation's Sync and loads every thread's first event. */
+static PyObject *Engine_begin(EngineObject *self, PyObject *args) {
+    unsigned long long gen, start_ticks;
+    double npt;
+    PyObject *threads, *samples, *strings, *stacks;
+    if (!PyArg_ParseTuple(args, "KdKO!O!O!O", &gen, &npt, &start_ticks, &PyList_Type, &threads, &PyList_Type,
+                          &samples, &PyDict_Type, &strings, &stacks))
+        return NULL;
+    Engine *e = &self->e;
+    Engine_release(self);
+    Py_ssize_t nt = PyList_GET_SIZE(threads), nsmp = PyList_GET_SIZE(samples);
+    if (engine_gen_prepare(e, gen, npt, (size_t)PyDict_Size(strings), (size_t)nsmp, (size_t)nt))
+        return PyErr_NoMemory();
+    self->keep = Py_BuildValue("(OO)", threads, strings);
+    if (!self->keep)
+        return NULL;
+    PyObject *key, *val;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(strings, &pos, &key, &val)) {
+        unsigned long long id = PyLong_AsUnsignedLongLong(key);
+        char *p;
+        Py_ssize_t n;
+        if (PyErr_Occurred() || PyBytes_AsStringAndSize(val, &p, &n))
+            return NULL;
+        if (engine_add_string(e, id, p, (size_t)n))
+            return PyErr_NoMemory();
+    }
+    PyObject *it = PyObject_GetIter(stacks);
+    if (!it)
+        return NULL;
+    PyObject *item;
+    while ((item = PyIter_Next(it))) {
+        unsigned long long id = PyLong_AsUnsignedLongLong(item);
+        Py_DECREF(item);
+        if (PyErr_Occurred() || engine_add_stack(e, id)) {
+            Py_DECREF(it);
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred())
+        return NULL;
+    for (Py_ssize_t i = 0; i < nsmp; i++) {
+        long long t, m, p, g;
+        unsigned long long stk;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(samples, i), "LLLLK", &t, &m, &p, &g, &stk))
+            return NULL;
+        engine_add_sample(e, (Sample){t, m, p, g, stk});
+    }
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        long long m;
+        PyObject *batches;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(threads, i), "LO!", &m, &PyList_Type, &batches))
+            return NULL;
+        Py_ssize_t nb = PyList_GET_SIZE(batches);
+        Cursor *c = engine_add_thread(e, m, (size_t)nb);
+        if (!c)
+            return PyErr_NoMemory();
+        for (Py_ssize_t j = 0; j < nb; j++) {
+            PyObject *payload;
+            unsigned long long ticks;
+            long long off;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(batches, j), "O!KL", &PyBytes_Type, &payload, &ticks, &off))
+                return NULL;
+            c->b[j] = (BatchRef){(const u8 *)PyBytes_AS_STRING(payload), (size_t)PyBytes_GET_SIZE(payload), ticks,
+                                 off};
+        }
+    }
+    engine_gen_start(e, start_ticks);
+    Py_RETURN_NONE;
+}
+
+/* The n events written (into cols: columns_in_bytes), and the error that stopped the generation if any. */
+static PyObject *take(Engine *e, size_t n, PyObject *cols[7]) {
+    PyObject *xs = PyList_New((Py_ssize_t)e->nx);
+    for (size_t i = 0; xs && i < e->nx; i++) {
+        PyObject *b = bytes_of(e->xstr[i].p, e->xstr[i].n);
+        if (!b)
+            Py_CLEAR(xs);
+        else
+            PyList_SET_ITEM(xs, (Py_ssize_t)i, b);
+    }
+    PyObject *err = Py_None;
+    Py_INCREF(err);
+    if (e->err) {
+        Py_DECREF(err);
+        PyObject *offset = Py_None;
+        if (e->err_offset >= 0)
+            offset = PyLong_FromLongLong(e->err_offset);
+        else
+            Py_INCREF(offset);
+        PyObject *v[3] = {PyLong_FromLong(e->err), PyUnicode_DecodeUTF8(e->errmsg, (Py_ssize_t)strlen(e->errmsg),
+                          "replace"), offset};
+        err = make_struct(EngineErrorType, 3, v);
+    }
+    PyObject *done = (e->active && !e->err) ? Py_False : Py_True;
+    Py_INCREF(done);
+    PyObject *v[5] = {PyLong_FromSize_t(n), event_columns(cols, n), xs, done, err};
+    return make_struct(EngineBatchType, 5, v);
+}
+
+/* run(max_events) -> EngineBatch: decode on, with the GIL released, until
+ * the generation is done or max_events are out */
+static PyObject *Engine_run(EngineObject *self, PyObject *args) {
+    Py_ssize_t max;
+    if (!PyArg_ParseTuple(args, "n", &max))
+        return NULL;
+    Engine *e = &self->e;
+    size_t want = max > 0 ? (size_t)max : 0;
+    /* Room for what begin wrote (its Sync), the run's events and the most
+     * one more step writes past want (a GoSwitch is three events). */
+    Columns own = e->out;
+    PyObject *cols[7];
+    if (columns_in_bytes(&e->out, &own, own.n + want + 4, cols))
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = engine_run(e, want);
+    Py_END_ALLOW_THREADS
+    size_t n = e->out.n;
+    e->out = own;
+    e->out.n = 0;
+    if (rc) {
+        for (int k = 0; k < 7; k++)
+            Py_DECREF(cols[k]);
+        return PyErr_NoMemory();
+    }
+    PyObject *r = take(e, n, cols);
+    if (!e->active || e->err)
+        Engine_release(self);
+    return r;
+}
+
+/* final_sync() -> FinalSync: the Sync event the stream's end makes */
+static PyObject *Engine_final_sync(EngineObject *self, PyObject *noargs) {
+    i64 time;
+    u64 count = engine_final_sync(&self->e, &time);
+    PyObject *v[2] = {PyLong_FromLongLong(time), PyLong_FromUnsignedLongLong(count)};
+    return make_struct(FinalSyncType, 2, v);
+}
+
+static PyMethodDef Engine_methods[] = {
+    {"begin", (PyCFunction)Engine_begin, METH_VARARGS,
+     "begin($self, gen, ns_per_tick, start_ticks, threads, samples, strings, stacks, /)\n--\n\n"
+     "Start decoding a complete generation."},
+    {"run", (PyCFunction)Engine_run, METH_VARARGS,
+     "run($self, max_events, /)\n--\n\nDecode up to max_events more events of the generation."},
+    {"final_sync", (PyCFunction)Engine_final_sync, METH_NOARGS,
+     "final_sync($self, /)\n--\n\nThe Sync that ends the stream."},
+    {NULL},
+};
+
+static PyTypeObject EngineType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "livetrace._trace._ccore.Engine",
+    .tp_basicsize = sizeof(EngineObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Engine_init,
+    .tp_dealloc = (destructor)Engine_dealloc,
+    .tp_methods = Engine_methods,
+    .tp_doc = "Engine(names, mask)\n--\n\nThe ordering engine and frontier of the modern decoder, compiled.",
+};
+
+/* ---- JSON lines ---- */
+
+/* The lines of jsonl and jsonl_provisional (stacks NULL), the columns' buffers released. */
+static PyObject *jsonl_of(Py_buffer b[7], PyObject *wall_obj, PyObject *strings, PyObject *stacks, PyObject *miss,
+                          PyObject *other) {
+    PyObject *result = NULL;
+    EventView v;
+    if (!event_view(&v, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6])) {
+        int has_wall = wall_obj != Py_None;
+        i64 wall_base = has_wall ? PyLong_AsLongLong(wall_obj) : 0;
+        if (!PyErr_Occurred())
+            result = jsonl_lines(&v, has_wall, wall_base, strings, stacks, miss, other);
+    }
+    for (int k = 0; k < 7; k++)
+        PyBuffer_Release(&b[k]);
+    return result;
+}
+
+/* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other) -> bytes
+ * (see jsonl.h); wall_base None when the generation has no clock snapshot */
+static PyObject *jsonl(PyObject *self, PyObject *args) {
+    Py_buffer b[7];
+    PyObject *wall_obj, *strings, *stacks, *miss, *other;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!O!OO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &wall_obj,
+                          &PyDict_Type, &strings, &PyDict_Type, &stacks, &miss, &other))
+        return NULL;
+    return jsonl_of(b, wall_obj, strings, stacks, miss, other);
+}
+
+/* jsonl_provisional(codes, times, m, p, g, args, extra, wall_base, strings, miss, other) -> bytes:
+ * jsonl's lines as provisional_dict makes them, for a legacy trace's events
+ * before its footer: no transition stack, and the event's stack as
+ * "provisional": true, "stack_id": N (0 for none). */
+static PyObject *jsonl_provisional(PyObject *self, PyObject *args) {
+    Py_buffer b[7];
+    PyObject *wall_obj, *strings, *miss, *other;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!OO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &wall_obj,
+                          &PyDict_Type, &strings, &miss, &other))
+        return NULL;
+    return jsonl_of(b, wall_obj, strings, NULL, miss, other);
+}
+
+/* ---- the module ---- */
+
+static PyMethodDef module_methods[] = {
+    {"wire_records", wire_records, METH_VARARGS,
+     "wire_records($module, payload, table, /)\n--\n\nThe records of one batch payload, as columns."},
+    {"legacy_stream", legacy_stream, METH_VARARGS,
+     "legacy_stream($module, data, ver, counts, stack_flags, mask, builtin, msg_base, offset, syncs, /)\n--\n\n"
+     "A complete Go 1.11-1.21 trace's exact events a batch at a time: (stream, strings, stacks, ticks_per_sec, "
+     "messages, events), or None."},
+    {"table_strings", table_strings, METH_VARARGS,
+     "table_strings($module, payload, strings, max_size, /)\n--\n\nA strings batch into strings, if well formed."},
+    {"table_stacks", table_stacks, METH_VARARGS,
+     "table_stacks($module, payload, stacks, frames, max_frames, /)\n--\n\nA stacks batch into stacks and frames, "
+     "if well formed."},
+    {"init_tables", init_tables, METH_VARARGS,
+     "init_tables($module, timed, nargs, stack, str0, str1, /)\n--\n\nHand over the format tables."},
+    {"jsonl", jsonl, METH_VARARGS,
+     "jsonl($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, stacks, miss, "
+     "other, /)\n--\n\nJSON lines for a batch's events (state transitions here, others by callback)."},
+    {"jsonl_provisional", jsonl_provisional, METH_VARARGS,
+     "jsonl_provisional($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, miss, "
+     "other, /)\n--\n\nJSON lines for a legacy trace's provisional events (jsonl.c)."},
+    {"select_indices", select_indices, METH_VARARGS,
+     "select_indices($module, codes, procs, goroutines, args, kinds, roles, stack_arg, goroutine_ids, proc_ids, "
+     "region_ids, log_ids, stack_ids, candidates, /)\n--\n\nThe indexes of the events a filter keeps (select.c)."},
+    {"take_columns", take_columns, METH_VARARGS,
+     "take_columns($module, indices, codes, times, threads, procs, goroutines, args, extra, /)\n--\n\n"
+     "The columns of the events at indices."},
+    {"text_lines", text_lines, METH_VARARGS,
+     "text_lines($module, codes, times, threads, procs, goroutines, args, extra, t0, wall_base, provisional, "
+     "kind_columns, quotes, frames, xquotes, miss, other, /)\n--\n\ntail's text lines for a batch's events (text.c)."},
+    {"dump_parsed", dump_parsed_py, METH_VARARGS,
+     "dump_parsed($module, codes, times, threads, procs, goroutines, args, extra, heads, strings, stacks, "
+     "extra_strings, miss, other, /)\n--\n\nThe lines of go tool trace -d=parsed for a batch's events (dump.c)."},
+    {"dump_wire", dump_wire_py, METH_VARARGS,
+     "dump_wire($module, payload, codes, starts, args, table, names, quote, /)\n--\n\n"
+     "The lines of go tool trace -d=wire for a batch payload's records (dump.c)."},
+    {"handlers", handlers, METH_NOARGS,
+     "handlers($module, /)\n--\n\nThe ordering engine's dispatch table: {code: handler name}."},
+    {NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "livetrace._trace._ccore",
+    "Compiled hot loops of the decoders: modern traces, and legacy ones of Go 1.11 to 1.21.", -1, module_methods};
+
+PyMODINIT_FUNC PyInit__ccore(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    init_handlers();
+    PyTypeObject **types[] = {&WireRecordsType, &EventColumnsType, &EngineBatchType, &EngineErrorType,
+                              &FinalSyncType};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        if (!*types[i] && !(*types[i] = PyStructSequence_NewType(&result_descs[i])))
+            goto fail;
+        if (add_type(m, *types[i], strrchr(result_descs[i].name, '.') + 1) < 0)
+            goto fail;
+    }
+    if (!WireError && !(WireError = PyErr_NewException("livetrace._trace._ccore.WireError", NULL, NULL)))
+        goto fail;
+    Py_INCREF(WireError);
+    if (spans_register(m) < 0 || legacy_live_register(m) < 0)
+        goto fail;
+    if (legacy_dump_register(m) < 0 || legacy_stream_register(m) < 0)
+        goto fail;
+    if (pprof_register(m) < 0)
+        goto fail;
+    if (add_type(m, &EngineType, "Engine") < 0 || PyModule_AddObject(m, "WireError", WireError) < 0)
+        goto fail;
+    static const struct {
+        const char *name;
+        long value;
+    } constants[] = {
+        {"ERR_FORMAT", ERR_FORMAT}, {"ERR_ORDER", ERR_ORDER}, {"ERR_MEMORY", ERR_MEMORY},
+        {"WIRE_INVALID_TYPE", WIRE_INVALID_TYPE}, {"WIRE_SHORT", WIRE_SHORT}, {"WIRE_OVERFLOW", WIRE_OVERFLOW},
+        {"NARGS", NARGS}, {"NEXTRA", NEXTRA},
+    };
+    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++)
+        if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0)
+            goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,251 @@
+/* JSON lines for a batch's events: the twin of _cli/render/jsonl.py's
+ * JsonlEncoder for state transitions and the common annotations, written
+ * straight from the columns; other events' lines come from Python. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include <time.h>
+
+#include "decode/engine.h"
+#include "render/jsonl.h"
+#include "render/partcache.h"
+#include "render/textbuf.h"
+
+/* v ns as whole seconds, rounded down, and the nanoseconds left (0 to 1e9 - 1). */
+static void split_ns(i64 v, i64 *sec, i64 *nsec) {
+    *sec = v / 1000000000;
+    *nsec = v % 1000000000;
+    if (*nsec < 0) {
+        *nsec += 1000000000;
+        (*sec)--;
+    }
+}
+
+/* {"kind": K, "time_ns": T, ["wall": W, ]"g": G, "p": P, "m": M */
+static void line_head(TextBuf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, int has_wall, i64 wall_base,
+                      i64 *cached_sec, char *sec_text, size_t *sec_len) {
+    TB_LIT(b, "{\"kind\": \"");
+    tb_put(b, kind, strlen(kind));
+    TB_LIT(b, "\", \"time_ns\": ");
+    tb_i64(b, t);
+    if (has_wall) {
+        /* In seconds and nanoseconds apart: the base and a time each fit
+         * int64 nanoseconds, their sum may not (Python's does). */
+        i64 sec, nsec, ts, tn;
+        split_ns(wall_base, &sec, &nsec);
+        split_ns(t, &ts, &tn);
+        sec += ts;
+        nsec += tn;
+        if (nsec >= 1000000000) {
+            sec++;
+            nsec -= 1000000000;
+        }
+        if (sec != *cached_sec) {
+            time_t tt = (time_t)sec;
+            struct tm tm = {0};
+            gmtime_r(&tt, &tm);
+            *sec_len = strftime(sec_text, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+            *cached_sec = sec;
+        }
+        TB_LIT(b, ", \"wall\": \"");
+        tb_put(b, sec_text, *sec_len);
+        if (nsec) {
+            char frac[10];
+            frac[0] = '.';
+            for (int k = 9; k > 0; k--, nsec /= 10)
+                frac[k] = (char)('0' + nsec % 10);
+            size_t k = 10;
+            while (frac[k - 1] == '0')
+                k--;
+            tb_put(b, frac, k);
+        }
+        TB_LIT(b, "Z\"");
+    }
+    TB_LIT(b, ", \"g\": ");
+    tb_i64(b, g);
+    TB_LIT(b, ", \"p\": ");
+    tb_i64(b, p);
+    TB_LIT(b, ", \"m\": ");
+    tb_i64(b, m);
+}
+
+/* The end of a line: the event's stack and the closing brace. stacks NULL:
+ * provisional_dict's ending, the stack as its id (0 for none), which the
+ * frames of a legacy trace before its footer are not known for. */
+static int line_tail(TextBuf *b, int c, const u64 *a, PartCache *stacks) {
+    int si = T_STACK[c];
+    u64 sid = si != 255 ? a[si] : 0;
+    if (!stacks) {
+        TB_LIT(b, ", \"provisional\": true, \"stack_id\": ");
+        tb_u64(b, sid);
+    } else {
+        TB_LIT(b, ", \"stack\": ");
+        if (!sid)
+            TB_LIT(b, "[]");
+        else if (part_put(b, stacks, sid))
+            return -1;
+    }
+    return TB_LIT(b, "}\n");
+}
+
+/* Metric, TaskBegin, RegionBegin/End and Log lines, as event_dict has them
+ * (provisional_dict's when stacks is NULL). */
+static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 *a, int has_wall, i64 wall_base,
+                           i64 *cached_sec, char *sec_text, size_t *sec_len, PartCache *strings, PartCache *stacks) {
+    static const char *const kinds[] = {
+        [EV_PROCS_CHANGE] = "Metric", [EV_HEAP_ALLOC] = "Metric", [EV_HEAP_GOAL] = "Metric",
+        [EV_USER_TASK_BEGIN] = "TaskBegin", [EV_USER_REGION_BEGIN] = "RegionBegin",
+        [EV_USER_REGION_END] = "RegionEnd", [EV_USER_LOG] = "Log"};
+    line_head(b, kinds[c], t, g, p, m, has_wall, wall_base, cached_sec, sec_text, sec_len);
+    switch (c) {
+    case EV_PROCS_CHANGE: TB_LIT(b, ", \"name\": \"/sched/gomaxprocs:threads\", \"value\": "); tb_u64(b, a[0]); break;
+    case EV_HEAP_ALLOC: TB_LIT(b, ", \"name\": \"/memory/classes/heap/objects:bytes\", \"value\": "); tb_u64(b, a[0]); break;
+    case EV_HEAP_GOAL: TB_LIT(b, ", \"name\": \"/gc/heap/goal:bytes\", \"value\": "); tb_u64(b, a[0]); break;
+    case EV_USER_TASK_BEGIN:
+        TB_LIT(b, ", \"task\": ");
+        tb_u64(b, a[0]);
+        TB_LIT(b, ", \"parent\": ");
+        if (a[1] == NO_TASK)
+            TB_LIT(b, "null");
+        else
+            tb_u64(b, a[1]);
+        TB_LIT(b, ", \"type\": ");
+        if (part_put(b, strings, a[2]))
+            return -1;
+        break;
+    case EV_USER_REGION_BEGIN: case EV_USER_REGION_END:
+        TB_LIT(b, ", \"task\": ");
+        tb_u64(b, a[0]);
+        TB_LIT(b, ", \"type\": ");
+        if (part_put(b, strings, a[1]))
+            return -1;
+        break;
+    case EV_USER_LOG:
+        TB_LIT(b, ", \"task\": ");
+        tb_u64(b, a[0]);
+        TB_LIT(b, ", \"category\": ");
+        if (part_put(b, strings, a[1]))
+            return -1;
+        TB_LIT(b, ", \"message\": ");
+        if (part_put(b, strings, a[2]))
+            return -1;
+        break;
+    }
+    return line_tail(b, c, a, stacks);
+}
+
+PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
+                      PyObject *miss, PyObject *other) {
+    PyObject *result = NULL;
+    TextBuf b = {0};
+    PartCache sp = {0}, kp = {0};
+    size_t n = v->n;
+    const u8 *code = v->code;
+    const i64 *time = v->time, *m = v->m, *p = v->p, *g = v->g;
+    const u64 *a_all = v->args, *x_all = v->extra;
+    PartCache *kpp = stacks ? &kp : NULL;
+    if (part_cache_open(&sp, strings, miss, "string") || (kpp && part_cache_open(kpp, stacks, miss, "stack")) ||
+        tb_init(&b, n * 768))
+        goto fail;
+    i64 cached_sec = INT64_MIN;
+    char sec_text[32] = "";
+    size_t sec_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = code[i];
+        const u64 *a = a_all + i * NARGS, *x = x_all + i * NEXTRA;
+        int proc = 0, old, new_, has_t = 0;
+        i64 rid_signed = 0;
+        u64 rid = 0, reason = 0, tstack = 0;
+        int rid_is_signed = 0;
+        switch (c) {
+        case EV_PROC_START: proc = 1, rid = a[0], old = PS_IDLE, new_ = PS_RUNNING; break;
+        case EV_PROC_STOP: proc = 1, rid_signed = p[i], rid_is_signed = 1, old = PS_RUNNING, new_ = PS_IDLE; break;
+        case EV_PROC_STEAL: proc = 1, rid = a[0], old = x[0] == PROC_SYSCALL_ABANDONED ? PS_IDLE : PS_RUNNING, new_ = PS_IDLE; break;
+        case EV_PROC_STATUS:
+            proc = 1, rid = a[0], old = (int)x[0], new_ = a[1] < PROC_STATUS_COUNT ? PROC_STATUS_STATE[a[1]] : 0;
+            break;
+        case EV_GO_CREATE: case EV_GO_CREATE_BLOCKED:
+            rid = a[0], old = GS_NOT_EXIST, new_ = c == EV_GO_CREATE_BLOCKED ? GS_WAITING : GS_RUNNABLE, has_t = 1, tstack = a[1];
+            break;
+        case EV_GO_CREATE_SYSCALL: rid = a[0], old = GS_NOT_EXIST, new_ = GS_SYSCALL; break;
+        case EV_GO_START: rid = a[0], old = GS_RUNNABLE, new_ = GS_RUNNING; break;
+        case EV_GO_DESTROY: rid_signed = g[i], rid_is_signed = 1, old = GS_RUNNING, new_ = GS_NOT_EXIST; break;
+        case EV_GO_DESTROY_SYSCALL: rid_signed = g[i], rid_is_signed = 1, old = GS_SYSCALL, new_ = GS_NOT_EXIST; break;
+        case EV_GO_STOP: case EV_GO_BLOCK:
+            rid_signed = g[i], rid_is_signed = 1, old = GS_RUNNING, new_ = c == EV_GO_STOP ? GS_RUNNABLE : GS_WAITING;
+            reason = a[0], has_t = a[1] != 0, tstack = a[1];
+            break;
+        case EV_GO_UNBLOCK: case EV_GO_SWITCH: case EV_GO_SWITCH_DESTROY: rid = a[0], old = GS_WAITING, new_ = GS_RUNNABLE; break;
+        case EV_GO_SYSCALL_BEGIN: rid_signed = g[i], rid_is_signed = 1, old = GS_RUNNING, new_ = GS_SYSCALL, has_t = a[1] != 0, tstack = a[1]; break;
+        case EV_GO_SYSCALL_END: rid_signed = g[i], rid_is_signed = 1, old = GS_SYSCALL, new_ = GS_RUNNING; break;
+        case EV_GO_SYSCALL_END_BLOCKED: rid_signed = g[i], rid_is_signed = 1, old = GS_SYSCALL, new_ = GS_RUNNABLE; break;
+        case EV_GO_STATUS: case EV_GO_STATUS_STACK:
+            rid = a[0], old = (int)x[0], new_ = a[2] < GO_STATUS_COUNT ? GO_STATUS_STATE[a[2]] : 0;
+            has_t = c == EV_GO_STATUS_STACK && a[3] != 0, tstack = c == EV_GO_STATUS_STACK ? a[3] : 0;
+            break;
+        case EV_PROCS_CHANGE: case EV_HEAP_ALLOC: case EV_HEAP_GOAL: case EV_USER_TASK_BEGIN:
+        case EV_USER_REGION_BEGIN: case EV_USER_REGION_END: case EV_USER_LOG:
+            if (annotation_line(&b, c, time[i], g[i], p[i], m[i], a, has_wall, wall_base, &cached_sec, sec_text,
+                                &sec_len, &sp, kpp))
+                goto fail;
+            continue;
+        default: {
+            PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
+            if (!line)
+                goto done;
+            Py_ssize_t len;
+            const char *s = PyUnicode_AsUTF8AndSize(line, &len);
+            int r = s ? tb_put(&b, s, (size_t)len) : -1;
+            Py_DECREF(line);
+            if (r || TB_LIT(&b, "\n"))
+                goto fail;
+            continue;
+        }
+        }
+        if (old < 0 || old >= GS_COUNT || (proc && old >= PS_COUNT))
+            old = 0;
+        line_head(&b, "StateTransition", time[i], g[i], p[i], m[i], has_wall, wall_base, &cached_sec, sec_text,
+                  &sec_len);
+        if (proc)
+            TB_LIT(&b, ", \"resource\": \"proc\", \"id\": ");
+        else
+            TB_LIT(&b, ", \"resource\": \"goroutine\", \"id\": ");
+        if (rid_is_signed)
+            tb_i64(&b, rid_signed);
+        else
+            tb_u64(&b, rid);
+        const char *on = proc ? PS_NAMES[old] : GS_NAMES[old], *nn = proc ? PS_NAMES[new_] : GS_NAMES[new_];
+        TB_LIT(&b, ", \"from\": \"");
+        tb_put(&b, on, strlen(on));
+        TB_LIT(&b, "\", \"to\": \"");
+        tb_put(&b, nn, strlen(nn));
+        TB_LIT(&b, "\", \"reason\": ");
+        if (reason) {
+            if (part_put(&b, &sp, reason))
+                goto done;
+        } else {
+            TB_LIT(&b, "\"\"");
+        }
+        if (kpp && (has_t || c == EV_GO_CREATE || c == EV_GO_CREATE_BLOCKED)) {
+            TB_LIT(&b, ", \"transition_stack\": ");
+            if (tstack) {
+                if (part_put(&b, kpp, tstack))
+                    goto done;
+            } else {
+                TB_LIT(&b, "[]");
+            }
+        }
+        if (line_tail(&b, c, a, kpp))
+            goto fail;
+    }
+    result = tb_finish(&b);
+    goto done;
+fail:
+    if (!PyErr_Occurred())
+        PyErr_NoMemory();
+done:
+    Py_XDECREF(b.obj);
+    part_cache_close(&sp), part_cache_close(&kp);
+    return result;
+}

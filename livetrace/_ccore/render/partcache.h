@@ -1,0 +1,116 @@
+/* The text pieces Python makes once per string or stack id (a quoted
+ * string, a stack's frames, their JSON), for every writer of lines
+ * (dump.c, jsonl.c, text.c). A piece is made by miss(kind, id), which
+ * returns bytes, the first time a call meets the id; the caller's dict
+ * (one per generation and kind) keeps it, and so keeps alive the bytes the
+ * writers point into: it only grows during a call. In front of the dict,
+ * a direct-mapped memo, so that most lookups make no Python object. */
+
+#ifndef LIVETRACE_PARTCACHE_H
+#define LIVETRACE_PARTCACHE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+
+#include "common/containers.h"
+#include "render/textbuf.h"
+
+typedef struct {
+    u64 id;
+    const char *p; /* NULL: an empty slot */
+    size_t n;
+} PartSlot;
+
+typedef struct {
+    PyObject *dict; /* id -> bytes */
+    PyObject *miss;
+    const char *kind; /* what miss(kind, id) is asked for */
+    PartSlot *slots; /* PART_SLOTS */
+} PartCache;
+
+/* The memo's size: a batch's common ids, in few enough slots to clear
+ * cheaply at each call (the JSON writer's come every 512 lines). */
+#define PART_SLOTS 1024
+
+enum {
+    PART_OK = 0,
+    PART_ERROR = -1,       /* an exception set, not by miss */
+    PART_MISS_RAISED = -2, /* miss raised the exception that is set */
+};
+
+/* A cache in front of dict: 0, or -1 with MemoryError. Closed by
+ * part_cache_close, even after a failed open (or none, if zeroed). */
+static inline int part_cache_open(PartCache *c, PyObject *dict, PyObject *miss, const char *kind) {
+    *c = (PartCache){dict, miss, kind, calloc(PART_SLOTS, sizeof(PartSlot))};
+    if (!c->slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static inline void part_cache_close(PartCache *c) {
+    free(c->slots);
+    c->slots = NULL;
+}
+
+/* Out of line: the dict, and the first time, miss. PART_*. */
+static __attribute__((noinline)) int part_fill(PartCache *c, PartSlot *s, u64 id) {
+    PyObject *key = PyLong_FromUnsignedLongLong(id);
+    if (!key)
+        return PART_ERROR;
+    PyObject *v = PyDict_GetItemWithError(c->dict, key); /* borrowed */
+    if (!v) {
+        if (PyErr_Occurred()) {
+            Py_DECREF(key);
+            return PART_ERROR;
+        }
+        v = PyObject_CallFunction(c->miss, "sO", c->kind, key);
+        if (!v) {
+            Py_DECREF(key);
+            return PART_MISS_RAISED;
+        }
+        int r = 0;
+        if (!PyBytes_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "miss() must return bytes");
+            r = -1;
+        } else {
+            r = PyDict_SetItem(c->dict, key, v);
+        }
+        Py_DECREF(v); /* on success the dict holds it */
+        if (r) {
+            Py_DECREF(key);
+            return PART_ERROR;
+        }
+    }
+    Py_DECREF(key);
+    if (!PyBytes_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "the cache of parts must hold bytes");
+        return PART_ERROR;
+    }
+    *s = (PartSlot){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
+    return PART_OK;
+}
+
+/* The piece for id into *p, *n: PART_*. Any id, however large, has a
+ * slot (its remainder); miss says whether the generation has the id. */
+static inline __attribute__((always_inline)) int part_get(PartCache *c, u64 id, const char **p, size_t *n) {
+    PartSlot *s = &c->slots[id % PART_SLOTS];
+    if (!(s->p && s->id == id)) {
+        int r = part_fill(c, s, id);
+        if (r != PART_OK)
+            return r;
+    }
+    *p = s->p, *n = s->n;
+    return PART_OK;
+}
+
+/* The piece for id appended: 0, or -1 with an exception set. */
+static inline int part_put(TextBuf *b, PartCache *c, u64 id) {
+    const char *p;
+    size_t n;
+    return part_get(c, id, &p, &n) != PART_OK ? -1 : tb_put(b, p, n);
+}
+
+#endif

@@ -1,0 +1,140 @@
+/* Text written straight into a bytes object, for every writer of lines
+ * (dump.c, jsonl.c, text.c): the output of a batch is megabytes, so it is
+ * grown in place by doubling and cut to length at the end, never copied
+ * piece by piece through Python strings. */
+
+#ifndef LIVETRACE_TEXTBUF_H
+#define LIVETRACE_TEXTBUF_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#include "common/containers.h"
+
+typedef struct {
+    PyObject *obj;
+    char *p;
+    size_t n, cap;
+    int oom; /* sticky: once a write failed, the text is abandoned */
+} TextBuf;
+
+static inline int tb_init(TextBuf *b, size_t cap) {
+    b->obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(cap ? cap : 1));
+    if (!b->obj)
+        return -1;
+    b->p = PyBytes_AS_STRING(b->obj);
+    b->n = 0;
+    b->cap = cap ? cap : 1;
+    b->oom = 0;
+    return 0;
+}
+
+/* Out of line: the rare growth. 0, or -1 (and oom) when out of memory. */
+static int tb_grow(TextBuf *b, size_t need) {
+    if (b->oom)
+        return -1;
+    size_t nc = b->cap;
+    while (nc < b->n + need)
+        nc *= 2;
+    if (_PyBytes_Resize(&b->obj, (Py_ssize_t)nc)) { /* frees and clears obj on failure */
+        b->oom = 1;
+        return -1;
+    }
+    b->p = PyBytes_AS_STRING(b->obj);
+    b->cap = nc;
+    return 0;
+}
+
+/* Room for need more bytes: 0, or -1 once a growth failed (never a write
+ * into the freed buffer). Inline, so that the many short writes cost a
+ * compare. */
+static inline __attribute__((always_inline)) int tb_room(TextBuf *b, size_t need) {
+    if (!b->oom && b->n + need <= b->cap)
+        return 0;
+    return tb_grow(b, need);
+}
+
+/* Writers into room already made (a line reserves its most up front). */
+static inline __attribute__((always_inline)) void tb_put_raw(TextBuf *b, const char *s, size_t n) {
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+#define TB_LIT_RAW(b, lit) tb_put_raw(b, lit, sizeof(lit) - 1)
+
+static inline __attribute__((always_inline)) int tb_put(TextBuf *b, const char *s, size_t n) {
+    if (tb_room(b, n))
+        return -1;
+    tb_put_raw(b, s, n);
+    return 0;
+}
+
+#define TB_LIT(b, lit) tb_put(b, lit, sizeof(lit) - 1)
+
+/* Two digits at a time: numbers are most of a line's characters. */
+static const char TB_DIGITS2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                    "8081828384858687888990919293949596979899";
+
+/* u's digits into the end of tmp[24]: where they start. */
+static inline int tb_digits(char *tmp, u64 u) {
+    int k = 24;
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        k -= 2;
+        memcpy(tmp + k, TB_DIGITS2 + 2 * r, 2);
+    }
+    if (u >= 10) {
+        k -= 2;
+        memcpy(tmp + k, TB_DIGITS2 + 2 * u, 2);
+    } else {
+        tmp[--k] = (char)('0' + u);
+    }
+    return k;
+}
+
+static inline void tb_u64_raw(TextBuf *b, u64 u) {
+    char tmp[24];
+    int k = tb_digits(tmp, u);
+    tb_put_raw(b, tmp + k, (size_t)(24 - k));
+}
+
+static inline void tb_i64_raw(TextBuf *b, i64 v) {
+    char tmp[24];
+    int k = tb_digits(tmp, v < 0 ? (u64)0 - (u64)v : (u64)v);
+    if (v < 0)
+        tmp[--k] = '-';
+    tb_put_raw(b, tmp + k, (size_t)(24 - k));
+}
+
+static inline int tb_u64(TextBuf *b, u64 u) {
+    if (tb_room(b, 24))
+        return -1;
+    tb_u64_raw(b, u);
+    return 0;
+}
+
+static inline int tb_i64(TextBuf *b, i64 v) {
+    if (tb_room(b, 24))
+        return -1;
+    tb_i64_raw(b, v);
+    return 0;
+}
+
+/* The bytes object, cut to length (the reference passes to the caller), or
+ * NULL with an exception set. */
+static inline PyObject *tb_finish(TextBuf *b) {
+    if (b->oom || _PyBytes_Resize(&b->obj, (Py_ssize_t)b->n)) {
+        Py_CLEAR(b->obj);
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject *r = b->obj;
+    b->obj = NULL;
+    return r;
+}
+
+#endif

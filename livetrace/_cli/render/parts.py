@@ -1,0 +1,57 @@
+"""What the writers of lines make of a generation's tables, once per id: a
+string quoted or as JSON, a stack's frames as text or as JSON.
+
+On the compiled core these are the pieces _ccore/render/partcache.h asks
+for: the core looks an id up in the dict of its kind and, the first time,
+calls ``miss(kind, id)``, then keeps the bytes in that dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from livetrace._trace.model.tables import Tables
+
+# A piece of one kind: the generation's tables (None for an event outside
+# any) and an id to its text.
+Maker = Callable[[Tables | None, int], str]
+
+
+class GenerationParts:
+    """One generation's pieces, by kind, each made once by its maker.
+
+    ``pieces[kind]`` (id to UTF-8 bytes, through ``encode``) is the
+    compiled core's: the core keeps pointers into the bytes for the length
+    of a call, so the dicts only grow, and a new generation gets a new
+    object (never cleared, only replaced). That keeps them valid even when a
+    line the core asks Python for starts another generation in the middle
+    of the call. :meth:`text` is the Python writers': the same pieces, as
+    text."""
+
+    __slots__ = ("_encode", "_makers", "_texts", "gen", "pieces")
+
+    def __init__(self, gen: Tables | None, makers: Mapping[str, Maker], encode: Callable[[str], bytes]) -> None:
+        self.gen = gen
+        self._makers = makers
+        self._encode = encode
+        self.pieces: dict[str, dict[int, bytes]] = {kind: {} for kind in makers}
+        self._texts: dict[str, dict[int, str]] = {kind: {} for kind in makers}
+
+    def text(self, kind: str, id_: int) -> str:
+        texts = self._texts[kind]
+        s = texts.get(id_)
+        if s is None:
+            s = texts[id_] = self._makers[kind](self.gen, id_)
+        return s
+
+    def miss(self, kind: str, id_: int) -> bytes:
+        """A piece the compiled core has not met yet (it keeps it in
+        ``pieces[kind]``)."""
+        return self._encode(self.text(kind, id_))
+
+
+def tables(gen: Tables | None) -> Tables:
+    """The tables a maker of a compiled writer reads: the core writes only
+    the lines of a batch that has them."""
+    assert gen is not None
+    return gen

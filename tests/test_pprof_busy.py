@@ -1,0 +1,63 @@
+"""`PprofTraceHandler` against a client that keeps asking while the trace's
+consumer slots are full (docs/protocol.md, "Security model"): the handler
+applies no access control of its own, so each refusal tells the requester
+nothing about the consumers attached, and the refusals reach the service's
+log as a summary, not a line each."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+
+import httpx
+import pytest
+import trio
+
+import livetrace
+
+from .conftest import demo
+
+ATTEMPTS = 2000
+
+
+def _flood(base: str) -> list[tuple[int, str]]:
+    with httpx.Client(base_url=base, timeout=30) as client:
+        return [
+            (r.status_code, r.text)
+            for r in (client.get("/debug/pprof/trace", params={"seconds": "1"}) for _ in range(ATTEMPTS))
+        ]
+
+
+@pytest.mark.slow
+@pytest.mark.once
+async def test_busy_refusals_name_no_consumer_and_are_summarised_in_the_log() -> None:
+    async with demo("1.26", args=["-max-consumers", "1"]) as d:
+        # The default client name says whose it is: pid and host.
+        async with livetrace.connect(d.trace_address) as first:
+            before = d.log_path.stat().st_size
+            answers = await trio.to_thread.run_sync(_flood, d.http)
+            grown = d.log_path.stat().st_size - before
+            await first.stop()
+            async for _ in first.chunks():
+                pass
+        d.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(15):
+            assert await d.process.wait() == 0
+        log = d.log_path.read_text(errors="replace")
+
+    assert {code for code, _ in answers} == {503}
+    bodies = {body for _, body in answers}
+    for secret in (f"pid {os.getpid()}", socket.gethostname(), "livetrace-py", "session 1"):
+        assert not any(secret in body for body in bodies), bodies
+    assert bodies == {"could not trace: busy: 1 of 1 consumers attached to this service's trace; try again later\n"}
+    # A line when the flood starts, a summary every 10 s and on Close: a
+    # line per refusal was some 300 bytes each here (about 4 KB with the
+    # default 8 consumers attached).
+    assert grown < 8 * 1024, f"the log grew {grown} bytes during {ATTEMPTS} refusals:\n{log[-3000:]}"
+    counts = [int(n) for n in re.findall(r"(\d+) refused sessions? since ", log)]
+    assert sum(counts) == ATTEMPTS, log[-3000:]
+    assert len(counts) <= 6, log[-3000:]
+    # The details, for the service's operator, are in the log.
+    assert f"pid {os.getpid()} on {socket.gethostname()}" in log
