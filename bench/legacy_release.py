@@ -26,7 +26,8 @@ from pathlib import Path
 from _common import demo_trace
 
 from livetrace._go.toolchain import find_go
-from livetrace._trace.legacy.live import LegacyLive, Provisional
+from livetrace._items import Provisional
+from livetrace._trace.legacy.live import LegacyLive
 from livetrace._trace.legacy.wire import LegacyReader
 from livetrace._trace.spec.legacy import EV_BATCH, EV_CPU_SAMPLE, EV_FREQUENCY, layout
 

@@ -24,8 +24,9 @@ from _common import demo_trace
 from livetrace._cli.render.jsonl import provisional_dict, utf8
 from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._go.toolchain import find_go
+from livetrace._items import Provisional
 from livetrace._trace.accel import use_compiled
-from livetrace._trace.legacy.live import LegacyLive, Provisional
+from livetrace._trace.legacy.live import LegacyLive
 from livetrace._trace.model.batch import EventBatch
 
 CHUNK = 64 * 1024

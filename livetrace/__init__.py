@@ -12,149 +12,310 @@ stop-the-world, mark assist, region and task ranges), and
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
-# The errors, Notice and the version cost next to nothing; the rest is
-# imported on first use (PEP 562), so that ``import livetrace`` and the
-# command line do not pay for trio, httpx and every decoder at start-up.
-from livetrace._errors import (
-    AlreadyTracingError,
-    AmbiguousProcessError,
-    AttachError,
-    AuthenticationError,
-    BuildInfoError,
-    BuildInfoTooLargeError,
-    BusyError,
-    ConnectError,
-    ConnectionLostError,
-    CorruptBuildInfoError,
-    HTTPAuthError,
-    HTTPRedirectError,
-    HTTPTLSError,
-    LegacyTraceRunningError,
-    LimitExceededError,
-    LivetraceError,
-    NoSuchProcessError,
-    NotAttachableError,
-    NotELFError,
-    NotGoBinaryError,
-    NotGoProcessError,
-    NotPprofEndpointError,
-    OutputPathError,
-    OutputTamperedError,
-    PeerCredentialsError,
-    PeerTimeoutError,
-    PprofEndpointError,
-    ProtocolError,
-    ProtocolVersionError,
-    RefusedError,
-    TLSVerificationError,
-    TraceFormatError,
-    TruncatedTraceError,
-    UnreadableBinaryError,
-    UnsupportedTraceVersionError,
-)
-from livetrace._notice import Notice
-from livetrace._version import __version__
-
 if TYPE_CHECKING:
-    from livetrace._files import decode, decode_batches, decode_span_batches, decode_spans
-    from livetrace._flight.dump import Dump, Firing
-    from livetrace._flight.recorder import FlightRecorder, FlightState
-    from livetrace._flight.triggers import Trigger, TriggerError, parse_trigger
-    from livetrace._protocol.address import Address, parse_address
-    from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo, TraceGap, WindowEnd, WindowGap
-    from livetrace._session.recording import Recorder, Recording, record
-    from livetrace._session.session import Counters, Limits, Session, connect
-    from livetrace._session.subscribers import SubscriberGap, Subscription
-    from livetrace._trace.accel import implementation
-    from livetrace._trace.decoder import TraceDecoder, open_decoder
-    from livetrace._trace.legacy.convert import legacy_events
-    from livetrace._trace.legacy.live import Provisional, SegmentGap, SymbolsResolved
-    from livetrace._trace.legacy.read import LegacyDecoder
-    from livetrace._trace.legacy.trace import LegacyTrace
-    from livetrace._trace.model.batch import EventBatch
-    from livetrace._trace.model.events import (
-        ClockSnapshot,
-        Event,
-        GoState,
-        Kind,
-        ProcState,
-        Resource,
-        StackFrame,
-        StateTransition,
+    # Combined per module, which isort would split where names are aliased.
+    # isort: off
+    from livetrace._errors import (
+        AlreadyTracingError as AlreadyTracingError,
+        AmbiguousProcessError as AmbiguousProcessError,
+        AttachError as AttachError,
+        AuthenticationError as AuthenticationError,
+        BuildInfoError as BuildInfoError,
+        BuildInfoTooLargeError as BuildInfoTooLargeError,
+        BusyError as BusyError,
+        ConnectError as ConnectError,
+        ConnectionLostError as ConnectionLostError,
+        CorruptBuildInfoError as CorruptBuildInfoError,
+        HTTPAuthError as HTTPAuthError,
+        HTTPRedirectError as HTTPRedirectError,
+        HTTPTLSError as HTTPTLSError,
+        LegacyTraceRunningError as LegacyTraceRunningError,
+        LimitExceededError as LimitExceededError,
+        LivetraceError as LivetraceError,
+        NoSuchProcessError as NoSuchProcessError,
+        NotAttachableError as NotAttachableError,
+        NotELFError as NotELFError,
+        NotGoBinaryError as NotGoBinaryError,
+        NotGoProcessError as NotGoProcessError,
+        NotPprofEndpointError as NotPprofEndpointError,
+        OutputPathError as OutputPathError,
+        OutputTamperedError as OutputTamperedError,
+        PeerCredentialsError as PeerCredentialsError,
+        PeerTimeoutError as PeerTimeoutError,
+        PprofEndpointError as PprofEndpointError,
+        ProtocolError as ProtocolError,
+        ProtocolVersionError as ProtocolVersionError,
+        RefusedError as RefusedError,
+        TLSVerificationError as TLSVerificationError,
+        TraceFormatError as TraceFormatError,
+        TruncatedTraceError as TruncatedTraceError,
+        UnreadableBinaryError as UnreadableBinaryError,
+        UnsupportedTraceVersionError as UnsupportedTraceVersionError,
     )
-    from livetrace._trace.model.tables import Tables
-    from livetrace._trace.modern.decoder import ModernDecoder
-    from livetrace._trace.select.filter import Filter
-    from livetrace._trace.spans.batch import SpanBatch
-    from livetrace._trace.spans.builder import SpanBuilder
-    from livetrace._trace.spans.model import Span, SpanKind
-    from livetrace._trace.spans.select import select_spans
+    from livetrace._items import (
+        Gap as Gap,
+        Notice as Notice,
+        Provisional as Provisional,
+        SegmentEnd as SegmentEnd,
+        SegmentGap as SegmentGap,
+        SubscriberGap as SubscriberGap,
+        SymbolsResolved as SymbolsResolved,
+        TraceGap as TraceGap,
+        WindowEnd as WindowEnd,
+        WindowGap as WindowGap,
+    )
+    from livetrace._version import (
+        __version__ as __version__,
+    )
+    from livetrace._files import (
+        decode as decode,
+        decode_batches as decode_batches,
+        decode_span_batches as decode_span_batches,
+        decode_spans as decode_spans,
+    )
+    from livetrace._flight.capture import (
+        Capture as Capture,
+        Firing as Firing,
+    )
+    from livetrace._flight.recorder import (
+        FlightRecorder as FlightRecorder,
+        FlightState as FlightState,
+    )
+    from livetrace._flight.triggers import (
+        Trigger as Trigger,
+        TriggerError as TriggerError,
+        parse_trigger as parse_trigger,
+    )
+    from livetrace._protocol.address import (
+        Address as Address,
+        parse_address as parse_address,
+    )
+    from livetrace._protocol.frames import (
+        Chunk as Chunk,
+        End as End,
+        SessionInfo as SessionInfo,
+        SessionMode as SessionMode,
+    )
+    from livetrace._session.connect import (
+        connect as connect,
+    )
+    from livetrace._session.limits import (
+        Counters as Counters,
+        Limits as Limits,
+    )
+    from livetrace._session.recording import (
+        Recorder as Recorder,
+        Recording as Recording,
+        record as record,
+    )
+    from livetrace._session.session import (
+        Session as Session,
+    )
+    from livetrace._session.subscribers import (
+        Subscription as Subscription,
+    )
+    from livetrace._trace.accel import (
+        implementation as implementation,
+    )
+    from livetrace._trace.decoder import (
+        TraceDecoder as TraceDecoder,
+        open_decoder as open_decoder,
+    )
+    from livetrace._trace.model.batch import (
+        EventBatch as EventBatch,
+    )
+    from livetrace._trace.model.events import (
+        ClockSnapshot as ClockSnapshot,
+        Event as Event,
+        GoState as GoState,
+        Kind as Kind,
+        ProcState as ProcState,
+        Resource as Resource,
+        StackFrame as StackFrame,
+        StateTransition as StateTransition,
+    )
+    from livetrace._trace.model.tables import (
+        Tables as Tables,
+    )
+    from livetrace._trace.select.filter import (
+        Filter as Filter,
+    )
+    from livetrace._trace.spans.batch import (
+        SpanBatch as SpanBatch,
+    )
+    from livetrace._trace.spans.builder import (
+        SpanBuilder as SpanBuilder,
+    )
+    from livetrace._trace.spans.model import (
+        Span as Span,
+        SpanKind as SpanKind,
+    )
+    from livetrace._trace.spans.select import (
+        select_spans as select_spans,
+    )
+    # isort: on
 
-# Each lazily exported name, and the module it comes from.
-_LAZY: dict[str, str] = {
-    "decode": "livetrace._files",
-    "decode_batches": "livetrace._files",
-    "decode_span_batches": "livetrace._files",
-    "decode_spans": "livetrace._files",
-    "Dump": "livetrace._flight.dump",
-    "Firing": "livetrace._flight.dump",
-    "FlightRecorder": "livetrace._flight.recorder",
-    "FlightState": "livetrace._flight.recorder",
-    "Trigger": "livetrace._flight.triggers",
-    "TriggerError": "livetrace._flight.triggers",
-    "parse_trigger": "livetrace._flight.triggers",
-    "Address": "livetrace._protocol.address",
-    "parse_address": "livetrace._protocol.address",
-    "Chunk": "livetrace._protocol.frames",
-    "End": "livetrace._protocol.frames",
-    "Gap": "livetrace._protocol.frames",
-    "SegmentEnd": "livetrace._protocol.frames",
-    "SessionInfo": "livetrace._protocol.frames",
-    "WindowEnd": "livetrace._protocol.frames",
-    "WindowGap": "livetrace._protocol.frames",
-    "TraceGap": "livetrace._protocol.frames",
-    "Recorder": "livetrace._session.recording",
-    "Recording": "livetrace._session.recording",
-    "record": "livetrace._session.recording",
-    "Counters": "livetrace._session.session",
-    "Limits": "livetrace._session.session",
-    "Session": "livetrace._session.session",
-    "connect": "livetrace._session.session",
-    "SubscriberGap": "livetrace._session.subscribers",
-    "Subscription": "livetrace._session.subscribers",
-    "implementation": "livetrace._trace.accel",
-    "TraceDecoder": "livetrace._trace.decoder",
-    "open_decoder": "livetrace._trace.decoder",
-    "legacy_events": "livetrace._trace.legacy.convert",
-    "Provisional": "livetrace._trace.legacy.live",
-    "SegmentGap": "livetrace._trace.legacy.live",
-    "SymbolsResolved": "livetrace._trace.legacy.live",
-    "LegacyDecoder": "livetrace._trace.legacy.read",
-    "LegacyTrace": "livetrace._trace.legacy.trace",
-    "EventBatch": "livetrace._trace.model.batch",
-    "ClockSnapshot": "livetrace._trace.model.events",
-    "Event": "livetrace._trace.model.events",
-    "GoState": "livetrace._trace.model.events",
-    "Kind": "livetrace._trace.model.events",
-    "ProcState": "livetrace._trace.model.events",
-    "Resource": "livetrace._trace.model.events",
-    "StackFrame": "livetrace._trace.model.events",
-    "StateTransition": "livetrace._trace.model.events",
-    "Tables": "livetrace._trace.model.tables",
-    "ModernDecoder": "livetrace._trace.modern.decoder",
-    "Filter": "livetrace._trace.select.filter",
-    "SpanBatch": "livetrace._trace.spans.batch",
-    "SpanBuilder": "livetrace._trace.spans.builder",
-    "Span": "livetrace._trace.spans.model",
-    "SpanKind": "livetrace._trace.spans.model",
-    "select_spans": "livetrace._trace.spans.select",
+# The public API: each name, by the module it comes from. This is the one
+# list: __all__ and the lazy table are made from it, and the imports above,
+# for type checkers (which do not run code), repeat it
+# (tests/test_exports.py checks that they agree). docs/reference.md
+# documents every name.
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    "livetrace._errors": (
+        "AlreadyTracingError",
+        "AmbiguousProcessError",
+        "AttachError",
+        "AuthenticationError",
+        "BuildInfoError",
+        "BuildInfoTooLargeError",
+        "BusyError",
+        "ConnectError",
+        "ConnectionLostError",
+        "CorruptBuildInfoError",
+        "HTTPAuthError",
+        "HTTPRedirectError",
+        "HTTPTLSError",
+        "LegacyTraceRunningError",
+        "LimitExceededError",
+        "LivetraceError",
+        "NoSuchProcessError",
+        "NotAttachableError",
+        "NotELFError",
+        "NotGoBinaryError",
+        "NotGoProcessError",
+        "NotPprofEndpointError",
+        "OutputPathError",
+        "OutputTamperedError",
+        "PeerCredentialsError",
+        "PeerTimeoutError",
+        "PprofEndpointError",
+        "ProtocolError",
+        "ProtocolVersionError",
+        "RefusedError",
+        "TLSVerificationError",
+        "TraceFormatError",
+        "TruncatedTraceError",
+        "UnreadableBinaryError",
+        "UnsupportedTraceVersionError",
+    ),
+    "livetrace._items": (
+        "Gap",
+        "Notice",
+        "Provisional",
+        "SegmentEnd",
+        "SegmentGap",
+        "SubscriberGap",
+        "SymbolsResolved",
+        "TraceGap",
+        "WindowEnd",
+        "WindowGap",
+    ),
+    "livetrace._version": ("__version__",),
+    "livetrace._files": (
+        "decode",
+        "decode_batches",
+        "decode_span_batches",
+        "decode_spans",
+    ),
+    "livetrace._flight.capture": (
+        "Capture",
+        "Firing",
+    ),
+    "livetrace._flight.recorder": (
+        "FlightRecorder",
+        "FlightState",
+    ),
+    "livetrace._flight.triggers": (
+        "Trigger",
+        "TriggerError",
+        "parse_trigger",
+    ),
+    "livetrace._protocol.address": (
+        "Address",
+        "parse_address",
+    ),
+    "livetrace._protocol.frames": (
+        "Chunk",
+        "End",
+        "SessionInfo",
+        "SessionMode",
+    ),
+    "livetrace._session.connect": ("connect",),
+    "livetrace._session.limits": (
+        "Counters",
+        "Limits",
+    ),
+    "livetrace._session.recording": (
+        "Recorder",
+        "Recording",
+        "record",
+    ),
+    "livetrace._session.session": ("Session",),
+    "livetrace._session.subscribers": ("Subscription",),
+    "livetrace._trace.accel": ("implementation",),
+    "livetrace._trace.decoder": (
+        "TraceDecoder",
+        "open_decoder",
+    ),
+    "livetrace._trace.model.batch": ("EventBatch",),
+    "livetrace._trace.model.events": (
+        "ClockSnapshot",
+        "Event",
+        "GoState",
+        "Kind",
+        "ProcState",
+        "Resource",
+        "StackFrame",
+        "StateTransition",
+    ),
+    "livetrace._trace.model.tables": ("Tables",),
+    "livetrace._trace.select.filter": ("Filter",),
+    "livetrace._trace.spans.batch": ("SpanBatch",),
+    "livetrace._trace.spans.builder": ("SpanBuilder",),
+    "livetrace._trace.spans.model": (
+        "Span",
+        "SpanKind",
+    ),
+    "livetrace._trace.spans.select": ("select_spans",),
 }
+# The errors, the stream's items and the version cost next to nothing and
+# are imported now; the rest on first use (PEP 562), so that ``import
+# livetrace`` and the command line do not pay for trio, httpx and every
+# decoder at start-up.
+_EAGER = ("livetrace._errors", "livetrace._items", "livetrace._version")
+# Names that were public and are not any more, still working: each one's
+# module, its name there, and what to use instead.
+_DEPRECATED: dict[str, tuple[str, str, str]] = {
+    "ModernDecoder": ("livetrace._trace.modern.decoder", "ModernDecoder", "livetrace.open_decoder (any format)"),
+    "LegacyDecoder": ("livetrace._trace.legacy.read", "LegacyDecoder", "livetrace.open_decoder (any format)"),
+    "LegacyTrace": ("livetrace._trace.legacy.trace", "LegacyTrace", "livetrace.open_decoder (any format)"),
+    "legacy_events": ("livetrace._trace.legacy.convert", "legacy_events", "livetrace.open_decoder (any format)"),
+    # A flight recorder's file is a capture: "dump" is Go's -d text.
+    "Dump": ("livetrace._flight.capture", "Capture", "livetrace.Capture, its new name"),
+}
+
+_LAZY = {name: module for module, names in _PUBLIC.items() if module not in _EAGER for name in names}
+for _module in _EAGER:
+    _loaded = importlib.import_module(_module)
+    globals().update({name: getattr(_loaded, name) for name in _PUBLIC[_module]})
+del _module, _loaded
+
+__all__ = sorted(name for names in _PUBLIC.values() for name in names)
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
+    if module is None and name in _DEPRECATED:
+        module, attribute, instead = _DEPRECATED[name]
+        warnings.warn(
+            f"livetrace.{name} is deprecated (it is {module}.{attribute}); use {instead}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(module), attribute)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -164,100 +325,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
-
-
-__all__ = [
-    "Address",
-    "AlreadyTracingError",
-    "AmbiguousProcessError",
-    "AttachError",
-    "AuthenticationError",
-    "BuildInfoError",
-    "BuildInfoTooLargeError",
-    "BusyError",
-    "Chunk",
-    "ClockSnapshot",
-    "ConnectError",
-    "ConnectionLostError",
-    "CorruptBuildInfoError",
-    "Counters",
-    "Dump",
-    "End",
-    "Event",
-    "EventBatch",
-    "Filter",
-    "Firing",
-    "FlightRecorder",
-    "FlightState",
-    "Gap",
-    "GoState",
-    "HTTPAuthError",
-    "HTTPRedirectError",
-    "HTTPTLSError",
-    "Kind",
-    "LegacyDecoder",
-    "LegacyTrace",
-    "LegacyTraceRunningError",
-    "LimitExceededError",
-    "Limits",
-    "LivetraceError",
-    "ModernDecoder",
-    "NoSuchProcessError",
-    "NotAttachableError",
-    "NotELFError",
-    "NotGoBinaryError",
-    "NotGoProcessError",
-    "NotPprofEndpointError",
-    "Notice",
-    "OutputPathError",
-    "OutputTamperedError",
-    "PeerCredentialsError",
-    "PeerTimeoutError",
-    "PprofEndpointError",
-    "ProcState",
-    "ProtocolError",
-    "ProtocolVersionError",
-    "Provisional",
-    "Recorder",
-    "Recording",
-    "RefusedError",
-    "Resource",
-    "SegmentEnd",
-    "SegmentGap",
-    "Session",
-    "SessionInfo",
-    "Span",
-    "SpanBatch",
-    "SpanBuilder",
-    "SpanKind",
-    "StackFrame",
-    "StateTransition",
-    "SubscriberGap",
-    "Subscription",
-    "SymbolsResolved",
-    "TLSVerificationError",
-    "Tables",
-    "TraceDecoder",
-    "TraceFormatError",
-    "TraceGap",
-    "Trigger",
-    "TriggerError",
-    "TruncatedTraceError",
-    "UnreadableBinaryError",
-    "UnsupportedTraceVersionError",
-    "WindowEnd",
-    "WindowGap",
-    "__version__",
-    "connect",
-    "decode",
-    "decode_batches",
-    "decode_span_batches",
-    "decode_spans",
-    "implementation",
-    "legacy_events",
-    "open_decoder",
-    "parse_address",
-    "parse_trigger",
-    "record",
-    "select_spans",
-]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, BinaryIO
 
 from livetrace._errors import TraceFormatError
-from livetrace._notice import Notice
+from livetrace._items import Notice, TraceGap
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.version import HEADER_SIZE
@@ -69,7 +68,7 @@ def decode_batches(
     A file may hold several complete traces, one after another (what
     ``livetrace record -o -`` writes for a net/http/pprof session's
     windows): each is decoded as if it were alone, and a
-    :class:`~livetrace._protocol.frames.TraceGap` comes between two."""
+    :class:`~livetrace.TraceGap` comes between two."""
     with _opened(source) as stream:
         yield from decode_pieces(pieces(stream), kinds, compiled=compiled)
 
@@ -147,8 +146,6 @@ class _Between:
         event (at ``first``, if it is an event) is here."""
         if not self._pending:
             return
-        from livetrace._protocol.frames import TraceGap  # a stream of several traces only
-
         self._pending = False
         before = self._before
         if self._modern and before is not None and first is not None and first >= before:
@@ -199,9 +196,7 @@ def decode_span_batches(
 
 def is_trace_gap(item: object) -> bool:
     """Whether item is the gap between two traces of a stream."""
-    # The protocol's module is only imported where a stream has several traces.
-    frames = sys.modules.get("livetrace._protocol.frames")
-    return frames is not None and isinstance(item, frames.TraceGap)
+    return isinstance(item, TraceGap)
 
 
 def decode_spans(source: Source, filter: Filter | None = None, *, compiled: bool | None = None) -> Iterator[Span]:

@@ -1,6 +1,6 @@
 """Writing a command's output file, safely in a directory another user owns.
 
-Every file a command writes (``record``'s traces, ``flight``'s dumps,
+Every file a command writes (``record``'s traces, ``flight``'s captures,
 ``profile -o``, ``export -o``) goes through :class:`AtomicFile`. livetrace
 often runs as root, told to write into a home or a shared folder whose
 owner may be hostile, so nothing is done by a name that owner could swap:

@@ -24,10 +24,10 @@ import livetrace
 from livetrace._cli.exits import EXIT_ERROR, EXIT_INCOMPLETE
 from livetrace._cli.main import main
 from livetrace._cli.record import record_command, report
+from livetrace._items import SubscriberGap
 from livetrace._plural import plural
 from livetrace._protocol.frames import SessionInfo
 from livetrace._session.recording import Recording
-from livetrace._session.subscribers import SubscriberGap
 from livetrace._views.top import Group
 from livetrace._views.top_screen import View, goroutines_table
 

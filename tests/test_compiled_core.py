@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import livetrace
-from livetrace import EventBatch, Kind, ModernDecoder, TraceFormatError
+from livetrace import EventBatch, Kind, TraceFormatError
 from livetrace._cli.render.dump import parsed_text
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import NARGS, NEXTRA
+from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.wire import record_columns
 
@@ -191,7 +192,8 @@ spec = importlib.util.spec_from_file_location("livetrace._trace._ccore", sys.arg
 core = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(core)
 sys.modules["livetrace._trace._ccore"] = core
-from livetrace import ModernDecoder, TraceFormatError
+from livetrace import TraceFormatError
+from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.legacy.live import LegacyLive
 from livetrace._trace.modern.wire import record_columns

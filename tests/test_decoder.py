@@ -18,12 +18,13 @@ import pytest
 import livetrace
 from livetrace import Kind, Notice, TraceFormatError
 from livetrace._cli.render.dump import parsed_text
-from livetrace._protocol.frames import Chunk, Gap, SegmentEnd
+from livetrace._items import Gap, SegmentEnd, SegmentGap, SymbolsResolved
+from livetrace._protocol.frames import Chunk
 from livetrace._session.live import LiveDecoder
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.fast import exact_events
-from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
 from livetrace._trace.model.events import GO_STATE_NAMES, KIND_NAMES, PROC_STATE_NAMES
+from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.generation import Generation
 
 from . import textform
@@ -65,7 +66,7 @@ def texts(items: Iterable[object]) -> list[str]:
 
 
 def modern_reference(data: bytes) -> tuple[list[str], str | None]:
-    d = livetrace.ModernDecoder()
+    d = ModernDecoder()
     events: list[livetrace.Event] = []
     try:
         events += d.feed(data)

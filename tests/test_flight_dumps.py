@@ -1,4 +1,4 @@
-"""The flight recorder's dumps without a Go service: a real Session fed by a
+"""The flight recorder's captures without a Go service: a real Session fed by a
 frame source written here (a trace header and generations of bytes, which
 the ring keeps without decoding), real files, real filesystems, and trio's
 autojump clock. Triggers that never stop firing, a full disk, a directory
@@ -25,8 +25,8 @@ import trio.testing
 
 from livetrace._cli.flight import summary
 from livetrace._errors import OutputPathError
-from livetrace._flight.dump import DUMP_NAME, Dump, Firing, now_ns, stem, write_dump
-from livetrace._flight.dumper import FINISH_WITHIN, FIRST_RETRY, DumpFailure
+from livetrace._flight.capture import CAPTURE_NAME, Capture, Firing, now_ns, stem, write_capture
+from livetrace._flight.capture_writer import FINISH_WITHIN, FIRST_RETRY, CaptureFailure
 from livetrace._flight.recorder import FlightRecorder
 from livetrace._flight.ring import FlightRing, Layout
 from livetrace._flight.triggers import parse_trigger
@@ -84,7 +84,7 @@ def info() -> SessionInfo:
 
 
 class Run:
-    def __init__(self, rec: FlightRecorder, frames: Frames, failures: list[DumpFailure]) -> None:
+    def __init__(self, rec: FlightRecorder, frames: Frames, failures: list[CaptureFailure]) -> None:
         self.rec, self.frames, self.failures = rec, frames, failures
         self.ended = trio.Event()
 
@@ -109,7 +109,7 @@ class Run:
 @asynccontextmanager
 async def recording(out: Path, *, size: int = 1000, **kw: Any) -> AsyncIterator[Run]:
     frames = Frames()
-    failures: list[DumpFailure] = []
+    failures: list[CaptureFailure] = []
     async with trio.open_nursery() as n:
         session = Session(frames, parse_address("unix:/nowhere"), info(), n)
         kw = {"keep": 5.0, "after": 1.0, "cooldown": 0.0} | kw
@@ -130,13 +130,13 @@ async def recording(out: Path, *, size: int = 1000, **kw: Any) -> AsyncIterator[
         n.cancel_scope.cancel()
 
 
-def check_files(out: Path, dumps: list[Dump], other: frozenset[str] = frozenset()) -> None:
-    """Each dump's traces and JSON are there, under one stem of its own, and nothing else."""
+def check_files(out: Path, captures: list[Capture], other: frozenset[str] = frozenset()) -> None:
+    """Each capture's traces and JSON are there, under one stem of its own, and nothing else."""
     names = sorted(p.name for p in out.iterdir() if p.name not in other)
-    stems = [d.json_path.name[: -len(".json")] for d in dumps]
+    stems = [d.json_path.name[: -len(".json")] for d in captures]
     assert len(set(stems)) == len(stems)
     want = []
-    for d in dumps:
+    for d in captures:
         info = json.loads(d.json_path.read_text())
         assert info["traces"] == [p.name for p in d.traces]
         assert all(p.name.startswith(d.json_path.name[: -len("json")]) for p in d.traces)
@@ -145,10 +145,10 @@ def check_files(out: Path, dumps: list[Dump], other: frozenset[str] = frozenset(
     assert names == sorted(want)
 
 
-async def test_triggers_that_never_stop_join_the_pending_dump(
+async def test_triggers_that_never_stop_join_the_pending_capture(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    # cooldown 0, a trigger every 20 ms for 10 s (the finding: 1679 dumps in 15 s, names that collided)
+    # cooldown 0, a trigger every 20 ms for 10 s (the finding: 1679 captures in 15 s, names that collided)
     async with recording(tmp_path, after=2.0) as run:
         t0, fired = trio.current_time(), 0
         while trio.current_time() - t0 < 10:
@@ -157,34 +157,34 @@ async def test_triggers_that_never_stop_join_the_pending_dump(
             await trio.sleep(0.02)
         _, real = await run.stop()
     st = run.rec.state
-    # one dump at a time: each waits its 2 s of tail (and the generation then arriving)
+    # one capture at a time: each waits its 2 s of tail (and the generation then arriving)
     assert 1 <= st.fired <= 7, st
     assert st.fired + st.joined + st.suppressed == fired and st.suppressed == 0
-    # the stop: the pending dump is written with the tail it has, or abandoned, within the bound
+    # the stop: the pending capture is written with the tail it has, or abandoned, within the bound
     assert real < 10
-    assert st.fired == len(st.dumps) + st.abandoned and st.failed == st.empty == 0
+    assert st.fired == len(st.captures) + st.abandoned and st.failed == st.empty == 0
     assert st.abandoned == len([f for f in run.failures if f.abandoned]) == len(run.failures)
-    check_files(tmp_path, st.dumps)
-    joined = [json.loads(d.json_path.read_text())["joined"] for d in st.dumps]
-    assert sum(joined) == sum(d.joined for d in st.dumps) and sum(joined) > 10 * len(st.dumps)
-    assert sum(d.joined + d.joined_late for d in st.dumps) <= st.joined  # an abandoned one's joined are not in a file
+    check_files(tmp_path, st.captures)
+    joined = [json.loads(d.json_path.read_text())["joined"] for d in st.captures]
+    assert sum(joined) == sum(d.joined for d in st.captures) and sum(joined) > 10 * len(st.captures)
+    assert sum(d.joined + d.joined_late for d in st.captures) <= st.joined  # an abandoned one's: in no file
     line = summary(st)
     assert line.startswith(
-        f"stopped: {plural(fired, 'trigger')} fired ({st.fired} started a dump, {st.joined} joined one)"
+        f"stopped: {plural(fired, 'trigger')} fired ({st.fired} started a capture, {st.joined} joined one)"
     )
-    assert f"; {plural(len(st.dumps), 'dump')} written" in line
+    assert f"; {plural(len(st.captures), 'capture')} written" in line
 
 
-def test_a_dump_never_overwrites_another(tmp_path: Path) -> None:
+def test_a_capture_never_overwrites_another(tmp_path: Path) -> None:
     ring = FlightRing(Layout.GENERATIONS, keep_ns=10**12)
     for g in range(3):
         ring.feed(Chunk(g, 0, g, HEADER if g == 0 else b"gen%d" % g))
     firing = Firing(TRIGGER, 1_700_000_000_123_456_789)
-    first = write_dump(tmp_path, firing, ring.snapshot(), 0, False)
+    first = write_capture(tmp_path, firing, ring.snapshot(), 0, False)
     ring.feed(Chunk(3, 0, 3, b"gen3"))
-    second = write_dump(tmp_path, firing, ring.snapshot(), 0, False)  # the same trigger, the same millisecond
+    second = write_capture(tmp_path, firing, ring.snapshot(), 0, False)  # the same trigger, the same millisecond
     assert first.json_path.name == stem(firing) + ".json"
-    assert second.json_path.name == stem(firing) + "_2.json" and DUMP_NAME.match(second.json_path.name)
+    assert second.json_path.name == stem(firing) + "_2.json" and CAPTURE_NAME.match(second.json_path.name)
     assert first.traces[0].read_bytes() == HEADER + b"gen1"
     assert second.traces[0].read_bytes() == HEADER + b"gen1gen2"
     check_files(tmp_path, [first, second])
@@ -193,7 +193,7 @@ def test_a_dump_never_overwrites_another(tmp_path: Path) -> None:
 async def test_a_missing_directory_is_a_clear_error_at_the_start(tmp_path: Path) -> None:
     async with trio.open_nursery() as n:
         session = Session(Frames(), parse_address("unix:/nowhere"), info(), n)
-        with pytest.raises(OutputPathError, match=f"cannot write dumps to {tmp_path / 'gone'}: it does not exist"):
+        with pytest.raises(OutputPathError, match=f"cannot write captures to {tmp_path / 'gone'}: it does not exist"):
             FlightRecorder(session, keep=1, triggers=["rss>1TiB"], out_dir=tmp_path / "gone")
         (tmp_path / "file").write_text("")
         with pytest.raises(OutputPathError, match="it is not a directory"):
@@ -201,10 +201,10 @@ async def test_a_missing_directory_is_a_clear_error_at_the_start(tmp_path: Path)
         n.cancel_scope.cancel()
 
 
-async def test_a_directory_that_goes_away_fails_each_dump_and_recording_goes_on(
+async def test_a_directory_that_goes_away_fails_each_capture_and_recording_goes_on(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    out = tmp_path / "dumps"
+    out = tmp_path / "captures"
     out.mkdir()
     async with recording(out) as run:
         out.rmdir()
@@ -217,10 +217,10 @@ async def test_a_directory_that_goes_away_fails_each_dump_and_recording_goes_on(
         await run.until(lambda: len(run.failures) == 2)
         out.mkdir()
         await run.until(run.fire)
-        await run.until(lambda: run.rec.state.dumps)
+        await run.until(lambda: run.rec.state.captures)
     st = run.rec.state
-    assert st.failed == 2 and len(st.dumps) == 1 and st.fired == 3
-    check_files(out, st.dumps)
+    assert st.failed == 2 and len(st.captures) == 1 and st.fired == 3
+    check_files(out, st.captures)
 
 
 @contextmanager
@@ -266,32 +266,32 @@ async def test_a_full_disk_is_said_retried_and_written_once_there_is_room(
         assert [g.retry_in for g in run.failures[:3]] == [FIRST_RETRY, 2 * FIRST_RETRY, 4 * FIRST_RETRY]
         # nothing partial under a final name (a retry's temporary file may be there)
         assert [p.name for p in small_disk.iterdir() if not p.name.startswith(".")] == ["filler"]
-        assert not run.fire()  # joins the dump waiting for room
+        assert not run.fire()  # joins the capture waiting for room
         filler.unlink()
-        await run.until(lambda: run.rec.state.dumps)
+        await run.until(lambda: run.rec.state.captures)
         assert run.fire()  # and the recorder goes on
-        await run.until(lambda: len(run.rec.state.dumps) == 2)
+        await run.until(lambda: len(run.rec.state.captures) == 2)
     st = run.rec.state
-    assert st.failed == st.abandoned == 0 and st.joined == 1 and st.dumps[0].joined_late == 1
-    check_files(small_disk, st.dumps)
+    assert st.failed == st.abandoned == 0 and st.joined == 1 and st.captures[0].joined_late == 1
+    check_files(small_disk, st.captures)
 
 
 async def test_prune_makes_room_before_writing(small_disk: Path, autojump_clock: trio.testing.MockClock) -> None:
-    # The ring holds about 3 generations of 100 kB; with --max-files 1 the next dump fits only
+    # The ring holds about 3 generations of 100 kB; with --max-files 1 the next capture fits only
     # where the last one was.
     async with recording(small_disk, size=100_000, max_files=1, max_memory=400_000) as run:
         await trio.sleep(3)
         assert run.fire()
-        await run.until(lambda: run.rec.state.dumps)
+        await run.until(lambda: run.rec.state.captures)
         fill(small_disk)
         await run.until(run.fire)
-        await run.until(lambda: len(run.rec.state.dumps) == 2 or run.failures)
+        await run.until(lambda: len(run.rec.state.captures) == 2 or run.failures)
     st = run.rec.state
-    assert not run.failures and len(st.dumps) == 2 and st.removed == 2
-    check_files(small_disk, st.dumps[1:], frozenset({"filler"}))
+    assert not run.failures and len(st.captures) == 2 and st.removed == 2
+    check_files(small_disk, st.captures[1:], frozenset({"filler"}))
 
 
-async def test_a_stop_abandons_a_dump_the_full_disk_holds_up(
+async def test_a_stop_abandons_a_capture_the_full_disk_holds_up(
     small_disk: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     fill(small_disk)
@@ -300,7 +300,7 @@ async def test_a_stop_abandons_a_dump_the_full_disk_holds_up(
         await run.until(lambda: run.failures)
         took, real = await run.stop()
     st = run.rec.state
-    assert took >= FINISH_WITHIN and real < 10 and st.abandoned == 1 and not st.dumps
+    assert took >= FINISH_WITHIN and real < 10 and st.abandoned == 1 and not st.captures
     last = run.failures[-1]
     assert (
         last.abandoned

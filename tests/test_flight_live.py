@@ -1,5 +1,5 @@
 """The flight recorder against the real demo service: triggers fire (or
-not), dumps are complete traces Go's tools open and that hold what fired,
+not), captures are complete traces Go's tools open and that hold what fired,
 the bounds hold, and the command re-attaches to a restarted service."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import trio
 
 import livetrace
-from livetrace._flight.dump import Dump
+from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.spans.model import SpanKind
@@ -24,7 +24,7 @@ from livetrace._trace.spans.model import SpanKind
 from .conftest import cli, demo, go_dump, go_tool_trace
 from .plainsvc import plain_service
 
-WAIT = 40.0  # the most a test waits for a dump before failing
+WAIT = 40.0  # the most a test waits for a capture before failing
 
 
 def get(url: str) -> str:
@@ -37,11 +37,11 @@ def regions_in(path: Path, name: str) -> list[livetrace.Span]:
     return list(livetrace.decode_spans(path, Filter(kinds=frozenset({SpanKind.REGION}), regions=(name,))))
 
 
-async def next_dump(rec: FlightRecorder) -> Dump:
+async def next_capture(rec: FlightRecorder) -> Capture:
     with trio.fail_after(WAIT):
-        async for dump in rec.dumps():
-            return dump
-    raise AssertionError("the recorder ended without a dump")
+        async for capture in rec.captures():
+            return capture
+    raise AssertionError("the recorder ended without a capture")
 
 
 async def ask(url: str) -> None:
@@ -50,7 +50,7 @@ async def ask(url: str) -> None:
 
 @pytest.mark.slow
 # The recorder at work, not the decoder (the twins' spans are checked on files): on the twin, whose
-# decoding of a loaded demo is far slower, the dump's timing around the trigger is not the recorder's.
+# decoding of a loaded demo is far slower, the capture's timing around the trigger is not the recorder's.
 @pytest.mark.once
 async def test_region_trigger_modern(tmp_path: Path) -> None:
     async with demo("1.26", args=["-workers", "1"]) as d, livetrace.connect(d.trace_address, advance=0.5) as session:
@@ -64,14 +64,14 @@ async def test_region_trigger_modern(tmp_path: Path) -> None:
         )
         async with trio.open_nursery() as n:
             n.start_soon(rec.run)
-            await trio.sleep(5.5)  # more than keep: the dump's first generation is not the trace's first
+            await trio.sleep(5.5)  # more than keep: the capture's first generation is not the trace's first
             await ask(d.http + "/slow?ms=300")
-            dump = await next_dump(rec)
+            capture = await next_capture(rec)
             await session.stop()
     assert rec.state.fired == 1  # the thresholds the demo never crosses did not fire
-    (trace,) = dump.traces
+    (trace,) = capture.traces
     go_tool_trace("1.26", trace)  # the same toolchain's tool opens it
-    info = json.loads(dump.json_path.read_text())
+    info = json.loads(capture.json_path.read_text())
     assert info["trigger"] == "region:slow-request>200ms" and info["span"]["kind"] == "region"
     assert info["span"]["name"] == "slow-request" and info["span"]["duration_ns"] > 200_000_000
     assert info["goroutine"] == info["span"]["resource"]["id"]
@@ -101,9 +101,9 @@ async def test_region_and_rss_triggers_legacy_segments(tmp_path: Path) -> None:
             n.start_soon(rec.run)
             await trio.sleep(1.5)
             await ask(d.http + "/slow?ms=300")
-            region = await next_dump(rec)
+            region = await next_capture(rec)
             await ask(d.http + "/alloc?mb=200&seconds=30")
-            rss = await next_dump(rec)
+            rss = await next_capture(rec)
             await session.stop()
     info = json.loads(region.json_path.read_text())
     assert info["trigger"] == "region:slow-request>200ms" and info["layout"] == "segments"
@@ -127,18 +127,18 @@ async def test_gc_trigger_cooldown_and_max_files(tmp_path: Path) -> None:
         async with trio.open_nursery() as n:
             n.start_soon(rec.run)
             with trio.fail_after(WAIT):
-                while len(rec.state.dumps) < 3:
+                while len(rec.state.captures) < 3:
                     await trio.sleep(0.2)
             await session.stop()
     st = rec.state
     assert st.suppressed > 0  # the demo collects garbage far more often than every 2 s
-    times = sorted(dump.firing.at_unix_ns for dump in st.dumps)
+    times = sorted(capture.firing.at_unix_ns for capture in st.captures)
     assert all(
         b - a >= 1.9e9 for a, b in itertools.pairwise(times)
     )  # the cooldown (monotonic) held, give or take the clocks
     left = sorted(p.name for p in tmp_path.iterdir())
-    newest = st.dumps[-2:]
-    assert left == sorted(p.name for dump in newest for p in (*dump.traces, dump.json_path))
+    newest = st.captures[-2:]
+    assert left == sorted(p.name for capture in newest for p in (*capture.traces, capture.json_path))
     assert st.removed == 2
     go_tool_trace("1.26", newest[-1].traces[0])
     assert json.loads(newest[-1].json_path.read_text())["span"]["kind"] == "gc"
@@ -149,7 +149,7 @@ async def test_gc_trigger_cooldown_and_max_files(tmp_path: Path) -> None:
 async def test_cli_reattaches_to_a_restarted_service(tmp_path: Path) -> None:
     sock_dir = tempfile.mkdtemp(prefix="lt-fl-")  # short: a unix socket path has a small limit
     address = f"unix:{sock_dir}/trace.sock"
-    out = tmp_path / "dumps"
+    out = tmp_path / "captures"
     out.mkdir()
     proc = None
     try:
@@ -182,8 +182,8 @@ async def test_cli_reattaches_to_a_restarted_service(tmp_path: Path) -> None:
 @pytest.mark.once
 async def test_cli_pprof_windows(tmp_path: Path) -> None:
     # A service with net/http/pprof only (Go 1.26): the ring keeps whole
-    # /debug/pprof/trace windows, and a dump is one complete trace per window.
-    out = tmp_path / "dumps"
+    # /debug/pprof/trace windows, and a capture is one complete trace per window.
+    out = tmp_path / "captures"
     out.mkdir()
     async with plain_service("1.26") as svc:
         proc = cli(

@@ -1,6 +1,6 @@
 """``livetrace flight`` against the demo service when triggers never stop
 firing, and on a disk that fills up (issue 24, findings 8 and 10): a bounded
-number of dumps with unique names, a prompt stop, and a full disk said,
+number of captures with unique names, a prompt stop, and a full disk said,
 retried and written once there is room, the recorder going on meanwhile."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from .test_flight_dumps import fill, tmpfs
 WAIT = 60.0
 SUMMARY = re.compile(
     r"livetrace: stopped: ([\d,]+) triggers? fired "
-    r"\((\d+) started a dump(?:, (\d+) joined one)?(?:, \d+ in cooldown)?\); "
-    r"([\d,]+) dumps? written"
+    r"\((\d+) started a capture(?:, (\d+) joined one)?(?:, \d+ in cooldown)?\); "
+    r"([\d,]+) captures? written"
 )
 
 
@@ -59,8 +59,8 @@ async def interrupt(proc: subprocess.Popen[str]) -> float:
     return time.monotonic() - t0
 
 
-def dumps_in(out: Path) -> list[dict[str, Any]]:
-    """Each JSON in out, checked: its traces are there and no other dump's."""
+def captures_in(out: Path) -> list[dict[str, Any]]:
+    """Each JSON in out, checked: its traces are there and no other capture's."""
     infos = [json.loads(j.read_text()) | {"json": j.name} for j in sorted(out.glob("*.json"))]
     traces = sorted(p.name for p in out.glob("*.trace"))
     listed = [t for i in infos for t in i["traces"]]
@@ -74,8 +74,8 @@ def dumps_in(out: Path) -> list[dict[str, Any]]:
 @pytest.mark.slow
 @pytest.mark.once
 async def test_cooldown_0_with_triggers_firing_all_the_time(tmp_path: Path) -> None:
-    # The finding: 1679 dumps in 15 s, files overwritten, and 59.7 s to stop.
-    out = tmp_path / "dumps"
+    # The finding: 1679 captures in 15 s, files overwritten, and 59.7 s to stop.
+    out = tmp_path / "captures"
     async with demo("1.26", args=["-workers", "1"]) as d:
         proc = cli(
             "flight", d.trace_address, "--keep", "2s", "--after", "0.5s", "--cooldown", "0s",
@@ -92,9 +92,9 @@ async def test_cooldown_0_with_triggers_firing_all_the_time(tmp_path: Path) -> N
     text = err.text()
     assert proc.returncode == 0, text
     assert took < 15, text  # a loaded 2-core machine: a few seconds is the aim
-    infos = dumps_in(out)
-    assert text.count("livetrace: wrote ") == len(infos)  # every dump said written is there: none overwritten
-    assert len(infos) <= 40  # one dump at a time, each 0.5 s of tail and more
+    infos = captures_in(out)
+    assert text.count("livetrace: wrote ") == len(infos)  # every capture said written is there: none overwritten
+    assert len(infos) <= 40  # one capture at a time, each 0.5 s of tail and more
     m = SUMMARY.search(text)
     assert m is not None, text
     fired, started, joined, written = (int(g.replace(",", "")) if g else 0 for g in m.groups())
@@ -117,7 +117,7 @@ async def test_a_full_disk_is_said_and_retried_and_recording_goes_on(tmp_path: P
                 err = Stderr(proc)
                 line = await err.wait_for("is not written yet")
                 assert re.fullmatch(
-                    "livetrace: the dump of trigger runnable>1us is not written yet: "
+                    "livetrace: the capture of trigger runnable>1us is not written yet: "
                     rf"{re.escape(str(disk))}/\S+\.trace: No space left on device: the disk is full; retrying in 1 s\n",
                     line,
                 ), line
@@ -132,6 +132,6 @@ async def test_a_full_disk_is_said_and_retried_and_recording_goes_on(tmp_path: P
         assert proc.returncode == 0 and took < 15, text
         m = SUMMARY.search(text)
         assert m is not None and int(m[4].replace(",", "")) >= 1, text
-        infos = dumps_in(disk)
+        infos = captures_in(disk)
         assert len(infos) == int(m[4].replace(",", ""))
         go_tool_trace("1.26", disk / infos[0]["traces"][0])

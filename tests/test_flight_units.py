@@ -1,4 +1,4 @@
-"""The flight recorder's sans-IO parts: the trigger syntax, the ring's bounds, the dump files."""
+"""The flight recorder's sans-IO parts: the trigger syntax, the ring's bounds, the capture files."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from livetrace._flight.dump import Firing, prune, stem, write_dump
+from livetrace._flight.capture import Firing, prune, stem, write_capture
 from livetrace._flight.ring import FlightRing, Layout
 from livetrace._flight.triggers import BLOCK_REASONS, TriggerError, parse_duration, parse_size, parse_trigger
-from livetrace._protocol.frames import Chunk, Gap, SegmentEnd, WindowEnd, WindowGap
+from livetrace._items import Gap, SegmentEnd, WindowEnd, WindowGap
+from livetrace._protocol.frames import Chunk
 from livetrace._trace.model.events import Resource
 from livetrace._trace.spans.model import Span, SpanKind
 from livetrace._trace.spec.kinds import Kind
@@ -188,12 +189,12 @@ def test_ring_windows_survive_their_gaps(tmp_path: Path) -> None:
         for i in range(2):
             ring.feed(Chunk(0, (w * 1000 + i * 100) * MS, 0, b"win%d-%d" % (w, i)))
         ring.feed(WindowEnd(w, (w * 1000 + 200) * MS))
-    ring.feed(Chunk(0, 4000 * MS, 0, b"open"))  # window 4 in progress: not in a dump
+    ring.feed(Chunk(0, 4000 * MS, 0, b"open"))  # window 4 in progress: not in a capture
     assert [u.key for u in ring.units] == [1, 2, 3] and ring.window_gaps == 2 and ring.gaps == 0
     snap = ring.snapshot()
     assert snap.header == b"" and snap.traces() == [[b"win%d-%d" % (w, i) for i in range(2)] for w in (1, 2, 3)]
     f = Firing(parse_trigger("gc>1ms"), 1_700_000_000 * S, span=span(SpanKind.GC, 2), unit=2)
-    d = write_dump(tmp_path, f, snap, 0, False)
+    d = write_capture(tmp_path, f, snap, 0, False)
     assert [p.read_bytes() for p in d.traces] == [b"win1-0win1-1", b"win2-0win2-1", b"win3-0win3-1"]
     info = json.loads(d.json_path.read_text())
     assert info["layout"] == "windows" and [u["window"] for u in info["units"]] == [1, 2, 3]
@@ -202,7 +203,7 @@ def test_ring_windows_survive_their_gaps(tmp_path: Path) -> None:
     assert not ring.units and ring.gaps == 1
 
 
-def test_dump_files_and_prune(tmp_path: Path) -> None:
+def test_capture_files_and_prune(tmp_path: Path) -> None:
     ring = FlightRing(Layout.SEGMENTS, keep_ns=3600 * S)
     for seg in range(2):
         ring.feed(Chunk(0, seg * S, 0, b"trace%d" % seg))
@@ -211,7 +212,7 @@ def test_dump_files_and_prune(tmp_path: Path) -> None:
     written = []
     for i in range(4):
         f = Firing(trig, 1_700_000_000 * S + i * S, span=span(SpanKind.REGION, 300, name="slow-request"), unit=2)
-        d = write_dump(tmp_path, f, ring.snapshot(), 5 * S, False)
+        d = write_capture(tmp_path, f, ring.snapshot(), 5 * S, False)
         written.append(d)
         assert [p.read_bytes() for p in d.traces] == [b"trace0", b"trace1"]
         assert d.traces[1].name == stem(f) + ".2.trace"
@@ -232,7 +233,7 @@ def test_ring_pins_outlive_keep_not_the_byte_cap() -> None:
     ring.feed(chunk(0, 0, data=b"H"))
     for g in (1, 2, 3):
         ring.feed(chunk(g, g * 1000))
-    ring.pin(2)  # a dump waiting for its tail fired in generation 2
+    ring.pin(2)  # a capture waiting for its tail fired in generation 2
     ring.feed(chunk(4, 9000))
     ring.trim(9000 * MS)
     assert [u.key for u in ring.units] == [2, 3]

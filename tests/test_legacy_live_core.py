@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from livetrace._cli.render.jsonl import provisional_dict, utf8
 from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._errors import TraceFormatError
+from livetrace._items import Provisional
 from livetrace._trace.accel import use_compiled
-from livetrace._trace.legacy.live import LegacyLive, Provisional, _LiveStrings
+from livetrace._trace.legacy.live import LegacyLive, _LiveStrings
 from livetrace._trace.legacy.live_core import CoreProvisional, GaveUp, compiled_version
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Kind

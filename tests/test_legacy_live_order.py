@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from livetrace._items import Provisional
 from livetrace._trace.accel import use_compiled
-from livetrace._trace.legacy.live import LegacyLive, Provisional
+from livetrace._trace.legacy.live import LegacyLive
 from livetrace._trace.legacy.live_core import compiled_version
 
 from .test_legacy_live_core import CORPUS, chunks

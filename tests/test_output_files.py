@@ -30,11 +30,12 @@ from hypothesis import strategies as st
 
 from livetrace._cli.main import main
 from livetrace._errors import OutputPathError, OutputTamperedError
-from livetrace._flight.dump import Dump, Firing, write_dump
+from livetrace._flight.capture import Capture, Firing, write_capture
 from livetrace._flight.ring import FlightRing, Layout
 from livetrace._flight.triggers import parse_trigger
+from livetrace._items import SegmentEnd
 from livetrace._outfile import AtomicFile, write_atomic
-from livetrace._protocol.frames import Chunk, SegmentEnd
+from livetrace._protocol.frames import Chunk
 
 from .otheruser import OtherUser, other_user, world_traversable
 from .test_hostile_peer import HEADER, Conn, Peer, batch
@@ -120,14 +121,14 @@ def record(tmp_path: Path, out: Path, behave: Callable[[Conn], None] = one_trace
         return main(["record", peer.address, "-o", str(out)])
 
 
-def flight_dump(out_dir: Path) -> Dump:
+def flight_dump(out_dir: Path) -> Capture:
     """A two-segment dump, as the flight recorder writes one."""
     ring = FlightRing(Layout.SEGMENTS, keep_ns=3600 * S)
     for seg in range(2):
         ring.feed(Chunk(0, seg * S, 0, b"trace%d" % seg))
         ring.feed(SegmentEnd(seg + 1, seg * S))
     firing = Firing(parse_trigger("gc>1ms"), 1_700_000_000 * S, unit=2)
-    return write_dump(out_dir, firing, ring.snapshot(), 0, False)
+    return write_capture(out_dir, firing, ring.snapshot(), 0, False)
 
 
 # ---- finding 1: record's .part swapped for a link ----

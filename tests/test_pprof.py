@@ -17,7 +17,7 @@ import trio
 import livetrace
 from livetrace._cli.render.dump import parsed_text
 from livetrace._errors import HTTPAuthError, HTTPRedirectError, HTTPTLSError, NotPprofEndpointError
-from livetrace._protocol.frames import WindowEnd, WindowGap
+from livetrace._items import WindowEnd, WindowGap
 from livetrace._session.pprof_http import parse_pprof_address
 
 from .conftest import cli, demo, go_dump, go_tool_trace

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from livetrace._errors import TraceFormatError, TruncatedTraceError
-from livetrace._session.session import STOP_DRAIN_MARGIN
+from livetrace._session.limits import STOP_DRAIN_MARGIN
 from livetrace._trace.framing import Framing
 
 from .conftest import cli

@@ -21,7 +21,7 @@ import trio
 
 import livetrace
 from livetrace._cli.render.jsonl import gap_dict
-from livetrace._protocol.frames import TraceGap, WindowEnd, WindowGap
+from livetrace._items import TraceGap, WindowEnd, WindowGap
 from livetrace._trace.legacy.wire import LegacyReader
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spec.legacy import EV_BATCH, EV_CPU_SAMPLE, EV_FREQUENCY, EV_STACK, EV_TIMER_GOROUTINE

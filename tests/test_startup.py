@@ -77,7 +77,7 @@ def test_every_exported_name_resolves() -> None:
     assert set(livetrace.__all__) <= set(dir(livetrace))
     from livetrace import Session, connect, decode
 
-    assert connect.__module__ == "livetrace._session.session" and Session.__name__ == "Session"
+    assert connect.__module__ == "livetrace._session.connect" and Session.__name__ == "Session"
     assert decode.__module__ == "livetrace._files"
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = livetrace.no_such_name

@@ -11,6 +11,7 @@ import pytest
 import trio
 
 import livetrace
+from livetrace._trace.modern.decoder import ModernDecoder
 
 from .conftest import cli, demo, go_tool_trace
 
@@ -138,7 +139,7 @@ def test_the_fast_jsonl_encoder_writes_the_documented_objects() -> None:
     for t in textform.all_tests():
         if not t.expect_success:
             continue
-        d = livetrace.ModernDecoder()
+        d = ModernDecoder()
         for e in d.feed(t.data) + d.close():
             assert json.loads(encoder.encode(e)) == event_dict(e), t.name
 

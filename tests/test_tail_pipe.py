@@ -19,6 +19,7 @@ import trio
 
 import livetrace
 from livetrace._cli.render.jsonl import JsonlEncoder, event_dict
+from livetrace._trace.modern.decoder import ModernDecoder
 
 from . import textform
 from .conftest import demo
@@ -107,7 +108,7 @@ def tail_env(unbuffered: bool) -> dict[str, str]:
 
 
 def expected_lines(trace: bytes) -> int:
-    d = livetrace.ModernDecoder()
+    d = ModernDecoder()
     return len(d.feed(trace) + d.close())
 
 
@@ -233,7 +234,7 @@ def test_the_compiled_encoder_keeps_its_cached_json_valid_for_the_whole_call(nam
     (here a Sync of no generation, as a stitched stream has) must neither
     free what it copies from nor switch the tables its misses are made
     from."""
-    d = livetrace.ModernDecoder()
+    d = ModernDecoder()
     events = d.feed(textform.load(textform.CORPUS / name).data) + d.close()
     final_sync = events[-1]
     assert final_sync.gen is None

@@ -13,12 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from livetrace import ModernDecoder, TraceFormatError
+from livetrace import TraceFormatError
 from livetrace._cli.render.text import TextEncoder
 from livetrace._files import decode_batches
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.events import KIND_OF_CODE, Kind
 from livetrace._trace.model.tables import Tables
+from livetrace._trace.modern.decoder import ModernDecoder
 
 from . import textform
 from .mutate import mutate

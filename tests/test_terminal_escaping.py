@@ -28,7 +28,7 @@ from livetrace._cli.flight import _fired
 from livetrace._cli.render.gostr import go_quote
 from livetrace._cli.render.jsonl import frame_text
 from livetrace._cli.render.spans import span_text
-from livetrace._flight.dump import Firing
+from livetrace._flight.capture import Firing
 from livetrace._flight.triggers import parse_trigger
 from livetrace._protocol.text import shown
 from livetrace._trace.model.events import Resource, StackFrame

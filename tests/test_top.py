@@ -22,7 +22,7 @@ import pytest
 import trio
 
 from livetrace._files import decode_batches
-from livetrace._notice import Notice
+from livetrace._items import Notice
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import METRIC_NAMES, GoState, Kind, transition_parts
 from livetrace._trace.spans.builder import SpanBuilder

@@ -22,8 +22,8 @@ import httpx
 import psutil
 import trio
 
+from livetrace._nursery import open_nursery
 from livetrace._protocol.text import shown
-from livetrace._session.nursery import open_nursery
 
 __all__ = ["PROBE_TIMEOUT", "PortAnswer", "listening_ports", "pprof_url", "probe_pprof"]
 

@@ -14,10 +14,11 @@ from livetrace._cli.exits import EXIT_INCOMPLETE as EXIT_INCOMPLETE
 from livetrace._cli.exits import EXIT_OK as EXIT_OK
 from livetrace._cli.exits import say as say
 from livetrace._cli.exits import silence_stdout as silence_stdout
+from livetrace._nursery import open_nursery
 from livetrace._protocol import text as peer
-from livetrace._protocol.frames import SessionInfo
-from livetrace._session.nursery import open_nursery
-from livetrace._session.session import Session, connect
+from livetrace._protocol.frames import SessionInfo, SessionMode
+from livetrace._session.connect import connect
+from livetrace._session.session import Session
 
 T = TypeVar("T")
 
@@ -36,9 +37,9 @@ async def stop_on_signals(session: Session, abort: trio.CancelScope, err: TextIO
         if not stopped:
             await signals.__anext__()
         grace = session.limits.stop_timeout + STOP_GRACE_MARGIN
-        if is_pprof(session.info):
+        if session.info.mode is SessionMode.PPROF_WINDOWS:
             grace += window_seconds(session.info)
-        if not stopped and is_pprof(session.info):
+        if not stopped and session.info.mode is SessionMode.PPROF_WINDOWS:
             say(
                 err,
                 f"stopping at the end of the current pprof window (at most {window_seconds(session.info):g} s; "
@@ -81,7 +82,7 @@ def about(info: SessionInfo) -> str:
     """The traced process as the helper names it (escaped: its words); the
     caller closes the parenthesis. A pprof session knows no pid: it names
     the endpoint and the trace format's Go version instead."""
-    if is_pprof(info):
+    if info.mode is SessionMode.PPROF_WINDOWS:
         exe = peer.shown(info.executable) or "the service"
         return f"{exe} (through {peer.shown(str(info.extra.get('url', '')))}, trace format {info.go_version}"
     return f"{peer.shown(info.executable)} (pid {info.pid}, {peer.shown(info.go_version)}"
@@ -92,11 +93,6 @@ def platform(info: SessionInfo) -> str:
     if not info.goos and not info.goarch:
         return ""
     return f" {peer.shown(info.goos)}/{peer.shown(info.goarch)}"
-
-
-def is_pprof(info: SessionInfo) -> bool:
-    """Whether the session reads /debug/pprof/trace windows (no helper)."""
-    return info.window_ms > 0
 
 
 def window_seconds(info: SessionInfo) -> float:
@@ -118,7 +114,7 @@ async def live_pass(
     the session with Ctrl-C handling, and say how it ended; whether it
     ended as it should (not aborted, nor cut off)."""
     async with connect(address, token=token, duration=duration, **limits) as session:
-        how = " in /debug/pprof/trace windows" if is_pprof(session.info) else ""
+        how = " in /debug/pprof/trace windows" if session.info.mode is SessionMode.PPROF_WINDOWS else ""
         span = f"for {duration:g} s" if duration else "until Ctrl-C"
         say(err, f"{doing} {about(session.info)}){how} {span}" + (f": {what}" if what else ""))
         done = await until_done(session, err, lambda: collect(session))

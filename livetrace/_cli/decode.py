@@ -67,7 +67,7 @@ def _no_legacy_wire(head: bytes) -> None:
 
 def gap_line(before: int) -> str:
     """The line between two traces of a stream, in a dump that has no times."""
-    from livetrace._protocol.frames import TraceGap
+    from livetrace._items import TraceGap
 
     return f"--- {TraceGap(0, 0, 0, 0, False, window=before).message} ---\n"
 

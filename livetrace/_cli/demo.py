@@ -14,10 +14,9 @@ from livetrace._cli.render.jsonl import text_line
 from livetrace._cli.top import top_once
 from livetrace._go.demo import run_demo
 from livetrace._go.toolchain import build_demo, find_go, go_version
+from livetrace._items import Gap, SegmentGap
 from livetrace._plural import plural
-from livetrace._protocol.frames import Gap
-from livetrace._session.session import connect
-from livetrace._trace.legacy.live import SegmentGap
+from livetrace._session.connect import connect
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, Kind
 

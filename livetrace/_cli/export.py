@@ -12,9 +12,9 @@ from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._cli.sources import is_file_source, open_input
 from livetrace._errors import LivetraceError
 from livetrace._files import decode_batches, is_trace_gap
+from livetrace._nursery import open_nursery
 from livetrace._outfile import write_output
 from livetrace._plural import plural
-from livetrace._session.nursery import open_nursery
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch

@@ -12,7 +12,6 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._attach.resolve import is_process_reference, resolve_process
 from livetrace._cli.common import EXIT_ERROR, EXIT_OK, about, say
 from livetrace._cli.flight_options import FLIGHT_WINDOW
 from livetrace._cli.progress import show_status
@@ -25,15 +24,16 @@ from livetrace._errors import (
     PeerCredentialsError,
     TLSVerificationError,
 )
-from livetrace._flight.dump import Dump, Firing
-from livetrace._flight.dumper import FINISH_WITHIN, DumpFailure, check_out_dir
+from livetrace._flight.capture import Capture, Firing
+from livetrace._flight.capture_writer import FINISH_WITHIN, CaptureFailure, check_out_dir
 from livetrace._flight.recorder import FlightRecorder, FlightState
 from livetrace._flight.triggers import Trigger, TriggerError, format_size, parse_trigger
+from livetrace._nursery import open_nursery
 from livetrace._plural import plural
 from livetrace._protocol import text as peer
-from livetrace._session.nursery import open_nursery
-from livetrace._session.pprof_http import is_pprof_address
-from livetrace._session.session import Session, connect
+from livetrace._session.connect import connect
+from livetrace._session.session import Session
+from livetrace._session.target import resolve
 
 FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
@@ -64,7 +64,7 @@ def _fired(err: TextIO, f: Firing, started: bool) -> None:
         say(err, f"trigger {f.trigger.text} fired{what}")
 
 
-def _dumped(err: TextIO, d: Dump) -> None:
+def _captured(err: TextIO, d: Capture) -> None:
     cut = " (tail cut short: the session ended)" if d.tail_cut else ""
     joined = d.joined + d.joined_late
     also = ""
@@ -77,8 +77,8 @@ def _dumped(err: TextIO, d: Dump) -> None:
     )
 
 
-def _failed(err: TextIO, f: DumpFailure) -> None:
-    what = f"the dump of trigger {f.firing.trigger.text}"
+def _failed(err: TextIO, f: CaptureFailure) -> None:
+    what = f"the capture of trigger {f.firing.trigger.text}"
     if f.abandoned:
         say(err, f"{what} was abandoned: {f.reason}")
     elif f.retry_in is not None:
@@ -91,27 +91,27 @@ def status_text(run: _Run, elapsed: float) -> str:
     r = run.recorder
     st = run.state
     if r is None:
-        return f"{elapsed:6.0f} s  not attached; fired {st.fired}, {plural(len(st.dumps), 'dump')}"
+        return f"{elapsed:6.0f} s  not attached; fired {st.fired}, {plural(len(st.captures), 'capture')}"
     ring = r.ring
     return (
         f"{elapsed:6.0f} s  kept {ring.window_ns / 1e9:4.1f} s, {format_size(ring.size)} in {len(ring.units)} "
         f"{ring.layout.value}"
         f"  fired {st.fired + st.joined + st.suppressed}"
-        + (f" ({st.joined} joined a dump)" if st.joined else "")
+        + (f" ({st.joined} joined a capture)" if st.joined else "")
         + (f" ({st.suppressed} in cooldown)" if st.suppressed else "")
-        + f", {plural(len(st.dumps), 'dump')}"
+        + f", {plural(len(st.captures), 'capture')}"
         + (f", {st.failed + st.abandoned} not written" if st.failed + st.abandoned else "")
         + (f", {r.pending} pending" if r.pending else "")
     )
 
 
 def summary(st: FlightState) -> str:
-    """The last line: every trigger that fired, and what became of every dump."""
+    """The last line: every trigger that fired, and what became of every capture."""
     fired = st.fired + st.joined + st.suppressed
-    how = [f"{st.fired} started a dump"]
+    how = [f"{st.fired} started a capture"]
     how += [f"{st.joined} joined one"] if st.joined else []
     how += [f"{st.suppressed} in cooldown"] if st.suppressed else []
-    outcome = [f"{plural(len(st.dumps), 'dump')} written"]
+    outcome = [f"{plural(len(st.captures), 'capture')} written"]
     outcome += [f"{st.failed} failed"] if st.failed else []
     outcome += [f"{st.abandoned} abandoned at the stop"] if st.abandoned else []
     outcome += [f"{st.empty} with nothing kept yet to write"] if st.empty else []
@@ -123,7 +123,7 @@ async def _signals(run: _Run, abort: trio.CancelScope, err: TextIO) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
             if run.stopping:
-                say(err, "aborted (no dump is left partial)")
+                say(err, "aborted (no capture is left partial)")
                 if run.recorder is not None:
                     run.recorder.abandon()
                 abort.cancel()
@@ -134,7 +134,7 @@ async def _signals(run: _Run, abort: trio.CancelScope, err: TextIO) -> None:
                 err,
                 "stopping"
                 + (
-                    f"; the pending dump is written now with the tail it has, or abandoned after {FINISH_WITHIN:g} s"
+                    f"; the pending capture is written now with the tail it has, or abandoned after {FINISH_WITHIN:g} s"
                     if pending
                     else ""
                 )
@@ -162,7 +162,7 @@ async def flight_command(args: argparse.Namespace, err: TextIO, **limits: Any) -
     try:
         await trio.Path(out).mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        say(err, f"error: cannot use {out} for the dumps: {e.strerror or e}")
+        say(err, f"error: cannot use {out} for the captures: {e.strerror or e}")
         return EXIT_ERROR
     try:
         check_out_dir(out)
@@ -197,27 +197,21 @@ async def _attach_loop(
         left = None if deadline == math.inf else deadline - trio.current_time()
         try:
             # A process named by pid or name is resolved on each attach (it
-            # may have restarted), so that an http:// one gets its window.
-            # connect() would resolve it too, but the window depends on what it is; the pid
-            # still holds the helper's socket to that process, as connect() would have it.
-            pid = None
-            address = args.address
-            if is_process_reference(address):
-                resolved = await resolve_process(address)
-                address, pid = resolved.address, resolved.pid
-            pprof = is_pprof_address(address)
-            if args.window is not None and not pprof:
-                say(err, f"error: --window applies to http:// addresses (net/http/pprof) only, not {address}")
+            # may have restarted), here rather than by connect(): the window
+            # depends on what it resolves to.
+            target = await resolve(args.address)
+            if args.window is not None and not target.pprof:
+                say(err, f"error: --window applies to http:// addresses (net/http/pprof) only, not {target.address}")
                 return EXIT_ERROR
-            window = (args.window or FLIGHT_WINDOW) if pprof else None
+            window = (args.window or FLIGHT_WINDOW) if target.pprof else None
             async with connect(
-                address,
+                target.address,
                 token=args.token,
                 duration=left,
                 advance=0.5,
                 segment=args.segment,
                 window=window,
-                expected_pid=pid,
+                expected_pid=target.pid,
                 **limits,
             ) as session:
                 started = trio.current_time()
@@ -232,7 +226,7 @@ async def _attach_loop(
                     max_memory=args.max_memory,
                     state=run.state,
                     on_fire=lambda f, started: _fired(err, f, started),
-                    on_dump=lambda d: _dumped(err, d),
+                    on_capture=lambda d: _captured(err, d),
                     on_error=lambda f: _failed(err, f),
                 )
                 run.session, run.recorder = session, recorder

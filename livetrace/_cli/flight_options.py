@@ -10,17 +10,17 @@ from typing import Any
 from livetrace._cli.options import seconds_value, session_arguments, window_option
 
 # An http:// address's /debug/pprof/trace windows: the ring keeps whole
-# windows, so a dump's tail ends at most this long after --after.
+# windows, so a capture's tail ends at most this long after --after.
 FLIGHT_WINDOW = 2.0
 
 FLIGHT_EXAMPLES = """\
 examples:
-  livetrace flight unix:/run/svc.sock --keep 30s --trigger 'gc>50ms' -o dumps/
-        a GC cycle over 50 ms: write the last 30 s and the next 5 s to dumps/
-  livetrace flight unix:/run/svc.sock --keep 1m --trigger 'region:checkout>200ms' --trigger 'stw>10ms' -o dumps/
-  livetrace flight tcp:127.0.0.1:7070 --keep 20s --trigger 'blocked[chan]>1s' --after 2s --max-files 10 -o dumps/
-  livetrace flight unix:/run/svc.sock --keep 30s --trigger 'log~"timeout|deadline"' --trigger 'rss>2GiB' -o dumps/
-  livetrace flight http://127.0.0.1:6060 --keep 20s --trigger 'gc>20ms' -o dumps/
+  livetrace flight unix:/run/svc.sock --keep 30s --trigger 'gc>50ms' -o captures/
+        a GC cycle over 50 ms: write the last 30 s and the next 5 s to captures/
+  livetrace flight unix:/run/svc.sock --keep 1m --trigger 'region:checkout>200ms' --trigger 'stw>10ms' -o captures/
+  livetrace flight tcp:127.0.0.1:7070 --keep 20s --trigger 'blocked[chan]>1s' --after 2s --max-files 10 -o captures/
+  livetrace flight unix:/run/svc.sock --keep 30s --trigger 'log~"timeout|deadline"' --trigger 'rss>2GiB' -o captures/
+  livetrace flight http://127.0.0.1:6060 --keep 20s --trigger 'gc>20ms' -o captures/
         a service with net/http/pprof only: 2 s /debug/pprof/trace windows back to back
 
 triggers (combine several; any one fires):
@@ -33,10 +33,10 @@ triggers (combine several; any one fires):
                                    remote one, the heap in use the trace reports)
   D: 50ms, 1.5s, 2m, 800us; SIZE: 2GiB, 512MiB, 100MB.
 
-Each dump is DIR/<UTC time>-<trigger>.trace (Go 1.21 and older, and http:// addresses: one file
+Each capture is DIR/<UTC time>-<trigger>.trace (Go 1.21 and older, and http:// addresses: one file
 per kept segment or window, .2.trace, .3.trace, ...) that go tool trace opens, and a .json beside
 it: the trigger, when it fired, the goroutine, the span and its stacks, the file's time range.
-Ctrl-C or SIGTERM stops: a dump waiting for its tail is written at once with the tail it has
+Ctrl-C or SIGTERM stops: a capture waiting for its tail is written at once with the tail it has
 (an http:// address's window in progress ends first); nothing partial is left.
 The recorder re-attaches, with backoff, when the service restarts or the connection drops.
 docs/flight.md explains the memory bounds and the JSON fields."""
@@ -89,10 +89,10 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None
         action="append",
         required=True,
         metavar="EXPR",
-        help="when to write a dump (repeatable; see the table below)",
+        help="when to write a capture (repeatable; see the table below)",
     )
     p.add_argument(
-        "-o", "--output", type=Path, required=True, metavar="DIR", help="directory for the dumps (made if missing)"
+        "-o", "--output", type=Path, required=True, metavar="DIR", help="directory for the captures (made if missing)"
     )
     p.add_argument(
         "--keep", type=_seconds, default=30.0, metavar="TIME", help="how much of the trace to keep (default 30s)"
@@ -105,13 +105,13 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None
         type=_seconds,
         default=10.0,
         metavar="TIME",
-        help="after a dump starts, ignore triggers this long (those while it is pending join it) (default 10s)",
+        help="after a capture starts, ignore triggers this long (those while it is pending join it) (default 10s)",
     )
     p.add_argument(
         "--max-files",
         type=_positive_int,
         metavar="N",
-        help="keep only the newest N dumps in DIR, removing older ones (default: no limit)",
+        help="keep only the newest N captures in DIR, removing older ones (default: no limit)",
     )
     p.add_argument(
         "--max-memory",
@@ -125,7 +125,7 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None
         type=seconds_value,
         default=2.0,
         metavar="SECONDS",
-        help="Go 1.21 and older: restart the trace this often (default 2, at least 1); a dump holds whole "
+        help="Go 1.21 and older: restart the trace this often (default 2, at least 1); a capture holds whole "
         "segments, and triggers fire when a segment completes",
     )
     p.add_argument(
@@ -133,7 +133,7 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None
         type=window_option,
         metavar="SECONDS",
         help=f"http:// addresses (net/http/pprof) only: ask /debug/pprof/trace for windows of SECONDS back to "
-        f"back (default {FLIGHT_WINDOW:g}); a dump holds whole windows, one file each, and nothing is traced "
+        f"back (default {FLIGHT_WINDOW:g}); a capture holds whole windows, one file each, and nothing is traced "
         "between two windows",
     )
     p.add_argument(

@@ -30,15 +30,14 @@ def file_profile(source: str, kind: str) -> list[Record]:
 
 async def _collect(session: Session, builder: ProfileBuilder) -> bool:
     """Feed the session's spans to the builder until it ends (True)."""
-    from livetrace._protocol import frames as proto
-    from livetrace._trace.legacy.live import SegmentGap
+    from livetrace._items import SegmentGap, WindowGap
     from livetrace._trace.spans.batch import SpanBatch
 
     async with session.subscribe(what="spans", lossless=True, buffer=4) as spans:
         async for item in spans:
             if isinstance(item, SpanBatch):
                 builder.feed(item)
-            elif isinstance(item, SegmentGap | proto.WindowGap):  # one trace ended; the next is its own
+            elif isinstance(item, SegmentGap | WindowGap):  # one trace ended; the next is its own
                 builder.end_trace()
     return True
 

@@ -9,7 +9,7 @@ from typing import TextIO
 import trio
 
 from livetrace._plural import plural
-from livetrace._session.session import Counters
+from livetrace._session.limits import Counters
 
 
 def format_bytes(n: float) -> str:

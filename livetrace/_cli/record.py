@@ -9,17 +9,19 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, is_pprof, platform, say, until_done, window_seconds
+from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, platform, say, until_done, window_seconds
 from livetrace._cli.progress import format_bytes, show_progress, show_status
+from livetrace._items import Gap, WindowGap
+from livetrace._nursery import open_nursery
 from livetrace._outfile import is_stream
 from livetrace._plural import plural
 from livetrace._protocol import text as peer
-from livetrace._protocol.frames import Gap, WindowGap
+from livetrace._protocol.frames import SessionMode
 from livetrace._protocol.redact import redact
-from livetrace._session.nursery import open_nursery
+from livetrace._session.connect import connect
 from livetrace._session.pprof_http import is_pprof_address
 from livetrace._session.recording import Recorder, Recording, check_output, segment_path
-from livetrace._session.session import Session, connect
+from livetrace._session.session import Session
 
 # A pprof recording's window without --duration (with one: the whole duration).
 RECORD_WINDOW = 5.0
@@ -39,7 +41,7 @@ def traced_seconds(rec: Recording, duration: float | None, elapsed: float) -> fl
 
     the time since the session began (``elapsed``) where neither says."""
     info = rec.info
-    if is_pprof(info):
+    if info.mode is SessionMode.PPROF_WINDOWS:
         span = (len(rec.segments) + rec.complete) * window_seconds(info)
         span = min(span, duration) if duration else span
     elif rec.read_span is not None:
@@ -174,7 +176,8 @@ async def _record(
 ) -> tuple[int, Recording]:
     """Record the session that began (``stopped``: a Ctrl-C came before)."""
     info = session.info
-    if not is_pprof(info):  # a pprof session said so before its first window came
+    pprof = info.mode is SessionMode.PPROF_WINDOWS
+    if not pprof:  # a pprof session said so before its first window came
         say(
             err,
             f"recording {about(info)}{platform(info)}) "
@@ -185,19 +188,19 @@ async def _record(
         if is_stream(out)
         else f"in a file of its own ({out}, then {segment_path(out, 2)}, ...)"
     )
-    if is_pprof(info):
+    if pprof:
         say(
             err,
             f"{about(info)}) answered: pprof windows of {window_seconds(info):g} s back to back, each a complete "
             f"trace, written {where}; nothing is traced between two windows",
         )
-    elif segment and not info.segment_ms:
+    elif segment and info.mode is not SessionMode.LEGACY_SEGMENTS:
         say(
             err,
             f"note: {peer.shown(info.go_version)} writes self-contained generations; --segment applies "
             "only to Go 1.21 and older, so this is one trace",
         )
-    elif info.segment_ms:
+    elif info.mode is SessionMode.LEGACY_SEGMENTS:
         say(
             err,
             f"segment mode: the trace restarts every {info.segment_ms / 1000:g} s; each segment is "

@@ -13,7 +13,6 @@ from livetrace._cli.common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
     about,
-    is_pprof,
     say,
     silence_stdout,
     until_done,
@@ -25,19 +24,17 @@ from livetrace._cli.render.jsonl import JsonlEncoder, utf8
 from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._cli.render.spans import SPAN_KIND_WIDTH, span_dict, span_text
 from livetrace._cli.render.text import TextEncoder, event_text
-from livetrace._errors import TraceFormatError
-from livetrace._notice import Notice
+from livetrace._items import Notice, Provisional, SymbolsResolved, WindowGap
 from livetrace._plural import plural
 from livetrace._protocol import text as peer
-from livetrace._protocol.frames import SessionInfo, WindowGap
-from livetrace._session.session import Session, connect
-from livetrace._trace.legacy.live import Provisional, SymbolsResolved
+from livetrace._protocol.frames import SessionInfo, SessionMode
+from livetrace._session.connect import connect
+from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, Event, Kind
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import Span
-from livetrace._trace.version import TraceVersion
 
 
 async def tail_command(
@@ -76,16 +73,17 @@ async def tail_command(
         info = session.info
         view = View(fmt, flt, spans, color)
         what = "spans" if view.spans else "events"
-        if is_pprof(info):
+        mode = info.mode
+        if mode is SessionMode.PPROF_WINDOWS:
             how = pprof_how(info, what)
-        elif info.segment_ms:
+        elif mode is SessionMode.LEGACY_SEGMENTS:
             how = (
                 f"a legacy trace, restarted every {info.segment_ms / 1000:g} s: each segment's {what} are "
                 f"printed, exact and with stacks, once it completes"
             )
-        elif is_legacy_go(info.go_version) and view.spans:
+        elif mode is SessionMode.LEGACY_PROVISIONAL and view.spans:
             how = "a legacy trace without segments: spans are made from the exact events, which come when it stops"
-        elif is_legacy_go(info.go_version):
+        elif mode is SessionMode.LEGACY_PROVISIONAL:
             view.provisional = True
             how = (
                 "a legacy trace without segments: events are printed provisionally (marked ~, times "
@@ -116,12 +114,12 @@ async def tail_command(
             )
             + (
                 f"; {plural(session.counters.segments + 1, 'pprof window')}"
-                if is_pprof(info)
+                if mode is SessionMode.PPROF_WINDOWS
                 else f"; {plural(session.counters.segments + 1, 'segment')}, "
                 f"largest {session.counters.largest_generation:,} bytes"
-                if info.segment_ms
+                if mode is SessionMode.LEGACY_SEGMENTS
                 else ""
-                if is_legacy_go(info.go_version)
+                if mode is SessionMode.LEGACY_PROVISIONAL
                 else f"; largest generation {session.counters.largest_generation / 1e6:.1f} MB"
             ),
         )
@@ -131,7 +129,7 @@ async def tail_command(
 def pprof_how(info: SessionInfo, what: str) -> str:
     """How a pprof session's events come, for tail's first line."""
     w = f"{window_seconds(info):g} s"
-    if is_legacy_go(info.go_version):
+    if info.legacy:
         how = (
             f"a legacy trace in {w} /debug/pprof/trace windows: each window's {what} are printed, exact and "
             "with stacks, when it ends"
@@ -139,15 +137,6 @@ def pprof_how(info: SessionInfo, what: str) -> str:
     else:
         how = f"{what} arrive a generation at a time as each {w} /debug/pprof/trace window streams in"
     return how + "; nothing is traced between two windows"
-
-
-def is_legacy_go(version: str) -> bool:
-    """Whether the runtime that says it is ``version`` writes a legacy trace
-    (one we cannot name, such as a development build's, is taken for new)."""
-    try:
-        return TraceVersion.of_runtime(version).is_legacy
-    except (ValueError, TraceFormatError):
-        return False
 
 
 class View:

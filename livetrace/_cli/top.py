@@ -18,13 +18,11 @@ from rich.console import Console
 from rich.live import Live
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, live_pass, say
-from livetrace._notice import Notice
-from livetrace._protocol.frames import WindowGap
+from livetrace._items import Notice, SegmentGap, WindowGap
+from livetrace._nursery import open_nursery
 from livetrace._protocol.text import json_safe
-from livetrace._session.nursery import open_nursery
 from livetrace._session.recording import Recorder
 from livetrace._session.session import Session
-from livetrace._trace.legacy.live import SegmentGap
 from livetrace._trace.model.batch import EventBatch
 from livetrace._views.top import Snapshot, TopStats
 from livetrace._views.top_screen import SORT_KEYS, View, screen, snapshot_dict

@@ -1,31 +1,31 @@
 """The flight recorder on a live session (trio): frames into the ring,
-spans and events into the triggers, dumps written off the event path."""
+spans and events into the triggers, captures written off the event path."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
+import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 import psutil
 import trio
 
-from livetrace._errors import LivetraceError, TraceFormatError
-from livetrace._flight.dump import Dump, Firing, now_ns
-from livetrace._flight.dumper import FINISH_WITHIN, Dumper, DumpFailure, check_out_dir
-from livetrace._flight.dumper import FlightState as FlightState
+from livetrace._errors import LivetraceError
+from livetrace._flight.capture import Capture, Firing, now_ns
+from livetrace._flight.capture_writer import FINISH_WITHIN, CaptureFailure, CaptureWriter, check_out_dir
+from livetrace._flight.capture_writer import FlightState as FlightState
 from livetrace._flight.ring import DEFAULT_MAX_BYTES, FlightRing, Layout
 from livetrace._flight.triggers import Trigger, parse_trigger
-from livetrace._protocol.frames import SessionInfo, WindowGap
-from livetrace._session.nursery import open_nursery
+from livetrace._items import SymbolsResolved, WindowGap
+from livetrace._nursery import open_nursery
+from livetrace._protocol.frames import SessionInfo, SessionMode
 from livetrace._session.session import Session
 from livetrace._session.subscribers import Subscription
-from livetrace._trace.legacy.live import SymbolsResolved
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.version import TraceVersion
 
 DEFAULT_AFTER = 5.0
 DEFAULT_COOLDOWN = 10.0
@@ -33,7 +33,7 @@ RSS_POLL = 1.0
 TRIM_EVERY = 0.5
 FRAME_BUFFER = 64
 TRIGGER_BUFFER = 64
-# After the tail, how long a dump waits at most for the generation (segment)
+# After the tail, how long a capture waits at most for the generation (segment)
 # then in progress to complete, beyond the period the helper closes them at.
 UNIT_SLACK = 5.0
 
@@ -55,15 +55,12 @@ def local_process(info: SessionInfo) -> psutil.Process | None:
 
 
 def layout_of(info: SessionInfo) -> Layout:
-    if info.window_ms:
+    mode = info.mode
+    if mode is SessionMode.PPROF_WINDOWS:
         return Layout.WINDOWS  # each net/http/pprof window is a complete trace, in any format
-    if info.segment_ms:
+    if mode is SessionMode.LEGACY_SEGMENTS:
         return Layout.SEGMENTS
-    try:
-        legacy = TraceVersion.of_runtime(info.go_version).is_legacy
-    except (ValueError, TraceFormatError):
-        legacy = False
-    if legacy:
+    if mode is SessionMode.LEGACY_PROVISIONAL:
         raise LivetraceError(
             f"{info.go_version} writes a trace only readable whole: the flight recorder needs segment mode "
             "(connect(segment=...)), which this helper did not start"
@@ -74,22 +71,22 @@ def layout_of(info: SessionInfo) -> Layout:
 class FlightRecorder:
     """Keeps the last ``keep`` seconds of a session's raw trace in memory
     (at most ``max_memory`` bytes) and, each time one of ``triggers``
-    fires, waits ``after`` seconds and writes a dump to ``out_dir``: a
+    fires, waits ``after`` seconds and writes a capture to ``out_dir``: a
     complete trace of the kept window and the tail, and a JSON file beside
     it (docs/flight.md). Triggers are :class:`Trigger` objects or their
-    short text (``"gc>50ms"``); a trigger that fires while a dump is
-    pending joins it; after a dump is written, triggers are ignored until
+    short text (``"gc>50ms"``); a trigger that fires while a capture is
+    pending joins it; after a capture is written, triggers are ignored until
     ``cooldown`` seconds after it started; with ``max_files``, only the
-    newest that many dumps stay in ``out_dir``.
+    newest that many captures stay in ``out_dir``.
 
-    :meth:`run` until the session ends; react to dumps with ``on_dump``
-    (called in the event loop) or ``async for dump in recorder.dumps()``,
-    and to dumps that could not be written with ``on_error`` (a
-    :class:`DumpFailure`; recording goes on). Subscribe before the
+    :meth:`run` until the session ends; react to captures with ``on_capture``
+    (called in the event loop) or ``async for capture in recorder.captures()``,
+    and to captures that could not be written with ``on_error`` (a
+    :class:`CaptureFailure`; recording goes on). Subscribe before the
     session's first frame (create the recorder and call run right after
     connecting). A new recorder (no ``state``) raises
     :class:`OutputPathError` if ``out_dir`` is not a writable directory;
-    one that continues (``state`` from the last) reports each dump that
+    one that continues (``state`` from the last) reports each capture that
     fails instead.
     """
 
@@ -104,12 +101,16 @@ class FlightRecorder:
         cooldown: float = DEFAULT_COOLDOWN,
         max_files: int | None = None,
         max_memory: int = DEFAULT_MAX_BYTES,
-        on_dump: Callable[[Dump], object] | None = None,
+        on_capture: Callable[[Capture], object] | None = None,
         on_fire: Callable[[Firing, bool], object] | None = None,
-        on_error: Callable[[DumpFailure], object] | None = None,
+        on_error: Callable[[CaptureFailure], object] | None = None,
         state: FlightState | None = None,
         finish_within: float = FINISH_WITHIN,
+        on_dump: Callable[[Capture], object] | None = None,
     ) -> None:
+        if on_dump is not None:  # its name until a capture was called a dump
+            warnings.warn("FlightRecorder(on_dump=...) is deprecated: use on_capture", DeprecationWarning, stacklevel=2)
+            on_capture = on_capture or on_dump
         if after < 0 or cooldown < 0:
             raise ValueError("after and cooldown are seconds, 0 or more")
         if max_files is not None and max_files < 1:
@@ -126,12 +127,12 @@ class FlightRecorder:
         self.max_files = max_files
         self.ring = FlightRing(layout_of(session.info), keep_ns=int(keep * 1e9), max_bytes=max_memory)
         self.state = state or FlightState()
-        self._on_dump = on_dump
+        self._on_capture = on_capture
         self._on_fire = on_fire
-        self._send, self._recv = trio.open_memory_channel[Dump](math.inf)
+        self._send, self._recv = trio.open_memory_channel[Capture](math.inf)
         self._unit_done = trio.Event()
         self._ended = trio.Event()
-        self.dumper = Dumper(
+        self.capture_writer = CaptureWriter(
             self.ring,
             self.out_dir,
             after=after,
@@ -139,7 +140,7 @@ class FlightRecorder:
             max_files=max_files,
             state=self.state,
             wait_tail=self._wait_tail,
-            on_dump=self._dumped,
+            on_capture=self._captured,
             on_error=on_error,
             finish_within=finish_within,
         )
@@ -164,19 +165,24 @@ class FlightRecorder:
 
     @property
     def pending(self) -> int:
-        """Dumps waiting for their tail or being written (0 or 1)."""
-        return self.dumper.pending
+        """Captures waiting for their tail or being written (0 or 1)."""
+        return self.capture_writer.pending
 
     def abandon(self) -> None:
-        """Give up the pending dump now, rather than within ``finish_within`` of the session's end."""
-        self.dumper.abandon()
+        """Give up the pending capture now, rather than within ``finish_within`` of the session's end."""
+        self.capture_writer.abandon()
 
-    def dumps(self) -> AsyncIterator[Dump]:
-        """The dumps as they are written; ends when :meth:`run` returns."""
+    def captures(self) -> AsyncIterator[Capture]:
+        """The captures as they are written; ends when :meth:`run` returns."""
         return self._recv
 
+    def dumps(self) -> AsyncIterator[Capture]:
+        """Deprecated: :meth:`captures`, its name until a capture was called a dump."""
+        warnings.warn("FlightRecorder.dumps() is deprecated: use captures()", DeprecationWarning, stacklevel=2)
+        return self.captures()
+
     async def run(self) -> None:
-        """Record until the session ends; the pending dump is then written
+        """Record until the session ends; the pending capture is then written
         with the tail it has (or abandoned after ``finish_within`` seconds).
         Raises the session's error (a lost connection, say) after that."""
         error: LivetraceError | None = None
@@ -187,8 +193,8 @@ class FlightRecorder:
                 if self.process is not None and any(t.source == "rss" for t in self.triggers):
                     watchers.start_soon(self._poll_rss, self.process)
                 watchers.start_soon(self._trim)
-                async with open_nursery() as dumping:
-                    dumping.start_soon(self.dumper.run)
+                async with open_nursery() as capturing:
+                    capturing.start_soon(self.capture_writer.run)
                     try:
                         await self._record()
                     except LivetraceError as e:
@@ -196,7 +202,7 @@ class FlightRecorder:
                     finally:
                         self._ended.set()
                         self._unit_done.set()
-                        self.dumper.close()
+                        self.capture_writer.close()
                 watchers.cancel_scope.cancel()
         finally:
             self._send.close()
@@ -264,9 +270,9 @@ class FlightRecorder:
             await trio.sleep(RSS_POLL)
 
     def fire(self, firing: Firing, pin: int | None = None) -> bool:
-        """A trigger fired: start a dump, unless one is pending (the firing
+        """A trigger fired: start a capture, unless one is pending (the firing
         joins it), or within the cooldown, or the session is over. Returns
-        whether a dump was started. The dump keeps the generations
+        whether a capture was started. The capture keeps the generations
         (segments) from ``pin`` on (default: the firing's ``unit``) past
         ``keep`` until its snapshot is taken."""
         units = self.ring.units
@@ -274,13 +280,13 @@ class FlightRecorder:
             firing = dataclasses.replace(firing, unit=units[-1].key)
         if pin is None:
             pin = firing.unit if firing.unit is not None else (units[-1].key if units else 0)
-        started = self.dumper.fire(firing, pin)
+        started = self.capture_writer.fire(firing, pin)
         if self._on_fire is not None:
             self._on_fire(firing, started)
         return started
 
     async def _wait_tail(self) -> bool:
-        """Wait for a dump's tail; whether it was cut short (the session ended)."""
+        """Wait for a capture's tail; whether it was cut short (the session ended)."""
         ring = self.ring
         with trio.move_on_after(self.after):
             await self._ended.wait()
@@ -294,7 +300,7 @@ class FlightRecorder:
                 await self._unit_done.wait()
         return False
 
-    def _dumped(self, dump: Dump) -> None:
-        self._send.send_nowait(dump)
-        if self._on_dump is not None:
-            self._on_dump(dump)
+    def _captured(self, capture: Capture) -> None:
+        self._send.send_nowait(capture)
+        if self._on_capture is not None:
+            self._on_capture(capture)

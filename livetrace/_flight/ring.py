@@ -33,7 +33,8 @@ import enum
 from collections import deque
 from dataclasses import dataclass, field
 
-from livetrace._protocol.frames import Chunk, Gap, SegmentEnd, WindowGap
+from livetrace._items import Gap, SegmentEnd, WindowGap
+from livetrace._protocol.frames import Chunk
 from livetrace._trace.spec.modern import EV_END_OF_GENERATION
 
 DEFAULT_MAX_BYTES = 256 << 20
@@ -47,7 +48,7 @@ class Layout(enum.Enum):
 
     @property
     def whole_units(self) -> bool:
-        """Whether each unit is a complete trace (a file of its own in a dump)."""
+        """Whether each unit is a complete trace (a file of its own in a capture)."""
         return self is not Layout.GENERATIONS
 
     @property
@@ -75,7 +76,7 @@ class Unit:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What a dump writes. For ``GENERATIONS``: one trace, ``header`` then
+    """What a capture writes. For ``GENERATIONS``: one trace, ``header`` then
     every unit in order. For ``SEGMENTS`` and ``WINDOWS``: one trace per
     unit (``header`` is empty: each unit starts with its own)."""
 
@@ -124,7 +125,7 @@ class FlightRing:
         self._open: Unit | None = None
         self._done_bytes = 0
         self._segments = 0
-        self._pins: list[int] = []  # units from these keys on outlive keep (dumps waiting for their tail)
+        self._pins: list[int] = []  # units from these keys on outlive keep (captures waiting for their tail)
         self.completed = 0  # units completed over the ring's life
         self.dropped = 0  # complete units dropped by keep or the byte cap
         self.gaps = 0  # helper's gaps (each emptied the ring)
@@ -206,7 +207,7 @@ class FlightRing:
 
     def pin(self, key: int) -> None:
         """Keep the unit ``key`` and those after it past ``keep`` (not past
-        the byte cap) until :meth:`unpin`: a dump waiting for its tail must
+        the byte cap) until :meth:`unpin`: a capture waiting for its tail must
         not lose the generation its trigger fired in, however late the
         decoding told of it."""
         self._pins.append(key)

@@ -1,4 +1,4 @@
-"""Triggers: what makes the flight recorder write a dump.
+"""Triggers: what makes the flight recorder write a capture.
 
 A trigger is plain data over the span layer and the :class:`Filter`: a
 span trigger is a filter of spans (a kind, a name, a least duration, and
@@ -80,7 +80,7 @@ class TriggerError(ValueError):
 
 @dataclass(frozen=True)
 class Trigger:
-    """One trigger. ``text`` names it (in file names and the dump's JSON);
+    """One trigger. ``text`` names it (in file names and the capture's JSON);
     ``source`` says what it looks at: ``spans`` and ``events`` through
     ``filter`` (every span or event it keeps fires the trigger), ``rss``
     the process's resident memory above ``threshold`` bytes (polled on a

@@ -7,16 +7,21 @@ they speak before anything else is understood.
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from construct import Const, Int8ub, Int16ub, Int32ub, Int64sb, Int64ub, Struct
 
-from livetrace._errors import ProtocolError, ProtocolVersionError
-from livetrace._notice import Notice
+from livetrace._errors import ProtocolError, ProtocolVersionError, TraceFormatError
+
+# The helper's gap and segment frames are read into the stream's own items.
+from livetrace._items import Gap as Gap
+from livetrace._items import SegmentEnd as SegmentEnd
 from livetrace._protocol import schema
 from livetrace._streambuf import StreamBuffer
+from livetrace._trace.version import TraceVersion
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -61,6 +66,24 @@ HEARTBEAT = 0x24
 MAX_FRAME = 16 << 20
 
 
+class SessionMode(enum.Enum):
+    """How a session's trace comes, decided once (``SessionInfo.mode``)."""
+
+    MODERN = "modern"
+    """Go 1.22+: each generation is complete, its events exact, as it ends."""
+    LEGACY_SEGMENTS = "legacy segments"
+    """Go 1.21 and older, restarted every ``segment_ms``: each segment is a
+    complete trace as it ends (its events exact then); nothing is traced
+    between two."""
+    LEGACY_PROVISIONAL = "legacy provisional"
+    """Go 1.21 and older in one trace: provisional events as the runtime's
+    buffers arrive, the exact ones only when the trace stops."""
+    PPROF_WINDOWS = "pprof windows"
+    """net/http/pprof: ``/debug/pprof/trace`` windows of ``window_ms`` back to
+    back, each a complete trace of either format; nothing is traced between
+    two."""
+
+
 @dataclass(frozen=True)
 class SessionInfo:
     """What the helper says about the traced process when a session starts."""
@@ -88,11 +111,39 @@ class SessionInfo:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def trace_version(self) -> TraceVersion | None:
+        """The trace format the runtime writes, from ``go_version`` (a pprof
+        session's names the format itself); None for a version that names
+        no Go release (a development build's, say), which is taken for new."""
+        try:
+            return TraceVersion.of_runtime(self.go_version).format
+        except (ValueError, TraceFormatError):
+            return None
+
+    @property
+    def legacy(self) -> bool:
+        """Whether the runtime writes a legacy trace (Go 1.21 and older)."""
+        version = self.trace_version
+        return version is not None and version.is_legacy
+
+    @property
+    def mode(self) -> SessionMode:
+        """How the session's trace comes (see :class:`SessionMode`): what
+        every consumer reads, rather than working it out again."""
+        if self.window_ms:
+            return SessionMode.PPROF_WINDOWS
+        if self.segment_ms:
+            return SessionMode.LEGACY_SEGMENTS
+        if self.legacy:
+            return SessionMode.LEGACY_PROVISIONAL
+        return SessionMode.MODERN
+
+    @property
     def restarts(self) -> bool:
         """Whether the trace is cut into complete traces as it goes (legacy
         segments, or net/http/pprof windows): a legacy trace's exact events
         then come soon, and provisional ones are not worth making."""
-        return bool(self.segment_ms or self.window_ms)
+        return self.mode in (SessionMode.LEGACY_SEGMENTS, SessionMode.PPROF_WINDOWS)
 
 
 @dataclass(frozen=True)
@@ -103,96 +154,6 @@ class Chunk:
     read_unix_ns: int
     generation: int  # 0 for the header and for every legacy chunk
     data: bytes
-
-
-@dataclass(frozen=True)
-class Gap(Notice):
-    """Generations the helper shed because the consumer fell behind.
-
-    When ``discard_received`` is set, chunks of ``first_generation`` that
-    already arrived belong to the shed generation and must be thrown away.
-    """
-
-    first_generation: int
-    last_generation: int
-    chunks: int
-    bytes: int
-    discard_received: bool
-
-    @property
-    def message(self) -> str:
-        return (
-            f"fell behind: the helper shed generations {self.first_generation}-{self.last_generation} "
-            f"({self.bytes:,} bytes)"
-        )
-
-
-@dataclass(frozen=True)
-class SegmentEnd:
-    """A segment of a legacy trace is over and complete (the helper stopped
-    the trace and restarts it); the next chunk is the next segment's header.
-    Tracing was off from ``stop_unix_ns`` until that chunk was read."""
-
-    segment: int
-    stop_unix_ns: int
-
-
-@dataclass(frozen=True)
-class WindowGap(Gap):
-    """No trace between two windows of a net/http/pprof session (each
-    window is a trace of its own): ``seconds`` between window ``window``
-    and the next. Nothing was shed: the generation fields are 0.
-
-    ``measured_from`` says how: ``"events"``, from the last event of one
-    window to the first of the next on the trace's own clock (what a
-    session that decodes gives); ``"bytes"``, from the arrival of the
-    last byte of one to that of the first byte of the next, on livetrace's
-    monotonic clock (what the session's frames carry, and a recording
-    shows): longer than the untraced time, often by most of a window, where
-    a quiet service's first bytes wait in it until its buffers fill."""
-
-    window: int = 0
-    seconds: float = 0.0
-    measured_from: str = "bytes"
-
-    @property
-    def message(self) -> str:
-        pair = f"pprof windows {self.window} and {self.window + 1}"
-        ms = f"{self.seconds * 1e3:.1f} ms"
-        if self.measured_from == "events":
-            return f"no trace for {ms} between {pair} (from the last event of one to the first of the next)"
-        return (
-            f"no trace between {pair}, whose bytes came {ms} apart (the untraced time is shorter where the "
-            "service held the next window's first bytes back)"
-        )
-
-
-@dataclass(frozen=True)
-class TraceGap(WindowGap):
-    """Between two traces of a stream that holds complete traces one after
-    another (a file, or what ``livetrace record -o -`` writes for a pprof
-    session's windows): ``window`` is the number of the trace before it,
-    from 1. Where ``measured``, ``seconds`` is the time from its last event
-    to the next trace's first by their own clock, which Go 1.22+ traces of
-    one machine share; a legacy trace's times count from its own start."""
-
-    measured: bool = False
-    measured_from: str = "events"  # where measured: the traces' clocks
-
-    @property
-    def message(self) -> str:
-        pair = f"traces {self.window} and {self.window + 1} of the stream"
-        if self.measured:
-            return f"no trace for {self.seconds * 1e3:.1f} ms between {pair} (by their clocks)"
-        return f"nothing traced between {pair}, for a time their clocks do not tell"
-
-
-@dataclass(frozen=True)
-class WindowEnd(SegmentEnd):
-    """A window of a net/http/pprof session is over and complete: its trace
-    ended with the response (``segment`` is the window's number, from 1;
-    ``stop_unix_ns`` when its last byte arrived). The next chunk, if any,
-    is the header of the next window's trace."""
 
 
 @dataclass(frozen=True)
@@ -227,6 +188,9 @@ class Refusal:
 
 
 Event = PeerPreamble | SessionInfo | Refusal | Chunk | Gap | SegmentEnd | End | Heartbeat
+# What a session's frame source yields, a helper's or net/http/pprof's (whose
+# WindowGap and WindowEnd are a Gap and a SegmentEnd).
+Frame = Chunk | Gap | SegmentEnd
 
 
 def client_preamble() -> bytes:

@@ -1,17 +1,41 @@
-"""Decoding a live session: chunks, gaps and segment ends in, event batches
-and notices out, through the decoder :func:`open_decoder` picks for the
-trace's header."""
+"""Decoding a live session: the session's pipeline.
+
+:class:`LiveDecoder` (sans-IO) turns a session's frames (chunks, gaps,
+segment and window ends) into event batches and notices, through the
+decoder :func:`open_decoder` picks for the trace's header.
+
+:class:`Pump` is the pipeline around it, a stage with one input and one
+output: frames in (a session's :meth:`~Session.chunks`), items out (to the
+:class:`Fanout`, which hands them to the subscribers). It runs two tasks:
+the reader, on trio, hands each frame to the frame subscribers and queues
+it for decoding (the queue bounded by bytes: a full one holds up the
+reader, and so the source); the decoder takes whatever has arrived into
+its one worker thread (:meth:`Pump._work`), which decodes, selects for
+each subscriber, and hands each item back to trio as soon as it is made,
+in the order of the trace.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 
-from livetrace._protocol.frames import Chunk, Gap, SegmentEnd, WindowEnd, WindowGap
+import trio
+
+from livetrace._errors import LimitExceededError, LivetraceError
+from livetrace._items import Gap, SegmentEnd, WindowEnd, WindowGap
+from livetrace._nursery import open_nursery
+from livetrace._protocol.frames import Chunk, Frame
+from livetrace._session.limits import Counters
+from livetrace._session.subscribers import Fanout
 from livetrace._session.window_gaps import WindowGaps
 from livetrace._trace.decoder import Item, TraceDecoder, open_decoder
+from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Kind
 
-__all__ = ["Item", "LiveDecoder"]
+__all__ = ["Item", "LiveDecoder", "Pump"]
+
+# Frames read but not yet decoded: the reader waits past this.
+DECODE_QUEUE_BYTES = 32 << 20
 
 
 class LiveDecoder:
@@ -30,12 +54,12 @@ class LiveDecoder:
         """Bytes of the largest generation decoded so far."""
         return self._decoder.largest_generation if self._decoder is not None else 0
 
-    def process(self, frames: list[Chunk | Gap | SegmentEnd]) -> Iterator[Item]:
+    def process(self, frames: list[Frame]) -> Iterator[Item]:
         """The batches (and notices) the frames complete, lazily: consume
         them all before processing more."""
         yield from self._gaps.items(self._process(frames))
 
-    def _process(self, frames: list[Chunk | Gap | SegmentEnd]) -> Iterator[Item]:
+    def _process(self, frames: list[Frame]) -> Iterator[Item]:
         for f in frames:
             d = self._decoder
             if isinstance(f, WindowGap):
@@ -53,14 +77,144 @@ class LiveDecoder:
             if isinstance(f, Chunk):
                 yield from d.feed_iter(f.data, f.read_unix_ns)
             elif isinstance(f, Gap):
-                yield from d.gap(f)
+                yield from d.gap(f.first_generation if f.discard_received else None)
+                yield f
             elif isinstance(f, WindowEnd):
                 yield from d.end_trace()
-            else:
+            elif isinstance(f, SegmentEnd):
                 self._gaps.segment_ended()
-                yield from d.end_segment(f)
+                yield from d.end_segment(f.stop_unix_ns)
 
     def finish(self) -> Iterator[Item]:
         if self._decoder is not None:
             yield from self._gaps.items(self._decoder.close_iter())
         yield from self._gaps.flush()
+
+
+class Pump:
+    """A session's pipeline (see the module's docstring): ``frames`` in,
+    items out to ``fanout``; it counts into ``counters`` and holds each
+    generation to ``max_generation_bytes``. Decoding runs only if some
+    subscriber wanted decoded items when the pump started."""
+
+    def __init__(
+        self, frames: AsyncIterator[Frame], fanout: Fanout, counters: Counters, max_generation_bytes: int
+    ) -> None:
+        self._frames = frames
+        self._fanout = fanout
+        self._counters = counters
+        self._live = LiveDecoder(None, False)
+        self._meter = _GenerationMeter(max_generation_bytes)
+        self._queued = 0
+        self._room = trio.Event()
+        self.decoding = False
+        self.started = False
+
+    async def run(self) -> None:
+        self.started = True
+        self.decoding = self._fanout.decoding
+        self._live = LiveDecoder(None, self._fanout.provisional)
+        raw_send, raw_recv = trio.open_memory_channel[object](256)
+        async with open_nursery() as nursery:
+            nursery.start_soon(self._read, raw_send)
+            if self.decoding:
+                await self._decode(raw_recv)
+                nursery.cancel_scope.cancel()  # after an error the reader may be waiting for room
+
+    # -- the input: frames, on trio --
+
+    async def _read(self, out: trio.MemorySendChannel[object]) -> None:
+        async with out:
+            try:
+                async for frame in self._frames:
+                    await self._fanout.publish_frame(frame)
+                    if not self.decoding:
+                        continue
+                    self._meter.add(frame)
+                    await out.send(frame)
+                    self._queued += _size(frame)
+                    while self._queued > DECODE_QUEUE_BYTES:
+                        self._room = trio.Event()
+                        await self._room.wait()
+            except LivetraceError as e:
+                if not self.decoding:
+                    self._fanout.finish(e)
+                    return
+                await out.send(e)
+            if not self.decoding:
+                self._fanout.finish()
+
+    async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
+        try:
+            async for first in frames:
+                items = [first]
+                while True:
+                    try:
+                        items.append(frames.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                error = next((i for i in items if isinstance(i, BaseException)), None)
+                if error is not None:
+                    items = items[: items.index(error)]
+                await trio.to_thread.run_sync(self._work, items)
+                self._queued -= sum(map(_size, items))
+                self._room.set()
+                if error is not None:
+                    self._fanout.finish(error)
+                    return
+            await trio.to_thread.run_sync(self._work, None)
+            self._fanout.finish()
+        except LivetraceError as e:
+            self._fanout.finish(e)
+
+    # -- the worker thread: frames to items, out to the fan-out --
+
+    def _work(self, frames: list[object] | None) -> None:
+        """In the worker thread: decode the frames (None: the trace is over,
+        decode what is left), select, and hand over one item at a time (at
+        the end, then the spans still open)."""
+        live, fan, counters = self._live, self._fanout, self._counters
+        items = live.finish() if frames is None else live.process(frames)  # type: ignore[arg-type]  # _decode cut the errors off: frames only
+        for item in items:
+            if isinstance(item, EventBatch):
+                counters.events += len(item)
+            prepared = fan.prepare(item)
+            if prepared:
+                trio.from_thread.run(fan.deliver, prepared)
+        if frames is None:
+            prepared = fan.prepare_end()
+            if prepared:
+                trio.from_thread.run(fan.deliver, prepared)
+        counters.largest_generation = live.largest_generation
+        counters.spans = fan.spans_built
+
+
+class _GenerationMeter:
+    """Bytes of the generation being received (of the segment, for a legacy
+    trace, which is decoded whole), against the cap on what is held for
+    one: a helper whose generation never ends must not take all memory."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._gen = 0
+        self._size = 0
+
+    def add(self, frame: Frame) -> None:
+        if not isinstance(frame, Chunk):
+            self._gen, self._size = 0, 0  # a gap or a segment's end: the next starts afresh
+            return
+        if frame.generation != self._gen and frame.generation != 0:
+            self._gen, self._size = frame.generation, 0
+        self._size += len(frame.data)
+        if self._size > self.cap:
+            what = f"generation {self._gen}" if self._gen else "the trace segment (a legacy trace is decoded whole)"
+            raise LimitExceededError(
+                f"{what} passed {self.cap / (1 << 20):g} MiB, the most this client holds for one generation "
+                "(--max-generation-mb, or connect(max_generation_bytes=...)); raise it if the service's "
+                "generations really are this large",
+                limit=self.cap,
+            )
+
+
+def _size(frame: object) -> int:
+    return len(frame.data) if isinstance(frame, Chunk) else 0

@@ -41,9 +41,12 @@ from livetrace._errors import (
     PeerTimeoutError,
     TraceFormatError,
 )
+from livetrace._items import WindowEnd, WindowGap
+from livetrace._nursery import open_nursery
 from livetrace._protocol import frames as proto
+from livetrace._protocol.frames import Frame
 from livetrace._session.defaults import MIN_WINDOW
-from livetrace._session.nursery import open_nursery
+from livetrace._session.limits import HANDSHAKE_TIMEOUT, STOP_DRAIN_MARGIN, Counters, Limits
 from livetrace._session.pprof_http import (
     DEFAULT_WINDOW,
     ERROR_BODY_BYTES,
@@ -54,9 +57,9 @@ from livetrace._session.pprof_http import (
     parse_pprof_address,
     refused,
 )
-from livetrace._session.session import HANDSHAKE_TIMEOUT, STOP_DRAIN_MARGIN, Counters, Frame, Limits, Session
+from livetrace._session.session import Session
 from livetrace._trace.framing import Framing
-from livetrace._trace.version import header_size, sniff
+from livetrace._trace.version import TraceVersion, header_size, sniff
 from livetrace._version import __version__
 
 # A duration's last window, when shorter than this, is left out.
@@ -93,6 +96,7 @@ class PprofWindows:
         self.window = window
         self.limits = limits
         self.windows = 0  # windows begun
+        self.version: TraceVersion | None = None  # the format the first window's header names
         self._client = client
         self._duration = duration
         self._requested = 0.0  # seconds of windows asked for so far
@@ -141,7 +145,7 @@ class PprofWindows:
                 previous_end: float | None = None  # when the last byte of the previous window came
                 while (seconds := self._next_window()) is not None:
                     if previous_end is not None:
-                        await self._emit(proto.WindowEnd(self.windows, time.time_ns()))
+                        await self._emit(WindowEnd(self.windows, time.time_ns()))
                     previous_end = await self._read_window(seconds, previous_end)
                 reason = "client-stop" if self._stop.is_set() else "duration"
                 await self._emit(proto.End(reason, True, self._seq, self._bytes))
@@ -192,6 +196,7 @@ class PprofWindows:
         head = b""  # the window's first bytes, held until they make a header
         first_at = sent
         framing: Framing | None = None  # the window's shape, from its header on
+        version: TraceVersion | None = None  # the format its header names
         after_end = 0  # bytes that came past the window's end
         with trio.CancelScope(deadline=self._deadline(window_end, sent)) as scope:
             try:
@@ -209,7 +214,8 @@ class PprofWindows:
                             head += data
                             if len(head) < header_size(head):
                                 continue
-                            _check_header(self.addr, response.headers.get("content-type", ""), head)
+                            version = _read_header(self.addr, response.headers.get("content-type", ""), head)
+                            self.version = self.version or version
                             if previous_end is not None:
                                 await self._emit_reading(scope, _gap(k - 1, first_at - previous_end))
                             data, self._started = head, True
@@ -217,7 +223,7 @@ class PprofWindows:
                         self._bytes += len(data)
                         last_byte = now
                         await self._emit_reading(scope, proto.Chunk(self._seq, read_ns, 0, bytes(data)))
-                        framing = self._check_shape(k, framing, data)
+                        framing = self._check_shape(k, framing, data, version)
                         # Silence is counted from here: while the reader held
                         # us up, the server could not send.
                         last = trio.current_time()
@@ -231,14 +237,17 @@ class PprofWindows:
         self._check_shape(k, framing, None)
         return last_byte
 
-    def _check_shape(self, k: int, framing: Framing | None, data: bytes | None) -> Framing:
+    def _check_shape(
+        self, k: int, framing: Framing | None, data: bytes | None, version: TraceVersion | None = None
+    ) -> Framing:
         """The window's bytes so far (``data`` the newest; None: the window
         is over) still make a trace, else :class:`TraceFormatError`: a file
         is complete only if its bytes are whole batches or events."""
         try:
             if framing is None:
                 assert data is not None  # the header is in the first data handed over
-                return Framing(data)
+                assert version is not None  # read with the header
+                return Framing(data, version)
             if data is None:
                 framing.close()
             else:
@@ -306,13 +315,15 @@ class PprofWindows:
         )
 
 
-def _gap(window: int, seconds: float) -> proto.WindowGap:
-    return proto.WindowGap(0, 0, 0, 0, False, window=window, seconds=seconds)
+def _gap(window: int, seconds: float) -> WindowGap:
+    return WindowGap(0, 0, 0, 0, False, window=window, seconds=seconds)
 
 
-def _check_header(addr: PprofAddress, content_type: str, head: bytes) -> None:
+def _read_header(addr: PprofAddress, content_type: str, head: bytes) -> TraceVersion:
+    """The format a window's header names: each window is a trace of its
+    own, and its header is read here only."""
     try:
-        sniff(head[: header_size(head)])
+        return sniff(head[: header_size(head)])
     except TraceFormatError:
         raise not_a_trace(addr, content_type, head) from None
 
@@ -359,16 +370,18 @@ async def open_pprof_session(
         async with open_nursery() as nursery:
             nursery.start_soon(source.run)
             first = await source.first_chunk()
-            info = _info(addr, first, window, await _executable(client, addr))
+            assert source.version is not None  # read with the first chunk
+            info = _info(addr, first, source.version, window, await _executable(client, addr))
             yield Session(source, addr, info, nursery, limits=limits, counters=Counters())
             nursery.cancel_scope.cancel()
 
 
-def _info(addr: PprofAddress, first: proto.Chunk, window: float, executable: str) -> proto.SessionInfo:
+def _info(
+    addr: PprofAddress, first: proto.Chunk, fmt: TraceVersion, window: float, executable: str
+) -> proto.SessionInfo:
     """What is known of the process: the trace format's Go version (the
     runtime is that one or newer), and its command line if pprof gives it.
     Not its pid, OS or architecture (0 and "")."""
-    fmt = sniff(first.data[: header_size(first.data)])
     return proto.SessionInfo(
         protocol=0,
         helper=HELPER,

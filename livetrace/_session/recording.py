@@ -11,9 +11,11 @@ from typing import BinaryIO
 import trio
 
 from livetrace._errors import LivetraceError, OutputPathError, OutputTamperedError
+from livetrace._items import Gap, SegmentEnd
 from livetrace._outfile import AtomicFile, is_stream, open_stream
-from livetrace._protocol.frames import Chunk, End, Gap, SegmentEnd, SessionInfo
-from livetrace._session.session import Counters, Session
+from livetrace._protocol.frames import Chunk, End, SessionInfo
+from livetrace._session.limits import Counters
+from livetrace._session.session import Session
 
 INCOMPLETE_SUFFIX = ".incomplete"
 FRAME_BUFFER = 16  # frames read ahead of the writes

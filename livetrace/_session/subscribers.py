@@ -1,8 +1,8 @@
 """Many subscribers of one session: one decode, a filter and a buffer each.
 
-One pump per session reads the helper's frames and decodes them once (in
-a worker thread: the compiled core releases the GIL); the :class:`Fanout`
-hands every item to each :class:`Subscription` after running its
+One pipeline per session (``live.Pump``) reads its frames and decodes them
+once (in a worker thread: the compiled core releases the GIL); the
+:class:`Fanout` hands every item to each :class:`Subscription` after running its
 selector, also in the worker thread, so that a filter costs no Python
 object per event it drops. Each subscription has its own buffer of
 ``buffer`` batches. A lossy one (the default) never holds anything up:
@@ -26,18 +26,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import trio
 
-from livetrace._errors import LimitExceededError, LivetraceError
-from livetrace._notice import Notice
-from livetrace._plural import plural
-from livetrace._protocol import frames as proto
-from livetrace._session.live import Item, LiveDecoder
-from livetrace._session.nursery import open_nursery
-from livetrace._trace.legacy.live import Provisional, SegmentGap
+from livetrace._items import Gap, Notice, Provisional, SegmentGap, SubscriberGap
+from livetrace._protocol.frames import Frame
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event
 from livetrace._trace.select.events import EventSelector
@@ -46,34 +40,8 @@ from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
 from livetrace._trace.spans.select import select_spans
 
-if TYPE_CHECKING:
-    from livetrace._session.session import Session
-
 What = Literal["events", "batches", "spans", "frames"]
-Frame = proto.Chunk | proto.Gap | proto.SegmentEnd
-# Frames read but not yet decoded: the reader waits past this.
-DECODE_QUEUE_BYTES = 32 << 20
 DEFAULT_BUFFER = 16
-
-
-@dataclass(frozen=True)
-class SubscriberGap(Notice):
-    """This subscriber fell behind and lost batches (the others did not):
-    ``batches`` and ``events`` (items, for spans) dropped for it, starting
-    at trace time ``first_time`` (ns; None if the first lost batch was
-    empty) of generation ``first_generation`` (None if unknown)."""
-
-    batches: int
-    events: int
-    first_time: int | None
-    first_generation: int | None
-
-    @property
-    def message(self) -> str:
-        where = "" if self.first_generation is None else f" from generation {self.first_generation}"
-        when = "" if self.first_time is None else f" (time {self.first_time})"
-        lost = f"{plural(self.batches, 'batch', 'batches')}, {plural(self.events, 'event')}"
-        return f"subscriber fell behind: lost {lost}{where}{when}"
 
 
 class _Loss:
@@ -314,7 +282,7 @@ class _SharedSpans:
             return []
         if isinstance(item, EventBatch):
             return [self._builder.feed(item)]
-        if isinstance(item, proto.Gap):
+        if isinstance(item, Gap):
             self._builder.gap()
         elif isinstance(item, SegmentGap):
             return [self._builder.close(), item]
@@ -412,125 +380,3 @@ class Fanout:
         what is left in its buffer, then the error, then the end."""
         for sub in tuple(self._subs):
             sub._finish(error)
-
-
-class Pump:
-    """Two tasks in the session's nursery: one reads frames off the socket
-    (handing each to the frame subscribers), one decodes whatever has
-    arrived in a worker thread, which hands each item to the fan-out as
-    soon as it is made. Decoding runs only if some subscriber wanted
-    decoded items when the pump started."""
-
-    def __init__(self, session: Session, fanout: Fanout) -> None:
-        self._session = session
-        self._fanout = fanout
-        self._live = LiveDecoder(None, False)
-        self._meter = _GenerationMeter(session.limits.max_generation_bytes)
-        self._queued = 0
-        self._room = trio.Event()
-        self.decoding = False
-        self.started = False
-
-    async def run(self) -> None:
-        self.started = True
-        self.decoding = self._fanout.decoding
-        self._live = LiveDecoder(None, self._fanout.provisional)
-        raw_send, raw_recv = trio.open_memory_channel[object](256)
-        async with open_nursery() as nursery:
-            nursery.start_soon(self._read, raw_send)
-            if self.decoding:
-                await self._decode(raw_recv)
-                nursery.cancel_scope.cancel()  # after an error the reader may be waiting for room
-
-    async def _read(self, out: trio.MemorySendChannel[object]) -> None:
-        async with out:
-            try:
-                async for frame in self._session.chunks():
-                    await self._fanout.publish_frame(frame)
-                    if not self.decoding:
-                        continue
-                    self._meter.add(frame)
-                    await out.send(frame)
-                    self._queued += _size(frame)
-                    while self._queued > DECODE_QUEUE_BYTES:
-                        self._room = trio.Event()
-                        await self._room.wait()
-            except LivetraceError as e:
-                if not self.decoding:
-                    self._fanout.finish(e)
-                    return
-                await out.send(e)
-            if not self.decoding:
-                self._fanout.finish()
-
-    def _deliver(self, items: Iterator[Item], end: bool = False) -> None:
-        """In the worker thread: decode, select, and hand over one item at a
-        time (``end``: then the spans still open)."""
-        fan, counters = self._fanout, self._session.counters
-        for item in items:
-            if isinstance(item, EventBatch):
-                counters.events += len(item)
-            prepared = fan.prepare(item)
-            if prepared:
-                trio.from_thread.run(fan.deliver, prepared)
-        if end:
-            prepared = fan.prepare_end()
-            if prepared:
-                trio.from_thread.run(fan.deliver, prepared)
-        counters.largest_generation = self._live.largest_generation
-        counters.spans = fan.spans_built
-
-    async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
-        live = self._live
-        try:
-            async for first in frames:
-                items = [first]
-                while True:
-                    try:
-                        items.append(frames.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                error = next((i for i in items if isinstance(i, BaseException)), None)
-                if error is not None:
-                    items = items[: items.index(error)]
-                await trio.to_thread.run_sync(self._deliver, live.process(items))  # type: ignore[arg-type]  # the errors were cut off above: frames only
-                self._queued -= sum(map(_size, items))
-                self._room.set()
-                if error is not None:
-                    self._fanout.finish(error)
-                    return
-            await trio.to_thread.run_sync(self._deliver, live.finish(), True)
-            self._fanout.finish()
-        except LivetraceError as e:
-            self._fanout.finish(e)
-
-
-class _GenerationMeter:
-    """Bytes of the generation being received (of the segment, for a legacy
-    trace, which is decoded whole), against the cap on what is held for
-    one: a helper whose generation never ends must not take all memory."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self._gen = 0
-        self._size = 0
-
-    def add(self, frame: Frame) -> None:
-        if not isinstance(frame, proto.Chunk):
-            self._gen, self._size = 0, 0  # a gap or a segment's end: the next starts afresh
-            return
-        if frame.generation != self._gen and frame.generation != 0:
-            self._gen, self._size = frame.generation, 0
-        self._size += len(frame.data)
-        if self._size > self.cap:
-            what = f"generation {self._gen}" if self._gen else "the trace segment (a legacy trace is decoded whole)"
-            raise LimitExceededError(
-                f"{what} passed {self.cap / (1 << 20):g} MiB, the most this client holds for one generation "
-                "(--max-generation-mb, or connect(max_generation_bytes=...)); raise it if the service's "
-                "generations really are this large",
-                limit=self.cap,
-            )
-
-
-def _size(frame: object) -> int:
-    return len(frame.data) if isinstance(frame, proto.Chunk) else 0

@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from livetrace._errors import TraceFormatError
-from livetrace._protocol.frames import WindowGap
+from livetrace._items import WindowGap
 from livetrace._trace.decoder import Item
 from livetrace._trace.framing import LegacyTicks
 from livetrace._trace.model.batch import EventBatch

@@ -26,18 +26,14 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from livetrace._errors import TraceFormatError
-from livetrace._notice import Notice
-from livetrace._trace.legacy.live import LegacyLive, Provisional
+from livetrace._items import Notice, Provisional
+from livetrace._trace.legacy.live import LegacyLive
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.modern.decoder import ModernDecoder
-from livetrace._trace.version import HEADER_SIZE, header_size, sniff
-
-if TYPE_CHECKING:  # the protocol's frames (and construct) only on a live session's path
-    from livetrace._protocol.frames import Gap, SegmentEnd
+from livetrace._trace.version import HEADER_SIZE, TraceVersion, header_size, sniff
 
 Item = EventBatch | Provisional | Notice
 
@@ -54,6 +50,9 @@ class TraceDecoder(abc.ABC):
     """
 
     legacy: bool  # Go 1.21 and older, or gotrace
+    # The format the stream's header names: read once, by open_decoder, and
+    # passed down; None if the stream was too short to tell.
+    version: TraceVersion | None = None
 
     def feed(self, data: bytes, read_unix_ns: int | None = None) -> list[Item]:
         """``read_unix_ns``: when the bytes were read, for a live legacy
@@ -69,13 +68,18 @@ class TraceDecoder(abc.ABC):
     @abc.abstractmethod
     def close_iter(self) -> Iterator[Item]: ...
 
-    def gap(self, gap: Gap) -> Iterator[Item]:
-        """A live session's gap (the helper shed generations): what it
-        completes, then the gap; decoding goes on after it."""
-        yield gap
+    def gap(self, discard_generation: int | None = None) -> Iterator[Item]:
+        """A live session's gap (the helper shed generations): what the
+        decoder completes before it (the caller then gives the gap's
+        notice); decoding goes on after it. ``discard_generation``: the
+        shed generation whose chunks that already arrived are to be thrown
+        away (a :class:`Gap`'s ``first_generation`` if ``discard_received``)."""
+        return iter(())
 
-    def end_segment(self, end: SegmentEnd) -> Iterator[Item]:
-        """A live legacy segment is over and complete (segment mode)."""
+    def end_segment(self, stopped_unix_ns: int) -> Iterator[Item]:
+        """A live legacy segment is over and complete (segment mode), and
+        tracing stopped at ``stopped_unix_ns`` until the next segment's
+        first chunk was read."""
         return iter(())
 
     @abc.abstractmethod
@@ -94,12 +98,13 @@ class TraceDecoder(abc.ABC):
 class _Modern(TraceDecoder):
     legacy = False
 
-    def __init__(self, kinds: frozenset[Kind] | None, compiled: bool | None) -> None:
+    def __init__(self, kinds: frozenset[Kind] | None, compiled: bool | None, version: TraceVersion | None) -> None:
         self._kinds = kinds
         self._compiled = compiled
+        self.version = version
         self._header = b""  # to start afresh after a gap
         self._largest = 0
-        self._decoder = ModernDecoder(kinds, compiled=compiled)
+        self._decoder = ModernDecoder(kinds, compiled=compiled, version=version)
         self._ended = False  # the trace ended (end_trace), and the next has not begun
 
     def feed_iter(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[Item]:
@@ -116,18 +121,18 @@ class _Modern(TraceDecoder):
             yield from self._decoder.close_batches()
         self._largest = self.largest_generation
         self._header = b""
+        # The next trace (a pprof window) is a stream of its own: its header is read anew.
         self._decoder = ModernDecoder(self._kinds, compiled=self._compiled)
         self._ended = True
 
-    def gap(self, gap: Gap) -> Iterator[Item]:
+    def gap(self, discard_generation: int | None = None) -> Iterator[Item]:
         # Start afresh on the next generation, as a new first generation, as
         # Go's reader does for a flight-recorder snapshot.
-        yield from self._decoder.abandon_batches(gap.first_generation if gap.discard_received else None)
+        yield from self._decoder.abandon_batches(discard_generation)
         self._largest = self.largest_generation
-        self._decoder = ModernDecoder(self._kinds, compiled=self._compiled)
+        self._decoder = ModernDecoder(self._kinds, compiled=self._compiled, version=self._decoder.version)
         for _ in self._decoder.feed_batches(self._header):
             pass
-        yield gap
 
     @property
     def largest_generation(self) -> int:
@@ -137,8 +142,11 @@ class _Modern(TraceDecoder):
 class _Legacy(TraceDecoder):
     legacy = True
 
-    def __init__(self, kinds: frozenset[Kind] | None, compiled: bool | None, provisional: bool) -> None:
-        self._live = LegacyLive(kinds, provisional=provisional, compiled=compiled)
+    def __init__(
+        self, kinds: frozenset[Kind] | None, compiled: bool | None, provisional: bool, version: TraceVersion
+    ) -> None:
+        self.version = version
+        self._live = LegacyLive(kinds, provisional=provisional, compiled=compiled, version=version)
 
     def feed_iter(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[Item]:
         return self._live.feed(data, read_unix_ns) if data else iter(())
@@ -146,8 +154,8 @@ class _Legacy(TraceDecoder):
     def close_iter(self) -> Iterator[Item]:
         return self._live.end_segment(None)
 
-    def end_segment(self, end: SegmentEnd) -> Iterator[Item]:
-        return self._live.end_segment(end)
+    def end_segment(self, stopped_unix_ns: int) -> Iterator[Item]:
+        return self._live.end_segment(stopped_unix_ns)
 
     @property
     def largest_generation(self) -> int:
@@ -176,10 +184,12 @@ def open_decoder(
     """
     wanted = None if kinds is None else frozenset(kinds)
     size = header_size(header)
+    # The one place a stream's header is read: its version is passed down.
     # A stream too short for a header: the modern decoder says how, at close.
-    if len(header) >= size and sniff(header[:size]).is_legacy:
-        return _Legacy(wanted, compiled, provisional)
-    return _Modern(wanted, compiled)
+    version = sniff(header[:size]) if len(header) >= size else None
+    if version is not None and version.is_legacy:
+        return _Legacy(wanted, compiled, provisional, version)
+    return _Modern(wanted, compiled, version)
 
 
 def _collect(items: Iterator[Item]) -> list[Item]:

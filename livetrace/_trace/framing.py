@@ -16,7 +16,7 @@ from collections.abc import Callable
 from livetrace._trace.legacy.wire import LegacyReader, RawEvent, _Short
 from livetrace._trace.modern.wire import FrameReader
 from livetrace._trace.spec.legacy import EV_BATCH, EV_FREQUENCY, EV_STRING, EV_USER_LOG, layout
-from livetrace._trace.version import header_size, sniff
+from livetrace._trace.version import TraceVersion, header_size, sniff
 
 _VARINT = rb"[\x80-\xff]*[\x00-\x7f]"
 # Simple events skipped per regex match: a bound keeps the matcher's
@@ -33,8 +33,8 @@ class _LegacyFraming(LegacyReader):
     # The types the regex leaves to the reader: those that carry bytes.
     OWN: tuple[int, ...] = (EV_STRING, EV_USER_LOG)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, version: TraceVersion | None = None) -> None:
+        super().__init__(version)
         self._simple: re.Pattern[bytes] | None = None
 
     def seen(self, event: RawEvent) -> None:
@@ -95,16 +95,19 @@ class Framing:
     no Go wrote raises :class:`TraceFormatError`), then fed the rest in any
     pieces: :meth:`feed` raises :class:`TraceFormatError` where the shape
     breaks, :meth:`close` (at the stream's end) :class:`TruncatedTraceError`
-    unless it ended on a frame boundary."""
+    unless it ended on a frame boundary. ``version``: the format the header
+    names, where the caller read it already."""
 
-    def __init__(self, first: bytes) -> None:
+    def __init__(self, first: bytes, version: TraceVersion | None = None) -> None:
         self._reader: FrameReader | _LegacyFraming
         self._feed: Callable[[bytes], object]
-        if sniff(first[: header_size(first)]).is_legacy:
-            legacy = _LegacyFraming()
+        if version is None:
+            version = sniff(first[: header_size(first)])
+        if version.is_legacy:
+            legacy = _LegacyFraming(version)
             self._reader, self._feed = legacy, legacy.check
         else:
-            self._reader = FrameReader()
+            self._reader = FrameReader(version)
             self._feed = self._reader.feed
         self._feed(first)
 

@@ -29,9 +29,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from livetrace._protocol.frames import Gap, WindowGap
-from livetrace._session.subscribers import SubscriberGap
-from livetrace._trace.legacy.live import SegmentGap
+from livetrace._items import Gap, SegmentGap, SubscriberGap, WindowGap
 from livetrace._trace.model.batch import NARGS, EventBatch
 from livetrace._trace.model.events import METRIC_NAMES
 from livetrace._trace.model.tables import Tables

@@ -11,11 +11,9 @@ from typing import Any
 
 from livetrace._cli.render.dump import parsed_text
 from livetrace._cli.render.parts import GenerationParts, Maker, tables
-from livetrace._notice import Notice
-from livetrace._protocol.frames import Gap, TraceGap, WindowGap
+from livetrace._items import Gap, Notice, SegmentGap, SymbolsResolved, TraceGap, WindowGap
 from livetrace._protocol.text import json_safe, shown
 from livetrace._trace.accel import ccore, use_compiled
-from livetrace._trace.legacy.live import SegmentGap, SymbolsResolved
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.events import (
     GO_STATE_NAMES,

@@ -17,7 +17,7 @@ from livetrace._cli.render.gostr import go_quote
 from livetrace._cli.render.jsonl import frame_text, text_line, utf8
 from livetrace._cli.render.parts import GenerationParts, Maker, tables
 from livetrace._errors import TraceFormatError
-from livetrace._notice import Notice
+from livetrace._items import Notice
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, KIND_OF_CODE, Event, stack_frames

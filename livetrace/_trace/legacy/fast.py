@@ -104,12 +104,19 @@ def exact_events(
 
 
 def exact_stream(
-    data: bytes, kinds: frozenset[Kind] | None = None, compiled: bool | None = None, *, offset: int = 0, syncs: int = 0
+    data: bytes,
+    kinds: frozenset[Kind] | None = None,
+    compiled: bool | None = None,
+    *,
+    offset: int = 0,
+    syncs: int = 0,
+    version: TraceVersion | None = None,
 ) -> ExactStream:
     """``exact_events``, its batches made as they are taken. Any error is
-    raised here, before the first batch."""
+    raised here, before the first batch. ``version``: the format the
+    header names, where the caller read it already."""
     if use_compiled(compiled) and len(data) >= HEADER_SIZE:
-        ver = _version(data)
+        ver = version or _version(data)
         if ver in COMPILED_VERSIONS:
             res = core_stream(data, ver, kinds, offset, syncs)
             # (A trace naming its own strings where the conversion puts its

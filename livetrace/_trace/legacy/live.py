@@ -30,11 +30,9 @@ from __future__ import annotations
 import heapq
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import TypeVar, overload
 
-from livetrace._notice import Notice
-from livetrace._plural import plural
+from livetrace._items import Provisional, SegmentGap, SymbolsResolved
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.legacy.convert import ModelConverter, StackTable, blocked_syscalls
 from livetrace._trace.legacy.fast import BUILTIN, exact_stream
@@ -45,10 +43,7 @@ from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.legacy import EV_CPU_SAMPLE
-from livetrace._trace.version import TraceVersion
-
-if TYPE_CHECKING:  # the protocol's frames (and construct) only on a live session's path
-    from livetrace._protocol.frames import SegmentEnd
+from livetrace._trace.version import TraceVersion, header_size
 
 BATCH_EVENTS = 4096
 WINDOW_NS = 500_000_000  # the longest a provisional event waits for a P that has not caught up
@@ -58,58 +53,6 @@ WINDOW_NS = 500_000_000  # the longest a provisional event waits for a P that ha
 FILL_MARGIN = 2
 MAX_HELD = 1_000_000  # provisional events held for ordering, at most
 BUILTIN_STRINGS = 1 << 62  # ids of the strings the conversion adds, clear of the trace's own
-
-
-@dataclass(frozen=True)
-class Provisional:
-    """Events of a legacy trace before its footer, in time order but for
-    ``late`` events that arrived after later ones had already been delivered
-    (a quiet P's buffer can fill long after its first event). Times are
-    nanoseconds from the start of the first segment, estimated; stacks are
-    ids (their frames come with the footer)."""
-
-    events: EventBatch
-    segment: int
-    late: int = 0
-
-
-@dataclass(frozen=True)
-class SymbolsResolved(Notice):
-    """The footer of a legacy trace (or of one segment) arrived: its
-    ``events`` exact events, with resolved stacks, follow."""
-
-    segment: int
-    events: int
-    stacks: int
-    ticks_per_sec: int
-    estimated_ticks_per_sec: float | None  # what the clock estimate had made of it, if it had one
-
-    @property
-    def message(self) -> str:
-        est = self.estimated_ticks_per_sec
-        off = f", estimate {100 * (est / self.ticks_per_sec - 1):+.4f}%" if est else ""
-        return (
-            f"footer: symbols resolved, {plural(self.events, 'exact event')}, {plural(self.stacks, 'stack')}, "
-            f"{self.ticks_per_sec:,} ticks/s{off}"
-        )
-
-
-@dataclass(frozen=True)
-class SegmentGap(Notice):
-    """In segment mode, the runtime was not tracing between two segments."""
-
-    segment: int  # the segment that ended
-    stopped_unix_ns: int
-    resumed_unix_ns: int
-    why: str = "segment mode: the helper stopped and restarted the trace"
-
-    @property
-    def duration_ns(self) -> int:
-        return max(0, self.resumed_unix_ns - self.stopped_unix_ns)
-
-    @property
-    def message(self) -> str:
-        return f"not traced for {self.duration_ns / 1e6:.1f} ms: {self.why}"
 
 
 LegacyItem = EventBatch | Provisional | SymbolsResolved | SegmentGap
@@ -155,7 +98,10 @@ class LegacyLive:
     among those that took at most ``window_ns``; ``window_ns`` if none did.
     So a quiet P's buffer, filling slowly, holds the others back no longer
     than a busy P's buffer takes to fill. ``kinds`` keeps only events of
-    those kinds; without ``provisional``, only the exact events are made."""
+    those kinds; without ``provisional``, only the exact events are made.
+    ``version``: the format the trace's header names, where the caller read
+    it already (``open_decoder``); each segment that repeats that header
+    (all of a session's do) is read as that version."""
 
     def __init__(
         self,
@@ -164,7 +110,10 @@ class LegacyLive:
         max_held: int = MAX_HELD,
         provisional: bool = True,
         compiled: bool | None = None,
+        version: TraceVersion | None = None,
     ) -> None:
+        self._version = version
+        self._header = b""  # the header the version was read from, once the first chunk is in
         self._kinds = kinds
         self._provisional = provisional
         self._compiled = compiled
@@ -180,6 +129,7 @@ class LegacyLive:
         self._new_segment_state()
 
     def _new_segment_state(self) -> None:
+        self._segment_version: TraceVersion | None = None  # the version this segment's header names, if known
         self._chunks: list[bytes] = []  # the segment's bytes, for its exact decoding at the end
         self._times: list[int | None] = []  # when each chunk was read, while the compiled core decodes
         self._core: CoreProvisional | None = None  # the compiled provisional path, where it runs
@@ -244,9 +194,10 @@ class LegacyLive:
             if self._stopped is not None:
                 yield SegmentGap(self._segment - 1, self._stopped, read_unix_ns)
         self._chunks.append(data)
+        self._segment_version = self._known_version(data)
         if not self._provisional:
             return
-        ver = compiled_version(data) if use_compiled(self._compiled) else None
+        ver = compiled_version(data, self._segment_version) if use_compiled(self._compiled) else None
         if ver is not None:
             self._times.append(read_unix_ns)
             self._core = self._core_for(ver)
@@ -258,6 +209,20 @@ class LegacyLive:
         self._decoder = LegacyDecoder(keep=False)
         self._decoder.feed(data, read_unix_ns)
         self._converter_for(self._decoder)
+
+    def _known_version(self, data: bytes) -> TraceVersion | None:
+        """The version passed down for the trace, if ``data`` (a segment's
+        first chunk) begins with the header it was read from; else None,
+        and the segment's header is read where it is decoded."""
+        if self._version is None:
+            return None
+        if not self._header:  # the trace's first chunk: the header the version was read from
+            size = header_size(data)
+            if len(data) < size:  # fed in smaller pieces: every header is read where it is decoded
+                self._version = None
+                return None
+            self._header = data[:size]
+        return self._version if data.startswith(self._header) else None
 
     def _converter_for(self, dec: LegacyDecoder) -> None:
         """The provisional tables and converter, once the header is in."""
@@ -381,9 +346,10 @@ class LegacyLive:
             n_late = max(0, min(len(late) - i, BATCH_EVENTS))
             yield Provisional(EventBatch.from_events(self._table, events[i : i + BATCH_EVENTS]), self._segment, n_late)
 
-    def end_segment(self, end: SegmentEnd | None) -> Iterator[LegacyItem]:
-        """The segment's footer is in (``end`` None: the trace is over):
-        the rest of the provisional events, then the exact ones."""
+    def end_segment(self, stopped_unix_ns: int | None) -> Iterator[LegacyItem]:
+        """The segment's footer is in, and tracing stopped at
+        ``stopped_unix_ns`` (None: the trace is over): the rest of the
+        provisional events, then the exact ones."""
         if not self._chunks:
             return
         estimate = None
@@ -400,12 +366,14 @@ class LegacyLive:
         data = b"".join(self._chunks)
         self._chunks = [data]  # not twice over while it is decoded
         self.largest_segment = max(self.largest_segment, len(data))
-        if end is not None and use_compiled(self._compiled) and ccore is not None:
+        if stopped_unix_ns is not None and use_compiled(self._compiled) and ccore is not None:
             # A live session's segment, more to come: memory held to what one segment needs
             # (process-wide, so not for a trace's end: a file's decoding keeps glibc's policy).
             ccore.segment_memory()
         # (the compiled core converts a batch at a time, as they are taken)
-        exact = exact_stream(data, self._kinds, self._compiled, offset=self._offset, syncs=self._syncs)
+        exact = exact_stream(
+            data, self._kinds, self._compiled, offset=self._offset, syncs=self._syncs, version=self._segment_version
+        )
         self._syncs += 2
         yield SymbolsResolved(self._segment, exact.events, exact.stacks, exact.ticks_per_sec, estimate)
         if exact.table is not None:
@@ -415,6 +383,6 @@ class LegacyLive:
                 self._last_time = max(self._last_time, batch.times[-1])
             yield batch
         self._segment += 1
-        if end is not None:
-            self._stopped = end.stop_unix_ns
+        if stopped_unix_ns is not None:
+            self._stopped = stopped_unix_ns
         self._new_segment_state()

@@ -33,8 +33,11 @@ class GaveUp(Exception):
     must take the segment over (and report the error, if it is one)."""
 
 
-def compiled_version(first_chunk: bytes) -> TraceVersion | None:
-    """The trace's version if the compiled core reads it live, else None."""
+def compiled_version(first_chunk: bytes, version: TraceVersion | None = None) -> TraceVersion | None:
+    """The trace's version if the compiled core reads it live, else None.
+    ``version``: the one its header names, where the caller read it."""
+    if version is not None:
+        return version if version in COMPILED_VERSIONS else None
     if len(first_chunk) < HEADER_SIZE:
         return None
     try:

@@ -27,9 +27,11 @@ class _Short(Exception):
 
 class LegacyReader:
     """Cuts a legacy trace, fed in any pieces, into raw events; collects the
-    string table as it goes."""
+    string table as it goes. ``version``: the format the header names,
+    where the caller read it already; else the header is read here."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: TraceVersion | None = None) -> None:
+        self._known = version
         self._in = StreamBuffer()
         self.version: TraceVersion | None = None
         self.strings: dict[int, bytes] = {}
@@ -49,7 +51,7 @@ class LegacyReader:
             size = header_size(bytes(buf[pos : pos + HEADER_SIZE]))
             if end - pos < size:
                 return out
-            ver = sniff(bytes(buf[pos : pos + size]))
+            ver = self._known or sniff(bytes(buf[pos : pos + size]))
             if ver.is_modern:
                 raise UnsupportedTraceVersionError("a Go 1.22+ trace: decode it with the modern decoder", offset=0)
             self.version = ver

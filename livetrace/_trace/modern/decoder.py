@@ -266,11 +266,14 @@ class ModernDecoder:
     ``kinds`` keeps only events of those kinds (the rest are decoded, and
     checked, but never made). ``compiled`` chooses the implementation: the
     compiled core (True), the pure-Python twin (False) or the compiled core
-    when it was built (None).
+    when it was built (None). ``version``: the format the header names,
+    where the caller read it already (``open_decoder``).
     """
 
-    def __init__(self, kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None) -> None:
-        self._frames = FrameReader()
+    def __init__(
+        self, kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None, version: TraceVersion | None = None
+    ) -> None:
+        self._frames = FrameReader(version)
         self._asm: GenerationAssembler | None = None
         mask = kind_mask(None if kinds is None else frozenset(kinds))
         fast = use_compiled(compiled)

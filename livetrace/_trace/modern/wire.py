@@ -32,7 +32,7 @@ _OVERFLOW = "varint overflows a 64-bit integer"
 MAX_BATCH_SIZE = 1 << 16  # the parser's limit on a batch payload
 _LEGACY = (
     "this is a {} file, the legacy format of Go 1.5 to 1.21, which the modern decoder does not read: "
-    "decode it with livetrace.LegacyDecoder and livetrace.legacy_events (what `livetrace decode` does)"
+    "decode it with livetrace.open_decoder, which reads every format (what `livetrace decode` does)"
 )
 
 
@@ -84,10 +84,13 @@ def read_uvarint(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
 
 
 class FrameReader:
-    """Cuts a trace byte stream, fed in any pieces, into frames."""
+    """Cuts a trace byte stream, fed in any pieces, into frames. ``version``:
+    the format the stream's header names, where the caller sniffed it
+    already (``open_decoder``); else the header is read here."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: TraceVersion | None = None) -> None:
         self._in = StreamBuffer()
+        self._known = version
         self.version: TraceVersion | None = None
 
     @property
@@ -108,7 +111,7 @@ class FrameReader:
         if self.version is None:
             if end - pos < HEADER_SIZE:
                 return frames
-            self.version = modern_version(bytes(buf[pos : pos + HEADER_SIZE]))
+            self.version = self._known or modern_version(bytes(buf[pos : pos + HEADER_SIZE]))
             pos += HEADER_SIZE
         base = self._in.base
         end_of_generation = self.version.has_end_of_generation

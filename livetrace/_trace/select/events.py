@@ -18,8 +18,8 @@ import re
 from array import array
 from collections.abc import Collection, Iterable
 
+from livetrace._items import Provisional
 from livetrace._trace.accel import ccore, use_compiled
-from livetrace._trace.legacy.live import Provisional
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch, kind_mask
 from livetrace._trace.model.events import KIND_OF_CODE, STACK_ARG, Kind
 from livetrace._trace.model.tables import Tables

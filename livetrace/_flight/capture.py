@@ -1,10 +1,10 @@
-"""Writing a dump: the kept trace, and a JSON file beside it saying why.
+"""Writing a capture: the kept trace, and a JSON file beside it saying why.
 
 Plain blocking file I/O, run off the event path (the recorder calls it in
 a worker thread). Every file is written through livetrace._outfile: under
 a temporary name in the output directory, renamed into place when whole
 (mode 0666 less the umask), so that a stop, a crash or a full disk never
-leaves a partial dump under a final name, and nothing another user plants
+leaves a partial capture under a final name, and nothing another user plants
 there is followed; the JSON goes last, so a JSON file means its traces are
 there.
 """
@@ -29,17 +29,17 @@ from livetrace._outfile import write_atomic
 from livetrace._trace.model.events import Event, StackFrame
 from livetrace._trace.spans.model import Span
 
-# A dump's JSON file name: <UTC time>-<trigger>[_N].json (the traces share its stem; _N, from 2,
-# when a dump of the same trigger in the same millisecond is there already).
-DUMP_NAME = re.compile(r"^\d{8}T\d{6}\.\d{3}Z-[A-Za-z0-9.-]+(_\d+)?\.json$")
-# How many of the firings that joined a dump its JSON lists (it counts them all).
+# A capture's JSON file name: <UTC time>-<trigger>[_N].json (the traces share its stem; _N, from 2,
+# when a capture of the same trigger in the same millisecond is there already).
+CAPTURE_NAME = re.compile(r"^\d{8}T\d{6}\.\d{3}Z-[A-Za-z0-9.-]+(_\d+)?\.json$")
+# How many of the firings that joined a capture its JSON lists (it counts them all).
 JOINED_LISTED = 100
 
 
-class DumpWriteError(Exception):
-    """A dump could not be written: ``path`` is the file (or directory) that
+class CaptureWriteError(Exception):
+    """A capture could not be written: ``path`` is the file (or directory) that
     failed, ``errno`` and ``strerror`` the system's error (or the writer's
-    own, with errno None). Nothing of the dump is left under a final name."""
+    own, with errno None). Nothing of the capture is left under a final name."""
 
     def __init__(self, path: Path, error: OSError | LivetraceError) -> None:
         self.path = path
@@ -48,8 +48,8 @@ class DumpWriteError(Exception):
         super().__init__(f"{path}: {self.strerror}")
 
 
-class DumpAbandoned(Exception):
-    """The recorder stopped while a dump was being written: what it had
+class CaptureAbandoned(Exception):
+    """The recorder stopped while a capture was being written: what it had
     written is removed."""
 
 
@@ -69,8 +69,8 @@ class Firing:
 
 
 @dataclass(frozen=True)
-class Dump:
-    """A dump written: its trace files (one on Go 1.22+; on older Go one per
+class Capture:
+    """A capture written: its trace files (one on Go 1.22+; on older Go one per
     kept segment, each a complete trace), the JSON beside them, and what
     they cover."""
 
@@ -176,7 +176,7 @@ def _joined(f: Firing) -> dict[str, Any]:
 
 
 def describe(
-    dump_stem: str,
+    capture_stem: str,
     firing: Firing,
     snap: Snapshot,
     names: list[str],
@@ -185,7 +185,7 @@ def describe(
     joined: Sequence[Firing] = (),
     joined_count: int = 0,
 ) -> dict[str, Any]:
-    """The JSON beside a dump."""
+    """The JSON beside a capture."""
     f = firing
     unit = snap.layout.unit  # "generation", "segment" or "window": what a unit's number counts
     units = [
@@ -239,7 +239,7 @@ def _write_atomic(path: Path, parts: Iterable[bytes]) -> None:
 def _until(parts: Iterable[bytes], stop: Callable[[], bool] | None) -> Iterator[bytes]:
     for p in parts:
         if stop is not None and stop():
-            raise DumpAbandoned
+            raise CaptureAbandoned
         yield p
 
 
@@ -247,10 +247,10 @@ def _write(path: Path, parts: Iterable[bytes], stop: Callable[[], bool] | None) 
     try:
         _write_atomic(path, _until(parts, stop))
     except (OSError, LivetraceError) as e:
-        raise DumpWriteError(path, e) from e
+        raise CaptureWriteError(path, e) from e
 
 
-def write_dump(
+def write_capture(
     out_dir: Path,
     firing: Firing,
     snap: Snapshot,
@@ -259,17 +259,17 @@ def write_dump(
     joined: Sequence[Firing] = (),
     joined_count: int = 0,
     stop: Callable[[], bool] | None = None,
-) -> Dump:
+) -> Capture:
     """Write the snapshot's traces and the JSON beside them; see the module's
-    docstring. The files share a stem no file in out_dir has yet (a dump
-    never overwrites another), and a dump that fails part way removes the
-    traces it had written. ``joined`` are firings that joined this dump
-    (``joined_count`` of them in all). Raises :class:`DumpWriteError` if a
-    file cannot be written, and :class:`DumpAbandoned` once ``stop()`` is true."""
+    docstring. The files share a stem no file in out_dir has yet (a capture
+    never overwrites another), and a capture that fails part way removes the
+    traces it had written. ``joined`` are firings that joined this capture
+    (``joined_count`` of them in all). Raises :class:`CaptureWriteError` if a
+    file cannot be written, and :class:`CaptureAbandoned` once ``stop()`` is true."""
     try:
         base = unique_stem(out_dir, firing)
     except OSError as e:
-        raise DumpWriteError(out_dir / f"{stem(firing)}.trace", e) from e
+        raise CaptureWriteError(out_dir / f"{stem(firing)}.trace", e) from e
     traces = snap.traces()
     names = [f"{base}.trace" if i == 0 else f"{base}.{i + 1}.trace" for i in range(len(traces))]
     paths = tuple(out_dir / n for n in names)
@@ -286,7 +286,7 @@ def write_dump(
             with contextlib.suppress(OSError):
                 p.unlink()
         raise
-    return Dump(
+    return Capture(
         firing,
         paths,
         json_path,
@@ -300,21 +300,21 @@ def write_dump(
 
 
 def prune(out_dir: Path, max_files: int) -> list[Path]:
-    """Keep the newest ``max_files`` dumps in out_dir (by their names, which
+    """Keep the newest ``max_files`` captures in out_dir (by their names, which
     sort by time): remove the older ones' JSON and traces. Only files named
     as this recorder names them are touched. Returns what was removed. The
-    recorder prunes to one fewer before writing a dump, so that a full disk
+    recorder prunes to one fewer before writing a capture, so that a full disk
     gets the room first."""
-    dumps = sorted(p for p in out_dir.iterdir() if DUMP_NAME.match(p.name))
+    captures = sorted(p for p in out_dir.iterdir() if CAPTURE_NAME.match(p.name))
     removed: list[Path] = []
-    for j in dumps[: max(0, len(dumps) - max_files)]:
+    for j in captures[: max(0, len(captures) - max_files)]:
         base = j.name[: -len(".json")]
         traces = [
             p
             for p in out_dir.iterdir()
             if p.name == f"{base}.trace" or re.fullmatch(re.escape(base) + r"\.\d+\.trace", p.name)
         ]
-        for p in [*traces, j]:  # the JSON last: while it is there, the dump is
+        for p in [*traces, j]:  # the JSON last: while it is there, the capture is
             try:
                 p.unlink()
                 removed.append(p)

@@ -1,12 +1,12 @@
-"""The flight recorder's dumps, one at a time (trio).
+"""The flight recorder's captures, one at a time (trio).
 
-A trigger that fires while a dump is pending (waiting for its tail, or being
+A trigger that fires while a capture is pending (waiting for its tail, or being
 written) joins it instead of starting another, so however often triggers
-fire, one dump is in the works at a time. The files are written in a worker
-thread (dump.py). A dump that cannot be written is reported, with the path,
+fire, one capture is in the works at a time. The files are written in a worker
+thread (capture.py). A capture that cannot be written is reported, with the path,
 and the recorder goes on: a full disk is retried with backoff (``--max-files``
-pruned first, each time), any other error gives that dump up. Once the
-session ends, the pending dump is written with the tail it has within
+pruned first, each time), any other error gives that capture up. Once the
+session ends, the pending capture is written with the tail it has within
 ``finish_within`` seconds, or abandoned, and said so.
 """
 
@@ -23,49 +23,49 @@ from pathlib import Path
 import trio
 
 from livetrace._errors import OutputPathError
-from livetrace._flight.dump import (
+from livetrace._flight.capture import (
     JOINED_LISTED,
-    Dump,
-    DumpAbandoned,
-    DumpWriteError,
+    Capture,
+    CaptureAbandoned,
+    CaptureWriteError,
     Firing,
     prune,
-    write_dump,
+    write_capture,
 )
 from livetrace._flight.ring import FlightRing, Snapshot
-from livetrace._session.nursery import open_nursery
+from livetrace._nursery import open_nursery
 
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 FIRST_RETRY = 1.0
 MAX_RETRY = 30.0
-# After the session ends (a stop, say), the most a pending dump gets to be written.
+# After the session ends (a stop, say), the most a pending capture gets to be written.
 FINISH_WITHIN = 5.0
 
 
 @dataclass
 class FlightState:
-    """What outlives one session: the cooldown, the counts, the dumps
+    """What outlives one session: the cooldown, the counts, the captures
     written. Pass it to the next :class:`FlightRecorder` after re-attaching.
-    Every trigger that fired is counted once: ``fired`` (started a dump),
-    ``joined`` or ``suppressed``; every dump started once: written (in
-    ``dumps``), ``failed``, ``abandoned`` or ``empty``, or still pending."""
+    Every trigger that fired is counted once: ``fired`` (started a capture),
+    ``joined`` or ``suppressed``; every capture started once: written (in
+    ``captures``), ``failed``, ``abandoned`` or ``empty``, or still pending."""
 
     last_fire: float = -math.inf  # trio time
-    fired: int = 0  # triggers that fired and started a dump
-    joined: int = 0  # fired while a dump was pending: joined it
-    suppressed: int = 0  # fired within the cooldown after a dump: no dump
-    dumps: list[Dump] = field(default_factory=list)
-    failed: int = 0  # dumps given up on an error (reported with the path)
-    abandoned: int = 0  # dumps not written by the bound after the session ended
-    empty: int = 0  # dumps with nothing to write (no whole generation kept yet)
+    fired: int = 0  # triggers that fired and started a capture
+    joined: int = 0  # fired while a capture was pending: joined it
+    suppressed: int = 0  # fired within the cooldown after a capture: no capture
+    captures: list[Capture] = field(default_factory=list)
+    failed: int = 0  # captures given up on an error (reported with the path)
+    abandoned: int = 0  # captures not written by the bound after the session ended
+    empty: int = 0  # captures with nothing to write (no whole generation kept yet)
     removed: int = 0  # files removed by max_files
 
 
 @dataclass(frozen=True)
-class DumpFailure:
-    """A dump that could not be written (yet): ``path`` is the file or
+class CaptureFailure:
+    """A capture that could not be written (yet): ``path`` is the file or
     directory that failed, ``reason`` what went wrong in words. ``retry_in``
-    is the seconds until the next try (a full disk), or None: the dump is
+    is the seconds until the next try (a full disk), or None: the capture is
     given up (``abandoned``: because the recorder stopped)."""
 
     firing: Firing
@@ -77,12 +77,12 @@ class DumpFailure:
 
 
 def check_out_dir(path: Path) -> None:
-    """Raise :class:`OutputPathError` unless dumps can be written to ``path``."""
+    """Raise :class:`OutputPathError` unless captures can be written to ``path``."""
     if not path.is_dir():
         what = "is not a directory" if path.exists() else "does not exist"
-        raise OutputPathError(f"cannot write dumps to {path}: it {what}; create the directory first")
+        raise OutputPathError(f"cannot write captures to {path}: it {what}; create the directory first")
     if not os.access(path, os.W_OK | os.X_OK):
-        raise OutputPathError(f"cannot write dumps to {path}: the directory is not writable")
+        raise OutputPathError(f"cannot write captures to {path}: the directory is not writable")
 
 
 @dataclass
@@ -93,12 +93,12 @@ class _Pending:
     joined_count: int = 0  # before the snapshot: their spans are in it
     late: int = 0  # after the snapshot
     snapped: bool = False
-    failure: DumpFailure | None = None  # the last try's
+    failure: CaptureFailure | None = None  # the last try's
 
 
-class Dumper:
-    """Runs the dumps of one :class:`FlightRecorder`; ``wait_tail`` waits
-    for a dump's tail and says whether it was cut short."""
+class CaptureWriter:
+    """Runs the captures of one :class:`FlightRecorder`; ``wait_tail`` waits
+    for a capture's tail and says whether it was cut short."""
 
     def __init__(
         self,
@@ -110,8 +110,8 @@ class Dumper:
         max_files: int | None,
         state: FlightState,
         wait_tail: Callable[[], Awaitable[bool]],
-        on_dump: Callable[[Dump], object],
-        on_error: Callable[[DumpFailure], object] | None,
+        on_capture: Callable[[Capture], object],
+        on_error: Callable[[CaptureFailure], object] | None,
         finish_within: float = FINISH_WITHIN,
     ) -> None:
         self.ring = ring
@@ -122,7 +122,7 @@ class Dumper:
         self.state = state
         self.finish_within = finish_within
         self._wait_tail = wait_tail
-        self._on_dump = on_dump
+        self._on_capture = on_capture
         self._on_error = on_error
         self._pending: _Pending | None = None
         self._wake = trio.Event()
@@ -132,12 +132,12 @@ class Dumper:
 
     @property
     def pending(self) -> int:
-        """Dumps waiting for their tail or being written: 0 or 1."""
+        """Captures waiting for their tail or being written: 0 or 1."""
         return 0 if self._pending is None else 1
 
     def fire(self, firing: Firing, pin: int) -> bool:
-        """Start a dump, join the pending one, or count the firing as in the
-        cooldown. Returns whether a dump was started."""
+        """Start a capture, join the pending one, or count the firing as in the
+        cooldown. Returns whether a capture was started."""
         st, p = self.state, self._pending
         if self._closed.is_set():
             return False
@@ -162,20 +162,20 @@ class Dumper:
         return True
 
     def close(self) -> None:
-        """The session ended: no dump starts now; the pending one is written
+        """The session ended: no capture starts now; the pending one is written
         with the tail it has, or abandoned after ``finish_within``."""
         self._closed.set()
         self._wake.set()
 
     def abandon(self) -> None:
-        """Give the pending dump up now (a second Ctrl-C): a file being
+        """Give the pending capture up now (a second Ctrl-C): a file being
         written is removed at its next piece."""
         self._stop.set()
         if self._scope is not None:
             self._scope.cancel()
 
     async def run(self) -> None:
-        """Write dumps as they are started until :meth:`close`, and the pending one after it."""
+        """Write captures as they are started until :meth:`close`, and the pending one after it."""
         async with open_nursery() as nursery:
             nursery.start_soon(self._deadline)
             while True:
@@ -187,7 +187,7 @@ class Dumper:
                     self._wake = trio.Event()
                     continue
                 try:
-                    await self._dump(p)
+                    await self._capture(p)
                 finally:
                     self._pending = None
             nursery.cancel_scope.cancel()
@@ -197,10 +197,10 @@ class Dumper:
         await trio.sleep(self.finish_within)
         self.abandon()
 
-    async def _dump(self, p: _Pending) -> None:
+    async def _capture(self, p: _Pending) -> None:
         st = self.state
         pinned = True
-        dump: Dump | None = None
+        capture: Capture | None = None
         with trio.CancelScope() as scope:
             self._scope = scope
             if self._stop.is_set():
@@ -214,28 +214,30 @@ class Dumper:
                 if not snap.units:
                     st.empty += 1  # nothing whole kept yet (it fired in the first generation)
                     return
-                dump = await self._write(p, snap, tail_cut)
-                if dump is None:
+                capture = await self._write(p, snap, tail_cut)
+                if capture is None:
                     st.failed += 1
                     return
-            except DumpAbandoned:
+            except CaptureAbandoned:
                 pass
             finally:
                 self._scope = None
                 if pinned:
                     self.ring.unpin(p.pin)
-        if dump is None:  # abandoned (the stop's bound, or a second Ctrl-C)
+        if capture is None:  # abandoned (the stop's bound, or a second Ctrl-C)
             st.abandoned += 1
             last = p.failure
             why = "" if last is None else f" ({last.reason})"
             path = self.out_dir if last is None else last.path
-            self._report(DumpFailure(p.firing, path, f"not written when the recorder stopped{why}", False, None, True))
+            self._report(
+                CaptureFailure(p.firing, path, f"not written when the recorder stopped{why}", False, None, True)
+            )
             return
-        dump = replace(dump, joined_late=p.late)
-        st.dumps.append(dump)
-        self._on_dump(dump)
+        capture = replace(capture, joined_late=p.late)
+        st.captures.append(capture)
+        self._on_capture(capture)
 
-    async def _write(self, p: _Pending, snap: Snapshot, tail_cut: bool) -> Dump | None:
+    async def _write(self, p: _Pending, snap: Snapshot, tail_cut: bool) -> Capture | None:
         """Prune, then write; retry a full disk. None if given up."""
         delay = FIRST_RETRY
         while True:
@@ -243,7 +245,7 @@ class Dumper:
                 if self.max_files is not None:
                     self.state.removed += len(await trio.to_thread.run_sync(self._prune))
                 return await trio.to_thread.run_sync(
-                    write_dump,
+                    write_capture,
                     self.out_dir,
                     p.firing,
                     snap,
@@ -253,12 +255,12 @@ class Dumper:
                     p.joined_count,
                     self._stop.is_set,
                 )
-            except DumpWriteError as e:
+            except CaptureWriteError as e:
                 full = e.errno in DISK_FULL
                 reason = e.strerror + (
                     ": the disk is full" if full else self._gone() if e.errno == errno.ENOENT else ""
                 )
-                p.failure = DumpFailure(p.firing, e.path, reason, full, delay if full else None)
+                p.failure = CaptureFailure(p.firing, e.path, reason, full, delay if full else None)
                 self._report(p.failure)
                 if not full:
                     return None
@@ -270,11 +272,11 @@ class Dumper:
         try:
             return prune(self.out_dir, self.max_files - 1)  # before writing: room for this one
         except OSError as e:
-            raise DumpWriteError(Path(e.filename) if e.filename else self.out_dir, e) from e
+            raise CaptureWriteError(Path(e.filename) if e.filename else self.out_dir, e) from e
 
     def _gone(self) -> str:
         return "" if self.out_dir.is_dir() else f": the directory {self.out_dir} is gone"
 
-    def _report(self, f: DumpFailure) -> None:
+    def _report(self, f: CaptureFailure) -> None:
         if self._on_error is not None:
             self._on_error(f)
