@@ -21,6 +21,7 @@ from livetrace._cli.render.jsonl import provisional_dict, utf8
 from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._errors import TraceFormatError
 from livetrace._items import Provisional
+from livetrace._protocol.text import json_safe
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.live import LegacyLive, _LiveStrings
 from livetrace._trace.legacy.live_core import CoreProvisional, GaveUp, compiled_version
@@ -177,7 +178,7 @@ def odd_json_lines(data: bytes) -> Counter[str]:
         assert table is not None
         odd = odd_tables(table, odd, k)
         batch = EventBatch(odd, len(item.events), tuple(bytes(c) for c in item.events.columns()))
-        want = utf8("".join(json.dumps(provisional_dict(e), ensure_ascii=False) + "\n" for e in batch))
+        want = utf8("".join(json_safe(json.dumps(provisional_dict(e), ensure_ascii=False)) + "\n" for e in batch))
         got = b"".join(encoder.encode(batch))
         assert got == want, f"batch {k}"
         for line in got.splitlines():
