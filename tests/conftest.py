@@ -6,35 +6,71 @@ skips its tests elsewhere.
 
 Markers (registered in pyproject.toml): `slow` for anything that needs Go or
 runs long, `go` for tests that run Go's tools but no Go service (every `go`
-test is also `slow`), `compiled_core` for tests that need the compiled core.
-`-m "not slow"` must stay free of Go, so a test that reaches for a
-toolchain without `slow`, or starts a service under `go`, fails and says
-which mark it needs.
+test is also `slow`), `twin` for the comparisons of the two decoder cores
+over whole corpora (every `twin` test is also `slow` and `once`), `once` for
+tests whose outcome does not depend on which core the pass runs (skipped on
+the pure-Python twin's pass), `compiled_core` for tests that need the
+compiled core. `-m "not slow"` must stay free of Go, so a test that reaches
+for a toolchain without `slow`, or starts a service under `go`, fails and
+says which mark it needs.
+
+Hypothesis runs a profile: `dev` (few examples, the inner loop's) unless
+LIVETRACE_HYPOTHESIS_PROFILE or CI says `ci` (the full counts); a property
+that needs more than the profile's count asks for examples(n).
+
+The suite runs under pytest-xdist (dev.py passes -n): what the workers share
+(Go builds, demo recordings) is made once, under a file lock.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Generator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from livetrace._go.demo import DemoProcess, run_demo
 from livetrace._go.toolchain import build_demo, go_env
 from livetrace._trace import accel
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
+# This pass decodes with the pure-Python twin (accel.py reads the same variable).
+PURE_PASS = os.environ.get("LIVETRACE_PURE_PYTHON") == "1"
+
+# Hypothesis: `ci` runs CI_EXAMPLES examples of a property that names no
+# count, `dev` (the inner loop) a tenth as many; examples(n) scales a
+# property's own count alike. The examples decode whole traces on a loaded
+# two-core machine: no deadline, and slow data is no failure.
+CI_EXAMPLES = 200
+for _profile, _examples in [("ci", CI_EXAMPLES), ("dev", CI_EXAMPLES // 10)]:
+    settings.register_profile(
+        _profile, max_examples=_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+HYPOTHESIS_PROFILE = os.environ.get("LIVETRACE_HYPOTHESIS_PROFILE") or ("ci" if IN_CI else "dev")
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(ci: int) -> int:
+    """A property's example count: ci under the `ci` profile, as many
+    fewer under another as its default count is (at least one)."""
+    return max(1, round(ci * settings().max_examples / CI_EXAMPLES))
+
+
 # The toolchains whose recordings are checked by their own go tool trace,
 # and every toolchain the Go helper must build and serve with.
 GO_VERSIONS = ["1.26", "1.21", "1.19"]
@@ -63,8 +99,27 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.get_closest_marker("go") and not item.get_closest_marker("slow"):
+        if item.get_closest_marker("twin") or item.get_closest_marker("compiled_core"):
+            # It names the core it runs (both, to compare them, or the
+            # compiled one), whichever the pass: the compiled pass runs it.
+            item.add_marker(pytest.mark.once)
+        if (item.get_closest_marker("go") or item.get_closest_marker("twin")) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+# Go's legacy stress traces (300-400 KB each) take seconds each to decode,
+# and longer to compare, on both cores.
+STRESS_BYTES = 300_000
+
+
+def twin_on_stress(values: Iterable[T], size: Callable[[T], int]) -> list[Any]:
+    """values as parameters (a tuple for several), those whose trace is a
+    stress trace (size in bytes) marked `twin`: the inner loop compares the
+    cores on the other, smaller traces, and CI on all."""
+    return [
+        pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.twin) if size(v) > STRESS_BYTES else v
+        for v in values
+    ]
 
 
 def _why_no_compiled_core() -> str | None:
@@ -82,10 +137,10 @@ NO_COMPILED_CORE = _why_no_compiled_core()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("once") and os.environ.get("LIVETRACE_PURE_PYTHON"):
-        # Its outcome does not depend on which decoder runs; the compiled
-        # core's pass has run it, and CI's time is better spent elsewhere.
-        pytest.skip("a helper or plumbing test: run on the compiled core's pass only")
+    if item.get_closest_marker("once") and PURE_PASS:
+        # Its outcome does not depend on which core this pass decodes with
+        # (plumbing, or a comparison of both cores): the compiled pass ran it.
+        pytest.skip("does not depend on the pass's core: runs on the compiled core's pass only")
     if item.get_closest_marker("compiled_core") and NO_COMPILED_CORE:
         if IN_CI:
             pytest.fail(NO_COMPILED_CORE, pytrace=False)
@@ -128,6 +183,24 @@ def _go_binary(version: str) -> Path:
     return Path(path)
 
 
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file path (made if missing): one
+    process at a time, such as pytest-xdist's workers, each of which
+    would otherwise make what they share (a Go build) for itself."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield  # closing the file lets go of the lock
+
+
+def shared_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory of this run's that its xdist workers share (the
+    process's own without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def demo_exe(version: str) -> Path:
     _needs_mark("builds a Go program", "slow")
     return _demo_exe(version)
@@ -135,7 +208,9 @@ def demo_exe(version: str) -> Path:
 
 @cache
 def _demo_exe(version: str) -> Path:
-    return build_demo(_go_binary(version), ROOT / ".cache" / "demo-builds")
+    out = ROOT / ".cache" / "demo-builds"
+    with locked(out / f".lock-{version}"):  # one build; other workers then find it made
+        return build_demo(_go_binary(version), out)
 
 
 @asynccontextmanager
@@ -219,16 +294,31 @@ def record_demo_traces(versions: Sequence[str], out: Path, seconds: float) -> di
     return traces
 
 
+def shared_demo_traces(
+    tmp_path_factory: pytest.TempPathFactory, name: str, versions: Sequence[str], seconds: float
+) -> dict[str, Path]:
+    """record_demo_traces, once in a run: the first xdist worker to ask
+    records, the others wait for it and read what it made."""
+    out = shared_tmp(tmp_path_factory) / name
+    made = out / "traces.json"
+    with locked(out.with_name(f"{name}.lock")):
+        if not made.exists():
+            out.mkdir(exist_ok=True)
+            traces = record_demo_traces(versions, out, seconds)
+            made.write_text(json.dumps({v: str(p) for v, p in traces.items()}))
+        return {v: Path(p) for v, p in json.loads(made.read_text()).items()}
+
+
 @pytest.fixture(scope="session")
 def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Every modern toolchain, 2.5 s: at least two generations."""
-    return record_demo_traces(MODERN_VERSIONS, tmp_path_factory.mktemp("demo-traces"), 2.5)
+    return shared_demo_traces(tmp_path_factory, "demo-traces", MODERN_VERSIONS, 2.5)
 
 
 @pytest.fixture(scope="session")
 def legacy_demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Go 1.19 and 1.21 (legacy traces), 1 s."""
-    return record_demo_traces(["1.19", "1.21"], tmp_path_factory.mktemp("legacy-demo"), 1.0)
+    return shared_demo_traces(tmp_path_factory, "legacy-demo", ["1.19", "1.21"], 1.0)
 
 
 def go_dump(path: Path, mode: str) -> tuple[int, str, str]:

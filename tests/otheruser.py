@@ -55,12 +55,16 @@ def _ensure() -> OtherUser | str:
         useradd = shutil.which("useradd") or "/usr/sbin/useradd"
         if not Path(useradd).exists():
             return "no useradd here to create a second user"
-        subprocess.run(
+        made = subprocess.run(
             [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", NAME],
-            check=True,
+            check=False,
             capture_output=True,
+            text=True,
         )
-        entry = pwd.getpwnam(NAME)
+        try:  # made now, here or by another xdist worker at the same moment
+            entry = pwd.getpwnam(NAME)
+        except KeyError:
+            raise RuntimeError(f"useradd {NAME} failed: {made.stderr.strip()}") from None
     return OtherUser(entry.pw_name, entry.pw_uid, entry.pw_gid)
 
 

@@ -4,6 +4,7 @@ suite's toolchains, run as a child process, stopped on the way out."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,7 +16,7 @@ import trio
 
 from livetrace._go.demo import first_line
 from livetrace._go.toolchain import go_env
-from tests.conftest import ROOT, go_binary
+from tests.conftest import ROOT, go_binary, locked
 
 SOURCE = ROOT / "tests" / "goprogs" / "plainsvc"
 
@@ -35,13 +36,17 @@ def plain_exe(version: str) -> Path:
 @cache
 def _build(go: Path) -> Path:
     out = ROOT / ".cache" / "plainsvc-builds"
-    out.mkdir(parents=True, exist_ok=True)
     version = subprocess.run([str(go), "env", "GOVERSION"], capture_output=True, text=True, check=True).stdout.strip()
     exe = out / f"plainsvc-{version}"
-    proc = subprocess.run(
-        [str(go.absolute()), "build", "-o", str(exe), "."], cwd=SOURCE, env=go_env(), capture_output=True, text=True
-    )
-    assert proc.returncode == 0, f"building plainsvc with {go} failed:\n{proc.stderr}"
+    # Each run builds afresh (the sources may have changed), but not over a
+    # copy that another xdist worker is running: one at a time, and by rename.
+    with locked(out / f".lock-{version}"):
+        tmp = exe.with_name(f"{exe.name}.tmp{os.getpid()}")
+        proc = subprocess.run(
+            [str(go.absolute()), "build", "-o", str(tmp), "."], cwd=SOURCE, env=go_env(), capture_output=True, text=True
+        )
+        assert proc.returncode == 0, f"building plainsvc with {go} failed:\n{proc.stderr}"
+        os.replace(tmp, exe)
     return exe
 
 

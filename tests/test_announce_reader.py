@@ -13,6 +13,9 @@ import pytest
 
 from livetrace._attach.announce import read_announcements, runtime_dir
 
+# Announce records: no decoding, so the twin's pass would only repeat them.
+pytestmark = pytest.mark.once
+
 # No process has this pid: it is above any pid_max Linux allows.
 NO_SUCH_PID = 2**31 - 1
 

@@ -35,8 +35,11 @@ from livetrace._errors import (
 )
 from livetrace._go.toolchain import go_env
 
-from .conftest import ALL_GO_VERSIONS, IN_CI, ROOT, demo_exe, go_binary
+from .conftest import ALL_GO_VERSIONS, IN_CI, ROOT, demo_exe, examples, go_binary
 from .elfbuild import Layout, build_elf, wrap_modinfo
+
+# Reading build information: no decoding, so the twin's pass would only repeat it.
+pytestmark = pytest.mark.once
 
 # ---------------------------------------------------------------- binaries on disk
 
@@ -507,7 +510,7 @@ def test_real_binary_truncated_at_interesting_offsets() -> None:
 _mutable: dict[Path, bytearray] = {}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.data())
 def test_real_binary_bytes_flipped(data: st.DataObject) -> None:
     """A byte changed in the ELF header, a program or section header, or
@@ -530,7 +533,7 @@ def test_real_binary_bytes_flipped(data: st.DataObject) -> None:
         assert got == read_build_info(original)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500))
 @given(st.data())
 def test_written_elf_mutated(data: st.DataObject) -> None:
     """Any layout, a few bytes anywhere replaced: a result or a typed error."""

@@ -12,7 +12,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import livetrace
@@ -25,15 +25,13 @@ from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.wire import record_columns
 
 from . import textform
+from .conftest import examples
 from .mutate import mutate
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_TESTS = [t for t in textform.all_tests() if t.data]
 # Both implementations are tested here, whichever the run is on: once is enough.
-pytestmark = pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-    reason="compares both implementations; runs on the compiled core's pass",
-)
+pytestmark = pytest.mark.once
 # Skips where the core was not built (fails in CI): see conftest.py.
 needs_core = pytest.mark.compiled_core
 
@@ -74,6 +72,7 @@ def test_compiled_dispatch_is_the_twins() -> None:
     assert (ccore.NARGS, ccore.NEXTRA) == (NARGS, NEXTRA)
 
 
+@pytest.mark.slow  # stubtest type-checks from scratch: seconds of CPU
 @needs_core
 def test_stub_describes_the_compiled_module(tmp_path: Path) -> None:
     """_ccore.pyi, which types the C module for the type checker, has what
@@ -121,7 +120,7 @@ def test_twins_agree_on_go_text_form_tests(t: textform.TextTrace) -> None:
 
 
 @needs_core
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400))
 @given(st.data())
 def test_twins_agree_on_mutated_traces(data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(TEXT_TESTS))
@@ -138,7 +137,7 @@ def wire_outcome(payload: bytes, compiled: bool) -> object:
 
 
 @needs_core
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(st.binary(max_size=200))
 def test_twins_agree_on_any_batch_payload(payload: bytes) -> None:
     assert wire_outcome(payload, True) == wire_outcome(payload, False)

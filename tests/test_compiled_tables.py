@@ -4,10 +4,8 @@ the same error with the same context, and the same entries added before it."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError
@@ -17,17 +15,12 @@ from livetrace._trace.modern.wire import Batch, FrameReader
 from livetrace._trace.spec.modern import EV_STACKS, EV_STRINGS
 
 from . import textform
+from .conftest import examples
 from .mutate import mutate
 
 TEXT_TESTS = [t for t in textform.all_tests() if t.data]
 Table = tuple[list[tuple[int, bytes]], list[tuple[int, tuple[int, ...]]], list[tuple[int, tuple[int, int, int]]]]
-pytestmark = [
-    pytest.mark.skipif(
-        os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-        reason="compares both implementations; runs on the compiled core's pass",
-    ),
-    pytest.mark.compiled_core,
-]
+pytestmark = pytest.mark.compiled_core  # compares both implementations: once
 
 
 def tables(data: bytes, compiled: bool) -> tuple[list[Table], object]:
@@ -60,7 +53,7 @@ def test_compiled_tables_are_the_twins(t: textform.TextTrace) -> None:
     assert tables(t.data, True) == tables(t.data, False)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400))
 @given(st.data())
 def test_compiled_tables_agree_on_mutated_traces(data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(TEXT_TESTS))
@@ -80,7 +73,7 @@ def table_spans(data: bytes) -> list[tuple[int, int]]:
 TABLE_TESTS = [t for t in TEXT_TESTS if any(end > start for start, end in table_spans(t.data))]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400))
 @given(st.data())
 def test_compiled_tables_agree_on_damaged_table_batches(data: st.DataObject) -> None:
     """Bytes changed inside the table batches only (their frames stay whole)."""

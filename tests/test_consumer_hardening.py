@@ -38,8 +38,10 @@ def record(peer: Peer, out: str | Path, *args: str) -> tuple[int, str]:
 
 
 # ---- output files ----
+# (A recording copies what comes and decodes nothing: `once`.)
 
 
+@pytest.mark.once
 def test_a_part_file_planted_as_a_symlink_is_not_followed(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
@@ -53,6 +55,7 @@ def test_a_part_file_planted_as_a_symlink_is_not_followed(tmp_path: Path) -> Non
     assert [p.name for p in tmp_path.glob("*.part")] == ["trace.out.part"], "only the planted link is left"
 
 
+@pytest.mark.once
 def test_a_symlink_at_the_final_name_is_replaced_not_written_through(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
@@ -65,6 +68,7 @@ def test_a_symlink_at_the_final_name_is_replaced_not_written_through(tmp_path: P
     assert not out.is_symlink() and out.read_bytes() == HEADER + BODY
 
 
+@pytest.mark.once
 def test_an_incomplete_recording_goes_through_a_fresh_file_too(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
@@ -83,6 +87,7 @@ def test_an_incomplete_recording_goes_through_a_fresh_file_too(tmp_path: Path) -
     assert out.with_name("cut.trace.incomplete").read_bytes() == HEADER + BODY
 
 
+@pytest.mark.once
 def test_a_recording_is_an_ordinary_file_for_its_owner(tmp_path: Path) -> None:
     out = tmp_path / "mode.trace"
     with Peer(simple_helper, tmp_path) as peer:
@@ -93,6 +98,7 @@ def test_a_recording_is_an_ordinary_file_for_its_owner(tmp_path: Path) -> None:
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
 
 
+@pytest.mark.once
 def test_a_missing_output_directory_is_refused_before_attaching(tmp_path: Path) -> None:
     with Peer(simple_helper, tmp_path) as peer:
         code, err = record(peer, tmp_path / "no" / "such" / "dir" / "x.trace")
@@ -101,6 +107,7 @@ def test_a_missing_output_directory_is_refused_before_attaching(tmp_path: Path) 
     assert "directory" in one_error_line(err) and "does not exist" in err and err.count("\n") == 1
 
 
+@pytest.mark.once
 def test_a_directory_as_output_is_refused_before_attaching(tmp_path: Path) -> None:
     with Peer(simple_helper, tmp_path) as peer:
         code, err = record(peer, tmp_path)
@@ -108,6 +115,7 @@ def test_a_directory_as_output_is_refused_before_attaching(tmp_path: Path) -> No
     assert code == 2 and "is a directory" in err
 
 
+@pytest.mark.once
 @pytest.mark.skipif(os.getuid() == 0, reason="root writes anywhere")
 def test_a_read_only_output_directory_is_refused_before_attaching(tmp_path: Path) -> None:
     ro = tmp_path / "ro"
@@ -118,6 +126,7 @@ def test_a_read_only_output_directory_is_refused_before_attaching(tmp_path: Path
     assert code == 2 and "not writable" in err
 
 
+@pytest.mark.once
 def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -131,6 +140,7 @@ def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
     assert got == [HEADER + BODY] and stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
+@pytest.mark.once
 def test_standard_output_is_written_in_place(tmp_path: Path) -> None:
     with Peer(simple_helper, tmp_path) as peer:
         p = subprocess.run(
@@ -199,6 +209,7 @@ async def test_the_api_keeps_the_raw_bytes(tmp_path: Path) -> None:
     assert any(r.endswith(b"/annot\x80tions.go") for r in raw), raw
 
 
+@pytest.mark.once  # refused before connecting: nothing is decoded
 def test_tail_period_outside_what_the_helper_takes_is_refused_before_connecting() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "livetrace", "tail", "unix:/nonexistent", "--period", "2"],

@@ -99,13 +99,19 @@ def legacy_reference(path: Path) -> tuple[list[str], int, str | None]:
 
 def legacy_cases() -> list[Any]:
     """Every file whole and in 997-byte pieces, the small ones a byte at a
-    time too; the big ones that only the twin decodes are slow."""
+    time too; the big ones are slow, but for those the compiled core
+    decodes, whole (in pieces they take a second each)."""
     cases: list[Any] = []
     for path in LEGACY_FILES:
         size = path.stat().st_size
-        fast = size <= SMALL or (use_compiled() and re.search(r"_1_(11|19|21)_", path.name))
+        compiled = use_compiled() and re.search(r"_1_(11|19|21)_", path.name)
         cases.extend(
-            pytest.param(path, step, id=f"{path.name}-{step or 'whole'}", marks=[] if fast else [pytest.mark.slow])
+            pytest.param(
+                path,
+                step,
+                id=f"{path.name}-{step or 'whole'}",
+                marks=[] if size <= SMALL or (compiled and step is None) else [pytest.mark.slow],
+            )
             for step in STEPS
             if step != 1 or size <= SMALL
         )

@@ -32,19 +32,14 @@ from livetrace._trace.modern.wire import FrameReader
 from livetrace._trace.spec.modern import EV_USER_LOG
 
 from . import textform
+from .conftest import examples, twin_on_stress
 from .mutate import mutate
 
 MODERN = [t for t in textform.all_tests() if t.data]
 LEGACY_DIR = textform.CORPUS.parent / "legacy" / "go-testdata"
 LEGACY = sorted(p for p in LEGACY_DIR.iterdir() if p.is_file()) if LEGACY_DIR.is_dir() else []
 # Both implementations are compared here, whichever the run is on: once is enough.
-pytestmark = [
-    pytest.mark.skipif(
-        os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-        reason="compares both implementations; runs on the compiled core's pass",
-    ),
-    pytest.mark.compiled_core,
-]
+pytestmark = pytest.mark.compiled_core
 
 Dump = Callable[[BinaryIO, TextIO], None]
 
@@ -82,7 +77,7 @@ def corpus() -> list[tuple[str, bytes]]:
     return [(t.name, t.data) for t in MODERN] + [(p.name, p.read_bytes()) for p in LEGACY]
 
 
-@pytest.mark.parametrize(("name", "data"), corpus(), ids=[n for n, _ in corpus()])
+@pytest.mark.parametrize(("name", "data"), twin_on_stress(corpus(), lambda c: len(c[1])), ids=[n for n, _ in corpus()])
 def test_parsed_dump_is_the_twins(name: str, data: bytes) -> None:
     ours = outcome(parsed, data, pure=False)
     assert ours == outcome(parsed, data, pure=True)
@@ -118,7 +113,7 @@ def test_the_formatters_alone_agree_on_the_same_batches() -> None:
     assert checked > 1000
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(st.data())
 def test_mutated_traces_dump_alike(data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(MODERN))
@@ -127,7 +122,7 @@ def test_mutated_traces_dump_alike(data: st.DataObject) -> None:
         assert outcome(dump, bad, pure=False) == outcome(dump, bad, pure=True)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25))
 @given(st.data())
 def test_mutated_legacy_traces_dump_alike(data: st.DataObject) -> None:
     path = data.draw(st.sampled_from([p for p in LEGACY if "_1_21_" in p.name or "_1_19_" in p.name]))
@@ -158,7 +153,7 @@ def _attempt(fn: Callable[[], str]) -> tuple[str, str | None]:
         return "", f"{type(e).__name__}: {e}"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.lists(st.tuples(CODES, st.lists(SMALL, min_size=NARGS + NEXTRA, max_size=NARGS + NEXTRA)), max_size=12))
 def test_any_columns_print_as_the_twin_prints_them(events: list[tuple[int, list[int]]]) -> None:
     n = len(events)
@@ -178,7 +173,7 @@ def test_any_columns_print_as_the_twin_prints_them(events: list[tuple[int, list[
     assert fast == slow
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     st.binary(max_size=40),
     st.binary(max_size=8),

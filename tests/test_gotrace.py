@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError, TruncatedTraceError
@@ -23,6 +23,7 @@ from livetrace._trace.legacy.read import LegacyDecoder
 from livetrace._trace.legacy.trace import LegacyEvent, LegacyTrace
 from livetrace._trace.version import GOTRACE
 
+from .conftest import examples
 from .mutate import mutate
 
 # Event types, seed L828-864 (the traceEv constants).
@@ -371,7 +372,7 @@ def test_a_ps_clock_running_backwards_is_out_of_order() -> None:
         decode(HEADER + first.data + second.data + footer(FREQ, 4))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300))
 @given(st.data())
 def test_fuzz_mutated_gotrace_streams_decode_or_fail_cleanly(data: st.DataObject) -> None:
     buf = mutate(data, DATA, keep=len(HEADER))

@@ -40,6 +40,9 @@ from livetrace._protocol import frames as proto
 from .conftest import cli
 from .textform import uvarint
 
+# The protocol and the session's deadlines: no decoding, so the twin's pass would only repeat them.
+pytestmark = pytest.mark.once
+
 HANDSHAKE = {
     "protocol": 1,
     "helper": "hostile",
@@ -368,6 +371,7 @@ def test_record_keeps_what_came_before_a_malformed_frame_as_incomplete(
 # ---- silence, heartbeats, endless sessions: the client's own deadlines ----
 
 
+@pytest.mark.slow  # waits out the real deadlines, seconds long, of a client in another process
 def test_a_helper_that_goes_silent_is_given_up_on(tmp_path: Path) -> None:
     def behave(c: Conn) -> None:
         c.handshake()
@@ -386,7 +390,6 @@ def test_a_helper_that_goes_silent_is_given_up_on(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.once  # session plumbing
 def test_a_silent_helper_is_given_up_on_with_the_default_limits(tmp_path: Path) -> None:
     """No option given: `record --duration 2` against a helper that sends its
     handshake and header and goes silent ends by itself, within the default
@@ -405,6 +408,7 @@ def test_a_silent_helper_is_given_up_on_with_the_default_limits(tmp_path: Path) 
     assert out.with_name(out.name + ".incomplete").exists()
 
 
+@pytest.mark.slow  # waits out the real deadlines, seconds long, of a client in another process
 def test_heartbeats_keep_a_quiet_session_alive(tmp_path: Path) -> None:
     def behave(c: Conn) -> None:
         c.handshake()
@@ -423,6 +427,7 @@ def test_heartbeats_keep_a_quiet_session_alive(tmp_path: Path) -> None:
     assert out.read_bytes() == HEADER
 
 
+@pytest.mark.slow  # waits out the real deadlines, seconds long, of a client in another process
 def test_a_helper_that_ignores_the_duration_is_stopped_and_then_given_up_on(tmp_path: Path) -> None:
     stops: list[bool] = []
 

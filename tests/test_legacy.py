@@ -8,7 +8,6 @@ the same events; bad input is a typed error."""
 from __future__ import annotations
 
 import itertools
-import os
 import random
 import re
 import shutil
@@ -18,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError
@@ -31,7 +30,7 @@ from livetrace._trace.model.events import Kind
 from livetrace._trace.version import GO1_5
 
 from . import textform
-from .conftest import demo_exe, go_binary, go_dump
+from .conftest import demo_exe, examples, go_binary, go_dump
 from .mutate import mutate
 
 CORPUS = textform.CORPUS.parent / "legacy" / "go-testdata"
@@ -41,9 +40,7 @@ CONVERTED_BY_GO = re.compile(r"_1_(11|19|21)_")
 
 # These compare the pure-Python decoder with Go's tools, and the compiled
 # fast path with it, whichever run this is: the compiled-core run is enough.
-pytestmark = pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1", reason="both implementations are tested in the compiled-core run"
-)
+pytestmark = pytest.mark.once
 
 
 def go_legacy_dump(path: Path) -> subprocess.CompletedProcess[bytes]:
@@ -140,7 +137,6 @@ def test_bad_input_is_a_typed_error(data: bytes, message: str) -> None:
         our_dump(data)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fuzz_mutated_legacy_traces_decode_or_fail_cleanly(data: st.DataObject) -> None:
     small = [p for p in FILES if p.stat().st_size < 200_000]
@@ -358,7 +354,7 @@ def test_the_compiled_legacy_path_on_fresh_demo_traces(version: str, legacy_demo
 
 
 @needs_core
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300))
 @given(st.data())
 def test_the_compiled_legacy_path_fails_as_the_twin_does(data: st.DataObject) -> None:
     """On anything a valid trace would not have, the compiled path hands the

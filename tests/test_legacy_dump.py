@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError
@@ -23,10 +23,11 @@ from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.spec.legacy import layout
 from livetrace._trace.version import HEADER_SIZE, sniff
 
+from .conftest import examples, twin_on_stress
 from .mutate import mutate
 from .test_legacy import CORPUS, FILES
 
-needs_core = pytest.mark.skipif(not use_compiled(), reason="compares the compiled core with its twin")
+needs_core = pytest.mark.compiled_core  # compares the compiled core with its twin: once
 
 
 def dump(data: bytes, compiled: bool) -> bytes | str:
@@ -41,8 +42,12 @@ def dump(data: bytes, compiled: bool) -> bytes | str:
     return b"".join(out)
 
 
+def size(path: Path) -> int:
+    return path.stat().st_size
+
+
 @needs_core
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", twin_on_stress(FILES, size), ids=lambda p: p.name)
 def test_compiled_dump_is_the_twins(path: Path) -> None:
     data = path.read_bytes()
     assert dump(data, compiled=True) == dump(data, compiled=False)
@@ -50,7 +55,9 @@ def test_compiled_dump_is_the_twins(path: Path) -> None:
 
 @needs_core
 @pytest.mark.parametrize(
-    "path", [p for p in FILES if "_good" in p.name and "_1_5_" not in p.name], ids=lambda p: p.name
+    "path",
+    twin_on_stress([p for p in FILES if "_good" in p.name and "_1_5_" not in p.name], size),
+    ids=lambda p: p.name,
 )
 def test_the_core_dumps_every_valid_trace_of_go_1_7_on(path: Path) -> None:
     """Straight through the core, not handed to the twin (Go 1.5/1.6 traces are left to it)."""
@@ -71,7 +78,10 @@ COMPILED = [p for p in FILES if not re.search(r"_1_5_", p.name)]
 @needs_core
 @pytest.mark.parametrize(
     ("path", "cuts"),
-    [(p, 30) for p in COMPILED if p.stat().st_size < 50_000] + [(CORPUS / "stress_1_21_good", 6)],
+    # the small traces in the inner loop; the bigger ones (a second each and more) in the `twin` tier
+    [(p, 30) for p in COMPILED if size(p) < 10_000]
+    + [pytest.param(p, 30, marks=pytest.mark.twin) for p in COMPILED if 10_000 <= size(p) < 50_000]
+    + [pytest.param(CORPUS / "stress_1_21_good", 6, marks=pytest.mark.twin)],
     ids=lambda x: getattr(x, "name", str(x)),
 )
 def test_cut_traces_give_the_twins_error_or_dump(path: Path, cuts: int) -> None:
@@ -81,7 +91,7 @@ def test_cut_traces_give_the_twins_error_or_dump(path: Path, cuts: int) -> None:
 
 
 @needs_core
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300))
 @given(st.data())
 def test_mutated_traces_give_the_twins_error_or_dump(data: st.DataObject) -> None:
     small = [p for p in COMPILED if p.stat().st_size < 50_000]

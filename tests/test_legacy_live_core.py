@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace._cli.render.jsonl import provisional_dict, utf8
@@ -22,13 +22,13 @@ from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._errors import TraceFormatError
 from livetrace._items import Provisional
 from livetrace._protocol.text import json_safe
-from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.live import LegacyLive, _LiveStrings
 from livetrace._trace.legacy.live_core import CoreProvisional, GaveUp, compiled_version
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Kind
 from livetrace._trace.model.tables import Tables
 
+from .conftest import examples
 from .mutate import mutate
 
 CORPUS = Path(__file__).parent / "corpus" / "legacy" / "go-testdata"
@@ -43,7 +43,7 @@ SETTINGS = [
     (20_000_000, 200, frozenset({Kind.RANGE_BEGIN, Kind.TASK_END, Kind.REGION_BEGIN})),
 ]
 
-pytestmark = pytest.mark.skipif(not use_compiled(), reason="the compiled core is not built (or not asked for)")
+pytestmark = pytest.mark.compiled_core
 
 
 def chunks(data: bytes, seed: int) -> list[tuple[bytes, int]]:
@@ -108,6 +108,7 @@ def assert_same(pieces: list[tuple[bytes, int]], window: int, max_held: int, kin
         assert c == t, f"batch {k} differs"
 
 
+@pytest.mark.twin
 @pytest.mark.parametrize("name", BIG)
 @pytest.mark.parametrize("setting", range(len(SETTINGS)))
 def test_the_compiled_provisional_path_is_its_twin_on_the_corpus(name: str, setting: int) -> None:
@@ -118,6 +119,7 @@ def test_the_compiled_provisional_path_is_its_twin_on_the_corpus(name: str, sett
     assert_same(pieces, *SETTINGS[setting])
 
 
+@pytest.mark.twin
 @pytest.mark.parametrize("name", BIG)
 def test_provisional_json_lines_from_the_core_are_provisional_dicts(name: str) -> None:
     live = LegacyLive(window_ns=1_000_000)
@@ -191,6 +193,7 @@ def odd_json_lines(data: bytes) -> Counter[str]:
     return seen
 
 
+@pytest.mark.twin
 @pytest.mark.parametrize("name", BIG)
 def test_provisional_json_lines_from_the_core_are_the_twins_with_odd_strings(name: str) -> None:
     seen = odd_json_lines((CORPUS / name).read_bytes())
@@ -208,7 +211,7 @@ def test_provisional_json_lines_of_a_fresh_demo_trace_are_the_twins(
         assert seen[f"{kind} odd"], seen
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30))
 @given(name=st.sampled_from(TRACES), seed=st.integers(0, 2**32), setting=st.integers(0, len(SETTINGS) - 1))
 def test_any_chunking_of_the_corpus_gives_the_twins_provisional_events(name: str, seed: int, setting: int) -> None:
     # The small traces never fill a buffer, so the clock is never known:
@@ -219,7 +222,7 @@ def test_any_chunking_of_the_corpus_gives_the_twins_provisional_events(name: str
     assert_same(chunks(data, seed), *SETTINGS[setting])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150))
 @given(data=st.data())
 def test_a_mutated_trace_gives_the_twins_error_or_events(data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(BIG))
@@ -243,6 +246,7 @@ def test_the_compiled_provisional_path_is_its_twin_on_a_fresh_demo_trace(
     assert_same(chunks(data, setting), *SETTINGS[setting])
 
 
+@pytest.mark.twin  # a whole stress trace (the small ones never give the clock, so nothing provisional)
 @pytest.mark.parametrize("at", [0, 3, 6])
 def test_the_twin_takes_over_a_segment_the_core_gives_up_on(at: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # A valid trace the core gives up on (as it does on values the columns
@@ -265,4 +269,4 @@ def test_the_twin_takes_over_a_segment_the_core_gives_up_on(at: int, monkeypatch
     monkeypatch.setattr(CoreProvisional, "feed", give_up_at(feed))
     monkeypatch.setattr(CoreProvisional, "start", give_up_at(start))
     got, error = rows(pieces, True, end=True)
-    assert error is None and fed > at and got == want
+    assert error is None and fed > at and want and got == want

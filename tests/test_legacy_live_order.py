@@ -7,12 +7,11 @@ watermark may only let an event go after everything before it that is in."""
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace._items import Provisional
@@ -20,6 +19,7 @@ from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.live import LegacyLive
 from livetrace._trace.legacy.live_core import compiled_version
 
+from .conftest import examples
 from .test_legacy_live_core import CORPUS, chunks
 
 # Big enough (two full chunks, 50 ms apart) for the clock, and so for provisional events.
@@ -27,11 +27,9 @@ BIG = sorted(p.name for p in CORPUS.iterdir() if p.stat().st_size > 300_000 and 
 TWINS = [False, True] if use_compiled() else [False]
 # Every check is made on the twin's releases, with the compiled core's
 # compared to them where it is built: the twin's pass would only repeat the
-# twin's half.
-pytestmark = pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-    reason="compares both implementations; runs on the compiled core's pass",
-)
+# twin's half. Each takes seconds (the inner loop compares the provisional
+# paths on short traces in test_legacy_live_core.py).
+pytestmark = pytest.mark.twin
 
 Row = tuple[int, ...]
 
@@ -93,7 +91,7 @@ def test_recorded_traces_go_out_in_order_alike(name: str) -> None:
     assert check((CORPUS / name).read_bytes(), 1, 1_000_000) > 10_000
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8))
 @given(name=st.sampled_from(BIG), seed=st.integers(0, 2**32), small=st.booleans())
 def test_recorded_traces_in_any_chunking_go_out_in_order_alike(name: str, seed: int, small: bool) -> None:
     # small: few events may be held, so the oldest are let go early, watermark

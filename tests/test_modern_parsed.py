@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import livetrace
@@ -135,7 +135,6 @@ def test_ordering_errors_name_the_generation() -> None:
     assert exc.value.generation == 1
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fuzz_mutated_traces_decode_or_fail_cleanly(data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(TEXT_TESTS))

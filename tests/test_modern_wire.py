@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError
@@ -20,7 +20,7 @@ from livetrace._errors import TruncatedTraceError, UnsupportedTraceVersionError
 from livetrace._trace.modern.wire import Batch, FrameReader
 
 from . import textform
-from .conftest import go_dump
+from .conftest import examples, go_dump
 from .mutate import mutate
 
 TEXT_TESTS = textform.all_tests()
@@ -167,7 +167,7 @@ def readline_within(stream: IO[bytes], seconds: float) -> str:
     return stream.readline().decode()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300))
 @given(st.data())
 def test_fuzz_mutated_traces_decode_or_fail_cleanly(data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(TEXT_TESTS))

@@ -37,6 +37,7 @@ from livetrace._items import SegmentEnd
 from livetrace._outfile import AtomicFile, write_atomic
 from livetrace._protocol.frames import Chunk
 
+from .conftest import examples
 from .otheruser import OtherUser, other_user, world_traversable
 from .test_hostile_peer import HEADER, Conn, Peer, batch
 
@@ -338,7 +339,7 @@ def test_standard_output_still_takes_a_profile() -> None:
 # ---- fuzz: the writer keeps every byte, and leaves nothing behind ----
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(
     sizes=st.lists(st.integers(0, 300_000), max_size=8),
     fail_at=st.none() | st.integers(0, 8),

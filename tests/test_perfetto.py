@@ -101,7 +101,13 @@ def test_a_modern_trace_with_tasks_regions_and_logs(tmp_path: Path) -> None:
     assert any(n.startswith("G") for n in names.values()) and any(n.startswith("P") for n in names.values())
 
 
-@pytest.mark.parametrize("name", ["stress_1_21_good", "user_task_region_1_21_good"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("stress_1_21_good", marks=pytest.mark.slow),
+        "user_task_region_1_21_good",
+    ],  # slow: seconds on the twin
+)
 def test_a_legacy_1_21_trace(name: str, tmp_path: Path) -> None:
     counts, _ = check(LEGACY / name, tmp_path / "t.pftrace")
     assert counts["running"]

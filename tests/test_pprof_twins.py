@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import livetrace
@@ -26,16 +25,14 @@ from livetrace._views.pprof import PROFILE_KINDS, ProfileBuilder, Record, counte
 from livetrace._views.pprof_file import encode_profile
 
 from . import textform
+from .conftest import examples, twin_on_stress
 from .mutate import mutate
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_TESTS = [t for t in textform.all_tests() if t.data]
 LEGACY = sorted(p for p in (ROOT / "tests" / "corpus" / "legacy" / "go-testdata").iterdir() if p.is_file())
 RUNTIME = sorted((ROOT / "tests" / "corpus" / "runtime").glob("*.trace"))
-both = pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1" or not use_compiled(),
-    reason="compares both implementations; runs on the compiled core's pass",
-)
+both = pytest.mark.compiled_core  # compares both implementations: once
 
 
 def spans_of(data: bytes) -> list[SpanBatch]:
@@ -81,7 +78,9 @@ CORPUS = corpus()
 
 
 @both
-@pytest.mark.parametrize(("name", "data"), CORPUS, ids=[name for name, _ in CORPUS])
+@pytest.mark.parametrize(
+    ("name", "data"), twin_on_stress(CORPUS, lambda c: len(c[1])), ids=[name for name, _ in CORPUS]
+)
 def test_twins_agree_on_every_corpus_trace(name: str, data: bytes) -> None:
     spans = spans_of(data)
     assert_twins_agree(spans)
@@ -91,9 +90,7 @@ def test_twins_agree_on_every_corpus_trace(name: str, data: bytes) -> None:
 
 # Not vacuous agreement: the corpus makes profiles. On the compiled core's pass (the twin's where
 # it was not built); the twin's pass would add only what the twins' agreement above already holds.
-@pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1", reason="the twins agree above; runs on the compiled core's pass"
-)
+@pytest.mark.twin
 def test_the_corpus_has_profiles() -> None:
     counted = 0
     for _, data in CORPUS:
@@ -104,7 +101,7 @@ def test_the_corpus_has_profiles() -> None:
 
 
 @both
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150))
 @given(st.data())
 def test_twins_agree_on_mutated_traces(data: st.DataObject) -> None:
     _, original = data.draw(st.sampled_from(CORPUS))
@@ -151,7 +148,7 @@ def hostile_spans(draw: st.DrawFn, tables: dict[int, Tables], names: list[bytes]
 
 
 @both
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(st.data())
 def test_twins_agree_on_hostile_columns(data: st.DataObject) -> None:
     tables = hostile_tables()

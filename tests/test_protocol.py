@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from livetrace import ProtocolError, ProtocolVersionError, parse_address
 from livetrace._protocol import frames as proto
 
+from .conftest import examples
 from .mutate import mutate
 
 
@@ -79,7 +80,6 @@ def test_whole_stream_decodes_to_every_frame() -> None:
     assert isinstance(events[-1], proto.End) and events[-1].complete
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=len(STREAM) - 1), max_size=40))
 def test_any_chunking_gives_identical_events(cuts: list[int]) -> None:
     bounds = [0, *sorted(set(cuts)), len(STREAM)]
@@ -146,7 +146,7 @@ def test_bad_addresses_say_what_is_expected(text: str) -> None:
         parse_address(text)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(st.data())
 def test_fuzz_hostile_helper_streams_give_protocol_errors_only(data: st.DataObject) -> None:
     buf = mutate(data, STREAM)

@@ -29,6 +29,9 @@ from livetrace._go.demo import DemoProcess, run_demo
 from tests.conftest import GO_VERSIONS, cli, demo_exe, go_tool_trace
 from tests.plainsvc import plain_service
 
+# Finding processes: no decoding, so the twin's pass would only repeat it.
+pytestmark = pytest.mark.once
+
 DEMO_PACKAGE = "github.com/livetrace/livetrace/go_helper/cmd/livetrace-demo"
 DEMO_MODULE = "github.com/livetrace/livetrace/go_helper"
 NOW = 1_800_000_000.0
@@ -118,7 +121,6 @@ async def _run_cli(*args: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.once
 async def test_ps_and_process_references(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rundir = tmp_path / "run"
     rundir.mkdir(mode=0o700)

@@ -20,6 +20,9 @@ from livetrace._go.toolchain import go_env
 
 from .conftest import ROOT, go_binary, go_tool_trace
 
+# Documents, builds and recordings: no decoding, so the twin's pass would only repeat them.
+pytestmark = pytest.mark.once
+
 README = ROOT / "README.md"
 EXAMPLE = ROOT / "examples" / "go-service"
 
@@ -116,8 +119,23 @@ def test_dev_py_installs_no_go_for_the_fast_loop(args: list[str], no_go: bool) -
     assert load_dev_py().excludes_slow(args) == no_go
 
 
+@pytest.mark.parametrize(
+    ("args", "spread"),
+    [
+        (["-m", "not slow"], True),
+        (["-x", "tests/test_protocol.py"], True),
+        (["-n", "1"], False),
+        (["-n4"], False),
+        (["--numprocesses=2"], False),
+        (["-p", "no:xdist"], False),
+        (["--pdb"], False),
+    ],
+)
+def test_dev_py_spreads_the_tests_over_the_cores_unless_told(args: list[str], spread: bool) -> None:
+    assert load_dev_py().parallel(args) == (["-n", "auto"] if spread else [])
+
+
 @pytest.mark.slow
-@pytest.mark.once  # the quick start's one command; its record, tail and top are run on both twins elsewhere
 def test_the_demo_command_records_a_trace_go_opens(tmp_path: Path) -> None:
     demo_cmd, _ = quick_start()
     out = ROOT / "livetrace-demo.trace"

@@ -13,6 +13,9 @@ import trio
 
 from .conftest import GO_VERSIONS, cli, count_events, demo, go_tool_trace
 
+# Recording writes the bytes as they come, and Go checks them: no decoding on our side.
+pytestmark = pytest.mark.once
+
 
 async def finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str]:
     def wait() -> tuple[int, str]:

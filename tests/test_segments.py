@@ -17,6 +17,9 @@ import livetrace
 from .conftest import demo, go_tool_trace
 from .test_legacy import assert_same_dump, go_legacy_dump, our_dump
 
+# Recording and the pure-Python legacy decoder, whichever the pass: the twin's pass would repeat it.
+pytestmark = pytest.mark.once
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.19", "1.21"])

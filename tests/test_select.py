@@ -5,7 +5,6 @@ on corpus traces of every format, for random filters. Sans-IO: fast."""
 from __future__ import annotations
 
 import io
-import os
 import re
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
@@ -13,7 +12,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import Event, EventBatch, Filter, Kind
@@ -24,6 +23,7 @@ from livetrace._trace.select.events import EventSelector, select_events
 from livetrace._trace.select.match import stack_ids_matching, string_ids_matching
 
 from . import textform
+from .conftest import examples, twin_on_stress
 
 LEGACY = Path(__file__).resolve().parent / "corpus" / "legacy" / "go-testdata"
 TRACES = {
@@ -32,10 +32,7 @@ TRACES = {
 }
 # Both selectors are tested on the compiled core's pass (the twin alone
 # where the core was not built): the twin's pass would repeat the twin's half.
-pytestmark = pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-    reason="compares both implementations; runs on the compiled core's pass",
-)
+pytestmark = pytest.mark.once
 # The traces with the most to filter: tasks, regions, logs and stacks.
 RICH = ["go122-annotations-stress", "user_task_region_1_21_good", "http_1_19_good", "stress_1_11_good"]
 TASKISH = (Kind.TASK_BEGIN, Kind.TASK_END, Kind.REGION_BEGIN, Kind.REGION_END, Kind.LOG)
@@ -143,15 +140,19 @@ def filters(draw: st.DrawFn, name: str) -> Filter:
     )
 
 
-@pytest.mark.parametrize("name", sorted(TRACES))
+def size(name: str) -> int:
+    return len(TRACES[name])
+
+
+@pytest.mark.parametrize("name", twin_on_stress(sorted(TRACES), size))
 @pytest.mark.parametrize("compiled", implementations())
 def test_an_empty_filter_keeps_every_event(name: str, compiled: bool) -> None:
     for b in batches(name, compiled):
         assert EventSelector(Filter(), compiled=compiled).select(b) is b
 
 
-@pytest.mark.parametrize("name", RICH)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("name", twin_on_stress(RICH, size))
+@settings(max_examples=examples(40))
 @given(data=st.data())
 def test_both_twins_keep_what_the_filter_means(name: str, data: st.DataObject) -> None:
     flt = data.draw(filters(name))
@@ -160,8 +161,8 @@ def test_both_twins_keep_what_the_filter_means(name: str, data: st.DataObject) -
         assert [fields(e) for e in selected(name, flt, compiled)] == want, compiled
 
 
-@pytest.mark.parametrize("name", sorted(TRACES))
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("name", twin_on_stress(sorted(TRACES), size))
+@settings(max_examples=examples(5))
 @given(data=st.data())
 def test_every_corpus_trace_filters_alike(name: str, data: st.DataObject) -> None:
     flt = data.draw(filters(name))

@@ -24,7 +24,8 @@ from livetrace._protocol import frames as proto
 
 from .conftest import cli, demo, demo_exe, go_tool_trace
 
-pytestmark = pytest.mark.slow
+# Session plumbing: no decoding, so the twin's pass would only repeat it.
+pytestmark = [pytest.mark.slow, pytest.mark.once]
 
 
 def http_get(url: str, timeout: float = 30) -> bytes:

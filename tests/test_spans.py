@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
 import re
 from array import array
 from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import livetrace
 from livetrace import EventBatch, Span, SpanBatch, SpanBuilder, SpanKind, TraceFormatError
-from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.select.filter import Filter
@@ -29,17 +27,14 @@ from livetrace._trace.spans.model import MAX_SPAN_LOGS
 from livetrace._trace.spec import modern as m
 
 from . import textform
-from .conftest import go_binary
+from .conftest import examples, go_binary
 from .gopprof import go_trace_pprof, profile_totals, read_totals
 from .mutate import mutate
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_TESTS = [t for t in textform.all_tests() if t.data and t.expect_success]
 LEGACY = ROOT / "tests" / "corpus" / "legacy" / "go-testdata"
-both = pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1" or not use_compiled(),
-    reason="compares both implementations; runs on the compiled core's pass",
-)
+both = pytest.mark.compiled_core  # compares both implementations: once
 
 
 def batches_of(data: bytes) -> list[EventBatch]:
@@ -117,7 +112,6 @@ def test_twins_agree_on_go_text_form_tests(t: textform.TextTrace) -> None:
 
 
 @both
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_twins_agree_on_mutated_traces(data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(TEXT_TESTS))
@@ -153,7 +147,7 @@ def hostile_batch(draw: st.DrawFn, gen: Tables) -> EventBatch:
 
 
 @both
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.data())
 def test_twins_agree_on_hostile_columns(data: st.DataObject) -> None:
     gens = [Tables(gen=g, strings={0: b"", 1: b"chan receive", 2: f"r{g}".encode()}) for g in (1, 2)]
@@ -297,7 +291,9 @@ def proc_spans_of(spans: list[SpanBatch]) -> list[Span]:
 @pytest.mark.parametrize(
     "data",
     [pytest.param(t.data, id=t.name) for t in TEXT_TESTS if t.name.startswith("go122-")]
-    + [pytest.param((LEGACY / n).read_bytes(), id=n) for n in ("stress_1_11_good", "user_task_region_1_21_good")],
+    # a stress trace takes seconds: not in the inner loop, but on both passes
+    + [pytest.param((LEGACY / "stress_1_11_good").read_bytes(), id="stress_1_11_good", marks=pytest.mark.slow)]
+    + [pytest.param((LEGACY / "user_task_region_1_21_good").read_bytes(), id="user_task_region_1_21_good")],
 )
 def test_proc_spans_agree_with_proc_transitions(data: bytes) -> None:
     batches = batches_of(data)

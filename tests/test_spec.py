@@ -4,7 +4,6 @@ the header sniffer. Sans-IO: no Go toolchain."""
 
 from __future__ import annotations
 
-import os
 import re
 from types import ModuleType
 
@@ -294,10 +293,6 @@ def ordering_outcome(code: int, compiled: bool) -> str:
 
 
 @pytest.mark.compiled_core
-@pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-    reason="compares both implementations; runs on the compiled core's pass",
-)
 def test_the_compiled_engine_orders_what_the_spec_says() -> None:
     """The compiled twin's dispatch has its own switch: it must know the
     same codes as the Python engine's, which is derived from the spec."""

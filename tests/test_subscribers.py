@@ -29,6 +29,7 @@ async def drain(sub: Subscription) -> list[object]:
     return [x async for x in sub]
 
 
+@pytest.mark.slow  # decodes a whole stress trace: seconds on the twin
 async def test_a_slow_subscriber_loses_batches_and_is_told_while_the_others_do_not() -> None:
     fan = Fanout()
     everything = fan.subscribe(what="batches", lossless=True, buffer=1)
@@ -82,6 +83,7 @@ def long_waits(spans: list[Span]) -> list[Span]:
     return [s for s in spans if s.kind in kinds and s.duration >= (LONG_WAITS.min_duration or 0)]
 
 
+@pytest.mark.slow  # decodes a whole stress trace: seconds on the twin
 async def test_span_subscribers_share_one_builder_and_each_gets_what_its_filter_keeps() -> None:
     fan = Fanout()
     everything = fan.subscribe(what="spans", lossless=True, buffer=1)

@@ -122,6 +122,7 @@ def whole_lines(data: bytes) -> list[dict[str, Any]]:
 BIG = "go122-gc-stress.test"
 
 
+@pytest.mark.slow  # a CLI in another process, and a reader that waits in real time for the pipe to fill
 @pytest.mark.parametrize("unbuffered", [True, False], ids=["unbuffered", "buffered"])
 def test_tail_jsonl_into_a_non_blocking_pipe_loses_nothing(tmp_path: Path, unbuffered: bool) -> None:
     """The pipe's write end is O_NONBLOCK (a parent that shares it made it
@@ -223,10 +224,6 @@ async def test_a_stop_that_output_nobody_reads_holds_up_is_given_up_on() -> None
 
 
 @pytest.mark.compiled_core
-@pytest.mark.skipif(
-    os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-    reason="the compiled encoder's own test: runs on the compiled core's pass",
-)
 @pytest.mark.parametrize("name", ["go122-annotations.test", "go122-gc-stress.test"])
 def test_the_compiled_encoder_keeps_its_cached_json_valid_for_the_whole_call(name: str) -> None:
     """The core copies stack and string JSON out of the encoder's caches
@@ -247,6 +244,7 @@ def test_the_compiled_encoder_keeps_its_cached_json_valid_for_the_whole_call(nam
         assert got == [event_dict(e) for e in batch], cut
 
 
+@pytest.mark.slow  # a CLI in another process, and a reader that waits in real time for the pipe to fill
 @pytest.mark.parametrize("unbuffered", [True, False], ids=["unbuffered", "buffered"])
 def test_decode_into_a_non_blocking_pipe_loses_nothing(unbuffered: bool) -> None:
     """``decode`` prints through a text stream: unbuffered, it must not drop

@@ -5,12 +5,11 @@ and on hostile columns (where both must fail alike)."""
 from __future__ import annotations
 
 import contextlib
-import os
 from array import array
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError
@@ -22,18 +21,13 @@ from livetrace._trace.model.tables import Tables
 from livetrace._trace.modern.decoder import ModernDecoder
 
 from . import textform
+from .conftest import examples, twin_on_stress
 from .mutate import mutate
 
 LEGACY = textform.CORPUS.parent / "legacy" / "go-testdata"
 TEXT_TESTS = [t for t in textform.all_tests() if t.data]
 # Both implementations are compared here, whichever the run is on: once is enough.
-pytestmark = [
-    pytest.mark.skipif(
-        os.environ.get("LIVETRACE_PURE_PYTHON") == "1",
-        reason="compares both implementations; runs on the compiled pass",
-    ),
-    pytest.mark.compiled_core,
-]
+pytestmark = pytest.mark.compiled_core
 
 
 def outcome(batches: list[EventBatch], t0: int, provisional: bool, color: bool, compiled: bool) -> object:
@@ -88,14 +82,15 @@ def test_twins_agree_on_go_text_form_tests(t: textform.TextTrace) -> None:
         assert_twins_agree(batches, batches[-1].times[-1])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_twins_agree_on_mutated_traces(data: st.DataObject) -> None:
     t = data.draw(st.sampled_from(TEXT_TESTS))
     assert_twins_agree(modern_batches(mutate(data, t.data, keep=16)))
 
 
-@pytest.mark.parametrize("path", sorted(LEGACY.glob("*_*_*")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", twin_on_stress(sorted(LEGACY.glob("*_*_*")), lambda p: p.stat().st_size), ids=lambda p: p.name
+)
 def test_twins_agree_on_legacy_traces(path: Path) -> None:
     batches = file_batches(path)  # up to the error, for a bad one
     assert batches or not path.name.endswith("_good")
@@ -167,7 +162,7 @@ def hostile_batch(draw: st.DrawFn) -> EventBatch:
     return EventBatch(TABLES, n, cols)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500))
 @given(
     hostile_batch(),
     st.one_of(st.none(), st.just(1_700_000_000_000_000_000), ANY_I64, st.just(1 << 64)),

@@ -36,6 +36,7 @@ from livetrace._trace.spans.model import Span, SpanKind
 from livetrace._views.top import Group, Snapshot, Summary
 from livetrace._views.top_screen import View, screen
 
+from .conftest import examples
 from .test_pprof_hostile import hostile_pprof
 from .textform import CORPUS, load, uvarint
 
@@ -74,7 +75,7 @@ ANY = st.text(
     ),
     max_size=40,
 )
-FUZZ = settings(max_examples=60, deadline=None)
+FUZZ = settings(max_examples=examples(60))
 
 
 def _span(name: str, reason: str = "", func: str = "f", file: str = "a.go") -> Span:

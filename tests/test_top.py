@@ -31,7 +31,7 @@ from livetrace._trace.spec.modern import EV_HEAP_ALLOC, EV_HEAP_GOAL, EV_PROCS_C
 from livetrace._views.top import UNNAMED, TopStats
 from livetrace._views.top_screen import snapshot_dict
 
-from .conftest import ROOT, cli, demo
+from .conftest import ROOT, cli, demo, twin_on_stress
 
 CORPUS = ROOT / "tests" / "corpus"
 SECTIONS = (
@@ -155,12 +155,15 @@ def _stats_of(path: Path, compiled: bool) -> dict[str, Any]:
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "twin"])
 @pytest.mark.parametrize(
     "name",
-    [
-        "legacy/go-testdata/user_task_region_1_21_good",
-        "legacy/go-testdata/stress_1_21_good",
-        "legacy/go-testdata/http_1_19_good",
-        "legacy/go-testdata/stress_1_11_good",
-    ],
+    twin_on_stress(
+        [
+            "legacy/go-testdata/user_task_region_1_21_good",
+            "legacy/go-testdata/stress_1_21_good",
+            "legacy/go-testdata/http_1_19_good",
+            "legacy/go-testdata/stress_1_11_good",
+        ],
+        lambda name: (CORPUS / name).stat().st_size,
+    ),
 )
 def test_snapshot_of_a_file_is_the_reckoning(name: str, compiled: bool) -> None:
     path = CORPUS / name
@@ -169,6 +172,7 @@ def test_snapshot_of_a_file_is_the_reckoning(name: str, compiled: bool) -> None:
     assert snap["events"] > 0 and snap["groups"]
 
 
+@pytest.mark.slow  # decodes a whole stress trace: seconds on the twin
 def test_second_snapshot_counts_only_its_interval() -> None:
     """A snapshot counts the spans that ended since the previous one, and
     of a long one only its part since then."""
