@@ -23,6 +23,7 @@ from livetrace._trace.spans.model import SpanKind
 
 from .conftest import cli, demo, go_dump, go_tool_trace
 from .plainsvc import plain_service
+from .test_flight_stop_live import Stderr
 
 WAIT = 40.0  # the most a test waits for a capture before failing
 
@@ -157,14 +158,18 @@ async def test_cli_reattaches_to_a_restarted_service(tmp_path: Path) -> None:
             proc = cli(
                 "flight", address, "--keep", "3s", "--after", "0.5s", "-t", "region:slow-request>100ms", "-o", str(out)
             )
-            await trio.sleep(2.5)
+            stderr = Stderr(proc)
+            # On the first service before it goes (a slow start on a loaded
+            # machine attached straight to the second, and never re-attached).
+            await stderr.wait_for("attached to")
         async with demo("1.26", args=["-workers", "1"], listen=address) as d2:
             with trio.fail_after(WAIT):
                 while not list(out.glob("*.json")):
                     await ask(d2.http + "/slow?ms=150")
                     await trio.sleep(1.0)
             proc.send_signal(signal.SIGTERM)
-            _, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=60))
+            await trio.to_thread.run_sync(lambda: proc.wait(timeout=60))
+            err = stderr.text()
     finally:
         if proc is not None and proc.poll() is None:
             proc.kill()
