@@ -5,6 +5,7 @@ and notracesvc (net/http/pprof without its trace, as etcd 3.4 serves it)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,14 +37,17 @@ def _build(name: str, go: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     version = subprocess.run([str(go), "env", "GOVERSION"], capture_output=True, text=True, check=True).stdout.strip()
     exe = out / f"{name}-{version}"
+    # Built under a name of its own, then renamed: pytest-xdist's workers may build it at once.
+    part = exe.with_name(f"{exe.name}.{os.getpid()}.part")
     proc = subprocess.run(
-        [str(go.absolute()), "build", "-o", str(exe), "."],
+        [str(go.absolute()), "build", "-o", str(part), "."],
         cwd=ROOT / "tests" / "goprogs" / name,
         env=go_env(),
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, f"building {name} with {go} failed:\n{proc.stderr}"
+    os.replace(part, exe)
     return exe
 
 

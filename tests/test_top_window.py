@@ -7,23 +7,17 @@ traces, and live over http:// on a quiet service of Go 1.21.13 and 1.26.6."""
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from functools import cache
-from pathlib import Path
 
 import pytest
 import trio
 
 from livetrace._files import decode_batches
-from livetrace._go.demo import first_line
-from livetrace._go.toolchain import go_env
 from livetrace._trace.model.batch import EventBatch
 from livetrace._views.top import TopStats
 from livetrace._views.top_screen import View, header
 
-from .conftest import ROOT, cli, go_binary
+from .conftest import ROOT, cli
+from .smallsvc import small_service
 
 LEGACY = ROOT / "tests" / "corpus" / "legacy" / "go-testdata"
 
@@ -42,44 +36,11 @@ def test_a_legacy_trace_s_snapshot_spans_its_events(name: str) -> None:
     assert " - of trace" not in header(snap, "a file", View()).plain
 
 
-@cache
-def _quiet_exe(version: str) -> Path:
-    go = go_binary(version)
-    out = ROOT / ".cache" / "quietsvc-builds"
-    out.mkdir(parents=True, exist_ok=True)
-    exe = out / f"quietsvc-go{version}"
-    proc = subprocess.run(
-        [str(go.absolute()), "build", "-o", str(exe), "."],
-        cwd=ROOT / "tests" / "goprogs" / "quietsvc",
-        env=go_env(),
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, f"building quietsvc with {go} failed:\n{proc.stderr}"
-    return exe
-
-
-@asynccontextmanager
-async def quiet_service(version: str) -> AsyncIterator[str]:
-    """tests/goprogs/quietsvc running: its net/http/pprof's HOST:PORT."""
-    proc = await trio.lowlevel.open_process([str(_quiet_exe(version))], stdout=subprocess.PIPE)
-    try:
-        line = await first_line(proc)
-        assert line.startswith("quietsvc ready "), f"quietsvc did not start: {line!r}"
-        yield line.split()[2]
-    finally:
-        with trio.CancelScope(shield=True):
-            proc.kill()
-            await proc.wait()
-            assert proc.stdout is not None
-            await proc.stdout.aclose()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.21", "1.26"])
 async def test_top_over_http_shows_the_window_s_span(version: str) -> None:
-    async with quiet_service(version) as address:
-        p = cli("top", f"http://{address}", "--once", "--duration", "1", "--format", "json")
+    async with small_service("quietsvc", version) as svc:
+        p = cli("top", f"http://{svc.pprof}", "--once", "--duration", "1", "--format", "json")
         out, err = await trio.to_thread.run_sync(lambda: p.communicate(timeout=120))
     assert p.returncode == 0, err
     (snap,) = [json.loads(line) for line in out.splitlines()]

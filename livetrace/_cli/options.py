@@ -11,15 +11,20 @@ from typing import Any
 from livetrace._session.defaults import IDLE_TIMEOUT, MIN_ADVANCE, MIN_WINDOW, STOP_TIMEOUT
 
 
-def seconds_value(text: str) -> float:
-    """A number of seconds, as the options take it."""
+def _finite(text: str, unit: str, example: str) -> float:
+    """A finite number an option takes, or an error that shows one."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, such as 5 or 0.5")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of {unit}, such as {example}")
     return value
+
+
+def seconds_value(text: str) -> float:
+    """A number of seconds, as the options take it."""
+    return _finite(text, "seconds", "5 or 0.5")
 
 
 def period_option(text: str) -> float:
@@ -63,12 +68,7 @@ def seconds_or_zero_option(text: str) -> float:
 
 
 def megabytes_option(text: str) -> int:
-    try:
-        v = float(text)
-    except ValueError:
-        v = math.nan
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of MiB, such as 64 or 0.5")
+    v = _finite(text, "MiB", "64 or 0.5")
     if not v >= 1:
         raise argparse.ArgumentTypeError("must be at least 1 (MiB)")
     return int(v * (1 << 20))
