@@ -182,9 +182,9 @@ def test_split_demo_traces(demo_traces: dict[str, Path], compiled: bool) -> None
         n = len(generations(batches))
         assert n > 1
         assert check(batches, compiled) == 0  # Go restates every status at a boundary: nothing built again
-        for gap in range(1, n):
-            assert check(batches, compiled, {gap}) == 0
-        assert check(batches, compiled, threads=2) == 0
+        if compiled:  # (the twin takes minutes for each)
+            assert check(batches, compiled, {n // 2}) == 0
+            assert check(batches, compiled, threads=2) == 0
 
 
 @pytest.mark.slow
@@ -193,4 +193,4 @@ def test_split_legacy_demo_traces(legacy_demo_traces: dict[str, Path], compiled:
     for path in legacy_demo_traces.values():
         batches = [b for b in livetrace.decode_batches(path) if isinstance(b, EventBatch)]
         check(batches, compiled)
-        check(cut(batches, 20000), compiled)
+        check(cut(batches, 50000), compiled)

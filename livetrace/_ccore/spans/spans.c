@@ -52,7 +52,17 @@ static void init_transitions(void) {
 typedef struct {
     Open *v;
     size_t len, cap;
+    /* Split mode (an entry per goroutine then): regions from before it ended,
+     * whether its exit ended the rest, and its latest RDep + 1. */
+    u64 pops, rchain;
+    int cleared;
 } Regions;
+
+/* Split mode: a span emitted whose names may be those of a region begun before. */
+typedef struct {
+    i64 depth, batch, row;
+    u64 next; /* the goroutine's previous RDep + 1 */
+} RDep;
 
 #define NAME_CACHE 4096 /* string ids below this have their name id cached per tables */
 
@@ -98,12 +108,11 @@ typedef struct {
     u64 *touches;
     size_t n_touches, touches_cap;
     Map touched_g, touched_p, touched_ma, touched_task;
-    Map region_pops;  /* goroutine -> regions from before it ended, | 1 << 63 once its exit ended the rest */
-    Map dep_regions, dep_tasks; /* goroutine, task -> its latest DEP_ record + 1 */
+    RDep *rdeps;
+    size_t n_rdeps, rdeps_cap;
+    Map dep_tasks; /* task -> its latest DEP_TASK record + 1 */
     i64 nbatch;
 } SpanCoreObject;
-
-#define CLEARED (1ULL << 63)
 
 /* ---- names: ids into the builder's names list ---- */
 
@@ -253,9 +262,8 @@ static u32 add_fix(SpanCoreObject *self, int type, int what, u64 key, i64 depth)
         return 0;
     size_t i = self->n_fixes++;
     Fix f = {(u8)type, (u8)what, key, depth, -1, -1, 0};
-    Map *deps = type == DEP_REGION ? &self->dep_regions : type == DEP_TASK ? &self->dep_tasks : NULL;
-    if (deps) {
-        u64 *head = map_slot(deps, key, 0);
+    if (type == DEP_TASK) {
+        u64 *head = map_slot(&self->dep_tasks, key, 0);
         if (!head)
             return 0;
         f.next = *head;
@@ -276,14 +284,29 @@ static int first_touch(Map *m, u64 key) {
     return map_put(m, key, 1) < 0 ? -1 : 1;
 }
 
-static int emit(SpanCoreObject *self, const Open *o, i64 end, u64 estack, u32 etok, u8 flags) {
+/* Emits span o (regs: its goroutine's regions, when it is a state span and they were looked up). */
+static int emit_in(SpanCoreObject *self, const Open *o, Regions *regs, i64 end, u64 estack, u32 etok, u8 flags) {
     u32 f[2] = {o->fix, o->dep};
     for (int k = 0; k < 2; k++)
         if (f[k]) {
             self->fixes[f[k] - 1].batch = self->nbatch;
             self->fixes[f[k] - 1].row = (i64)self->out.n;
         }
+    if (o->rdepth >= 0) {
+        if (!regs)
+            regs = map_get_ptr(&self->regions, (u64)o->rid);
+        if (regs) { /* (always, in split mode) */
+            if (grow((void **)&self->rdeps, &self->rdeps_cap, self->n_rdeps + 1, sizeof *self->rdeps) < 0)
+                return -1;
+            self->rdeps[self->n_rdeps] = (RDep){o->rdepth, self->nbatch, (i64)self->out.n, regs->rchain};
+            regs->rchain = ++self->n_rdeps;
+        }
+    }
     return out_emit(&self->out, o, end, estack, etok, flags);
+}
+
+static int emit(SpanCoreObject *self, const Open *o, i64 end, u64 estack, u32 etok, u8 flags) {
+    return emit_in(self, o, NULL, end, estack, etok, flags);
 }
 
 /* ---- open spans ---- */
@@ -307,7 +330,7 @@ static void core_clear(SpanCoreObject *self) {
 /* A span that opens now; its task name from the open task, where there is one
  * (split: or a record that the name may come from a task begun before). */
 static int opened(SpanCoreObject *self, Open *o, u8 kind, u8 rkind, i64 rid, i64 t, u64 stack, u8 flags, u64 task) {
-    *o = (Open){kind, rkind, flags, 0, rid, t, -1, stack, task, ++self->seq, (u32)self->token, 0, 0, 0, 0, 0};
+    *o = (Open){kind, rkind, flags, 0, rid, t, -1, stack, task, ++self->seq, (u32)self->token, 0, 0, 0, 0, 0, -1};
     Open *tk = map_get_ptr(&self->tasks, task);
     o->tname = tk ? tk->name : 0;
     if (!tk && self->split && !map_find(&self->touched_task, task)) {
@@ -408,15 +431,14 @@ typedef struct {
             return -1;      \
     } while (0)
 
-/* Split mode: a record that a span opened on goroutine g, under none of its
- * regions begun in the generation, may take its names from one begun before. */
-static u32 region_dep(SpanCoreObject *self, u64 g, int *bad) {
-    u64 *pops = map_find(&self->region_pops, g);
-    if (pops && (*pops & CLEARED))
-        return 0;
-    u32 f = add_fix(self, DEP_REGION, 0, g, pops ? (i64)*pops : 0);
-    *bad = !f;
-    return f;
+/* Split mode: goroutine g's regions entry, made if it has none. */
+static Regions *regions_of(SpanCoreObject *self, u64 g) {
+    Regions *r = map_get_ptr(&self->regions, g);
+    if (!r && (r = calloc(1, sizeof *r)) && map_put_ptr(&self->regions, g, r) < 0) {
+        free(r);
+        r = NULL;
+    }
+    return r;
 }
 
 static int on_transition(SpanCoreObject *self, const Batch *b, size_t i) {
@@ -431,12 +453,14 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i) {
     }
     u64 stack = tr->stack >= 0 ? a[tr->stack] : 0;
     Open *st = map_get_ptr(&self->states, (u64)gid);
+    Regions *regs = self->split ? regions_of(self, (u64)gid) : map_get_ptr(&self->regions, (u64)gid);
+    FAIL_IF(self->split && !regs);
     int known = st != NULL;
     u32 first = 0;
     if (st) {
         if (st->state == new_state)
             return 0;
-        FAIL_IF(emit(self, st, t, stack, (u32)self->token, 0) < 0);
+        FAIL_IF(emit_in(self, st, regs, t, stack, (u32)self->token, 0) < 0);
         free(map_del_ptr(&self->states, (u64)gid));
     } else if (self->split) {
         int r = first_touch(&self->touched_g, (u64)gid);
@@ -446,22 +470,17 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i) {
     }
     if (new_state == NOT_EXIST) {
         /* Regions it left open end with it, as Go's goroutine analysis ends them. */
-        Regions *r = map_del_ptr(&self->regions, (u64)gid);
+        Regions *r = self->split ? regs : map_del_ptr(&self->regions, (u64)gid);
         for (size_t k = r ? r->len : 0; !bad && k-- > 0;)
             bad = emit(self, &r->v[k], t, 0, (u32)self->token, CLIPPED_END) < 0;
-        if (r)
+        if (r && self->split)
+            r->len = 0, r->cleared = 1; /* (split: the entry stays, with what the join needs) */
+        else if (r)
             free_regions(r);
-        if (!bad && self->split) {
-            u64 *pops = map_slot(&self->region_pops, (u64)gid, 0);
-            bad = !pops;
-            if (pops)
-                *pops |= CLEARED;
-        }
         return bad ? -1 : 0;
     }
     u8 code = b->code[i];
     u8 clipped = !known && (code == EV_GO_STATUS || code == EV_GO_STATUS_STACK) ? CLIPPED_START : 0;
-    Regions *regs = map_get_ptr(&self->regions, (u64)gid);
     const Open *inner = regs && regs->len ? &regs->v[regs->len - 1] : NULL;
     Open o;
     FAIL_IF(opened(self, &o, STATE_KIND[new_state], RES_GOROUTINE, gid, t, stack, clipped, inner ? inner->task : 0) < 0);
@@ -472,9 +491,8 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i) {
             const Fix *d = &self->fixes[inner->dep - 1];
             FAIL_IF(!(o.dep = add_fix(self, d->type, d->what, d->key, d->depth)));
         }
-    } else if (self->split) {
-        o.dep = region_dep(self, (u64)gid, &bad);
-        FAIL_IF(bad);
+    } else if (self->split && !regs->cleared) {
+        o.rdepth = (i32)regs->pops;
     }
     if (tr->reason >= 0) {
         i64 r = name_of(self, a[tr->reason]);
@@ -636,13 +654,12 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i) {
             FAIL_IF(unbegun(self, &o, K_REGION, g, a[0]) < 0);
             o.name = (u32)id;
             if (self->split) {
-                u64 *pops = map_slot(&self->region_pops, (u64)g, 0);
-                FAIL_IF(!pops);
-                if (*pops & CLEARED)
+                FAIL_IF(!(r = regions_of(self, (u64)g)));
+                if (r->cleared)
                     FAIL_IF(!(o.fix = add_fix(self, ORIGIN, 0, (u64)g, 0)));
                 else {
-                    FAIL_IF(!(o.fix = add_fix(self, FT_REGPOP, 0, (u64)g, (i64)*pops)));
-                    (*pops)++;
+                    FAIL_IF(!(o.fix = add_fix(self, FT_REGPOP, 0, (u64)g, (i64)r->pops)));
+                    r->pops++;
                 }
             }
         }
@@ -814,11 +831,11 @@ static PyObject *key_obj(int is_task, u64 key) {
 }
 
 static PyObject *open_tuple(int where, u64 key, const Open *o) {
-    return Py_BuildValue("(iNiiLLKkkkkKiKLkki)", where, key_obj(where == IN_TASKS, key), o->kind, o->rkind, (long long)o->rid,
+    return Py_BuildValue("(iNiiLLKkkkkKiKLkkii)", where, key_obj(where == IN_TASKS, key), o->kind, o->rkind, (long long)o->rid,
                          (long long)o->start, (unsigned long long)o->stack, (unsigned long)o->tok,
                          (unsigned long)o->reason, (unsigned long)o->name, (unsigned long)o->tname,
                          (unsigned long long)o->task, o->flags, (unsigned long long)o->seq, (long long)o->proc,
-                         (unsigned long)o->fix, (unsigned long)o->dep, o->state);
+                         (unsigned long)o->fix, (unsigned long)o->dep, o->state, (int)o->rdepth);
 }
 
 static PyObject *fix_tuple(SpanCoreObject *self, size_t i) {
@@ -867,12 +884,16 @@ static PyObject *SpanCore_region_meta(SpanCoreObject *self, PyObject *arg) {
     u64 g = PyLong_AsUnsignedLongLongMask(arg);
     if (PyErr_Occurred())
         return NULL;
-    u64 *pops = map_find(&self->region_pops, g);
-    PyObject *deps = deps_of(self, &self->dep_regions, g);
-    if (!deps)
+    Regions *r = map_get_ptr(&self->regions, g);
+    PyObject *rows = PyList_New(0);
+    for (u64 i = r ? r->rchain : 0; rows && i; i = self->rdeps[i - 1].next) {
+        const RDep *d = &self->rdeps[i - 1];
+        if (append_new(rows, Py_BuildValue("(LLL)", (long long)d->depth, (long long)d->batch, (long long)d->row)) < 0)
+            Py_CLEAR(rows);
+    }
+    if (!rows)
         return NULL;
-    u64 v = pops ? *pops : 0;
-    return Py_BuildValue("(KiN)", (unsigned long long)(v & ~CLEARED), (v & CLEARED) != 0, deps);
+    return Py_BuildValue("(KiN)", (unsigned long long)(r ? r->pops : 0), r ? r->cleared : 0, rows);
 }
 
 static PyObject *SpanCore_task_deps(SpanCoreObject *self, PyObject *arg) {
@@ -896,11 +917,13 @@ static PyObject *SpanCore_load(SpanCoreObject *self, PyObject *args) {
         unsigned long long key, stack, task, oseq;
         long long rid, start, proc;
         unsigned long tok, reason, name, tname, fix, dep;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(opens, i), "iKiiLLKkkkkKiKLkki", &where, &key, &kind, &rkind, &rid, &start,
-                              &stack, &tok, &reason, &name, &tname, &task, &flags, &oseq, &proc, &fix, &dep, &state))
+        int rdepth;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(opens, i), "iKiiLLKkkkkKiKLkkii", &where, &key, &kind, &rkind, &rid, &start,
+                              &stack, &tok, &reason, &name, &tname, &task, &flags, &oseq, &proc, &fix, &dep, &state,
+                              &rdepth))
             return NULL;
         Open o = {(u8)kind, (u8)rkind, (u8)flags, (u8)state, rid, start, proc, stack, task, oseq,
-                  (u32)tok, (u32)reason, (u32)name, (u32)tname, 0, 0};
+                  (u32)tok, (u32)reason, (u32)name, (u32)tname, 0, 0, -1};
         int bad = 0;
         if (where == IN_GC)
             self->gc = o, self->has_gc = 1;
@@ -945,10 +968,10 @@ static void SpanCore_dealloc(SpanCoreObject *self) {
     out_free(&self->out);
     for (size_t i = 0; i < self->n_known; i++)
         Py_DECREF(self->names[i]);
-    free(self->names), free(self->extra), free(self->fixes), free(self->touches);
+    free(self->names), free(self->extra), free(self->fixes), free(self->touches), free(self->rdeps);
     Py_XDECREF(self->names_list), Py_XDECREF(self->strings_dict), Py_XDECREF(self->extra_list);
     Map *maps[] = {&self->by_hash, &self->strings, &self->touched_g, &self->touched_p, &self->touched_ma,
-                   &self->touched_task, &self->region_pops, &self->dep_regions, &self->dep_tasks};
+                   &self->touched_task, &self->dep_tasks};
     for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
         map_free(maps[i]);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -971,7 +994,7 @@ static PyMethodDef SpanCore_methods[] = {
      "export($self, /)\n--\n\nThe open spans, the first touches' records, task 0 seen unbegun, origin, last, seq."},
     {"region_meta", (PyCFunction)SpanCore_region_meta, METH_O,
      "region_meta($self, g, /)\n--\n\nRegions from before goroutine g ended, whether its exit ended the rest, and "
-     "the records of the spans that took names from one."},
+     "(depth, batch, row) of the spans emitted whose names may be a region's from before."},
     {"task_deps", (PyCFunction)SpanCore_task_deps, METH_O,
      "task_deps($self, task, /)\n--\n\nThe records of the spans that took task's name unseen."},
     {"load", (PyCFunction)SpanCore_load, METH_VARARGS,

@@ -11,12 +11,15 @@
 #include "common/containers.h"
 #include "common/generated.h"
 
+typedef int32_t i32;
+
 typedef struct {
     u8 kind, rkind, flags, state;
     i64 rid, start, proc;
     u64 stack, task, seq;
     u32 tok, reason, name, tname;
     u32 fix, dep; /* split mode: the records of its first touch and of the name it took, + 1 (0: none) */
+    i32 rdepth;   /* split mode: its names may be those of the region this deep below its goroutine's first (-1: no) */
 } Open;
 
 /* The output columns (out_take hands them over in spans.batch.COLUMNS

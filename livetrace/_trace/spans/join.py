@@ -82,8 +82,8 @@ class Carried(NamedTuple):
     state: int
 
 
-# The fields of an exported open span (after where and key), as twin.py's Open.
-_F_FIX, _F_DEP = 13, 14
+# The fields of an exported open span (after where and key), as twin.py's Open, and its region depth.
+_F_FIX, _F_DEP, _F_RDEPTH = 13, 14, 16
 # Span columns (spans.batch.COLUMNS) a patch writes.
 _C_START, _C_SSTACK, _C_STOK, _C_REASON, _C_NAME, _C_TNAME, _C_TASK, _C_FLAGS, _C_PROC = 3, 5, 7, 9, 10, 11, 12, 13, 14
 _TYPECODES: dict[int, Literal["q", "Q", "I", "B"]] = {
@@ -209,7 +209,7 @@ class SpanJoin:
         def fields(where: int, key: int, o: Carried) -> tuple[int, ...]:
             kind, rkind, rid, start, stack, tok, reason, name, tname, task, flags, seq, proc, state = o
             r, n, tn = nid(reason), nid(name), nid(tname)
-            return (where, key, kind, rkind, rid, start, stack, tok, r, n, tn, task, flags, seq, proc, 0, 0, state)
+            return (where, key, kind, rkind, rid, start, stack, tok, r, n, tn, task, flags, seq, proc, 0, 0, state, -1)
 
         opens = [fields(where, k, o) for where, d in self._maps() for k, o in d.items()]
         opens += [fields(IN_REGIONS, g, o) for g, rs in self._regions.items() for o in rs]
@@ -237,7 +237,7 @@ class SpanJoin:
         """Carry on from where builder b is."""
         self._clear()
         opens, _, _, origin, last, seq = b._core.export()
-        self._put_opens(opens, b.names, 0, {}, {})
+        self._put_opens(opens, b.names, 0, {}, {}, {})
         self._origin, self._last, self._seq = origin, last, seq
         self._task_logs = dict(b._logs.tasks)
         for g, rs in b._logs.regions.items():
@@ -250,18 +250,21 @@ class SpanJoin:
         names: list[bytes],
         base: int,
         fixed: dict[int, Carried],
-        deps: dict[int, tuple[bytes, bytes, int] | bytes],
+        deps: dict[int, bytes],
+        prior_regions: dict[int, list[Carried]],
     ) -> None:
-        """Carry on the open spans a core exported (its seqs counted from base)."""
+        """Carry on the open spans a core exported (its seqs counted from
+        base), with the names they took from spans open before."""
         for where, key, *f in opens:
             c = fixed.get(f[_F_FIX] - 1) if f[_F_FIX] else None
             if c is None:
                 reason, name, tname, task = names[f[6]], names[f[7]], names[f[8]], f[9]
-                dep = deps.get(f[_F_DEP] - 1) if f[_F_DEP] else None
-                if isinstance(dep, tuple):
-                    name, tname, task = dep
-                elif dep is not None:
-                    tname = dep
+                if f[_F_DEP] and f[_F_DEP] - 1 in deps:
+                    tname = deps[f[_F_DEP] - 1]
+                prior = prior_regions.get(key, [])
+                if 0 <= f[_F_RDEPTH] < len(prior):
+                    reg = prior[len(prior) - 1 - f[_F_RDEPTH]]
+                    name, tname, task = reg.name, reg.tname, reg.task
                 c = Carried(
                     f[0], f[1], f[2], f[3], f[4], f[5], reason, name, tname, task, f[10], base + f[11], f[12], f[15]
                 )
@@ -400,18 +403,16 @@ class _Patch:
         base = j._seq
         metas = {g: w.core.region_meta(g) for g in j._regions}
         # Names taken from regions and tasks begun before (the state as it was).
-        deps: dict[int, tuple[bytes, bytes, int] | bytes] = {}
+        deps: dict[int, bytes] = {}
+        prior_regions = {g: list(prior) for g, prior in j._regions.items()}
         for g, prior in j._regions.items():
-            for i, _, _, _, depth, b, r in metas[g][2]:
+            for depth, b, r in metas[g][2]:
                 k = len(prior) - 1 - depth
                 if k >= 0:
                     reg = prior[k]
-                    if b >= 0:
-                        self.col(b, _C_NAME)[r] = self.nid(reg.name)
-                        self.col(b, _C_TNAME)[r] = self.nid(reg.tname)
-                        self.col(b, _C_TASK)[r] = reg.task
-                    else:
-                        deps[i] = (reg.name, reg.tname, reg.task)
+                    self.col(b, _C_NAME)[r] = self.nid(reg.name)
+                    self.col(b, _C_TNAME)[r] = self.nid(reg.tname)
+                    self.col(b, _C_TASK)[r] = reg.task
         for task, tk in j._tasks.items():
             for i, _, _, _, _, b, r in w.core.task_deps(task):
                 if b >= 0:
@@ -464,10 +465,10 @@ class _Patch:
         # Logs of tasks and regions begun before.
         region_prior: dict[int, list[Logs]] = {}
         for g, pending in w.logs.pending_regions.items():
-            prior_regions, prior_logs = j._regions.get(g, []), j._region_logs.get(g, [])
+            regs, prior_logs = j._regions.get(g, []), j._region_logs.get(g, [])
             for d0, task, entry in pending:
-                for k in range(len(prior_regions) - d0):
-                    if prior_regions[k].task == task and len(prior_logs[k]) < MAX_SPAN_LOGS:
+                for k in range(len(regs) - d0):
+                    if regs[k].task == task and len(prior_logs[k]) < MAX_SPAN_LOGS:
                         prior_logs[k].append(entry)
         for g, prior in list(j._regions.items()):
             pops, cleared, _ = metas[g]
@@ -481,7 +482,7 @@ class _Patch:
             if kept is not None:
                 kept[:] = _capped(kept + waiting)
         # The open spans carried on.
-        j._put_opens(w.opens, w.names, base, fixed, deps)
+        j._put_opens(w.opens, w.names, base, fixed, deps, prior_regions)
         for g, rs in w.logs.regions.items():
             j._region_logs.setdefault(g, []).extend(lg for _, _, lg in rs)
         j._task_logs.update(w.logs.tasks)

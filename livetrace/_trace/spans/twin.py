@@ -466,26 +466,37 @@ class SpanCore:
 
     def export(self) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]], bool, int, int, int]:
         """Split mode, after the generation's last batch: the open spans
-        ((where, key, *fields), fields as the Open list holds them, regions
-        outermost first), the records of first touches and origins
+        ((where, key, *fields, region depth), fields as the Open list holds
+        them, regions outermost first; region depth: the span's names may be
+        those of the region this deep below its goroutine's first from
+        before, -1 not), the records of first touches and origins
         ((index, type, what, key, depth, batch, row)), whether a span took
         task 0's name unseen, the origin, the last time and the last seq."""
-        opens = [(IN_STATES, k, *o) for k, o in self.states.items()]
-        opens += [(IN_ASSISTS, k, *o) for k, o in self.assists.items()]
-        opens += [(IN_TASKS, k, *o) for k, o in self.tasks.items()]
-        opens += [(IN_PROCS, k, *o) for k, o in self.procs.items()]
-        opens += [(IN_REGIONS, k, *o) for k, rs in self.regions.items() for o in rs]
-        opens += [(IN_GC, 0, *self.gc)] if self.gc is not None else []
-        opens += [(IN_STW, 0, *self.stw)] if self.stw is not None else []
+        out = self._exported
+        opens = [out(IN_STATES, k, o) for k, o in self.states.items()]
+        opens += [out(IN_ASSISTS, k, o) for k, o in self.assists.items()]
+        opens += [out(IN_TASKS, k, o) for k, o in self.tasks.items()]
+        opens += [out(IN_PROCS, k, o) for k, o in self.procs.items()]
+        opens += [out(IN_REGIONS, k, o) for k, rs in self.regions.items() for o in rs]
+        opens += [out(IN_GC, 0, self.gc)] if self.gc is not None else []
+        opens += [out(IN_STW, 0, self.stw)] if self.stw is not None else []
         touches = [(i, *self.fixes[i]) for i in self.touches]
         return opens, touches, self.task0, self.origin, self.last, self.seq
 
-    def region_meta(self, g: int) -> tuple[int, int, list[tuple[int, ...]]]:
+    def _exported(self, where: int, key: int, o: Open) -> tuple[int, ...]:
+        dep = self.fixes[o[_DEP] - 1] if o[_DEP] else None
+        if dep is not None and dep[0] == DEP_REGION:
+            return (where, key, *o[:_DEP], 0, o[_STATE], dep[3])
+        return (where, key, *o, -1)
+
+    def region_meta(self, g: int) -> tuple[int, int, list[tuple[int, int, int]]]:
         """Split mode: how many regions goroutine g ended that began before
-        the generation, whether its exit ended the rest, and the records of
-        the spans that took their names from one of those."""
+        the generation, whether its exit ended the rest, and (depth, batch,
+        row) of the spans emitted whose names may be those of the region
+        that deep below the first of those."""
         pops = self.region_pops.get(g, [0, 0])
-        return pops[0], pops[1], [(i, *self.fixes[i]) for i in self.deps.get((DEP_REGION, g), ())]
+        deps = [self.fixes[i] for i in self.deps.get((DEP_REGION, g), ())]
+        return pops[0], pops[1], [(f[3], f[4], f[5]) for f in deps if f[4] >= 0]
 
     def task_deps(self, task: int) -> list[tuple[int, ...]]:
         """Split mode: the records of the spans that took task's name
@@ -497,7 +508,7 @@ class SpanCore:
         as this builder's ids) to go on from."""
         self.gap()
         for where, key, *f in opens:
-            o = list(f)
+            o = list(f[:-1])  # (not the region depth)
             o[_FIX] = o[_DEP] = 0
             if where == IN_STATES:
                 self.states[key] = o
