@@ -52,9 +52,32 @@ static void init_transitions(void) {
 typedef struct {
     Open *v;
     size_t len, cap;
+    /* Split mode (an entry per goroutine then): regions from before it ended,
+     * whether its exit ended the rest, and its latest RDep + 1. */
+    u64 pops, rchain;
+    int cleared;
 } Regions;
 
+/* Split mode: a span emitted whose names may be those of a region begun before. */
+typedef struct {
+    i64 depth, batch, row;
+    u64 next; /* the goroutine's previous RDep + 1 */
+} RDep;
+
 #define NAME_CACHE 4096 /* string ids below this have their name id cached per tables */
+
+/* Split mode's records, numbered as in _trace/spans/twin.py (FT_G to ORIGIN; BEGIN, ACTIVE, END). */
+enum { FT_G, FT_P, FT_GC, FT_STW, FT_MA, FT_TASK, FT_REGPOP, DEP_REGION, DEP_TASK, ORIGIN };
+enum { BEGIN, ACTIVE, END };
+/* Where an open span is kept, numbered as in _trace/spans/twin.py (IN_STATES to IN_STW). */
+enum { IN_STATES, IN_ASSISTS, IN_TASKS, IN_PROCS, IN_REGIONS, IN_GC, IN_STW };
+
+typedef struct {
+    u8 type, what;
+    u64 key;
+    i64 depth, batch, row;
+    u64 next; /* DEP_*: the previous record of the same key, + 1 (0: none) */
+} Fix;
 
 typedef struct {
     PyObject_HEAD Map states, assists, regions, tasks, procs; /* of Open* (regions: Regions*) */
@@ -65,48 +88,225 @@ typedef struct {
     long token;
     u32 cache[NAME_CACHE]; /* string id -> name id + 1, for the tables of token */
     Out out;
+    /* Names: the list of the builder's names (held), each name's bytes (held),
+     * and a map from a hash of the bytes to the id + 1, so that a batch is
+     * named without the GIL. */
+    PyObject *names_list;
+    PyObject **names;
+    size_t n_names, names_cap, n_known;
+    Map by_hash;
+    /* The strings of the batch's tables: string id -> its bytes (borrowed
+     * from the held dict), and the extra strings (of the held list). */
+    PyObject *strings_dict, *extra_list;
+    Map strings;
+    PyObject **extra;
+    size_t extra_cap;
+    /* Split mode. */
+    int split, task0, touched_gc, touched_stw;
+    Fix *fixes;
+    size_t n_fixes, fixes_cap;
+    u64 *touches;
+    size_t n_touches, touches_cap;
+    Map touched_g, touched_p, touched_ma, touched_task;
+    RDep *rdeps;
+    size_t n_rdeps, rdeps_cap;
+    Map dep_tasks; /* task -> its latest DEP_TASK record + 1 */
+    i64 nbatch;
 } SpanCoreObject;
 
-/* ---- names: ids into the builder's names list, interned through its dict ---- */
+/* ---- names: ids into the builder's names list ---- */
 
-typedef struct {
-    PyObject *strings, *extra_strings, *intern, *names;
-} NameTables;
-
-static i64 intern_bytes(PyObject *s, const NameTables *nt) {
-    PyObject *v = PyDict_GetItemWithError(nt->intern, s);
-    if (v)
-        return PyLong_AsLongLong(v);
-    if (PyErr_Occurred())
-        return -1;
-    Py_ssize_t id = PyList_GET_SIZE(nt->names);
-    PyObject *idv = PyLong_FromSsize_t(id);
-    int bad = !idv || PyDict_SetItem(nt->intern, s, idv) < 0 || PyList_Append(nt->names, s) < 0;
-    Py_XDECREF(idv);
-    return bad ? -1 : id;
+static u64 hash_bytes(const char *p, size_t n) {
+    u64 h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (u8)p[i]) * 1099511628211ULL;
+    return h;
 }
 
-/* The name id of string sid of the batch's tables (0 if it has none): -1 on error. */
-static i64 name_of(SpanCoreObject *self, u64 sid, const NameTables *nt) {
+static int same_bytes(PyObject *a, const char *p, size_t n) {
+    return (size_t)PyBytes_GET_SIZE(a) == n && memcmp(PyBytes_AS_STRING(a), p, n) == 0;
+}
+
+/* The id of bytes object s, appended (borrowed until names_commit) if new: -1 when out of memory. */
+static i64 intern_bytes(SpanCoreObject *self, PyObject *s) {
+    const char *p = PyBytes_AS_STRING(s);
+    size_t n = (size_t)PyBytes_GET_SIZE(s);
+    for (u64 h = hash_bytes(p, n);; h++) { /* the next key on a collision */
+        u64 *v = map_find(&self->by_hash, h);
+        if (!v)
+            break;
+        if (same_bytes(self->names[*v - 1], p, n))
+            return (i64)*v - 1;
+    }
+    if (grow((void **)&self->names, &self->names_cap, self->n_names + 1, sizeof *self->names) < 0)
+        return -1;
+    u64 h = hash_bytes(p, n);
+    while (map_find(&self->by_hash, h))
+        h++;
+    if (map_put(&self->by_hash, h, self->n_names + 1) < 0)
+        return -1;
+    self->names[self->n_names] = s;
+    return (i64)self->n_names++;
+}
+
+/* With the GIL, before a batch: know what the names list holds (others may append to it). */
+static int names_sync(SpanCoreObject *self, PyObject *list) {
+    if (list != self->names_list) {
+        for (size_t i = 0; i < self->n_known; i++)
+            Py_DECREF(self->names[i]);
+        self->n_names = self->n_known = 0;
+        map_free(&self->by_hash);
+        Py_INCREF(list);
+        Py_XSETREF(self->names_list, list);
+    }
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    for (Py_ssize_t i = (Py_ssize_t)self->n_known; i < n; i++) {
+        PyObject *s = PyList_GET_ITEM(list, i);
+        if (!PyBytes_Check(s)) {
+            PyErr_SetString(PyExc_TypeError, "names must be bytes");
+            return -1;
+        }
+        size_t before = self->n_names;
+        if (intern_bytes(self, s) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (self->n_names > before) {
+            Py_INCREF(s);
+        } else { /* a name twice in the list: its first id stands; keep the list's length in step */
+            if (grow((void **)&self->names, &self->names_cap, self->n_names + 1, sizeof *self->names) < 0) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            Py_INCREF(s);
+            self->names[self->n_names++] = s;
+        }
+        self->n_known++;
+    }
+    return 0;
+}
+
+/* With the GIL, after a batch: the names it made go into the list. */
+static int names_commit(SpanCoreObject *self) {
+    for (size_t i = self->n_known; i < self->n_names; i++) {
+        Py_INCREF(self->names[i]);
+        if (PyList_Append(self->names_list, self->names[i]) < 0) {
+            Py_DECREF(self->names[i]);
+            self->n_names = i; /* the rest are borrowed: forget them */
+            return -1;
+        }
+        self->n_known++;
+    }
+    return 0;
+}
+
+/* With the GIL, before a batch: the tables' strings, readable without it. */
+static int strings_sync(SpanCoreObject *self, PyObject *strings, PyObject *extra) {
+    if (strings != self->strings_dict) {
+        map_free(&self->strings);
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(strings, &pos, &k, &v)) {
+            if (!PyLong_Check(k) || !PyBytes_Check(v))
+                continue; /* not a string id and its bytes: never looked up */
+            u64 sid = PyLong_AsUnsignedLongLongMask(k);
+            if (map_put(&self->strings, sid, (u64)(uintptr_t)v) < 0) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+        Py_INCREF(strings);
+        Py_XSETREF(self->strings_dict, strings);
+    }
+    Py_ssize_t n = PyList_GET_SIZE(extra);
+    if (grow((void **)&self->extra, &self->extra_cap, (size_t)n + 1, sizeof *self->extra) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyList_GET_ITEM(extra, i);
+        self->extra[i] = PyBytes_Check(s) ? s : NULL;
+    }
+    Py_INCREF(extra);
+    Py_XSETREF(self->extra_list, extra);
+    self->extra[n] = NULL;
+    return 0;
+}
+
+/* The name id of string sid of the batch's tables (0 if it has none): -1 when out of memory. */
+static i64 name_of(SpanCoreObject *self, u64 sid) {
     if (sid < NAME_CACHE && self->cache[sid])
         return self->cache[sid] - 1;
-    PyObject *k = PyLong_FromUnsignedLongLong(sid);
-    if (!k)
-        return -1;
-    PyObject *s = PyDict_GetItemWithError(nt->strings, k);
-    Py_DECREF(k);
+    PyObject *s = map_get_ptr(&self->strings, sid);
     if (!s)
-        return PyErr_Occurred() ? -1 : 0;
-    i64 id = intern_bytes(s, nt);
+        return 0;
+    i64 id = intern_bytes(self, s);
     if (id >= 0 && sid < NAME_CACHE)
         self->cache[sid] = (u32)id + 1;
     return id;
 }
 
-static i64 extra_name_of(u64 idx, const NameTables *nt) {
-    if (idx >= (u64)PyList_GET_SIZE(nt->extra_strings))
+static i64 extra_name_of(SpanCoreObject *self, u64 idx) {
+    size_t n = self->extra_list ? (size_t)PyList_GET_SIZE(self->extra_list) : 0;
+    if (idx >= n)
         return 0;
-    return intern_bytes(PyList_GET_ITEM(nt->extra_strings, idx), nt);
+    PyObject *s = self->extra[idx];
+    return s ? intern_bytes(self, s) : 0;
+}
+
+/* ---- split mode's records ---- */
+
+/* A new record: its index + 1, or 0 when out of memory (the caller fails). */
+static u32 add_fix(SpanCoreObject *self, int type, int what, u64 key, i64 depth) {
+    if (grow((void **)&self->fixes, &self->fixes_cap, self->n_fixes + 1, sizeof *self->fixes) < 0)
+        return 0;
+    size_t i = self->n_fixes++;
+    Fix f = {(u8)type, (u8)what, key, depth, -1, -1, 0};
+    if (type == DEP_TASK) {
+        u64 *head = map_slot(&self->dep_tasks, key, 0);
+        if (!head)
+            return 0;
+        f.next = *head;
+        *head = i + 1;
+    } else {
+        if (grow((void **)&self->touches, &self->touches_cap, self->n_touches + 1, sizeof *self->touches) < 0)
+            return 0;
+        self->touches[self->n_touches++] = i;
+    }
+    self->fixes[i] = f;
+    return (u32)(i + 1);
+}
+
+/* Marks key touched: 1 if it was not (its first touch), 0 if it was, -1 when out of memory. */
+static int first_touch(Map *m, u64 key) {
+    if (map_find(m, key))
+        return 0;
+    return map_put(m, key, 1) < 0 ? -1 : 1;
+}
+
+/* Emits span o (regs: its goroutine's regions, when it is a state span and they were looked up). */
+static int emit_in(SpanCoreObject *self, const Open *o, Regions *regs, i64 end, u64 estack, u32 etok, u8 flags) {
+    u32 f[2] = {o->fix, o->dep};
+    for (int k = 0; k < 2; k++)
+        if (f[k]) {
+            self->fixes[f[k] - 1].batch = self->nbatch;
+            self->fixes[f[k] - 1].row = (i64)self->out.n;
+        }
+    if (o->rdepth >= 0) {
+        if (!regs)
+            regs = map_get_ptr(&self->regions, (u64)o->rid);
+        if (regs) { /* (always, in split mode) */
+            if (grow((void **)&self->rdeps, &self->rdeps_cap, self->n_rdeps + 1, sizeof *self->rdeps) < 0)
+                return -1;
+            self->rdeps[self->n_rdeps] = (RDep){o->rdepth, self->nbatch, (i64)self->out.n, regs->rchain};
+            regs->rchain = ++self->n_rdeps;
+        }
+    }
+    return out_emit(&self->out, o, end, estack, etok, flags);
+}
+
+static int emit(SpanCoreObject *self, const Open *o, i64 end, u64 estack, u32 etok, u8 flags) {
+    return emit_in(self, o, NULL, end, estack, etok, flags);
 }
 
 /* ---- open spans ---- */
@@ -127,11 +327,19 @@ static void core_clear(SpanCoreObject *self) {
     self->origin = -1;
 }
 
-static Open opened(SpanCoreObject *self, u8 kind, u8 rkind, i64 rid, i64 t, u64 stack, u8 flags, u64 task) {
-    Open o = {kind, rkind, flags, 0, rid, t, -1, stack, task, ++self->seq, (u32)self->token, 0, 0, 0};
+/* A span that opens now; its task name from the open task, where there is one
+ * (split: or a record that the name may come from a task begun before). */
+static int opened(SpanCoreObject *self, Open *o, u8 kind, u8 rkind, i64 rid, i64 t, u64 stack, u8 flags, u64 task) {
+    *o = (Open){kind, rkind, flags, 0, rid, t, -1, stack, task, ++self->seq, (u32)self->token, 0, 0, 0, 0, 0, -1};
     Open *tk = map_get_ptr(&self->tasks, task);
-    o.tname = tk ? tk->name : 0;
-    return o;
+    o->tname = tk ? tk->name : 0;
+    if (!tk && self->split && !map_find(&self->touched_task, task)) {
+        if (!task)
+            self->task0 = 1;
+        else if (!(o->dep = add_fix(self, DEP_TASK, 0, task, 0)))
+            return -1;
+    }
+    return 0;
 }
 
 static Open *new_open(Map *m, u64 key, Open o) {
@@ -147,57 +355,59 @@ static Open *new_open(Map *m, u64 key, Open o) {
     return p;
 }
 
-/* Every open span (pointers into the core), in no order; NULL if out of memory. */
+/* Every open span (pointers into the core), with where it is kept and its key. */
 typedef struct {
     const Open **v;
+    u8 *where;
+    u64 *key;
     size_t n;
 } OpenList;
 
-/* Appends m's open spans to v (only counts them when v is NULL). */
-static void list_map(const Map *m, int regions, const Open **v, size_t *n) {
+/* Appends m's open spans to l (only counts them when l->v is NULL). */
+static void list_map(const Map *m, int where, OpenList *l) {
     for (size_t i = 0; i <= m->cap; i++) {
         void *p;
+        u64 key;
         if (i < m->cap && m->s[i].key)
-            p = (void *)(uintptr_t)m->s[i].val;
+            p = (void *)(uintptr_t)m->s[i].val, key = m->s[i].key;
         else if (i == m->cap && m->has_zero)
-            p = (void *)(uintptr_t)m->zero_val;
+            p = (void *)(uintptr_t)m->zero_val, key = 0;
         else
             continue;
-        if (!regions) {
-            if (v)
-                v[*n] = p;
-            (*n)++;
-            continue;
-        }
-        Regions *r = p;
-        for (size_t k = 0; k < r->len; k++) {
-            if (v)
-                v[*n] = &r->v[k];
-            (*n)++;
+        size_t count = where == IN_REGIONS ? ((Regions *)p)->len : 1;
+        for (size_t k = 0; k < count; k++) {
+            if (l->v) {
+                l->v[l->n] = where == IN_REGIONS ? &((Regions *)p)->v[k] : p;
+                l->where[l->n] = (u8)where;
+                l->key[l->n] = key;
+            }
+            l->n++;
         }
     }
 }
 
+static void free_list(OpenList *l) { free(l->v), free(l->where), free(l->key); }
+
 static int all_open(SpanCoreObject *self, OpenList *l) {
-    size_t total = 2;
-    list_map(&self->states, 0, NULL, &total);
-    list_map(&self->assists, 0, NULL, &total);
-    list_map(&self->tasks, 0, NULL, &total);
-    list_map(&self->procs, 0, NULL, &total);
-    list_map(&self->regions, 1, NULL, &total);
+    OpenList count = {0};
+    Map *maps[] = {&self->states, &self->assists, &self->tasks, &self->procs, &self->regions};
+    for (int w = IN_STATES; w <= IN_REGIONS; w++)
+        list_map(maps[w], w, &count);
+    size_t total = count.n + 2;
     l->v = malloc(total * sizeof *l->v);
+    l->where = malloc(total);
+    l->key = malloc(total * sizeof *l->key);
     l->n = 0;
-    if (!l->v)
+    if (!l->v || !l->where || !l->key) {
+        free_list(l);
         return -1;
-    list_map(&self->states, 0, l->v, &l->n);
-    list_map(&self->assists, 0, l->v, &l->n);
-    list_map(&self->tasks, 0, l->v, &l->n);
-    list_map(&self->procs, 0, l->v, &l->n);
-    list_map(&self->regions, 1, l->v, &l->n);
+    }
+    for (int w = IN_STATES; w <= IN_REGIONS; w++)
+        list_map(maps[w], w, l);
     if (self->has_gc)
-        l->v[l->n++] = &self->gc;
+        l->v[l->n] = &self->gc, l->where[l->n] = IN_GC, l->key[l->n++] = 0;
     if (self->has_stw)
-        l->v[l->n++] = &self->stw;
+        l->v[l->n] = &self->stw, l->where[l->n] = IN_STW, l->key[l->n++] = 0;
     return 0;
 }
 
@@ -221,11 +431,21 @@ typedef struct {
             return -1;      \
     } while (0)
 
-static int on_transition(SpanCoreObject *self, const Batch *b, size_t i, const NameTables *nt) {
+/* Split mode: goroutine g's regions entry, made if it has none. */
+static Regions *regions_of(SpanCoreObject *self, u64 g) {
+    Regions *r = map_get_ptr(&self->regions, g);
+    if (!r && (r = calloc(1, sizeof *r)) && map_put_ptr(&self->regions, g, r) < 0) {
+        free(r);
+        r = NULL;
+    }
+    return r;
+}
+
+static int on_transition(SpanCoreObject *self, const Batch *b, size_t i) {
     const Transition *tr = &TRANSITIONS[b->code[i]];
     const u64 *a = &b->args[i * NARGS];
     i64 t = b->time[i], gid = tr->whose ? (i64)a[0] : b->g[i];
-    int new_state = tr->new_state;
+    int new_state = tr->new_state, bad = 0;
     if (!new_state) {
         if (!(a[2] > 0 && a[2] < sizeof STATUS_STATE))
             return 0;
@@ -233,32 +453,49 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i, const N
     }
     u64 stack = tr->stack >= 0 ? a[tr->stack] : 0;
     Open *st = map_get_ptr(&self->states, (u64)gid);
+    Regions *regs = self->split ? regions_of(self, (u64)gid) : map_get_ptr(&self->regions, (u64)gid);
+    FAIL_IF(self->split && !regs);
     int known = st != NULL;
+    u32 first = 0;
     if (st) {
         if (st->state == new_state)
             return 0;
-        FAIL_IF(out_emit(&self->out, st, t, stack, (u32)self->token, 0) < 0);
+        FAIL_IF(emit_in(self, st, regs, t, stack, (u32)self->token, 0) < 0);
         free(map_del_ptr(&self->states, (u64)gid));
+    } else if (self->split) {
+        int r = first_touch(&self->touched_g, (u64)gid);
+        FAIL_IF(r < 0);
+        if (r)
+            FAIL_IF(!(first = add_fix(self, FT_G, new_state, (u64)gid, 0)));
     }
     if (new_state == NOT_EXIST) {
         /* Regions it left open end with it, as Go's goroutine analysis ends them. */
-        Regions *r = map_del_ptr(&self->regions, (u64)gid);
-        int bad = 0;
+        Regions *r = self->split ? regs : map_del_ptr(&self->regions, (u64)gid);
         for (size_t k = r ? r->len : 0; !bad && k-- > 0;)
-            bad = out_emit(&self->out, &r->v[k], t, 0, (u32)self->token, CLIPPED_END) < 0;
-        if (r)
+            bad = emit(self, &r->v[k], t, 0, (u32)self->token, CLIPPED_END) < 0;
+        if (r && self->split)
+            r->len = 0, r->cleared = 1; /* (split: the entry stays, with what the join needs) */
+        else if (r)
             free_regions(r);
         return bad ? -1 : 0;
     }
     u8 code = b->code[i];
     u8 clipped = !known && (code == EV_GO_STATUS || code == EV_GO_STATUS_STACK) ? CLIPPED_START : 0;
-    Regions *regs = map_get_ptr(&self->regions, (u64)gid);
     const Open *inner = regs && regs->len ? &regs->v[regs->len - 1] : NULL;
-    Open o = opened(self, STATE_KIND[new_state], RES_GOROUTINE, gid, t, stack, clipped, inner ? inner->task : 0);
-    if (inner)
-        o.name = inner->name, o.tname = inner->tname;
+    Open o;
+    FAIL_IF(opened(self, &o, STATE_KIND[new_state], RES_GOROUTINE, gid, t, stack, clipped, inner ? inner->task : 0) < 0);
+    o.fix = first;
+    if (inner) {
+        o.name = inner->name, o.tname = inner->tname, o.dep = 0;
+        if (inner->dep) {
+            const Fix *d = &self->fixes[inner->dep - 1];
+            FAIL_IF(!(o.dep = add_fix(self, d->type, d->what, d->key, d->depth)));
+        }
+    } else if (self->split && !regs->cleared) {
+        o.rdepth = (i32)regs->pops;
+    }
     if (tr->reason >= 0) {
-        i64 r = name_of(self, a[tr->reason], nt);
+        i64 r = name_of(self, a[tr->reason]);
         FAIL_IF(r < 0);
         o.reason = (u32)r;
     }
@@ -280,23 +517,59 @@ static int on_proc(SpanCoreObject *self, const Batch *b, size_t i) {
         runs = PROC_STATUS_RUNS[a[1]];
     }
     Open *o = map_get_ptr(&self->procs, (u64)pid);
+    u32 first = 0;
+    if (!o && self->split) {
+        int r = first_touch(&self->touched_p, (u64)pid);
+        FAIL_IF(r < 0);
+        if (r)
+            FAIL_IF(!(first = add_fix(self, FT_P, runs, (u64)pid, 0)));
+    }
     if (runs && !o) {
-        Open n = opened(self, K_RUNNING, RES_PROC, pid, t, 0, code == EV_PROC_STATUS ? CLIPPED_START : 0, 0);
+        Open n;
+        FAIL_IF(opened(self, &n, K_RUNNING, RES_PROC, pid, t, 0, code == EV_PROC_STATUS ? CLIPPED_START : 0, 0) < 0);
         n.proc = pid;
+        n.fix = first;
         FAIL_IF(!new_open(&self->procs, (u64)pid, n));
     } else if (!runs && o) {
-        int bad = out_emit(&self->out, o, t, 0, (u32)self->token, 0) < 0;
+        int bad = emit(self, o, t, 0, (u32)self->token, 0) < 0;
         free(map_del_ptr(&self->procs, (u64)pid));
         FAIL_IF(bad);
     }
     return 0;
 }
 
-static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTables *nt) {
+/* Split mode: the record of a single slot's (GC, stop-the-world) first event. */
+static int first_slot(SpanCoreObject *self, int *touched, int type, int what, u32 *fix) {
+    *fix = 0;
+    if (!self->split || *touched)
+        return 0;
+    *touched = 1;
+    return (*fix = add_fix(self, type, what, 0, 0)) ? 0 : -1;
+}
+
+/* Split mode: the record of a key's first event (0: not its first). */
+static int first_of(SpanCoreObject *self, Map *touched, int type, int what, u64 key, u32 *fix) {
+    *fix = 0;
+    if (!self->split)
+        return 0;
+    int r = first_touch(touched, key);
+    if (r <= 0)
+        return r;
+    return (*fix = add_fix(self, type, what, key, 0)) ? 0 : -1;
+}
+
+/* A region or task that ends with its begin unseen (before the trace, a gap,
+ * or, split, the generation): clipped, from the origin. */
+static int unbegun(SpanCoreObject *self, Open *o, u8 kind, i64 g, u64 task) {
+    u8 rkind = kind == K_TASK ? RES_NONE : RES_GOROUTINE;
+    return opened(self, o, kind, rkind, g, self->origin, 0, CLIPPED_START, task);
+}
+
+static int on_range(SpanCoreObject *self, const Batch *b, size_t i) {
     u8 code = b->code[i];
     const u64 *a = &b->args[i * NARGS];
     i64 t = b->time[i], g = b->g[i];
-    u32 tok = (u32)self->token;
+    u32 tok = (u32)self->token, fix;
     i64 id;
     Open o, *p;
     switch (code) {
@@ -306,48 +579,59 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
         /* fall through */
     case EV_GC_BEGIN: {
         int active = code == EV_GC_ACTIVE;
-        self->gc = opened(self, K_GC, RES_NONE, 0, t, active ? 0 : a[1], active ? CLIPPED_START : 0, 0);
+        FAIL_IF(first_slot(self, &self->touched_gc, FT_GC, active ? ACTIVE : BEGIN, &fix) < 0);
+        FAIL_IF(opened(self, &self->gc, K_GC, RES_NONE, 0, t, active ? 0 : a[1], active ? CLIPPED_START : 0, 0) < 0);
+        self->gc.fix = active ? fix : 0;
         self->has_gc = 1;
         break;
     }
     case EV_GC_END:
         if (self->has_gc) {
-            FAIL_IF(out_emit(&self->out, &self->gc, t, 0, tok, 0) < 0);
+            FAIL_IF(emit(self, &self->gc, t, 0, tok, 0) < 0);
             self->has_gc = 0;
-        }
+        } else
+            FAIL_IF(first_slot(self, &self->touched_gc, FT_GC, END, &fix) < 0);
         break;
     case EV_STW_BEGIN:
-        self->stw = opened(self, K_STW, RES_GOROUTINE, g, t, a[1], 0, 0);
+        FAIL_IF(first_slot(self, &self->touched_stw, FT_STW, BEGIN, &fix) < 0);
+        FAIL_IF(opened(self, &self->stw, K_STW, RES_GOROUTINE, g, t, a[1], 0, 0) < 0);
         self->has_stw = 1;
-        FAIL_IF((id = name_of(self, a[0], nt)) < 0);
+        FAIL_IF((id = name_of(self, a[0])) < 0);
         self->stw.reason = (u32)id;
         break;
     case EV_STW_END:
         if (self->has_stw) {
-            FAIL_IF(out_emit(&self->out, &self->stw, t, 0, tok, 0) < 0);
+            FAIL_IF(emit(self, &self->stw, t, 0, tok, 0) < 0);
             self->has_stw = 0;
-        }
+        } else
+            FAIL_IF(first_slot(self, &self->touched_stw, FT_STW, END, &fix) < 0);
         break;
     case EV_GC_MARK_ASSIST_BEGIN:
     case EV_GC_MARK_ASSIST_ACTIVE: {
         int active = code == EV_GC_MARK_ASSIST_ACTIVE;
         i64 gid = active ? (i64)a[0] : g;
-        if (active && map_find(&self->assists, (u64)gid))
+        int local = map_find(&self->assists, (u64)gid) != NULL;
+        if (active && local)
             break;
-        o = opened(self, K_MARK_ASSIST, RES_GOROUTINE, gid, t, active ? 0 : a[0], active ? CLIPPED_START : 0, 0);
+        fix = 0;
+        if (!local)
+            FAIL_IF(first_of(self, &self->touched_ma, FT_MA, active ? ACTIVE : BEGIN, (u64)gid, &fix) < 0);
+        FAIL_IF(opened(self, &o, K_MARK_ASSIST, RES_GOROUTINE, gid, t, active ? 0 : a[0], active ? CLIPPED_START : 0, 0) < 0);
+        o.fix = active ? fix : 0;
         FAIL_IF(!new_open(&self->assists, (u64)gid, o));
         break;
     }
     case EV_GC_MARK_ASSIST_END:
         if ((p = map_del_ptr(&self->assists, (u64)g))) {
-            int bad = out_emit(&self->out, p, t, 0, tok, 0) < 0;
+            int bad = emit(self, p, t, 0, tok, 0) < 0;
             free(p);
             FAIL_IF(bad);
-        }
+        } else
+            FAIL_IF(first_of(self, &self->touched_ma, FT_MA, END, (u64)g, &fix) < 0);
         break;
     case EV_USER_REGION_BEGIN: {
-        o = opened(self, K_REGION, RES_GOROUTINE, g, t, a[2], 0, a[0]);
-        FAIL_IF((id = name_of(self, a[1], nt)) < 0);
+        FAIL_IF(opened(self, &o, K_REGION, RES_GOROUTINE, g, t, a[2], 0, a[0]) < 0);
+        FAIL_IF((id = name_of(self, a[1])) < 0);
         o.name = (u32)id;
         Regions *r = map_get_ptr(&self->regions, (u64)g);
         if (!r) {
@@ -366,17 +650,29 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
         if (r && r->len) {
             o = r->v[--r->len];
         } else { /* begun before the trace or a gap */
-            o = opened(self, K_REGION, RES_GOROUTINE, g, self->origin, 0, CLIPPED_START, a[0]);
-            FAIL_IF((id = name_of(self, a[1], nt)) < 0);
+            FAIL_IF((id = name_of(self, a[1])) < 0);
+            FAIL_IF(unbegun(self, &o, K_REGION, g, a[0]) < 0);
             o.name = (u32)id;
+            if (self->split) {
+                FAIL_IF(!(r = regions_of(self, (u64)g)));
+                if (r->cleared)
+                    FAIL_IF(!(o.fix = add_fix(self, ORIGIN, 0, (u64)g, 0)));
+                else {
+                    FAIL_IF(!(o.fix = add_fix(self, FT_REGPOP, 0, (u64)g, (i64)r->pops)));
+                    r->pops++;
+                }
+            }
         }
-        FAIL_IF(out_emit(&self->out, &o, t, a[2], tok, 0) < 0);
+        FAIL_IF(emit(self, &o, t, a[2], tok, 0) < 0);
         break;
     }
     case EV_USER_TASK_BEGIN:
-        o = opened(self, K_TASK, RES_NONE, 0, t, a[3], 0, a[0]);
-        FAIL_IF((id = name_of(self, a[2], nt)) < 0);
+        if (!map_find(&self->tasks, a[0]))
+            FAIL_IF(first_of(self, &self->touched_task, FT_TASK, BEGIN, a[0], &fix) < 0);
+        FAIL_IF(opened(self, &o, K_TASK, RES_NONE, 0, t, a[3], 0, a[0]) < 0);
+        FAIL_IF((id = name_of(self, a[2])) < 0);
         o.name = o.tname = (u32)id;
+        o.dep = 0;
         FAIL_IF(!new_open(&self->tasks, a[0], o));
         break;
     case EV_USER_TASK_END:
@@ -384,11 +680,17 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
             o = *p;
             free(p);
         } else {
-            o = opened(self, K_TASK, RES_NONE, 0, self->origin, 0, CLIPPED_START, a[0]);
-            FAIL_IF((id = extra_name_of(b->extra[i * NEXTRA + 1], nt)) < 0);
+            FAIL_IF(unbegun(self, &o, K_TASK, 0, a[0]) < 0);
+            FAIL_IF((id = extra_name_of(self, b->extra[i * NEXTRA + 1])) < 0);
             o.name = o.tname = (u32)id;
+            o.dep = 0;
+            if (self->split) {
+                FAIL_IF(first_of(self, &self->touched_task, FT_TASK, END, a[0], &o.fix) < 0);
+                if (!o.fix)
+                    FAIL_IF(!(o.fix = add_fix(self, ORIGIN, 0, 0, 0)));
+            }
         }
-        FAIL_IF(out_emit(&self->out, &o, t, a[1], tok, 0) < 0);
+        FAIL_IF(emit(self, &o, t, a[1], tok, 0) < 0);
         break;
     }
     return 0;
@@ -396,13 +698,13 @@ static int on_range(SpanCoreObject *self, const Batch *b, size_t i, const NameTa
 
 static u8 IS_RANGE[256], IS_PROC[256];
 
-/* feed(codes, times, procs, goroutines, args, extra, token, strings, extra_strings, intern, names) -> list of bytes */
+/* feed(codes, times, procs, goroutines, args, extra, token, strings, extra_strings, names) -> list of bytes */
 static PyObject *SpanCore_feed(SpanCoreObject *self, PyObject *args) {
     Py_buffer cb, tb, pb, gb, ab, xb;
     long token;
-    NameTables nt;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*lO!O!O!O!", &cb, &tb, &pb, &gb, &ab, &xb, &token, &PyDict_Type, &nt.strings,
-                          &PyList_Type, &nt.extra_strings, &PyDict_Type, &nt.intern, &PyList_Type, &nt.names))
+    PyObject *strings, *extra_strings, *names;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*lO!O!O!", &cb, &tb, &pb, &gb, &ab, &xb, &token, &PyDict_Type, &strings,
+                          &PyList_Type, &extra_strings, &PyList_Type, &names))
         return NULL;
     PyObject *result = NULL;
     size_t n = (size_t)cb.len;
@@ -411,6 +713,8 @@ static PyObject *SpanCore_feed(SpanCoreObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "columns of different lengths");
         goto done;
     }
+    if (names_sync(self, names) < 0 || strings_sync(self, strings, extra_strings) < 0)
+        goto done;
     if (token != self->token) {
         self->token = token;
         memset(self->cache, 0, sizeof self->cache);
@@ -418,21 +722,28 @@ static PyObject *SpanCore_feed(SpanCoreObject *self, PyObject *args) {
     Batch b = {n, cb.buf, tb.buf, pb.buf, gb.buf, ab.buf, xb.buf};
     if (n && self->origin < 0)
         self->origin = b.time[0];
-    for (size_t i = 0; i < n; i++) {
+    int r = 0;
+    /* The batch is read from its buffers and named from the held tables:
+     * nothing here needs the GIL, so other threads run (a generation
+     * built in each). */
+    Py_BEGIN_ALLOW_THREADS;
+    for (size_t i = 0; r >= 0 && i < n; i++) {
         u8 code = b.code[i];
         self->last = b.time[i];
-        int r = TRANSITIONS[code].is ? on_transition(self, &b, i, &nt)
-                : IS_RANGE[code]     ? on_range(self, &b, i, &nt)
-                : IS_PROC[code]      ? on_proc(self, &b, i)
-                                     : 0;
-        if (r < 0) {
-            if (!PyErr_Occurred())
-                PyErr_NoMemory();
-            self->out.n = 0;
-            goto done;
-        }
+        r = TRANSITIONS[code].is ? on_transition(self, &b, i)
+            : IS_RANGE[code]     ? on_range(self, &b, i)
+            : IS_PROC[code]      ? on_proc(self, &b, i)
+                                 : 0;
     }
-    result = out_take(&self->out);
+    Py_END_ALLOW_THREADS;
+    if (names_commit(self) < 0 || r < 0) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        self->out.n = 0;
+        goto done;
+    }
+    result = out_take(&self->out, self->split);
+    self->nbatch++;
 done:
     PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&pb), PyBuffer_Release(&gb);
     PyBuffer_Release(&ab), PyBuffer_Release(&xb);
@@ -446,15 +757,17 @@ static PyObject *SpanCore_close(SpanCoreObject *self, PyObject *unused) {
     qsort(l.v, l.n, sizeof *l.v, by_seq);
     for (size_t i = 0; i < l.n; i++) {
         const Open *o = l.v[i];
-        if (out_emit(&self->out, o, self->last > o->start ? self->last : o->start, 0, o->tok, CLIPPED_END) < 0) {
-            free(l.v);
+        if (emit(self, o, self->last > o->start ? self->last : o->start, 0, o->tok, CLIPPED_END) < 0) {
+            free_list(&l);
             self->out.n = 0;
             return PyErr_NoMemory();
         }
     }
-    free(l.v);
+    free_list(&l);
     core_clear(self);
-    return out_take(&self->out);
+    PyObject *r = out_take(&self->out, self->split);
+    self->nbatch++;
+    return r;
 }
 
 static PyObject *SpanCore_gap(SpanCoreObject *self, PyObject *unused) {
@@ -470,7 +783,7 @@ static PyObject *SpanCore_min_tables(SpanCoreObject *self, PyObject *unused) {
     for (size_t i = 0; i < l.n; i++)
         if (oldest < 0 || (long)l.v[i]->tok < oldest)
             oldest = (long)l.v[i]->tok;
-    free(l.v);
+    free_list(&l);
     return PyLong_FromLong(oldest);
 }
 
@@ -486,7 +799,7 @@ static PyObject *SpanCore_open_stacks(SpanCoreObject *self, PyObject *unused) {
         else
             PyList_SET_ITEM(out, (Py_ssize_t)i, pair);
     }
-    free(l.v);
+    free_list(&l);
     return out;
 }
 
@@ -498,7 +811,7 @@ static PyObject *SpanCore_open_counts(SpanCoreObject *self, PyObject *unused) {
     for (size_t i = 0; i < l.n; i++)
         if (l.v[i]->kind < N_SPAN_KINDS)
             counts[l.v[i]->kind]++;
-    free(l.v);
+    free_list(&l);
     PyObject *out = PyList_New(N_SPAN_KINDS);
     for (Py_ssize_t k = 0; out != NULL && k < N_SPAN_KINDS; k++) {
         PyObject *n = PyLong_FromSsize_t(counts[k]);
@@ -510,23 +823,163 @@ static PyObject *SpanCore_open_counts(SpanCoreObject *self, PyObject *unused) {
     return out;
 }
 
+/* ---- split mode: what the join reads, and where a builder goes on from ---- */
+
+/* Keys as the twin has them: a goroutine's or P's id signed, a task's not. */
+static PyObject *key_obj(int is_task, u64 key) {
+    return is_task ? PyLong_FromUnsignedLongLong(key) : PyLong_FromLongLong((long long)key);
+}
+
+static PyObject *open_tuple(int where, u64 key, const Open *o) {
+    return Py_BuildValue("(iNiiLLKkkkkKiKLkkii)", where, key_obj(where == IN_TASKS, key), o->kind, o->rkind, (long long)o->rid,
+                         (long long)o->start, (unsigned long long)o->stack, (unsigned long)o->tok,
+                         (unsigned long)o->reason, (unsigned long)o->name, (unsigned long)o->tname,
+                         (unsigned long long)o->task, o->flags, (unsigned long long)o->seq, (long long)o->proc,
+                         (unsigned long)o->fix, (unsigned long)o->dep, o->state, (int)o->rdepth);
+}
+
+static PyObject *fix_tuple(SpanCoreObject *self, size_t i) {
+    const Fix *f = &self->fixes[i];
+    return Py_BuildValue("(niiNLLL)", (Py_ssize_t)i, f->type, f->what, key_obj(f->type == FT_TASK || f->type == DEP_TASK, f->key),
+                         (long long)f->depth,
+                         (long long)f->batch, (long long)f->row);
+}
+
+/* Appends the tuple x to list l, stealing it: 0, or -1 with an exception. */
+static int append_new(PyObject *l, PyObject *x) {
+    int r = x ? PyList_Append(l, x) : -1;
+    Py_XDECREF(x);
+    return r;
+}
+
+static PyObject *SpanCore_export(SpanCoreObject *self, PyObject *unused) {
+    OpenList l;
+    if (all_open(self, &l) < 0)
+        return PyErr_NoMemory();
+    PyObject *opens = PyList_New(0), *touches = PyList_New(0), *result = NULL;
+    int bad = !opens || !touches;
+    for (size_t i = 0; !bad && i < l.n; i++)
+        bad = append_new(opens, open_tuple(l.where[i], l.key[i], l.v[i])) < 0;
+    for (size_t i = 0; !bad && i < self->n_touches; i++)
+        bad = append_new(touches, fix_tuple(self, self->touches[i])) < 0;
+    free_list(&l);
+    if (!bad)
+        result = Py_BuildValue("(OOOLLK)", opens, touches, self->task0 ? Py_True : Py_False, (long long)self->origin,
+                               (long long)self->last, (unsigned long long)self->seq);
+    Py_XDECREF(opens), Py_XDECREF(touches);
+    return result;
+}
+
+/* The records of a DEP_ map's key, as a list. */
+static PyObject *deps_of(SpanCoreObject *self, const Map *deps, u64 key) {
+    PyObject *out = PyList_New(0);
+    u64 *head = map_find(deps, key);
+    for (u64 i = head ? *head : 0; out && i; i = self->fixes[i - 1].next)
+        if (append_new(out, fix_tuple(self, i - 1)) < 0)
+            Py_CLEAR(out);
+    return out;
+}
+
+static PyObject *SpanCore_region_meta(SpanCoreObject *self, PyObject *arg) {
+    u64 g = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    Regions *r = map_get_ptr(&self->regions, g);
+    PyObject *rows = PyList_New(0);
+    for (u64 i = r ? r->rchain : 0; rows && i; i = self->rdeps[i - 1].next) {
+        const RDep *d = &self->rdeps[i - 1];
+        if (append_new(rows, Py_BuildValue("(LLL)", (long long)d->depth, (long long)d->batch, (long long)d->row)) < 0)
+            Py_CLEAR(rows);
+    }
+    if (!rows)
+        return NULL;
+    return Py_BuildValue("(KiN)", (unsigned long long)(r ? r->pops : 0), r ? r->cleared : 0, rows);
+}
+
+static PyObject *SpanCore_task_deps(SpanCoreObject *self, PyObject *arg) {
+    u64 task = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    return deps_of(self, &self->dep_tasks, task);
+}
+
+/* load(opens, origin, last, seq): the open spans (as export gives them, names
+ * as this builder's ids) to go on from. */
+static PyObject *SpanCore_load(SpanCoreObject *self, PyObject *args) {
+    PyObject *opens;
+    long long origin, last;
+    unsigned long long seq;
+    if (!PyArg_ParseTuple(args, "O!LLK", &PyList_Type, &opens, &origin, &last, &seq))
+        return NULL;
+    core_clear(self);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(opens); i++) {
+        int where, kind, rkind, flags, state;
+        unsigned long long key, stack, task, oseq;
+        long long rid, start, proc;
+        unsigned long tok, reason, name, tname, fix, dep;
+        int rdepth;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(opens, i), "iKiiLLKkkkkKiKLkkii", &where, &key, &kind, &rkind, &rid, &start,
+                              &stack, &tok, &reason, &name, &tname, &task, &flags, &oseq, &proc, &fix, &dep, &state,
+                              &rdepth))
+            return NULL;
+        Open o = {(u8)kind, (u8)rkind, (u8)flags, (u8)state, rid, start, proc, stack, task, oseq,
+                  (u32)tok, (u32)reason, (u32)name, (u32)tname, 0, 0, -1};
+        int bad = 0;
+        if (where == IN_GC)
+            self->gc = o, self->has_gc = 1;
+        else if (where == IN_STW)
+            self->stw = o, self->has_stw = 1;
+        else if (where == IN_REGIONS) {
+            Regions *r = map_get_ptr(&self->regions, key);
+            if (!r && (!(r = calloc(1, sizeof *r)) || map_put_ptr(&self->regions, key, r) < 0)) {
+                free(r);
+                return PyErr_NoMemory();
+            }
+            bad = grow((void **)&r->v, &r->cap, r->len + 1, sizeof *r->v) < 0;
+            if (!bad)
+                r->v[r->len++] = o;
+        } else {
+            Map *maps[] = {&self->states, &self->assists, &self->tasks, &self->procs};
+            if (where < IN_STATES || where > IN_PROCS) {
+                PyErr_SetString(PyExc_ValueError, "not a place an open span is kept");
+                return NULL;
+            }
+            bad = !new_open(maps[where], key, o);
+        }
+        if (bad)
+            return PyErr_NoMemory();
+    }
+    self->origin = origin, self->last = last, self->seq = seq;
+    Py_RETURN_NONE;
+}
+
 static int SpanCore_init(SpanCoreObject *self, PyObject *args, PyObject *kw) {
-    if (!PyArg_ParseTuple(args, ":SpanCore"))
+    int split = 0;
+    if (!PyArg_ParseTuple(args, "|p:SpanCore", &split))
         return -1;
     core_clear(self);
     self->token = -1;
+    self->split = split;
     return 0;
 }
 
 static void SpanCore_dealloc(SpanCoreObject *self) {
     core_clear(self);
     out_free(&self->out);
+    for (size_t i = 0; i < self->n_known; i++)
+        Py_DECREF(self->names[i]);
+    free(self->names), free(self->extra), free(self->fixes), free(self->touches), free(self->rdeps);
+    Py_XDECREF(self->names_list), Py_XDECREF(self->strings_dict), Py_XDECREF(self->extra_list);
+    Map *maps[] = {&self->by_hash, &self->strings, &self->touched_g, &self->touched_p, &self->touched_ma,
+                   &self->touched_task, &self->dep_tasks};
+    for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
+        map_free(maps[i]);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyMethodDef SpanCore_methods[] = {
     {"feed", (PyCFunction)SpanCore_feed, METH_VARARGS,
-     "feed($self, codes, times, procs, goroutines, args, extra, token, strings, extra_strings, intern, names, /)\n--\n\n"
+     "feed($self, codes, times, procs, goroutines, args, extra, token, strings, extra_strings, names, /)\n--\n\n"
      "The spans that end in a batch, as columns."},
     {"close", (PyCFunction)SpanCore_close, METH_NOARGS,
      "close($self, /)\n--\n\nThe spans still open, cut at the last event; the core is then empty."},
@@ -537,6 +990,15 @@ static PyMethodDef SpanCore_methods[] = {
      "open_stacks($self, /)\n--\n\n(tables key, start stack id) of every open span."},
     {"open_counts", (PyCFunction)SpanCore_open_counts, METH_NOARGS,
      "open_counts($self, /)\n--\n\nHow many spans are open, by span kind."},
+    {"export", (PyCFunction)SpanCore_export, METH_NOARGS,
+     "export($self, /)\n--\n\nThe open spans, the first touches' records, task 0 seen unbegun, origin, last, seq."},
+    {"region_meta", (PyCFunction)SpanCore_region_meta, METH_O,
+     "region_meta($self, g, /)\n--\n\nRegions from before goroutine g ended, whether its exit ended the rest, and "
+     "(depth, batch, row) of the spans emitted whose names may be a region's from before."},
+    {"task_deps", (PyCFunction)SpanCore_task_deps, METH_O,
+     "task_deps($self, task, /)\n--\n\nThe records of the spans that took task's name unseen."},
+    {"load", (PyCFunction)SpanCore_load, METH_VARARGS,
+     "load($self, opens, origin, last, seq, /)\n--\n\nThe open spans to go on from."},
     {NULL},
 };
 
@@ -548,7 +1010,7 @@ static PyTypeObject SpanCoreType = {
     .tp_init = (initproc)SpanCore_init,
     .tp_dealloc = (destructor)SpanCore_dealloc,
     .tp_methods = SpanCore_methods,
-    .tp_doc = "SpanCore()\n--\n\nOpen spans across batches; the compiled twin of spans.twin.SpanCore.",
+    .tp_doc = "SpanCore(split=False)\n--\n\nOpen spans across batches; the compiled twin of spans.twin.SpanCore.",
 };
 
 int spans_register(PyObject *module) {

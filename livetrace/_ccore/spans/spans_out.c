@@ -42,7 +42,7 @@ int out_emit(Out *o, const Open *s, i64 end, u64 estack, u32 etok, u8 flags) {
     return 0;
 }
 
-PyObject *out_take(Out *o) {
+PyObject *out_take(Out *o, int mutable) {
     size_t n = o->n;
     const void *cols[SPAN_NCOLS] = {
         [SPAN_COL_KINDS] = o->kind,        [SPAN_COL_RESOURCE_KINDS] = o->rkind, [SPAN_COL_RESOURCE_IDS] = o->rid,
@@ -55,7 +55,9 @@ PyObject *out_take(Out *o) {
     o->n = 0;
     PyObject *r = PyList_New((Py_ssize_t)ncols);
     for (size_t k = 0; r && k < ncols; k++) {
-        PyObject *b = PyBytes_FromStringAndSize(n ? cols[k] : "", (Py_ssize_t)(n * width[k]));
+        const char *src = n ? cols[k] : "";
+        Py_ssize_t len = (Py_ssize_t)(n * width[k]);
+        PyObject *b = mutable ? PyByteArray_FromStringAndSize(src, len) : PyBytes_FromStringAndSize(src, len);
         if (!b)
             Py_CLEAR(r);
         else

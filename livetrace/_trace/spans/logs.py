@@ -1,0 +1,138 @@
+"""The logs of tasks and regions, followed beside the span core (both
+twins): rare events, found with a byte search rather than a per-event loop.
+It follows region begins and ends, and goroutine exits while regions are
+open, by the same rules as the core, so that the k-th region span the core
+emits is the k-th region this side saw end.
+
+Split (one generation on its own, ``spans/join.py``), a task or region
+that began before the generation is unknown here: logs for a task not seen
+begin wait in ``pending_tasks``, logs on a goroutine that may have regions
+from before in ``pending_regions``, and the end of such a task or region is
+a :class:`Prior` for the join to resolve.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from livetrace._trace.model.batch import NARGS
+from livetrace._trace.spans.model import MAX_SPAN_LOGS
+from livetrace._trace.spec.modern import (
+    EV_GO_DESTROY,
+    EV_GO_DESTROY_SYSCALL,
+    EV_USER_LOG,
+    EV_USER_REGION_BEGIN,
+    EV_USER_REGION_END,
+    EV_USER_TASK_BEGIN,
+    EV_USER_TASK_END,
+)
+
+
+def _any_of(*codes: int) -> re.Pattern[bytes]:
+    return re.compile(b"[" + b"".join(re.escape(bytes([c])) for c in codes) + b"]")
+
+
+_USER = (EV_USER_TASK_BEGIN, EV_USER_TASK_END, EV_USER_LOG, EV_USER_REGION_BEGIN, EV_USER_REGION_END)
+_USER_EVENTS = _any_of(*_USER)
+_USER_EVENTS_OR_EXITS = _any_of(*_USER, EV_GO_DESTROY, EV_GO_DESTROY_SYSCALL)
+_REGION_BEGIN = bytes([EV_USER_REGION_BEGIN])
+Log = tuple[bytes, bytes]
+Logs = list[Log]
+
+
+@dataclass
+class Prior:
+    """Split mode: the logs of a span that began before the generation:
+    task ``key``'s (``pending``: those logged in the generation), or the
+    region of goroutine ``key`` that was ``depth`` regions below the top of
+    its stack at the generation's start."""
+
+    key: int
+    depth: int = -1
+    pending: Logs = field(default_factory=list)
+
+
+class UserLogs:
+    def __init__(self, *, split: bool = False) -> None:
+        self.split = split
+        self.tasks: dict[int, Logs] = {}  # open task -> its logs
+        # goroutine -> its open regions, innermost last: (task, begin order, logs)
+        self.regions: dict[int, list[tuple[int, int, Logs]]] = {}
+        self.seq = 0
+        # Split mode only:
+        self.touched: set[int] = set()  # tasks begun or ended in the generation
+        self.pending_tasks: dict[int, Logs] = {}
+        self.pops: dict[int, list[int]] = {}  # goroutine -> [regions from before ended, exited]
+        self.pending_regions: dict[int, list[tuple[int, int, Log]]] = {}  # goroutine -> (pops, task, log)
+
+    def clear(self) -> None:
+        self.tasks.clear()
+        self.regions.clear()
+
+    def scan(
+        self, codes: memoryview, goroutines: memoryview, args: memoryview, strings: dict[int, bytes]
+    ) -> tuple[dict[int, Logs | Prior], list[Logs | Prior]]:
+        """Follow a batch's tasks, regions and logs: the logs of the tasks
+        that end in it, by task id, and of the regions that end in it, in
+        the order the core ends them."""
+        ended_tasks: dict[int, Logs | Prior] = {}
+        ended_regions: list[Logs | Prior] = []
+        raw = codes.tobytes()
+        regions, split = self.regions, self.split
+        # Goroutine exits matter only while a region is open (split: or may be).
+        exits = regions or _REGION_BEGIN in raw or (split and bool(self.pops or self.pending_regions))
+        pattern = _USER_EVENTS_OR_EXITS if exits else _USER_EVENTS
+        open_tasks = self.tasks
+        for mt in pattern.finditer(raw):
+            i = mt.start()
+            code, g, a0 = raw[i], goroutines[i], args[i * NARGS]
+            if code == EV_USER_LOG:
+                entry = (strings.get(args[i * NARGS + 1], b""), strings.get(args[i * NARGS + 2], b""))
+                logs = open_tasks.get(a0)
+                if logs is not None:
+                    if len(logs) < MAX_SPAN_LOGS:
+                        logs.append(entry)
+                elif split and a0 not in self.touched:
+                    self.pending_tasks.setdefault(a0, []).append(entry)
+                for task, _, logs in regions.get(g, ()):
+                    if task == a0 and len(logs) < MAX_SPAN_LOGS:
+                        logs.append(entry)
+                if split:
+                    pops = self.pops.get(g, [0, 0])
+                    if not pops[1]:
+                        self.pending_regions.setdefault(g, []).append((pops[0], a0, entry))
+            elif code == EV_USER_REGION_BEGIN:
+                self.seq += 1
+                regions.setdefault(g, []).append((a0, self.seq, []))
+            elif code == EV_USER_REGION_END:
+                stack = regions.get(g)
+                if stack:
+                    ended_regions.append(stack.pop()[2])
+                    if not stack:
+                        del regions[g]
+                elif split and not self.pops.get(g, [0, 0])[1]:
+                    pops = self.pops.setdefault(g, [0, 0])
+                    ended_regions.append(Prior(g, pops[0]))
+                    pops[0] += 1
+                else:
+                    ended_regions.append([])  # none open: the core clips one
+            elif code == EV_USER_TASK_BEGIN:
+                open_tasks[a0] = []
+                if split:
+                    self.touched.add(a0)
+                    self.pending_tasks.pop(a0, None)
+            elif code == EV_USER_TASK_END:
+                got = open_tasks.pop(a0, None)
+                if got is not None or not split or a0 in self.touched:
+                    ended_tasks[a0] = got or []
+                else:
+                    ended_tasks[a0] = Prior(a0, -1, self.pending_tasks.pop(a0, []))
+                if split:
+                    self.touched.add(a0)
+            else:  # a goroutine's exit ends its open regions, innermost first
+                ended_regions.extend(r[2] for r in reversed(regions.pop(g, [])))
+                if split and (g in self.pops or g in self.pending_regions):
+                    # (Those it has no record of: the join finds any that mattered in the core's.)
+                    self.pops.setdefault(g, [0, 0])[1] = 1
+        return ended_tasks, ended_regions

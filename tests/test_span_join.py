@@ -1,0 +1,196 @@
+"""Spans a generation at a time (spans/join.py): each generation built on
+its own, then joined in order, gives what the sequential SpanBuilder gives
+(the same spans, fields, logs and tables, in the same order), on both
+twins; on Go's own traces without building any generation again; in
+threads at once as one after another."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import livetrace
+from livetrace import EventBatch, SpanBatch, SpanBuilder
+from livetrace._trace.accel import use_compiled
+from livetrace._trace.model.tables import Tables
+from livetrace._trace.spans.join import SpanJoin, build_generation
+
+from . import textform
+from .test_spans import LEGACY, TEXT_TESTS, batches_of, hostile_batch
+
+BOTH = [False, pytest.param(True, marks=pytest.mark.compiled_core)]
+twin_only = os.environ.get("LIVETRACE_PURE_PYTHON") == "1" or not use_compiled()
+
+
+def generations(batches: list[EventBatch]) -> list[list[EventBatch]]:
+    """Batches grouped by generation (their tables), in order."""
+    out: list[list[EventBatch]] = []
+    for b in batches:
+        if out and out[-1][0].gen is b.gen:
+            out[-1].append(b)
+        else:
+            out.append([b])
+    return out
+
+
+def cut(batches: list[EventBatch], step: int) -> list[EventBatch]:
+    """The same events as generations of `step` events each (boundaries where
+    Go's runtime put none: nothing restated at them)."""
+    out = []
+    for b in batches:
+        events = list(b)
+        for i in range(0, len(events), step):
+            gen = dataclasses.replace(b.gen) if b.gen is not None else None
+            out.append(EventBatch.from_events(gen, events[i : i + step]))
+    return out
+
+
+def sequential(batches: list[EventBatch], compiled: bool, gaps: Collection[int]) -> list[SpanBatch]:
+    b = SpanBuilder(compiled=compiled)
+    out = []
+    for i, gen in enumerate(generations(batches)):
+        if i in gaps:
+            b.gap()
+        out += [b.feed(batch) for batch in gen]
+    return [*out, b.close()]
+
+
+def split(
+    batches: list[EventBatch], compiled: bool, gaps: Collection[int], threads: int = 0
+) -> tuple[list[SpanBatch], int]:
+    """Each generation built on its own (in threads, when asked), then joined in order."""
+    gens = generations(batches)
+    if threads:
+        with ThreadPoolExecutor(threads) as pool:
+            built = list(pool.map(lambda ig: build_generation(ig[1], ig[0], compiled=compiled), enumerate(gens)))
+    else:
+        built = [build_generation(g, i, compiled=compiled) for i, g in enumerate(gens)]
+    j = SpanJoin(compiled=compiled)
+    out = []
+    for i, (w, gen) in enumerate(zip(built, gens, strict=True)):
+        if i in gaps:
+            j.gap()
+        out += j.join(w, gen)
+    return [*out, j.close()], j.fallbacks
+
+
+def same(spans: list[SpanBatch]) -> list[object]:
+    """Everything a list of span batches holds. Name ids index each batch's
+    own names table (a generation's, when split): compared by the names."""
+    return [
+        (list(sb), sorted(sb.tables), [bytes(c) for k, c in enumerate(sb.columns()) if k not in (9, 10, 11)])
+        for sb in spans
+    ]
+
+
+def check(batches: list[EventBatch], compiled: bool, gaps: Collection[int] = (), threads: int = 0) -> int:
+    got, fallbacks = split(batches, compiled, gaps, threads)
+    assert same(got) == same(sequential(batches, compiled, gaps))
+    return fallbacks
+
+
+def named(name: str) -> textform.TextTrace:
+    (t,) = [t for t in TEXT_TESTS if t.name == name]
+    return t
+
+
+SMALL = ["go122-annotations", "go122-task-across-generations", "go122-confuse-seq-across-generations", "go123-sync"]
+
+
+@pytest.mark.parametrize("compiled", BOTH)
+@pytest.mark.parametrize("name", SMALL)
+def test_split_at_go_generations_is_sequential_without_rebuilding(name: str, compiled: bool) -> None:
+    batches = batches_of(named(name).data)
+    assert len(generations(batches)) > 1
+    assert check(batches, compiled) == 0
+    assert check(batches, compiled, {1}) == 0  # the helper shed the generations before the second
+
+
+@pytest.mark.parametrize("compiled", BOTH)
+@pytest.mark.parametrize("step", [1, 3, 40])
+def test_split_anywhere_is_sequential(step: int, compiled: bool) -> None:
+    # Boundaries with nothing restated: regions, tasks, logs and states
+    # cross them, and some generations must be built again.
+    for name in ("go122-annotations", "go122-annotations-stress"):
+        batches = cut(batches_of(named(name).data), step)
+        check(batches, compiled)
+        check(batches, compiled, {len(generations(batches)) // 2})
+
+
+@pytest.mark.parametrize("compiled", BOTH)
+def test_generations_built_in_threads_at_once(compiled: bool) -> None:
+    batches = cut(batches_of(named("go122-gc-stress").data), 300)
+    assert check(batches, compiled, threads=4) == check(batches, compiled)
+
+
+@pytest.mark.skipif(twin_only, reason="compares both implementations; runs on the compiled core's pass")
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_split_hostile_columns_is_sequential(data: st.DataObject) -> None:
+    gens = [Tables(gen=g, strings={0: b"", 1: b"chan receive", 2: f"r{g}".encode()}) for g in range(4)]
+    for t in gens:
+        t.extra_strings.append(b"task type")
+    n = data.draw(st.integers(1, 6))
+    batches = [data.draw(hostile_batch(gens[min(i // 2, 3)])) for i in range(n)]
+    gaps = set(data.draw(st.lists(st.integers(0, 3), max_size=2)))
+    for compiled in (True, False):
+        check(batches, compiled, gaps)
+
+
+# -- corpus-wide and demo traces (slow) --
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compiled", BOTH)
+@pytest.mark.parametrize("t", TEXT_TESTS, ids=lambda t: t.name)
+def test_split_go_text_form_tests(t: textform.TextTrace, compiled: bool) -> None:
+    batches = batches_of(t.data)
+    n = len(generations(batches))
+    assert check(batches, compiled) == 0
+    for gap in range(1, n):
+        assert check(batches, compiled, {gap}) == 0
+    for step in (1, 7, 100):
+        pieces = cut(batches, step)
+        check(pieces, compiled)
+        check(pieces, compiled, {len(generations(pieces)) // 2})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compiled", BOTH)
+@pytest.mark.parametrize("name", sorted(p.name for p in LEGACY.iterdir() if p.name.endswith("_good")))
+def test_split_legacy_corpus(name: str, compiled: bool) -> None:
+    # A legacy trace is one generation (and a segment its own trace): cut it.
+    batches = [b for b in livetrace.decode_batches(LEGACY / name) if isinstance(b, EventBatch)]
+    check(batches, compiled)
+    pieces = cut(batches, 5000)
+    check(pieces, compiled)
+    check(pieces, compiled, {len(generations(pieces)) // 2})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compiled", BOTH)
+def test_split_demo_traces(demo_traces: dict[str, Path], compiled: bool) -> None:
+    for path in demo_traces.values():
+        batches = [b for b in livetrace.decode_batches(path) if isinstance(b, EventBatch)]
+        n = len(generations(batches))
+        assert n > 1
+        assert check(batches, compiled) == 0  # Go restates every status at a boundary: nothing built again
+        if compiled:  # (the twin takes minutes for each)
+            assert check(batches, compiled, {n // 2}) == 0
+            assert check(batches, compiled, threads=2) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compiled", BOTH)
+def test_split_legacy_demo_traces(legacy_demo_traces: dict[str, Path], compiled: bool) -> None:
+    for path in legacy_demo_traces.values():
+        batches = [b for b in livetrace.decode_batches(path) if isinstance(b, EventBatch)]
+        check(batches, compiled)
+        check(cut(batches, 50000), compiled)
