@@ -24,6 +24,7 @@
 #include "spans/spans.h"
 #include "decode/tables.h"
 #include "render/text.h"
+#include "render/span_lines.h"
 #include "decode/wire.h"
 
 /* ---- result types ---- */
@@ -507,6 +508,9 @@ static PyMethodDef module_methods[] = {
     {"text_lines", text_lines, METH_VARARGS,
      "text_lines($module, codes, times, threads, procs, goroutines, args, extra, t0, wall_base, provisional, "
      "kind_columns, quotes, frames, xquotes, miss, other, /)\n--\n\ntail's text lines for a batch's events (text.c)."},
+    {"span_lines", span_lines, METH_VARARGS,
+     "span_lines($module, columns, json, t0, kinds, names, stacks, miss, logs, other, /)\n--\n\n"
+     "tail --spans's lines (text or JSON) for a batch of spans (span_lines.c)."},
     {"dump_parsed", dump_parsed_py, METH_VARARGS,
      "dump_parsed($module, codes, times, threads, procs, goroutines, args, extra, heads, strings, stacks, "
      "extra_strings, miss, other, /)\n--\n\nThe lines of go tool trace -d=parsed for a batch's events (dump.c)."},

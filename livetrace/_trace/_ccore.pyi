@@ -2,7 +2,7 @@
 compiled twin of the decoders' hot loops. Results are struct sequences:
 tuples whose items also have names."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, final
 
 from _typeshed import ReadableBuffer, structseq
@@ -361,6 +361,20 @@ def text_lines(
     /,
 ) -> bytes:
     """`tail`'s text lines for a batch's events, each ending in a newline (text.c)."""
+
+def span_lines(
+    columns: list[memoryview],
+    json: bool,
+    t0: int,
+    kinds: tuple[bytes, ...],
+    names: dict[int, bytes],
+    stacks: dict[int, bytes],
+    miss: Callable[[str, int], bytes],
+    logs: Mapping[int, object],
+    other: Callable[[int], bytes],
+    /,
+) -> bytes:
+    """`tail --spans`'s lines (text or JSON) for a batch of spans, each ending in a newline (span_lines.c)."""
 
 def handlers() -> dict[int, str]:
     """The ordering engine's dispatch table: code -> handler name."""
