@@ -280,6 +280,7 @@ def the_trace(given: Path | None, go: Path | None, seconds: float) -> Iterator[P
 
 def main() -> None:
     if "--run-view" in sys.argv:
+        sys.path.remove(str(HERE.parent))  # bench/profile.py is no stdlib profile for cProfile
         i = sys.argv.index("--run-view")
         run_view(sys.argv[sys.argv.index("--") + 1 :], Path(sys.argv[i + 1]), "--cprofile" in sys.argv)
         return

@@ -175,6 +175,40 @@ class ProfileCounts:
         """(key id, count, ns, trace, end), in the order first counted;
         trace (end_trace calls before it) and end: when it was last counted."""
 
+@final
+class TopSums:
+    """top's per-span sums (the twin of _views/top_sums.py's TopSums)."""
+
+    def __init__(self) -> None: ...
+    def feed(
+        self,
+        kinds: ReadableBuffer,
+        resource_kinds: ReadableBuffer,
+        resource_ids: ReadableBuffer,
+        starts: ReadableBuffer,
+        ends: ReadableBuffer,
+        reasons: ReadableBuffer,
+        names: ReadableBuffer,
+        start_stacks: ReadableBuffer,
+        end_stacks: ReadableBuffer,
+        start_tables: ReadableBuffer,
+        end_tables: ReadableBuffer,
+        since: int | None,
+        index: int,
+        root_of: Callable[[int, int], int],
+        /,
+    ) -> None: ...
+    def name(self, g: int, name: int, index: int, /) -> None: ...
+    def take(
+        self,
+    ) -> tuple[
+        list[tuple[int, int, int, int, int, list[tuple[int, int]]]],
+        dict[int, tuple[bytes, int]],
+        dict[int, tuple[bytes, int]],
+        dict[int, tuple[bytes, int]],
+    ]: ...
+    def forget(self, old: int, /) -> None: ...
+
 def span_select(
     columns: list[memoryview],
     kind_mask: ReadableBuffer | None,

@@ -23,7 +23,7 @@
 
 /* The most a line's own text takes, pieces apart: numbers, field names. */
 #define LINE_ROOM 512
-#define NKINDS 9
+#define NKINDS N_SPAN_KINDS
 #define RESOURCE_WIDTH 16
 #define DURATION_WIDTH 9
 
@@ -170,8 +170,8 @@ static int put_line(Lines *x, const Cols *c, size_t i) {
     if (kind >= NKINDS || rk > 2 || ss >> 32 || es >> 32 || __builtin_sub_overflow(end, start, &dur) ||
         __builtin_sub_overflow(start, x->t0, &since))
         return -1;
-    const char *reason, *name, *tname, *sp, *ep;
-    size_t nreason, nname, ntname, nsp, nep;
+    const char *reason, *name, *tname = "", *sp, *ep;
+    size_t nreason, nname, ntname = 0, nsp, nep;
     int r;
     if ((r = part(&x->names, col_u32(c, SPAN_COL_REASONS, i), &reason, &nreason)) ||
         (r = part(&x->names, col_u32(c, SPAN_COL_NAMES, i), &name, &nname)) ||
@@ -180,7 +180,7 @@ static int put_line(Lines *x, const Cols *c, size_t i) {
         return r == PART_TWIN ? -1 : -2;
     if (x->json && (r = part(&x->names, col_u32(c, SPAN_COL_TASK_NAMES, i), &tname, &ntname)))
         return r == PART_TWIN ? -1 : -2;
-    int on_p = proc >= 0 && rk != 2;
+    int on_p = proc >= 0 && rk != RES_PROC;
     if (tb_room(o, LINE_ROOM + x->kind_n[kind]))
         return -2;
     if (x->json) {
@@ -208,9 +208,9 @@ static int put_line(Lines *x, const Cols *c, size_t i) {
         }
         if (PUT_PIECE(o, ", \"task_name\": ", tname, ntname, ""))
             return -2;
-        if (flags & 1)
+        if (flags & CLIPPED_START)
             TB_LIT_RAW(o, ", \"clipped_start\": true");
-        if (flags & 2)
+        if (flags & CLIPPED_END)
             TB_LIT_RAW(o, ", \"clipped_end\": true");
         if (PUT_PIECE(o, ", \"start_stack\": ", sp, nsp, "") || PUT_PIECE(o, ", \"end_stack\": ", ep, nep, ""))
             return -2;
