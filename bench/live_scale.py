@@ -31,7 +31,9 @@ second and per CPU-second of the view (the targets on a 2-core machine:
 does not runs once, and the line says so. --baseline DIR times the same
 views, alternating, with another source tree (a checkout of an older
 commit with its core built in place). --profile VIEW runs that view once
-under cProfile and prints its top functions.
+under cProfile (the thread that runs the command: the decoding threads
+are not seen) and prints its top functions; --perf DIR records every
+view with `perf record -g` (all its threads).
 
 Timing is a benchmark, never a test.
 """
@@ -65,7 +67,9 @@ VIEWS: dict[str, list[str]] = {
     "tail-log": ["tail", "{addr}", "-k", "Log", "--format", "jsonl"],
     "spans-1ms": ["tail", "{addr}", "--spans", "--min-duration", "1ms", "--format", "jsonl"],
     "top": ["top", "{addr}", "--format", "json"],
-    "flight": ["flight", "{addr}", "--keep", "5s", "-t", "gc>1s", "-o", "{tmp}"],
+    # flight re-attaches when a session ends: -d ends it once the deadline has passed (the session, stopped
+    # then, still reads every frame the fake helper sends, to its end).
+    "flight": ["flight", "{addr}", "-d", "0.5", "--keep", "5s", "-t", "gc>1s", "-o", "{tmp}"],
     "profile": ["profile", "{addr}", "--kind", "sched", "-o", "{tmp}/sched.pb.gz"],
 }
 # Targets on the project's 2-core machine, with one job (events per CPU-second).
@@ -231,13 +235,15 @@ def has_jobs(tree: Path, command: str) -> bool:
     return "--jobs" in out.stdout
 
 
-def once(tree: Path, view: str, addr: str, jobs: int | None, profile: bool = False) -> Run:
+def once(tree: Path, view: str, addr: str, jobs: int | None, profile: bool = False, perf: Path | None = None) -> Run:
     with tempfile.TemporaryDirectory(prefix="live-scale-") as tmp:
         argv = [a.format(addr=addr, tmp=tmp) for a in VIEWS[view]]
         if jobs is not None:
             argv += ["--jobs", str(jobs)]
         result = Path(tmp) / "result.json"
         cmd = [sys.executable, str(HERE), "--run-view", str(result), *(["--cprofile"] if profile else []), "--", *argv]
+        if perf is not None:
+            cmd = ["perf", "record", "-q", "-g", "-F", "499", "-o", str(perf / f"{view}.data"), "--", *cmd]
         env = {**os.environ, "PYTHONPATH": str(tree)}
         proc = subprocess.Popen(cmd, env=env, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         got = 0
@@ -293,6 +299,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1, help="best of N (default 1)")
     ap.add_argument("--baseline", type=Path, help="another source tree to time the same views with")
     ap.add_argument("--profile", metavar="VIEW", help="run VIEW once under cProfile and print where its time goes")
+    ap.add_argument("--perf", type=Path, metavar="DIR", help="record each view with perf into DIR/VIEW.data")
     args = ap.parse_args()
     views = args.views.split(",")
     for v in views:
@@ -320,7 +327,7 @@ def main() -> None:
                     for j in jobs if supported else jobs[:1]:
                         best: Run | None = None
                         for _ in range(args.runs):
-                            r = once(tree, view, addr, j if supported else None)
+                            r = once(tree, view, addr, j if supported else None, perf=args.perf)
                             best = r if best is None or r.cpu < best.cpu else best
                         assert best is not None
                         target = TARGETS.get(view, TARGET)
