@@ -215,7 +215,9 @@ def run_view(argv: list[str], result: Path, profile: bool) -> None:
     sys.stdout.flush()
     t1, r1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    rss = r1.ru_maxrss / 1024
+    # Not ru_maxrss: Linux keeps it across exec, so it starts at the parent's (which holds the trace).
+    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
+    rss = int(hwm.split()[1]) / 1024
     result.write_text(json.dumps({"rc": rc, "wall": t1 - t0, "cpu": cpu, "rss_mib": rss}))
 
 

@@ -202,7 +202,7 @@ class Formatter:
     def pieces(self, batch: Sequence[object], t0: int, provisional: bool) -> list[bytes]:
         """provisional: the batch is a legacy trace's events before its footer."""
         if isinstance(batch, SpanBatch):
-            return [self.spans.encode(batch, t0)]
+            return self.spans.pieces(batch, t0)
         if self.view.fmt == "jsonl":
             if provisional:
                 return self.provisional_jsonl.encode(batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only

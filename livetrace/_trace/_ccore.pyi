@@ -398,6 +398,8 @@ def text_lines(
 
 def span_lines(
     columns: list[memoryview],
+    lo: int,
+    hi: int,
     json: bool,
     t0: int,
     kinds: tuple[bytes, ...],
@@ -408,7 +410,8 @@ def span_lines(
     other: Callable[[int], bytes],
     /,
 ) -> bytes:
-    """`tail --spans`'s lines (text or JSON) for a batch of spans, each ending in a newline (span_lines.c)."""
+    """`tail --spans`'s lines (text or JSON) for rows lo to hi of a batch of spans, each ending in a newline
+    (span_lines.c)."""
 
 def handlers() -> dict[int, str]:
     """The ordering engine's dispatch table: code -> handler name."""

@@ -83,7 +83,7 @@ static int stack_part(Lines *x, u32 tok, u64 sid, const char **p, size_t *n) {
 }
 
 /* frac digits of v (< 10^frac) after a point. */
-static void put_frac(TextBuf *o, u64 v, int frac) {
+static inline __attribute__((always_inline)) void put_frac(TextBuf *o, u64 v, int frac) {
     char d[8];
     d[0] = '.';
     for (int k = frac; k > 0; k--, v /= 10)
@@ -96,7 +96,7 @@ static void put_frac(TextBuf *o, u64 v, int frac) {
  * (|v| < 10^15) that rounding the integers gives the same digits, unless
  * exactly half way (where the float's error decides): then printf, which
  * rounds the float as Python does. */
-static void put_scaled(TextBuf *o, i64 v, int scale, int frac, int sign) {
+static inline __attribute__((always_inline)) void put_scaled(TextBuf *o, i64 v, int scale, int frac, int sign) {
     static const i64 P10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
     i64 unit = P10[scale - frac], whole = P10[frac];
     u64 a = v < 0 ? (u64)0 - (u64)v : (u64)v;
@@ -279,7 +279,8 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     PyObject *cols, *kinds, *names, *stacks, *miss, *logs, *other;
     int json;
     long long t0;
-    if (!PyArg_ParseTuple(args, "O!pLO!O!O!OOO", &PyList_Type, &cols, &json, &t0, &PyTuple_Type, &kinds,
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "O!nnpLO!O!O!OOO", &PyList_Type, &cols, &lo, &hi, &json, &t0, &PyTuple_Type, &kinds,
                           &PyDict_Type, &names, &PyDict_Type, &stacks, &miss, &logs, &other))
         return NULL;
     if (PyList_GET_SIZE(cols) != NCOLS)
@@ -302,6 +303,10 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "columns of different lengths");
             goto done;
         }
+    if (lo < 0 || hi < lo || (size_t)hi > n) {
+        PyErr_SetString(PyExc_ValueError, "rows out of range");
+        goto done;
+    }
     for (int k = 0; k < NKINDS; k++) {
         PyObject *s = PyTuple_GET_ITEM(kinds, k);
         if (!PyBytes_Check(s)) {
@@ -314,13 +319,13 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     x.json = json;
     x.t0 = (i64)t0;
     if (part_cache_open(&x.names, names, miss, "name") || part_cache_open(&x.stacks, stacks, miss, "stack") ||
-        tb_init(&x.o, n * (json ? 192 : 96) + LINE_ROOM))
+        tb_init(&x.o, (size_t)(hi - lo) * (json ? 640 : 128) + LINE_ROOM))
         goto done;
     Py_ssize_t nlogs = PyObject_Size(logs);
     if (nlogs < 0)
         goto done;
     int any_logs = nlogs > 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = (size_t)lo; i < (size_t)hi; i++) {
         size_t start = x.o.n;
         int r = -1;
         if (any_logs) {

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from livetrace._cli.render.color import paint_line
-from livetrace._cli.render.jsonl import _clean, _frames, frame_text, utf8
+from livetrace._cli.render.jsonl import PIECE_LINES, _clean, _frames, frame_text, utf8
 from livetrace._protocol.text import json_safe, shown
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.events import stack_frames
@@ -207,18 +207,26 @@ class SpanLines:
         return p
 
     def encode(self, spans: SpanBatch, t0: int) -> bytes:
-        if not self._fast or not len(spans):
-            return self.encode_twin(spans, t0)
+        return b"".join(self.pieces(spans, t0))
+
+    def pieces(self, spans: SpanBatch, t0: int) -> list[bytes]:
+        """The lines in pieces of PIECE_LINES (written in warm memory: a
+        batch's JSON lines, stacks and all, are megabytes)."""
+        if not self._fast or not len(spans) or not -(1 << 63) <= t0 < 1 << 63:  # the core's arithmetic is 64-bit
+            return [self.encode_twin(spans, t0)]
         p = self._pieces_for(spans)
-        if not -(1 << 63) <= t0 < 1 << 63:  # the core's arithmetic is 64-bit
-            return self.encode_twin(spans, t0)
         cols = [c.cast("B") for c in spans.columns()]
 
         def other(i: int) -> bytes:  # a line the core leaves to the twin
             return self.twin_line(spans, i, t0, p)
 
-        names, stacks = p.pieces["name"], p.pieces["stack"]
-        return ccore.span_lines(cols, self._json, t0, self._kinds, names, stacks, p.miss, spans.logs, other)
+        names, stacks, logs, n = p.pieces["name"], p.pieces["stack"], spans.logs, len(spans)
+        return [
+            ccore.span_lines(
+                cols, i, min(n, i + PIECE_LINES), self._json, t0, self._kinds, names, stacks, p.miss, logs, other
+            )
+            for i in range(0, n, PIECE_LINES)
+        ]
 
     def encode_twin(self, spans: SpanBatch, t0: int) -> bytes:
         """The same lines, a row at a time in Python."""
