@@ -7,7 +7,6 @@ threads at once as one after another."""
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,15 +17,16 @@ from hypothesis import strategies as st
 
 import livetrace
 from livetrace import EventBatch, SpanBatch, SpanBuilder
-from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.join import SpanJoin, build_generation
 
 from . import textform
+from .conftest import examples
 from .test_spans import LEGACY, TEXT_TESTS, batches_of, hostile_batch
 
 BOTH = [False, pytest.param(True, marks=pytest.mark.compiled_core)]
-twin_only = os.environ.get("LIVETRACE_PURE_PYTHON") == "1" or not use_compiled()
+# Each test names the core it builds with: the same outcome on either pass.
+pytestmark = pytest.mark.once
 
 
 def generations(batches: list[EventBatch]) -> list[list[EventBatch]]:
@@ -130,8 +130,8 @@ def test_generations_built_in_threads_at_once(compiled: bool) -> None:
     assert check(batches, compiled, threads=4) == check(batches, compiled)
 
 
-@pytest.mark.skipif(twin_only, reason="compares both implementations; runs on the compiled core's pass")
-@settings(max_examples=300, deadline=None)
+@pytest.mark.compiled_core
+@settings(max_examples=examples(300))
 @given(st.data())
 def test_split_hostile_columns_is_sequential(data: st.DataObject) -> None:
     gens = [Tables(gen=g, strings={0: b"", 1: b"chan receive", 2: f"r{g}".encode()}) for g in range(4)]
@@ -147,7 +147,7 @@ def test_split_hostile_columns_is_sequential(data: st.DataObject) -> None:
 # -- corpus-wide and demo traces (slow) --
 
 
-@pytest.mark.slow
+@pytest.mark.twin
 @pytest.mark.parametrize("compiled", BOTH)
 @pytest.mark.parametrize("t", TEXT_TESTS, ids=lambda t: t.name)
 def test_split_go_text_form_tests(t: textform.TextTrace, compiled: bool) -> None:
@@ -162,7 +162,7 @@ def test_split_go_text_form_tests(t: textform.TextTrace, compiled: bool) -> None
         check(pieces, compiled, {len(generations(pieces)) // 2})
 
 
-@pytest.mark.slow
+@pytest.mark.twin
 @pytest.mark.parametrize("compiled", BOTH)
 @pytest.mark.parametrize("name", sorted(p.name for p in LEGACY.iterdir() if p.name.endswith("_good")))
 def test_split_legacy_corpus(name: str, compiled: bool) -> None:
@@ -174,10 +174,11 @@ def test_split_legacy_corpus(name: str, compiled: bool) -> None:
     check(pieces, compiled, {len(generations(pieces)) // 2})
 
 
-@pytest.mark.slow
+@pytest.mark.twin
 @pytest.mark.parametrize("compiled", BOTH)
 def test_split_demo_traces(demo_traces: dict[str, Path], compiled: bool) -> None:
-    for path in demo_traces.values():
+    paths = list(demo_traces.values())
+    for path in paths if compiled else paths[:1]:  # the twin takes minutes for each
         batches = [b for b in livetrace.decode_batches(path) if isinstance(b, EventBatch)]
         n = len(generations(batches))
         assert n > 1
@@ -187,7 +188,7 @@ def test_split_demo_traces(demo_traces: dict[str, Path], compiled: bool) -> None
             assert check(batches, compiled, threads=2) == 0
 
 
-@pytest.mark.slow
+@pytest.mark.twin
 @pytest.mark.parametrize("compiled", BOTH)
 def test_split_legacy_demo_traces(legacy_demo_traces: dict[str, Path], compiled: bool) -> None:
     for path in legacy_demo_traces.values():

@@ -20,10 +20,12 @@
 #include "decode/legacy_live.h"
 #include "decode/legacy_stream.h"
 #include "views/pprof.h"
+#include "views/top.h"
 #include "select/select.h"
 #include "spans/spans.h"
 #include "decode/tables.h"
 #include "render/text.h"
+#include "render/span_lines.h"
 #include "decode/wire.h"
 
 /* ---- result types ---- */
@@ -507,6 +509,9 @@ static PyMethodDef module_methods[] = {
     {"text_lines", text_lines, METH_VARARGS,
      "text_lines($module, codes, times, threads, procs, goroutines, args, extra, t0, wall_base, provisional, "
      "kind_columns, quotes, frames, xquotes, miss, other, /)\n--\n\ntail's text lines for a batch's events (text.c)."},
+    {"span_lines", span_lines, METH_VARARGS,
+     "span_lines($module, columns, lo, hi, json, t0, kinds, names, stacks, miss, logs, other, /)\n--\n\n"
+     "tail --spans's lines (text or JSON) for a batch of spans (span_lines.c)."},
     {"dump_parsed", dump_parsed_py, METH_VARARGS,
      "dump_parsed($module, codes, times, threads, procs, goroutines, args, extra, heads, strings, stacks, "
      "extra_strings, miss, other, /)\n--\n\nThe lines of go tool trace -d=parsed for a batch's events (dump.c)."},
@@ -542,7 +547,7 @@ PyMODINIT_FUNC PyInit__ccore(void) {
         goto fail;
     if (legacy_dump_register(m) < 0 || legacy_stream_register(m) < 0)
         goto fail;
-    if (pprof_register(m) < 0)
+    if (pprof_register(m) < 0 || top_register(m) < 0)
         goto fail;
     if (add_type(m, &EngineType, "Engine") < 0 || PyModule_AddObject(m, "WireError", WireError) < 0)
         goto fail;

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Sequence
 from functools import partial
 from typing import Any, TextIO
@@ -19,11 +18,10 @@ from livetrace._cli.common import (
     window_seconds,
 )
 from livetrace._cli.output import widen_pipe, write_bytes
-from livetrace._cli.render.color import paint_line
 from livetrace._cli.render.jsonl import JsonlEncoder, utf8
 from livetrace._cli.render.provisional import ProvisionalJsonl
-from livetrace._cli.render.spans import SPAN_KIND_WIDTH, span_dict, span_text
-from livetrace._cli.render.text import TextEncoder, event_text
+from livetrace._cli.render.spans import SpanLines, first_spans
+from livetrace._cli.render.text import TextEncoder
 from livetrace._items import Notice, Provisional, SymbolsResolved, WindowGap
 from livetrace._plural import plural
 from livetrace._protocol import text as peer
@@ -34,7 +32,6 @@ from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, Event, Kind
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.model import Span
 
 
 async def tail_command(
@@ -162,12 +159,6 @@ class View:
             provisional=not session.info.restarts,
         )
 
-    def text(self, item: object, t0: int, provisional: bool) -> str:
-        if isinstance(item, Span):
-            line = span_text(item, t0)
-            return paint_line(line, str(item.kind), line.index(" ") + 1, SPAN_KIND_WIDTH) if self.color else line
-        return event_text(item, t0, provisional, self.color)  # type: ignore[arg-type]  # an Event or a Notice
-
     def summary(self, seen: int, shown: int, built: int = 0) -> str:
         if self.spans:
             return (
@@ -195,21 +186,18 @@ class Formatter:
         self.jsonl = JsonlEncoder()
         self.provisional_jsonl = ProvisionalJsonl()
         self.text = TextEncoder(view.color)
+        self.spans = SpanLines(view.fmt, view.color)
 
     def pieces(self, batch: Sequence[object], t0: int, provisional: bool) -> list[bytes]:
         """provisional: the batch is a legacy trace's events before its footer."""
-        spans = bool(batch) and isinstance(batch[0], Span)
+        if isinstance(batch, SpanBatch):
+            return self.spans.pieces(batch, t0)
         if self.view.fmt == "jsonl":
-            if spans:
-                lines = (peer.json_safe(json.dumps(span_dict(s), ensure_ascii=False)) for s in batch)  # type: ignore[arg-type]  # spans
-                return [utf8("".join(line + "\n" for line in lines))]
             if provisional:
                 return self.provisional_jsonl.encode(batch)  # type: ignore[arg-type]  # a Provisional's batch holds Events only
             if isinstance(batch, EventBatch):
                 return self.jsonl.encode_batch(batch)
             return [utf8(self.jsonl.encode_many(batch))]  # type: ignore[arg-type]  # events, or a notice
-        if spans:
-            return [utf8("".join(self.view.text(s, t0, False) + "\n" for s in batch))]
         return [self.text.encode(batch, t0, provisional)]  # type: ignore[arg-type]  # events, or a notice: one piece
 
 
@@ -241,11 +229,12 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
         else:
             batch = item  # type: ignore[assignment]  # a batch of spans
         if limit is not None and len(batch) > limit - shown:
-            batch = batch[: max(0, limit - shown)]
-        if t0 is None and batch and isinstance(batch[0], Event):
+            n = max(0, limit - shown)
+            batch = first_spans(batch, n) if isinstance(batch, SpanBatch) else batch[:n]
+        if t0 is None and isinstance(batch, SpanBatch) and len(batch):
+            t0 = batch.starts[0]
+        elif t0 is None and batch and isinstance(batch[0], Event):
             t0 = batch[0].time
-        if t0 is None and batch and isinstance(batch[0], Span):
-            t0 = batch[0].start
         pieces = formatter.pieces(batch, t0 or 0, isinstance(item, Provisional))
         try:
             # In a worker thread: while a slow reader keeps the pipe full, the

@@ -2,7 +2,7 @@
 compiled twin of the decoders' hot loops. Results are struct sequences:
 tuples whose items also have names."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, final
 
 from _typeshed import ReadableBuffer, structseq
@@ -177,6 +177,40 @@ class ProfileCounts:
     def totals(self) -> list[tuple[int, int, int, int, int]]:
         """(key id, count, ns, trace, end), in the order first counted;
         trace (end_trace calls before it) and end: when it was last counted."""
+
+@final
+class TopSums:
+    """top's per-span sums (the twin of _views/top_sums.py's TopSums)."""
+
+    def __init__(self) -> None: ...
+    def feed(
+        self,
+        kinds: ReadableBuffer,
+        resource_kinds: ReadableBuffer,
+        resource_ids: ReadableBuffer,
+        starts: ReadableBuffer,
+        ends: ReadableBuffer,
+        reasons: ReadableBuffer,
+        names: ReadableBuffer,
+        start_stacks: ReadableBuffer,
+        end_stacks: ReadableBuffer,
+        start_tables: ReadableBuffer,
+        end_tables: ReadableBuffer,
+        since: int | None,
+        index: int,
+        root_of: Callable[[int, int], int],
+        /,
+    ) -> None: ...
+    def name(self, g: int, name: int, index: int, /) -> None: ...
+    def take(
+        self,
+    ) -> tuple[
+        list[tuple[int, int, int, int, int, list[tuple[int, int]]]],
+        dict[int, tuple[bytes, int]],
+        dict[int, tuple[bytes, int]],
+        dict[int, tuple[bytes, int]],
+    ]: ...
+    def forget(self, old: int, /) -> None: ...
 
 def span_select(
     columns: list[memoryview],
@@ -364,6 +398,23 @@ def text_lines(
     /,
 ) -> bytes:
     """`tail`'s text lines for a batch's events, each ending in a newline (text.c)."""
+
+def span_lines(
+    columns: list[memoryview],
+    lo: int,
+    hi: int,
+    json: bool,
+    t0: int,
+    kinds: tuple[bytes, ...],
+    names: dict[int, bytes],
+    stacks: dict[int, bytes],
+    miss: Callable[[str, int], bytes],
+    logs: Mapping[int, object],
+    other: Callable[[int], bytes],
+    /,
+) -> bytes:
+    """`tail --spans`'s lines (text or JSON) for rows lo to hi of a batch of spans, each ending in a newline
+    (span_lines.c)."""
 
 def handlers() -> dict[int, str]:
     """The ordering engine's dispatch table: code -> handler name."""

@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from livetrace._items import Gap, SegmentGap, SubscriberGap, WindowGap
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import NARGS, EventBatch
 from livetrace._trace.model.events import METRIC_NAMES
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
-from livetrace._trace.spans.model import RES_GOROUTINE, SpanKind
+from livetrace._trace.spans.model import SpanKind
 from livetrace._trace.spec.modern import (
     EV_GO_CREATE,
     EV_GO_CREATE_BLOCKED,
@@ -43,6 +44,7 @@ from livetrace._trace.spec.modern import (
     EV_HEAP_GOAL,
     EV_PROCS_CHANGE,
 )
+from livetrace._views.top_sums import Durations, TopSums
 
 UNNAMED = "(no stack seen)"
 # Goroutine names are forgotten after this many snapshots without a span.
@@ -59,7 +61,7 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def percentile(ordered: list[int], p: float) -> int:
+def percentile(ordered: Sequence[int], p: float) -> int:
     """The nearest-rank p-th percentile of a sorted list (0 if empty)."""
     if not ordered:
         return 0
@@ -80,6 +82,13 @@ class Summary:
     def of(cls, durations: list[int]) -> Summary:
         d = sorted(durations)
         return cls(len(d), percentile(d, 50), percentile(d, 99), d[-1] if d else 0, sum(d))
+
+    @classmethod
+    def of_sorted(cls, durations: Durations) -> Summary:
+        """From sorted int64 durations and their sum (TopSums.take's)."""
+        data, total = durations
+        d = memoryview(data).cast("q")
+        return cls(len(d), percentile(d, 50), percentile(d, 99), d[-1] if len(d) else 0, total)
 
 
 @dataclass
@@ -133,8 +142,11 @@ class TopStats:
 
     def __init__(self, *, compiled: bool | None = None) -> None:
         self._spans = SpanBuilder(compiled=compiled)
-        self._names: dict[int, tuple[str, int]] = {}  # goroutine -> (start function, snapshot last seen)
-        self._root_cache: dict[tuple[int, int], str] = {}  # (tables key, stack id) -> root function
+        # The per-span sums, and each goroutine's start function (an id into _root_names).
+        self._sums: TopSums | ccore.TopSums = ccore.TopSums() if use_compiled(compiled) else TopSums()
+        self._root_names: list[str] = [""]
+        self._root_ids: dict[str, int] = {"": 0}
+        self._root_cache: dict[tuple[int, int], int] = {}  # (tables key, stack id) -> root function's id
         self._metrics: dict[int, int] = {}
         self._index = 0
         self._since: int | None = None  # the previous snapshot's end: spans count from there
@@ -146,11 +158,6 @@ class TopStats:
         self._first = self._last = -1
         self._start = self._end = -1
         self._events = 0
-        self._durations: dict[SpanKind, list[int]] = defaultdict(list)
-        self._regions: dict[str, list[int]] = defaultdict(list)
-        self._tasks: dict[str, list[int]] = defaultdict(list)
-        self._per_g: dict[int, list[int]] = {}  # goroutine -> ns running, runnable, syscall
-        self._blocked: dict[int, dict[str, int]] = {}  # goroutine -> reason -> ns
         self._shed = self._lost = self._gaps = 0
 
     # -- feeding --
@@ -206,30 +213,36 @@ class TopStats:
         gen = self.unit
         if gen is None:
             return
-        args, index = batch.args, self._index
+        args, index, sums = batch.args, self._index, self._sums
         for m in _CREATIONS.finditer(codes):
             a = m.start() * NARGS
             name = self._root(gen, self._unit_key, args[a + 1])
             if name:
-                self._names[_signed(args[a])] = (name, index)
+                sums.name(_signed(args[a]), name, index)
 
-    def _root(self, tables: Tables, key: int, stack: int) -> str:
-        """The root frame's function of a stack of ``tables`` (cached by ``key``)."""
-        name = self._root_cache.get((key, stack))
-        if name is None:
+    def _root(self, tables: Tables, key: int, stack: int) -> int:
+        """The id of the root frame's function of a stack of ``tables`` (cached by ``key``)."""
+        nid = self._root_cache.get((key, stack))
+        if nid is None:
             pcs = tables.stacks.get(stack, ())
             frame = tables.frames.get(pcs[-1]) if pcs else None
             name = tables.strings.get(frame[0], b"").decode("utf-8", "replace") if frame else ""
-            self._root_cache[(key, stack)] = name
-        return name
+            nid = self._root_ids.get(name)
+            if nid is None:
+                nid = self._root_ids[name] = len(self._root_names)
+                self._root_names.append(name)
+            self._root_cache[(key, stack)] = nid
+        return nid
 
     def _feed_spans(self, spans: SpanBatch) -> None:
         if not len(spans):
             return
-        since = self._since
-        names, per_g, blocked, seen = spans.names_table, self._per_g, self._blocked, self._names
-        durations = self._durations
-        for k, rk, g, s, e, r, n, ss, es, st, et in zip(
+        tables = spans.tables
+
+        def root_of(tok: int, stack: int) -> int:
+            return self._root(tables[tok], tok, stack)
+
+        self._sums.feed(
             spans.kinds,
             spans.resource_kinds,
             spans.resource_ids,
@@ -241,60 +254,32 @@ class TopStats:
             spans.end_stacks,
             spans.start_tables,
             spans.end_tables,
-            strict=True,
-        ):
-            if k > SpanKind.SYSCALL:  # a range: GC, stop-the-world, mark assist, region, task
-                if k == SpanKind.TASK:
-                    self._tasks[names[n].decode("utf-8", "replace")].append(e - s)
-                elif k == SpanKind.REGION:
-                    self._regions[names[n].decode("utf-8", "replace")].append(e - s)
-                else:
-                    durations[SpanKind(k)].append(e - s)
-                continue
-            if rk != RES_GOROUTINE:  # a P's running span says nothing top shows
-                continue
-            if k == SpanKind.RUNNABLE:
-                durations[SpanKind.RUNNABLE].append(e - s)
-            # The goroutine's own stack: where it stopped running, or where it blocked or entered a syscall.
-            own = es if k == SpanKind.RUNNING else ss if k != SpanKind.RUNNABLE else 0
-            if g not in seen or (own and not seen[g][0]):
-                tok = et if k == SpanKind.RUNNING else st
-                name = self._root(spans.tables[tok], tok, own) if own else ""
-                seen[g] = (name, self._index)
-            elif seen[g][1] != self._index:
-                seen[g] = (seen[g][0], self._index)
-            part = e - (s if since is None or s >= since else since)
-            if part <= 0:
-                continue
-            if k == SpanKind.BLOCKED:
-                reasons = blocked.setdefault(g, {})
-                reason = names[r].decode("utf-8", "replace")
-                reasons[reason] = reasons.get(reason, 0) + part
-            else:
-                acc = per_g.get(g)
-                if acc is None:
-                    acc = per_g[g] = [0, 0, 0]
-                acc[0 if k == SpanKind.RUNNING else 1 if k == SpanKind.RUNNABLE else 2] += part
+            self._since,
+            self._index,
+            root_of,
+        )
 
     # -- reading --
 
     def snapshot(self) -> Snapshot:
         """Everything since the previous snapshot; the next one starts afresh."""
+        rows, kinds, regions, tasks = self._sums.take()
+        names = self._spans.names
         groups: dict[str, Group] = {}
-        for g in self._per_g.keys() | self._blocked.keys():
-            name = self._names.get(g, ("", 0))[0] or UNNAMED
+        for _, nid, running, runnable, syscall, blocked in rows:
+            name = self._root_names[nid] or UNNAMED
             grp = groups.get(name)
             if grp is None:
                 grp = groups[name] = Group(name)
             grp.goroutines += 1
-            running, runnable, syscall = self._per_g.get(g, (0, 0, 0))
             grp.running += running
             grp.runnable += runnable
             grp.syscall += syscall
-            for reason, ns in self._blocked.get(g, {}).items():
+            for rid, ns in blocked:
+                reason = names[rid].decode("utf-8", "replace")
                 grp.blocked[reason] = grp.blocked.get(reason, 0) + ns
         open_now = self._spans.open_counts()
-        d = self._durations
+        none = Summary()
         snap = Snapshot(
             index=self._index,
             first=self._first,
@@ -302,14 +287,14 @@ class TopStats:
             start=self._start,
             end=self._end,
             events=self._events,
-            gc=Summary.of(d[SpanKind.GC]),
-            stw=Summary.of(d[SpanKind.STW]),
-            sched=Summary.of(d[SpanKind.RUNNABLE]),
-            mark_assist=Summary.of(d[SpanKind.MARK_ASSIST]),
+            gc=Summary.of_sorted(kinds[SpanKind.GC]) if SpanKind.GC in kinds else none,
+            stw=Summary.of_sorted(kinds[SpanKind.STW]) if SpanKind.STW in kinds else none,
+            sched=Summary.of_sorted(kinds[SpanKind.RUNNABLE]) if SpanKind.RUNNABLE in kinds else none,
+            mark_assist=Summary.of_sorted(kinds[SpanKind.MARK_ASSIST]) if SpanKind.MARK_ASSIST in kinds else none,
             states={str(k): open_now[k] for k in GOROUTINE_STATES},
             groups=list(groups.values()),
-            regions={name: Summary.of(v) for name, v in self._regions.items()},
-            tasks={name: Summary.of(v) for name, v in self._tasks.items()},
+            regions=_by_name(regions, names),
+            tasks=_by_name(tasks, names),
             heap=self._metrics.get(EV_HEAP_ALLOC),
             heap_goal=self._metrics.get(EV_HEAP_GOAL),
             gomaxprocs=self._metrics.get(EV_PROCS_CHANGE),
@@ -328,7 +313,21 @@ class TopStats:
         """Names of goroutines not seen for NAME_TTL snapshots (most have
         exited: a service may start millions over a long session)."""
         old = self._index - NAME_TTL
-        if old > 0 and len(self._names) > 1024:
-            self._names = {g: v for g, v in self._names.items() if v[1] >= old}
+        if old > 0:
+            self._sums.forget(old)
         if len(self._root_cache) > 65536:
             self._root_cache.clear()
+
+
+def _by_name(by_id: Mapping[int, Durations], names: Sequence[bytes]) -> dict[str, Summary]:
+    """Summaries by name: ids whose names read alike (bytes that are not
+    UTF-8, each read as U+FFFD) are one."""
+    merged: dict[str, list[Durations]] = {}
+    for nid, d in by_id.items():
+        merged.setdefault(names[nid].decode("utf-8", "replace"), []).append(d)
+    return {
+        name: Summary.of_sorted(ds[0])
+        if len(ds) == 1
+        else Summary.of([x for data, _ in ds for x in memoryview(data).cast("q")])
+        for name, ds in merged.items()
+    }

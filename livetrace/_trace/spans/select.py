@@ -74,8 +74,14 @@ def take_rows(cols: Sequence[memoryview], rows: bytes) -> list[bytes]:
     return [array(t, [c[i] for i in idx]).tobytes() for c, (_, t) in zip(cols, COLUMNS, strict=True)]
 
 
+_EVERY_SPAN = Filter()
+
+
 def select_spans(spans: SpanBatch, flt: Filter, *, compiled: bool | None = None) -> SpanBatch:
-    """The spans of the batch the filter keeps, in order."""
+    """The spans of the batch the filter keeps, in order (the batch itself
+    when the filter keeps every span)."""
+    if flt == _EVERY_SPAN:
+        return spans
     fast = use_compiled(compiled)
     tables = _tables(flt, spans)
     min_duration = -1 if flt.min_duration is None else flt.min_duration

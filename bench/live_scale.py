@@ -1,0 +1,350 @@
+"""Every live view against a big service's trace, replayed as fast as the
+view takes it: events per second and per CPU-second of the view.
+
+    .venv/bin/python bench/live_scale.py [--trace FILE] [--go PATH] [--seconds 10]
+                                         [--views tail-jsonl,top,...] [--jobs 1,2] [--runs 1]
+                                         [--baseline DIR] [--profile VIEW]
+
+The trace: --trace names a file; if it does not exist, the demo service
+(built with --go, default as `livetrace demo` finds it) runs with
+GOMAXPROCS=16 and -workers 12 and is recorded into it for --seconds (a
+trace of 16 Ps on any machine), so the next run replays the same trace.
+Without --trace it is recorded into a temporary file.
+
+The replay: a fake helper here (a thread serving a unix socket) sends the
+trace's frames as the helper sends them (the header, then each batch and
+end-of-generation byte as one CHUNK with its generation) as fast as the
+socket takes them, then END. The view is the real command (`livetrace
+tail ...`, `top`, `flight`, `profile`) run by main() in a child process
+whose modules are imported before the clock starts; its output goes into
+a pipe this process reads and throws away. Its CPU (user and system, all
+its threads) and wall time are measured around main().
+
+Views: tail-jsonl, tail-text (unfiltered events), tail-spans (unfiltered
+spans, JSON lines), tail-spans-text, tail-log (`-k Log`), spans-1ms
+(`--spans --min-duration 1ms`), top (`--format json`), flight (`-t
+'gc>1s'`), profile (`--kind sched`). The rate is the trace's events per
+second and per CPU-second of the view (the targets on a 2-core machine:
+3M per CPU-second for tail-jsonl and tail-text, 4M for the others).
+
+--jobs is passed on as `--jobs N` to a command that has it; one that
+does not runs once, and the line says so. --baseline DIR times the same
+views, alternating, with another source tree (a checkout of an older
+commit with its core built in place). --profile VIEW runs that view once
+under cProfile (the thread that runs the command: the decoding threads
+are not seen) and prints its top functions; --perf DIR records every
+view with `perf record -g` (all its threads).
+
+Timing is a benchmark, never a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+TREE = HERE.parent.parent
+
+VIEWS: dict[str, list[str]] = {
+    "tail-jsonl": ["tail", "{addr}", "--format", "jsonl"],
+    "tail-text": ["tail", "{addr}", "--format", "text"],
+    "tail-spans": ["tail", "{addr}", "--spans", "--format", "jsonl"],
+    "tail-spans-text": ["tail", "{addr}", "--spans", "--format", "text"],
+    "tail-log": ["tail", "{addr}", "-k", "Log", "--format", "jsonl"],
+    "spans-1ms": ["tail", "{addr}", "--spans", "--min-duration", "1ms", "--format", "jsonl"],
+    "top": ["top", "{addr}", "--format", "json"],
+    # flight re-attaches when a session ends: -d ends it once the deadline has passed (the session, stopped
+    # then, still reads every frame the fake helper sends, to its end).
+    "flight": ["flight", "{addr}", "-d", "0.5", "--keep", "5s", "-t", "gc>1s", "-o", "{tmp}"],
+    "profile": ["profile", "{addr}", "--kind", "sched", "-o", "{tmp}/sched.pb.gz"],
+}
+# Targets on the project's 2-core machine, with one job (events per CPU-second).
+TARGETS = {"tail-jsonl": 3e6, "tail-text": 3e6}
+TARGET = 4e6
+
+HANDSHAKE = {
+    "protocol": 1,
+    "helper": "live_scale",
+    "go_version": "go1.26.6",
+    "goos": "linux",
+    "goarch": "amd64",
+    "pid": 0,
+    "executable": "",
+    "gomaxprocs": 16,
+    "start_unix_ns": 0,
+    "queue_bytes": 64 << 20,
+    "session": 1,
+    "advance_ms": 0,
+    "segment_ms": 0,
+}
+
+
+# ---- the trace ----
+
+
+async def _record(go: Path, path: Path, seconds: float) -> None:
+    import livetrace
+    from livetrace._go.demo import run_demo
+    from livetrace._go.toolchain import build_demo
+
+    exe = build_demo(go)
+    async with run_demo(exe, args=["-workers", "12"], env={"GOMAXPROCS": "16"}) as demo:
+        async with livetrace.connect(demo.trace_address, duration=seconds) as session:
+            rec = await livetrace.record(session, path)
+    if not rec.complete:
+        raise SystemExit(f"the recording of {path} is incomplete")
+
+
+def chunks_of(data: bytes) -> list[tuple[int, bytes]]:
+    """(generation, bytes) of each chunk the helper would send: the header,
+    then each batch and end-of-generation byte."""
+    from livetrace._trace.modern.wire import HEADER_SIZE, Batch, FrameReader
+
+    reader = FrameReader()
+    out = [(0, data[:HEADER_SIZE])]
+    gen, pos = 0, HEADER_SIZE
+    for f in reader.feed(data):
+        if isinstance(f, Batch):
+            gen = f.gen
+        end = f.offset + 1 if not isinstance(f, Batch) else f.payload_offset + len(f.payload)
+        out.append((gen, data[pos:end]))
+        pos = end
+    reader.close()
+    return out
+
+
+def count_events(path: Path) -> int:
+    from livetrace._files import decode_batches
+
+    return sum(len(b) for b in decode_batches(path))
+
+
+# ---- the fake helper ----
+
+
+def _frame(ftype: int, payload: bytes) -> bytes:
+    return struct.pack(">BI", ftype, len(payload)) + payload
+
+
+class FakeHelper:
+    """Serves the chunks to each client of a unix socket, one at a time."""
+
+    def __init__(self, chunks: list[tuple[int, bytes]], path: str) -> None:
+        self.chunks = chunks
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(4)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        from livetrace._protocol import frames as proto
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                with suppress(OSError):
+                    self._session(conn, proto)
+
+    def _session(self, conn: socket.socket, proto: object) -> None:
+        p = proto  # livetrace._protocol.frames
+        conn.recv(13, socket.MSG_WAITALL)  # the client's preamble: ours answers the same
+        conn.sendall(b"LIVETRACE" + struct.pack(">HH", 1, 1))
+        hdr = conn.recv(5, socket.MSG_WAITALL)
+        _ftype, n = struct.unpack(">BI", hdr)
+        conn.recv(n, socket.MSG_WAITALL)  # the HELLO
+        info = {**HANDSHAKE, "pid": os.getpid(), "start_unix_ns": time.time_ns()}
+        conn.sendall(_frame(p.HANDSHAKE, json.dumps(info).encode()))  # type: ignore[attr-defined]
+        total, out = 0, []
+        for seq, (gen, data) in enumerate(self.chunks, 1):
+            out.append(_frame(p.CHUNK, struct.pack(">QqQ", seq, time.time_ns(), gen) + data))  # type: ignore[attr-defined]
+            total += len(data)
+            if len(out) >= 64:
+                conn.sendall(b"".join(out))
+                out = []
+        end = {"reason": "client-stop", "complete": True, "chunks": len(self.chunks), "bytes": total}
+        out.append(_frame(p.END, json.dumps(end).encode()))  # type: ignore[attr-defined]
+        conn.sendall(b"".join(out))
+        conn.shutdown(socket.SHUT_WR)
+        # Until the client leaves (it may send STOP first).
+        while conn.recv(1 << 16):
+            pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+# ---- one view, in a child process ----
+
+
+def run_view(argv: list[str], result: Path, profile: bool) -> None:
+    """In the child: main(argv), timed; the figures into result."""
+    import livetrace._cli.flight  # imported before the clock starts
+    import livetrace._cli.profile
+    import livetrace._cli.tail
+    import livetrace._cli.top  # noqa: F401
+    from livetrace._cli.main import main
+
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    if profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        rc = prof.runcall(main, argv)
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+    else:
+        rc = main(argv)
+    sys.stdout.flush()
+    t1, r1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    # Not ru_maxrss: Linux keeps it across exec, so it starts at the parent's (which holds the trace).
+    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
+    rss = int(hwm.split()[1]) / 1024
+    result.write_text(json.dumps({"rc": rc, "wall": t1 - t0, "cpu": cpu, "rss_mib": rss}))
+
+
+@dataclass
+class Run:
+    wall: float
+    cpu: float
+    rss_mib: float
+    out_bytes: int
+
+
+def has_jobs(tree: Path, command: str) -> bool:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace", command, "--help"], env=env, capture_output=True, text=True, check=False
+    )
+    return "--jobs" in out.stdout
+
+
+def once(tree: Path, view: str, addr: str, jobs: int | None, profile: bool = False, perf: Path | None = None) -> Run:
+    with tempfile.TemporaryDirectory(prefix="live-scale-") as tmp:
+        argv = [a.format(addr=addr, tmp=tmp) for a in VIEWS[view]]
+        if jobs is not None:
+            argv += ["--jobs", str(jobs)]
+        result = Path(tmp) / "result.json"
+        cmd = [sys.executable, str(HERE), "--run-view", str(result), *(["--cprofile"] if profile else []), "--", *argv]
+        if perf is not None:
+            cmd = ["perf", "record", "-q", "-g", "-F", "499", "-o", str(perf / f"{view}.data"), "--", *cmd]
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        proc = subprocess.Popen(cmd, env=env, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        got = 0
+        errs: list[bytes] = []
+        t = threading.Thread(target=lambda: errs.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+        t.start()
+        assert proc.stdout is not None
+        while piece := proc.stdout.read1(1 << 20):
+            got += len(piece)
+        proc.wait()
+        t.join()
+        if proc.returncode or not result.exists():
+            raise SystemExit(f"{view} failed ({proc.returncode}): {b''.join(errs).decode(errors='replace')[-2000:]}")
+        if profile:
+            sys.stderr.write(b"".join(errs).decode(errors="replace"))
+        r = json.loads(result.read_text())
+        if r["rc"]:
+            raise SystemExit(f"{view} exited {r['rc']}: {b''.join(errs).decode(errors='replace')[-2000:]}")
+        return Run(r["wall"], r["cpu"], r["rss_mib"], got)
+
+
+# ---- main ----
+
+
+@contextmanager
+def the_trace(given: Path | None, go: Path | None, seconds: float) -> Iterator[Path]:
+    import trio
+
+    from livetrace._go.toolchain import find_go
+
+    if given is not None and given.exists():
+        yield given
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = given or Path(tmp) / "demo16.trace"
+        print(f"recording the demo (GOMAXPROCS=16, -workers 12) for {seconds:g} s into {path}", flush=True)
+        trio.run(_record, go or find_go(), path, seconds)
+        yield path
+
+
+def main() -> None:
+    if "--run-view" in sys.argv:
+        sys.path.remove(str(HERE.parent))  # bench/profile.py is no stdlib profile for cProfile
+        i = sys.argv.index("--run-view")
+        run_view(sys.argv[sys.argv.index("--") + 1 :], Path(sys.argv[i + 1]), "--cprofile" in sys.argv)
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trace", type=Path, help="the trace to replay (recorded into it if it does not exist)")
+    ap.add_argument("--go", type=Path, help="the go binary to build the demo with")
+    ap.add_argument("--seconds", type=float, default=10.0, help="how long to record the demo (default 10)")
+    ap.add_argument("--views", default=",".join(VIEWS), help="comma-separated (default: all)")
+    ap.add_argument("--jobs", default="1,2", help="comma-separated job counts (default 1,2)")
+    ap.add_argument("--runs", type=int, default=1, help="best of N (default 1)")
+    ap.add_argument("--baseline", type=Path, help="another source tree to time the same views with")
+    ap.add_argument("--profile", metavar="VIEW", help="run VIEW once under cProfile and print where its time goes")
+    ap.add_argument("--perf", type=Path, metavar="DIR", help="record each view with perf into DIR/VIEW.data")
+    args = ap.parse_args()
+    views = args.views.split(",")
+    for v in views:
+        if v not in VIEWS:
+            raise SystemExit(f"unknown view {v!r}: one of {', '.join(VIEWS)}")
+    jobs = [int(j) for j in args.jobs.split(",")]
+    with the_trace(args.trace, args.go, args.seconds) as path:
+        data = path.read_bytes()
+        events = count_events(path)
+    chunks = chunks_of(data)
+    print(f"trace: {len(data) / 1e6:.1f} MB, {events:,} events, {len(chunks):,} chunks", flush=True)
+    with tempfile.TemporaryDirectory(prefix="live-scale-sock-") as tmp:
+        sock = f"{tmp}/helper.sock"
+        helper = FakeHelper(chunks, sock)
+        addr = f"unix:{sock}"
+        try:
+            if args.profile:
+                once(TREE, args.profile, addr, None, profile=True)
+                return
+            trees = [("this", TREE)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+            for view in views:
+                command = VIEWS[view][0]
+                for name, tree in trees:
+                    supported = has_jobs(tree, command)
+                    for j in jobs if supported else jobs[:1]:
+                        best: Run | None = None
+                        for _ in range(args.runs):
+                            r = once(tree, view, addr, j if supported else None, perf=args.perf)
+                            best = r if best is None or r.cpu < best.cpu else best
+                        assert best is not None
+                        target = TARGETS.get(view, TARGET)
+                        rate = events / best.cpu
+                        note = "" if supported else f" (--jobs not yet supported: jobs=1; asked {args.jobs})"
+                        print(
+                            f"{view:<16} {name:<8} jobs={j}: {events / best.wall / 1e6:6.2f} M events/s, "
+                            f"{rate / 1e6:6.2f} M events/CPU-s ({best.cpu:.2f} s CPU, {best.wall:.2f} s wall, "
+                            f"{best.rss_mib:.0f} MiB, {best.out_bytes / 1e6:.1f} MB out; "
+                            f"target {target / 1e6:g}M {'met' if rate >= target else 'NOT met'}){note}",
+                            flush=True,
+                        )
+        finally:
+            helper.close()
+
+
+if __name__ == "__main__":
+    main()

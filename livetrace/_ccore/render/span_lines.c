@@ -1,0 +1,359 @@
+/* `livetrace tail --spans`'s lines, written straight from a SpanBatch's
+ * columns: the twin of _cli/render/spans.py's SpanLines.twin_line (the
+ * text line: signed start since t0, kind, resource, duration, P, name,
+ * reason, task, the first frame of a stack; the JSON object of
+ * docs/events-jsonl.md's "Spans"), byte for byte.
+ *
+ * Python makes what needs the tables, once per id (partcache.h): a name's
+ * piece (escaped for a terminal, or as JSON), a stack's piece (its first
+ * frame, or its frames as JSON). A span with logs, or with values this
+ * code does not write alike (a kind out of range, times whose differences
+ * overflow, a stack id past 32 bits), is written whole by Python, so the
+ * output, and any error, is the twin's. */
+
+#include "render/span_lines.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/containers.h"
+#include "common/generated.h"
+#include "render/partcache.h"
+#include "render/textbuf.h"
+
+/* The most a line's own text takes, pieces apart: numbers, field names. */
+#define LINE_ROOM 512
+#define NKINDS N_SPAN_KINDS
+#define RESOURCE_WIDTH 16
+#define DURATION_WIDTH 9
+
+enum { NCOLS = SPAN_NCOLS };
+static const int WIDTH[NCOLS] = SPAN_COL_WIDTHS;
+
+typedef struct {
+    const u8 *c[NCOLS];
+} Cols;
+
+static inline i64 col_i64(const Cols *c, int k, size_t i) {
+    i64 v;
+    memcpy(&v, c->c[k] + i * 8, 8);
+    return v;
+}
+static inline u64 col_u64(const Cols *c, int k, size_t i) {
+    u64 v;
+    memcpy(&v, c->c[k] + i * 8, 8);
+    return v;
+}
+static inline u32 col_u32(const Cols *c, int k, size_t i) {
+    u32 v;
+    memcpy(&v, c->c[k] + i * 4, 4);
+    return v;
+}
+
+typedef struct {
+    TextBuf o;
+    PartCache names, stacks;
+    const char *kind[NKINDS];
+    size_t kind_n[NKINDS];
+    int json;
+    i64 t0;
+} Lines;
+
+/* The twin's line: a part's maker raised an ordinary exception. */
+enum { PART_TWIN = 1 };
+
+static int part(PartCache *t, u64 id, const char **p, size_t *n) {
+    int r = part_get(t, id, p, n);
+    if (r == PART_MISS_RAISED) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return PART_ERROR;
+        PyErr_Clear();
+        return PART_TWIN;
+    }
+    return r;
+}
+
+/* A stack's piece (empty: none), through its (tables, stack id) key. */
+static int stack_part(Lines *x, u32 tok, u64 sid, const char **p, size_t *n) {
+    if (!sid) {
+        *p = "", *n = 0;
+        return PART_OK;
+    }
+    return part(&x->stacks, (u64)tok << 32 | sid, p, n);
+}
+
+/* frac digits of v (< 10^frac) after a point. */
+static inline __attribute__((always_inline)) void put_frac(TextBuf *o, u64 v, int frac) {
+    char d[8];
+    d[0] = '.';
+    for (int k = frac; k > 0; k--, v /= 10)
+        d[k] = (char)('0' + v % 10);
+    tb_put_raw(o, d, (size_t)frac + 1);
+}
+
+/* v / 10^scale with frac decimals, as Python's "%.{frac}f" of the float
+ * v / 10^scale writes it. The true quotient is that close to the float
+ * (|v| < 10^15) that rounding the integers gives the same digits, unless
+ * exactly half way (where the float's error decides): then printf, which
+ * rounds the float as Python does. */
+static inline __attribute__((always_inline)) void put_scaled(TextBuf *o, i64 v, int scale, int frac, int sign) {
+    static const i64 P10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+    i64 unit = P10[scale - frac], whole = P10[frac];
+    u64 a = v < 0 ? (u64)0 - (u64)v : (u64)v;
+    if (a < 1000000000000000ULL && (i64)(a % (u64)unit) * 2 != unit) {
+        u64 q = a / (u64)unit + (a % (u64)unit * 2 > (u64)unit);
+        if (v < 0)
+            o->p[o->n++] = '-';
+        else if (sign)
+            o->p[o->n++] = '+';
+        tb_u64_raw(o, q / (u64)whole);
+        put_frac(o, q % (u64)whole, frac);
+        return;
+    }
+    char fmt[8];
+    snprintf(fmt, sizeof fmt, "%%%s.%df", sign ? "+" : "", frac);
+    int k = snprintf(o->p + o->n, 64, fmt, (double)v / (double)P10[scale]);
+    if (k > 0 && k < 64)
+        o->n += (size_t)k;
+}
+
+/* duration_text(ns), right-aligned to DURATION_WIDTH characters. */
+static void put_duration(TextBuf *o, i64 ns) {
+    TextBuf t = {.p = (char[80]){0}, .n = 0, .cap = 80};
+    size_t chars_less = 0; /* "µ" is two bytes, one character */
+    if (ns < 1000) {
+        tb_i64_raw(&t, ns);
+        TB_LIT_RAW(&t, "ns");
+    } else if (ns < 1000000) {
+        put_scaled(&t, ns, 3, 1, 0);
+        TB_LIT_RAW(&t, "\xc2\xb5s");
+        chars_less = 1;
+    } else if (ns < 1000000000) {
+        put_scaled(&t, ns, 6, 2, 0);
+        TB_LIT_RAW(&t, "ms");
+    } else {
+        put_scaled(&t, ns, 9, 2, 0);
+        TB_LIT_RAW(&t, "s");
+    }
+    for (size_t w = t.n - chars_less; w < DURATION_WIDTH; w++)
+        o->p[o->n++] = ' ';
+    tb_put_raw(o, t.p, t.n);
+}
+
+static const char *const RESOURCE_TEXT[3] = {"None", "Goroutine(", "Proc("};
+static const char *const RESOURCE_JSON[3] = {"none", "goroutine", "proc"};
+
+/* A piece appended (room reserved for it); nothing for an empty one. */
+static int put_piece(TextBuf *o, const char *pre, size_t npre, const char *p, size_t n, const char *post,
+                     size_t npost) {
+    if (!n)
+        return 0;
+    if (tb_room(o, n + npre + npost + LINE_ROOM))
+        return -1;
+    tb_put_raw(o, pre, npre);
+    tb_put_raw(o, p, n);
+    tb_put_raw(o, post, npost);
+    return 0;
+}
+
+#define PUT_PIECE(o, pre, p, n, post) put_piece(o, pre, sizeof(pre) - 1, p, n, post, sizeof(post) - 1)
+
+/* One span's line: 0, -1 (no exception) when the twin must write it, -2
+ * with an exception set. */
+static int put_line(Lines *x, const Cols *c, size_t i) {
+    TextBuf *o = &x->o;
+    u8 kind = c->c[SPAN_COL_KINDS][i], rk = c->c[SPAN_COL_RESOURCE_KINDS][i], flags = c->c[SPAN_COL_FLAGS][i];
+    i64 rid = col_i64(c, SPAN_COL_RESOURCE_IDS, i), start = col_i64(c, SPAN_COL_STARTS, i);
+    i64 end = col_i64(c, SPAN_COL_ENDS, i), proc = col_i64(c, SPAN_COL_PROCS, i), dur, since;
+    u64 ss = col_u64(c, SPAN_COL_START_STACKS, i), es = col_u64(c, SPAN_COL_END_STACKS, i);
+    u64 task = col_u64(c, SPAN_COL_TASKS, i);
+    if (kind >= NKINDS || rk > 2 || ss >> 32 || es >> 32 || __builtin_sub_overflow(end, start, &dur) ||
+        __builtin_sub_overflow(start, x->t0, &since))
+        return -1;
+    const char *reason, *name, *tname = "", *sp, *ep;
+    size_t nreason, nname, ntname = 0, nsp, nep;
+    int r;
+    if ((r = part(&x->names, col_u32(c, SPAN_COL_REASONS, i), &reason, &nreason)) ||
+        (r = part(&x->names, col_u32(c, SPAN_COL_NAMES, i), &name, &nname)) ||
+        (r = stack_part(x, col_u32(c, SPAN_COL_START_TABLES, i), ss, &sp, &nsp)) ||
+        (r = stack_part(x, col_u32(c, SPAN_COL_END_TABLES, i), es, &ep, &nep)))
+        return r == PART_TWIN ? -1 : -2;
+    if (x->json && (r = part(&x->names, col_u32(c, SPAN_COL_TASK_NAMES, i), &tname, &ntname)))
+        return r == PART_TWIN ? -1 : -2;
+    int on_p = proc >= 0 && rk != RES_PROC;
+    if (tb_room(o, LINE_ROOM + x->kind_n[kind]))
+        return -2;
+    if (x->json) {
+        TB_LIT_RAW(o, "{\"kind\": \"Span\", \"span\": \"");
+        tb_put_raw(o, x->kind[kind], x->kind_n[kind]);
+        TB_LIT_RAW(o, "\", \"resource\": \"");
+        tb_put_raw(o, RESOURCE_JSON[rk], strlen(RESOURCE_JSON[rk]));
+        TB_LIT_RAW(o, "\", \"id\": ");
+        tb_i64_raw(o, rid);
+        TB_LIT_RAW(o, ", \"start_ns\": ");
+        tb_i64_raw(o, start);
+        TB_LIT_RAW(o, ", \"end_ns\": ");
+        tb_i64_raw(o, end);
+        TB_LIT_RAW(o, ", \"duration_ns\": ");
+        tb_i64_raw(o, dur);
+        if (on_p) {
+            TB_LIT_RAW(o, ", \"proc\": ");
+            tb_i64_raw(o, proc);
+        }
+        if (PUT_PIECE(o, ", \"reason\": ", reason, nreason, "") || PUT_PIECE(o, ", \"name\": ", name, nname, ""))
+            return -2;
+        if (task) {
+            TB_LIT_RAW(o, ", \"task\": ");
+            tb_u64_raw(o, task);
+        }
+        if (PUT_PIECE(o, ", \"task_name\": ", tname, ntname, ""))
+            return -2;
+        if (flags & CLIPPED_START)
+            TB_LIT_RAW(o, ", \"clipped_start\": true");
+        if (flags & CLIPPED_END)
+            TB_LIT_RAW(o, ", \"clipped_end\": true");
+        if (PUT_PIECE(o, ", \"start_stack\": ", sp, nsp, "") || PUT_PIECE(o, ", \"end_stack\": ", ep, nep, ""))
+            return -2;
+        if (tb_room(o, 2))
+            return -2;
+        TB_LIT_RAW(o, "}\n");
+        return 0;
+    }
+    put_scaled(o, since, 9, 6, 1);
+    o->p[o->n++] = 's';
+    o->p[o->n++] = ' ';
+    tb_put_raw(o, x->kind[kind], x->kind_n[kind]);
+    o->p[o->n++] = ' ';
+    size_t res = o->n;
+    tb_put_raw(o, RESOURCE_TEXT[rk], strlen(RESOURCE_TEXT[rk]));
+    if (rk) {
+        tb_i64_raw(o, rid);
+        o->p[o->n++] = ')';
+    }
+    while (o->n - res < RESOURCE_WIDTH)
+        o->p[o->n++] = ' ';
+    o->p[o->n++] = ' ';
+    put_duration(o, dur);
+    if (on_p) {
+        TB_LIT_RAW(o, " on P ");
+        tb_i64_raw(o, proc);
+    }
+    if (PUT_PIECE(o, " ", name, nname, "") || PUT_PIECE(o, " (", reason, nreason, ")"))
+        return -2;
+    if (task) {
+        if (tb_room(o, 32))
+            return -2;
+        TB_LIT_RAW(o, " task ");
+        tb_u64_raw(o, task);
+    }
+    /* the first frame of the start stack, or else of the end stack */
+    if (nsp ? PUT_PIECE(o, "", sp, nsp, "") : PUT_PIECE(o, "", ep, nep, ""))
+        return -2;
+    if (tb_room(o, 1))
+        return -2;
+    o->p[o->n++] = '\n';
+    return 0;
+}
+
+/* The line other(i) makes, and its newline. */
+static int put_other(Lines *x, PyObject *other, size_t i) {
+    PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
+    if (!line)
+        return -1;
+    if (!PyBytes_Check(line)) {
+        Py_DECREF(line);
+        PyErr_SetString(PyExc_TypeError, "other() must return bytes");
+        return -1;
+    }
+    size_t n = (size_t)PyBytes_GET_SIZE(line);
+    int r = tb_room(&x->o, n + 1);
+    if (!r) {
+        tb_put_raw(&x->o, PyBytes_AS_STRING(line), n);
+        x->o.p[x->o.n++] = '\n';
+    }
+    Py_DECREF(line);
+    return r;
+}
+
+PyObject *span_lines(PyObject *self, PyObject *args) {
+    PyObject *cols, *kinds, *names, *stacks, *miss, *logs, *other;
+    int json;
+    long long t0;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "O!nnpLO!O!O!OOO", &PyList_Type, &cols, &lo, &hi, &json, &t0, &PyTuple_Type, &kinds,
+                          &PyDict_Type, &names, &PyDict_Type, &stacks, &miss, &logs, &other))
+        return NULL;
+    if (PyList_GET_SIZE(cols) != NCOLS)
+        return PyErr_Format(PyExc_ValueError, "%d columns expected", NCOLS);
+    if (PyTuple_GET_SIZE(kinds) != NKINDS)
+        return PyErr_Format(PyExc_ValueError, "%d kinds expected", NKINDS);
+    Lines x = {0};
+    Py_buffer b[NCOLS];
+    int nb = 0;
+    PyObject *result = NULL;
+    Cols c;
+    for (; nb < NCOLS; nb++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(cols, nb), &b[nb], PyBUF_SIMPLE) < 0)
+            goto done;
+        c.c[nb] = b[nb].buf;
+    }
+    size_t n = (size_t)b[0].len;
+    for (int k = 0; k < NCOLS; k++)
+        if ((size_t)b[k].len != n * (size_t)WIDTH[k]) {
+            PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+            goto done;
+        }
+    if (lo < 0 || hi < lo || (size_t)hi > n) {
+        PyErr_SetString(PyExc_ValueError, "rows out of range");
+        goto done;
+    }
+    for (int k = 0; k < NKINDS; k++) {
+        PyObject *s = PyTuple_GET_ITEM(kinds, k);
+        if (!PyBytes_Check(s)) {
+            PyErr_SetString(PyExc_TypeError, "kinds must hold bytes");
+            goto done;
+        }
+        x.kind[k] = PyBytes_AS_STRING(s);
+        x.kind_n[k] = (size_t)PyBytes_GET_SIZE(s);
+    }
+    x.json = json;
+    x.t0 = (i64)t0;
+    if (part_cache_open(&x.names, names, miss, "name") || part_cache_open(&x.stacks, stacks, miss, "stack") ||
+        tb_init(&x.o, (size_t)(hi - lo) * (json ? 640 : 128) + LINE_ROOM))
+        goto done;
+    Py_ssize_t nlogs = PyObject_Size(logs);
+    if (nlogs < 0)
+        goto done;
+    int any_logs = nlogs > 0;
+    for (size_t i = (size_t)lo; i < (size_t)hi; i++) {
+        size_t start = x.o.n;
+        int r = -1;
+        if (any_logs) {
+            PyObject *key = PyLong_FromSize_t(i);
+            if (!key)
+                goto done;
+            int has = PySequence_Contains(logs, key);
+            Py_DECREF(key);
+            if (has < 0)
+                goto done;
+            if (!has)
+                r = put_line(&x, &c, i);
+        } else {
+            r = put_line(&x, &c, i);
+        }
+        if (r == -2)
+            goto done;
+        if (r == -1) {
+            x.o.n = start;
+            if (put_other(&x, other, i))
+                goto done;
+        }
+    }
+    result = tb_finish(&x.o);
+done:
+    Py_XDECREF(x.o.obj);
+    part_cache_close(&x.names), part_cache_close(&x.stacks);
+    for (int k = 0; k < nb; k++)
+        PyBuffer_Release(&b[k]);
+    return result;
+}

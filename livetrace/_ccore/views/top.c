@@ -1,0 +1,455 @@
+/* TopSums: the per-span sums of `livetrace top`, the twin of
+ * _views/top_sums.py's TopSums (which says what is kept, and in what
+ * order). It reads a SpanBatch's columns batch at a time: durations per
+ * span kind and per region and task name id, each goroutine's time per
+ * state since a point and blocked per reason id, and each goroutine's name
+ * id, asking Python (root_of) for the name of a stack it has not met. Sums
+ * are kept in 128 bits and handed over as Python ints, exact as the twin's. */
+
+#include "views/top.h"
+#include "common/pyglue.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/containers.h"
+#include "common/generated.h"
+
+typedef __int128 i128;
+
+#define KEEP_NAMES 1024
+#define KEEP_ROOTS 65536
+
+typedef struct {
+    i64 *v;
+    size_t n, cap;
+} Vec;
+
+typedef struct {
+    i64 g;
+    u64 name, last;
+} Name;
+
+/* A goroutine counted since the last take. */
+typedef struct {
+    i64 g;
+    i128 sum[3]; /* running, runnable, syscall */
+    i64 first, last_reason; /* its blocked reasons: a list through Reason.next, -1 none */
+} Acc;
+
+typedef struct {
+    u64 reason;
+    i128 ns;
+    i64 next;
+} Reason;
+
+/* Durations by a key (a kind, a name id), keys in the order first met. */
+typedef struct {
+    Map index; /* key -> position in vecs */
+    Vec *vecs;
+    u64 *keys;
+    size_t n, cap, capk;
+} Groups;
+
+typedef struct {
+    PyObject_HEAD int busy;
+    Name *names;
+    size_t nnames, capnames;
+    Map name_index; /* goroutine -> position in names */
+    Map roots;      /* tables << 32 | stack -> name id */
+    Acc *acc;
+    size_t nacc, capacc;
+    Map acc_index; /* goroutine -> position in acc */
+    Reason *reasons;
+    size_t nreasons, capreasons;
+    Groups kinds, regions, tasks;
+} TopSumsObject;
+
+static inline i64 ld_i64(const u8 *p, size_t i) {
+    i64 v;
+    memcpy(&v, p + i * 8, 8);
+    return v;
+}
+static inline u64 ld_u64(const u8 *p, size_t i) {
+    u64 v;
+    memcpy(&v, p + i * 8, 8);
+    return v;
+}
+static inline u32 ld_u32(const u8 *p, size_t i) {
+    u32 v;
+    memcpy(&v, p + i * 4, 4);
+    return v;
+}
+
+static void groups_free(Groups *g) {
+    for (size_t i = 0; i < g->n; i++)
+        free(g->vecs[i].v);
+    free(g->vecs), free(g->keys);
+    map_free(&g->index);
+    memset(g, 0, sizeof *g);
+}
+
+static int groups_add(Groups *g, u64 key, i64 d) {
+    u64 *slot = map_slot(&g->index, key, (u64)g->n);
+    if (!slot)
+        return -1;
+    if (*slot == g->n) { /* new */
+        if (grow((void **)&g->vecs, &g->cap, g->n + 1, sizeof(Vec)) ||
+            grow((void **)&g->keys, &g->capk, g->n + 1, sizeof(u64)))
+            return -1;
+        g->vecs[g->n] = (Vec){0};
+        g->keys[g->n] = key;
+        g->n++;
+    }
+    Vec *v = &g->vecs[*slot];
+    if (grow((void **)&v->v, &v->cap, v->n + 1, sizeof(i64)))
+        return -1;
+    v->v[v->n++] = d;
+    return 0;
+}
+
+static void reset_interval(TopSumsObject *s) {
+    s->nacc = s->nreasons = 0;
+    map_free(&s->acc_index);
+    memset(&s->acc_index, 0, sizeof s->acc_index);
+    groups_free(&s->kinds), groups_free(&s->regions), groups_free(&s->tasks);
+}
+
+static int TopSums_init(TopSumsObject *self, PyObject *args, PyObject *kw) {
+    if (!PyArg_ParseTuple(args, ":TopSums"))
+        return -1;
+    return 0;
+}
+
+static void TopSums_dealloc(TopSumsObject *self) {
+    reset_interval(self);
+    free(self->names), free(self->acc), free(self->reasons);
+    map_free(&self->name_index), map_free(&self->roots);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The name record of g, made (name 0) if new: NULL when out of memory. */
+static Name *name_of(TopSumsObject *s, i64 g, int *made) {
+    u64 *slot = map_slot(&s->name_index, (u64)g, (u64)s->nnames);
+    if (!slot)
+        return NULL;
+    *made = *slot == s->nnames;
+    if (*made) {
+        if (grow((void **)&s->names, &s->capnames, s->nnames + 1, sizeof(Name)))
+            return NULL;
+        s->names[s->nnames++] = (Name){g, 0, 0};
+    }
+    return &s->names[*slot];
+}
+
+static PyObject *TopSums_name(TopSumsObject *self, PyObject *args) {
+    long long g;
+    unsigned long long name, index;
+    if (!PyArg_ParseTuple(args, "LKK", &g, &name, &index))
+        return NULL;
+    int made;
+    Name *n = name_of(self, (i64)g, &made);
+    if (!n)
+        return PyErr_NoMemory();
+    n->name = name, n->last = index;
+    Py_RETURN_NONE;
+}
+
+/* The goroutine's running sums, made if new: NULL when out of memory. */
+static Acc *acc_of(TopSumsObject *s, i64 g) {
+    u64 *slot = map_slot(&s->acc_index, (u64)g, (u64)s->nacc);
+    if (!slot)
+        return NULL;
+    if (*slot == s->nacc) {
+        if (grow((void **)&s->acc, &s->capacc, s->nacc + 1, sizeof(Acc)))
+            return NULL;
+        s->acc[s->nacc++] = (Acc){.g = g, .first = -1, .last_reason = -1};
+    }
+    return &s->acc[*slot];
+}
+
+static int add_blocked(TopSumsObject *s, Acc *a, u64 reason, i128 part) {
+    for (i64 i = a->first; i >= 0; i = s->reasons[i].next)
+        if (s->reasons[i].reason == reason) {
+            s->reasons[i].ns += part;
+            return 0;
+        }
+    if (grow((void **)&s->reasons, &s->capreasons, s->nreasons + 1, sizeof(Reason)))
+        return -1;
+    i64 at = (i64)s->nreasons++;
+    s->reasons[at] = (Reason){reason, part, -1};
+    if (a->last_reason >= 0)
+        s->reasons[a->last_reason].next = at;
+    else
+        a->first = at;
+    a->last_reason = at;
+    return 0;
+}
+
+/* root_of(tables, stack) through the cache: 0, or -1 with an exception. */
+static int root(TopSumsObject *s, PyObject *root_of, u32 tok, u64 stack, u64 *name) {
+    u64 key = (u64)tok << 32 | stack;
+    int cached = !(stack >> 32);
+    if (cached) {
+        u64 *v = map_find(&s->roots, key);
+        if (v) {
+            *name = *v;
+            return 0;
+        }
+    }
+    PyObject *r = PyObject_CallFunction(root_of, "IK", tok, (unsigned long long)stack);
+    if (!r)
+        return -1;
+    unsigned long long id = PyLong_AsUnsignedLongLong(r);
+    Py_DECREF(r);
+    if (id == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *name = id;
+    if (cached) {
+        if (s->roots.len >= KEEP_ROOTS) {
+            map_free(&s->roots);
+            memset(&s->roots, 0, sizeof s->roots);
+        }
+        if (map_put(&s->roots, key, id)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+enum { NCOLS = 11 };
+static const int WIDTH[NCOLS] = {1, 1, 8, 8, 8, 4, 4, 8, 8, 4, 4};
+
+static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
+    Py_buffer b[NCOLS];
+    PyObject *since_obj, *root_of;
+    unsigned long long index;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*OKO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
+                          &b[8], &b[9], &b[10], &since_obj, &index, &root_of))
+        return NULL;
+    PyObject *result = NULL;
+    size_t n = (size_t)b[0].len;
+    int has_since = since_obj != Py_None;
+    long long since = 0;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "TopSums.feed called from its own callback");
+        goto done;
+    }
+    for (int k = 0; k < NCOLS; k++)
+        if ((size_t)b[k].len != n * (size_t)WIDTH[k]) {
+            PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+            goto done;
+        }
+    if (has_since && (since = PyLong_AsLongLong(since_obj)) == -1 && PyErr_Occurred())
+        goto done;
+    const u8 *kind = b[0].buf, *rk = b[1].buf, *rid = b[2].buf, *st = b[3].buf, *en = b[4].buf, *rs = b[5].buf;
+    const u8 *nm = b[6].buf, *ss = b[7].buf, *es = b[8].buf, *stok = b[9].buf, *etok = b[10].buf;
+    self->busy = 1;
+    for (size_t i = 0; i < n; i++) {
+        int k = kind[i];
+        i64 s = ld_i64(st, i), e = ld_i64(en, i), d;
+        if (__builtin_sub_overflow(e, s, &d)) {
+            PyErr_Format(PyExc_ValueError, "a span from %lld to %lld lasts longer than int64 nanoseconds", (long long)s,
+                         (long long)e);
+            goto fail;
+        }
+        if (k > K_SYSCALL) {
+            Groups *grp = k == K_TASK ? &self->tasks : k == K_REGION ? &self->regions : &self->kinds;
+            u64 key = k == K_TASK || k == K_REGION ? ld_u32(nm, i) : (u64)k;
+            if (groups_add(grp, key, d))
+                goto nomem;
+            continue;
+        }
+        if (rk[i] != RES_GOROUTINE)
+            continue;
+        if (k == K_RUNNABLE && groups_add(&self->kinds, K_RUNNABLE, d))
+            goto nomem;
+        u64 own = k == K_RUNNING ? ld_u64(es, i) : k != K_RUNNABLE ? ld_u64(ss, i) : 0;
+        i64 g = ld_i64(rid, i);
+        int made;
+        Name *name = name_of(self, g, &made);
+        if (!name)
+            goto nomem;
+        if (made || (own && !name->name)) {
+            u64 id = 0;
+            if (own) {
+                size_t at = (size_t)(name - self->names); /* root_of may add names: keep the position */
+                if (root(self, root_of, k == K_RUNNING ? ld_u32(etok, i) : ld_u32(stok, i), own, &id))
+                    goto fail;
+                name = &self->names[at];
+            }
+            name->name = id;
+        }
+        name->last = index;
+        i128 part = (i128)e - (!has_since || s >= since ? (i128)s : (i128)since);
+        if (part <= 0)
+            continue;
+        Acc *a = acc_of(self, g);
+        if (!a)
+            goto nomem;
+        if (k == K_BLOCKED) {
+            if (add_blocked(self, a, ld_u32(rs, i), part))
+                goto nomem;
+        } else {
+            a->sum[k == K_RUNNING ? 0 : k == K_RUNNABLE ? 1 : 2] += part;
+        }
+    }
+    self->busy = 0;
+    result = Py_NewRef(Py_None);
+    goto done;
+nomem:
+    PyErr_NoMemory();
+fail:
+    self->busy = 0;
+done:
+    for (int k = 0; k < NCOLS; k++)
+        PyBuffer_Release(&b[k]);
+    return result;
+}
+
+/* An exact Python int of a 128-bit sum. */
+static PyObject *py_i128(i128 v) {
+    if (v >= INT64_MIN && v <= INT64_MAX)
+        return PyLong_FromLongLong((long long)v);
+    unsigned __int128 a = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+    PyObject *hi = PyLong_FromUnsignedLongLong((u64)(a >> 64)), *lo = PyLong_FromUnsignedLongLong((u64)a);
+    PyObject *sh = PyLong_FromLong(64), *t = NULL, *r = NULL;
+    if (hi && lo && sh && (t = PyNumber_Lshift(hi, sh)))
+        r = PyNumber_Add(t, lo);
+    Py_XDECREF(hi), Py_XDECREF(lo), Py_XDECREF(sh), Py_XDECREF(t);
+    if (r && v < 0) {
+        PyObject *neg = PyNumber_Negative(r);
+        Py_DECREF(r);
+        r = neg;
+    }
+    return r;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    i64 x = *(const i64 *)a, y = *(const i64 *)b;
+    return (x > y) - (x < y);
+}
+
+/* {key: (sorted durations as int64 bytes, their sum)}, keys as first met. */
+static PyObject *groups_dict(Groups *g) {
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    for (size_t i = 0; i < g->n; i++) {
+        Vec *v = &g->vecs[i]; /* made in the order of keys */
+        qsort(v->v, v->n, sizeof(i64), cmp_i64);
+        i128 total = 0;
+        for (size_t j = 0; j < v->n; j++)
+            total += v->v[j];
+        PyObject *key = PyLong_FromUnsignedLongLong(g->keys[i]);
+        PyObject *bytes = PyBytes_FromStringAndSize((const char *)v->v, (Py_ssize_t)(v->n * sizeof(i64)));
+        PyObject *sum = py_i128(total);
+        PyObject *pair = bytes && sum ? PyTuple_Pack(2, bytes, sum) : NULL;
+        int bad = !key || !pair || PyDict_SetItem(d, key, pair);
+        Py_XDECREF(key), Py_XDECREF(bytes), Py_XDECREF(sum), Py_XDECREF(pair);
+        if (bad) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+static PyObject *acc_row(TopSumsObject *s, Acc *a) {
+    u64 *at = map_find(&s->name_index, (u64)a->g);
+    u64 name = at ? s->names[*at].name : 0;
+    PyObject *blocked = PyList_New(0);
+    if (!blocked)
+        return NULL;
+    for (i64 i = a->first; i >= 0; i = s->reasons[i].next) {
+        PyObject *ns = py_i128(s->reasons[i].ns);
+        PyObject *pair = ns ? Py_BuildValue("(KN)", (unsigned long long)s->reasons[i].reason, ns) : NULL;
+        if (!pair || PyList_Append(blocked, pair)) {
+            Py_XDECREF(pair);
+            Py_DECREF(blocked);
+            return NULL;
+        }
+        Py_DECREF(pair);
+    }
+    PyObject *r0 = py_i128(a->sum[0]), *r1 = py_i128(a->sum[1]), *r2 = py_i128(a->sum[2]);
+    if (!r0 || !r1 || !r2) {
+        Py_XDECREF(r0), Py_XDECREF(r1), Py_XDECREF(r2);
+        Py_DECREF(blocked);
+        return NULL;
+    }
+    return Py_BuildValue("(LKNNNN)", (long long)a->g, (unsigned long long)name, r0, r1, r2, blocked);
+}
+
+static PyObject *TopSums_take(TopSumsObject *self, PyObject *unused) {
+    PyObject *rows = PyList_New((Py_ssize_t)self->nacc), *kinds = NULL, *regions = NULL, *tasks = NULL;
+    if (!rows)
+        return NULL;
+    for (size_t i = 0; i < self->nacc; i++) {
+        PyObject *row = acc_row(self, &self->acc[i]);
+        if (!row)
+            goto fail;
+        PyList_SET_ITEM(rows, (Py_ssize_t)i, row);
+    }
+    if (!(kinds = groups_dict(&self->kinds)) || !(regions = groups_dict(&self->regions)) ||
+        !(tasks = groups_dict(&self->tasks)))
+        goto fail;
+    reset_interval(self);
+    return Py_BuildValue("(NNNN)", rows, kinds, regions, tasks);
+fail:
+    Py_XDECREF(rows), Py_XDECREF(kinds), Py_XDECREF(regions), Py_XDECREF(tasks);
+    return NULL;
+}
+
+static PyObject *TopSums_forget(TopSumsObject *self, PyObject *args) {
+    unsigned long long old;
+    if (!PyArg_ParseTuple(args, "K", &old))
+        return NULL;
+    if (self->nnames <= KEEP_NAMES)
+        Py_RETURN_NONE;
+    size_t kept = 0;
+    for (size_t i = 0; i < self->nnames; i++)
+        if (self->names[i].last >= old)
+            self->names[kept++] = self->names[i];
+    self->nnames = kept;
+    map_free(&self->name_index);
+    memset(&self->name_index, 0, sizeof self->name_index);
+    for (size_t i = 0; i < kept; i++)
+        if (map_put(&self->name_index, (u64)self->names[i].g, i))
+            return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef TopSums_methods[] = {
+    {"feed", (PyCFunction)TopSums_feed, METH_VARARGS,
+     "feed(kinds, resource_kinds, resource_ids, starts, ends, reasons, names, start_stacks, end_stacks, "
+     "start_tables, end_tables, since, index, root_of)\n--\n\nAdd a SpanBatch's columns to the sums."},
+    {"name", (PyCFunction)TopSums_name, METH_VARARGS, "name(g, name, index)\n--\n\nA creation names goroutine g."},
+    {"take", (PyCFunction)TopSums_take, METH_NOARGS, "take()\n--\n\nThe sums since the last take."},
+    {"forget", (PyCFunction)TopSums_forget, METH_VARARGS,
+     "forget(old)\n--\n\nDrop the names of goroutines last seen before snapshot old, when there are many."},
+    {NULL},
+};
+
+static PyTypeObject TopSumsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "livetrace._trace._ccore.TopSums",
+    .tp_basicsize = sizeof(TopSumsObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "top's per-span sums (twin: _views/top_sums.py's TopSums).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)TopSums_init,
+    .tp_dealloc = (destructor)TopSums_dealloc,
+    .tp_methods = TopSums_methods,
+};
+
+int top_register(PyObject *module) {
+    if (PyType_Ready(&TopSumsType) < 0)
+        return -1;
+    Py_INCREF(&TopSumsType);
+    if (PyModule_AddObject(module, "TopSums", (PyObject *)&TopSumsType) < 0) {
+        Py_DECREF(&TopSumsType);
+        return -1;
+    }
+    return 0;
+}
