@@ -1010,7 +1010,7 @@ static PyTypeObject SpanCoreType = {
     .tp_init = (initproc)SpanCore_init,
     .tp_dealloc = (destructor)SpanCore_dealloc,
     .tp_methods = SpanCore_methods,
-    .tp_doc = "SpanCore(split=False)\n--\n\nOpen spans across batches; the compiled twin of spans.twin.SpanCore.",
+    .tp_doc = "SpanCore(split=False, /)\n--\n\nOpen spans across batches; the compiled twin of spans.twin.SpanCore.",
 };
 
 int spans_register(PyObject *module) {

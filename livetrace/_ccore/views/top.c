@@ -423,12 +423,12 @@ static PyObject *TopSums_forget(TopSumsObject *self, PyObject *args) {
 
 static PyMethodDef TopSums_methods[] = {
     {"feed", (PyCFunction)TopSums_feed, METH_VARARGS,
-     "feed(kinds, resource_kinds, resource_ids, starts, ends, reasons, names, start_stacks, end_stacks, "
-     "start_tables, end_tables, since, index, root_of)\n--\n\nAdd a SpanBatch's columns to the sums."},
-    {"name", (PyCFunction)TopSums_name, METH_VARARGS, "name(g, name, index)\n--\n\nA creation names goroutine g."},
-    {"take", (PyCFunction)TopSums_take, METH_NOARGS, "take()\n--\n\nThe sums since the last take."},
+     "feed($self, kinds, resource_kinds, resource_ids, starts, ends, reasons, names, start_stacks, end_stacks, "
+     "start_tables, end_tables, since, index, root_of, /)\n--\n\nAdd a SpanBatch's columns to the sums."},
+    {"name", (PyCFunction)TopSums_name, METH_VARARGS, "name($self, g, name, index, /)\n--\n\nA creation names goroutine g."},
+    {"take", (PyCFunction)TopSums_take, METH_NOARGS, "take($self, /)\n--\n\nThe sums since the last take."},
     {"forget", (PyCFunction)TopSums_forget, METH_VARARGS,
-     "forget(old)\n--\n\nDrop the names of goroutines last seen before snapshot old, when there are many."},
+     "forget($self, old, /)\n--\n\nDrop the names of goroutines last seen before snapshot old, when there are many."},
     {NULL},
 };
 
@@ -436,7 +436,7 @@ static PyTypeObject TopSumsType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "livetrace._trace._ccore.TopSums",
     .tp_basicsize = sizeof(TopSumsObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "top's per-span sums (twin: _views/top_sums.py's TopSums).",
+    .tp_doc = "TopSums()\n--\n\ntop's per-span sums (twin: _views/top_sums.py's TopSums).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)TopSums_init,
     .tp_dealloc = (destructor)TopSums_dealloc,
