@@ -255,26 +255,6 @@ static int put_line(Lines *x, const Cols *c, size_t i) {
     return 0;
 }
 
-/* The line other(i) makes, and its newline. */
-static int put_other(Lines *x, PyObject *other, size_t i) {
-    PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
-    if (!line)
-        return -1;
-    if (!PyBytes_Check(line)) {
-        Py_DECREF(line);
-        PyErr_SetString(PyExc_TypeError, "other() must return bytes");
-        return -1;
-    }
-    size_t n = (size_t)PyBytes_GET_SIZE(line);
-    int r = tb_room(&x->o, n + 1);
-    if (!r) {
-        tb_put_raw(&x->o, PyBytes_AS_STRING(line), n);
-        x->o.p[x->o.n++] = '\n';
-    }
-    Py_DECREF(line);
-    return r;
-}
-
 PyObject *span_lines(PyObject *self, PyObject *args) {
     PyObject *cols, *kinds, *names, *stacks, *miss, *logs, *other;
     int json;
@@ -345,7 +325,7 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
             goto done;
         if (r == -1) {
             x.o.n = start;
-            if (put_other(&x, other, i))
+            if (tb_put_other_line(&x.o, other, i))
                 goto done;
         }
     }

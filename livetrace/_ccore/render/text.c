@@ -374,26 +374,6 @@ static int put_line(Text *x, int c, i64 t, i64 m, i64 p, i64 g, const u64 *a, co
     return 0;
 }
 
-/* The line other(i) makes, and its newline. */
-static int put_other(Text *x, PyObject *other, size_t i) {
-    PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
-    if (!line)
-        return -1;
-    if (!PyBytes_Check(line)) {
-        Py_DECREF(line);
-        PyErr_SetString(PyExc_TypeError, "other() must return bytes");
-        return -1;
-    }
-    size_t n = (size_t)PyBytes_GET_SIZE(line);
-    int r = tb_room(&x->o, n + 1);
-    if (!r) {
-        tb_put_raw(&x->o, PyBytes_AS_STRING(line), n);
-        x->o.p[x->o.n++] = '\n';
-    }
-    Py_DECREF(line);
-    return r;
-}
-
 PyObject *text_lines(PyObject *self, PyObject *args) {
     Py_buffer cb, tb, mb, pb, gb, ab, xb;
     long long t0;
@@ -443,7 +423,7 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
             goto done;
         if (r == -1) {
             x.o.n = start;
-            if (put_other(&x, other, i))
+            if (tb_put_other_line(&x.o, other, i))
                 goto done;
         }
     }

@@ -137,4 +137,25 @@ static inline PyObject *tb_finish(TextBuf *b) {
     return r;
 }
 
+/* The line other(i) makes (bytes, from Python: a line the core leaves to
+ * its twin), and its newline; tb_room's answer, or -1 with an exception. */
+static inline int tb_put_other_line(TextBuf *o, PyObject *other, size_t i) {
+    PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
+    if (!line)
+        return -1;
+    if (!PyBytes_Check(line)) {
+        Py_DECREF(line);
+        PyErr_SetString(PyExc_TypeError, "other() must return bytes");
+        return -1;
+    }
+    size_t n = (size_t)PyBytes_GET_SIZE(line);
+    int r = tb_room(o, n + 1);
+    if (!r) {
+        tb_put_raw(o, PyBytes_AS_STRING(line), n);
+        o->p[o->n++] = '\n';
+    }
+    Py_DECREF(line);
+    return r;
+}
+
 #endif
