@@ -16,8 +16,11 @@ by side, as :func:`stages` lists them):
    (:class:`SpanJoin`), the helper's gaps and the segments' ends applied;
 4. ``select spans`` (pool): each span subscriber's filter;
 5. ``map order`` (ordered): each subscriber's ``map`` called on its batches;
-6. ``map`` (pool): the work each returned;
-7. ``deliver`` (ordered): into the subscribers' buffers, on trio.
+6. ``deliver`` (ordered): into the subscribers' buffers, on trio, each
+   batch as soon as the work its map returned is done: that work runs in
+   the pool a batch at a time, at most ``window`` batches ahead of the
+   delivery (a batch's lines are megabytes, a generation's gigabytes on a
+   big service: only the window's are ever held).
 
 What a subscriber gets is what the one-job pipeline (``Fanout.prepare``,
 with one sequential :class:`SpanBuilder`) gives, byte for byte.
@@ -28,6 +31,7 @@ flowchart (docs/decoder.md shows it).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import trio
 
@@ -180,22 +184,41 @@ def _map_order(u: Unit) -> None:
             u.todo.append((k, sub.map(got)))  # type: ignore[misc]  # _mapped: it has a map
 
 
-def _map(u: Unit) -> None:
-    for k, work in u.todo:
-        sub, got, _ = u.out[k]
-        u.out[k] = (sub, work(), got)
-    u.todo.clear()
-
-
-def stages(fanout: Fanout, counters: Counters, token: trio.lowlevel.TrioToken | None) -> list[Stage[Unit]]:
-    """The stages of ``fanout``'s units; ``deliver`` hands the results to
-    trio (``token``: its loop) and counts the spans built."""
+def stages(
+    fanout: Fanout,
+    counters: Counters,
+    token: trio.lowlevel.TrioToken | None,
+    pool: ThreadPoolExecutor | None,
+    window: int = 1,
+) -> list[Stage[Unit]]:
+    """The stages of ``fanout``'s units: ``deliver`` runs the maps' work in
+    ``pool``, ``window`` batches ahead, hands the results to trio
+    (``token``: its loop), and counts the spans built."""
 
     def deliver(u: Unit) -> None:
         fanout.spans_built += sum(len(x) for x in u.span_items if isinstance(x, SpanBatch))
         counters.spans = fanout.spans_built
-        if u.out:
-            trio.from_thread.run(fanout.deliver, u.out, trio_token=token)
+        work = dict(u.todo)
+        u.todo.clear()
+        running: dict[int, Future[object]] = {}
+        ahead = 0  # the next item whose work may start
+        ready: list[Prepared] = []
+        for k, (sub, got, _) in enumerate(u.out):
+            while ahead < len(u.out) and len(running) < window:
+                if ahead in work:
+                    assert pool is not None
+                    running[ahead] = pool.submit(work.pop(ahead))
+                ahead += 1
+            future = running.pop(k, None)
+            if future is None:
+                ready.append((sub, got, None))
+                continue
+            ready.append((sub, future.result(), got))
+            u.out[k] = (sub, None, None)  # the batch's lines are the subscriber's now
+            trio.from_thread.run(fanout.deliver, ready, trio_token=token)
+            ready = []
+        if ready:
+            trio.from_thread.run(fanout.deliver, ready, trio_token=token)
 
     def has_spans(u: Unit) -> bool:
         return u.spans is not None
@@ -206,7 +229,6 @@ def stages(fanout: Fanout, counters: Counters, token: trio.lowlevel.TrioToken | 
         Stage("join", True, _join, has_spans),
         Stage("select spans", False, _select_spans, has_spans),
         Stage("map order", True, _map_order, lambda u: any(s.map is not None for s in u.subs)),
-        Stage("map", False, _map, lambda u: bool(u.todo)),
         Stage("deliver", True, deliver),
     ]
 
@@ -219,7 +241,7 @@ def mermaid() -> str:
         '  decode --> cut["cut into units: one generation each"]',
     ]
     prev = "cut"
-    for k, stage in enumerate(stages(Fanout(), Counters(), None)):
+    for k, stage in enumerate(stages(Fanout(), Counters(), None, None)):
         node = f"s{k}"
         shape = f'["{stage.name} (in order)"]' if stage.ordered else f'[["{stage.name} (pool of jobs threads)"]]'
         lines.append(f"  {prev} --> {node}{shape}")
