@@ -229,7 +229,7 @@ def stages(
         Stage("join", True, _join, has_spans),
         Stage("select spans", False, _select_spans, has_spans),
         Stage("map order", True, _map_order, lambda u: any(s.map is not None for s in u.subs)),
-        Stage("deliver", True, deliver),
+        Stage("deliver", True, deliver, note="the maps' work in the pool, a batch at a time, 2 x jobs ahead"),
     ]
 
 
@@ -243,7 +243,8 @@ def mermaid() -> str:
     prev = "cut"
     for k, stage in enumerate(stages(Fanout(), Counters(), None, None)):
         node = f"s{k}"
-        shape = f'["{stage.name} (in order)"]' if stage.ordered else f'[["{stage.name} (pool of jobs threads)"]]'
+        what = f"{stage.name} (in order{'; ' + stage.note if stage.note else ''})"
+        shape = f'["{what}"]' if stage.ordered else f'[["{stage.name} (pool of jobs threads)"]]'
         lines.append(f"  {prev} --> {node}{shape}")
         prev = node
     lines.append(f'  {prev} --> subs["subscribers\' buffers (trio)"]')

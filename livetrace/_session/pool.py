@@ -41,12 +41,14 @@ def default_jobs() -> int:
 @dataclass(frozen=True)
 class Stage(Generic[U]):
     """One step of every unit: ``run(unit)``, in order or in the pool;
-    ``wanted(unit)`` False skips it for that unit (no trip to the pool)."""
+    ``wanted(unit)`` False skips it for that unit (no trip to the pool);
+    ``note`` says more of it, for the picture of the pipeline."""
 
     name: str
     ordered: bool
     run: Callable[[U], None]
     wanted: Callable[[U], bool] = lambda unit: True
+    note: str = ""
 
 
 class _Slot(Generic[U]):
