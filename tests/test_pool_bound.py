@@ -13,6 +13,7 @@ import time
 import pytest
 import trio
 
+from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._items import Notice, SubscriberGap
 from livetrace._protocol.address import parse_address
 from livetrace._protocol.frames import Chunk, End, Frame, SessionInfo
@@ -93,3 +94,30 @@ async def test_a_lossy_subscriber_is_told_exactly_what_it_lost() -> None:
         # The same as with one job.
         one = await run(1, mapped)
         assert (lost_batches, lost_events, total) == one[1:]
+
+
+class Broken(Replay):
+    """The trace with garbage in place of its fourth generation's events."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        for k, f in enumerate(self._frames):
+            if isinstance(f, Chunk) and f.generation == 4 and len(f.data) > 64:
+                self._frames[k] = Chunk(f.seq, 0, 4, f.data[:32] + b"\xff" * (len(f.data) - 32))
+
+
+@pytest.mark.parametrize("jobs", [1, 4])
+async def test_what_came_before_a_decoding_error_is_delivered_then_the_error(jobs: int) -> None:
+    got: list[object] = []
+    error: LivetraceError | None = None
+    async with trio.open_nursery() as n:
+        session = Session(Broken(), parse_address("unix:/nowhere"), info(), n, jobs=jobs)
+        sub = session.subscribe(what="batches", lossless=True, buffer=1)
+        try:
+            async for item in sub:
+                got.append(item)  # noqa: PERF401  # what came before the error
+        except LivetraceError as e:
+            error = e
+    assert isinstance(error, TraceFormatError)
+    gens = [x.gen.gen for x in got if isinstance(x, EventBatch) and x.gen is not None]
+    assert sorted(set(gens)) == [1, 2, 3]
