@@ -166,6 +166,8 @@ def _join(u: Unit) -> None:
         out.append(j.close())
     u.built = None
     u.span_items = out
+    if all(s.what == "spans" for s in u.subs):
+        u.items, u.batches = [], []  # only the spans go on: let the generation's events go
 
 
 def _select_spans(u: Unit) -> None:
