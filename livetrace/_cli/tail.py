@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TextIO
@@ -218,15 +217,16 @@ class Render:
     """`tail`'s map (see :meth:`Session.subscribe`): called on each batch in
     order, it keeps what crosses batches (the first time shown, for the
     text's relative times); the work it returns writes the batch's lines,
-    in the pipeline's pool, with a :class:`Formatter` of the batch's
-    generation and thread (a formatter's caches are per generation, and
-    one thread uses each)."""
+    in the pipeline's pool, with the :class:`Formatter` of the batch's
+    generation (whose caches are per generation; the pool's threads share
+    it: its writers keep no state per batch, and their caches only grow,
+    under the GIL)."""
 
     def __init__(self, view: View) -> None:
         self._view = view
         self._t0: int | None = None
         self._key: object = None
-        self._formatters: dict[int, Formatter] = {}  # by thread, for generation _key
+        self._formatter = Formatter(view)
 
     def __call__(self, batch: EventBatch | SpanBatch) -> Callable[[], Rendered]:
         if self._t0 is None:
@@ -234,14 +234,10 @@ class Render:
         # A span batch's names and stacks are its generation's (or its builder's) tables.
         key = batch.names_table if isinstance(batch, SpanBatch) else batch.gen
         if key is not self._key or key is None:
-            self._formatters, self._key = {}, key
-        formatters, view, t0 = self._formatters, self._view, self._t0
+            self._formatter, self._key = Formatter(self._view), key
+        formatter, t0 = self._formatter, self._t0
 
         def lines() -> Rendered:
-            thread = threading.get_ident()
-            formatter = formatters.get(thread)
-            if formatter is None:
-                formatter = formatters[thread] = Formatter(view)
             return Rendered(len(batch), formatter.pieces(batch, t0, False))
 
         return lines

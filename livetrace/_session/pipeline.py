@@ -4,7 +4,8 @@ the trace goes through between the decoder and the subscribers.
 The decoder (one thread, in order: its ordering engine's state crosses
 generations) yields items; :class:`Cutter` groups them into units, a whole
 generation each (a legacy segment, a pprof window) with the notices around
-it, and the subscribers of the moment. Each unit then passes the
+it, and the subscribers of the moment; where no subscriber wants spans, a
+unit is a few batches of a generation (nothing else needs it whole). Each unit then passes the
 :data:`STAGES` on a :class:`~livetrace._session.pool.Line` (ordered stages
 one unit at a time in the trace's order, the others in the pool, units side
 by side, as :func:`stages` lists them):
@@ -46,6 +47,11 @@ from livetrace._trace.spans.join import GenerationSpans, SpanJoin, build_generat
 __all__ = ["Cutter", "Unit", "mermaid", "stages"]
 
 
+# Events in a unit when no spans are built (a unit is then a few batches): units cost a few
+# hand-overs between threads each, and the events they hold are memory the decoder cannot reuse.
+UNIT_EVENTS = 32768
+
+
 class _Spans:
     """The span subscribers' join, while there are some; ``token`` is the
     last generation's key, counted as :class:`SpanBuilder` counts them."""
@@ -58,13 +64,27 @@ class _Spans:
 class Unit:
     """A generation's items on their way, and what each stage made of them."""
 
-    __slots__ = ("batches", "built", "end", "items", "ordered", "out", "span_items", "spans", "subs", "todo", "token")
+    __slots__ = (
+        "batches",
+        "built",
+        "end",
+        "events",
+        "items",
+        "ordered",
+        "out",
+        "span_items",
+        "spans",
+        "subs",
+        "todo",
+        "token",
+    )
 
     def __init__(self, subs: tuple[Subscription, ...], spans: _Spans | None) -> None:
         self.subs = subs
         self.spans = spans
         self.items: list[object] = []  # as decoded: batches, provisional batches, notices
         self.batches: list[EventBatch] = []  # the exact ones: one generation's
+        self.events = 0  # in them
         self.token = -1
         self.end = False  # the last unit: the spans still open are closed
         self.ordered: dict[Subscription, list[object]] = {}
@@ -81,6 +101,7 @@ class Unit:
                     self.spans.token += 1
                 self.token = self.spans.token
             self.batches.append(item)
+            self.events += len(item)
 
 
 class Cutter:
@@ -97,7 +118,14 @@ class Cutter:
         """Add an item; the unit it completed, if any."""
         done = None
         u = self._unit
-        if u is not None and u.batches and isinstance(item, EventBatch) and item.gen is not u.batches[0].gen:
+        # A unit is a generation where spans are built from it; else a few batches (any
+        # split of the stream is one then), so that little is held at once.
+        if (
+            u is not None
+            and u.batches
+            and isinstance(item, EventBatch)
+            and (item.gen is not u.batches[0].gen or (u.spans is None and u.events >= UNIT_EVENTS))
+        ):
             done = self.flush()
         if self._unit is None:
             self._unit = self._new()
