@@ -268,7 +268,7 @@ def mermaid() -> str:
     lines = [
         "flowchart LR",
         '  read["read frames (trio)"] --> decode["decode (one thread, in order)"]',
-        '  decode --> cut["cut into units: one generation each"]',
+        '  decode --> cut["cut into units: a generation each (a few batches if no spans are built)"]',
     ]
     prev = "cut"
     for k, stage in enumerate(stages(Fanout(), Counters(), None, None)):
