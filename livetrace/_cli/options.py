@@ -67,6 +67,30 @@ def seconds_or_zero_option(text: str) -> float:
     return v
 
 
+def jobs_option(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of threads, such as 4") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return v
+
+
+def add_jobs_option(p: argparse.ArgumentParser) -> None:
+    """--jobs, for a command whose session's pipeline does the work (connect's ``jobs``)."""
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=jobs_option,
+        metavar="N",
+        help="select, build spans and write lines in N threads besides the decoder's, several "
+        "generations (legacy segments, pprof windows) at once (default: the cores this process may "
+        "use, less one; 1: all in the decoder's thread); the output is the same for any N. "
+        "Provisional events (a legacy trace with --segment 0) are written by one thread",
+    )
+
+
 def megabytes_option(text: str) -> int:
     v = _finite(text, "MiB", "64 or 0.5")
     if not v >= 1:
@@ -141,4 +165,6 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
     }
     if getattr(args, "max_generation_mb", None):
         opts["max_generation_bytes"] = args.max_generation_mb
+    if getattr(args, "jobs", None):
+        opts["jobs"] = args.jobs
     return opts

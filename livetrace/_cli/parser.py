@@ -11,6 +11,7 @@ from typing import Any
 from livetrace._cli.filters import add_filter_options
 from livetrace._cli.flight_options import add_flight_parser
 from livetrace._cli.options import (
+    add_jobs_option,
     duration_option,
     megabytes_option,
     period_option,
@@ -274,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the most one generation (a legacy trace's segment) may hold while it is decoded, in MiB "
         f"(default {MAX_GENERATION_BYTES >> 20}): a helper past it is dropped",
     )
+    add_jobs_option(tail)
     add_filter_options(tail)
     tail.add_argument(
         "--color",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 import trio
 
@@ -90,6 +90,9 @@ async def tail_command(
             every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
             how = f"{what} arrive a generation ({every}) at a time"
         say(err, f"tailing {about(info)}); {how}" + ("" if duration else "; Ctrl-C stops"))
+        # Lines are written in the session's pipeline (in parallel with --jobs), except where
+        # something that crosses batches decides what is shown: --limit, the provisional path.
+        view.render = limit is None and not view.provisional
         done = await until_done(session, err, partial(print_events, session, view, out, limit))
         shown, pipe_closed = done or (0, False)
         say(err, view.summary(session.counters.events, shown, session.counters.spans))
@@ -149,6 +152,7 @@ class View:
         # Events printed provisionally (legacy Go without segments): those the provisional path
         # cannot place (before its clock is known) are never printed, nor exact ones at the stop.
         self.provisional = False
+        self.render = False  # lines are made in the pipeline (Render)
 
     def subscribe(self, session: Session) -> AsyncIterator[object]:
         return session.subscribe(
@@ -157,6 +161,7 @@ class View:
             buffer=2,
             lossless=True,
             provisional=not session.info.restarts,
+            map=Render(self) if self.render else None,
         )
 
     def summary(self, seen: int, shown: int, built: int = 0) -> str:
@@ -201,6 +206,43 @@ class Formatter:
         return [self.text.encode(batch, t0, provisional)]  # type: ignore[arg-type]  # events, or a notice: one piece
 
 
+class Rendered(NamedTuple):
+    """A batch's lines, made in the pipeline: how many, and the bytes."""
+
+    lines: int
+    pieces: list[bytes]
+
+
+class Render:
+    """`tail`'s map (see :meth:`Session.subscribe`): called on each batch in
+    order, it keeps what crosses batches (the first time shown, for the
+    text's relative times); the work it returns writes the batch's lines,
+    in the pipeline's pool, with the :class:`Formatter` of the batch's
+    generation (whose caches are per generation; the pool's threads share
+    it: its writers keep no state per batch, and their caches only grow,
+    under the GIL)."""
+
+    def __init__(self, view: View) -> None:
+        self._view = view
+        self._t0: int | None = None
+        self._key: object = None
+        self._formatter = Formatter(view)
+
+    def __call__(self, batch: EventBatch | SpanBatch) -> Callable[[], Rendered]:
+        if self._t0 is None:
+            self._t0 = batch.starts[0] if isinstance(batch, SpanBatch) else batch.times[0]
+        # A span batch's names and stacks are its generation's (or its builder's) tables.
+        key = batch.names_table if isinstance(batch, SpanBatch) else batch.gen
+        if key is not self._key or key is None:
+            self._formatter, self._key = Formatter(self._view), key
+        formatter, t0 = self._formatter, self._t0
+
+        def lines() -> Rendered:
+            return Rendered(len(batch), formatter.pieces(batch, t0, False))
+
+        return lines
+
+
 async def print_events(session: Session, view: View, out: TextIO, limit: int | None) -> tuple[int, bool]:
     """Write events (those the view's filter keeps, gaps always) until the
     session ends, the limit is reached (the rest of the session is read but
@@ -211,6 +253,11 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
     formatter = Formatter(view)
     provisional = False
     async for item in view.subscribe(session):
+        if isinstance(item, Rendered):
+            if await write_pieces(out, item.pieces):
+                return shown, True
+            shown += item.lines
+            continue
         if isinstance(item, Notice) and not isinstance(item, SymbolsResolved):
             view.gaps += 1
         if isinstance(item, WindowGap):
@@ -236,16 +283,24 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
         elif t0 is None and batch and isinstance(batch[0], Event):
             t0 = batch[0].time
         pieces = formatter.pieces(batch, t0 or 0, isinstance(item, Provisional))
-        try:
-            # In a worker thread: while a slow reader keeps the pipe full, the
-            # session goes on reading the helper (which would otherwise shed
-            # generations sooner, and see its client as stalled) and Ctrl-C is
-            # answered at once. One write at a time, in order.
-            await trio.to_thread.run_sync(write_bytes, out, pieces, abandon_on_cancel=True)
-        except BrokenPipeError:  # `| head` and the like: the reader has seen enough
+        if await write_pieces(out, pieces):
             return shown, True
         counted = isinstance(batch, (EventBatch, SpanBatch))
         shown += len(batch) if counted else sum(not isinstance(e, Notice) for e in batch)
         if limit is not None and shown >= limit:
             await session.stop()
     return shown, False
+
+
+async def write_pieces(out: TextIO, pieces: list[bytes]) -> bool:
+    """Write the pieces; True if the reader of out has gone away (`| head`
+    and the like: it has seen enough)."""
+    try:
+        # In a worker thread: while a slow reader keeps the pipe full, the
+        # session goes on reading the helper (which would otherwise shed
+        # generations sooner, and see its client as stalled) and Ctrl-C is
+        # answered at once. One write at a time, in order.
+        await trio.to_thread.run_sync(write_bytes, out, pieces, abandon_on_cancel=True)
+    except BrokenPipeError:
+        return True
+    return False

@@ -43,6 +43,7 @@ async def connect(
     tls_pin: str | None = None,
     window: float | None = None,
     stop: trio.Event | None = None,
+    jobs: int | None = None,
 ) -> AsyncIterator[Session]:
     """Start a trace session with the helper at ``address``, or, given an
     ``http://HOST:PORT`` address, with the service's net/http/pprof.
@@ -74,7 +75,15 @@ async def connect(
     Setting ``stop`` stops the session as :meth:`Session.stop` does, even
     before this returns: a pprof session waits for its first window's
     header, which a quiet service sends only at the window's end.
+
+    ``jobs`` is how many threads the session's pipeline decodes with
+    besides the decoder's own: each selects, builds spans and runs maps for
+    a generation at a time, several generations at once (default: the
+    cores this process may use, less one; 1 does it all in the decoder's
+    thread). What subscribers get is the same for any ``jobs``.
     """
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
     target = await resolve(address, expected_pid)
     if advance is not None and not MIN_ADVANCE <= advance <= 1:
         raise ValueError(f"advance must be {MIN_ADVANCE} to 1 seconds (None leaves it to the runtime), not {advance}")
@@ -89,6 +98,8 @@ async def connect(
         async with open_pprof_session(
             target.address, window=window, duration=duration, limits=limits, stop=stop
         ) as session:
+            if jobs is not None:
+                session.jobs = jobs
             yield session
         return
     if window is not None:
@@ -100,6 +111,8 @@ async def connect(
     )
     hello = Hello(token, duration, name, advance, segment)
     async with open_helper_session(addr, hello, limits, peer, tls) as session:
+        if jobs is not None:
+            session.jobs = jobs
         if stop is None:
             yield session
             return

@@ -10,14 +10,20 @@ output: frames in (a session's :meth:`~Session.chunks`), items out (to the
 the reader, on trio, hands each frame to the frame subscribers and queues
 it for decoding (the queue bounded by bytes: a full one holds up the
 reader, and so the source); the decoder takes whatever has arrived into
-its one worker thread (:meth:`Pump._work`), which decodes, selects for
-each subscriber, and hands each item back to trio as soon as it is made,
-in the order of the trace.
+its one worker thread (:meth:`Pump._work`), which decodes. With one job,
+that thread also selects for each subscriber (and runs their maps) and
+hands each item back to trio as soon as it is made, in the order of the
+trace. With more, it cuts the items into units, a generation each, and
+puts them on a line (``pipeline.py``) whose pool selects, builds spans and
+maps several generations at once, and whose sequencer thread delivers them
+in order; at most ``jobs + 1`` units are on the line, and one more in the
+decoder's hands.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import trio
 
@@ -26,6 +32,8 @@ from livetrace._items import Gap, SegmentEnd, WindowEnd, WindowGap
 from livetrace._nursery import open_nursery
 from livetrace._protocol.frames import Chunk, Frame
 from livetrace._session.limits import Counters
+from livetrace._session.pipeline import Cutter, Unit, stages
+from livetrace._session.pool import Line, keep_freed_memory
 from livetrace._session.subscribers import Fanout
 from livetrace._session.window_gaps import WindowGaps
 from livetrace._trace.decoder import Item, TraceDecoder, open_decoder
@@ -36,6 +44,8 @@ __all__ = ["Item", "LiveDecoder", "Pump"]
 
 # Frames read but not yet decoded: the reader waits past this.
 DECODE_QUEUE_BYTES = 32 << 20
+# Batches whose maps' work runs ahead of their delivery, per job.
+MAP_WINDOW = 2
 
 
 class LiveDecoder:
@@ -95,14 +105,25 @@ class Pump:
     """A session's pipeline (see the module's docstring): ``frames`` in,
     items out to ``fanout``; it counts into ``counters`` and holds each
     generation to ``max_generation_bytes``. Decoding runs only if some
-    subscriber wanted decoded items when the pump started."""
+    subscriber wanted decoded items when the pump started. ``jobs``: the
+    pool's threads (1: none, the decoder's thread does it all)."""
 
     def __init__(
-        self, frames: AsyncIterator[Frame], fanout: Fanout, counters: Counters, max_generation_bytes: int
+        self,
+        frames: AsyncIterator[Frame],
+        fanout: Fanout,
+        counters: Counters,
+        max_generation_bytes: int,
+        jobs: int = 1,
     ) -> None:
+        if jobs < 1:
+            raise ValueError(f"jobs must be at least 1, not {jobs}")
         self._frames = frames
         self._fanout = fanout
         self._counters = counters
+        self.jobs = jobs
+        self._line: Line[Unit] | None = None
+        self._cutter = Cutter(fanout)
         self._live = LiveDecoder(None, False)
         self._meter = _GenerationMeter(max_generation_bytes)
         self._queued = 0
@@ -145,27 +166,60 @@ class Pump:
                 self._fanout.finish()
 
     async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
+        if self.jobs == 1:
+            await self._decode_with_line(frames)
+            return
+        keep_freed_memory()
+        pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="livetrace-pool")
         try:
-            async for first in frames:
-                items = [first]
-                while True:
-                    try:
-                        items.append(frames.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                error = next((i for i in items if isinstance(i, BaseException)), None)
-                if error is not None:
-                    items = items[: items.index(error)]
-                await trio.to_thread.run_sync(self._work, items)
-                self._queued -= sum(map(_size, items))
-                self._room.set()
-                if error is not None:
-                    self._fanout.finish(error)
-                    return
-            await trio.to_thread.run_sync(self._work, None)
-            self._fanout.finish()
+            token = trio.lowlevel.current_trio_token()
+            steps = stages(self._fanout, self._counters, token, pool, MAP_WINDOW * self.jobs)
+            self._line = Line(steps, pool, self.jobs + 1)
+            await self._decode_with_line(frames)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # after an error, a task still running ends alone
+
+    async def _decode_with_line(self, frames: trio.MemoryReceiveChannel[object]) -> None:
+        error: BaseException | None = None
+        try:
+            async with open_nursery() as nursery:
+                if self._line is not None:
+                    nursery.start_soon(trio.to_thread.run_sync, self._line.run)
+                try:
+                    error = await self._decode_all(frames)
+                except LivetraceError as e:
+                    error = e  # what was decoded before it is delivered first
+                finally:
+                    if self._line is not None:
+                        self._line.close()
         except LivetraceError as e:
-            self._fanout.finish(e)
+            error = e
+        self._fanout.finish(error)
+
+    async def _decode_all(self, frames: trio.MemoryReceiveChannel[object]) -> BaseException | None:
+        """Decode until the frames end (None) or an error ends them (it)."""
+        async for first in frames:
+            items = [first]
+            while True:
+                try:
+                    items.append(frames.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            error = next((i for i in items if isinstance(i, BaseException)), None)
+            if error is not None:
+                items = items[: items.index(error)]
+            await trio.to_thread.run_sync(self._work, items)
+            self._queued -= sum(map(_size, items))
+            self._room.set()
+            if error is not None:
+                return error
+        await trio.to_thread.run_sync(self._work, None)
+        return None
+
+    @property
+    def peak_units(self) -> int:
+        """The most units that were on the line at once (0 with one job)."""
+        return 0 if self._line is None else self._line.peak
 
     # -- the worker thread: frames to items, out to the fan-out --
 
@@ -175,6 +229,10 @@ class Pump:
         the end, then the spans still open)."""
         live, fan, counters = self._live, self._fanout, self._counters
         items = live.finish() if frames is None else live.process(frames)  # type: ignore[arg-type]  # _decode cut the errors off: frames only
+        if self._line is not None:
+            self._cut(items, frames is None)
+            counters.largest_generation = live.largest_generation
+            return
         for item in items:
             if isinstance(item, EventBatch):
                 counters.events += len(item)
@@ -187,6 +245,23 @@ class Pump:
                 trio.from_thread.run(fan.deliver, prepared)
         counters.largest_generation = live.largest_generation
         counters.spans = fan.spans_built
+
+    def _cut(self, items: Iterator[Item], end: bool) -> None:
+        """Put the items on the line a unit at a time (what came before a
+        decoding error too); stop if the line has stopped."""
+        line, cutter, counters = self._line, self._cutter, self._counters
+        assert line is not None
+        try:
+            for item in items:
+                if isinstance(item, EventBatch):
+                    counters.events += len(item)
+                unit = cutter.add(item)
+                if unit is not None and not line.put(unit):
+                    return
+        finally:
+            unit = cutter.flush(end)
+            if unit is not None:
+                line.put(unit)
 
 
 class _GenerationMeter:

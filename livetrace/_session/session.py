@@ -21,8 +21,9 @@ from livetrace._protocol.address import Address
 from livetrace._protocol.frames import Frame
 from livetrace._session.limits import Counters, Limits
 from livetrace._session.live import Pump
+from livetrace._session.pool import default_jobs
 from livetrace._session.pprof_http import PprofAddress
-from livetrace._session.subscribers import DEFAULT_BUFFER, Fanout, Subscription, What
+from livetrace._session.subscribers import DEFAULT_BUFFER, Fanout, Map, Subscription, What
 from livetrace._trace.decoder import Item
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
@@ -61,6 +62,7 @@ class Session:
         *,
         limits: Limits | None = None,
         counters: Counters | None = None,
+        jobs: int | None = None,
     ) -> None:
         self._source = source
         self._nursery = nursery
@@ -73,6 +75,8 @@ class Session:
         self._default: Subscription | None = None
         self._default_kinds: frozenset[Kind] | None = None
         self.limits = limits or Limits()
+        # The pipeline's pool of threads (see live.Pump): set it before the first subscription.
+        self.jobs = default_jobs() if jobs is None else jobs
 
     def chunks(self) -> AsyncIterator[Frame]:
         """The trace as it arrives: :class:`Chunk` frames and, where the
@@ -128,6 +132,7 @@ class Session:
         buffer: int = DEFAULT_BUFFER,
         lossless: bool = False,
         provisional: bool = False,
+        map: Map | None = None,
     ) -> Subscription:
         """A new subscriber of this session's trace: its own filter, its own
         buffer of ``buffer`` batches, and ``what`` it gets ("events",
@@ -138,15 +143,19 @@ class Session:
         how many; a ``lossless`` one holds up the decoding, and so the
         helper, which then sheds generations for every subscriber.
         ``provisional`` gives a "batches" subscriber a legacy trace's
-        provisional batches too. Subscribe to decoded items before the
-        session's first frame is read (in the same step as the first
-        subscription): the trace is decoded only if some subscriber wanted
-        it then."""
+        provisional batches too. ``map`` runs work on each batch in the
+        pipeline, in parallel across generations, and the subscriber gets
+        its results (see :class:`Subscription`). Subscribe to decoded items
+        before the session's first frame is read (in the same step as the
+        first subscription): the trace is decoded only if some subscriber
+        wanted it then."""
         if self._pump is not None and what != "frames" and not self._pump.decoding and self._pump.started:
             raise ValueError("this session's trace is not being decoded: subscribe to events before it starts")
-        sub = self._fanout.subscribe(filter, what=what, buffer=buffer, lossless=lossless, provisional=provisional)
+        sub = self._fanout.subscribe(
+            filter, what=what, buffer=buffer, lossless=lossless, provisional=provisional, map=map
+        )
         if self._pump is None:
-            self._pump = Pump(self.chunks(), self._fanout, self.counters, self.limits.max_generation_bytes)
+            self._pump = Pump(self.chunks(), self._fanout, self.counters, self.limits.max_generation_bytes, self.jobs)
             self._nursery.start_soon(self._pump.run)
         return sub
 

@@ -25,8 +25,8 @@ be fed from a file (bench/fanout.py does).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from typing import Literal
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
 
 import trio
 
@@ -42,6 +42,10 @@ from livetrace._trace.spans.select import select_spans
 
 What = Literal["events", "batches", "spans", "frames"]
 DEFAULT_BUFFER = 16
+# A subscriber's work on each batch it gets (see Subscription): called in
+# order, it returns the work to run in the pipeline's pool.
+Map = Callable[[Any], Callable[[], Any]]
+_UNORDERED = object()  # _select's: the in-order part not run yet
 
 
 class _Loss:
@@ -80,6 +84,21 @@ class Subscription:
     - ``"frames"``: the raw frames (Chunk, Gap, SegmentEnd), undecoded:
       what a recorder writes.
 
+    ``map`` (batches and spans only) is work to do on each batch in the
+    session's pipeline, off the event loop and, with ``jobs`` above 1, in
+    its pool of threads, several generations at once: ``map(batch)`` is
+    called for each (non-empty, exact) batch the filter kept, in the
+    order of the trace, and returns a function of no arguments that the
+    pool then runs; the subscriber receives what that returns in place of
+    the batch, in order. ``map`` itself should be cheap: it is where state
+    that crosses batches goes (e.g. the first batch's time). The function
+    it returns runs in any of the pool's threads, several at once (a
+    generation's batches too), at most a few per job ahead of the
+    delivery: it must not touch state that another batch's function does
+    unless that state is safe across threads (kept per thread, say), and
+    must not call into trio. A legacy trace's provisional batches are not
+    mapped.
+
     Notices (a helper's :class:`Gap`, a legacy trace's notices, and this
     subscriber's own :class:`SubscriberGap`) always come through. An error
     that ends the session is raised here, after what came before it.
@@ -94,9 +113,12 @@ class Subscription:
         buffer: int,
         lossless: bool,
         provisional: bool,
+        map: Map | None = None,
     ) -> None:
         if what not in ("events", "batches", "spans", "frames"):
             raise ValueError(f"what must be 'events', 'batches', 'spans' or 'frames', not {what!r}")
+        if map is not None and what not in ("batches", "spans"):
+            raise ValueError("only a subscriber of batches or spans may map them")
         if buffer < 1:
             raise ValueError("a subscriber's buffer holds at least one batch")
         self.filter = flt or Filter()
@@ -104,6 +126,7 @@ class Subscription:
         self.buffer = buffer
         self.lossless = lossless
         self.provisional = provisional and what == "batches"
+        self.map = map
         self.lost_batches = 0
         self.lost_events = 0
         self._fanout = fanout
@@ -120,10 +143,20 @@ class Subscription:
 
     # -- the fan-out's side --
 
-    def _select(self, item: object) -> object | None:
-        """In the decoder's thread: what of item this subscriber gets (None:
-        nothing). A span subscriber is offered the shared builder's output
+    def _order(self, item: object) -> object:
+        """The in-order part of :meth:`_select` (the state its filter keeps
+        across batches), run on the items in order."""
+        if isinstance(item, Provisional):
+            return self._stage.order(item.events) if self.provisional else None
+        return self._stage.order(item) if isinstance(item, EventBatch) else None
+
+    def _select(self, item: object, ordered: object = _UNORDERED) -> object | None:
+        """Off the event loop: what of item this subscriber gets (None:
+        nothing), given what :meth:`_order` said of it (run here if not
+        given). A span subscriber is offered the span builder's output
         (span batches and notices), not the decoded items."""
+        if ordered is _UNORDERED:
+            ordered = self._order(item)
         if isinstance(item, Notice):
             return item
         if isinstance(item, SpanBatch):
@@ -131,15 +164,27 @@ class Subscription:
         if isinstance(item, Provisional):
             if not self.provisional:
                 return None
-            return self._stage.provisional(item)
+            return self._stage.provisional(item, ordered)
         if isinstance(item, EventBatch):
-            return self._stage.batch(item)
+            return self._stage.batch(item, ordered)
         return item  # a frame
 
-    async def _offer(self, item: object) -> None:
+    @property
+    def _stateful(self) -> bool:
+        """Whether :meth:`_order` keeps state across batches (a task filter's)."""
+        return self._stage.stateful
+
+    def _mapped(self, got: object) -> bool:
+        """Whether got (what _select gave) goes through the subscriber's map."""
+        return self.map is not None and isinstance(got, (EventBatch, SpanBatch))
+
+    async def _offer(self, item: object, source: object = None) -> None:
+        """Put item in the buffer (source: the batch it was mapped from, which
+        is what a loss counts)."""
         if self._closed:
             return
         counted = not isinstance(item, Notice)
+        lost = item if source is None else source
         if counted and self._queued >= self.buffer:
             if self.lossless:
                 while self._queued >= self.buffer and not self._closed:
@@ -149,10 +194,10 @@ class Subscription:
                     return
             else:
                 if self._loss is None:
-                    self._loss = _Loss(item)
-                self._loss.add(item)
+                    self._loss = _Loss(lost)
+                self._loss.add(lost)
                 self.lost_batches += 1
-                self.lost_events += len(item.events if isinstance(item, Provisional) else item)  # type: ignore[arg-type]  # batches have a length
+                self.lost_events += len(lost.events if isinstance(lost, Provisional) else lost)  # type: ignore[arg-type]  # batches have a length
                 return
         if self._loss is not None:
             self._send.send_nowait(self._loss.notice())
@@ -217,13 +262,17 @@ class _EventStage:
 
     def __init__(self, flt: Filter) -> None:
         self._selector = EventSelector(flt)
+        self.stateful = not self._selector.everything and flt.tasks is not None  # order has work to do
 
-    def batch(self, b: EventBatch) -> EventBatch | None:
-        out = self._selector.select(b)
+    def order(self, b: EventBatch) -> object:
+        return self._selector.order(b)
+
+    def batch(self, b: EventBatch, ordered: object) -> EventBatch | None:
+        out = self._selector.pick(b, ordered)  # type: ignore[arg-type]  # what order gave
         return out if len(out) else None
 
-    def provisional(self, p: Provisional) -> Provisional | None:
-        out = self._selector.select_provisional(p)
+    def provisional(self, p: Provisional, ordered: object) -> Provisional | None:
+        out = self._selector.pick_provisional(p, ordered)  # type: ignore[arg-type]  # what order gave
         return out if len(out.events) else None
 
     def spans(self, b: SpanBatch) -> None:
@@ -236,11 +285,16 @@ class _SpanStage:
     def __init__(self, flt: Filter) -> None:
         self._filter = flt
 
-    def batch(self, b: EventBatch) -> None:
+    def order(self, b: EventBatch) -> None:
         return None
 
-    def provisional(self, p: Provisional) -> None:
+    def batch(self, b: EventBatch, ordered: object) -> None:
         return None
+
+    def provisional(self, p: Provisional, ordered: object) -> None:
+        return None
+
+    stateful = False
 
     def spans(self, b: SpanBatch) -> SpanBatch | None:
         out = select_spans(b, self._filter)
@@ -248,10 +302,15 @@ class _SpanStage:
 
 
 class _FrameStage:
-    def batch(self, b: EventBatch) -> None:
+    stateful = False
+
+    def order(self, b: EventBatch) -> None:
         return None
 
-    def provisional(self, p: Provisional) -> None:
+    def batch(self, b: EventBatch, ordered: object) -> None:
+        return None
+
+    def provisional(self, p: Provisional, ordered: object) -> None:
         return None
 
     def spans(self, b: SpanBatch) -> None:
@@ -292,6 +351,10 @@ class _SharedSpans:
         return [self._builder.close()]
 
 
+# What a subscriber is handed: the item, and the batch it was mapped from (None: not mapped).
+Prepared = tuple[Subscription, object, object]
+
+
 class Fanout:
     """Hands decoded items to every subscription: :meth:`prepare` runs each
     one's selector (in a worker thread, off the event loop), :meth:`deliver`
@@ -310,8 +373,9 @@ class Fanout:
         buffer: int = DEFAULT_BUFFER,
         lossless: bool = False,
         provisional: bool = False,
+        map: Map | None = None,
     ) -> Subscription:
-        sub = Subscription(self, flt, what, buffer, lossless, provisional)
+        sub = Subscription(self, flt, what, buffer, lossless, provisional, map)
         if what == "spans" and self._spans is None:
             self._spans = _SharedSpans()
         self._subs.append(sub)
@@ -337,31 +401,40 @@ class Fanout:
         """Whether any subscriber wants a legacy trace's provisional batches."""
         return any(s.provisional for s in self._subs)
 
-    def prepare(self, item: object) -> list[tuple[Subscription, object]]:
+    @property
+    def subscribers(self) -> tuple[Subscription, ...]:
+        """Those of decoded items, now."""
+        return tuple(s for s in self._subs if s.what != "frames")
+
+    def prepare(self, item: object) -> list[Prepared]:
+        """What each subscriber gets of item, in this thread, one item at a
+        time (the pipeline with one job; see also ``pipeline.py``)."""
         shared = self._spans
         spans = [] if shared is None else self._built(shared.step(item))
         return self._prepare(item, spans)
 
-    def prepare_end(self) -> list[tuple[Subscription, object]]:
+    def prepare_end(self) -> list[Prepared]:
         """After the last decoded item: the spans still open, closed."""
         shared = self._spans
         spans = [] if shared is None else self._built(shared.end())
         return self._prepare(None, spans)
 
-    def _prepare(self, item: object, spans: list[object]) -> list[tuple[Subscription, object]]:
-        out = []
-        for sub in tuple(self._subs):
-            if sub.what == "frames":
-                continue
+    def _prepare(self, item: object, spans: list[object]) -> list[Prepared]:
+        out: list[Prepared] = []
+        for sub in self.subscribers:
             for x in spans if sub.what == "spans" else () if item is None else (item,):
                 got = sub._select(x)
-                if got is not None:
-                    out.append((sub, got))
+                if got is None:
+                    continue
+                if sub._mapped(got):
+                    out.append((sub, sub.map(got)(), got))  # type: ignore[misc]  # _mapped: it has a map
+                else:
+                    out.append((sub, got, None))
         return out
 
-    async def deliver(self, prepared: list[tuple[Subscription, object]]) -> None:
-        for sub, got in prepared:
-            await sub._offer(got)
+    async def deliver(self, prepared: list[Prepared]) -> None:
+        for sub, got, source in prepared:
+            await sub._offer(got, source)
 
     async def publish(self, item: object) -> None:
         await self.deliver(self.prepare(item))

@@ -15,6 +15,7 @@ predicate, last, sees Event objects of the survivors only.
 from __future__ import annotations
 
 import re
+import threading
 from array import array
 from collections.abc import Collection, Iterable
 
@@ -32,6 +33,7 @@ TASK_ARG = 0  # the task of a task, region or log event
 TASK_NAME_ARG = 2  # a TaskBegin's type
 TASK_END_TYPE_EXTRA = 1  # a TaskEnd's type: an index into its Tables' extra_strings
 NO_STACK_ARG = 0xFF
+_KEPT_GENERATIONS = 64  # the filter's ids, per generation in selection
 
 ROLES = bytes(
     ROLE_REGION if k in (Kind.REGION_BEGIN, Kind.REGION_END) else ROLE_LOG if k == Kind.LOG else 0 for k in KIND_OF_CODE
@@ -109,26 +111,46 @@ class EventSelector:
         self._g_array = None if self._goroutines is None else _i64s(self._goroutines)
         self._p_array = None if self._procs is None else _i64s(self._procs)
         self._tasks: set[int] = set()  # ids of open tasks whose type matches
-        self._gen_ids: tuple[Tables | None, int, _GenerationIds] | None = None
+        self._gen_ids: dict[int, tuple[Tables | None, int, _GenerationIds]] = {}
+        self._lock = threading.Lock()
         self.everything = all(
             v is None
             for v in (flt.kinds, flt.goroutines, flt.procs, flt.tasks, flt.regions, flt.logs, flt.stack, flt.predicate)
         )
 
     def _ids(self, gen: Tables | None) -> _GenerationIds:
+        # One entry per generation being selected (a pool selects several at once); a legacy
+        # trace's provisional tables grow, so the entry is checked against their size.
         size = 0 if gen is None else len(gen.strings) + len(gen.stacks) + len(gen.extra_strings)
-        cached = self._gen_ids
+        cached = self._gen_ids.get(id(gen))
         if cached is None or cached[0] is not gen or cached[1] != size:
-            cached = self._gen_ids = (gen, size, _GenerationIds(self.filter, gen))
+            cached = (gen, size, _GenerationIds(self.filter, gen))
+            with self._lock:
+                if len(self._gen_ids) >= _KEPT_GENERATIONS:
+                    del self._gen_ids[next(iter(self._gen_ids))]
+                self._gen_ids[id(gen)] = cached
         return cached[2]
 
     def select(self, batch: EventBatch) -> EventBatch:
         """The batch's events the filter keeps, as a batch (the same one
         when the filter keeps everything)."""
+        return self.pick(batch, self.order(batch))
+
+    def order(self, batch: EventBatch) -> list[int] | None:
+        """The part of :meth:`select` whose state crosses batches, run on
+        the stream's batches in order: the candidates of a task filter
+        (None: no task filter). :meth:`pick` does the rest, in any thread."""
+        if self.everything or self.filter.tasks is None:
+            return None
+        return self._task_candidates(batch, self._ids(batch.gen))
+
+    def pick(self, batch: EventBatch, cands: list[int] | None) -> EventBatch:
+        """What :meth:`select` keeps, given what :meth:`order` said of the
+        batch: needs no state from other batches (the predicate, if any,
+        is called in the thread that calls this)."""
         if self.everything:
             return batch
         ids = self._ids(batch.gen)
-        cands = None if self.filter.tasks is None else self._task_candidates(batch, ids)
         if cands is not None and not cands:
             return batch.take(())
         codes, _, _, procs, goroutines, args, _ = batch.columns()
@@ -164,6 +186,12 @@ class EventSelector:
         if self.everything:
             return item
         return Provisional(self.select(item.events), item.segment, item.late)
+
+    def pick_provisional(self, item: Provisional, cands: list[int] | None) -> Provisional:
+        """:meth:`select_provisional` given what :meth:`order` said of its events."""
+        if self.everything:
+            return item
+        return Provisional(self.pick(item.events, cands), item.segment, item.late)
 
     def _task_candidates(self, batch: EventBatch, ids: _GenerationIds) -> list[int]:
         """In order, the task, region and log events of tasks whose type

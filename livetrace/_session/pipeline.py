@@ -1,0 +1,287 @@
+"""A session's pipeline with a pool (``jobs`` above 1): what each unit of
+the trace goes through between the decoder and the subscribers.
+
+The decoder (one thread, in order: its ordering engine's state crosses
+generations) yields items; :class:`Cutter` groups them into units, a whole
+generation each (a legacy segment, a pprof window) with the notices around
+it, and the subscribers of the moment; where no subscriber wants spans, a
+unit is a few batches of a generation (nothing else needs it whole). Each
+unit then passes the stages :func:`stages` lists on a
+:class:`~livetrace._session.pool.Line` (ordered stages one unit at a time
+in the trace's order, the others in the pool, units side by side):
+
+1. ``order`` (ordered): each task filter learns the unit's tasks;
+2. ``select`` (pool): each event subscriber's filter; the unit's spans,
+   built on their own (:func:`build_generation`);
+3. ``join`` (ordered): the spans joined to those open before
+   (:class:`SpanJoin`), the helper's gaps and the segments' ends applied;
+4. ``select spans`` (pool): each span subscriber's filter;
+5. ``map order`` (ordered): each subscriber's ``map`` called on its batches;
+6. ``deliver`` (ordered): into the subscribers' buffers, on trio, each
+   batch as soon as the work its map returned is done: that work runs in
+   the pool a batch at a time, at most ``window`` batches ahead of the
+   delivery (a batch's lines are megabytes, a generation's gigabytes on a
+   big service: only the window's are ever held).
+
+What a subscriber gets is what the one-job pipeline (``Fanout.prepare``,
+with one sequential :class:`SpanBuilder`) gives, byte for byte.
+``python -m livetrace._session.pipeline`` prints the stages as a mermaid
+flowchart (docs/decoder.md shows it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import trio
+
+from livetrace._items import Gap, Provisional, SegmentGap
+from livetrace._session.limits import Counters
+from livetrace._session.pool import Stage
+from livetrace._session.subscribers import Fanout, Prepared, Subscription
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.join import GenerationSpans, SpanJoin, build_generation
+
+__all__ = ["Cutter", "Unit", "mermaid", "stages"]
+
+
+# Events in a unit when no spans are built (a unit is then a few batches): units cost a few
+# hand-overs between threads each, and the events they hold are memory the decoder cannot reuse.
+UNIT_EVENTS = 32768
+
+
+class _Spans:
+    """The span subscribers' join, while there are some; ``token`` is the
+    last generation's key, counted as :class:`SpanBuilder` counts them."""
+
+    def __init__(self) -> None:
+        self.join = SpanJoin()
+        self.token = -1
+
+
+class Unit:
+    """A unit's items on their way (a generation's, or a few of its
+    batches), and what each stage made of them."""
+
+    __slots__ = (
+        "batches",
+        "built",
+        "end",
+        "events",
+        "items",
+        "ordered",
+        "out",
+        "span_items",
+        "spans",
+        "subs",
+        "todo",
+        "token",
+    )
+
+    def __init__(self, subs: tuple[Subscription, ...], spans: _Spans | None) -> None:
+        self.subs = subs
+        self.spans = spans
+        self.items: list[object] = []  # as decoded: batches, provisional batches, notices
+        self.batches: list[EventBatch] = []  # the exact ones: one generation's
+        self.events = 0  # in them
+        self.token = -1
+        self.end = False  # the last unit: the spans still open are closed
+        self.ordered: dict[Subscription, list[object]] = {}
+        self.built: GenerationSpans | None = None
+        self.span_items: list[object] = []
+        self.out: list[Prepared] = []
+        self.todo: list[tuple[int, Callable[[], object]]] = []
+
+    def add(self, item: object) -> None:
+        self.items.append(item)
+        if isinstance(item, EventBatch):
+            if not self.batches and self.spans is not None:
+                if item.gen is not None:
+                    self.spans.token += 1
+                self.token = self.spans.token
+            self.batches.append(item)
+            self.events += len(item)
+
+
+class Cutter:
+    """In the decoder's thread: the items, cut into units at each new
+    generation, or every UNIT_EVENTS events where no spans are built
+    (:meth:`add`), and at the end of what a feed completed (:meth:`flush`):
+    the decoder yields whole generations only."""
+
+    def __init__(self, fanout: Fanout) -> None:
+        self._fanout = fanout
+        self._unit: Unit | None = None
+        self._spans: _Spans | None = None
+
+    def add(self, item: object) -> Unit | None:
+        """Add an item; the unit it completed, if any."""
+        done = None
+        u = self._unit
+        # A unit is a generation where spans are built from it; else a few batches (any
+        # split of the stream is one then), so that little is held at once.
+        if (
+            u is not None
+            and u.batches
+            and isinstance(item, EventBatch)
+            and (item.gen is not u.batches[0].gen or (u.spans is None and u.events >= UNIT_EVENTS))
+        ):
+            done = self.flush()
+        if self._unit is None:
+            self._unit = self._new()
+        self._unit.add(item)
+        return done
+
+    def _new(self) -> Unit:
+        subs = self._fanout.subscribers
+        if not any(s.what == "spans" for s in subs):
+            self._spans = None  # as Fanout forgets its builder: a later span subscriber starts afresh
+        elif self._spans is None:
+            self._spans = _Spans()
+        return Unit(subs, self._spans)
+
+    def flush(self, end: bool = False) -> Unit | None:
+        """The unit being filled, if any (at the end, always one: the spans
+        still open are closed in it)."""
+        u, self._unit = self._unit, None
+        if u is None and end:
+            u = self._new()
+        if u is not None:
+            u.end = end
+        return u
+
+
+# -- the stages --
+
+
+def _order(u: Unit) -> None:
+    for sub in u.subs:
+        if sub._stateful:
+            u.ordered[sub] = [sub._order(x) for x in u.items]
+
+
+def _select(u: Unit) -> None:
+    for sub in u.subs:
+        if sub.what == "spans":
+            continue
+        ordered = u.ordered.get(sub)
+        for k, x in enumerate(u.items):
+            got = sub._select(x) if ordered is None else sub._select(x, ordered[k])
+            if got is not None:
+                u.out.append((sub, got, None))
+    if u.spans is not None and u.batches:
+        u.built = build_generation(u.batches, u.token)
+
+
+def _join(u: Unit) -> None:
+    j = u.spans.join  # type: ignore[union-attr]  # wanted: there are span subscribers
+    out: list[object] = []
+    for x in u.items:
+        if isinstance(x, Provisional):
+            continue
+        if isinstance(x, EventBatch):
+            if x is u.batches[0]:
+                assert u.built is not None
+                out += j.join(u.built, u.batches)
+        elif isinstance(x, Gap):
+            j.gap()
+            out.append(x)
+        elif isinstance(x, SegmentGap):
+            out += [j.close(), x]
+        else:
+            out.append(x)
+    if u.end:
+        out.append(j.close())
+    u.built = None
+    u.span_items = out
+    if all(s.what == "spans" for s in u.subs):
+        u.items, u.batches = [], []  # only the spans go on: let the generation's events go
+
+
+def _select_spans(u: Unit) -> None:
+    for sub in u.subs:
+        if sub.what != "spans":
+            continue
+        for x in u.span_items:
+            got = sub._select(x)
+            if got is not None:
+                u.out.append((sub, got, None))
+
+
+def _map_order(u: Unit) -> None:
+    for k, (sub, got, _) in enumerate(u.out):
+        if sub._mapped(got):
+            u.todo.append((k, sub.map(got)))  # type: ignore[misc]  # _mapped: it has a map
+
+
+def stages(
+    fanout: Fanout,
+    counters: Counters,
+    token: trio.lowlevel.TrioToken | None,
+    pool: ThreadPoolExecutor | None,
+    window: int = 1,
+) -> list[Stage[Unit]]:
+    """The stages of ``fanout``'s units: ``deliver`` runs the maps' work in
+    ``pool``, ``window`` batches ahead, hands the results to trio
+    (``token``: its loop), and counts the spans built."""
+
+    def deliver(u: Unit) -> None:
+        fanout.spans_built += sum(len(x) for x in u.span_items if isinstance(x, SpanBatch))
+        counters.spans = fanout.spans_built
+        work = dict(u.todo)
+        u.todo.clear()
+        running: dict[int, Future[object]] = {}
+        ahead = 0  # the next item whose work may start
+        ready: list[Prepared] = []
+        for k, (sub, got, _) in enumerate(u.out):
+            while ahead < len(u.out) and len(running) < window:
+                if ahead in work:
+                    assert pool is not None
+                    running[ahead] = pool.submit(work.pop(ahead))
+                ahead += 1
+            future = running.pop(k, None)
+            if future is None:
+                ready.append((sub, got, None))
+                continue
+            ready.append((sub, future.result(), got))
+            u.out[k] = (sub, None, None)  # the batch's lines are the subscriber's now
+            trio.from_thread.run(fanout.deliver, ready, trio_token=token)
+            ready = []
+        if ready:
+            trio.from_thread.run(fanout.deliver, ready, trio_token=token)
+
+    def has_spans(u: Unit) -> bool:
+        return u.spans is not None
+
+    return [
+        Stage("order", True, _order, lambda u: any(s._stateful for s in u.subs)),
+        Stage("select", False, _select, lambda u: bool(u.items)),
+        Stage("join", True, _join, has_spans),
+        Stage("select spans", False, _select_spans, has_spans),
+        Stage("map order", True, _map_order, lambda u: any(s.map is not None for s in u.subs)),
+        Stage("deliver", True, deliver, note="the maps' work in the pool, a batch at a time, 2 x jobs ahead"),
+    ]
+
+
+def mermaid() -> str:
+    """The pipeline as a mermaid flowchart, from the stages :func:`stages` makes."""
+    lines = [
+        "flowchart LR",
+        '  read["read frames (trio)"] --> decode["decode (one thread, in order)"]',
+        '  decode --> cut["cut into units: a generation each (a few batches if no spans are built)"]',
+    ]
+    prev = "cut"
+    for k, stage in enumerate(stages(Fanout(), Counters(), None, None)):
+        node = f"s{k}"
+        what = f"{stage.name} (in order{'; ' + stage.note if stage.note else ''})"
+        shape = f'["{what}"]' if stage.ordered else f'[["{stage.name} (pool of jobs threads)"]]'
+        lines.append(f"  {prev} --> {node}{shape}")
+        prev = node
+    lines.append(f'  {prev} --> subs["subscribers\' buffers (trio)"]')
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(mermaid())

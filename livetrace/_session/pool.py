@@ -1,0 +1,198 @@
+"""Units of work through a line of stages, some in order, the rest in a pool.
+
+A :class:`Line` takes units (a session's generations, see ``pipeline.py``)
+in order from one producer (:meth:`Line.put`) and passes each through the
+same :class:`Stage` list. An *ordered* stage runs one unit at a time, in
+the order the units were put, on the line's sequencer thread
+(:meth:`Line.run`): the cheap steps whose state crosses units (and the
+last, which may hand work of its own to the pool). Any other stage runs in
+the pool (a ``ThreadPoolExecutor`` of ``jobs`` threads), units side by
+side: the heavy steps, each of which sees its own unit only (the compiled
+core releases the GIL, so threads run them at once). A unit goes on to
+its next stage when its current one is done; the last stage is ordered,
+so units leave in the order they came.
+
+At most ``bound`` units are in the line: :meth:`Line.put` waits for room,
+so a stage that holds up (the delivery to a lossless subscriber) holds up
+the producer, and nothing grows.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+__all__ = ["Line", "Stage", "default_jobs", "keep_freed_memory"]
+
+# glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+U = TypeVar("U")
+
+
+def default_jobs() -> int:
+    """The pool's size when none is given: the cores this process may use,
+    less one (for the decoder and the event loop), at least 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity to ask (macOS): the machine's
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
+
+
+@functools.cache
+def keep_freed_memory() -> None:
+    """Once per process, where the C library is glibc: keep freed memory for
+    the next allocation rather than give it back to the system at once.
+
+    A pool's threads allocate in arenas of their own, and glibc trims each
+    thread's heap, and unmaps each buffer past its mmap threshold, as soon
+    as it is freed: every batch's columns and lines then fault their pages
+    in again. `tail --format jsonl --jobs 2` spent 60% more CPU than with
+    one job so, 11% more with these settings (docs/decoder.md). What is
+    kept is bounded by what the pipeline holds at once."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
+        return
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    mallopt(_M_TRIM_THRESHOLD, 1 << 30)
+    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+
+
+@dataclass(frozen=True)
+class Stage(Generic[U]):
+    """One step of every unit: ``run(unit)``, in order or in the pool;
+    ``wanted(unit)`` False skips it for that unit (no trip to the pool);
+    ``note`` says more of it, for the picture of the pipeline."""
+
+    name: str
+    ordered: bool
+    run: Callable[[U], None]
+    wanted: Callable[[U], bool] = lambda unit: True
+    note: str = ""
+
+
+class _Slot(Generic[U]):
+    __slots__ = ("busy", "stage", "unit")
+
+    def __init__(self, unit: U) -> None:
+        self.unit = unit
+        self.stage = 0  # the stages before it are done
+        self.busy = False  # its stage is running
+
+
+class Line(Generic[U]):
+    """See the module's docstring. :meth:`put` units from one thread, run
+    :meth:`run` in another until it returns (after :meth:`close`, every
+    unit through every stage) or raises (a stage's error: the line stops
+    and :meth:`put` returns False from then on). ``peak`` is the most units
+    that were in the line at once."""
+
+    def __init__(self, stages: Sequence[Stage[U]], pool: ThreadPoolExecutor, bound: int) -> None:
+        if not stages or not stages[-1].ordered:
+            raise ValueError("a line's last stage is ordered: units leave in order")
+        if bound < 1:
+            raise ValueError("a line has room for at least one unit")
+        self._stages = tuple(stages)
+        self._pool = pool
+        self._bound = bound
+        self._slots: deque[_Slot[U]] = deque()
+        self._cv = threading.Condition()
+        self._closed = False
+        self._stopped = False
+        self._error: BaseException | None = None
+        self.peak = 0
+
+    def put(self, unit: U) -> bool:
+        """Add a unit once there is room; False if the line has stopped."""
+        with self._cv:
+            while len(self._slots) >= self._bound and not self._stopped:
+                self._cv.wait()
+            if self._stopped:
+                return False
+            self._slots.append(_Slot(unit))
+            self.peak = max(self.peak, len(self._slots))
+            self._cv.notify_all()
+            return True
+
+    def close(self) -> None:
+        """No more units: :meth:`run` returns once the line is empty."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+
+    def stop(self) -> None:
+        """Stop taking units and running stages (the line's user gave up)."""
+        with self._cv:
+            self._stopped = True
+            self._cv.notify_all()
+
+    def run(self) -> None:
+        """The sequencer: until the line is closed and empty, start each
+        unit's next stage as soon as it may run (ordered ones here)."""
+        pool = self._pool
+        try:
+            while True:
+                with self._cv:
+                    while True:
+                        if self._error is not None:
+                            raise self._error
+                        if self._stopped:
+                            return
+                        ready = self._ready()
+                        if ready or (self._closed and not self._slots):
+                            break
+                        self._cv.wait()
+                if not ready:
+                    return
+                for slot, stage in ready:
+                    if stage.ordered:
+                        stage.run(slot.unit)
+                        self._done(slot)
+                    else:
+                        pool.submit(stage.run, slot.unit).add_done_callback(
+                            lambda f, slot=slot: self._finished(f, slot)  # type: ignore[misc]  # bound per slot
+                        )
+        finally:
+            self.stop()
+
+    def _ready(self) -> list[tuple[_Slot[U], Stage[U]]]:
+        """Under the lock: the stages that may start now, marked busy. An
+        ordered stage waits until every unit before has passed it."""
+        out = []
+        behind = len(self._stages)  # the least stage a unit before this one is at
+        for slot in self._slots:
+            if not slot.busy:
+                while slot.stage < len(self._stages) - 1 and not self._stages[slot.stage].wanted(slot.unit):
+                    slot.stage += 1
+                stage = self._stages[slot.stage]
+                if not stage.ordered or behind > slot.stage:
+                    slot.busy = True
+                    out.append((slot, stage))
+            behind = min(behind, slot.stage)
+        return out
+
+    def _finished(self, f: Future[None], slot: _Slot[U]) -> None:
+        error = f.exception() if not f.cancelled() else None
+        if error is not None:
+            with self._cv:
+                self._error = self._error or error
+                self._cv.notify_all()
+            return
+        self._done(slot)
+
+    def _done(self, slot: _Slot[U]) -> None:
+        with self._cv:
+            slot.busy = False
+            slot.stage += 1
+            while self._slots and self._slots[0].stage == len(self._stages):
+                self._slots.popleft()
+            self._cv.notify_all()

@@ -1,0 +1,3 @@
+module example.com/poolgens
+
+go 1.19
