@@ -1,0 +1,175 @@
+"""`top`, `flight`, `profile` and `export` give the same bytes with --jobs 1
+and --jobs 4 (issue 27): top's JSON snapshot, the flight recorder's trigger
+decisions, the profiles, the Perfetto export, for a modern trace over a
+helper's socket (with a gap where the helper shed a generation), a legacy
+trace in segments, and pprof windows of both families.
+
+The sources are test_pool_identity's: a fake helper on a real unix socket
+replaying recorded traces (tests/corpus), and the frames PprofWindows
+makes, through a real Session. Each view's own collecting code runs. No Go
+runs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+import trio
+
+from livetrace._cli import export, profile, top
+from livetrace._files import decode_span_batches
+from livetrace._flight import recorder
+from livetrace._flight.capture import Firing
+from livetrace._flight.recorder import FlightRecorder
+from livetrace._flight.triggers import parse_trigger
+from livetrace._protocol.address import parse_address
+from livetrace._session.connect import connect
+from livetrace._session.session import Session
+from livetrace._trace.spans.select import select_spans
+from livetrace._views.perfetto import TimelineCollector
+from livetrace._views.perfetto_file import encode_timeline
+from livetrace._views.pprof import ProfileBuilder
+from livetrace._views.pprof_file import encode_profile
+from livetrace._views.top import TopStats
+from livetrace._views.top_screen import View
+
+from .test_hostile_peer import Peer
+from .test_pool_identity import (
+    CORPUS,
+    LEGACY,
+    LEGACY_VERSION,
+    MODERN,
+    Windows,
+    serve_modern,
+    serve_segments,
+    window_info,
+)
+
+Collect = Callable[[Session], Awaitable[bytes]]
+
+
+async def on_socket(tmp: Path, serve: object, jobs: int, collect: Collect) -> bytes:
+    with Peer(serve, tmp) as peer:  # type: ignore[arg-type]  # a behaviour
+        async with connect(peer.address, jobs=jobs) as session:
+            got = await collect(session)
+    os.unlink(tmp / "peer.sock")
+    return got
+
+
+async def on_windows(traces: list[bytes], version: str, jobs: int, collect: Collect) -> bytes:
+    async with trio.open_nursery() as n:
+        session = Session(Windows(traces), parse_address("unix:/nowhere"), window_info(version), n, jobs=jobs)
+        return await collect(session)
+
+
+SOURCES = ["modern", "segments", "windows-modern", "windows-legacy"]
+
+
+async def both(tmp: Path, source: str, collect: Collect) -> tuple[bytes, bytes]:
+    """What collect gives with one job and with four."""
+    out = []
+    for jobs in (1, 4):
+        if source in ("modern", "segments"):
+            out.append(await on_socket(tmp, serve_modern if source == "modern" else serve_segments, jobs, collect))
+        else:
+            traces, version = ([MODERN, MODERN], "go1.26.6") if source == "windows-modern" else (LEGACY, LEGACY_VERSION)
+            out.append(await on_windows(traces, version, jobs, collect))
+    return out[0], out[1]
+
+
+async def top_json(session: Session) -> bytes:
+    out = io.StringIO()
+    display = top._Display(out, "json", View(sort="running", rows=50), False)
+    await top._feed(session, TopStats(), display, True, 1.0)
+    return out.getvalue().encode()
+
+
+@pytest.mark.parametrize("source", SOURCES)
+async def test_top_gives_the_same_snapshot_with_one_job_and_four(tmp_path: Path, source: str) -> None:
+    one, four = await both(tmp_path, source, top_json)
+    assert b'"groups": [{' in one
+    assert four == one
+
+
+@pytest.mark.parametrize("kind", ["sched", "sync"])  # one counting path: two kinds tell it
+@pytest.mark.parametrize("source", SOURCES)
+async def test_profiles_are_the_same_with_one_job_and_four(tmp_path: Path, source: str, kind: str) -> None:
+    async def pprof(session: Session) -> bytes:
+        builder = ProfileBuilder(kind)
+        await profile._collect(session, builder)
+        records = builder.records()
+        assert records or kind in ("net", "syscall")
+        return encode_profile(records)
+
+    one, four = await both(tmp_path, source, pprof)
+    assert four == one
+
+
+@pytest.mark.parametrize("source", SOURCES)
+async def test_the_perfetto_export_is_the_same_with_one_job_and_four(tmp_path: Path, source: str) -> None:
+    async def perfetto(session: Session) -> bytes:
+        collector = TimelineCollector()
+        await export._collect(session, collector)
+        return b"".join(encode_timeline(collector.timeline()))
+
+    one, four = await both(tmp_path, source, perfetto)
+    assert len(one) > 10_000
+    assert four == one
+
+
+TRIGGERS = ["runnable>0ns", "blocked[chan]>0ns", 'blocked["sync"]>0ns', "task:*>0ns", "region:*>0ns", 'log~"."']
+
+
+@pytest.mark.parametrize("source", SOURCES)
+async def test_flight_triggers_fire_alike_with_one_job_and_four(
+    tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recorder, "TRIGGER_BUFFER", 1 << 20)  # lossless here: every firing is compared
+
+    async def fired(session: Session) -> bytes:
+        firings: list[Firing] = []
+        out = tmp_path / f"captures-{len(list(tmp_path.iterdir()))}"
+        out.mkdir()
+        rec = FlightRecorder(
+            session,
+            keep=60,
+            triggers=TRIGGERS,
+            out_dir=out,
+            after=0,
+            cooldown=1e6,
+            on_fire=lambda f, started: firings.append(f),
+        )
+        await rec.run()
+        seen = {f.trigger.text for f in firings}
+        assert "runnable>0ns" in seen and len(seen) >= 3
+        # Each trigger's firings in order; the triggers' watchers take turns as the event loop has them.
+        per_trigger = {t: [(f.unit, f.span, f.event) for f in firings if f.trigger.text == t] for t in TRIGGERS}
+        return repr(per_trigger).encode()
+
+    one, four = await both(tmp_path, source, fired)
+    assert four == one
+
+
+@pytest.mark.parametrize(
+    "trace", [CORPUS / "runtime" / "go126-generations.trace", CORPUS / "legacy" / "go-testdata" / "http_1_21_good"]
+)
+@pytest.mark.parametrize("text", ["blocked[chan]>0ns", 'blocked["sync"]>1us', "blocked>0ns", "task:*>0ns"])
+def test_a_trigger_picks_the_longest_span_it_fires_on_from_the_columns(trace: Path, text: str) -> None:
+    t = parse_trigger(text)
+    assert t.filter is not None and t.filter.predicate is None  # no Span object per span kept
+    picked = expected = 0
+    with trace.open("rb") as f:
+        for batch in decode_span_batches(f):
+            kept = select_spans(batch, t.filter)
+            spans = [s for s in kept if t.reasons is None or s.reason in t.reasons]
+            best = max(spans, key=lambda s: s.end - s.start, default=None)
+            i = t.fired(kept)
+            assert (None if i is None else kept[i]) == best
+            picked += i is not None
+            expected += best is not None
+    assert picked == expected
+    assert picked or text != "blocked>0ns"
