@@ -216,27 +216,26 @@ class Rendered(NamedTuple):
 class Render:
     """`tail`'s map (see :meth:`Session.subscribe`): called on each batch in
     order, it keeps what crosses batches (the first time shown, for the
-    text's relative times) and a :class:`Formatter` per generation (whose
-    caches are per generation: one thread uses each); the work it returns
-    writes the batch's lines, in the pipeline's pool."""
+    text's relative times); the work it returns writes the batch's lines,
+    in the pipeline's pool, with the :class:`Formatter` of the batch's
+    generation (whose caches are per generation; the pool's threads share
+    it: its writers keep no state per batch, and their caches only grow,
+    under the GIL)."""
 
     def __init__(self, view: View) -> None:
         self._view = view
         self._t0: int | None = None
         self._key: object = None
-        self._formatter: Formatter | None = None
+        self._formatter = Formatter(view)
 
     def __call__(self, batch: EventBatch | SpanBatch) -> Callable[[], Rendered]:
-        spans = isinstance(batch, SpanBatch)
         if self._t0 is None:
             self._t0 = batch.starts[0] if isinstance(batch, SpanBatch) else batch.times[0]
         # A span batch's names and stacks are its generation's (or its builder's) tables.
         key = batch.names_table if isinstance(batch, SpanBatch) else batch.gen
-        formatter = self._formatter
-        if formatter is None or key is not self._key or (key is None and not spans):
-            formatter = self._formatter = Formatter(self._view)
-            self._key = key
-        t0 = self._t0
+        if key is not self._key or key is None:
+            self._formatter, self._key = Formatter(self._view), key
+        formatter, t0 = self._formatter, self._t0
 
         def lines() -> Rendered:
             return Rendered(len(batch), formatter.pieces(batch, t0, False))

@@ -23,6 +23,7 @@ decoder's hands.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import trio
 
@@ -43,6 +44,8 @@ __all__ = ["Item", "LiveDecoder", "Pump"]
 
 # Frames read but not yet decoded: the reader waits past this.
 DECODE_QUEUE_BYTES = 32 << 20
+# Batches whose maps' work runs ahead of their delivery, per job.
+MAP_WINDOW = 2
 
 
 class LiveDecoder:
@@ -163,11 +166,20 @@ class Pump:
                 self._fanout.finish()
 
     async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
+        if self.jobs == 1:
+            await self._decode_with_line(frames)
+            return
+        pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="livetrace-pool")
+        try:
+            token = trio.lowlevel.current_trio_token()
+            steps = stages(self._fanout, self._counters, token, pool, MAP_WINDOW * self.jobs)
+            self._line = Line(steps, pool, self.jobs + 1)
+            await self._decode_with_line(frames)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # after an error, a task still running ends alone
+
+    async def _decode_with_line(self, frames: trio.MemoryReceiveChannel[object]) -> None:
         error: BaseException | None = None
-        if self.jobs > 1:
-            self._line = Line(
-                stages(self._fanout, self._counters, trio.lowlevel.current_trio_token()), self.jobs, self.jobs + 1
-            )
         try:
             async with open_nursery() as nursery:
                 if self._line is not None:

@@ -4,7 +4,8 @@ the trace goes through between the decoder and the subscribers.
 The decoder (one thread, in order: its ordering engine's state crosses
 generations) yields items; :class:`Cutter` groups them into units, a whole
 generation each (a legacy segment, a pprof window) with the notices around
-it, and the subscribers of the moment. Each unit then passes the
+it, and the subscribers of the moment; where no subscriber wants spans, a
+unit is a few batches of a generation (nothing else needs it whole). Each unit then passes the
 :data:`STAGES` on a :class:`~livetrace._session.pool.Line` (ordered stages
 one unit at a time in the trace's order, the others in the pool, units side
 by side, as :func:`stages` lists them):
@@ -16,8 +17,11 @@ by side, as :func:`stages` lists them):
    (:class:`SpanJoin`), the helper's gaps and the segments' ends applied;
 4. ``select spans`` (pool): each span subscriber's filter;
 5. ``map order`` (ordered): each subscriber's ``map`` called on its batches;
-6. ``map`` (pool): the work each returned;
-7. ``deliver`` (ordered): into the subscribers' buffers, on trio.
+6. ``deliver`` (ordered): into the subscribers' buffers, on trio, each
+   batch as soon as the work its map returned is done: that work runs in
+   the pool a batch at a time, at most ``window`` batches ahead of the
+   delivery (a batch's lines are megabytes, a generation's gigabytes on a
+   big service: only the window's are ever held).
 
 What a subscriber gets is what the one-job pipeline (``Fanout.prepare``,
 with one sequential :class:`SpanBuilder`) gives, byte for byte.
@@ -28,6 +32,7 @@ flowchart (docs/decoder.md shows it).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import trio
 
@@ -42,6 +47,11 @@ from livetrace._trace.spans.join import GenerationSpans, SpanJoin, build_generat
 __all__ = ["Cutter", "Unit", "mermaid", "stages"]
 
 
+# Events in a unit when no spans are built (a unit is then a few batches): units cost a few
+# hand-overs between threads each, and the events they hold are memory the decoder cannot reuse.
+UNIT_EVENTS = 32768
+
+
 class _Spans:
     """The span subscribers' join, while there are some; ``token`` is the
     last generation's key, counted as :class:`SpanBuilder` counts them."""
@@ -54,13 +64,27 @@ class _Spans:
 class Unit:
     """A generation's items on their way, and what each stage made of them."""
 
-    __slots__ = ("batches", "built", "end", "items", "ordered", "out", "span_items", "spans", "subs", "todo", "token")
+    __slots__ = (
+        "batches",
+        "built",
+        "end",
+        "events",
+        "items",
+        "ordered",
+        "out",
+        "span_items",
+        "spans",
+        "subs",
+        "todo",
+        "token",
+    )
 
     def __init__(self, subs: tuple[Subscription, ...], spans: _Spans | None) -> None:
         self.subs = subs
         self.spans = spans
         self.items: list[object] = []  # as decoded: batches, provisional batches, notices
         self.batches: list[EventBatch] = []  # the exact ones: one generation's
+        self.events = 0  # in them
         self.token = -1
         self.end = False  # the last unit: the spans still open are closed
         self.ordered: dict[Subscription, list[object]] = {}
@@ -77,6 +101,7 @@ class Unit:
                     self.spans.token += 1
                 self.token = self.spans.token
             self.batches.append(item)
+            self.events += len(item)
 
 
 class Cutter:
@@ -93,7 +118,14 @@ class Cutter:
         """Add an item; the unit it completed, if any."""
         done = None
         u = self._unit
-        if u is not None and u.batches and isinstance(item, EventBatch) and item.gen is not u.batches[0].gen:
+        # A unit is a generation where spans are built from it; else a few batches (any
+        # split of the stream is one then), so that little is held at once.
+        if (
+            u is not None
+            and u.batches
+            and isinstance(item, EventBatch)
+            and (item.gen is not u.batches[0].gen or (u.spans is None and u.events >= UNIT_EVENTS))
+        ):
             done = self.flush()
         if self._unit is None:
             self._unit = self._new()
@@ -162,6 +194,8 @@ def _join(u: Unit) -> None:
         out.append(j.close())
     u.built = None
     u.span_items = out
+    if all(s.what == "spans" for s in u.subs):
+        u.items, u.batches = [], []  # only the spans go on: let the generation's events go
 
 
 def _select_spans(u: Unit) -> None:
@@ -180,22 +214,41 @@ def _map_order(u: Unit) -> None:
             u.todo.append((k, sub.map(got)))  # type: ignore[misc]  # _mapped: it has a map
 
 
-def _map(u: Unit) -> None:
-    for k, work in u.todo:
-        sub, got, _ = u.out[k]
-        u.out[k] = (sub, work(), got)
-    u.todo.clear()
-
-
-def stages(fanout: Fanout, counters: Counters, token: trio.lowlevel.TrioToken | None) -> list[Stage[Unit]]:
-    """The stages of ``fanout``'s units; ``deliver`` hands the results to
-    trio (``token``: its loop) and counts the spans built."""
+def stages(
+    fanout: Fanout,
+    counters: Counters,
+    token: trio.lowlevel.TrioToken | None,
+    pool: ThreadPoolExecutor | None,
+    window: int = 1,
+) -> list[Stage[Unit]]:
+    """The stages of ``fanout``'s units: ``deliver`` runs the maps' work in
+    ``pool``, ``window`` batches ahead, hands the results to trio
+    (``token``: its loop), and counts the spans built."""
 
     def deliver(u: Unit) -> None:
         fanout.spans_built += sum(len(x) for x in u.span_items if isinstance(x, SpanBatch))
         counters.spans = fanout.spans_built
-        if u.out:
-            trio.from_thread.run(fanout.deliver, u.out, trio_token=token)
+        work = dict(u.todo)
+        u.todo.clear()
+        running: dict[int, Future[object]] = {}
+        ahead = 0  # the next item whose work may start
+        ready: list[Prepared] = []
+        for k, (sub, got, _) in enumerate(u.out):
+            while ahead < len(u.out) and len(running) < window:
+                if ahead in work:
+                    assert pool is not None
+                    running[ahead] = pool.submit(work.pop(ahead))
+                ahead += 1
+            future = running.pop(k, None)
+            if future is None:
+                ready.append((sub, got, None))
+                continue
+            ready.append((sub, future.result(), got))
+            u.out[k] = (sub, None, None)  # the batch's lines are the subscriber's now
+            trio.from_thread.run(fanout.deliver, ready, trio_token=token)
+            ready = []
+        if ready:
+            trio.from_thread.run(fanout.deliver, ready, trio_token=token)
 
     def has_spans(u: Unit) -> bool:
         return u.spans is not None
@@ -206,8 +259,7 @@ def stages(fanout: Fanout, counters: Counters, token: trio.lowlevel.TrioToken | 
         Stage("join", True, _join, has_spans),
         Stage("select spans", False, _select_spans, has_spans),
         Stage("map order", True, _map_order, lambda u: any(s.map is not None for s in u.subs)),
-        Stage("map", False, _map, lambda u: bool(u.todo)),
-        Stage("deliver", True, deliver),
+        Stage("deliver", True, deliver, note="the maps' work in the pool, a batch at a time, 2 x jobs ahead"),
     ]
 
 
@@ -216,12 +268,13 @@ def mermaid() -> str:
     lines = [
         "flowchart LR",
         '  read["read frames (trio)"] --> decode["decode (one thread, in order)"]',
-        '  decode --> cut["cut into units: one generation each"]',
+        '  decode --> cut["cut into units: a generation each (a few batches if no spans are built)"]',
     ]
     prev = "cut"
-    for k, stage in enumerate(stages(Fanout(), Counters(), None)):
+    for k, stage in enumerate(stages(Fanout(), Counters(), None, None)):
         node = f"s{k}"
-        shape = f'["{stage.name} (in order)"]' if stage.ordered else f'[["{stage.name} (pool of jobs threads)"]]'
+        what = f"{stage.name} (in order{'; ' + stage.note if stage.note else ''})"
+        shape = f'["{what}"]' if stage.ordered else f'[["{stage.name} (pool of jobs threads)"]]'
         lines.append(f"  {prev} --> {node}{shape}")
         prev = node
     lines.append(f'  {prev} --> subs["subscribers\' buffers (trio)"]')

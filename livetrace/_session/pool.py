@@ -4,12 +4,13 @@ A :class:`Line` takes units (a session's generations, see ``pipeline.py``)
 in order from one producer (:meth:`Line.put`) and passes each through the
 same :class:`Stage` list. An *ordered* stage runs one unit at a time, in
 the order the units were put, on the line's sequencer thread
-(:meth:`Line.run`): the cheap steps whose state crosses units. Any other
-stage runs in a pool of ``jobs`` threads, units side by side: the heavy
-steps, each of which sees its own unit only (the compiled core releases the
-GIL, so threads run them at once). A unit goes on to its next stage when
-its current one is done; the last stage is ordered, so units leave in the
-order they came.
+(:meth:`Line.run`): the cheap steps whose state crosses units (and the
+last, which may hand work of its own to the pool). Any other stage runs in
+the pool (a ``ThreadPoolExecutor`` of ``jobs`` threads), units side by
+side: the heavy steps, each of which sees its own unit only (the compiled
+core releases the GIL, so threads run them at once). A unit goes on to
+its next stage when its current one is done; the last stage is ordered,
+so units leave in the order they came.
 
 At most ``bound`` units are in the line: :meth:`Line.put` waits for room,
 so a stage that holds up (the delivery to a lossless subscriber) holds up
@@ -40,12 +41,14 @@ def default_jobs() -> int:
 @dataclass(frozen=True)
 class Stage(Generic[U]):
     """One step of every unit: ``run(unit)``, in order or in the pool;
-    ``wanted(unit)`` False skips it for that unit (no trip to the pool)."""
+    ``wanted(unit)`` False skips it for that unit (no trip to the pool);
+    ``note`` says more of it, for the picture of the pipeline."""
 
     name: str
     ordered: bool
     run: Callable[[U], None]
     wanted: Callable[[U], bool] = lambda unit: True
+    note: str = ""
 
 
 class _Slot(Generic[U]):
@@ -64,13 +67,13 @@ class Line(Generic[U]):
     and :meth:`put` returns False from then on). ``peak`` is the most units
     that were in the line at once."""
 
-    def __init__(self, stages: Sequence[Stage[U]], jobs: int, bound: int) -> None:
+    def __init__(self, stages: Sequence[Stage[U]], pool: ThreadPoolExecutor, bound: int) -> None:
         if not stages or not stages[-1].ordered:
             raise ValueError("a line's last stage is ordered: units leave in order")
-        if jobs < 1 or bound < 1:
-            raise ValueError("a line has at least one job and room for one unit")
+        if bound < 1:
+            raise ValueError("a line has room for at least one unit")
         self._stages = tuple(stages)
-        self._jobs = jobs
+        self._pool = pool
         self._bound = bound
         self._slots: deque[_Slot[U]] = deque()
         self._cv = threading.Condition()
@@ -106,7 +109,7 @@ class Line(Generic[U]):
     def run(self) -> None:
         """The sequencer: until the line is closed and empty, start each
         unit's next stage as soon as it may run (ordered ones here)."""
-        pool = ThreadPoolExecutor(self._jobs, thread_name_prefix="livetrace-pool")
+        pool = self._pool
         try:
             while True:
                 with self._cv:
@@ -131,7 +134,6 @@ class Line(Generic[U]):
                         )
         finally:
             self.stop()
-            pool.shutdown(wait=True, cancel_futures=True)
 
     def _ready(self) -> list[tuple[_Slot[U], Stage[U]]]:
         """Under the lock: the stages that may start now, marked busy. An

@@ -92,10 +92,12 @@ class Subscription:
     pool then runs; the subscriber receives what that returns in place of
     the batch, in order. ``map`` itself should be cheap: it is where state
     that crosses batches goes (e.g. the first batch's time). The function
-    it returns must not touch state that another batch's does, except
-    state kept per generation (each generation's batches are run by one
-    thread, in order), and must not call into trio. A legacy trace's
-    provisional batches are not mapped.
+    it returns runs in any of the pool's threads, several at once (a
+    generation's batches too), at most a few per job ahead of the
+    delivery: it must not touch state that another batch's function does
+    unless that state is safe across threads (kept per thread, say), and
+    must not call into trio. A legacy trace's provisional batches are not
+    mapped.
 
     Notices (a helper's :class:`Gap`, a legacy trace's notices, and this
     subscriber's own :class:`SubscriberGap`) always come through. An error

@@ -148,6 +148,10 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
     if (part_cache_open(&sp, strings, miss, "string") || (kpp && part_cache_open(kpp, stacks, miss, "stack")) ||
         tb_init(&b, n * 768))
         goto fail;
+    /* The lines are written without the GIL (textbuf.h's Gil). */
+    Gil gil = {NULL, 1};
+    b.gil = sp.gil = kp.gil = &gil;
+    gil_free(&gil);
     i64 cached_sec = INT64_MIN;
     char sec_text[32] = "";
     size_t sec_len = 0;
@@ -191,6 +195,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
                 goto fail;
             continue;
         default: {
+            gil_hold(&gil);
             PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
             if (!line)
                 goto done;
@@ -200,6 +205,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
             Py_DECREF(line);
             if (r || TB_LIT(&b, "\n"))
                 goto fail;
+            gil_free(&gil);
             continue;
         }
         }
@@ -239,12 +245,15 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         if (line_tail(&b, c, a, kpp))
             goto fail;
     }
+    gil_hold(&gil);
     result = tb_finish(&b);
     goto done;
 fail:
+    gil_hold(b.gil);
     if (!PyErr_Occurred())
         PyErr_NoMemory();
 done:
+    gil_hold(b.gil);
     Py_XDECREF(b.obj);
     part_cache_close(&sp), part_cache_close(&kp);
     return result;

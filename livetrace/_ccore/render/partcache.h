@@ -27,6 +27,7 @@ typedef struct {
     PyObject *miss;
     const char *kind; /* what miss(kind, id) is asked for */
     PartSlot *slots; /* PART_SLOTS */
+    Gil *gil; /* the writer's (textbuf.h): the dict and miss need the GIL */
 } PartCache;
 
 /* The memo's size: a batch's common ids, in few enough slots to clear
@@ -55,8 +56,10 @@ static inline void part_cache_close(PartCache *c) {
     c->slots = NULL;
 }
 
-/* Out of line: the dict, and the first time, miss. PART_*. */
+/* Out of line: the dict, and the first time, miss. PART_*; the GIL held
+ * after an error. */
 static __attribute__((noinline)) int part_fill(PartCache *c, PartSlot *s, u64 id) {
+    gil_hold(c->gil);
     PyObject *key = PyLong_FromUnsignedLongLong(id);
     if (!key)
         return PART_ERROR;
@@ -90,6 +93,7 @@ static __attribute__((noinline)) int part_fill(PartCache *c, PartSlot *s, u64 id
         return PART_ERROR;
     }
     *s = (PartSlot){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
+    gil_free(c->gil);
     return PART_OK;
 }
 

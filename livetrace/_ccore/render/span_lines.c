@@ -271,6 +271,7 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     Py_buffer b[NCOLS];
     int nb = 0;
     PyObject *result = NULL;
+    char *with_logs = NULL;
     Cols c;
     for (; nb < NCOLS; nb++) {
         if (PyObject_GetBuffer(PyList_GET_ITEM(cols, nb), &b[nb], PyBUF_SIMPLE) < 0)
@@ -304,11 +305,14 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     Py_ssize_t nlogs = PyObject_Size(logs);
     if (nlogs < 0)
         goto done;
-    int any_logs = nlogs > 0;
-    for (size_t i = (size_t)lo; i < (size_t)hi; i++) {
-        size_t start = x.o.n;
-        int r = -1;
-        if (any_logs) {
+    /* The rows with logs (their lines are the twin's), found while the GIL is held. */
+    if (nlogs > 0) {
+        with_logs = calloc((size_t)(hi - lo), 1);
+        if (!with_logs) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (size_t i = (size_t)lo; i < (size_t)hi; i++) {
             PyObject *key = PyLong_FromSize_t(i);
             if (!key)
                 goto done;
@@ -316,11 +320,18 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
             Py_DECREF(key);
             if (has < 0)
                 goto done;
-            if (!has)
-                r = put_line(&x, &c, i);
-        } else {
-            r = put_line(&x, &c, i);
+            with_logs[i - (size_t)lo] = (char)has;
         }
+    }
+    /* The lines are written without the GIL (textbuf.h's Gil). */
+    Gil gil = {NULL, 1};
+    x.o.gil = x.names.gil = x.stacks.gil = &gil;
+    for (size_t i = (size_t)lo; i < (size_t)hi; i++) {
+        gil_free(&gil); /* a part that raised kept it for the twin's line */
+        size_t start = x.o.n;
+        int r = -1;
+        if (!with_logs || !with_logs[i - (size_t)lo])
+            r = put_line(&x, &c, i);
         if (r == -2)
             goto done;
         if (r == -1) {
@@ -329,8 +340,11 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
                 goto done;
         }
     }
+    gil_hold(&gil);
     result = tb_finish(&x.o);
 done:
+    gil_hold(x.o.gil);
+    free(with_logs);
     Py_XDECREF(x.o.obj);
     part_cache_close(&x.names), part_cache_close(&x.stacks);
     for (int k = 0; k < nb; k++)

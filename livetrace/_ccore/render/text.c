@@ -416,7 +416,11 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
         part_cache_open(&x.frames, frames, miss, "frame") ||
         part_cache_open(&x.xquotes, xquotes, miss, "xquote") || tb_init(&x.o, v.n * 128 + LINE_ROOM))
         goto done;
+    /* The lines are written without the GIL (textbuf.h's Gil). */
+    Gil gil = {NULL, 1};
+    x.o.gil = x.quotes.gil = x.frames.gil = x.xquotes.gil = &gil;
     for (size_t i = 0; i < v.n; i++) {
+        gil_free(&gil); /* a part that raised kept it for the twin's line */
         size_t start = x.o.n;
         int r = put_line(&x, v.code[i], v.time[i], v.m[i], v.p[i], v.g[i], v.args + i * NARGS, v.extra + i * NEXTRA);
         if (r == -2)
@@ -427,8 +431,10 @@ PyObject *text_lines(PyObject *self, PyObject *args) {
                 goto done;
         }
     }
+    gil_hold(&gil);
     result = tb_finish(&x.o);
 done:
+    gil_hold(x.o.gil);
     Py_XDECREF(x.o.obj);
     part_cache_close(&x.quotes), part_cache_close(&x.frames), part_cache_close(&x.xquotes);
     PyBuffer_Release(&cb), PyBuffer_Release(&tb), PyBuffer_Release(&mb), PyBuffer_Release(&pb);

@@ -12,15 +12,42 @@
 
 #include "common/containers.h"
 
+/* A writer of lines runs without the GIL (so that the pipeline's threads
+ * write at once), and takes it back only for what needs Python: a piece
+ * made the first time, a line Python makes, the buffer's growth, an error.
+ * A Gil says which: ts is the saved thread state while it is released.
+ * Zeroed, it manages nothing (the GIL stays held, as for dump.c). */
+typedef struct {
+    PyThreadState *ts;
+    int managed;
+} Gil;
+
+/* The GIL back (if released): before any Python API call. */
+static inline void gil_hold(Gil *g) {
+    if (g && g->ts) {
+        PyEval_RestoreThread(g->ts);
+        g->ts = NULL;
+    }
+}
+
+/* Let the GIL go again (where this call manages it). Never with an
+ * exception set: an error keeps the GIL until the call returns. */
+static inline void gil_free(Gil *g) {
+    if (g && g->managed && !g->ts)
+        g->ts = PyEval_SaveThread();
+}
+
 typedef struct {
     PyObject *obj;
     char *p;
     size_t n, cap;
     int oom; /* sticky: once a write failed, the text is abandoned */
+    Gil *gil;
 } TextBuf;
 
 static inline int tb_init(TextBuf *b, size_t cap) {
     b->obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(cap ? cap : 1));
+    b->gil = NULL;
     if (!b->obj)
         return -1;
     b->p = PyBytes_AS_STRING(b->obj);
@@ -30,17 +57,20 @@ static inline int tb_init(TextBuf *b, size_t cap) {
     return 0;
 }
 
-/* Out of line: the rare growth. 0, or -1 (and oom) when out of memory. */
+/* Out of line: the rare growth. 0, or -1 (and oom, the GIL held) when out
+ * of memory. */
 static int tb_grow(TextBuf *b, size_t need) {
     if (b->oom)
         return -1;
     size_t nc = b->cap;
     while (nc < b->n + need)
         nc *= 2;
+    gil_hold(b->gil);
     if (_PyBytes_Resize(&b->obj, (Py_ssize_t)nc)) { /* frees and clears obj on failure */
         b->oom = 1;
         return -1;
     }
+    gil_free(b->gil);
     b->p = PyBytes_AS_STRING(b->obj);
     b->cap = nc;
     return 0;
@@ -138,8 +168,10 @@ static inline PyObject *tb_finish(TextBuf *b) {
 }
 
 /* The line other(i) makes (bytes, from Python: a line the core leaves to
- * its twin), and its newline; tb_room's answer, or -1 with an exception. */
+ * its twin), and its newline; tb_room's answer, or -1 with an exception
+ * (and the GIL held). */
 static inline int tb_put_other_line(TextBuf *o, PyObject *other, size_t i) {
+    gil_hold(o->gil);
     PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
     if (!line)
         return -1;
@@ -155,6 +187,8 @@ static inline int tb_put_other_line(TextBuf *o, PyObject *other, size_t i) {
         o->p[o->n++] = '\n';
     }
     Py_DECREF(line);
+    if (!r)
+        gil_free(o->gil);
     return r;
 }
 

@@ -264,15 +264,16 @@ class JsonlEncoder:
         self._json = GenerationParts(None, JSON_PARTS, str.encode)
         self._wall_base = 0
         self._has_wall = False
-        self._sec = -1
-        self._sec_text = ""
+        self._sec = (-1, "")  # a second of wall time, as text: one object, read whole by any thread
 
     def _start(self, gen: Tables | None) -> None:
-        self._gen = gen
-        self._json = GenerationParts(gen, JSON_PARTS, str.encode)
         base = None if gen is None else gen.wall_base
+        self._json = GenerationParts(gen, JSON_PARTS, str.encode)
         self._has_wall = base is not None
         self._wall_base = base or 0
+        # Last: a thread that sees the generation set sees the rest (the pool writes a
+        # generation's batches in several threads, with one encoder).
+        self._gen = gen
 
     def _stack(self, sid: int) -> str:
         return self._json.text("stack", sid)
@@ -317,10 +318,11 @@ class JsonlEncoder:
         head = f'{{"kind": "StateTransition", "time_ns": {e.time}, '
         if self._has_wall:
             sec, nsec = divmod(self._wall_base + e.time, 1_000_000_000)
-            if sec != self._sec:
-                self._sec, self._sec_text = sec, format_wall(sec, 0)[:-1]
+            cached = self._sec
+            if sec != cached[0]:
+                cached = self._sec = (sec, format_wall(sec, 0)[:-1])
             frac = f".{nsec:09d}".rstrip("0") if nsec else ""
-            head += f'"wall": "{self._sec_text}{frac}Z", '
+            head += f'"wall": "{cached[1]}{frac}Z", '
         res, rid, old, new, reason, tstack = transition_parts(e)
         names = GO_STATE_NAMES if res == "Goroutine" else PROC_STATE_NAMES
         reason_json = self._string(e.args[0]) if reason else '""'

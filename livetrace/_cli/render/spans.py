@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from livetrace._cli.render.color import paint_line
@@ -133,9 +134,10 @@ class _Pieces:
     """What the lines take from the tables, once per id, as bytes (b"": an
     empty name, a stack with nothing to show): ``pieces[kind]`` is the
     compiled core's cache (see parts.py; replaced, never cleared), read
-    through the names table and the tables of the batch being written."""
+    through the names table and the tables of the batch being written
+    (given with each call: batches are written in several threads)."""
 
-    __slots__ = ("name_maker", "names_table", "pieces", "stack_maker", "tables")
+    __slots__ = ("name_maker", "names_table", "pieces", "stack_maker")
 
     def __init__(
         self,
@@ -146,7 +148,6 @@ class _Pieces:
         self.names_table = names_table
         self.name_maker = name_maker
         self.stack_maker = stack_maker
-        self.tables: Mapping[int, Tables] = {}
         self.pieces: dict[str, dict[int, bytes]] = {"name": {}, "stack": {}}
 
     def name(self, nid: int) -> bytes:
@@ -155,28 +156,29 @@ class _Pieces:
             got = self.pieces["name"][nid] = self.name_maker(self.names_table[nid])
         return got
 
-    def stack(self, tok: int, sid: int) -> bytes:
+    def stack(self, tables: Mapping[int, Tables], tok: int, sid: int) -> bytes:
         if not sid:
             return b""
         if sid >> 32:  # no key of 64 bits holds it: made each time
-            return self._make_stack(tok, sid)
+            return self._make_stack(tables, tok, sid)
         key = tok << 32 | sid
         got = self.pieces["stack"].get(key)
         if got is None:
-            got = self.pieces["stack"][key] = self._make_stack(tok, sid)
+            got = self.pieces["stack"][key] = self._make_stack(tables, tok, sid)
         return got
 
-    def _make_stack(self, tok: int, sid: int) -> bytes:
-        t = self.tables.get(tok)
+    def _make_stack(self, tables: Mapping[int, Tables], tok: int, sid: int) -> bytes:
+        t = tables.get(tok)
         if t is None or sid not in t.stacks:
             return b""
         return self.stack_maker(t, sid)
 
-    def miss(self, kind: str, key: int) -> bytes:
-        """A piece the compiled core has not met yet (it keeps it in ``pieces[kind]``)."""
+    def miss(self, tables: Mapping[int, Tables], kind: str, key: int) -> bytes:
+        """A piece the compiled core has not met yet (it keeps it in
+        ``pieces[kind]``), from a batch with ``tables``."""
         if kind == "name":
             return self.name_maker(self.names_table[key])
-        return self._make_stack(key >> 32, key & 0xFFFFFFFF)
+        return self._make_stack(tables, key >> 32, key & 0xFFFFFFFF)
 
 
 class SpanLines:
@@ -203,7 +205,6 @@ class SpanLines:
             or len(p.pieces["name"]) > MAX_PIECES
         ):
             p = self._pieces = _Pieces(spans.names_table, *self._makers)
-        p.tables = spans.tables  # only this batch's: the tables of old generations are let go
         return p
 
     def encode(self, spans: SpanBatch, t0: int) -> bytes:
@@ -221,9 +222,10 @@ class SpanLines:
             return self.twin_line(spans, i, t0, p)
 
         names, stacks, logs, n = p.pieces["name"], p.pieces["stack"], spans.logs, len(spans)
+        miss = partial(p.miss, spans.tables)
         return [
             ccore.span_lines(
-                cols, i, min(n, i + PIECE_LINES), self._json, t0, self._kinds, names, stacks, p.miss, logs, other
+                cols, i, min(n, i + PIECE_LINES), self._json, t0, self._kinds, names, stacks, miss, logs, other
             )
             for i in range(0, n, PIECE_LINES)
         ]
@@ -241,7 +243,13 @@ class SpanLines:
         rkind = RESOURCE_KINDS[rk]
         kind_piece = self._kinds[kind]
         on_p = proc >= 0 and rk != RES_PROC
-        reason_p, name_p, start_p, end_p = p.name(reason), p.name(name), p.stack(st, ss), p.stack(et, es)
+        tables = spans.tables
+        reason_p, name_p, start_p, end_p = (
+            p.name(reason),
+            p.name(name),
+            p.stack(tables, st, ss),
+            p.stack(tables, et, es),
+        )
         if not self._json:
             res = rkind if rk == 0 else f"{rkind}({rid})"
             out = [f"{(start - t0) / 1e9:+.6f}s ".encode(), kind_piece]

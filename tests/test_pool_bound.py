@@ -1,0 +1,123 @@
+"""The pool's pipeline holds a bounded number of generations when a
+subscriber is slow, and a lossy subscriber that falls behind is told
+exactly what it lost (issue 27: 1 and 5).
+
+A real Session is fed a recorded trace of five generations
+(tests/corpus/runtime/go126-generations.trace) by a frame source here, as
+a helper sends it: a chunk per batch, with its generation."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import trio
+
+from livetrace._errors import LivetraceError, TraceFormatError
+from livetrace._items import Notice, SubscriberGap
+from livetrace._protocol.address import parse_address
+from livetrace._protocol.frames import Chunk, End, Frame, SessionInfo
+from livetrace._session.session import Session
+from livetrace._trace.model.batch import EventBatch
+
+from .test_pool_identity import MODERN, modern_chunks
+
+# The trace's six units (five generations and the final Sync; the last two complete at its end): the
+# first is delivered to the slow subscriber's buffer, the second waits to be, and the rest fill the line.
+
+
+class Replay:
+    """The trace's chunks, then the end."""
+
+    def __init__(self) -> None:
+        self._frames: list[Frame | End] = [
+            Chunk(k, 0, gen, data) for k, (gen, data) in enumerate(modern_chunks(MODERN))
+        ]
+        self._frames.append(End("duration", True, len(self._frames), len(MODERN)))
+        self._next = 0
+
+    async def next_frame(self) -> Frame | End | None:
+        await trio.sleep(0)
+        if self._next == len(self._frames):
+            return None
+        self._next += 1
+        return self._frames[self._next - 1]
+
+    async def stop(self) -> None:
+        pass
+
+
+def info() -> SessionInfo:
+    return SessionInfo(
+        protocol=1, helper="test", go_version="go1.26.6", goos="linux", goarch="amd64", pid=0,
+        executable="", gomaxprocs=2, start_unix_ns=time.time_ns(), queue_bytes=0, session=1,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("jobs", [2, 3])  # lines of 3 and 4 units
+async def test_a_slow_lossless_subscriber_holds_the_line_at_its_bound(jobs: int) -> None:
+    async with trio.open_nursery() as n:
+        session = Session(Replay(), parse_address("unix:/nowhere"), info(), n, jobs=jobs)
+        slow = session.subscribe(what="batches", buffer=1, lossless=True)
+        events = 0
+        async for item in slow:
+            if isinstance(item, EventBatch):
+                events += len(item)
+            # The pipeline decodes ahead until the line is full, and no further.
+            await trio.sleep(0.02)
+    pump = session._pump
+    assert pump is not None and pump.jobs == jobs
+    assert pump.peak_units == jobs + 1  # reached, never passed
+    assert events == session.counters.events > 5000
+
+
+async def test_a_lossy_subscriber_is_told_exactly_what_it_lost() -> None:
+    async def run(jobs: int, mapped: bool) -> tuple[list[object], int, int, int]:
+        async with trio.open_nursery() as n:
+            session = Session(Replay(), parse_address("unix:/nowhere"), info(), n, jobs=jobs)
+            everything = session.subscribe(what="batches", lossless=True, buffer=1)
+            # Mapped, it gets each batch's size: what it loses is still counted in events.
+            lossy = session.subscribe(what="batches", buffer=1, map=(lambda b: lambda: len(b)) if mapped else None)
+            async for _ in everything:  # reads the lossy one only at the end
+                await trio.sleep(0)
+            got = [x async for x in lossy]
+        return got, lossy.lost_batches, lossy.lost_events, session.counters.events
+
+    for mapped in (False, True):
+        got, lost_batches, lost_events, total = await run(4, mapped)
+        gaps = [x for x in got if isinstance(x, SubscriberGap)]
+        kept = [len(x) if isinstance(x, EventBatch) else x for x in got if not isinstance(x, Notice)]
+        assert gaps and lost_batches > 0
+        assert sum(g.batches for g in gaps) == lost_batches
+        assert sum(g.events for g in gaps) == lost_events
+        assert sum(kept) + lost_events == total  # type: ignore[arg-type]  # sizes
+        # The same as with one job.
+        one = await run(1, mapped)
+        assert (lost_batches, lost_events, total) == one[1:]
+
+
+class Broken(Replay):
+    """The trace with garbage in place of its fourth generation's events."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        for k, f in enumerate(self._frames):
+            if isinstance(f, Chunk) and f.generation == 4 and len(f.data) > 64:
+                self._frames[k] = Chunk(f.seq, 0, 4, f.data[:32] + b"\xff" * (len(f.data) - 32))
+
+
+@pytest.mark.parametrize("jobs", [1, 4])
+async def test_what_came_before_a_decoding_error_is_delivered_then_the_error(jobs: int) -> None:
+    got: list[object] = []
+    error: LivetraceError | None = None
+    async with trio.open_nursery() as n:
+        session = Session(Broken(), parse_address("unix:/nowhere"), info(), n, jobs=jobs)
+        sub = session.subscribe(what="batches", lossless=True, buffer=1)
+        try:
+            async for item in sub:
+                got.append(item)  # noqa: PERF401  # what came before the error
+        except LivetraceError as e:
+            error = e
+    assert isinstance(error, TraceFormatError)
+    gens = [x.gen.gen for x in got if isinstance(x, EventBatch) and x.gen is not None]
+    assert sorted(set(gens)) == [1, 2, 3]
