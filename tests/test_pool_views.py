@@ -21,7 +21,7 @@ import pytest
 import trio
 
 from livetrace._cli import export, profile, top
-from livetrace._files import decode_span_batches
+from livetrace._files import decode_batches, decode_span_batches
 from livetrace._flight import recorder
 from livetrace._flight.capture import Firing
 from livetrace._flight.recorder import FlightRecorder
@@ -29,6 +29,7 @@ from livetrace._flight.triggers import parse_trigger
 from livetrace._protocol.address import parse_address
 from livetrace._session.connect import connect
 from livetrace._session.session import Session
+from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.select import select_spans
 from livetrace._views.perfetto import TimelineCollector
 from livetrace._views.perfetto_file import encode_timeline
@@ -121,7 +122,15 @@ async def test_the_perfetto_export_is_the_same_with_one_job_and_four(tmp_path: P
     assert four == one
 
 
-TRIGGERS = ["runnable>0ns", "blocked[chan]>0ns", 'blocked["sync"]>0ns', "task:*>0ns", "region:*>0ns", 'log~"."']
+TRIGGERS = [
+    "runnable>0ns",
+    "blocked[chan]>0ns",
+    'blocked["sync"]>0ns',
+    "task:*>0ns",
+    "region:*>0ns",
+    'log~"."',
+    'log~"select [2-5]|ship"',
+]
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -173,3 +182,24 @@ def test_a_trigger_picks_the_longest_span_it_fires_on_from_the_columns(trace: Pa
             expected += best is not None
     assert picked == expected
     assert picked or text != "blocked>0ns"
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [CORPUS / "runtime" / "go126-generations.trace", CORPUS / "legacy" / "go-testdata" / "user_task_region_1_21_good"],
+)
+@pytest.mark.parametrize("text", ['log~"."', 'log~"select [2-5]|ship"', 'log~"^[0-9a-f]+$"', 'log~"nowhere"'])
+def test_a_log_trigger_picks_the_first_message_it_finds_from_the_columns(trace: Path, text: str) -> None:
+    t = parse_trigger(text)
+    assert t.filter is not None and t.filter.predicate is None and t.pattern is not None
+    picked = 0
+    with trace.open("rb") as f:
+        for item in decode_batches(f):
+            if not isinstance(item, EventBatch):
+                continue
+            kept = [e for e in item if e.kind in t.filter.kinds]  # type: ignore[operator]  # an event filter's kinds
+            batch = EventBatch.from_events(item.gen, kept)
+            first = next((i for i, e in enumerate(kept) if t.pattern.search(e.log()[2])), None)
+            assert t.fired_event(batch) == first
+            picked += first is not None
+    assert picked or text != 'log~"."'  # the traces log

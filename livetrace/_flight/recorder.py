@@ -99,14 +99,19 @@ def span_hits(trig: Trigger) -> Callable[[SpanBatch], Callable[[], SpanHit | Non
     return lambda batch: lambda: hit(batch)
 
 
-def event_hit(batch: EventBatch) -> Callable[[], EventHit]:
-    """An event trigger's map: the first event kept fires it."""
+def event_hits(trig: Trigger) -> Callable[[EventBatch], Callable[[], EventHit | None]]:
+    """An event trigger's map: the first event kept fires it (for a log
+    trigger, the first whose message the pattern finds), found in the
+    session's pool."""
 
-    def hit() -> EventHit:
-        ev = batch[0]
+    def hit(batch: EventBatch) -> EventHit | None:
+        i = trig.fired_event(batch)
+        if i is None:
+            return None
+        ev = batch[i]
         return EventHit(ev, None if ev.gen is None else ev.gen.gen)
 
-    return hit
+    return lambda batch: lambda: hit(batch)
 
 
 class FlightRecorder:
@@ -204,7 +209,8 @@ class FlightRecorder:
                 sub = s.subscribe(t.filter, what="spans", buffer=TRIGGER_BUFFER, map=span_hits(t))
                 self._subs.append((t, sub))
             elif t.source == "events":
-                self._subs.append((t, s.subscribe(t.filter, what="batches", buffer=TRIGGER_BUFFER, map=event_hit)))
+                sub = s.subscribe(t.filter, what="batches", buffer=TRIGGER_BUFFER, map=event_hits(t))
+                self._subs.append((t, sub))
         return frames
 
     @property

@@ -5,8 +5,9 @@ span trigger is a filter of spans (a kind, a name, a least duration) and,
 for a blocked span, its reasons, an event trigger a filter of events (log
 messages, heap metrics), each run in the session's pipeline like any
 subscriber's; the RSS trigger is polled instead. A span trigger's reasons,
-and the choice of the span that fired it (:meth:`Trigger.fired`), read the
-spans' columns: no Python object but the one span that fired. Any Python
+a log trigger's pattern, and the choice of what fired it
+(:meth:`Trigger.fired`, :meth:`Trigger.fired_event`) read the columns: no
+Python object but the one span or event that fired. Any Python
 callable over spans or events is a trigger too (:meth:`Trigger.on_spans`,
 :meth:`Trigger.on_events`).
 
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from livetrace._trace.model.batch import NARGS, EventBatch
 from livetrace._trace.model.events import Event
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.spans.batch import SpanBatch
@@ -65,6 +67,7 @@ BLOCK_REASONS: dict[str, frozenset[str]] = {
 # Span kinds a bare name with a duration selects (regions and tasks take a name).
 _SPAN_NAMES = {name: SpanKind(i) for i, name in enumerate(SPAN_KIND_NAMES)}
 _HEAP_METRIC = "/memory/classes/heap/objects:bytes"
+LOG_MESSAGE_ARG = 2  # a Log event's message: a string id (Event.log reads it so)
 
 _SHAPE = re.compile(
     r"""(?P<what>[a-z][a-z-]*)
@@ -96,6 +99,27 @@ class Trigger:
     threshold: int = 0
     description: str = field(default="", compare=False)
     reasons: frozenset[str] | None = None
+    pattern: re.Pattern[str] | None = None  # a log trigger's, searched in the messages of the events kept
+
+    def fired_event(self, batch: EventBatch) -> int | None:
+        """The index of the first of ``batch`` (the log events the filter
+        kept) whose message the trigger's pattern finds, or None; each
+        message is read from the columns and searched once per batch."""
+        pattern = self.pattern
+        if pattern is None:
+            return 0 if len(batch) else None
+        strings = batch.gen.strings if batch.gen is not None else {}
+        args = batch.args
+        found: dict[int, bool] = {}  # message string id -> whether the pattern is in it
+        for i in range(len(batch)):
+            sid = args[i * NARGS + LOG_MESSAGE_ARG]
+            hit = found.get(sid)
+            if hit is None:
+                text = strings.get(sid, b"").decode("utf-8", "surrogateescape")
+                hit = found[sid] = pattern.search(text) is not None
+            if hit:
+                return i
+        return None
 
     def fired(self, spans: SpanBatch) -> int | None:
         """The index of the longest of ``spans`` (those the filter kept)
@@ -238,11 +262,8 @@ def _parse(text: str) -> Trigger:
         except re.error as e:
             raise ValueError(f"bad regular expression {_unquote(value)!r}: {e}") from None
 
-        def logged(e: Event) -> bool:
-            return pattern.search(e.log()[2]) is not None
-
-        trig = Trigger.on_events(text, logged, kinds=frozenset({Kind.LOG}))
-        return Trigger(text, "events", trig.filter, description=f"a log message matching {pattern.pattern!r}")
+        desc = f"a log message matching {pattern.pattern!r}"
+        return Trigger(text, "events", Filter(kinds=frozenset({Kind.LOG})), description=desc, pattern=pattern)
     if op != ">":
         raise ValueError(f"{what} takes >, as in {what}>{'2GiB' if what == 'rss' else '50ms'}; only log takes ~")
     if what == "rss":
