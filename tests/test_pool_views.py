@@ -21,6 +21,8 @@ import pytest
 import trio
 
 from livetrace._cli import export, profile, top
+from livetrace._cli.options import connect_options
+from livetrace._cli.parser import build_parser
 from livetrace._files import decode_batches, decode_span_batches
 from livetrace._flight import recorder
 from livetrace._flight.capture import Firing
@@ -203,3 +205,24 @@ def test_a_log_trigger_picks_the_first_message_it_finds_from_the_columns(trace: 
             assert t.fired_event(batch) == first
             picked += first is not None
     assert picked or text != 'log~"."'  # the traces log
+
+
+@pytest.mark.once
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["top", "unix:/s"],
+        ["flight", "unix:/s", "-t", "gc>1s", "-o", "captures"],
+        ["profile", "unix:/s", "--kind", "sched", "-o", "p.pb.gz"],
+        ["export", "unix:/s", "-o", "x.pftrace"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_each_live_view_takes_jobs(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """--jobs reaches connect(jobs=...); 0 is refused in one line."""
+    args = build_parser().parse_args([*argv, "--jobs", "3"])
+    assert connect_options(args)["jobs"] == 3
+    assert "jobs" not in connect_options(build_parser().parse_args(argv))  # the default: connect's
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*argv, "-j", "0"])
+    assert "--jobs: must be at least 1" in capsys.readouterr().err
