@@ -84,9 +84,9 @@ def add_jobs_option(p: argparse.ArgumentParser) -> None:
         "--jobs",
         type=jobs_option,
         metavar="N",
-        help="decode with N threads besides the decoder's own, each selecting, building spans and "
-        "writing lines for a generation (a legacy segment, a pprof window) at a time, several at "
-        "once (default: the cores this process may use, less one); the output is the same for any N. "
+        help="select, build spans and write lines in N threads besides the decoder's, several "
+        "generations (legacy segments, pprof windows) at once (default: the cores this process may "
+        "use, less one; 1: all in the decoder's thread); the output is the same for any N. "
         "Provisional events (a legacy trace with --segment 0) are written by one thread",
     )
 

@@ -33,7 +33,7 @@ from livetrace._nursery import open_nursery
 from livetrace._protocol.frames import Chunk, Frame
 from livetrace._session.limits import Counters
 from livetrace._session.pipeline import Cutter, Unit, stages
-from livetrace._session.pool import Line
+from livetrace._session.pool import Line, keep_freed_memory
 from livetrace._session.subscribers import Fanout
 from livetrace._session.window_gaps import WindowGaps
 from livetrace._trace.decoder import Item, TraceDecoder, open_decoder
@@ -169,6 +169,7 @@ class Pump:
         if self.jobs == 1:
             await self._decode_with_line(frames)
             return
+        keep_freed_memory()
         pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="livetrace-pool")
         try:
             token = trio.lowlevel.current_trio_token()

@@ -5,10 +5,10 @@ The decoder (one thread, in order: its ordering engine's state crosses
 generations) yields items; :class:`Cutter` groups them into units, a whole
 generation each (a legacy segment, a pprof window) with the notices around
 it, and the subscribers of the moment; where no subscriber wants spans, a
-unit is a few batches of a generation (nothing else needs it whole). Each unit then passes the
-:data:`STAGES` on a :class:`~livetrace._session.pool.Line` (ordered stages
-one unit at a time in the trace's order, the others in the pool, units side
-by side, as :func:`stages` lists them):
+unit is a few batches of a generation (nothing else needs it whole). Each
+unit then passes the stages :func:`stages` lists on a
+:class:`~livetrace._session.pool.Line` (ordered stages one unit at a time
+in the trace's order, the others in the pool, units side by side):
 
 1. ``order`` (ordered): each task filter learns the unit's tasks;
 2. ``select`` (pool): each event subscriber's filter; the unit's spans,
@@ -62,7 +62,8 @@ class _Spans:
 
 
 class Unit:
-    """A generation's items on their way, and what each stage made of them."""
+    """A unit's items on their way (a generation's, or a few of its
+    batches), and what each stage made of them."""
 
     __slots__ = (
         "batches",
@@ -106,8 +107,9 @@ class Unit:
 
 class Cutter:
     """In the decoder's thread: the items, cut into units at each new
-    generation (:meth:`add`), and at the end of what a feed completed
-    (:meth:`flush`): the decoder yields whole generations only."""
+    generation, or every UNIT_EVENTS events where no spans are built
+    (:meth:`add`), and at the end of what a feed completed (:meth:`flush`):
+    the decoder yields whole generations only."""
 
     def __init__(self, fanout: Fanout) -> None:
         self._fanout = fanout
