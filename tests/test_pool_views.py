@@ -16,6 +16,7 @@ import io
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -226,3 +227,28 @@ def test_each_live_view_takes_jobs(argv: list[str], capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit):
         build_parser().parse_args([*argv, "-j", "0"])
     assert "--jobs: must be at least 1" in capsys.readouterr().err
+
+
+async def test_top_refreshing_takes_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refreshing top (not --once) subscribes losslessly: with --jobs the
+    pool outruns its span building, and a lossy top lost most batches of a
+    big trace (the 16-P demo's: 60%) instead of the helper shedding whole
+    generations."""
+    asked: list[bool] = []
+    subscribe = Session.subscribe
+
+    def spy(self: Session, *args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("lossless", False))
+        return subscribe(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "subscribe", spy)
+
+    async def refreshing(session: Session) -> bytes:
+        out = io.StringIO()
+        display = top._Display(out, "json", View(sort="running", rows=50), False)
+        await top._feed(session, TopStats(), display, False, 3600.0)
+        return out.getvalue().encode()
+
+    got = await on_windows([MODERN, MODERN], "go1.26.6", 4, refreshing)
+    assert asked == [True]
+    assert b'"lost_batches": 0' in got
