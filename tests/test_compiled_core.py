@@ -218,8 +218,37 @@ def json_lines(rng):  # the JSON writers on any columns: exact and provisional l
     miss, other = (lambda kind, i: b'"s"'), (lambda i: "o")
     core.jsonl(*cols, wall, {}, {}, miss, other)
     core.jsonl_provisional(*cols, wall, {}, miss, other)
+from livetrace._trace.spans.batch import COLUMNS as SPAN_COLUMNS
+from livetrace._trace.spans.model import SPAN_KIND_NAMES
+def text_and_span_lines(rng):  # the writers that let the GIL go, with pieces whose making fails now and then
+    n = rng.randint(0, 40)
+    i64s = lambda k: b"".join(rng.randrange(-2**40, 2**40).to_bytes(8, "little", signed=True) for _ in range(k))
+    cols = (rng.randbytes(n), i64s(n), i64s(n), i64s(n), i64s(n), rng.randbytes(8 * 4 * n), rng.randbytes(8 * 2 * n))
+    fails = rng.random() < 0.3
+    def miss(kind, i):
+        if fails and rng.random() < 0.5:
+            raise ValueError("no piece")
+        return b"p"
+    other = lambda i: b"o"
+    wall = rng.choice([None, 1_700_000_000 * 10**9])
+    try:
+        core.text_lines(*cols, 0, wall, rng.random() < 0.5, (b"K",) * 256, {}, {}, {}, miss, other)
+    except ValueError:
+        pass
+    size = {"B": 1, "I": 4, "q": 8, "Q": 8}
+    span_cols = [bytearray(rng.randbytes(size[t] * n)) for _, t in SPAN_COLUMNS]
+    span_cols[0] = bytearray(rng.randrange(len(SPAN_KIND_NAMES)) for _ in range(n))
+    span_cols[1] = bytearray(rng.randrange(3) for _ in range(n))
+    logs = {i: [(b"c", b"m")] for i in range(n) if rng.random() < 0.1}
+    kinds = tuple(k.encode() for k in SPAN_KIND_NAMES)
+    for json in (True, False):
+        try:
+            core.span_lines([memoryview(c) for c in span_cols], 0, n, json, 0, kinds, {}, {}, miss, logs, other)
+        except ValueError:
+            pass
 while time.monotonic() < deadline:
     json_lines(rng)
+    text_and_span_lines(rng)
     buf = bytearray(rng.choice(seeds))
     for _ in range(rng.randint(1, 8)):
         pos = rng.randrange(16, len(buf) + 1)

@@ -8,6 +8,9 @@ a helper sends it: a chunk per batch, with its generation."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -121,3 +124,21 @@ async def test_what_came_before_a_decoding_error_is_delivered_then_the_error(job
     assert isinstance(error, TraceFormatError)
     gens = [x.gen.gen for x in got if isinstance(x, EventBatch) and x.gen is not None]
     assert sorted(set(gens)) == [1, 2, 3]
+
+
+@pytest.mark.once  # no decoding
+def test_the_default_pool_is_the_cores_this_process_may_use_less_one() -> None:
+    code = "from livetrace._session.pool import default_jobs; print(default_jobs())"
+
+    def jobs(cores: set[int]) -> int:
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            preexec_fn=lambda: os.sched_setaffinity(0, cores),
+            capture_output=True,
+            text=True,
+        )
+        return int(out.stdout)
+
+    mine = os.sched_getaffinity(0)
+    assert jobs({min(mine)}) == 1
+    assert jobs(mine) == max(1, len(mine) - 1)

@@ -13,7 +13,6 @@ makes), through a real Session and tail's own printing. No Go runs.
 from __future__ import annotations
 
 import io
-import os
 import struct
 import time
 from collections.abc import Iterator
@@ -113,26 +112,30 @@ def serve_segments(c: Conn) -> None:
 
 
 async def tail_socket(
-    tmp: Path, serve: object, view: tuple[str, str, bool, Filter | None], jobs: int, limit: int | None = None
-) -> str:
+    tmp: Path, serve: object, view: tuple[str, str, bool, Filter | None], runs: list[tuple[int, int | None]]
+) -> list[str]:
+    """What tail writes for each (jobs, limit) of runs, one after the other,
+    from one fake helper that serves each the same trace."""
     _, fmt, spans, flt = view
-    out, err = io.StringIO(), io.StringIO()
+    outs = []
     with Peer(serve, tmp) as peer:  # type: ignore[arg-type]  # a behaviour
-        code = await tail_command(
-            peer.address,
-            duration=None,
-            fmt=fmt,
-            token=None,
-            out=out,
-            err=err,
-            limit=limit,
-            flt=flt,
-            spans=spans,
-            jobs=jobs,
-        )
-    assert code == 0, err.getvalue()
-    os.unlink(tmp / "peer.sock")
-    return out.getvalue()
+        for jobs, limit in runs:
+            out, err = io.StringIO(), io.StringIO()
+            code = await tail_command(
+                peer.address,
+                duration=None,
+                fmt=fmt,
+                token=None,
+                out=out,
+                err=err,
+                limit=limit,
+                flt=flt,
+                spans=spans,
+                jobs=jobs,
+            )
+            assert code == 0, err.getvalue()
+            outs.append(out.getvalue())
+    return outs
 
 
 @pytest.mark.parametrize("view", VIEWS, ids=IDS)
@@ -140,12 +143,11 @@ async def tail_socket(
 async def test_tail_writes_the_same_bytes_with_one_job_and_four(
     tmp_path: Path, serve: object, view: tuple[str, str, bool, Filter | None]
 ) -> None:
-    one = await tail_socket(tmp_path, serve, view, 1)
-    four = await tail_socket(tmp_path, serve, view, 4)
+    # With a limit, tail writes the lines itself, one batch after the other, as before the pool.
+    one, four, itself = await tail_socket(tmp_path, serve, view, [(1, None), (4, None), (1, 1 << 40)])
     assert one.count("\n") > 20 or view[3] is not None
     assert four == one
-    # With a limit, tail writes the lines itself, one batch after the other, as before the pool.
-    assert await tail_socket(tmp_path, serve, view, 1, limit=1 << 40) == one
+    assert itself == one
 
 
 class Windows:

@@ -40,7 +40,11 @@ U = TypeVar("U")
 def default_jobs() -> int:
     """The pool's size when none is given: the cores this process may use,
     less one (for the decoder and the event loop), at least 1."""
-    return max(1, len(os.sched_getaffinity(0)) - 1)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity to ask (macOS): the machine's
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
 
 
 @functools.cache
