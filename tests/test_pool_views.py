@@ -56,12 +56,15 @@ from .test_pool_identity import (
 Collect = Callable[[Session], Awaitable[bytes]]
 
 
-async def on_socket(tmp: Path, serve: object, jobs: int, collect: Collect) -> bytes:
+async def on_socket(tmp: Path, serve: object, collect: Collect) -> list[bytes]:
+    """What collect gives with one job and with four, from one fake helper (it serves each connection)."""
+    out = []
     with Peer(serve, tmp) as peer:  # type: ignore[arg-type]  # a behaviour
-        async with connect(peer.address, jobs=jobs) as session:
-            got = await collect(session)
+        for jobs in (1, 4):
+            async with connect(peer.address, jobs=jobs) as session:
+                out.append(await collect(session))
     os.unlink(tmp / "peer.sock")
-    return got
+    return out
 
 
 async def on_windows(traces: list[bytes], version: str, jobs: int, collect: Collect) -> bytes:
@@ -75,13 +78,11 @@ SOURCES = ["modern", "segments", "windows-modern", "windows-legacy"]
 
 async def both(tmp: Path, source: str, collect: Collect) -> tuple[bytes, bytes]:
     """What collect gives with one job and with four."""
-    out = []
-    for jobs in (1, 4):
-        if source in ("modern", "segments"):
-            out.append(await on_socket(tmp, serve_modern if source == "modern" else serve_segments, jobs, collect))
-        else:
-            traces, version = ([MODERN, MODERN], "go1.26.6") if source == "windows-modern" else (LEGACY, LEGACY_VERSION)
-            out.append(await on_windows(traces, version, jobs, collect))
+    if source in ("modern", "segments"):
+        out = await on_socket(tmp, serve_modern if source == "modern" else serve_segments, collect)
+    else:
+        traces, version = ([MODERN, MODERN], "go1.26.6") if source == "windows-modern" else (LEGACY, LEGACY_VERSION)
+        out = [await on_windows(traces, version, jobs, collect) for jobs in (1, 4)]
     return out[0], out[1]
 
 
