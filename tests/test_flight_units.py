@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
@@ -22,13 +23,22 @@ S = 1_000_000_000
 
 
 def span(kind: SpanKind, ms: float, name: str = "", reason: str = "") -> Span:
-    return Span(kind, Resource("Goroutine", 7), 0, int(ms * MS), reason, name)
+    # A task span's task is itself.
+    return Span(
+        kind, Resource("Goroutine", 7), 0, int(ms * MS), reason, name, task_name=name if kind is SpanKind.TASK else ""
+    )
 
 
 def keeps(expr: str, s: Span) -> bool:
-    """Whether the trigger's filter keeps the span, as the core would: kind, least duration, names, predicate."""
-    f = parse_trigger(expr).filter
+    """Whether the trigger's filter keeps the span, as the core would (kind, least duration, names,
+    predicate), and the trigger's reasons take it."""
+    t = parse_trigger(expr)
+    f = t.filter
     assert f is not None
+    if t.reasons is not None and s.reason not in t.reasons:
+        return False
+    if f.tasks is not None and not any(fnmatchcase(s.task_name, g) for g in f.tasks):
+        return False
     if f.kinds is not None and s.kind not in f.kinds:
         return False
     if f.min_duration is not None and s.duration < f.min_duration:

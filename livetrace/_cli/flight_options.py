@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from livetrace._cli.options import seconds_value, session_arguments, window_option
+from livetrace._cli.options import add_jobs_option, seconds_value, session_arguments, window_option
 
 # An http:// address's /debug/pprof/trace windows: the ring keeps whole
 # windows, so a capture's tail ends at most this long after --after.
@@ -83,6 +83,7 @@ def add_flight_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None
         formatter_class=formatter,
     )
     session_arguments(p)
+    add_jobs_option(p)
     p.add_argument(
         "-t",
         "--trigger",

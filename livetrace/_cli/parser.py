@@ -111,6 +111,7 @@ def _add_profile_parser(sub: Any) -> None:
         formatter_class=_ExamplesFormatter,
     )
     session_arguments(p, files=True)
+    add_jobs_option(p)
     p.add_argument("--kind", choices=PROFILE_KINDS, required=True, help="which profile (see below)")
     p.add_argument(
         "-o", "--output", type=Path, required=True, metavar="FILE", help="the profile (gzip'ed protobuf); - for stdout"
@@ -137,6 +138,7 @@ def _add_export_parser(sub: Any) -> None:
         formatter_class=_ExamplesFormatter,
     )
     session_arguments(p, files=True)
+    add_jobs_option(p)
     p.add_argument("--to", choices=["perfetto"], default="perfetto", help="the format (default: perfetto)")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the file to write; - for stdout")
 

@@ -111,7 +111,11 @@ async def _feed(session: Session, stats: TopStats, display: _Display, once: bool
         display.show(stats.snapshot())
         last_shown, fed = trio.current_time(), False
 
-    async with session.subscribe(what="batches", lossless=once, buffer=64) as sub:
+    # Lossless: top builds spans from every batch, and falls behind the pipeline's pool with
+    # --jobs 2 and more (a lossy subscriber lost 60% of the 16-P trace's batches, each loss
+    # breaking the spans open there); a top that cannot keep up holds the reading up, and the
+    # helper sheds whole generations, which the snapshot counts.
+    async with session.subscribe(what="batches", lossless=True, buffer=64) as sub:
         it = sub.__aiter__()
         while True:
             item: object = None

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from livetrace._cli.options import seconds_value, session_arguments
+from livetrace._cli.options import add_jobs_option, seconds_value, session_arguments
 
 # The goroutine table's sortable columns (top_screen.SORT_KEYS binds each to a key).
 SORT_COLUMNS = ("blocked", "goroutines", "runnable", "running", "syscall")
@@ -38,6 +38,7 @@ def add_top_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
         formatter_class=formatter,
     )
     session_arguments(p)
+    add_jobs_option(p)
     p.add_argument(
         "--once",
         action="store_true",

@@ -9,6 +9,7 @@ import os
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 import trio
@@ -25,7 +26,9 @@ from livetrace._protocol.frames import SessionInfo, SessionMode
 from livetrace._session.session import Session
 from livetrace._session.subscribers import Subscription
 from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.events import Event
 from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.model import Span
 
 DEFAULT_AFTER = 5.0
 DEFAULT_COOLDOWN = 10.0
@@ -66,6 +69,49 @@ def layout_of(info: SessionInfo) -> Layout:
             "(connect(segment=...)), which this helper did not start"
         )
     return Layout.GENERATIONS
+
+
+class SpanHit(NamedTuple):
+    """What a span trigger's batch fired it with: the span, and the
+    generations of its start and end (None: a legacy trace's)."""
+
+    span: Span
+    first: int | None
+    last: int | None
+
+
+class EventHit(NamedTuple):
+    event: Event
+    gen: int | None
+
+
+def span_hits(trig: Trigger) -> Callable[[SpanBatch], Callable[[], SpanHit | None]]:
+    """A span trigger's map (see ``Session.subscribe``): which span of each
+    batch fires it, found in the session's pool from the columns."""
+
+    def hit(batch: SpanBatch) -> SpanHit | None:
+        i = trig.fired(batch)
+        if i is None:
+            return None
+        first, last = batch.tables.get(batch.start_tables[i]), batch.tables.get(batch.end_tables[i])
+        return SpanHit(batch[i], None if first is None else first.gen, None if last is None else last.gen)
+
+    return lambda batch: lambda: hit(batch)
+
+
+def event_hits(trig: Trigger) -> Callable[[EventBatch], Callable[[], EventHit | None]]:
+    """An event trigger's map: the first event kept fires it (for a log
+    trigger, the first whose message the pattern finds), found in the
+    session's pool."""
+
+    def hit(batch: EventBatch) -> EventHit | None:
+        i = trig.fired_event(batch)
+        if i is None:
+            return None
+        ev = batch[i]
+        return EventHit(ev, None if ev.gen is None else ev.gen.gen)
+
+    return lambda batch: lambda: hit(batch)
 
 
 class FlightRecorder:
@@ -157,10 +203,14 @@ class FlightRecorder:
         for t in self.triggers:
             if t.source == "rss" and self.process is None:
                 t = t.heap_trigger()  # the remote form of the same trigger
+            # What fired a trigger is found in the session's pipeline (its pool, with jobs): the
+            # subscriber gets a hit (or None) per batch its filter kept.
             if t.source == "spans":
-                self._subs.append((t, s.subscribe(t.filter, what="spans", buffer=TRIGGER_BUFFER)))
+                sub = s.subscribe(t.filter, what="spans", buffer=TRIGGER_BUFFER, map=span_hits(t))
+                self._subs.append((t, sub))
             elif t.source == "events":
-                self._subs.append((t, s.subscribe(t.filter, what="batches", buffer=TRIGGER_BUFFER)))
+                sub = s.subscribe(t.filter, what="batches", buffer=TRIGGER_BUFFER, map=event_hits(t))
+                self._subs.append((t, sub))
         return frames
 
     @property
@@ -244,16 +294,13 @@ class FlightRecorder:
                     segment = item.window + 1
                 elif isinstance(item, SymbolsResolved) and layout is Layout.SEGMENTS:
                     segment = item.segment + 1
-                elif isinstance(item, SpanBatch) and len(item):
-                    i = max(range(len(item)), key=lambda k: item.ends[k] - item.starts[k])
-                    first, last = item.tables.get(item.start_tables[i]), item.tables.get(item.end_tables[i])
-                    unit = segment if segments else (last.gen if last is not None else None)
-                    pin = segment if segments else (first.gen if first is not None else unit)
-                    self.fire(Firing(trig, now_ns(), span=item[i], unit=unit), pin=pin)
-                elif isinstance(item, EventBatch) and len(item):
-                    ev = item[0]
-                    unit = segment if segments else (None if ev.gen is None else ev.gen.gen)
-                    self.fire(Firing(trig, now_ns(), event=ev, unit=unit))
+                elif isinstance(item, SpanHit):
+                    unit = segment if segments else item.last
+                    pin = segment if segments else (item.first if item.first is not None else unit)
+                    self.fire(Firing(trig, now_ns(), span=item.span, unit=unit), pin=pin)
+                elif isinstance(item, EventHit):
+                    unit = segment if segments else item.gen
+                    self.fire(Firing(trig, now_ns(), event=item.event, unit=unit))
         except LivetraceError:
             return  # the session's end: the frames' side reports it
 

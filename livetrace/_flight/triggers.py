@@ -1,12 +1,15 @@
 """Triggers: what makes the flight recorder write a capture.
 
 A trigger is plain data over the span layer and the :class:`Filter`: a
-span trigger is a filter of spans (a kind, a name, a least duration, and
-for a blocked span its reason), an event trigger a filter of events (log
-messages, heap metrics), each run by the session's fan-out in its worker
-thread like any subscriber's; the RSS trigger is polled instead. Any
-Python callable over spans or events is a trigger too
-(:meth:`Trigger.on_spans`, :meth:`Trigger.on_events`).
+span trigger is a filter of spans (a kind, a name, a least duration) and,
+for a blocked span, its reasons, an event trigger a filter of events (log
+messages, heap metrics), each run in the session's pipeline like any
+subscriber's; the RSS trigger is polled instead. A span trigger's reasons,
+a log trigger's pattern, and the choice of what fired it
+(:meth:`Trigger.fired`, :meth:`Trigger.fired_event`) read the columns: no
+Python object but the one span or event that fired. Any Python
+callable over spans or events is a trigger too (:meth:`Trigger.on_spans`,
+:meth:`Trigger.on_events`).
 
 The short syntax (docs/flight.md has the table)::
 
@@ -22,11 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Literal
 
+from livetrace._trace.model.batch import NARGS, EventBatch
 from livetrace._trace.model.events import Event
 from livetrace._trace.select.filter import Filter
+from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import SPAN_KIND_NAMES, Span, SpanKind
 from livetrace._trace.spec.kinds import Kind
 
@@ -63,6 +67,7 @@ BLOCK_REASONS: dict[str, frozenset[str]] = {
 # Span kinds a bare name with a duration selects (regions and tasks take a name).
 _SPAN_NAMES = {name: SpanKind(i) for i, name in enumerate(SPAN_KIND_NAMES)}
 _HEAP_METRIC = "/memory/classes/heap/objects:bytes"
+LOG_MESSAGE_ARG = 2  # a Log event's message: a string id (Event.log reads it so)
 
 _SHAPE = re.compile(
     r"""(?P<what>[a-z][a-z-]*)
@@ -84,13 +89,56 @@ class Trigger:
     ``source`` says what it looks at: ``spans`` and ``events`` through
     ``filter`` (every span or event it keeps fires the trigger), ``rss``
     the process's resident memory above ``threshold`` bytes (polled on a
-    local process; on a remote one, the heap metric events in the trace)."""
+    local process; on a remote one, the heap metric events in the trace).
+    ``reasons``: a span trigger's blocked reasons (None: any), as the spans
+    name them."""
 
     text: str
     source: Source
     filter: Filter | None = None
     threshold: int = 0
     description: str = field(default="", compare=False)
+    reasons: frozenset[str] | None = None
+    pattern: re.Pattern[str] | None = None  # a log trigger's, searched in the messages of the events kept
+
+    def fired_event(self, batch: EventBatch) -> int | None:
+        """The index of the first of ``batch`` (the log events the filter
+        kept) whose message the trigger's pattern finds, or None; each
+        message is read from the columns and searched once per batch."""
+        pattern = self.pattern
+        if pattern is None:
+            return 0 if len(batch) else None
+        strings = batch.gen.strings if batch.gen is not None else {}
+        args = batch.args
+        found: dict[int, bool] = {}  # message string id -> whether the pattern is in it
+        for i in range(len(batch)):
+            sid = args[i * NARGS + LOG_MESSAGE_ARG]
+            hit = found.get(sid)
+            if hit is None:
+                text = strings.get(sid, b"").decode("utf-8", "surrogateescape")
+                hit = found[sid] = pattern.search(text) is not None
+            if hit:
+                return i
+        return None
+
+    def fired(self, spans: SpanBatch) -> int | None:
+        """The index of the longest of ``spans`` (those the filter kept)
+        that fires the trigger (the first of the longest), or None."""
+        reasons = None if self.reasons is None else {r.encode("utf-8", "surrogateescape") for r in self.reasons}
+        names, by_reason = spans.names_table, spans.reasons
+        fires: dict[int, bool] = {}  # reason id -> whether it is one of the reasons
+        best, longest = None, -1
+        for i, (start, end) in enumerate(zip(spans.starts, spans.ends, strict=True)):
+            if reasons is not None:
+                r = by_reason[i]
+                ok = fires.get(r)
+                if ok is None:
+                    ok = fires[r] = names[r] in reasons
+                if not ok:
+                    continue
+            if end - start > longest:
+                best, longest = i, end - start
+        return best
 
     @classmethod
     def on_spans(
@@ -214,11 +262,8 @@ def _parse(text: str) -> Trigger:
         except re.error as e:
             raise ValueError(f"bad regular expression {_unquote(value)!r}: {e}") from None
 
-        def logged(e: Event) -> bool:
-            return pattern.search(e.log()[2]) is not None
-
-        trig = Trigger.on_events(text, logged, kinds=frozenset({Kind.LOG}))
-        return Trigger(text, "events", trig.filter, description=f"a log message matching {pattern.pattern!r}")
+        desc = f"a log message matching {pattern.pattern!r}"
+        return Trigger(text, "events", Filter(kinds=frozenset({Kind.LOG})), description=desc, pattern=pattern)
     if op != ">":
         raise ValueError(f"{what} takes >, as in {what}>{'2GiB' if what == 'rss' else '50ms'}; only log takes ~")
     if what == "rss":
@@ -238,11 +283,12 @@ def _parse(text: str) -> Trigger:
     if kind is SpanKind.BLOCKED and reason is not None:
         reasons = _reasons(reason)
         desc = f"a goroutine blocked on {' or '.join(sorted(reasons))} longer than {value.strip()}"
-        return Trigger(text, "spans", _long(kind, over, lambda s: s.reason in reasons), description=desc)
+        return Trigger(text, "spans", _long(kind, over), description=desc, reasons=reasons)
     if kind in (SpanKind.REGION, SpanKind.TASK) and name is not None:
         glob = _unquote(name)
         desc = f"a {what} {glob!r} longer than {value.strip()}"
         if kind is SpanKind.REGION:
             return Trigger(text, "spans", _long(kind, over, regions=(glob,)), description=desc)
-        return Trigger(text, "spans", _long(kind, over, lambda s: fnmatchcase(s.name, glob)), description=desc)
+        # A task span's task is itself: the filter's task names are its name, read in the core.
+        return Trigger(text, "spans", _long(kind, over, tasks=(glob,)), description=desc)
     return Trigger(text, "spans", _long(kind, over), description=desc)
