@@ -215,7 +215,8 @@ def json_lines(rng):  # the JSON writers on any columns: exact and provisional l
     i64s = lambda k: b"".join(rng.randrange(-2**40, 2**40).to_bytes(8, "little", signed=True) for _ in range(k))
     cols = (rng.randbytes(n), i64s(n), i64s(n), i64s(n), i64s(n), rng.randbytes(8 * 4 * n), rng.randbytes(8 * 2 * n))
     wall = rng.choice([None, 1_700_000_000 * 10**9])
-    miss, other = (lambda kind, i: b'"s"'), (lambda i: "o")
+    # A line of the twin's longer than the room made for the batch grows the buffer while the GIL is held.
+    miss, other = (lambda kind, i: b'"s"'), (lambda i: "o" * rng.choice((1, 1, 100_000)))
     core.jsonl(*cols, wall, {}, {}, miss, other)
     core.jsonl_provisional(*cols, wall, {}, miss, other)
 from livetrace._trace.spans.batch import COLUMNS as SPAN_COLUMNS
@@ -229,7 +230,7 @@ def text_and_span_lines(rng):  # the writers that let the GIL go, with pieces wh
         if fails and rng.random() < 0.5:
             raise ValueError("no piece")
         return b"p"
-    other = lambda i: b"o"
+    other = lambda i: b"o" * rng.choice((1, 1, 100_000))
     wall = rng.choice([None, 1_700_000_000 * 10**9])
     try:
         core.text_lines(*cols, 0, wall, rng.random() < 0.5, (b"K",) * 256, {}, {}, {}, miss, other)
@@ -302,7 +303,8 @@ def _asan_runtime() -> str | None:
 def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
     """A bounded fuzz run of the compiled core built with ASan and UBSan:
     any out-of-bounds access, use after free or undefined arithmetic aborts
-    the run."""
+    the run, as does a writer of lines that uses a Python object after
+    letting the GIL go (LIVETRACE_GIL_CHECKS)."""
     so = tmp_path / ("_ccore" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run(
         [
@@ -314,6 +316,7 @@ def test_compiled_core_under_address_sanitizer(tmp_path: Path) -> None:
             "-fno-omit-frame-pointer",
             "-fsanitize=address,undefined",
             "-fno-sanitize-recover=undefined",
+            "-DLIVETRACE_GIL_CHECKS",
             f"-I{sysconfig.get_paths()['include']}",
             f"-I{ROOT / 'livetrace/_ccore'}",
             *[str(c) for c in sorted((ROOT / "livetrace/_ccore").rglob("*.c"))],

@@ -202,6 +202,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
             Py_ssize_t len;
             const char *s = PyUnicode_AsUTF8AndSize(line, &len);
             int r = s ? tb_put(&b, s, (size_t)len) : -1;
+            GIL_HELD();
             Py_DECREF(line);
             if (r || TB_LIT(&b, "\n"))
                 goto fail;

@@ -59,6 +59,7 @@ static inline void part_cache_close(PartCache *c) {
 /* Out of line: the dict, and the first time, miss. PART_*; the GIL held
  * after an error. */
 static __attribute__((noinline)) int part_fill(PartCache *c, PartSlot *s, u64 id) {
+    int released = gil_released(c->gil);
     gil_hold(c->gil);
     PyObject *key = PyLong_FromUnsignedLongLong(id);
     if (!key)
@@ -74,18 +75,22 @@ static __attribute__((noinline)) int part_fill(PartCache *c, PartSlot *s, u64 id
             Py_DECREF(key);
             return PART_MISS_RAISED;
         }
-        int r = 0;
         if (!PyBytes_Check(v)) {
+            Py_DECREF(v);
+            Py_DECREF(key);
             PyErr_SetString(PyExc_TypeError, "miss() must return bytes");
-            r = -1;
-        } else {
-            r = PyDict_SetItem(c->dict, key, v);
+            return PART_ERROR;
         }
-        Py_DECREF(v); /* on success the dict holds it */
-        if (r) {
+        /* Another thread writing the same generation's lines may have put
+         * the piece in while miss ran: keep the dict's (another writer
+         * points into it), never replace it. */
+        PyObject *kept = PyDict_SetDefault(c->dict, key, v); /* borrowed */
+        Py_DECREF(v);
+        if (!kept) {
             Py_DECREF(key);
             return PART_ERROR;
         }
+        v = kept;
     }
     Py_DECREF(key);
     if (!PyBytes_Check(v)) {
@@ -93,7 +98,8 @@ static __attribute__((noinline)) int part_fill(PartCache *c, PartSlot *s, u64 id
         return PART_ERROR;
     }
     *s = (PartSlot){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
-    gil_free(c->gil);
+    if (released)
+        gil_free(c->gil);
     return PART_OK;
 }
 

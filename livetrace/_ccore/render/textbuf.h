@@ -30,6 +30,25 @@ static inline void gil_hold(Gil *g) {
     }
 }
 
+/* Where a Python object is still in use after a step that may have let the
+ * GIL go: the sanitizer build (tests/test_compiled_core.py) aborts if it
+ * did; the others check nothing. */
+#ifdef LIVETRACE_GIL_CHECKS
+#include <stdio.h>
+#define GIL_HELD()                                                                                                     \
+    do {                                                                                                               \
+        if (!PyGILState_Check()) {                                                                                     \
+            fprintf(stderr, "%s:%d: a Python object used without the GIL\n", __FILE__, __LINE__);                    \
+            abort();                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+#else
+#define GIL_HELD() ((void)0)
+#endif
+
+/* Whether the GIL is released now (by this Gil). */
+static inline int gil_released(const Gil *g) { return g && g->ts; }
+
 /* Let the GIL go again (where this call manages it). Never with an
  * exception set: an error keeps the GIL until the call returns. */
 static inline void gil_free(Gil *g) {
@@ -65,12 +84,16 @@ static int tb_grow(TextBuf *b, size_t need) {
     size_t nc = b->cap;
     while (nc < b->n + need)
         nc *= 2;
+    /* A growth inside a part that holds the GIL (a line Python wrote) must
+     * leave it held: Python objects are still in use there. */
+    int released = gil_released(b->gil);
     gil_hold(b->gil);
     if (_PyBytes_Resize(&b->obj, (Py_ssize_t)nc)) { /* frees and clears obj on failure */
         b->oom = 1;
         return -1;
     }
-    gil_free(b->gil);
+    if (released)
+        gil_free(b->gil);
     b->p = PyBytes_AS_STRING(b->obj);
     b->cap = nc;
     return 0;
@@ -171,6 +194,7 @@ static inline PyObject *tb_finish(TextBuf *b) {
  * its twin), and its newline; tb_room's answer, or -1 with an exception
  * (and the GIL held). */
 static inline int tb_put_other_line(TextBuf *o, PyObject *other, size_t i) {
+    int released = gil_released(o->gil);
     gil_hold(o->gil);
     PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
     if (!line)
@@ -186,8 +210,9 @@ static inline int tb_put_other_line(TextBuf *o, PyObject *other, size_t i) {
         tb_put_raw(o, PyBytes_AS_STRING(line), n);
         o->p[o->n++] = '\n';
     }
+    GIL_HELD();
     Py_DECREF(line);
-    if (!r)
+    if (!r && released)
         gil_free(o->gil);
     return r;
 }

@@ -100,7 +100,7 @@ typedef struct {
     PyObject *strings_dict, *extra_list;
     Map strings;
     PyObject **extra;
-    size_t extra_cap;
+    size_t extra_cap, n_extra; /* n_extra: the list's length when synced (it may grow since) */
     /* Split mode. */
     int split, task0, touched_gc, touched_stw;
     Fix *fixes;
@@ -230,6 +230,7 @@ static int strings_sync(SpanCoreObject *self, PyObject *strings, PyObject *extra
     Py_INCREF(extra);
     Py_XSETREF(self->extra_list, extra);
     self->extra[n] = NULL;
+    self->n_extra = (size_t)n;
     return 0;
 }
 
@@ -247,8 +248,7 @@ static i64 name_of(SpanCoreObject *self, u64 sid) {
 }
 
 static i64 extra_name_of(SpanCoreObject *self, u64 idx) {
-    size_t n = self->extra_list ? (size_t)PyList_GET_SIZE(self->extra_list) : 0;
-    if (idx >= n)
+    if (idx >= self->n_extra)
         return 0;
     PyObject *s = self->extra[idx];
     return s ? intern_bytes(self, s) : 0;

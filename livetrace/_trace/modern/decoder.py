@@ -237,7 +237,10 @@ class _CompiledEngine:
         self._c.begin(gen.gen, gen.ns_per_tick, gen.min_ticks, threads, samples, gen.strings, gen.stacks.keys())
         while True:
             out = self._c.run(BATCH_EVENTS)
-            gen.extra_strings[1:] = out.extra_strings
+            # Only the new ones are added: a reader of this generation in another
+            # thread (a span builder, a writer of lines, without the GIL) holds the
+            # strings already there, which must stay the same objects.
+            gen.extra_strings.extend(out.extra_strings[len(gen.extra_strings) - 1 :])
             batch = EventBatch(gen, out.n_events, out.columns)
             err = out.error
             if err is not None:
