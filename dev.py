@@ -54,6 +54,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 from typing import Any
@@ -230,14 +231,17 @@ def test(args: list[str], installs: Installs) -> int:
     else:
         lint_status = lint()
     codes = []
-    for name, extra in [("the compiled core", {}), ("the pure-Python twin", {"LIVETRACE_PURE_PYTHON": "1"})]:
-        log(f"running the test suite on {name}")
-        code = subprocess.run(
-            [str(PY), "-m", "pytest", *parallel(args), *args], cwd=ROOT, env={**env, **extra}
-        ).returncode
-        if code == NO_TESTS:
-            log(f"pytest selected no tests on {name} (exit status {NO_TESTS}): that is a failure")
-        codes.append(code)
+    # What both passes share: the demo services' recordings (tests/conftest.py's shared_tmp).
+    with tempfile.TemporaryDirectory(prefix="livetrace-tests-") as shared:
+        env["LIVETRACE_TEST_SHARED_DIR"] = shared
+        for name, extra in [("the compiled core", {}), ("the pure-Python twin", {"LIVETRACE_PURE_PYTHON": "1"})]:
+            log(f"running the test suite on {name}")
+            code = subprocess.run(
+                [str(PY), "-m", "pytest", *parallel(args), *args], cwd=ROOT, env={**env, **extra}
+            ).returncode
+            if code == NO_TESTS:
+                log(f"pytest selected no tests on {name} (exit status {NO_TESTS}): that is a failure")
+            codes.append(code)
     status = next((c for c in codes if c), 0)
     if lint_status and not status:
         log("the tests passed but lint failed (see above): failing")

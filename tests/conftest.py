@@ -198,7 +198,11 @@ def locked(path: Path) -> Iterator[None]:
 
 def shared_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory of this run's that its xdist workers share (the
-    process's own without xdist)."""
+    process's own without xdist), or LIVETRACE_TEST_SHARED_DIR, which
+    dev.py names for both of its passes: the twin's then reads the demo
+    recordings the compiled core's pass made (recording does not decode)."""
+    if shared := os.environ.get("LIVETRACE_TEST_SHARED_DIR"):
+        return Path(shared)
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
