@@ -29,8 +29,9 @@ The pytest markers:
     compiled_core  needs the compiled core: skips where it was not built
                    (fails in CI); every such test is also `once`
 
-The tests run on every core (pytest-xdist's `-n auto`) unless ARGS choose
-(`-n 1`, `-p no:xdist`, `--pdb`). Hypothesis runs its `dev` profile (a
+The tests run in a pytest-xdist worker a core, two where the slow tests
+run (many wait on a Go service in real time), unless ARGS choose (`-n 1`,
+`-p no:xdist`, `--pdb`). Hypothesis runs its `dev` profile (a
 tenth of the examples), or `ci` (the full counts) where CI is set;
 LIVETRACE_HYPOTHESIS_PROFILE=ci|dev chooses.
 
@@ -163,14 +164,19 @@ def excludes_slow(pytest_args: list[str]) -> bool:
 
 
 def parallel(pytest_args: list[str]) -> list[str]:
-    """pytest-xdist's `-n auto`, unless the arguments choose a number of
-    workers, turn xdist off, or ask for the debugger (one process only)."""
+    """pytest-xdist, a worker a core for the inner loop and two where the
+    slow tests run, unless the arguments choose a number of workers, turn
+    xdist off, or ask for the debugger (one process only). Many slow tests
+    wait on a Go service in real time, which leaves a core idle with one
+    worker a core (the service tests on two cores: 136 s with two workers,
+    109 s with four)."""
     for arg in pytest_args:
         if arg in ("--pdb", "--trace") or arg.endswith("no:xdist"):
             return []
         if arg.startswith(("-n", "--numprocesses", "--dist")):
             return []
-    return ["-n", "auto"]
+    cores = len(os.sched_getaffinity(0))
+    return ["-n", str(cores if excludes_slow(pytest_args) else 2 * cores)]
 
 
 def venv_go() -> Path:
