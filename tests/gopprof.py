@@ -15,6 +15,8 @@ from livetrace._go.toolchain import go_env
 from livetrace._views.pprof import PROFILE_KINDS, Totals, profile_totals, stack_key
 from livetrace._views.pprof_file import read_profile
 
+from .gocache import go_output
+
 __all__ = ["PROFILE_KINDS", "go_trace_pprof", "profile_totals", "raw_profile", "read_totals"]
 
 
@@ -33,14 +35,18 @@ def read_totals(data: bytes) -> Totals:
 
 def go_trace_pprof(go: Path, kind: str, trace: Path) -> bytes:
     """`go tool trace -pprof=KIND` of a trace file."""
-    r = subprocess.run(
-        [str(go), "tool", "trace", f"-pprof={kind}", str(trace)],
-        capture_output=True,
-        env=go_env(),
-        timeout=600,
-        check=True,
-    )
-    return r.stdout
+
+    def pprof() -> bytes:
+        r = subprocess.run(
+            [str(go), "tool", "trace", f"-pprof={kind}", str(trace)],
+            capture_output=True,
+            env=go_env(),
+            timeout=600,
+            check=True,
+        )
+        return r.stdout
+
+    return go_output(go, ["tool", "trace", f"-pprof={kind}"], trace, pprof)
 
 
 _LOCATION = re.compile(r"\s*(\d+): (.*)")

@@ -51,6 +51,7 @@ def test_profiles_of_traces_with_a_zero_frame_are_gos(trace: Path, kind: str, tm
 
 
 @pytest.mark.go
+@pytest.mark.once  # Go's profiles only: no core decodes
 def test_go_shows_the_zero_frame_only_where_it_was_counted_last(tmp_path: Path) -> None:
     """The corpus holds what the comparisons above are for: Go's own
     profile has the 0x0 location for one trace, and not for the other."""

@@ -6,6 +6,7 @@ installs no Go for the fast loop."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -120,19 +121,20 @@ def test_dev_py_installs_no_go_for_the_fast_loop(args: list[str], no_go: bool) -
 
 
 @pytest.mark.parametrize(
-    ("args", "spread"),
+    ("args", "per_core"),
     [
-        (["-m", "not slow"], True),
-        (["-x", "tests/test_protocol.py"], True),
-        (["-n", "1"], False),
-        (["-n4"], False),
-        (["--numprocesses=2"], False),
-        (["-p", "no:xdist"], False),
-        (["--pdb"], False),
+        (["-m", "not slow"], 1),
+        (["-x", "tests/test_protocol.py"], 2),
+        (["-n", "1"], 0),
+        (["-n4"], 0),
+        (["--numprocesses=2"], 0),
+        (["-p", "no:xdist"], 0),
+        (["--pdb"], 0),
     ],
 )
-def test_dev_py_spreads_the_tests_over_the_cores_unless_told(args: list[str], spread: bool) -> None:
-    assert load_dev_py().parallel(args) == (["-n", "auto"] if spread else [])
+def test_dev_py_spreads_the_tests_over_the_cores_unless_told(args: list[str], per_core: int) -> None:
+    workers = per_core * len(os.sched_getaffinity(0))
+    assert load_dev_py().parallel(args) == (["-n", str(workers)] if workers else [])
 
 
 @pytest.mark.slow
