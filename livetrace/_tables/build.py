@@ -79,6 +79,42 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
     return joined["waker_min"].combine_chunks()
 
 
+def merged_events(batches: Sequence[EventBatch]) -> list[EventBatch]:
+    """Consecutive batches of one tables as one batch: the kernels then run
+    once per unit, not once per (often small) batch, whose fixed cost would
+    dominate."""
+    out: list[EventBatch] = []
+    run: list[EventBatch] = []
+    for b in batches:
+        if not len(b):
+            continue
+        if run and b.gen is not run[0].gen:
+            out.append(_merge_events(run))
+            run = []
+        run.append(b)
+    if run:
+        out.append(_merge_events(run))
+    return out
+
+
+def _merge_events(run: list[EventBatch]) -> EventBatch:
+    if len(run) == 1:
+        return run[0]
+    cols = tuple(b"".join(c) for c in zip(*(b.columns() for b in run), strict=True))
+    return EventBatch(run[0].gen, sum(len(b) for b in run), cols)
+
+
+def merged_spans(batches: Sequence[SpanBatch]) -> list[SpanBatch]:
+    """The batches as one, where they share one names table (one builder's:
+    their tables keys are that builder's too); else as they are."""
+    bs = [b for b in batches if len(b)]
+    if len(bs) <= 1 or any(b.names_table is not bs[0].names_table for b in bs):
+        return bs
+    cols = [b"".join(c) for c in zip(*(b.columns() for b in bs), strict=True)]
+    tables = {k: t for b in bs for k, t in b.tables.items()}
+    return [SpanBatch(cols, tables, bs[-1].names_table)]
+
+
 def _row_numbers(n: int) -> pa.Array:
     return pc.subtract(pc.cumulative_sum(full(1, n, pa.int64())), pa.scalar(1, pa.int64()))
 
@@ -104,7 +140,7 @@ class UnitBuilder:
         ended in them, and (time, SpanBuilder.open_counts()) at its end for
         the goroutines-by-state counters. ``captures`` is left empty: a
         capture's row is made once, at its end (captures.py)."""
-        ev = [events_batch(capture, b, self.stacks, self._strings) for b in events if len(b)]
+        ev = [events_batch(capture, b, self.stacks, self._strings) for b in merged_events(events)]
         per_batch = {
             "logs": [logs_batch(e) for e in ev],
             "counters": [counters_batch(e) for e in ev],
@@ -113,7 +149,7 @@ class UnitBuilder:
         event_rows = _concat("events", ev)
         self._note_parents(capture, event_rows)
         parents = {t: p for (c, t), p in self._parents.items() if c == capture}
-        sp = _concat("spans", [spans_batch(capture, s, self.stacks, self._names, parents) for s in spans if len(s)])
+        sp = _concat("spans", [spans_batch(capture, s, self.stacks, self._names, parents) for s in merged_spans(spans)])
         rows = goroutine_rows(sp)
         out: Unit = {
             "events": event_rows,
