@@ -140,7 +140,8 @@ class UnitBuilder:
         ended in them, and (time, SpanBuilder.open_counts()) at its end for
         the goroutines-by-state counters. ``captures`` is left empty: a
         capture's row is made once, at its end (captures.py)."""
-        ev = [events_batch(capture, b, self.stacks, self._strings) for b in merged_events(events)]
+        generation = next((b.gen.gen for b in events if b.gen is not None), 0)
+        ev = [events_batch(capture, b, self.stacks, self._strings, generation) for b in merged_events(events)]
         per_batch = {
             "logs": [logs_batch(e) for e in ev],
             "counters": [counters_batch(e) for e in ev],
