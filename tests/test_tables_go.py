@@ -188,15 +188,19 @@ def top_of_tables(paths: list[Path]) -> dict[str, Any]:
     def kind(k: str) -> dict[str, int]:
         return _summaries(con, "spans", where=f"AND kind = '{k}' AND resource <> 'Proc'").get("", none)
 
+    # The goroutines by state now: the last capture's (a legacy session's
+    # segments are captures, and top forgets the open spans between two);
+    # the metrics: the last any capture reported.
     last_capture = tables["captures"]["capture"][-1].as_py()
-    counters = tables["counters"].filter(pa.compute.equal(tables["counters"]["capture"], last_capture))
+    counters = tables["counters"]
+    states = counters.filter(pa.compute.equal(counters["capture"], last_capture))
     return {
         "events": con.execute("SELECT count(*) FROM events").fetchone()[0],  # type: ignore[index]
         "gc": kind("gc"),
         "stw": kind("stw"),
         "mark_assist": kind("mark-assist"),
         "sched": kind("runnable"),
-        "states": {s: _last(counters, f"goroutines:{s}") or 0 for s in ("running", "runnable", "blocked", "syscall")},
+        "states": {s: _last(states, f"goroutines:{s}") or 0 for s in ("running", "runnable", "blocked", "syscall")},
         "regions": _summaries(con, "regions", "CAST(name AS VARCHAR)"),
         "tasks": _summaries(con, "tasks", "CAST(name AS VARCHAR)"),
         "heap": _last(counters, "/memory/classes/heap/objects:bytes"),
