@@ -308,3 +308,30 @@ def test_every_cookbook_query_runs() -> None:
     con = livetrace.sql([LEGACY / "http_1_19_good", LEGACY / "user_task_region_1_21_good"])
     for q in queries:
         con.execute(q).fetchall()
+
+
+@pytest.mark.parametrize("tie", [False, True], ids=["own-times", "tied-times"])
+def test_wakers_where_two_wakes_share_a_time(tie: bool) -> None:
+    """Wakes at one time (which a legacy trace's ties can give) take the
+    join; each at its own time the lookup: both name the same wakers."""
+    from livetrace._tables.build import _wakers
+
+    t2 = 100 if tie else 101
+    events = pa.record_batch(
+        {
+            "event": pa.DictionaryArray.from_arrays(
+                pa.array([EV_GO_UNBLOCK, EV_GO_UNBLOCK, EV_GO_UNBLOCK], pa.int32()),
+                pa.array([str(i) for i in range(256)]),
+            ),
+            "arg0": pa.array([7, 8, 9], pa.uint64()),
+            "time": pa.array([100, t2, 300], pa.int64()),
+            "goroutine": pa.array([1, 2, 3], pa.int64()),
+        }
+    )
+    rows = pa.record_batch(
+        {
+            "resource_id": pa.array([8, 7, 9, 5], pa.int64()),
+            "end": pa.array([t2, 100, 301, 100], pa.int64()),
+        }
+    )
+    assert _wakers(rows, events).to_pylist() == [2, 1, None, None]

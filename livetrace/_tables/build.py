@@ -63,14 +63,16 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
     wakes = events.filter(pc.is_in(events["event"].indices, value_set=_WAKES))
     if not wakes.num_rows or not rows.num_rows:
         return full(None, rows.num_rows, pa.int64())
+    woken = pc.cast(wakes["arg0"], pa.int64(), safe=False)
+    times = wakes["time"]
+    if len(pc.unique(times)) == len(times):
+        # Each wake at its own time (the usual case): a hash lookup by time,
+        # kept where the woken goroutine is the row's.
+        at = pc.index_in(rows["end"], value_set=times)
+        mine = pc.equal(pc.take(woken, at), rows["resource_id"])
+        return pc.if_else(mine, pc.take(wakes["goroutine"], at), pa.scalar(None, pa.int64()))
     right = (
-        pa.table(
-            {
-                "goroutine": pc.cast(wakes["arg0"], pa.int64(), safe=False),
-                "end": wakes["time"],
-                "waker": wakes["goroutine"],
-            }
-        )
+        pa.table({"goroutine": woken, "end": times, "waker": wakes["goroutine"]})
         .group_by(["goroutine", "end"])
         .aggregate([("waker", "min")])
     )
