@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import livetrace
 from livetrace import EventBatch, Kind, LivetraceError, MissingDependencyError, SpanKind
 from livetrace._errors import InputPathError
+from livetrace._tables.build import _wakers
 from livetrace._tables.schema import COLUMNS, SCHEMA_VERSION, SCHEMA_VERSION_KEY, SCHEMAS, TABLE_NAMES
 from livetrace._tables.views import VIEWS
 from livetrace._trace.model.events import NO_TASK
@@ -314,8 +315,6 @@ def test_every_cookbook_query_runs() -> None:
 def test_wakers_where_two_wakes_share_a_time(tie: bool) -> None:
     """Wakes at one time (which a legacy trace's ties can give) take the
     join; each at its own time the lookup: both name the same wakers."""
-    from livetrace._tables.build import _wakers
-
     t2 = 100 if tie else 101
     events = pa.record_batch(
         {
