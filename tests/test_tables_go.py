@@ -27,6 +27,8 @@ import pytest
 import trio
 
 import livetrace
+from livetrace._session.recording import Recorder
+from livetrace._tables.live import session_tables
 from livetrace._views.pprof import stack_key
 
 from . import textform
@@ -239,3 +241,31 @@ def _top(address: str, record: Path) -> str:
     assert p.returncode == 0, err
     (line,) = out.splitlines()
     return line
+
+
+# -- live --
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["1.26", "1.21"])
+def test_live_tables_are_gos_events_of_the_same_session(version: str, tmp_path: Path) -> None:
+    """A live session's tables, unit by unit as it runs, and the recording
+    of that very session: as many events of each kind as Go's -d=parsed of
+    the recording, and a captures row that names the service."""
+    record = tmp_path / "live.trace"
+
+    async def run() -> tuple[dict[str, pa.Table], int]:
+        async with demo(version, args=["-workers", "1"]) as d:
+            async with livetrace.connect(d.trace_address, duration=2) as session, trio.open_nursery() as nursery:
+                recorder = Recorder(session, record)
+                nursery.start_soon(recorder.run)
+                tables = await session_tables(session)
+            return tables, d.pid
+
+    tables, pid = trio.run(run)
+    ours = Counter(dict(Counter(tables["events"]["kind"].cast(pa.string()).to_pylist())))
+    assert ours == go_kinds(record)
+    (cap,) = tables["captures"].to_pylist()
+    assert cap["source"] == "helper" and cap["pid"] == pid and cap["go_version"].startswith(f"go{version}")
+    assert cap["service"].startswith("livetrace-demo") and cap["events"] == tables["events"].num_rows
+    assert tables["goroutine_states"].num_rows and tables["stacks"].num_rows
