@@ -269,3 +269,16 @@ def test_live_tables_are_gos_events_of_the_same_session(version: str, tmp_path: 
     assert cap["source"] == "helper" and cap["pid"] == pid and cap["go_version"].startswith(f"go{version}")
     assert cap["service"].startswith("livetrace-demo") and cap["events"] == tables["events"].num_rows
     assert tables["goroutine_states"].num_rows and tables["stacks"].num_rows
+
+
+@pytest.mark.slow
+@pytest.mark.once  # the session's plumbing; the tables of a live session are checked above
+def test_sql_of_a_live_address() -> None:
+    async def run() -> tuple[list[tuple[Any, ...]], int]:
+        async with demo("1.26") as d:
+            con = await trio.to_thread.run_sync(lambda: livetrace.sql(d.trace_address, duration=1))
+            return con.execute("SELECT source, pid, events FROM captures").fetchall(), d.pid
+
+    rows, pid = trio.run(run)
+    ((source, got_pid, events),) = rows
+    assert source == "helper" and got_pid == pid and events > 0

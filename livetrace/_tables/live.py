@@ -85,3 +85,17 @@ async def session_tables(session: Session, *, compiled: bool | None = None) -> d
 
     await session_units(session, keep, compiled=compiled)
     return {name: pa.Table.from_batches(parts[name], schema=SCHEMAS[name]) for name in TABLE_NAMES}
+
+
+def live_tables(address: str, duration: float, *, compiled: bool | None = None) -> dict[str, pa.Table]:
+    """The tables of a session of ``duration`` seconds with the service at
+    ``address`` (any address ``connect`` takes), from a caller outside trio."""
+    import trio
+
+    from livetrace._session.connect import connect
+
+    async def run() -> dict[str, pa.Table]:
+        async with connect(address, duration=duration) as session:
+            return await session_tables(session, compiled=compiled)
+
+    return trio.run(run)
