@@ -181,6 +181,18 @@ def _last(counters: pa.Table, name: str) -> int | None:
     return values[-1] if values else None
 
 
+_GROUPS = """
+    SELECT coalesce(nullif(g.start_function, ''), '(no stack seen)') AS name, count(DISTINCT s.goroutine),
+           coalesce(sum(s.duration) FILTER (WHERE s.state = 'running'), 0),
+           coalesce(sum(s.duration) FILTER (WHERE s.state = 'runnable'), 0),
+           coalesce(sum(s.duration) FILTER (WHERE s.state = 'syscall'), 0),
+           coalesce(sum(s.duration) FILTER (WHERE s.state = 'blocked'), 0)
+    FROM goroutine_states s JOIN goroutines g USING (capture, goroutine)
+    WHERE NOT s.clipped_end AND s.duration > 0
+    GROUP BY 1
+"""
+
+
 def top_of_tables(paths: list[Path]) -> dict[str, Any]:
     """top's snapshot of these recordings, as SQL over their tables."""
     tables = livetrace.tables(paths)
@@ -208,13 +220,19 @@ def top_of_tables(paths: list[Path]) -> dict[str, Any]:
         "heap": _last(counters, "/memory/classes/heap/objects:bytes"),
         "heap_goal": _last(counters, "/gc/heap/goal:bytes"),
         "gomaxprocs": _last(counters, "/sched/gomaxprocs:threads"),
+        "groups": {name: tuple(int(v) for v in values) for name, *values in con.execute(_GROUPS).fetchall()},
     }
 
 
 def assert_top_agrees(snap: dict[str, Any], paths: list[Path]) -> None:
     ours = top_of_tables(paths)
+    groups = ours.pop("groups")
     for key, value in ours.items():
         assert snap[key] == value, key
+    assert {
+        g["name"]: (g["goroutines"], g["running"], g["runnable"], g["syscall"], g["blocked_total"])
+        for g in snap["groups"]
+    } == groups
 
 
 @pytest.mark.slow

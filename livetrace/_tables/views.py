@@ -16,9 +16,10 @@ VIEWS: dict[str, str] = {
               FROM stacks) s
         JOIN frames f USING (frame_id)
     """,
-    # One row per goroutine of each capture: where it started (the
-    # function of its creation's new stack: its goroutine group, as Go's
-    # trace tool groups them), who created it, when it was first and last seen.
+    # One row per goroutine of each capture: its group (the function it
+    # started in: the root frame of its creation's new stack, or, for one
+    # created before the trace began, of the first stack it recorded itself,
+    # as `top` names them), who created it, when it was first and last seen.
     "goroutines": """
         WITH created AS (
             SELECT capture, CAST(arg0 AS BIGINT) AS goroutine, min(time) AS created,
@@ -26,9 +27,14 @@ VIEWS: dict[str, str] = {
             FROM events WHERE event IN ('GoCreate', 'GoCreateBlocked', 'GoCreateSyscall')
             GROUP BY ALL),
         seen AS (
-            SELECT capture, goroutine, min(start) AS first_seen, max("end") AS last_seen
-            FROM goroutine_states GROUP BY ALL)
-        SELECT seen.capture, seen.goroutine, coalesce(st.leaf, '') AS start_function,
+            SELECT s.capture, s.goroutine, min(s.start) AS first_seen, max(s."end") AS last_seen,
+                   arg_min(st.root, s.start) FILTER (WHERE st.root <> '') AS own_root
+            FROM goroutine_states s
+            LEFT JOIN stacks st ON st.stack_id = CASE s.state WHEN 'running' THEN s.end_stack_id
+                                                              WHEN 'runnable' THEN NULL
+                                                              ELSE s.start_stack_id END
+            GROUP BY ALL)
+        SELECT seen.capture, seen.goroutine, coalesce(nullif(st.root, ''), seen.own_root, '') AS start_function,
                created.created, created.creator, created.start_stack_id, seen.first_seen, seen.last_seen
         FROM seen
         LEFT JOIN created USING (capture, goroutine)
