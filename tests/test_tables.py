@@ -27,10 +27,13 @@ from livetrace._tables.schema import COLUMNS, SCHEMA_VERSION, SCHEMA_VERSION_KEY
 from livetrace._tables.views import VIEWS
 from livetrace._trace.model.events import NO_TASK
 from livetrace._trace.spec.modern import EV_GO_SWITCH, EV_GO_SWITCH_DESTROY, EV_GO_UNBLOCK, EV_USER_TASK_BEGIN, SPECS
+from livetrace._views.top import TopStats
+from livetrace._views.top_screen import snapshot_dict
 
 from . import textform
 from .conftest import ROOT, examples
 from .mutate import mutate
+from .tabletop import assert_top_agrees
 
 CORPUS = ROOT / "tests" / "corpus"
 LEGACY = CORPUS / "legacy" / "go-testdata"
@@ -334,3 +337,17 @@ def test_wakers_where_two_wakes_share_a_time(tie: bool) -> None:
         }
     )
     assert _wakers(rows, events).to_pylist() == [2, 1, None, None]
+
+
+@pytest.mark.parametrize(("name", "data"), SMALL, ids=ids)
+def test_sql_gives_tops_snapshot_of_a_file(name: str, data: bytes, tmp_path: Path) -> None:
+    """top's one snapshot of a whole file (TopStats, which
+    tests/test_top.py checks against `top --once --format json`), and the
+    same numbers as SQL over the file's tables."""
+    path = tmp_path / "t.trace"
+    path.write_bytes(data)
+    stats = TopStats()
+    for item in livetrace.decode_batches(path):
+        if isinstance(item, EventBatch):
+            stats.feed(item)
+    assert_top_agrees(snapshot_dict(stats.snapshot()), [path])
