@@ -351,3 +351,13 @@ def test_sql_gives_tops_snapshot_of_a_file(name: str, data: bytes, tmp_path: Pat
         if isinstance(item, EventBatch):
             stats.feed(item)
     assert_top_agrees(snapshot_dict(stats.snapshot()), [path])
+
+
+def test_slowest_regions_are_those_that_ended() -> None:
+    """Not those open at the trace's end; one whose goroutine exited in it, yes."""
+    spans = spans_of(TEXT["go122-annotations"].data)
+    con = livetrace.sql(TEXT["go122-annotations"].data)
+    got = con.execute("SELECT CAST(name AS VARCHAR), duration FROM slowest_regions").fetchall()
+    last = max(s.end for s in spans)
+    want = [(s.name, s.duration) for s in spans if s.kind == SpanKind.REGION and not (s.clipped_end and s.end == last)]
+    assert got == sorted(want, key=lambda r: -r[1]) and ("unended region", 38208) in got

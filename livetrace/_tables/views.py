@@ -62,11 +62,16 @@ VIEWS: dict[str, str] = {
         SELECT capture, kind, reason, start, "end", duration, clipped_start, clipped_end
         FROM spans WHERE kind IN ('gc', 'stw') ORDER BY capture, start
     """,
+    # Regions and tasks that ended while the trace ran, slowest first: not
+    # those still open at its end, but a region its goroutine's exit ended
+    # (clipped_end, ending at the exit), as `top` counts them.
     "slowest_regions": """
-        SELECT * FROM regions WHERE NOT clipped_end ORDER BY duration DESC
+        SELECT r.* FROM regions r JOIN captures c USING (capture)
+        WHERE NOT (r.clipped_end AND r."end" = c.end_time) ORDER BY r.duration DESC
     """,
     "slowest_tasks": """
-        SELECT * FROM tasks WHERE NOT clipped_end ORDER BY duration DESC
+        SELECT t.* FROM tasks t JOIN captures c USING (capture)
+        WHERE NOT (t.clipped_end AND t."end" = c.end_time) ORDER BY t.duration DESC
     """,
     # Goroutines still blocked when their capture ended, by where they
     # blocked: many at one stack, blocked long, is the shape of a leak.
