@@ -81,6 +81,14 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
     return joined["waker_min"].combine_chunks()
 
 
+def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
+    """_wakers of the blocked rows (only a waiting goroutine is woken), in
+    place among the rows, null for the others."""
+    blocked = pc.equal(rows["kind"].indices, pa.scalar(int(SpanKind.BLOCKED), pa.int32()))
+    wakers = _wakers(rows.filter(blocked), events)
+    return pc.replace_with_mask(full(None, rows.num_rows, pa.int64()), blocked, wakers)
+
+
 def merged_events(batches: Sequence[EventBatch]) -> list[EventBatch]:
     """Consecutive batches of one tables as one batch: the kernels then run
     once per unit, not once per (often small) batch, whose fixed cost would
@@ -156,7 +164,7 @@ class UnitBuilder:
         rows = goroutine_rows(sp)
         out: Unit = {
             "events": event_rows,
-            "goroutine_states": goroutine_states_batch(rows, _wakers(rows, event_rows)),
+            "goroutine_states": goroutine_states_batch(rows, _blocked_wakers(rows, event_rows)),
             "proc_states": proc_states_batch(sp),
             "spans": sp,
             "tasks": tasks_batch(sp),
