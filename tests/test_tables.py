@@ -316,8 +316,10 @@ def test_every_cookbook_query_runs() -> None:
 
 @pytest.mark.parametrize("tie", [False, True], ids=["own-times", "tied-times"])
 def test_wakers_where_two_wakes_share_a_time(tie: bool) -> None:
-    """Wakes at one time (which a legacy trace's ties can give) take the
-    join; each at its own time the lookup: both name the same wakers."""
+    """A wake at a row's end that woke another goroutine (two wakes at one
+    time, as a legacy trace's ties can give, or one of another goroutine's)
+    takes the join on goroutine and time; the corpus tests above take the
+    lookup by time. Both name each row's own waker."""
     t2 = 100 if tie else 101
     events = pa.record_batch(
         {
