@@ -1,0 +1,205 @@
+"""One unit (a generation, a legacy segment, a pprof window) to one
+RecordBatch per table.
+
+:class:`UnitBuilder` takes a unit's decoded batches and the spans that ended
+in them (already joined, by SpanBuilder or SpanJoin) and gives every table's
+rows of that unit: the core's columns in, Arrow out, with no Python object
+per row. What it keeps between units is small and per distinct thing, not
+per event: the stacks and frames it has emitted (each once) and the
+parents of the tasks open. A pipeline may run one per worker, a unit at a
+time, each unit becoming one Parquet row group; the stable stack ids
+(stacks.py) make the stacks two workers both emit the same rows. A task's
+parent is known where the builder saw its begin: a task whose begin went
+through another worker has a null ``parent_task``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from livetrace._tables.columns import full, names, strided
+from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
+from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
+from livetrace._tables.spans import (
+    Names,
+    goroutine_rows,
+    goroutine_states_batch,
+    proc_states_batch,
+    regions_batch,
+    spans_batch,
+    tasks_batch,
+)
+from livetrace._tables.stacks import StackIds
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.events import NO_TASK
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.model import SPAN_KIND_NAMES, SpanKind
+from livetrace._trace.spec.modern import EV_GO_SWITCH, EV_GO_SWITCH_DESTROY, EV_GO_UNBLOCK, EV_USER_TASK_BEGIN
+
+Unit = dict[str, pa.RecordBatch]
+
+# Events that make another goroutine (arg0) runnable: the event's goroutine woke it.
+_WAKES = pa.array([EV_GO_UNBLOCK, EV_GO_SWITCH, EV_GO_SWITCH_DESTROY], pa.int32())
+# open_counts' goroutine states, as counters.
+_GOROUTINE_COUNTS = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)
+_COUNT_NAMES = pa.array([f"goroutines:{SPAN_KIND_NAMES[k]}" for k in _GOROUTINE_COUNTS], pa.string())
+
+
+def _empty_batch(table: str) -> pa.RecordBatch:
+    s = SCHEMAS[table]
+    return pa.record_batch([pa.array([], f.type) for f in s], schema=s)
+
+
+def _concat(table: str, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if not batches:
+        return _empty_batch(table)
+    return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+
+
+def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
+    """Per goroutine-state row, the goroutine whose event ended it by making
+    it runnable (an unblock at the row's end, of the row's goroutine)."""
+    is_wake = pc.is_in(events["event"].indices, value_set=_WAKES)
+    times = events["time"].filter(is_wake)
+    if not len(times) or not rows.num_rows:
+        return full(None, rows.num_rows, pa.int64())
+    woken = pc.cast(events["arg0"].filter(is_wake), pa.int64(), safe=False)
+    wakers = events["goroutine"].filter(is_wake)
+    # A hash lookup by time: the first wake at the row's end, kept where it
+    # woke the row's goroutine. Where it woke another, two wakes may share
+    # that time (a legacy trace's ties): then the join on both.
+    at = pc.index_in(rows["end"], value_set=times)
+    mine = pc.equal(pc.take(woken, at), rows["resource_id"])
+    if not pc.any(pc.invert(mine)).as_py():
+        return pc.if_else(mine, pc.take(wakers, at), pa.scalar(None, pa.int64()))
+    right = (
+        pa.table({"goroutine": woken, "end": times, "waker": wakers})
+        .group_by(["goroutine", "end"])
+        .aggregate([("waker", "min")])
+    )
+    left = pa.table({"goroutine": rows["resource_id"], "end": rows["end"], "row": strided(rows.num_rows, 1)})
+    joined = left.join(right, ["goroutine", "end"], join_type="left outer").sort_by("row")
+    return joined["waker_min"].combine_chunks()
+
+
+def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
+    """_wakers of the blocked rows (only a waiting goroutine is woken), in
+    place among the rows, null for the others."""
+    blocked = pc.equal(rows["kind"].indices, pa.scalar(int(SpanKind.BLOCKED), pa.int32()))
+    wakers = _wakers(rows.filter(blocked), events)
+    return pc.replace_with_mask(full(None, rows.num_rows, pa.int64()), blocked, wakers)
+
+
+def merged_events(batches: Sequence[EventBatch]) -> list[EventBatch]:
+    """Consecutive batches of one tables as one batch: the kernels then run
+    once per unit, not once per (often small) batch, whose fixed cost would
+    dominate."""
+    out: list[EventBatch] = []
+    run: list[EventBatch] = []
+    for b in batches:
+        if not len(b):
+            continue
+        if run and b.gen is not run[0].gen:
+            out.append(_merge_events(run))
+            run = []
+        run.append(b)
+    if run:
+        out.append(_merge_events(run))
+    return out
+
+
+def _merge_events(run: list[EventBatch]) -> EventBatch:
+    if len(run) == 1:
+        return run[0]
+    cols = tuple(b"".join(c) for c in zip(*(b.columns() for b in run), strict=True))
+    return EventBatch(run[0].gen, sum(len(b) for b in run), cols)
+
+
+def merged_spans(batches: Sequence[SpanBatch]) -> list[SpanBatch]:
+    """The batches as one, where they share one names table (one builder's:
+    their tables keys are that builder's too); else as they are."""
+    bs = [b for b in batches if len(b)]
+    if len(bs) <= 1 or any(b.names_table is not bs[0].names_table for b in bs):
+        return bs
+    cols = [b"".join(c) for c in zip(*(b.columns() for b in bs), strict=True)]
+    tables = {k: t for b in bs for k, t in b.tables.items()}
+    return [SpanBatch(cols, tables, bs[-1].names_table)]
+
+
+def _note_parents(parents: dict[int, int], events: pa.RecordBatch) -> None:
+    """The parents the unit's task begins name."""
+    begins = pc.equal(events["event"].indices, pa.scalar(EV_USER_TASK_BEGIN, pa.int32()))
+    tasks, of = events["arg0"].filter(begins).to_pylist(), events["arg1"].filter(begins).to_pylist()
+    parents.update((task, parent) for task, parent in zip(tasks, of, strict=True) if parent != NO_TASK)
+
+
+class UnitBuilder:
+    """Units to tables. ``stacks`` dedups stacks and frames for every unit
+    it builds (pass one to share it between builders)."""
+
+    def __init__(self, stacks: StackIds | None = None) -> None:
+        self.stacks = stacks or StackIds()
+        self._strings = Strings()
+        self._names = Names()
+        # Per capture, the parents of its tasks begun and not yet ended.
+        self._parents: dict[int, dict[int, int]] = {}
+
+    def build(
+        self,
+        capture: int,
+        events: Sequence[EventBatch],
+        spans: Sequence[SpanBatch],
+        open_counts: tuple[int, Mapping[SpanKind, int]] | None = None,
+    ) -> Unit:
+        """Every table's rows of one unit: its event batches, the spans that
+        ended in them, and (time, SpanBuilder.open_counts()) at its end for
+        the goroutines-by-state counters. ``captures`` is left empty: a
+        capture's row is made once, at its end (captures.py)."""
+        generation = next((b.gen.gen for b in events if b.gen is not None), 0)
+        ev = [events_batch(capture, b, self.stacks, self._strings, generation) for b in merged_events(events)]
+        per_batch = {
+            "logs": [logs_batch(e) for e in ev],
+            "counters": [counters_batch(e) for e in ev],
+            "cpu_samples": [cpu_samples_batch(e) for e in ev],
+        }
+        event_rows = _concat("events", ev)
+        parents = self._parents.setdefault(capture, {})
+        _note_parents(parents, event_rows)
+        sp = _concat("spans", [spans_batch(capture, s, self.stacks, self._names, parents) for s in merged_spans(spans)])
+        tasks = tasks_batch(sp)
+        for task in tasks["task"].to_pylist():  # ended: its parent is in its row now
+            parents.pop(task, None)
+        rows = goroutine_rows(sp)
+        out: Unit = {
+            "events": event_rows,
+            "goroutine_states": goroutine_states_batch(rows, _blocked_wakers(rows, event_rows)),
+            "proc_states": proc_states_batch(sp),
+            "spans": sp,
+            "tasks": tasks,
+            "regions": regions_batch(sp),
+            "logs": _concat("logs", per_batch["logs"]),
+            "counters": _concat("counters", [*per_batch["counters"], self._counts(capture, open_counts)]),
+            "cpu_samples": _concat("cpu_samples", per_batch["cpu_samples"]),
+        }
+        out["stacks"], out["frames"] = self.stacks.take_new()
+        out["captures"] = _empty_batch("captures")
+        return {name: out[name] for name in TABLE_NAMES}
+
+    @staticmethod
+    def _counts(capture: int, open_counts: tuple[int, Mapping[SpanKind, int]] | None) -> pa.RecordBatch:
+        if open_counts is None:
+            return _empty_batch("counters")
+        time, counts = open_counts
+        n = len(_GOROUTINE_COUNTS)
+        return pa.record_batch(
+            [
+                full(capture, n, pa.int64()),
+                full(time, n, pa.int64()),
+                names(pa.array(range(n), pa.int32()), _COUNT_NAMES),
+                pa.array([counts.get(k, 0) for k in _GOROUTINE_COUNTS], pa.int64()),
+            ],
+            schema=SCHEMAS["counters"],
+        )
