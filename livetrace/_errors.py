@@ -140,6 +140,11 @@ class InputPathError(LivetraceError):
     directory, unreadable)."""
 
 
+class MissingDependencyError(LivetraceError):
+    """A package an optional part of livetrace needs is not installed (the
+    tables and SQL need pyarrow and duckdb: the ``sql`` extra)."""
+
+
 class OutputTamperedError(LivetraceError):
     """Another user moved or replaced an output file while it was written
     (its temporary file renamed away, or swapped for a link): nothing of

@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
     # The trio shell: sessions.
     ("livetrace._session",),
     # Views and the flight recorder.
-    ("livetrace._views", "livetrace._flight"),
+    ("livetrace._views", "livetrace._flight", "livetrace._tables"),
     # The command line.
     ("livetrace._cli", "livetrace.__main__"),
     # The public API, which re-exports from every layer.
