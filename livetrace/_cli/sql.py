@@ -105,8 +105,13 @@ def sql_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
     need("pyarrow")
     need("duckdb")
     from livetrace._cli.main import whole_stdout
+    from livetrace._cli.sql_options import resolve_format
     from livetrace._cli.sql_prompt import Settings, Shell, prompt
 
+    wrong = resolve_format(args)
+    if wrong:
+        say(err, f"error: {wrong}")
+        return EXIT_ERROR
     if len(args.sources) > 1 and args.record:
         say(err, "error: --record writes one live session's trace: give one live source with it")
         return EXIT_ERROR
@@ -120,7 +125,7 @@ def sql_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
     shell = Shell(con, Settings(args.format, args.max_rows, args.output), out, err)
     if interactive:
         return prompt(shell)
-    text = "\n".join(args.query) if args.query is not None else sys.stdin.read()
-    if not shell.run(text):
-        return EXIT_ERROR
+    for text in args.query if args.query is not None else [sys.stdin.read()]:
+        if not shell.run(text):
+            return EXIT_ERROR
     return EXIT_OK if complete else EXIT_INCOMPLETE

@@ -27,6 +27,8 @@ from livetrace._protocol.text import shown
 FORMATS = ("table", "csv", "jsonl", "parquet")
 BATCH_ROWS = 64 * 1024
 CELL_CHARS = 120  # characters of one value a terminal table shows
+MIN_COLUMN = 12  # a column narrowed to fit a terminal keeps at least this much (or its name's length)
+PIPE_WIDTH = 100_000
 RESULT = "livetrace_result"  # the name a result is scanned under, on a cursor of its own
 
 
@@ -85,7 +87,14 @@ def _table(rel: duckdb.DuckDBPyRelation, out: TextIO, max_rows: int) -> int:
     t = Table(box=box.SIMPLE_HEAD, show_edge=False)
     for field in reader.schema:
         numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or pa.types.is_decimal(field.type)
-        t.add_column(shown(field.name, CELL_CHARS), justify="right" if numeric else "left", overflow="fold")
+        name = shown(field.name, CELL_CHARS)
+        t.add_column(
+            name,
+            justify="right" if numeric else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=min(len(name), MIN_COLUMN),
+        )
     shown_rows = more = 0
     for batch in reader:
         take = min(batch.num_rows, max_rows - shown_rows)
@@ -93,7 +102,9 @@ def _table(rel: duckdb.DuckDBPyRelation, out: TextIO, max_rows: int) -> int:
             t.add_row(*(_cell(v) for v in row.values()))
         shown_rows += take
         more += batch.num_rows - take
-    console = Console(file=out, highlight=False, soft_wrap=False, emoji=False, markup=False)
+    # A terminal's width (a value too wide for it ends in an ellipsis); a pipe's rows whole.
+    width = None if out.isatty() else PIPE_WIDTH
+    console = Console(file=out, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)
     console.print(t)
     return more
 
