@@ -130,7 +130,7 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
 def _sql(args: argparse.Namespace, err: TextIO) -> int:
     from livetrace._cli.sql import sql_command
 
-    return sql_command(args, err, **connect_options(args))
+    return sql_command(args, whole_stdout(terminal_safe=True), err, **connect_options(args))
 
 
 def _top(args: argparse.Namespace, err: TextIO) -> int:

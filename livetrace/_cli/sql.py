@@ -101,12 +101,13 @@ def load(
     return connect(merged), complete
 
 
-def sql_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
+def sql_command(args: argparse.Namespace, out: TextIO, err: TextIO, **limits: Any) -> int:
+    """``out``: standard output as the results go there (main's whole_stdout); the prompt's is sys.stdout."""
     need("pyarrow")
     need("duckdb")
-    from livetrace._cli.main import whole_stdout
     from livetrace._cli.sql_options import resolve_format
     from livetrace._cli.sql_prompt import Settings, Shell, prompt
+    from livetrace._tables.schema import TABLE_NAMES
 
     wrong = resolve_format(args)
     if wrong:
@@ -121,8 +122,8 @@ def sql_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
         return EXIT_ERROR
     con, complete = load(args, inputs, err, **limits)
     interactive = args.query is None and sys.stdin.isatty()
-    out = sys.stdout if interactive else whole_stdout(terminal_safe=True)
-    shell = Shell(con, Settings(args.format, args.max_rows, args.output), out, err)
+    out = sys.stdout if interactive else out
+    shell = Shell(con, Settings(args.format, args.max_rows, args.output), out, err, TABLE_NAMES)
     if interactive:
         return prompt(shell)
     for text in args.query if args.query is not None else [sys.stdin.read()]:

@@ -9,6 +9,9 @@ are (JSON escapes control characters itself)."""
 
 from __future__ import annotations
 
+import io
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -75,6 +78,14 @@ def _jsonl_pieces(con: duckdb.DuckDBPyConnection, rel: duckdb.DuckDBPyRelation) 
             yield ("\n".join(lines) + "\n").encode()
 
 
+def _is_terminal(out: TextIO) -> bool:
+    """Whether ``out`` writes to a terminal (the writers that wrap stdout have its descriptor)."""
+    try:
+        return os.isatty(out.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
+
+
 def _cell(value: object) -> str:
     if value is None:
         return "NULL"
@@ -103,7 +114,7 @@ def _table(rel: duckdb.DuckDBPyRelation, out: TextIO, max_rows: int) -> int:
         shown_rows += take
         more += batch.num_rows - take
     # A terminal's width (a value too wide for it ends in an ellipsis); a pipe's rows whole.
-    width = None if out.isatty() else PIPE_WIDTH
+    width = shutil.get_terminal_size().columns if _is_terminal(out) else PIPE_WIDTH
     console = Console(file=out, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)
     console.print(t)
     return more
