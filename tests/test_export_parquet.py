@@ -101,7 +101,7 @@ def test_parquet_wants_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture
     code, err = export(capsys, str(TRACES[0]), "--to", "parquet", "-o", "-")
     assert (code, err) == (2, "livetrace: error: --to parquet writes a directory of files: give -o DIR, not -\n")
     code, err = export(capsys, str(TRACES[0]), "--to", "perfetto", "-o", str(tmp_path / "x"), "--service", "a")
-    assert (code, err) == (2, "livetrace: error: --service and --record are --to parquet's\n")
+    assert (code, err) == (2, "livetrace: error: --service, --record and --segment are --to parquet's\n")
 
 
 def _info() -> SessionInfo:

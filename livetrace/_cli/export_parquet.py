@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from livetrace._dataset import ParquetDataset, ParquetFile
     from livetrace._session.session import Session
 
+LIVE_SEGMENT = 5.0  # seconds
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -83,7 +84,7 @@ async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO
 
     rows = 0
 
-    async def collect(session: Session) -> None:
+    async def collect(session: Session) -> bool:
         nonlocal rows
         info = session.info
         units = LiveUnits(args.address, info)
@@ -108,7 +109,10 @@ async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO
             await feed_session(session, units, sink)
         if recorder is not None:
             say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
+        return True  # (None: live_pass's sign of an abort)
 
+    # A legacy runtime's trace is only read whole: restart it every LIVE_SEGMENT s, a file each.
+    limits["segment"] = args.segment or LIVE_SEGMENT
     complete = await live_pass(args.address, args.duration, args.token, err, "exporting", collect, **limits)
     return complete, rows
 

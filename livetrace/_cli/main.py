@@ -119,8 +119,8 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
         from livetrace._cli.export_parquet import export_parquet_command
 
         return export_parquet_command(args, err, **connect_options(args))
-    if args.service or args.record:
-        say(err, "error: --service and --record are --to parquet's")
+    if args.service or args.record or args.segment:
+        say(err, "error: --service, --record and --segment are --to parquet's")
         return EXIT_ERROR
     from livetrace._cli.export import export_command
 

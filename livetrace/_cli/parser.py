@@ -170,6 +170,13 @@ def _add_export_parser(sub: Any) -> None:
         metavar="FILE",
         help="parquet, live: also write the session's trace to FILE (as `livetrace record`)",
     )
+    p.add_argument(
+        "--segment",
+        type=segment_option,
+        metavar="SECONDS",
+        help="parquet, live, legacy Go (1.21 and older) only: restart the trace every SECONDS (default 5), "
+        "a file per table per segment, since a legacy trace is only read whole",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

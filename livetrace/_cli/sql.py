@@ -62,7 +62,7 @@ async def _live_tables(
                 if batch.num_rows:
                     parts[name].append(batch)
 
-        async def collect(session: Session) -> None:
+        async def collect(session: Session) -> bool:
             units = LiveUnits(address, session.info)
             async with open_nursery() as nursery:
                 recorder = Recorder(session, record) if record is not None else None
@@ -71,6 +71,7 @@ async def _live_tables(
                 await feed_session(session, units, sink)
             if recorder is not None:
                 say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
+            return True  # (None: live_pass's sign of an abort)
 
         ok = await live_pass(address, args.duration, args.token, err, "reading", collect, **limits)
         complete[0] = complete[0] and ok
