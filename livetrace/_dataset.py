@@ -52,7 +52,8 @@ def partition_dirs(partition: Partition) -> list[str]:
     return [f"{key}={quote(value[:_MAX_VALUE], safe='') if value else NULL_PARTITION}" for key, value in partition]
 
 
-def _write_error(path: Path, e: OSError) -> OutputWriteError:
+def write_error(path: Path, e: OSError) -> OutputWriteError:
+    """The typed error of a file that failed to be written (after it was removed)."""
     why = e.strerror or str(e)
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
         why += ": the disk is full"
@@ -102,7 +103,7 @@ class ParquetFile:
                 self._writer.write_table(data, row_group_size=self._row_group_rows)
         except OSError as e:
             self.discard()
-            raise _write_error(self.path, e) from None
+            raise write_error(self.path, e) from None
         except BaseException:
             self.discard()
             raise
@@ -114,7 +115,7 @@ class ParquetFile:
             return self._out.commit()
         except OSError as e:
             self.discard()
-            raise _write_error(self.path, e) from None
+            raise write_error(self.path, e) from None
         except BaseException:
             self.discard()
             raise

@@ -67,6 +67,11 @@ def test_a_directory_of_traces_as_a_dataset(tmp_path: Path, traces: Path, capsys
     assert {p.parts[0] for p in files} == set(TABLE_NAMES) and {p.parts[1] for p in files} == {"service=api"}
     assert all(p.parts[2].startswith("date=") and p.suffix == ".parquet" for p in files)
     assert err.endswith(f"livetrace: wrote {out}: {len(files)} files, {sum(counts(out).values()):,} rows\n")
+    # A row group per generation (a unit with events): memory held one unit at a time.
+    for t in TRACES:
+        units = [u for u in livetrace.iter_tables(t) if u["events"].num_rows]
+        [events_file] = out.glob(f"events/service=api/date=*/{t.name}-*.parquet")
+        assert pq.ParquetFile(events_file).metadata.num_row_groups == len(units)
     meta = pq.read_schema(out / files[0]).metadata
     assert meta[b"livetrace.schema_version"] == str(SCHEMA_VERSION).encode()
 

@@ -21,6 +21,7 @@ import livetrace
 from livetrace._cli.main import main
 
 from .conftest import ROOT
+from .test_flight_dumps import fill, tmpfs
 
 pytestmark = pytest.mark.once  # the same tables either way: tests/test_tables.py compares the cores
 
@@ -207,3 +208,21 @@ def test_help_teaches_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
         main(["sql", "--help"])
     out = capsys.readouterr().out
     assert "examples:" in out and "sched_latency" in out and "--duration" in out and "pid:4242" in out
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        filler = fill(disk)
+        out = disk / f"big.{suffix}"
+        code, _, err = sql(
+            capsys, str(REGION), "-c", "SELECT md5(range::VARCHAR) AS h FROM range(200000)", "-o", str(out)
+        )
+        filler.unlink()
+        assert (code, err.splitlines()[-1]) == (
+            2,
+            f"livetrace: error: cannot write {out}: No space left on device: the disk is full; nothing was saved there",
+        )
+        assert list(disk.iterdir()) == []

@@ -196,7 +196,9 @@ def test_units_are_generations_and_the_capture_comes_last() -> None:
     assert len(units) > 1 and all(len(g) <= 1 for g in gens)
     assert [u["captures"].num_rows for u in units] == [0] * (len(units) - 1) + [1]
     whole = livetrace.tables(data)
-    assert sum(u["events"].num_rows for u in units) == whole["events"].num_rows == whole["captures"]["events"][0].as_py()
+    assert (
+        sum(u["events"].num_rows for u in units) == whole["events"].num_rows == whole["captures"]["events"][0].as_py()
+    )
 
 
 def test_captures_say_the_format_and_the_clock() -> None:
@@ -297,9 +299,7 @@ def test_a_missing_dependency_is_one_typed_line(module: str, monkeypatch: pytest
     monkeypatch.setitem(sys.modules, module, None)  # what import finds where the package is not installed
     with pytest.raises(MissingDependencyError) as e:
         livetrace.sql(SMALL[0][1])
-    assert str(e.value) == (
-        f"livetrace's tables need {module}, which is not installed: pip install 'livetrace[sql]'"
-    )
+    assert str(e.value) == (f"livetrace's tables need {module}, which is not installed: pip install 'livetrace[sql]'")
 
 
 def test_every_cookbook_query_runs() -> None:
