@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import livetrace
 from livetrace import EventBatch, Kind, LivetraceError, MissingDependencyError, SpanKind
 from livetrace._errors import InputPathError
+from livetrace._tables.build import _wakers
 from livetrace._tables.schema import COLUMNS, SCHEMA_VERSION, SCHEMA_VERSION_KEY, SCHEMAS, TABLE_NAMES
 from livetrace._tables.views import VIEWS
 from livetrace._trace.model.events import NO_TASK
@@ -71,9 +72,9 @@ def test_every_table_has_its_schema_and_the_schemas_version() -> None:
 def test_docs_list_every_table_and_column() -> None:
     text = (ROOT / "docs" / "sql.md").read_text()
     for table, columns in COLUMNS.items():
-        section = re.search(rf"^### `{table}`\n(.*?)(?=^##)", text, re.S | re.M)
+        section = re.search(rf"^### `{table}`\n(.*?)(?=^##)", text, re.DOTALL | re.MULTILINE)
         assert section, table
-        listed = re.findall(r"^\| `(\w+)` \|", section[1], re.M)
+        listed = re.findall(r"^\| `(\w+)` \|", section[1], re.MULTILINE)
         assert listed == [c[0] for c in columns], table
     for view in VIEWS:
         assert f"`{view}`" in text, view
@@ -196,9 +197,8 @@ def test_units_are_generations_and_the_capture_comes_last() -> None:
     assert len(units) > 1 and all(len(g) <= 1 for g in gens)
     assert [u["captures"].num_rows for u in units] == [0] * (len(units) - 1) + [1]
     whole = livetrace.tables(data)
-    assert (
-        sum(u["events"].num_rows for u in units) == whole["events"].num_rows == whole["captures"]["events"][0].as_py()
-    )
+    rows = sum(u["events"].num_rows for u in units)
+    assert rows == whole["events"].num_rows == whole["captures"]["events"][0].as_py()
 
 
 def test_captures_say_the_format_and_the_clock() -> None:
@@ -208,9 +208,9 @@ def test_captures_say_the_format_and_the_clock() -> None:
     assert cap["wall_base"] is not None and cap["start_wall"] is not None and cap["end_wall"] > cap["start_wall"]
     events = events_of((RUNTIME / "go126-empty-stack-last.trace").read_bytes())
     walls = t["events"]["wall_time"].cast(pa.int64()).to_pylist()
-    assert walls == [None if e.wall_time is None else e.gen.wall_base + e.time for e in events if e.gen] + (
-        [None] * (len(walls) - sum(1 for e in events if e.gen))
-    )
+    bases = [None if e.gen is None else e.gen.wall_base for e in events]
+    assert walls == [None if base is None else base + e.time for e, base in zip(events, bases, strict=True)]
+    assert any(walls)
     legacy = livetrace.tables(LEGACY / "http_1_19_good")["captures"].to_pylist()[0]
     assert legacy["trace_format"] == "go1.19" and legacy["wall_base"] is None
 
@@ -257,7 +257,7 @@ _STRING_ARGS = {s.name: s.string_args for s in SPECS if s is not None} | {"STWEn
 
 
 def comparable(table: str, rows: pa.Table) -> list[dict[str, object]]:
-    out = rows.to_pylist()
+    out: list[dict[str, object]] = rows.to_pylist()
     if table == "events":
         for r in out:
             for i in _STRING_ARGS.get(str(r["event"]), ()):
@@ -282,7 +282,7 @@ def test_what_is_no_trace_is_a_trace_format_error(data: bytes) -> None:
 @settings(deadline=None, max_examples=examples(60))
 @given(st.data())
 def test_mutated_traces_give_tables_or_a_typed_error(data: st.DataObject) -> None:
-    name, original = data.draw(st.sampled_from(SMALL))
+    _, original = data.draw(st.sampled_from(SMALL))
     buf = mutate(data, original, keep=16)
     try:
         t = livetrace.tables(buf)
@@ -304,8 +304,33 @@ def test_a_missing_dependency_is_one_typed_line(module: str, monkeypatch: pytest
 
 def test_every_cookbook_query_runs() -> None:
     text = (ROOT / "docs" / "sql.md").read_text()
-    queries = [q for block in re.findall(r"```sql\n(.*?)```", text, re.S) for q in block.split(";") if q.strip()]
+    queries = [q for block in re.findall(r"```sql\n(.*?)```", text, re.DOTALL) for q in block.split(";") if q.strip()]
     assert len(queries) >= 10
     con = livetrace.sql([LEGACY / "http_1_19_good", LEGACY / "user_task_region_1_21_good"])
     for q in queries:
         con.execute(q).fetchall()
+
+
+@pytest.mark.parametrize("tie", [False, True], ids=["own-times", "tied-times"])
+def test_wakers_where_two_wakes_share_a_time(tie: bool) -> None:
+    """Wakes at one time (which a legacy trace's ties can give) take the
+    join; each at its own time the lookup: both name the same wakers."""
+    t2 = 100 if tie else 101
+    events = pa.record_batch(
+        {
+            "event": pa.DictionaryArray.from_arrays(
+                pa.array([EV_GO_UNBLOCK, EV_GO_UNBLOCK, EV_GO_UNBLOCK], pa.int32()),
+                pa.array([str(i) for i in range(256)]),
+            ),
+            "arg0": pa.array([7, 8, 9], pa.uint64()),
+            "time": pa.array([100, t2, 300], pa.int64()),
+            "goroutine": pa.array([1, 2, 3], pa.int64()),
+        }
+    )
+    rows = pa.record_batch(
+        {
+            "resource_id": pa.array([8, 7, 9, 5], pa.int64()),
+            "end": pa.array([t2, 100, 301, 100], pa.int64()),
+        }
+    )
+    assert _wakers(rows, events).to_pylist() == [2, 1, None, None]

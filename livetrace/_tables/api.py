@@ -16,13 +16,19 @@ if TYPE_CHECKING:
     from livetrace._tables.read import Sources
 
 
-def tables(source: Sources, *, compiled: bool | None = None) -> dict[str, pa.Table]:
+def tables(source: Sources, *, duration: float | None = None, compiled: bool | None = None) -> dict[str, pa.Table]:
     """Every table of the traces in ``source`` (a path, bytes, a binary
     file, or a sequence of paths), of any Go version: table name ->
     ``pyarrow.Table``. docs/sql.md lists the tables and their columns.
+    With ``duration`` (seconds), ``source`` is a live service's address (as
+    :func:`connect` takes it), traced that long; not from inside trio.
     ``compiled`` as for :func:`decode`. A malformed trace raises
     :class:`TraceFormatError`; without pyarrow, :class:`MissingDependencyError`."""
     need("pyarrow")
+    if duration is not None:
+        from livetrace._tables.live import live_tables
+
+        return live_tables(str(source), duration, compiled=compiled)
     from livetrace._tables.read import tables as read_tables
 
     return read_tables(source, compiled=compiled)
@@ -38,12 +44,12 @@ def iter_tables(source: Sources, *, compiled: bool | None = None) -> Iterator[di
     return read_units(source, compiled=compiled)
 
 
-def sql(source: Sources, *, compiled: bool | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with the tables of ``source``
-    registered (as Arrow tables: no copy) and the prepared views created
-    (docs/sql.md)."""
+def sql(source: Sources, *, duration: float | None = None, compiled: bool | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with the tables of ``source`` (as
+    for :func:`tables`, a live address with ``duration``) registered (as
+    Arrow tables: no copy) and the prepared views created (docs/sql.md)."""
     need("pyarrow")
     need("duckdb")
     from livetrace._tables.sql import connect
 
-    return connect(tables(source, compiled=compiled))
+    return connect(tables(source, duration=duration, compiled=compiled))

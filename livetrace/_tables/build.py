@@ -63,20 +63,58 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
     wakes = events.filter(pc.is_in(events["event"].indices, value_set=_WAKES))
     if not wakes.num_rows or not rows.num_rows:
         return full(None, rows.num_rows, pa.int64())
+    woken = pc.cast(wakes["arg0"], pa.int64(), safe=False)
+    times = wakes["time"]
+    if len(pc.unique(times)) == len(times):
+        # Each wake at its own time (the usual case): a hash lookup by time,
+        # kept where the woken goroutine is the row's.
+        at = pc.index_in(rows["end"], value_set=times)
+        mine = pc.equal(pc.take(woken, at), rows["resource_id"])
+        return pc.if_else(mine, pc.take(wakes["goroutine"], at), pa.scalar(None, pa.int64()))
     right = (
-        pa.table(
-            {
-                "goroutine": pc.cast(wakes["arg0"], pa.int64(), safe=False),
-                "end": wakes["time"],
-                "waker": wakes["goroutine"],
-            }
-        )
+        pa.table({"goroutine": woken, "end": times, "waker": wakes["goroutine"]})
         .group_by(["goroutine", "end"])
         .aggregate([("waker", "min")])
     )
     left = pa.table({"goroutine": rows["resource_id"], "end": rows["end"], "row": _row_numbers(rows.num_rows)})
     joined = left.join(right, ["goroutine", "end"], join_type="left outer").sort_by("row")
     return joined["waker_min"].combine_chunks()
+
+
+def merged_events(batches: Sequence[EventBatch]) -> list[EventBatch]:
+    """Consecutive batches of one tables as one batch: the kernels then run
+    once per unit, not once per (often small) batch, whose fixed cost would
+    dominate."""
+    out: list[EventBatch] = []
+    run: list[EventBatch] = []
+    for b in batches:
+        if not len(b):
+            continue
+        if run and b.gen is not run[0].gen:
+            out.append(_merge_events(run))
+            run = []
+        run.append(b)
+    if run:
+        out.append(_merge_events(run))
+    return out
+
+
+def _merge_events(run: list[EventBatch]) -> EventBatch:
+    if len(run) == 1:
+        return run[0]
+    cols = tuple(b"".join(c) for c in zip(*(b.columns() for b in run), strict=True))
+    return EventBatch(run[0].gen, sum(len(b) for b in run), cols)
+
+
+def merged_spans(batches: Sequence[SpanBatch]) -> list[SpanBatch]:
+    """The batches as one, where they share one names table (one builder's:
+    their tables keys are that builder's too); else as they are."""
+    bs = [b for b in batches if len(b)]
+    if len(bs) <= 1 or any(b.names_table is not bs[0].names_table for b in bs):
+        return bs
+    cols = [b"".join(c) for c in zip(*(b.columns() for b in bs), strict=True)]
+    tables = {k: t for b in bs for k, t in b.tables.items()}
+    return [SpanBatch(cols, tables, bs[-1].names_table)]
 
 
 def _row_numbers(n: int) -> pa.Array:
@@ -104,7 +142,8 @@ class UnitBuilder:
         ended in them, and (time, SpanBuilder.open_counts()) at its end for
         the goroutines-by-state counters. ``captures`` is left empty: a
         capture's row is made once, at its end (captures.py)."""
-        ev = [events_batch(capture, b, self.stacks, self._strings) for b in events if len(b)]
+        generation = next((b.gen.gen for b in events if b.gen is not None), 0)
+        ev = [events_batch(capture, b, self.stacks, self._strings, generation) for b in merged_events(events)]
         per_batch = {
             "logs": [logs_batch(e) for e in ev],
             "counters": [counters_batch(e) for e in ev],
@@ -113,7 +152,7 @@ class UnitBuilder:
         event_rows = _concat("events", ev)
         self._note_parents(capture, event_rows)
         parents = {t: p for (c, t), p in self._parents.items() if c == capture}
-        sp = _concat("spans", [spans_batch(capture, s, self.stacks, self._names, parents) for s in spans if len(s)])
+        sp = _concat("spans", [spans_batch(capture, s, self.stacks, self._names, parents) for s in merged_spans(spans)])
         rows = goroutine_rows(sp)
         out: Unit = {
             "events": event_rows,

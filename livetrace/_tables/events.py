@@ -65,7 +65,11 @@ class Strings:
         return names(pc.index_in(ids, value_set=self._keys), self._values)
 
 
-def events_batch(capture: int, batch: EventBatch, stacks: StackIds, strings: Strings) -> pa.RecordBatch:
+def events_batch(
+    capture: int, batch: EventBatch, stacks: StackIds, strings: Strings, generation: int
+) -> pa.RecordBatch:
+    """The ``events`` rows of a batch; ``generation``: its unit's (a trace's
+    final Sync has no tables of its own)."""
     n = len(batch)
     gen = batch.gen
     codes_v, times_v, m_v, p_v, g_v, args_v, extra_v = batch.columns()
@@ -92,7 +96,7 @@ def events_batch(capture: int, batch: EventBatch, stacks: StackIds, strings: Str
     return pa.record_batch(
         [
             full(capture, n, pa.int64()),
-            full(gen.gen if gen is not None else 0, n, pa.int64()),
+            full(gen.gen if gen is not None else generation, n, pa.int64()),
             times,
             wall,
             names(pc.take(_KIND_OF, codes), _KINDS),

@@ -17,10 +17,8 @@ from livetrace._files import decode_pieces, is_trace_gap, pieces
 from livetrace._tables.build import Unit, UnitBuilder
 from livetrace._tables.captures import Capture, capture_id
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
+from livetrace._tables.units import CaptureUnits
 from livetrace._trace.model.batch import EventBatch
-from livetrace._trace.model.tables import Tables
-from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.builder import SpanBuilder
 from livetrace._trace.version import HEADER_SIZE, sniff
 
 TraceSource = str | os.PathLike[str] | bytes | BinaryIO
@@ -72,42 +70,21 @@ def _units(builder: UnitBuilder, name: str, stream: BinaryIO, compiled: bool | N
         raise TraceFormatError(f"{name}: not a Go execution trace (it is {len(head)} bytes)", offset=0)
     index = 0
 
-    def capture() -> Capture:
-        return Capture(capture_id(name, index, head), "file", name, str(version.format), trace_index=index)
+    def units() -> CaptureUnits:
+        cap = Capture(capture_id(name, index, head), "file", name, str(version.format), trace_index=index)
+        return CaptureUnits(builder, cap, compiled=compiled)
 
-    current = capture()
-    spans = SpanBuilder(compiled=compiled)
-    batches: list[EventBatch] = []
-    span_batches: list[SpanBatch] = []
-    gen: Tables | None = None
-
-    def flush(last: bool) -> Unit:
-        """The unit of the batches so far; ``last``: the capture's last,
-        with the spans still open cut at its end, and its captures row."""
-        nonlocal batches, span_batches
-        times = [b.times[-1] for b in batches if len(b)]
-        counts = (times[-1], spans.open_counts()) if times else None  # before close() empties the builder
-        if last:
-            span_batches.append(spans.close())
-        unit = builder.build(current.capture, batches, span_batches, counts)
-        current.saw(unit["events"])
-        if last:
-            unit["captures"] = current.row()
-        batches, span_batches = [], []
-        return unit
-
+    current = units()
     for item in decode_pieces(itertools.chain([head], pieces(stream)), compiled=compiled):
         if isinstance(item, EventBatch):
-            if item.gen is not gen and gen is not None and batches:
-                yield flush(False)
-            gen = item.gen if item.gen is not None else gen
-            batches.append(item)
-            span_batches.append(spans.feed(item))
+            unit = current.feed(item)
+            if unit is not None:
+                yield unit
         elif is_trace_gap(item):  # the next trace of the stream is its own capture
-            yield flush(True)
+            yield current.close()
             index += 1
-            current, gen = capture(), None
-    yield flush(True)
+            current = units()
+    yield current.close()
 
 
 def tables(source: Sources, *, compiled: bool | None = None) -> dict[str, pa.Table]:

@@ -1,0 +1,63 @@
+"""A capture's decoded batches in, its units out: sans-IO, so that a file
+(read.py) and a live session (fed from ``Session.event_batches``) cut units
+the same way. A unit ends where the batches' tables change (a new
+generation, a legacy trace's next segment); the spans are built here, in
+order, by one SpanBuilder, and each unit gets the spans that ended in its
+batches."""
+
+from __future__ import annotations
+
+from livetrace._tables.build import Unit, UnitBuilder
+from livetrace._tables.captures import Capture
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.tables import Tables
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.builder import SpanBuilder
+
+
+class CaptureUnits:
+    """:meth:`feed` a capture's EventBatches in order and get each unit as
+    the next one begins; :meth:`close` at the capture's end gives the last
+    (the spans still open cut there, and the capture's ``captures`` row).
+    ``builder`` may be shared by several captures (one stacks table);
+    ``compiled`` as for :func:`livetrace.open_decoder`."""
+
+    def __init__(self, builder: UnitBuilder, capture: Capture, *, compiled: bool | None = None) -> None:
+        self.capture = capture
+        self._builder = builder
+        self._spans = SpanBuilder(compiled=compiled)
+        self._batches: list[EventBatch] = []
+        self._span_batches: list[SpanBatch] = []
+        self._gen: Tables | None = None
+
+    def feed(self, batch: EventBatch) -> Unit | None:
+        """The unit that ended before this batch, if it began a new one."""
+        unit = None
+        if batch.gen is not None and batch.gen is not self._gen:
+            if self._batches:
+                unit = self._flush(last=False)
+            self._gen = batch.gen
+        self._batches.append(batch)
+        self._span_batches.append(self._spans.feed(batch))
+        return unit
+
+    def gap(self) -> None:
+        """Generations were lost (a live session shed some): the spans open
+        now are forgotten, as their ends would be wrong."""
+        self._spans.gap()
+
+    def close(self) -> Unit:
+        """The capture's last unit, with its ``captures`` row."""
+        return self._flush(last=True)
+
+    def _flush(self, *, last: bool) -> Unit:
+        times = [b.times[-1] for b in self._batches if len(b)]
+        counts = (times[-1], self._spans.open_counts()) if times else None  # before close() empties the builder
+        if last:
+            self._span_batches.append(self._spans.close())
+        unit = self._builder.build(self.capture.capture, self._batches, self._span_batches, counts)
+        self.capture.saw(unit["events"])
+        if last:
+            unit["captures"] = self.capture.row()
+        self._batches, self._span_batches = [], []
+        return unit

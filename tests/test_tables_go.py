@@ -1,0 +1,284 @@
+"""Traces as tables against Go, not against ourselves: `events` has as many
+rows of each kind as Go 1.27.3's `go tool trace -d=parsed` has lines of
+that kind; SQL over `goroutine_states` (the prepared `pprof` view) gives
+`go tool trace -pprof=sched|sync|net|syscall`'s count and time per stack,
+as tests/test_spans.py compares the spans; and SQL over the tables gives
+`livetrace top --format json`'s numbers for the same trace. On Go's own
+text-form and legacy test traces, fresh demo traces of every modern
+toolchain and of Go 1.19 and 1.21, and a live `top` session of the demo.
+
+Legacy traces are compared with Go 1.27's `-d=parsed`, which converts them
+to the one event model as livetrace does (tests/test_legacy.py checks the
+events line by line), not with Go 1.21's `-d`: that dump lists the legacy
+format's own events, which the model replaces (several legacy events
+become one transition, a few become none), so its counts are not the
+table's."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import trio
+
+import livetrace
+from livetrace._session.recording import Recorder
+from livetrace._tables.live import session_tables
+from livetrace._views.pprof import stack_key
+
+from . import textform
+from .conftest import MODERN_VERSIONS, cli, demo, go_binary, go_dump
+from .gopprof import go_trace_pprof, read_totals
+
+ROOT = Path(__file__).resolve().parent.parent
+LEGACY = ROOT / "tests" / "corpus" / "legacy" / "go-testdata"
+TEXT_TESTS = [t for t in textform.all_tests() if t.data and t.expect_success]
+PROFILES = ("sched", "sync", "net", "syscall")
+# Go 1.27's tool reads legacy traces from Go 1.11 on.
+LEGACY_FILES = sorted(p.name for p in LEGACY.glob("*_good") if not any(f"_1_{v}_" in p.name for v in (5, 7, 9, 10)))
+PPROF_LEGACY_FILES = [
+    "http_1_11_good",
+    "stress_1_11_good",
+    "http_1_19_good",
+    "stress_start_stop_1_21_good",
+    "user_task_region_1_21_good",
+]
+
+
+# -- events per kind, against -d=parsed --
+
+
+def go_kinds(path: Path) -> Counter[str]:
+    """Lines per event kind of Go 1.27.3's -d=parsed (an event's line is
+    `M=.. P=.. G=.. Kind ...`; its stack's lines follow, indented)."""
+    status, out, err = go_dump(path, "parsed")
+    assert status == 0, err
+    return Counter(line.split()[3] for line in out.splitlines() if line.startswith("M="))
+
+
+def table_kinds(path: Path) -> Counter[str]:
+    con = livetrace.sql(path)
+    return Counter(dict(con.execute("SELECT CAST(kind AS VARCHAR), count(*) FROM events GROUP BY 1").fetchall()))
+
+
+def assert_kinds_agree(path: Path) -> None:
+    ours, go = table_kinds(path), go_kinds(path)
+    assert ours == go
+    assert sum(go.values()) > 0
+
+
+@pytest.mark.go
+def test_events_per_kind_are_gos_on_text_form_traces(tmp_path: Path) -> None:
+    for t in TEXT_TESTS:
+        path = tmp_path / f"{t.name}.trace"
+        path.write_bytes(t.data)
+        assert table_kinds(path) == go_kinds(path), t.name
+
+
+@pytest.mark.go
+@pytest.mark.parametrize("name", LEGACY_FILES)
+def test_events_per_kind_are_gos_on_legacy_traces(name: str) -> None:
+    assert_kinds_agree(LEGACY / name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", MODERN_VERSIONS)
+def test_events_per_kind_are_gos_on_demo_traces(version: str, demo_traces: dict[str, Path]) -> None:
+    assert_kinds_agree(demo_traces[version])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["1.19", "1.21"])
+def test_events_per_kind_are_gos_on_legacy_demo_traces(version: str, legacy_demo_traces: dict[str, Path]) -> None:
+    assert_kinds_agree(legacy_demo_traces[version])
+
+
+# -- the pprof view, against -pprof --
+
+
+def sql_totals(path: Path) -> dict[str, dict[tuple[int, ...], tuple[int, int]]]:
+    """(count, ns) per stack key (as Go tells stacks apart: the first 128
+    PCs, trailing zero PCs dropped) of the `pprof` view."""
+    con = livetrace.sql(path)
+    rows = con.execute(
+        "SELECT p.profile, s.pcs, p.count, p.ns FROM pprof p LEFT JOIN stacks s USING (stack_id)"
+    ).fetchall()
+    out: dict[str, dict[tuple[int, ...], tuple[int, int]]] = {p: {} for p in PROFILES}
+    for profile, pcs, count, ns in rows:
+        key = stack_key(tuple(pcs or ()))
+        c0, n0 = out[profile].get(key, (0, 0))
+        out[profile][key] = (c0 + count, n0 + int(ns))
+    return out
+
+
+def assert_pprof_agrees(path: Path, tie_ns_per_span: int) -> None:
+    """The same stacks, the same count of intervals per stack, and the same
+    total time; within tie_ns_per_span ns per interval where Go's reader
+    moves events with equal timestamps 1 ns apart (legacy traces)."""
+    ours = sql_totals(path)
+    go = {prof: read_totals(go_trace_pprof(go_binary("1.27"), prof, path)) for prof in PROFILES}
+    for prof in PROFILES:
+        assert ours[prof].keys() == go[prof].keys(), prof
+        for stack, (count, ns) in go[prof].items():
+            our_count, our_ns = ours[prof][stack]
+            assert our_count == count, (prof, stack)
+            assert abs(our_ns - ns) <= tie_ns_per_span * count, (prof, stack, our_ns, ns)
+    assert sum(len(go[p]) for p in PROFILES) > 0
+
+
+@pytest.mark.go
+@pytest.mark.parametrize("name", ["go122-gc-stress", "go122-annotations-stress"])
+def test_pprof_view_is_gos_on_text_form_traces(name: str, tmp_path: Path) -> None:
+    (t,) = [t for t in TEXT_TESTS if t.name == name]
+    path = tmp_path / "t.trace"
+    path.write_bytes(t.data)
+    assert_pprof_agrees(path, 0)
+
+
+@pytest.mark.go
+@pytest.mark.parametrize("name", PPROF_LEGACY_FILES)
+def test_pprof_view_is_gos_on_legacy_traces(name: str) -> None:
+    assert_pprof_agrees(LEGACY / name, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["1.22", "1.26"])
+def test_pprof_view_is_gos_on_demo_traces(version: str, demo_traces: dict[str, Path]) -> None:
+    assert_pprof_agrees(demo_traces[version], 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["1.19", "1.21"])
+def test_pprof_view_is_gos_on_legacy_demo_traces(version: str, legacy_demo_traces: dict[str, Path]) -> None:
+    assert_pprof_agrees(legacy_demo_traces[version], 1)
+
+
+# -- top's numbers --
+
+_SUMMARY = """
+    SELECT {key} AS key, count(*) AS count,
+           coalesce(list_extract(list(duration ORDER BY duration), greatest(1, ceil(0.5 * count(*)))::INT), 0),
+           coalesce(list_extract(list(duration ORDER BY duration), greatest(1, ceil(0.99 * count(*)))::INT), 0),
+           coalesce(max(duration), 0), coalesce(sum(duration), 0)
+    FROM {table} WHERE NOT clipped_end {where} GROUP BY ALL
+"""
+
+
+def _summaries(con: Any, table: str, key: str = "''", where: str = "") -> dict[str, dict[str, int]]:
+    rows = con.execute(_SUMMARY.format(key=key, table=table, where=where)).fetchall()
+    return {
+        k: {"count": c, "p50": p50, "p99": p99, "max": mx, "total": int(total)} for k, c, p50, p99, mx, total in rows
+    }
+
+
+def _last(counters: pa.Table, name: str) -> int | None:
+    values = [r["value"] for r in counters.to_pylist() if r["name"] == name]
+    return values[-1] if values else None
+
+
+def top_of_tables(paths: list[Path]) -> dict[str, Any]:
+    """top's snapshot of these recordings, as SQL over their tables."""
+    tables = livetrace.tables(paths)
+    con = livetrace.sql(paths)
+    none = {"count": 0, "p50": 0, "p99": 0, "max": 0, "total": 0}
+
+    def kind(k: str) -> dict[str, int]:
+        return _summaries(con, "spans", where=f"AND kind = '{k}' AND resource <> 'Proc'").get("", none)
+
+    # The goroutines by state now: the last capture's (a legacy session's
+    # segments are captures, and top forgets the open spans between two);
+    # the metrics: the last any capture reported.
+    last_capture = tables["captures"]["capture"][-1].as_py()
+    counters = tables["counters"]
+    states = counters.filter(pa.compute.equal(counters["capture"], last_capture))
+    return {
+        "events": con.execute("SELECT count(*) FROM events").fetchone()[0],  # type: ignore[index]
+        "gc": kind("gc"),
+        "stw": kind("stw"),
+        "mark_assist": kind("mark-assist"),
+        "sched": kind("runnable"),
+        "states": {s: _last(states, f"goroutines:{s}") or 0 for s in ("running", "runnable", "blocked", "syscall")},
+        "regions": _summaries(con, "regions", "CAST(name AS VARCHAR)"),
+        "tasks": _summaries(con, "tasks", "CAST(name AS VARCHAR)"),
+        "heap": _last(counters, "/memory/classes/heap/objects:bytes"),
+        "heap_goal": _last(counters, "/gc/heap/goal:bytes"),
+        "gomaxprocs": _last(counters, "/sched/gomaxprocs:threads"),
+    }
+
+
+def assert_top_agrees(snap: dict[str, Any], paths: list[Path]) -> None:
+    ours = top_of_tables(paths)
+    for key, value in ours.items():
+        assert snap[key] == value, key
+
+
+@pytest.mark.slow
+@pytest.mark.once  # the command; the tables' cores are compared in tests/test_tables.py
+@pytest.mark.parametrize("version", ["1.26", "1.21"])
+def test_sql_gives_tops_numbers_for_its_recording(version: str, tmp_path: Path) -> None:
+    record = tmp_path / "top.trace"
+
+    async def run() -> str:
+        async with demo(version, args=["-workers", "1"], env={"GOMAXPROCS": "2"}) as d:
+            return await trio.to_thread.run_sync(lambda: _top(d.trace_address, record))
+
+    snap = json.loads(trio.run(run))
+    paths = sorted(tmp_path.glob("top*.trace"), key=lambda p: (len(p.name), p.name))
+    assert paths and paths[0] == record
+    assert snap["sched"]["count"] > 100 and snap["regions"] and snap["tasks"]
+    assert_top_agrees(snap, paths)
+    assert math.isfinite(snap["sched"]["total"])
+
+
+def _top(address: str, record: Path) -> str:
+    p = cli("top", address, "--once", "--interval", "2", "--format", "json", "--record", str(record))
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    (line,) = out.splitlines()
+    return line
+
+
+# -- live --
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["1.26", "1.21"])
+def test_live_tables_are_gos_events_of_the_same_session(version: str, tmp_path: Path) -> None:
+    """A live session's tables, unit by unit as it runs, and the recording
+    of that very session: as many events of each kind as Go's -d=parsed of
+    the recording, and a captures row that names the service."""
+    record = tmp_path / "live.trace"
+
+    async def run() -> tuple[dict[str, pa.Table], int]:
+        async with demo(version, args=["-workers", "1"]) as d:
+            async with livetrace.connect(d.trace_address, duration=2) as session, trio.open_nursery() as nursery:
+                recorder = Recorder(session, record)
+                nursery.start_soon(recorder.run)
+                tables = await session_tables(session)
+            return tables, d.pid
+
+    tables, pid = trio.run(run)
+    ours = Counter(dict(Counter(tables["events"]["kind"].cast(pa.string()).to_pylist())))
+    assert ours == go_kinds(record)
+    (cap,) = tables["captures"].to_pylist()
+    assert cap["source"] == "helper" and cap["pid"] == pid and cap["go_version"].startswith(f"go{version}")
+    assert cap["service"].startswith("livetrace-demo") and cap["events"] == tables["events"].num_rows
+    assert tables["goroutine_states"].num_rows and tables["stacks"].num_rows
+
+
+@pytest.mark.slow
+@pytest.mark.once  # the session's plumbing; the tables of a live session are checked above
+def test_sql_of_a_live_address() -> None:
+    async def run() -> tuple[list[tuple[Any, ...]], int]:
+        async with demo("1.26") as d:
+            con = await trio.to_thread.run_sync(lambda: livetrace.sql(d.trace_address, duration=1))
+            return con.execute("SELECT source, pid, events FROM captures").fetchall(), d.pid
+
+    rows, pid = trio.run(run)
+    ((source, got_pid, events),) = rows
+    assert source == "helper" and got_pid == pid and events > 0
