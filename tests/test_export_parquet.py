@@ -1,33 +1,24 @@
 """``livetrace export --to parquet`` of trace files: a Hive-partitioned
 dataset whose every table reads back in DuckDB, Polars and pyarrow with the
 rows of ``livetrace.tables``; written again, it is replaced, not doubled; a
-bad trace leaves nothing. And the live path's units (live_tables.py) are
-iter_tables' units, checked here on the items a file decodes to: the live
-export itself is tests/test_sql_live.py's."""
+bad trace leaves nothing. The live export is tests/test_sql_live.py's."""
 
 from __future__ import annotations
 
-import io
-import itertools
 import shutil
 from pathlib import Path
 
 import duckdb
 import polars as pl
-import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
 import livetrace
-from livetrace._cli.live_tables import LiveUnits
 from livetrace._cli.main import main
-from livetrace._files import decode_pieces
-from livetrace._protocol.frames import SessionInfo
 from livetrace._tables.schema import SCHEMA_VERSION, TABLE_NAMES
 
 from .conftest import ROOT
-from .test_tables import SMALL, ids
 
 pytestmark = pytest.mark.once
 
@@ -107,38 +98,3 @@ def test_parquet_wants_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture
     assert (code, err) == (2, "livetrace: error: --to parquet writes a directory of files: give -o DIR, not -\n")
     code, err = export(capsys, str(TRACES[0]), "--to", "perfetto", "-o", str(tmp_path / "x"), "--service", "a")
     assert (code, err) == (2, "livetrace: error: --service, --record and --segment are --to parquet's\n")
-
-
-def _info() -> SessionInfo:
-    return SessionInfo(
-        protocol=1, helper="test", go_version="go1.21.13", goos="linux", goarch="amd64", pid=42,
-        executable="/srv/api", gomaxprocs=4, start_unix_ns=1_700_000_000_000_000_000, queue_bytes=0, session=1,
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize(("name", "data"), SMALL, ids=ids)
-def test_live_units_are_iter_tables_units(name: str, data: bytes) -> None:
-    units = LiveUnits("unix:/run/api.sock", _info())
-    live = [
-        units.build(p)
-        for item in itertools.chain(decode_pieces([data]), [None])
-        for p in (units.close() if item is None else units.feed(item))
-    ]
-    files = list(livetrace.iter_tables(io.BytesIO(data)))
-    assert len(live) == len(files)
-    for got, want in zip(live, files, strict=True):
-        for table in TABLE_NAMES:
-            if table == "captures":
-                continue
-            g, w = got[table], want[table]
-            if "capture" in g.schema.names:  # the one column that differs: whose capture
-                g, w = g.drop_columns(["capture"]), w.drop_columns(["capture"])
-            assert g.to_pylist() == w.to_pylist(), (name, table)  # (a dictionary's order may differ)
-    [row] = pa.Table.from_batches([u["captures"] for u in live if u["captures"].num_rows]).to_pylist()
-    [file_row] = livetrace.tables(data)["captures"].to_pylist()
-    assert (row["source"], row["service"], row["pid"], row["host"], row["go_version"]) == (
-        "helper", "api", 42, row["host"], "go1.21.13"
-    )  # fmt: skip
-    assert {k: row[k] for k in ("events", "start_time", "end_time")} == {
-        k: file_row[k] for k in ("events", "start_time", "end_time")
-    }

@@ -15,7 +15,7 @@ import datetime as dt
 import hashlib
 import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
@@ -78,22 +78,21 @@ def _export_file(ds: ParquetDataset, path: Path, service: str | None) -> int:
 
 
 async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO, **limits: Any) -> tuple[bool, int]:
-    from livetrace._cli.live_tables import LiveUnits, feed_session, service_name
     from livetrace._nursery import open_nursery
     from livetrace._session.recording import Recorder
+    from livetrace._tables.live import session_units
 
     rows = 0
 
     async def collect(session: Session) -> bool:
         nonlocal rows
         info = session.info
-        units = LiveUnits(args.address, info)
-        service = args.service or service_name(info)
+        service = args.service or PurePath(info.executable).name
         started = dt.datetime.fromtimestamp(info.start_unix_ns / 1e9, dt.UTC)
         base = f"{file_name(service, 40)}-{info.pid}-{started:%Y%m%dT%H%M%SZ}"
         seq = 0
 
-        def sink(unit: dict[str, pa.RecordBatch]) -> None:
+        def write(unit: dict[str, pa.RecordBatch]) -> None:
             nonlocal seq, rows
             seq += 1
             partition = [("service", service), ("date", _day(_first_wall(unit) or dt.datetime.now(dt.UTC)))]
@@ -102,11 +101,14 @@ async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO
                     ds.write(table, partition, f"{base}-{seq:06d}", batch)
                     rows += batch.num_rows
 
+        async def sink(unit: dict[str, pa.RecordBatch]) -> None:
+            await trio.to_thread.run_sync(write, unit)  # the files in a worker: the session reads on meanwhile
+
         async with open_nursery() as nursery:
             recorder = Recorder(session, args.record) if args.record is not None else None
             if recorder is not None:
                 nursery.start_soon(recorder.run)
-            await feed_session(session, units, sink)
+            await session_units(session, sink)
         if recorder is not None:
             say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
         return True  # (None: live_pass's sign of an abort)

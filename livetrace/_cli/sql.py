@@ -45,10 +45,10 @@ async def _live_tables(
     """Each live source's tables, all traced at once for --duration (or until Ctrl-C)."""
     import pyarrow as pa
 
-    from livetrace._cli.live_tables import LiveUnits, feed_session
     from livetrace._nursery import open_nursery
     from livetrace._session.recording import Recorder
     from livetrace._session.session import Session
+    from livetrace._tables.live import session_units
     from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 
     results: list[dict[str, pa.Table]] = []
@@ -57,18 +57,17 @@ async def _live_tables(
     async def one(address: str, record: Path | None) -> None:
         parts: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLE_NAMES}
 
-        def sink(unit: dict[str, pa.RecordBatch]) -> None:
+        async def keep(unit: dict[str, pa.RecordBatch]) -> None:
             for name, batch in unit.items():
                 if batch.num_rows:
                     parts[name].append(batch)
 
         async def collect(session: Session) -> bool:
-            units = LiveUnits(address, session.info)
             async with open_nursery() as nursery:
                 recorder = Recorder(session, record) if record is not None else None
                 if recorder is not None:
                     nursery.start_soon(recorder.run)
-                await feed_session(session, units, sink)
+                await session_units(session, keep)
             if recorder is not None:
                 say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
             return True  # (None: live_pass's sign of an abort)
