@@ -69,37 +69,20 @@ def step_tables(trace: str, runs: str) -> dict[str, Any]:
     return {"seconds": best, "events": events}
 
 
-def _export(ds: Any, paths: list[Path]) -> tuple[int, int]:
-    from livetrace._tables.read import iter_tables
-    from livetrace._tables.schema import SCHEMAS
-
-    events = rows = 0
-    for i, path in enumerate(paths):
-        files: dict[str, Any] = {}
-        for unit in iter_tables([path]):
-            if not files:
-                files = {
-                    t: ds.open(t, [("service", "demo"), ("date", "2026-11-27")], f"c{i:04d}", SCHEMAS[t]) for t in unit
-                }
-            for table, batch in unit.items():
-                if batch.num_rows:
-                    files[table].write(batch)
-            events += unit["events"].num_rows
-        for f in files.values():
-            rows += f.rows
-            f.commit()
-    return events, rows
-
-
 def step_parquet(out: str, runs: str, *traces: str) -> dict[str, Any]:
+    from livetrace._cli.export_parquet import export_file
     from livetrace._dataset import ParquetDataset
+    from livetrace._tables.schema import SCHEMA_VERSION
 
     best, events = float("inf"), 0
     for _ in range(int(runs)):
         shutil.rmtree(out, ignore_errors=True)
         t = time.perf_counter()
-        with ParquetDataset(Path(out), schema_version="1") as ds:
-            events, rows = _export(ds, [Path(p) for p in traces])
+        events = rows = 0
+        with ParquetDataset(Path(out), schema_version=str(SCHEMA_VERSION)) as ds:
+            for path in traces:  # what `livetrace export PATH... --to parquet -o OUT` does
+                e, r = export_file(ds, Path(path), "demo")
+                events, rows = events + e, rows + r
         best = min(best, time.perf_counter() - t)
     size = sum(p.stat().st_size for p in Path(out).rglob("*.parquet"))
     return {"seconds": best, "events": events, "rows": rows, "bytes": size}

@@ -15,6 +15,7 @@ import datetime as dt
 import hashlib
 import os
 import re
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from livetrace._session.session import Session
 
 LIVE_SEGMENT = 5.0  # seconds
+WRITERS = min(8, os.cpu_count() or 1)  # threads writing a unit's tables
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -51,30 +53,41 @@ def _day(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).date().isoformat()
 
 
-def _export_file(ds: ParquetDataset, path: Path, service: str | None) -> int:
-    """One trace file's tables, a file each; the rows written."""
+def export_file(ds: ParquetDataset, path: Path, service: str | None) -> tuple[int, int]:
+    """One trace file's tables, a file each: (events, rows written).
+
+    A unit's tables are written by a pool of threads (pyarrow lets go of
+    the GIL while it encodes), while the next unit is built: two units are
+    held at a time, and each file gets its row groups in order."""
     from livetrace._tables.read import iter_tables
     from livetrace._tables.schema import SCHEMAS
 
     # Two files of the same name in two directories stay two files.
     name = f"{file_name(path.stem)}-{hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()}"
     files: dict[str, ParquetFile] = {}
-    try:
-        for unit in iter_tables([path]):
-            if not files:
-                when = _first_wall(unit) or dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC)
-                partition = [("service", service), ("date", _day(when))]
-                files = {table: ds.open(table, partition, name, SCHEMAS[table]) for table in unit}
-            for table, batch in unit.items():
-                if batch.num_rows:
-                    files[table].write(batch)
-        rows = sum(f.rows for f in files.values())
-        for f in files.values():
-            ds.committed(f.commit())
-    finally:
-        for f in files.values():
-            f.discard()  # (after a commit: nothing left to do)
-    return rows
+    writing: list[Future[None]] = []
+    events = 0
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        try:
+            for unit in iter_tables([path]):
+                if not files:
+                    when = _first_wall(unit) or dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC)
+                    partition = [("service", service), ("date", _day(when))]
+                    files = {table: ds.open(table, partition, name, SCHEMAS[table]) for table in unit}
+                for done in writing:
+                    done.result()
+                writing = [pool.submit(files[t].write, batch) for t, batch in unit.items() if batch.num_rows]
+                events += unit["events"].num_rows
+            for done in writing:
+                done.result()
+            rows = sum(f.rows for f in files.values())
+            for f in files.values():
+                ds.committed(f.commit())
+        finally:
+            wait(writing)  # (a failure: the other writes end before their files go)
+            for f in files.values():
+                f.discard()  # (after a commit: nothing left to do)
+    return events, rows
 
 
 async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO, **limits: Any) -> tuple[bool, int]:
@@ -139,7 +152,7 @@ def export_parquet_command(args: argparse.Namespace, err: TextIO, **limits: Any)
             if args.duration:
                 say(err, "note: --duration applies to a live service, not to a file")
             for path in inputs.files:
-                rows += _export_file(ds, path, args.service)
+                rows += export_file(ds, path, args.service)[1]
         files = len(ds.files)
     say(err, f"wrote {args.output}: {plural(files, 'file')}, {rows:,} rows")
     return EXIT_OK if complete else EXIT_INCOMPLETE
