@@ -89,16 +89,10 @@ def step_parquet(out: str, runs: str, *traces: str) -> dict[str, Any]:
 
 
 def step_views(dataset: str) -> dict[str, Any]:
-    import duckdb
-
-    from livetrace._tables.schema import TABLE_NAMES
-    from livetrace._tables.sql import create_views
+    from livetrace._cli.sql import dataset_connection  # what `livetrace sql DATASET` reads
     from livetrace._tables.views import VIEWS
 
-    con = duckdb.connect()
-    for t in TABLE_NAMES:
-        con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{dataset}/{t}/**/*.parquet')")
-    create_views(con)
+    con = dataset_connection([Path(dataset)])
     times = {}
     for view in VIEWS:
         t = time.perf_counter()

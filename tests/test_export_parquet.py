@@ -98,3 +98,18 @@ def test_parquet_wants_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture
     assert (code, err) == (2, "livetrace: error: --to parquet writes a directory of files: give -o DIR, not -\n")
     code, err = export(capsys, str(TRACES[0]), "--to", "perfetto", "-o", str(tmp_path / "x"), "--service", "a")
     assert (code, err) == (2, "livetrace: error: --service, --record and --segment are --to parquet's\n")
+
+
+def test_sql_reads_a_dataset_as_the_traces(tmp_path: Path, traces: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ds"
+    assert export(capsys, str(traces), "--to", "parquet", "-o", str(out))[0] == 0
+    asked = "SELECT * FROM blocking ORDER BY total_ns DESC, stack_id"
+    answers = []
+    for source in (str(out), str(traces)):
+        assert main(["sql", source, "-c", asked, "-c", "SELECT count(*) AS n FROM stacks", "--format", "csv"]) == 0
+        answers.append(capsys.readouterr().out)
+    assert answers[0] == answers[1] and answers[0].count("\n") > 3
+    assert main(["sql", str(out), str(TRACES[0]), "-c", "SELECT 1"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "a Parquet dataset is queried on its own (or with other datasets), not with traces\n"
+    )

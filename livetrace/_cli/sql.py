@@ -82,6 +82,31 @@ async def _live_tables(
     return results, complete[0]
 
 
+def dataset_connection(roots: list[Path]) -> duckdb.DuckDBPyConnection:
+    """A connection whose tables are views of Parquet datasets' files (what
+    export --to parquet wrote), read by DuckDB as a query needs them: a
+    set of traces too big to hold. The partitions are columns (service,
+    date); a stack or frame that several exports hold is one row."""
+    import duckdb
+
+    from livetrace._tables.schema import TABLE_NAMES
+    from livetrace._tables.sql import create_views
+
+    con = duckdb.connect(":memory:")
+    for table in TABLE_NAMES:
+        files = ", ".join(_literal(str(root / table / "**" / "*.parquet")) for root in roots)
+        scan = f"read_parquet([{files}], hive_partitioning = true, union_by_name = true)"
+        key = {"stacks": "stack_id", "frames": "frame_id"}.get(table)
+        rows = f"SELECT DISTINCT ON ({key}) * EXCLUDE (service, date) FROM {scan}" if key else f"SELECT * FROM {scan}"
+        con.execute(f"CREATE VIEW {table} AS {rows}")
+    create_views(con)
+    return con
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def load(
     args: argparse.Namespace, inputs: Inputs, err: TextIO, **limits: Any
 ) -> tuple[duckdb.DuckDBPyConnection, bool]:
@@ -90,6 +115,10 @@ def load(
     from livetrace._tables.read import tables
     from livetrace._tables.sql import connect
 
+    if inputs.datasets:
+        con = dataset_connection(inputs.datasets)
+        say(err, f"{plural(len(inputs.datasets), 'Parquet dataset')}, read as the queries ask")
+        return con, True
     parts = [tables(inputs.files)] if inputs.files else []
     complete = True
     if inputs.live:
@@ -117,6 +146,9 @@ def sql_command(args: argparse.Namespace, out: TextIO, err: TextIO, **limits: An
         say(err, "error: --record writes one live session's trace: give one live source with it")
         return EXIT_ERROR
     inputs = expand(args.sources)
+    if inputs.datasets and (inputs.files or inputs.live or len(inputs.datasets) < len(args.sources)):
+        say(err, "error: a Parquet dataset is queried on its own (or with other datasets), not with traces")
+        return EXIT_ERROR
     if args.record and not inputs.live:
         say(err, "error: --record writes a live session's trace: the sources are files")
         return EXIT_ERROR

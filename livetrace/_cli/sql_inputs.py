@@ -19,6 +19,13 @@ _GLOB_CHARS = frozenset("*?[")
 class Inputs:
     files: list[Path] = field(default_factory=list)
     live: list[str] = field(default_factory=list)
+    datasets: list[Path] = field(default_factory=list)  # what export --to parquet wrote
+
+
+def is_dataset(directory: Path) -> bool:
+    """Whether a directory is a Parquet dataset of the tables (export --to
+    parquet's: a directory per table, Parquet files under it)."""
+    return (directory / "captures").is_dir() and next((directory / "captures").rglob("*.parquet"), None) is not None
 
 
 def _in_directory(directory: Path) -> list[Path]:
@@ -32,7 +39,8 @@ def _in_directory(directory: Path) -> list[Path]:
 
 def expand(sources: list[str]) -> Inputs:
     """Each SOURCE as files (a file; a directory's ``*.trace`` files; a
-    glob's matches, for a pattern the shell left alone) or a live address
+    glob's matches, for a pattern the shell left alone), a Parquet dataset
+    (a directory export --to parquet wrote), or a live address
     (anything else: pid:N, a name, unix:, tcp:, http://). A file named
     twice is read once. Raises :class:`InputPathError` for a missing file,
     an empty directory or a glob that matches nothing."""
@@ -48,7 +56,9 @@ def expand(sources: list[str]) -> Inputs:
     for source in sources:
         if source == "-":
             raise InputPathError("livetrace sql reads files, not standard input: give the trace's path")
-        if os.path.isdir(source):
+        if os.path.isdir(source) and is_dataset(Path(source)):
+            got.datasets.append(Path(source))
+        elif os.path.isdir(source):
             for path in _in_directory(Path(source)):
                 add(path)
         elif _GLOB_CHARS & set(source) and not os.path.exists(source):

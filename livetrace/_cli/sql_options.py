@@ -15,6 +15,7 @@ examples:
   livetrace sql service.trace -c 'SELECT * FROM sched_latency LIMIT 10'
   livetrace sql captures/ -c 'SELECT capture, count(*) FROM events GROUP BY ALL'   every .trace in captures/
   livetrace sql 'week/*.trace' -c 'SELECT * FROM gc_pauses ORDER BY duration DESC LIMIT 20'
+  livetrace sql dataset/ -c 'SELECT * FROM sched_latency'       what export --to parquet wrote: read as needed
   livetrace sql pid:4242 --duration 10 -c 'SELECT * FROM blocking LIMIT 20'        a live service
   livetrace sql http://127.0.0.1:6060 -d 5 -c 'SELECT * FROM goroutine_leaks' --format jsonl
   livetrace sql svc.trace -c 'SELECT * FROM goroutine_states WHERE duration > 5e6' -o slow.parquet
@@ -46,7 +47,9 @@ def add_sql_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
         description="Load the traces of every SOURCE as tables (docs/sql.md) into DuckDB, in-process, and "
         "run SQL over them: the statements of -c, or those read from standard input, or, in a terminal "
         "without -c, those typed at a prompt. A SOURCE is a trace file of any Go version (1.5 to 1.27), a "
-        "directory (its .trace files, at any depth), a glob in quotes, or a live service's address "
+        "directory (its .trace files, at any depth), a glob in quotes, a Parquet dataset that `livetrace export "
+        "--to parquet` wrote (its files read as each query needs them: a set of traces too big to hold), or a "
+        "live service's address "
         "(pid:N, a name, unix:, tcp:, tls:, http://), traced for --duration (or until Ctrl-C) before the "
         "queries run. Every row names its capture (a trace, a live session, a pprof window, a legacy "
         "segment): one query spans them all.",
