@@ -85,3 +85,20 @@ async def test_a_live_parquet_dataset_reads_back_as_the_recording(tmp_path: Path
     same_q = "SELECT state, count(*), sum(duration) FROM {} GROUP BY ALL ORDER BY 1"
     from_files = livetrace.sql(recorded(tmp_path, "live")).execute(same_q.format("goroutine_states")).fetchall()
     assert duckdb.execute(same_q.format(f"'{out}/goroutine_states/**/*.parquet'")).fetchall() == from_files
+
+
+async def test_live_sql_over_pprof_windows(tmp_path: Path) -> None:
+    """A service with net/http/pprof only: each /debug/pprof/trace window is a capture of its own."""
+    rec = tmp_path / "win.trace"
+    async with demo("1.26", args=["-workers", "1"]) as d:
+        p = cli(
+            "sql", d.http, "--duration", "2", "--record", str(rec), "--format", "csv",
+            "-c", f"SELECT {COUNTS}",
+            "-c", "SELECT DISTINCT source FROM captures",
+        )  # fmt: skip
+        out, _ = await finish(p)
+    lines = out.splitlines()
+    got = dict(zip(TABLE_NAMES, map(int, lines[1].split(",")), strict=True))
+    want = livetrace.tables(recorded(tmp_path, "win"))
+    assert got == {t: want[t].num_rows for t in TABLE_NAMES} and got["events"] > 0
+    assert lines[2:] == ['"source"', '"pprof window"']
