@@ -27,10 +27,13 @@ from livetrace._tables.schema import COLUMNS, SCHEMA_VERSION, SCHEMA_VERSION_KEY
 from livetrace._tables.views import VIEWS
 from livetrace._trace.model.events import NO_TASK
 from livetrace._trace.spec.modern import EV_GO_SWITCH, EV_GO_SWITCH_DESTROY, EV_GO_UNBLOCK, EV_USER_TASK_BEGIN, SPECS
+from livetrace._views.top import TopStats
+from livetrace._views.top_screen import snapshot_dict
 
 from . import textform
 from .conftest import ROOT, examples
 from .mutate import mutate
+from .tabletop import assert_top_agrees
 
 CORPUS = ROOT / "tests" / "corpus"
 LEGACY = CORPUS / "legacy" / "go-testdata"
@@ -313,8 +316,10 @@ def test_every_cookbook_query_runs() -> None:
 
 @pytest.mark.parametrize("tie", [False, True], ids=["own-times", "tied-times"])
 def test_wakers_where_two_wakes_share_a_time(tie: bool) -> None:
-    """Wakes at one time (which a legacy trace's ties can give) take the
-    join; each at its own time the lookup: both name the same wakers."""
+    """A wake at a row's end that woke another goroutine (two wakes at one
+    time, as a legacy trace's ties can give, or one of another goroutine's)
+    takes the join on goroutine and time; the corpus tests above take the
+    lookup by time. Both name each row's own waker."""
     t2 = 100 if tie else 101
     events = pa.record_batch(
         {
@@ -334,3 +339,27 @@ def test_wakers_where_two_wakes_share_a_time(tie: bool) -> None:
         }
     )
     assert _wakers(rows, events).to_pylist() == [2, 1, None, None]
+
+
+@pytest.mark.parametrize(("name", "data"), SMALL, ids=ids)
+def test_sql_gives_tops_snapshot_of_a_file(name: str, data: bytes, tmp_path: Path) -> None:
+    """top's one snapshot of a whole file (TopStats, which
+    tests/test_top.py checks against `top --once --format json`), and the
+    same numbers as SQL over the file's tables."""
+    path = tmp_path / "t.trace"
+    path.write_bytes(data)
+    stats = TopStats()
+    for item in livetrace.decode_batches(path):
+        if isinstance(item, EventBatch):
+            stats.feed(item)
+    assert_top_agrees(snapshot_dict(stats.snapshot()), [path])
+
+
+def test_slowest_regions_are_those_that_ended() -> None:
+    """Not those open at the trace's end; one whose goroutine exited in it, yes."""
+    spans = spans_of(TEXT["go122-annotations"].data)
+    con = livetrace.sql(TEXT["go122-annotations"].data)
+    got = con.execute("SELECT CAST(name AS VARCHAR), duration FROM slowest_regions").fetchall()
+    last = max(s.end for s in spans)
+    want = [(s.name, s.duration) for s in spans if s.kind == SpanKind.REGION and not (s.clipped_end and s.end == last)]
+    assert got == sorted(want, key=lambda r: -r[1]) and ("unended region", 38208) in got

@@ -34,6 +34,7 @@ from livetrace._views.pprof import stack_key
 from . import textform
 from .conftest import MODERN_VERSIONS, cli, demo, go_binary, go_dump
 from .gopprof import go_trace_pprof, read_totals
+from .tabletop import assert_top_agrees
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY = ROOT / "tests" / "corpus" / "legacy" / "go-testdata"
@@ -159,62 +160,6 @@ def test_pprof_view_is_gos_on_legacy_demo_traces(version: str, legacy_demo_trace
 
 
 # -- top's numbers --
-
-_SUMMARY = """
-    SELECT {key} AS key, count(*) AS count,
-           coalesce(list_extract(list(duration ORDER BY duration), greatest(1, ceil(0.5 * count(*)))::INT), 0),
-           coalesce(list_extract(list(duration ORDER BY duration), greatest(1, ceil(0.99 * count(*)))::INT), 0),
-           coalesce(max(duration), 0), coalesce(sum(duration), 0)
-    FROM {table} WHERE NOT clipped_end {where} GROUP BY ALL
-"""
-
-
-def _summaries(con: Any, table: str, key: str = "''", where: str = "") -> dict[str, dict[str, int]]:
-    rows = con.execute(_SUMMARY.format(key=key, table=table, where=where)).fetchall()
-    return {
-        k: {"count": c, "p50": p50, "p99": p99, "max": mx, "total": int(total)} for k, c, p50, p99, mx, total in rows
-    }
-
-
-def _last(counters: pa.Table, name: str) -> int | None:
-    values = [r["value"] for r in counters.to_pylist() if r["name"] == name]
-    return values[-1] if values else None
-
-
-def top_of_tables(paths: list[Path]) -> dict[str, Any]:
-    """top's snapshot of these recordings, as SQL over their tables."""
-    tables = livetrace.tables(paths)
-    con = livetrace.sql(paths)
-    none = {"count": 0, "p50": 0, "p99": 0, "max": 0, "total": 0}
-
-    def kind(k: str) -> dict[str, int]:
-        return _summaries(con, "spans", where=f"AND kind = '{k}' AND resource <> 'Proc'").get("", none)
-
-    # The goroutines by state now: the last capture's (a legacy session's
-    # segments are captures, and top forgets the open spans between two);
-    # the metrics: the last any capture reported.
-    last_capture = tables["captures"]["capture"][-1].as_py()
-    counters = tables["counters"]
-    states = counters.filter(pa.compute.equal(counters["capture"], last_capture))
-    return {
-        "events": con.execute("SELECT count(*) FROM events").fetchone()[0],  # type: ignore[index]
-        "gc": kind("gc"),
-        "stw": kind("stw"),
-        "mark_assist": kind("mark-assist"),
-        "sched": kind("runnable"),
-        "states": {s: _last(states, f"goroutines:{s}") or 0 for s in ("running", "runnable", "blocked", "syscall")},
-        "regions": _summaries(con, "regions", "CAST(name AS VARCHAR)"),
-        "tasks": _summaries(con, "tasks", "CAST(name AS VARCHAR)"),
-        "heap": _last(counters, "/memory/classes/heap/objects:bytes"),
-        "heap_goal": _last(counters, "/gc/heap/goal:bytes"),
-        "gomaxprocs": _last(counters, "/sched/gomaxprocs:threads"),
-    }
-
-
-def assert_top_agrees(snap: dict[str, Any], paths: list[Path]) -> None:
-    ours = top_of_tables(paths)
-    for key, value in ours.items():
-        assert snap[key] == value, key
 
 
 @pytest.mark.slow

@@ -60,25 +60,35 @@ def _concat(table: str, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
 def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
     """Per goroutine-state row, the goroutine whose event ended it by making
     it runnable (an unblock at the row's end, of the row's goroutine)."""
-    wakes = events.filter(pc.is_in(events["event"].indices, value_set=_WAKES))
-    if not wakes.num_rows or not rows.num_rows:
+    is_wake = pc.is_in(events["event"].indices, value_set=_WAKES)
+    times = events["time"].filter(is_wake)
+    if not len(times) or not rows.num_rows:
         return full(None, rows.num_rows, pa.int64())
-    woken = pc.cast(wakes["arg0"], pa.int64(), safe=False)
-    times = wakes["time"]
-    if len(pc.unique(times)) == len(times):
-        # Each wake at its own time (the usual case): a hash lookup by time,
-        # kept where the woken goroutine is the row's.
-        at = pc.index_in(rows["end"], value_set=times)
-        mine = pc.equal(pc.take(woken, at), rows["resource_id"])
-        return pc.if_else(mine, pc.take(wakes["goroutine"], at), pa.scalar(None, pa.int64()))
+    woken = pc.cast(events["arg0"].filter(is_wake), pa.int64(), safe=False)
+    wakers = events["goroutine"].filter(is_wake)
+    # A hash lookup by time: the first wake at the row's end, kept where it
+    # woke the row's goroutine. Where it woke another, two wakes may share
+    # that time (a legacy trace's ties): then the join on both.
+    at = pc.index_in(rows["end"], value_set=times)
+    mine = pc.equal(pc.take(woken, at), rows["resource_id"])
+    if not pc.any(pc.invert(mine)).as_py():
+        return pc.if_else(mine, pc.take(wakers, at), pa.scalar(None, pa.int64()))
     right = (
-        pa.table({"goroutine": woken, "end": times, "waker": wakes["goroutine"]})
+        pa.table({"goroutine": woken, "end": times, "waker": wakers})
         .group_by(["goroutine", "end"])
         .aggregate([("waker", "min")])
     )
     left = pa.table({"goroutine": rows["resource_id"], "end": rows["end"], "row": _row_numbers(rows.num_rows)})
     joined = left.join(right, ["goroutine", "end"], join_type="left outer").sort_by("row")
     return joined["waker_min"].combine_chunks()
+
+
+def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
+    """_wakers of the blocked rows (only a waiting goroutine is woken), in
+    place among the rows, null for the others."""
+    blocked = pc.equal(rows["kind"].indices, pa.scalar(int(SpanKind.BLOCKED), pa.int32()))
+    wakers = _wakers(rows.filter(blocked), events)
+    return pc.replace_with_mask(full(None, rows.num_rows, pa.int64()), blocked, wakers)
 
 
 def merged_events(batches: Sequence[EventBatch]) -> list[EventBatch]:
@@ -156,7 +166,7 @@ class UnitBuilder:
         rows = goroutine_rows(sp)
         out: Unit = {
             "events": event_rows,
-            "goroutine_states": goroutine_states_batch(rows, _wakers(rows, event_rows)),
+            "goroutine_states": goroutine_states_batch(rows, _blocked_wakers(rows, event_rows)),
             "proc_states": proc_states_batch(sp),
             "spans": sp,
             "tasks": tasks_batch(sp),

@@ -48,10 +48,10 @@ class Capture:
         self.start_time = first if self.start_time is None else min(self.start_time, first)
         self.end_time = last if self.end_time is None else max(self.end_time, last)
         if self.wall_base is None:
-            known = events.filter(pc.is_valid(events["wall_time"]))
-            if known.num_rows:
-                wall = pc.cast(known["wall_time"][0], pa.int64()).as_py()
-                self.wall_base = wall - known["time"][0].as_py()
+            first_known = pc.index(pc.is_valid(events["wall_time"]), True).as_py()
+            if first_known >= 0:
+                wall = pc.cast(events["wall_time"][first_known], pa.int64()).as_py()
+                self.wall_base = wall - events["time"][first_known].as_py()
 
     def row(self) -> pa.RecordBatch:
         def wall(t: int | None) -> int | None:

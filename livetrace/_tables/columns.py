@@ -39,3 +39,15 @@ def full(value: object, n: int, type: pa.DataType) -> pa.Array:
     if value is None:
         return pa.nulls(n, type)
     return pa.repeat(pa.scalar(value, type), n)
+
+
+_counting = pa.array([0], pa.int64())
+
+
+def strided(n: int, stride: int) -> pa.Array:
+    """0, stride, 2 * stride, ... (n of them): where each row's items start
+    in a flat column of ``stride`` items per row."""
+    global _counting
+    if len(_counting) < n:  # 0, 1, 2, ...: made by a kernel, kept, and grown by doubling
+        _counting = pc.subtract(pc.cumulative_sum(full(1, max(n, 2 * len(_counting)), pa.int64())), 1)
+    return pc.multiply(_counting.slice(0, n), stride)

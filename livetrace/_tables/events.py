@@ -9,7 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import column, full, name_table, names
+from livetrace._tables.columns import column, full, name_table, names, strided
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
@@ -28,8 +28,8 @@ from livetrace._trace.spec.modern import EV_USER_LOG, SPECS
 
 
 def _selector(index_of: list[int]) -> pa.Array:
-    """Per code, which column of (none, arg0..arg3) pc.choose picks."""
-    return pa.array([i + 1 for i in index_of], pa.int8())
+    """Per code, which of an event's arguments to pick (null: none)."""
+    return pa.array([i if i >= 0 else None for i in index_of], pa.int64())
 
 
 _KIND_OF = pa.array([int(k) for k in KIND_OF_CODE], pa.int32())
@@ -75,13 +75,14 @@ def events_batch(
     codes_v, times_v, m_v, p_v, g_v, args_v, extra_v = batch.columns()
     codes = column(codes_v, n)
     times = column(times_v, n)
-    args = pa.FixedSizeListArray.from_arrays(column(args_v, n * NARGS), NARGS)
-    extra = pa.FixedSizeListArray.from_arrays(column(extra_v, n * NEXTRA), NEXTRA)
-    a = [pc.list_element(args, k) for k in range(NARGS)]
-    none = pa.nulls(n, pa.uint64())
+    args, extra = column(args_v, n * NARGS), column(extra_v, n * NEXTRA)
+    # Gathers from the flat argument columns (each event's NARGS in a row):
+    # a take is several times faster than list_element or choose.
+    at_args, at_extra = strided(n, NARGS), strided(n, NEXTRA)
+    a = [pc.take(args, pc.add(at_args, k)) for k in range(NARGS)]
 
     def pick(selector: pa.Array) -> pa.Array:
-        return pc.choose(pc.take(selector, codes), none, *a)
+        return pc.take(args, pc.add(at_args, pc.take(selector, codes)))
 
     base = gen.wall_base if gen is not None else None
     wall = (
@@ -107,8 +108,8 @@ def events_batch(
             stack_ids,
             new_stack_ids,
             *a,
-            pc.list_element(extra, 0),
-            pc.list_element(extra, 1),
+            pc.take(extra, at_extra),
+            pc.take(extra, pc.add(at_extra, 1)),
             strings.column(gen, pick(_STRING1_OF)),
             strings.column(gen, pick(_STRING2_OF)),
         ],

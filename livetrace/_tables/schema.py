@@ -166,6 +166,7 @@ COLUMNS: dict[str, Columns] = {
         ("frame_ids", pa.list_(pa.int64()), False, "its frames (frames.frame_id), innermost first"),
         ("pcs", pa.list_(pa.uint64()), False, "its PCs, innermost first"),
         ("leaf", pa.string(), False, "the innermost frame's function"),
+        ("root", pa.string(), False, "the outermost frame's function: where the goroutine started"),
     ),
     "frames": (
         ("frame_id", pa.int64(), False, "a stable id of (pc, function, file, line)"),

@@ -42,7 +42,7 @@ class StackIds:
         self._local: weakref.WeakKeyDictionary[Tables, dict[int, int]] = weakref.WeakKeyDictionary()
         self._frames: dict[tuple[int, bytes, bytes, int], int] = {}
         self._stacks: dict[tuple[int, ...], int] = {}
-        self._new_stacks: list[tuple[int, tuple[int, ...], tuple[int, ...], str]] = []
+        self._new_stacks: list[tuple[int, tuple[int, ...], tuple[int, ...], str, str]] = []
         self._new_frames: list[tuple[int, int, str, str, int]] = []
 
     def stable(self, tables: Tables, ids: pa.Array) -> pa.Array:
@@ -76,12 +76,12 @@ class StackIds:
         sid = self._stacks.get(t)
         if sid is None:
             sid = self._stacks[t] = _id(b"".join(_Q.pack(f & (2**64 - 1)) for f in t))
-            leaf = self._leaf(tables, pcs)
-            self._new_stacks.append((sid, t, pcs, leaf))
+            self._new_stacks.append((sid, t, pcs, self._function(tables, pcs[:1]), self._function(tables, pcs[-1:])))
         return sid
 
     @staticmethod
-    def _leaf(tables: Tables, pcs: tuple[int, ...]) -> str:
+    def _function(tables: Tables, pcs: tuple[int, ...]) -> str:
+        """The function of the one PC given ("" for none)."""
         if not pcs:
             return ""
         func = tables.frames.get(pcs[0], _NO_FRAME)[0]
@@ -98,6 +98,7 @@ class StackIds:
                 pa.array([list(r[1]) for r in s], pa.list_(pa.int64())),
                 pa.array([list(r[2]) for r in s], pa.list_(pa.uint64())),
                 pa.array([r[3] for r in s], pa.string()),
+                pa.array([r[4] for r in s], pa.string()),
             ],
             schema=SCHEMAS["stacks"],
         )

@@ -16,9 +16,10 @@ VIEWS: dict[str, str] = {
               FROM stacks) s
         JOIN frames f USING (frame_id)
     """,
-    # One row per goroutine of each capture: where it started (the
-    # function of its creation's new stack: its goroutine group, as Go's
-    # trace tool groups them), who created it, when it was first and last seen.
+    # One row per goroutine of each capture: its group (the function it
+    # started in: the root frame of its creation's new stack, or, for one
+    # created before the trace began, of the first stack it recorded itself,
+    # as `top` names them), who created it, when it was first and last seen.
     "goroutines": """
         WITH created AS (
             SELECT capture, CAST(arg0 AS BIGINT) AS goroutine, min(time) AS created,
@@ -26,9 +27,14 @@ VIEWS: dict[str, str] = {
             FROM events WHERE event IN ('GoCreate', 'GoCreateBlocked', 'GoCreateSyscall')
             GROUP BY ALL),
         seen AS (
-            SELECT capture, goroutine, min(start) AS first_seen, max("end") AS last_seen
-            FROM goroutine_states GROUP BY ALL)
-        SELECT seen.capture, seen.goroutine, coalesce(st.leaf, '') AS start_function,
+            SELECT s.capture, s.goroutine, min(s.start) AS first_seen, max(s."end") AS last_seen,
+                   arg_min(st.root, s.start) FILTER (WHERE st.root <> '') AS own_root
+            FROM goroutine_states s
+            LEFT JOIN stacks st ON st.stack_id = CASE s.state WHEN 'running' THEN s.end_stack_id
+                                                              WHEN 'runnable' THEN NULL
+                                                              ELSE s.start_stack_id END
+            GROUP BY ALL)
+        SELECT seen.capture, seen.goroutine, coalesce(nullif(st.root, ''), seen.own_root, '') AS start_function,
                created.created, created.creator, created.start_stack_id, seen.first_seen, seen.last_seen
         FROM seen
         LEFT JOIN created USING (capture, goroutine)
@@ -56,11 +62,16 @@ VIEWS: dict[str, str] = {
         SELECT capture, kind, reason, start, "end", duration, clipped_start, clipped_end
         FROM spans WHERE kind IN ('gc', 'stw') ORDER BY capture, start
     """,
+    # Regions and tasks that ended while the trace ran, slowest first: not
+    # those still open at its end, but a region its goroutine's exit ended
+    # (clipped_end, ending at the exit), as `top` counts them.
     "slowest_regions": """
-        SELECT * FROM regions WHERE NOT clipped_end ORDER BY duration DESC
+        SELECT r.* FROM regions r JOIN captures c USING (capture)
+        WHERE NOT (r.clipped_end AND r."end" = c.end_time) ORDER BY r.duration DESC
     """,
     "slowest_tasks": """
-        SELECT * FROM tasks WHERE NOT clipped_end ORDER BY duration DESC
+        SELECT t.* FROM tasks t JOIN captures c USING (capture)
+        WHERE NOT (t.clipped_end AND t."end" = c.end_time) ORDER BY t.duration DESC
     """,
     # Goroutines still blocked when their capture ended, by where they
     # blocked: many at one stack, blocked long, is the shape of a leak.
