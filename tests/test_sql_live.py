@@ -6,6 +6,7 @@ tables of the recording, which tests/test_tables.py checks against Go."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ import livetrace
 from livetrace._tables.schema import SCHEMA_VERSION, TABLE_NAMES
 
 from .conftest import cli, demo
+from .test_flight_dumps import tmpfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.once]
 
@@ -102,3 +104,25 @@ async def test_live_sql_over_pprof_windows(tmp_path: Path) -> None:
     want = livetrace.tables(recorded(tmp_path, "win"))
     assert got == {t: want[t].num_rows for t in TABLE_NAMES} and got["events"] > 0
     assert lines[2:] == ['"source"', '"pprof window"']
+
+
+async def test_a_live_export_onto_a_full_disk_stops_with_one_line_and_no_partial_file(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "disk", "3m") as disk:
+        out = disk / "ds"
+        async with demo("1.26", args=["-workers", "1"]) as d:
+            p = cli("export", d.trace_address, "--duration", "20", "--to", "parquet", "-o", str(out))
+            deadline = time.monotonic() + 120
+            while p.poll() is None and time.monotonic() < deadline:
+                await trio.sleep(0.1)
+            _, err = p.communicate(timeout=10)
+        assert p.returncode == 2, err
+        last = err.splitlines()[-1]
+        assert re.fullmatch(
+            rf"livetrace: error: cannot write {re.escape(str(out))}/\w+/service=[^/]+/date=[\d-]+/[^/]+\.parquet: "
+            r"No space left on device: the disk is full; nothing was saved there",
+            last,
+        ), err
+        left = [f for f in out.rglob("*") if f.is_file()]
+        assert not [f for f in left if f.name.startswith(".")]  # no temporary file left behind
+        for f in left:  # and every file there is whole
+            assert pq.read_metadata(f).num_rows >= 0
