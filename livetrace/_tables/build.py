@@ -5,10 +5,12 @@ RecordBatch per table.
 in them (already joined, by SpanBuilder or SpanJoin) and gives every table's
 rows of that unit: the core's columns in, Arrow out, with no Python object
 per row. What it keeps between units is small and per distinct thing, not
-per event: the stacks and frames it has emitted (each once) and the tasks'
-parents. A pipeline may run one per worker, a unit at a time, each unit
-becoming one Parquet row group; the stable stack ids (stacks.py) make the
-stacks two workers both emit the same rows.
+per event: the stacks and frames it has emitted (each once) and the
+parents of the tasks open. A pipeline may run one per worker, a unit at a
+time, each unit becoming one Parquet row group; the stable stack ids
+(stacks.py) make the stacks two workers both emit the same rows. A task's
+parent is known where the builder saw its begin: a task whose begin went
+through another worker has a null ``parent_task``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import full, names
+from livetrace._tables.columns import full, names, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
@@ -78,7 +80,7 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
         .group_by(["goroutine", "end"])
         .aggregate([("waker", "min")])
     )
-    left = pa.table({"goroutine": rows["resource_id"], "end": rows["end"], "row": _row_numbers(rows.num_rows)})
+    left = pa.table({"goroutine": rows["resource_id"], "end": rows["end"], "row": strided(rows.num_rows, 1)})
     joined = left.join(right, ["goroutine", "end"], join_type="left outer").sort_by("row")
     return joined["waker_min"].combine_chunks()
 
@@ -127,8 +129,11 @@ def merged_spans(batches: Sequence[SpanBatch]) -> list[SpanBatch]:
     return [SpanBatch(cols, tables, bs[-1].names_table)]
 
 
-def _row_numbers(n: int) -> pa.Array:
-    return pc.subtract(pc.cumulative_sum(full(1, n, pa.int64())), pa.scalar(1, pa.int64()))
+def _note_parents(parents: dict[int, int], events: pa.RecordBatch) -> None:
+    """The parents the unit's task begins name."""
+    begins = pc.equal(events["event"].indices, pa.scalar(EV_USER_TASK_BEGIN, pa.int32()))
+    tasks, of = events["arg0"].filter(begins).to_pylist(), events["arg1"].filter(begins).to_pylist()
+    parents.update((task, parent) for task, parent in zip(tasks, of, strict=True) if parent != NO_TASK)
 
 
 class UnitBuilder:
@@ -139,7 +144,8 @@ class UnitBuilder:
         self.stacks = stacks or StackIds()
         self._strings = Strings()
         self._names = Names()
-        self._parents: dict[tuple[int, int], int] = {}  # (capture, task) -> parent
+        # Per capture, the parents of its tasks begun and not yet ended.
+        self._parents: dict[int, dict[int, int]] = {}
 
     def build(
         self,
@@ -160,16 +166,19 @@ class UnitBuilder:
             "cpu_samples": [cpu_samples_batch(e) for e in ev],
         }
         event_rows = _concat("events", ev)
-        self._note_parents(capture, event_rows)
-        parents = {t: p for (c, t), p in self._parents.items() if c == capture}
+        parents = self._parents.setdefault(capture, {})
+        _note_parents(parents, event_rows)
         sp = _concat("spans", [spans_batch(capture, s, self.stacks, self._names, parents) for s in merged_spans(spans)])
+        tasks = tasks_batch(sp)
+        for task in tasks["task"].to_pylist():  # ended: its parent is in its row now
+            parents.pop(task, None)
         rows = goroutine_rows(sp)
         out: Unit = {
             "events": event_rows,
             "goroutine_states": goroutine_states_batch(rows, _blocked_wakers(rows, event_rows)),
             "proc_states": proc_states_batch(sp),
             "spans": sp,
-            "tasks": tasks_batch(sp),
+            "tasks": tasks,
             "regions": regions_batch(sp),
             "logs": _concat("logs", per_batch["logs"]),
             "counters": _concat("counters", [*per_batch["counters"], self._counts(capture, open_counts)]),
@@ -178,12 +187,6 @@ class UnitBuilder:
         out["stacks"], out["frames"] = self.stacks.take_new()
         out["captures"] = _empty_batch("captures")
         return {name: out[name] for name in TABLE_NAMES}
-
-    def _note_parents(self, capture: int, events: pa.RecordBatch) -> None:
-        begins = events.filter(pc.equal(events["event"].indices, pa.scalar(EV_USER_TASK_BEGIN, pa.int32())))
-        for task, parent in zip(begins["arg0"].to_pylist(), begins["arg1"].to_pylist(), strict=True):
-            if parent != NO_TASK:
-                self._parents[capture, task] = parent
 
     @staticmethod
     def _counts(capture: int, open_counts: tuple[int, Mapping[SpanKind, int]] | None) -> pa.RecordBatch:
