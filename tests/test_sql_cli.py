@@ -163,7 +163,7 @@ def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], args: list[str]
         ("nowhere/x.trace", "error: no such file: nowhere/x.trace"),
         ("nowhere/*.trace", "error: no file matches nowhere/*.trace"),
         (str(ROOT / "docs"), f"error: {ROOT / 'docs'} holds no .trace files (give the files themselves)"),
-        ("-", "error: livetrace sql reads files, not standard input: give the trace's path"),
+        ("-", "error: tables are read from trace files, not standard input: give the trace's path"),
     ],
 )
 def test_bad_sources_are_one_line(capsys: pytest.CaptureFixture[str], source: str, message: str) -> None:

@@ -45,8 +45,8 @@ def file_name(text: str, limit: int = 60) -> str:
 def _first_wall(unit: dict[str, pa.RecordBatch]) -> dt.datetime | None:
     import pyarrow.compute as pc
 
-    wall = pc.min(unit["events"].column("wall_time")).as_py()
-    return wall if wall is not None else None
+    wall: dt.datetime | None = pc.min(unit["events"].column("wall_time")).as_py()
+    return wall
 
 
 def _day(when: dt.datetime) -> str:
@@ -141,6 +141,9 @@ def export_parquet_command(args: argparse.Namespace, err: TextIO, **limits: Any)
         say(err, "error: --to parquet writes a directory of files: give -o DIR, not -")
         return EXIT_ERROR
     inputs = expand([args.address])
+    if inputs.datasets:
+        say(err, f"error: {args.address} is a Parquet dataset already (livetrace sql reads it as it is)")
+        return EXIT_ERROR
     if args.record is not None and not inputs.live:
         say(err, "error: --record writes a live session's trace: the source is a file")
         return EXIT_ERROR

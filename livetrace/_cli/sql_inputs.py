@@ -55,7 +55,7 @@ def expand(sources: list[str]) -> Inputs:
 
     for source in sources:
         if source == "-":
-            raise InputPathError("livetrace sql reads files, not standard input: give the trace's path")
+            raise InputPathError("tables are read from trace files, not standard input: give the trace's path")
         if os.path.isdir(source) and is_dataset(Path(source)):
             got.datasets.append(Path(source))
         elif os.path.isdir(source):
