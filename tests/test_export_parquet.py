@@ -113,3 +113,7 @@ def test_sql_reads_a_dataset_as_the_traces(tmp_path: Path, traces: Path, capsys:
     assert capsys.readouterr().err.endswith(
         "a Parquet dataset is queried on its own (or with other datasets), not with traces\n"
     )
+    assert export(capsys, str(out), "--to", "parquet", "-o", str(tmp_path / "again")) == (
+        2,
+        f"livetrace: error: {out} is a Parquet dataset already (livetrace sql reads it as it is)\n",
+    )
