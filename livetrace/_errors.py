@@ -155,6 +155,17 @@ class OutputTamperedError(LivetraceError):
         self.path = path
 
 
+class OutputWriteError(LivetraceError):
+    """Writing an output file failed part way (a full disk, a quota, an I/O
+    error): nothing of it is at ``path``, the name it would have had (a file
+    already there is kept), and no partial file is left. ``errno`` says why."""
+
+    def __init__(self, message: str, *, path: Path, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno
+
+
 class RefusedError(LivetraceError):
     """The helper refused the session; ``code`` says why."""
 

@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "livetrace._items",
         "livetrace._streambuf",
         "livetrace._outfile",
+        "livetrace._dataset",
         "livetrace._nursery",
         "livetrace._plural",
         "livetrace._version",
