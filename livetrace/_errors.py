@@ -140,6 +140,16 @@ class InputPathError(LivetraceError):
     directory, unreadable)."""
 
 
+class AgentConfigError(LivetraceError):
+    """An agent's configuration file is wrong: ``problems`` has one line per
+    mistake, each naming the key (and the line, where it is known)."""
+
+    def __init__(self, path: Path | str, problems: list[str]) -> None:
+        super().__init__(f"{path}: " + "; ".join(problems))
+        self.path = path
+        self.problems = problems
+
+
 class OutputTamperedError(LivetraceError):
     """Another user moved or replaced an output file while it was written
     (its temporary file renamed away, or swapped for a link): nothing of

@@ -1,0 +1,272 @@
+"""The policies: how one process is traced, and the rows it gives.
+
+- continuous: one session with the helper for as long as the process
+  lives; a ``summaries`` row at the end of each generation (legacy segment),
+  exactly the snapshot ``top --format json`` prints for it (the same
+  :class:`TopStats`, the same JSON), and a ``spans`` row for each span over
+  the target's thresholds;
+- sampled: a window of ``window`` seconds every ``every`` seconds (the
+  budget may stretch that), its trace kept as a capture of at most
+  ``max_bytes`` (the session is stopped there), and one summary of it; the
+  only policy for a pprof endpoint, whose single tracer the service's own
+  users need between windows;
+- flight: the flight recorder over a helper session, each capture kept and
+  recorded, with the summaries as continuous has them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import trio
+
+from livetrace._agent.config import Policy, Target
+from livetrace._agent.rows import KEY, SCHEMAS, TIME
+from livetrace._agent.spool import private_dir
+from livetrace._flight.capture import Capture
+from livetrace._flight.recorder import FlightRecorder
+from livetrace._items import Notice, SegmentGap, WindowGap
+from livetrace._nursery import open_nursery
+from livetrace._protocol.text import json_safe
+from livetrace._session.connect import connect
+from livetrace._session.recording import Recorder
+from livetrace._session.session import Session
+from livetrace._session.subscribers import Subscription
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.select.filter import Filter
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.model import SPAN_KIND_NAMES, SpanKind
+from livetrace._views.top import Snapshot, TopStats
+from livetrace._views.top_screen import snapshot_dict
+
+__all__ = ["Traced", "summary_row", "trace_process"]
+
+# Legacy runtimes (Go 1.21 and older) give their trace in segments, each a
+# complete trace: a summary per segment, this long.
+SEGMENT = 2.0
+CAP_POLL = 0.1  # how often a sampled window's bytes are checked against its cap
+
+Emit = Callable[[str, list[dict[str, Any]]], None]
+
+
+@dataclass
+class Traced:
+    """One process being traced: where it is, how, and where its rows go."""
+
+    address: str
+    pprof: bool  # only a pprof endpoint: sampled is the only policy
+    target: Target
+    provenance: dict[str, Any]  # host, service, pid, go_version, policy, labels
+    captures: Path
+    emit: Emit
+    stretch: Callable[[], float]  # the budget's factor on a sampled period (1: none)
+
+    @property
+    def policy(self) -> Policy:
+        return Policy.SAMPLED if self.pprof else self.target.policy
+
+    def rows(self, table: str, rows: list[dict[str, Any]]) -> None:
+        now = time.time_ns() // 1000
+        self.emit(table, [{**self.provenance, KEY: "", TIME: now, **r} for r in rows])
+
+
+def to_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=SCHEMAS[table])
+
+
+def summary_row(snap: Snapshot) -> dict[str, Any]:
+    """A snapshot as a ``summaries`` row: ``top_json`` is the line ``top
+    --format json`` prints for it."""
+    row: dict[str, Any] = {
+        "first_generation": snap.first,
+        "last_generation": snap.last,
+        "start_ns": snap.start,
+        "end_ns": snap.end,
+        "events": snap.events,
+        "heap_bytes": snap.heap,
+        "heap_goal_bytes": snap.heap_goal,
+        "gomaxprocs": snap.gomaxprocs,
+        "shed_generations": snap.shed_generations,
+        "lost_batches": snap.lost_batches,
+        "gaps": snap.gaps,
+        "top_json": json_safe(json.dumps(snapshot_dict(snap))),
+    }
+    for name, s in (("gc", snap.gc), ("stw", snap.stw), ("sched", snap.sched), ("mark_assist", snap.mark_assist)):
+        row.update(
+            {f"{name}_count": s.count, f"{name}_p50_ns": s.p50, f"{name}_p99_ns": s.p99, f"{name}_max_ns": s.max}
+        )
+    return row
+
+
+def summaries(session: Session) -> Subscription:
+    return session.subscribe(what="batches", buffer=64)
+
+
+async def summarize(sub: Subscription, traced: Traced) -> None:
+    """A summary row per generation (segment, window) until the session ends."""
+    stats = TopStats()
+    fed = False
+
+    def take() -> None:
+        nonlocal fed
+        if fed:
+            traced.rows("summaries", [summary_row(stats.snapshot())])
+            fed = False
+
+    async with sub:
+        async for item in sub:
+            if isinstance(item, EventBatch):
+                if stats.unit is not None and item.gen is not stats.unit:
+                    take()
+                stats.feed(item)
+                fed = fed or bool(len(item))
+            elif isinstance(item, Notice):
+                if isinstance(item, SegmentGap | WindowGap):
+                    take()
+                stats.notice(item)
+    take()
+
+
+def spans_over(session: Session, over: Mapping[str, int]) -> Subscription:
+    """The spans of the kinds in ``over``, at least as long as the least threshold."""
+    kinds = frozenset(SpanKind(SPAN_KIND_NAMES.index(k)) for k in over)
+    return session.subscribe(Filter(kinds=kinds, min_duration=min(over.values())), what="spans", buffer=64)
+
+
+async def long_spans(sub: Subscription, traced: Traced) -> None:
+    """A ``spans`` row for each span at least as long as its kind's threshold."""
+    over = traced.target.spans_over
+    async with sub:
+        async for item in sub:
+            if not isinstance(item, SpanBatch):
+                continue
+            rows = [
+                {
+                    "kind": str(s.kind),
+                    "start_ns": s.start,
+                    "duration_ns": s.duration,
+                    "goroutine": s.resource.id if s.resource.kind == "Goroutine" else 0,
+                    "reason": s.reason,
+                    "name": s.name,
+                    "task_name": s.task_name,
+                }
+                for s in item
+                if s.duration >= over.get(str(s.kind), 1 << 62)
+            ]
+            if rows:
+                traced.rows("spans", rows)
+
+
+async def continuous(traced: Traced) -> None:
+    async with connect(traced.address, segment=SEGMENT, client_name="livetrace-agent") as session:
+        # Every subscription is made before the session's first frame is read.
+        subs = summaries(session)
+        over = spans_over(session, traced.target.spans_over) if traced.target.spans_over else None
+        async with open_nursery() as nursery:
+            if over is not None:
+                nursery.start_soon(long_spans, over, traced)
+            nursery.start_soon(summarize, subs, traced)
+
+
+async def sampled(traced: Traced) -> None:
+    target = traced.target
+    while True:
+        started = trio.current_time()
+        await sample_once(traced)
+        await trio.sleep_until(started + target.every * traced.stretch())
+
+
+async def sample_once(traced: Traced) -> None:
+    """One window: its trace kept as a capture (at most max_bytes), and summarized."""
+    target = traced.target
+    window = target.window
+    where = private_dir(traced.captures)
+    path = where / f"{traced.provenance['service']}-{traced.provenance['pid']}-{time.time_ns()}.trace"
+    limits: dict[str, Any] = {"window": window} if traced.pprof else {"segment": max(1.0, window)}
+    async with connect(traced.address, duration=window, client_name="livetrace-agent", **limits) as session:
+        cut = False
+        subs = summaries(session)
+        recorder = Recorder(session, path)
+
+        async def cap() -> None:
+            nonlocal cut
+            while session.counters.bytes <= target.max_bytes:  # noqa: ASYNC110  # counters have no event to wait on
+                await trio.sleep(CAP_POLL)
+            cut = True
+            await session.stop()
+
+        async with open_nursery() as nursery:
+            nursery.start_soon(summarize, subs, traced)
+            capping = trio.CancelScope()
+
+            async def capped() -> None:
+                with capping:
+                    await cap()
+
+            nursery.start_soon(capped)
+            rec = await recorder.run()
+            capping.cancel()
+    for p in rec.paths:
+        traced.rows(
+            "captures",
+            [
+                {
+                    "source": "pprof window" if traced.pprof else "helper window",
+                    "path": str(p),
+                    "bytes": p.stat().st_size,
+                    "trigger": "",
+                    "cut": cut or not rec.complete,
+                }
+            ],
+        )
+
+
+async def flight(traced: Traced) -> None:
+    target = traced.target
+    where = private_dir(traced.captures / f"{traced.provenance['service']}-{traced.provenance['pid']}")
+
+    def captured(c: Capture) -> None:
+        traced.rows(
+            "captures",
+            [
+                {
+                    "source": "flight dump",
+                    "path": str(p),
+                    "bytes": p.stat().st_size,
+                    "trigger": c.firing.trigger.text,
+                    "cut": c.tail_cut,
+                }
+                for p in c.traces
+                if p.exists()
+            ],
+        )
+
+    async with connect(traced.address, segment=SEGMENT, client_name="livetrace-agent") as session:
+        recorder = FlightRecorder(
+            session,
+            keep=target.keep,
+            triggers=target.triggers,
+            out_dir=where,
+            after=target.after,
+            cooldown=target.cooldown,
+            max_files=target.max_files,
+            on_capture=captured,
+        )
+        subs = summaries(session)
+        async with open_nursery() as nursery:
+            nursery.start_soon(summarize, subs, traced)
+            await recorder.run()
+
+
+POLICIES = {Policy.CONTINUOUS: continuous, Policy.SAMPLED: sampled, Policy.FLIGHT: flight}
+
+
+async def trace_process(traced: Traced) -> None:
+    """Trace the process by its policy until it (or its session) ends."""
+    await POLICIES[traced.policy](traced)
