@@ -6,7 +6,9 @@ to a file that ``go tool trace`` opens. Offline, :func:`decode` reads a
 trace file of any Go version, :func:`decode_spans` its spans (how long
 goroutines ran, waited to run, blocked, sat in system calls; GC,
 stop-the-world, mark assist, region and task ranges), and
-:func:`open_decoder` gives a sans-IO decoder for any format. docs/reference.md lists what each yields.
+:func:`open_decoder` gives a sans-IO decoder for any format; :func:`tables`
+and :func:`sql` give a trace's events, spans and states as Arrow tables and
+a DuckDB connection over them. docs/reference.md lists what each yields.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
         LegacyTraceRunningError as LegacyTraceRunningError,
         LimitExceededError as LimitExceededError,
         LivetraceError as LivetraceError,
+        MissingDependencyError as MissingDependencyError,
         NoSuchProcessError as NoSuchProcessError,
         NotAttachableError as NotAttachableError,
         NotELFError as NotELFError,
@@ -117,6 +120,11 @@ if TYPE_CHECKING:
     from livetrace._session.subscribers import (
         Subscription as Subscription,
     )
+    from livetrace._tables.api import (
+        iter_tables as iter_tables,
+        sql as sql,
+        tables as tables,
+    )
     from livetrace._trace.accel import (
         implementation as implementation,
     )
@@ -181,6 +189,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "LegacyTraceRunningError",
         "LimitExceededError",
         "LivetraceError",
+        "MissingDependencyError",
         "NoSuchProcessError",
         "NotAttachableError",
         "NotELFError",
@@ -255,6 +264,11 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "livetrace._session.session": ("Session",),
     "livetrace._session.subscribers": ("Subscription",),
+    "livetrace._tables.api": (
+        "iter_tables",
+        "sql",
+        "tables",
+    ),
     "livetrace._trace.accel": ("implementation",),
     "livetrace._trace.decoder": (
         "TraceDecoder",

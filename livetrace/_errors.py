@@ -150,6 +150,11 @@ class AgentConfigError(LivetraceError):
         self.problems = problems
 
 
+class MissingDependencyError(LivetraceError):
+    """A package an optional part of livetrace needs is not installed (the
+    tables and SQL need pyarrow and duckdb: the ``sql`` extra)."""
+
+
 class OutputTamperedError(LivetraceError):
     """Another user moved or replaced an output file while it was written
     (its temporary file renamed away, or swapped for a link): nothing of
@@ -158,6 +163,17 @@ class OutputTamperedError(LivetraceError):
     def __init__(self, message: str, *, path: Path) -> None:
         super().__init__(message)
         self.path = path
+
+
+class OutputWriteError(LivetraceError):
+    """Writing an output file failed part way (a full disk, a quota, an I/O
+    error): nothing of it is at ``path``, the name it would have had (a file
+    already there is kept), and no partial file is left. ``errno`` says why."""
+
+    def __init__(self, message: str, *, path: Path, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno
 
 
 class RefusedError(LivetraceError):

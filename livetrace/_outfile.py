@@ -109,10 +109,11 @@ class AtomicFile:
     shows beside its target.
     """
 
-    def __init__(self, path: Path, *, hidden: bool = False, mode: int | None = None) -> None:
+    def __init__(self, path: Path, *, hidden: bool = False, mode: int | None = None, dir_fd: int | None = None) -> None:
         self.path = path
         self._mode = 0o666 & ~umask() if mode is None else mode
-        self._dir = _open_dir(path.parent)
+        # dir_fd: path's directory, opened already by a caller that made it (a dataset's partitions)
+        self._dir = _open_dir(path.parent) if dir_fd is None else os.dup(dir_fd)
         prefix = ("." if hidden else "") + path.name + "."
         try:
             for _ in range(64):

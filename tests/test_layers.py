@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "livetrace._items",
         "livetrace._streambuf",
         "livetrace._outfile",
+        "livetrace._dataset",
         "livetrace._nursery",
         "livetrace._plural",
         "livetrace._version",
@@ -42,8 +43,8 @@ LAYERS: list[tuple[str, ...]] = [
     # The trio shell: sessions.
     ("livetrace._session",),
     # Views and the flight recorder.
-    ("livetrace._views", "livetrace._flight"),
-    # The fleet agent: discovery, sessions, views and the flight recorder, into its sinks.
+    ("livetrace._views", "livetrace._flight", "livetrace._tables"),
+    # The fleet agent: discovery, sessions, views, the flight recorder and the tables, into its sinks.
     ("livetrace._agent",),
     # The command line.
     ("livetrace._cli", "livetrace.__main__"),

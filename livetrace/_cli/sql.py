@@ -1,0 +1,126 @@
+"""``livetrace sql``: DuckDB, in-process, over the tables of trace files and
+live services (docs/sql.md). Every source's rows carry its ``capture``, so
+one query spans them all."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import trio
+
+from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say
+from livetrace._cli.sql_inputs import Inputs, expand
+from livetrace._plural import plural
+from livetrace._tables.deps import need
+
+if TYPE_CHECKING:  # the modules themselves load once need() found them
+    import duckdb
+    import pyarrow as pa
+
+
+def _merge(parts: list[dict[str, pa.Table]]) -> dict[str, pa.Table]:
+    """The sources' tables as one table each. A stack or frame two sources
+    both hold (each source's builder emits it once) is kept once: its id
+    is stable, so its rows are equal."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(parts) == 1:
+        return parts[0]
+    merged = {name: pa.concat_tables([p[name] for p in parts]) for name in parts[0]}
+    for name, key in (("stacks", "stack_id"), ("frames", "frame_id")):
+        table = merged[name]
+        rows = pa.table({"k": table.column(key), "i": pa.array(range(table.num_rows), pa.int64())})
+        first = rows.group_by("k", use_threads=False).aggregate([("i", "min")]).column("i_min")
+        merged[name] = table.take(pc.take(first, pc.sort_indices(first)))  # in the order first seen
+    return merged
+
+
+async def _live_tables(
+    args: argparse.Namespace, live: list[str], err: TextIO, **limits: Any
+) -> tuple[list[dict[str, pa.Table]], bool]:
+    """Each live source's tables, all traced at once for --duration (or until Ctrl-C)."""
+    import pyarrow as pa
+
+    from livetrace._cli.live_tables import LiveUnits, feed_session
+    from livetrace._nursery import open_nursery
+    from livetrace._session.recording import Recorder
+    from livetrace._session.session import Session
+    from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
+
+    results: list[dict[str, pa.Table]] = []
+    complete = [True]
+
+    async def one(address: str, record: Path | None) -> None:
+        parts: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLE_NAMES}
+
+        def sink(unit: dict[str, pa.RecordBatch]) -> None:
+            for name, batch in unit.items():
+                if batch.num_rows:
+                    parts[name].append(batch)
+
+        async def collect(session: Session) -> None:
+            units = LiveUnits(address, session.info)
+            async with open_nursery() as nursery:
+                recorder = Recorder(session, record) if record is not None else None
+                if recorder is not None:
+                    nursery.start_soon(recorder.run)
+                await feed_session(session, units, sink)
+            if recorder is not None:
+                say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
+
+        ok = await live_pass(address, args.duration, args.token, err, "reading", collect, **limits)
+        complete[0] = complete[0] and ok
+        results.append({name: pa.Table.from_batches(parts[name], schema=SCHEMAS[name]) for name in TABLE_NAMES})
+
+    async with open_nursery() as nursery:
+        for address in live:
+            nursery.start_soon(one, address, args.record)
+    return results, complete[0]
+
+
+def load(
+    args: argparse.Namespace, inputs: Inputs, err: TextIO, **limits: Any
+) -> tuple[duckdb.DuckDBPyConnection, bool]:
+    """A connection over the tables of every input, and whether every live
+    source ended as it should."""
+    from livetrace._tables.read import tables
+    from livetrace._tables.sql import connect
+
+    parts = [tables(inputs.files)] if inputs.files else []
+    complete = True
+    if inputs.live:
+        live, complete = trio.run(lambda: _live_tables(args, inputs.live, err, **limits))
+        parts.extend(live)
+    merged = _merge(parts)
+    captures, events = merged["captures"].num_rows, merged["events"].num_rows
+    say(err, f"{plural(captures, 'capture')}, {events:,} events")
+    return connect(merged), complete
+
+
+def sql_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
+    need("pyarrow")
+    need("duckdb")
+    from livetrace._cli.main import whole_stdout
+    from livetrace._cli.sql_prompt import Settings, Shell, prompt
+
+    if len(args.sources) > 1 and args.record:
+        say(err, "error: --record writes one live session's trace: give one live source with it")
+        return EXIT_ERROR
+    inputs = expand(args.sources)
+    if args.record and not inputs.live:
+        say(err, "error: --record writes a live session's trace: the sources are files")
+        return EXIT_ERROR
+    con, complete = load(args, inputs, err, **limits)
+    interactive = args.query is None and sys.stdin.isatty()
+    out = sys.stdout if interactive else whole_stdout(terminal_safe=True)
+    shell = Shell(con, Settings(args.format, args.max_rows, args.output), out, err)
+    if interactive:
+        return prompt(shell)
+    text = "\n".join(args.query) if args.query is not None else sys.stdin.read()
+    if not shell.run(text):
+        return EXIT_ERROR
+    return EXIT_OK if complete else EXIT_INCOMPLETE

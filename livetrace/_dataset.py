@@ -1,0 +1,246 @@
+"""Parquet files of Arrow record batches, and Hive-partitioned datasets of them.
+
+``livetrace export --to parquet`` and ``livetrace sql -o FILE`` write
+through here, and every file goes through :class:`livetrace._outfile.AtomicFile`:
+written under a hidden temporary name beside its final one, then renamed
+into place whole, so that a reader (DuckDB, Polars, pyarrow, Spark) never
+sees a partial file, and a crash leaves none under a ``.parquet`` name.
+A dataset is a directory per table, and in it a directory per partition
+value, ``key=value`` (Hive's layout: ``events/service=api/date=2026-11-27/``);
+those directories are made and opened relative to the dataset's own
+directory, never followed through a link, as ``_outfile`` opens its
+directory.
+
+A file holds its rows in row groups of at most ``row_group_rows``, each
+written as its batch comes, so memory is bounded by a row group, not by the
+trace. The schema's version, and the table's name, are in the file's
+key-value metadata (``livetrace.schema_version``, ``livetrace.table``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from livetrace._errors import OutputPathError, OutputWriteError
+from livetrace._outfile import AtomicFile, _open_dir
+
+SCHEMA_VERSION_KEY = b"livetrace.schema_version"
+TABLE_KEY = b"livetrace.table"
+SUFFIX = ".parquet"
+ROW_GROUP_ROWS = 1 << 20
+COMPRESSION = "zstd"
+# Hive's name for a partition whose value is missing or empty (Spark and pyarrow read it as null).
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_MAX_VALUE = 100  # characters of a partition value kept (a peer chose it; names stop at 255 bytes)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+Partition = Sequence[tuple[str, str | None]]
+
+
+def partition_dirs(partition: Partition) -> list[str]:
+    """The directory names of a partition, ``key=value`` each, the value
+    percent-encoded as Hive does (so a ``/`` or a ``..`` in a service's
+    name stays one plain name), cut to a length a file system takes."""
+    return [f"{key}={quote(value[:_MAX_VALUE], safe='') if value else NULL_PARTITION}" for key, value in partition]
+
+
+def _write_error(path: Path, e: OSError) -> OutputWriteError:
+    why = e.strerror or str(e)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        why += ": the disk is full"
+    return OutputWriteError(f"cannot write {path}: {why}; nothing was saved there", path=path, errno=e.errno)
+
+
+def with_version(schema: pa.Schema, version: str, table: str | None = None) -> pa.Schema:
+    """The schema with livetrace's keys added to its metadata."""
+    extra = {SCHEMA_VERSION_KEY: version.encode()}
+    if table is not None:
+        extra[TABLE_KEY] = table.encode()
+    return schema.with_metadata({**(schema.metadata or {}), **extra})
+
+
+class ParquetFile:
+    """One Parquet file being written: :meth:`write` batches as they come
+    (each becomes one or more row groups), then :meth:`commit` puts it in
+    place, or :meth:`discard` (also on leaving a ``with`` block without a
+    commit) leaves nothing. Any failure to write is an
+    :class:`OutputWriteError` that names the file, after which nothing of
+    it is left."""
+
+    def __init__(
+        self,
+        path: Path,
+        schema: pa.Schema,
+        *,
+        dir_fd: int | None = None,
+        compression: str = COMPRESSION,
+        row_group_rows: int = ROW_GROUP_ROWS,
+    ) -> None:
+        self.path = path
+        self.rows = 0
+        self._out = AtomicFile(path, hidden=True, dir_fd=dir_fd)
+        self._row_group_rows = row_group_rows
+        try:
+            self._writer = pq.ParquetWriter(self._out.file, schema, compression=compression)
+        except BaseException:
+            self._out.discard()
+            raise
+
+    def write(self, data: pa.RecordBatch | pa.Table) -> None:
+        try:
+            if isinstance(data, pa.RecordBatch):
+                self._writer.write_batch(data, row_group_size=self._row_group_rows)
+            else:
+                self._writer.write_table(data, row_group_size=self._row_group_rows)
+        except OSError as e:
+            self.discard()
+            raise _write_error(self.path, e) from None
+        except BaseException:
+            self.discard()
+            raise
+        self.rows += data.num_rows
+
+    def commit(self) -> Path:
+        try:
+            self._writer.close()  # the footer
+            return self._out.commit()
+        except OSError as e:
+            self.discard()
+            raise _write_error(self.path, e) from None
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        try:
+            if self._writer.is_open:
+                self._writer.close()
+        except OSError:
+            pass  # a full disk's footer: the file goes anyway
+        finally:
+            self._out.discard()
+
+    def __enter__(self) -> ParquetFile:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.discard()
+
+
+def write_parquet(
+    path: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], *, dir_fd: int | None = None
+) -> int:
+    """A whole Parquet file at ``path`` from the batches, as they come; the rows written."""
+    with ParquetFile(path, schema, dir_fd=dir_fd) as out:
+        for batch in batches:
+            out.write(batch)
+        out.commit()
+        return out.rows
+
+
+def _open_root(root: Path) -> int:
+    """The dataset's directory, made if missing (its parent must exist),
+    and opened once as _outfile opens a file's directory."""
+    try:
+        os.mkdir(root)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise OutputPathError(f"cannot make the directory {root}: {e.strerror}") from None
+    return _open_dir(root)  # a link to a directory only if the caller or root made it
+
+
+class ParquetDataset:
+    """A Hive-partitioned dataset under ``root``: ``root/TABLE/k=v/.../NAME.parquet``.
+
+    :meth:`open` starts one file (:class:`ParquetFile`), :meth:`write` writes
+    one whole; a file of the same name is replaced whole, so writing the
+    same capture again replaces its files rather than adding rows twice.
+    Close it (or use it as a context manager) to let go of its directories."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        schema_version: str,
+        compression: str = COMPRESSION,
+        row_group_rows: int = ROW_GROUP_ROWS,
+    ) -> None:
+        self.root = root
+        self.schema_version = schema_version
+        self._compression = compression
+        self._row_group_rows = row_group_rows
+        self._dirs: dict[tuple[str, ...], int] = {(): _open_root(root)}
+        self.files: list[Path] = []
+
+    def _dir(self, parts: tuple[str, ...]) -> int:
+        """The directory root/parts..., made where missing, each step opened
+        relative to the one before and never through a link."""
+        fd = self._dirs.get(parts)
+        if fd is not None:
+            return fd
+        parent = self._dir(parts[:-1])
+        where = self.root.joinpath(*parts)
+        try:
+            os.mkdir(parts[-1], 0o777, dir_fd=parent)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise OutputPathError(f"cannot make the directory {where}: {e.strerror}") from None
+        try:
+            fd = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise OutputPathError(
+                    f"cannot write in {where}: it is not a directory (a symbolic link, or a file); remove it"
+                ) from None
+            raise OutputPathError(f"cannot write in {where}: {e.strerror}") from None
+        self._dirs[parts] = fd
+        return fd
+
+    def path(self, table: str, partition: Partition, name: str) -> Path:
+        return self.root.joinpath(table, *partition_dirs(partition), name + SUFFIX)
+
+    def open(self, table: str, partition: Partition, name: str, schema: pa.Schema) -> ParquetFile:
+        """A new file of ``table`` in ``partition``, called ``name`` (a plain
+        name of ours: no ``/``), with the schema's version added."""
+        assert "/" not in name and not name.startswith("."), name
+        fd = self._dir((table, *partition_dirs(partition)))
+        return ParquetFile(
+            self.path(table, partition, name),
+            with_version(schema, self.schema_version, table),
+            dir_fd=fd,
+            compression=self._compression,
+            row_group_rows=self._row_group_rows,
+        )
+
+    def write(self, table: str, partition: Partition, name: str, data: pa.RecordBatch | pa.Table) -> Path:
+        """One whole file of ``data``; its path."""
+        with self.open(table, partition, name, data.schema) as out:
+            out.write(data)
+            path = out.commit()
+        self.files.append(path)
+        return path
+
+    def committed(self, path: Path) -> None:
+        """Count a file put in place through :meth:`open`."""
+        self.files.append(path)
+
+    def close(self) -> None:
+        for fd in self._dirs.values():
+            os.close(fd)
+        self._dirs.clear()
+
+    def __enter__(self) -> ParquetDataset:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,155 @@
+"""The ``events`` table of one EventBatch, and the tables that are a choice
+of its rows: ``logs``, ``counters`` (the runtime's metric events) and
+``cpu_samples``. Every column is computed over the batch's columns: the
+per-code facts (kind, name, which argument is the stack or a string) are
+lookup arrays indexed by the codes column."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from livetrace._tables.columns import column, full, name_table, names
+from livetrace._tables.schema import SCHEMAS
+from livetrace._tables.stacks import StackIds
+from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
+from livetrace._trace.model.events import (
+    KIND_NAMES,
+    KIND_OF_CODE,
+    METRIC_NAMES,
+    NEW_STACK_ARG,
+    STACK_ARG,
+    STRING_ARGS,
+    SYNC_CODE,
+)
+from livetrace._trace.model.tables import Tables
+from livetrace._trace.spec.kinds import Kind
+from livetrace._trace.spec.modern import EV_USER_LOG, SPECS
+
+
+def _selector(index_of: list[int]) -> pa.Array:
+    """Per code, which column of (none, arg0..arg3) pc.choose picks."""
+    return pa.array([i + 1 for i in index_of], pa.int8())
+
+
+_KIND_OF = pa.array([int(k) for k in KIND_OF_CODE], pa.int32())
+_KINDS = pa.array(KIND_NAMES, pa.string())
+_EVENT_NAMES = pa.array(
+    ["Sync" if c == SYNC_CODE else (s.name if (s := SPECS[c] if c < len(SPECS) else None) else "") for c in range(256)],
+    pa.string(),
+)
+_STACK_OF = _selector(STACK_ARG)
+_NEW_STACK_OF = _selector(NEW_STACK_ARG)
+_STRING1_OF = _selector([STRING_ARGS.get(c, (-1,))[0] for c in range(256)])
+_STRING2_OF = _selector([(*STRING_ARGS.get(c, ()), -1, -1)[1] for c in range(256)])
+_METRIC_CODES = sorted(METRIC_NAMES)
+_METRIC_INDEX = pa.array([_METRIC_CODES.index(c) if c in METRIC_NAMES else 0 for c in range(256)], pa.int32())
+_METRIC_NAMES = pa.array([METRIC_NAMES[c] for c in _METRIC_CODES], pa.string())
+
+
+class Strings:
+    """A generation's strings as an Arrow dictionary, made once per tables."""
+
+    def __init__(self) -> None:
+        self._tables: Tables | None = None
+        self._keys = pa.array([], pa.uint64())
+        self._values = pa.array([], pa.string())
+
+    def column(self, tables: Tables | None, ids: pa.Array) -> pa.DictionaryArray:
+        """The strings named by a column of string ids (null where none)."""
+        if tables is not self._tables:
+            self._tables = tables
+            strings = tables.strings if tables is not None else {}
+            self._keys = pa.array(list(strings), pa.uint64())
+            self._values = name_table(list(strings.values()))
+        return names(pc.index_in(ids, value_set=self._keys), self._values)
+
+
+def events_batch(capture: int, batch: EventBatch, stacks: StackIds, strings: Strings) -> pa.RecordBatch:
+    n = len(batch)
+    gen = batch.gen
+    codes_v, times_v, m_v, p_v, g_v, args_v, extra_v = batch.columns()
+    codes = column(codes_v, n)
+    times = column(times_v, n)
+    args = pa.FixedSizeListArray.from_arrays(column(args_v, n * NARGS), NARGS)
+    extra = pa.FixedSizeListArray.from_arrays(column(extra_v, n * NEXTRA), NEXTRA)
+    a = [pc.list_element(args, k) for k in range(NARGS)]
+    none = pa.nulls(n, pa.uint64())
+
+    def pick(selector: pa.Array) -> pa.Array:
+        return pc.choose(pc.take(selector, codes), none, *a)
+
+    base = gen.wall_base if gen is not None else None
+    wall = (
+        full(None, n, pa.timestamp("ns", tz="UTC"))
+        if base is None
+        else pc.cast(pc.add(times, pa.scalar(base, pa.int64())), pa.timestamp("ns", tz="UTC"))
+    )
+    if gen is None:
+        stack_ids = new_stack_ids = full(None, n, pa.int64())
+    else:
+        stack_ids, new_stack_ids = stacks.stable(gen, pick(_STACK_OF)), stacks.stable(gen, pick(_NEW_STACK_OF))
+    return pa.record_batch(
+        [
+            full(capture, n, pa.int64()),
+            full(gen.gen if gen is not None else 0, n, pa.int64()),
+            times,
+            wall,
+            names(pc.take(_KIND_OF, codes), _KINDS),
+            names(codes, _EVENT_NAMES),
+            column(g_v, n),
+            column(p_v, n),
+            column(m_v, n),
+            stack_ids,
+            new_stack_ids,
+            *a,
+            pc.list_element(extra, 0),
+            pc.list_element(extra, 1),
+            strings.column(gen, pick(_STRING1_OF)),
+            strings.column(gen, pick(_STRING2_OF)),
+        ],
+        schema=SCHEMAS["events"],
+    )
+
+
+def _where(events: pa.RecordBatch, mask: pa.Array) -> pa.RecordBatch:
+    return events.filter(mask)
+
+
+def logs_batch(events: pa.RecordBatch) -> pa.RecordBatch:
+    """The ``logs`` rows of a batch's ``events``."""
+    e = _where(events, pc.equal(events["event"].indices, pa.scalar(EV_USER_LOG, pa.int32())))
+    return pa.record_batch(
+        [
+            e["capture"],
+            e["time"],
+            e["goroutine"],
+            e["arg0"],
+            e["string1"],
+            pc.cast(e["string2"], pa.string()),
+            e["stack_id"],
+        ],
+        schema=SCHEMAS["logs"],
+    )
+
+
+def counters_batch(events: pa.RecordBatch) -> pa.RecordBatch:
+    """The ``counters`` rows of a batch's ``events``: its metric events."""
+    e = _where(events, pc.equal(events["kind"].indices, pa.scalar(int(Kind.METRIC), pa.int32())))
+    return pa.record_batch(
+        [
+            e["capture"],
+            e["time"],
+            names(pc.take(_METRIC_INDEX, e["event"].indices), _METRIC_NAMES),
+            pc.cast(e["arg0"], pa.int64(), safe=False),
+        ],
+        schema=SCHEMAS["counters"],
+    )
+
+
+def cpu_samples_batch(events: pa.RecordBatch) -> pa.RecordBatch:
+    e = _where(events, pc.equal(events["kind"].indices, pa.scalar(int(Kind.STACK_SAMPLE), pa.int32())))
+    return pa.record_batch(
+        [e["capture"], e["time"], e["thread"], e["proc"], e["goroutine"], e["stack_id"]],
+        schema=SCHEMAS["cpu_samples"],
+    )

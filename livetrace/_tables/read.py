@@ -1,0 +1,119 @@
+"""Trace files as tables: :func:`iter_tables` a unit at a time (bounded
+memory), :func:`tables` whole, for one source or many."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import pyarrow as pa
+
+from livetrace._errors import InputPathError, TraceFormatError
+from livetrace._files import decode_pieces, is_trace_gap, pieces
+from livetrace._tables.build import Unit, UnitBuilder
+from livetrace._tables.captures import Capture, capture_id
+from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.tables import Tables
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._trace.version import HEADER_SIZE, sniff
+
+TraceSource = str | os.PathLike[str] | bytes | BinaryIO
+Sources = TraceSource | Sequence[str | os.PathLike[str]]
+_HEAD = 1 << 16  # how much of a source its capture id hashes
+
+
+def _sources(source: Sources) -> list[TraceSource]:
+    if isinstance(source, str | bytes | os.PathLike):
+        return [source]
+    if hasattr(source, "read"):
+        return [source]  # type: ignore[list-item]  # hasattr does not narrow the union: a file object
+    return list(source)
+
+
+def _open(source: TraceSource) -> tuple[str, BinaryIO]:
+    if isinstance(source, bytes):
+        return "<bytes>", io.BytesIO(source)
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        try:
+            return str(path), path.open("rb")
+        except OSError as e:
+            raise InputPathError(f"cannot read {path}: {e.strerror or e}") from e
+    return getattr(source, "name", "<stream>"), source
+
+
+def iter_tables(source: Sources, *, compiled: bool | None = None) -> Iterator[Unit]:
+    """Every table's rows, a unit at a time: one dict of table name ->
+    ``pyarrow.RecordBatch`` per generation (a legacy trace: per segment),
+    each with every table's columns (a table with no rows of that unit has
+    an empty batch). A capture's ``captures`` row comes with its last unit;
+    a stack's and a frame's row with the first unit that refers to it.
+    Memory holds one unit at a time. ``source``: a path, bytes, a binary
+    file, or a sequence of paths; ``compiled`` as for :func:`decode`. A
+    malformed trace raises :class:`TraceFormatError` after the units before
+    the problem."""
+    builder = UnitBuilder()
+    for one in _sources(source):
+        name, stream = _open(one)
+        with stream:
+            yield from _units(builder, name, stream, compiled)
+
+
+def _units(builder: UnitBuilder, name: str, stream: BinaryIO, compiled: bool | None) -> Iterator[Unit]:
+    head = stream.read(_HEAD)
+    version = sniff(head[:HEADER_SIZE]) if len(head) >= HEADER_SIZE else None
+    if version is None:
+        raise TraceFormatError(f"{name}: not a Go execution trace (it is {len(head)} bytes)", offset=0)
+    index = 0
+
+    def capture() -> Capture:
+        return Capture(capture_id(name, index, head), "file", name, str(version.format), trace_index=index)
+
+    current = capture()
+    spans = SpanBuilder(compiled=compiled)
+    batches: list[EventBatch] = []
+    span_batches: list[SpanBatch] = []
+    gen: Tables | None = None
+
+    def flush(last: bool) -> Unit:
+        nonlocal batches, span_batches
+        times = [b.times[-1] for b in batches if len(b)]
+        counts = (times[-1], spans.open_counts()) if times else None
+        unit = builder.build(current.capture, batches, span_batches, counts)
+        current.saw(unit["events"])
+        if last:
+            unit["captures"] = current.row()
+        batches, span_batches = [], []
+        return unit
+
+    for item in decode_pieces(itertools.chain([head], pieces(stream)), compiled=compiled):
+        if isinstance(item, EventBatch):
+            if item.gen is not gen and gen is not None and batches:
+                yield flush(False)
+            gen = item.gen if item.gen is not None else gen
+            batches.append(item)
+            span_batches.append(spans.feed(item))
+        elif is_trace_gap(item):  # the next trace of the stream is its own capture
+            span_batches.append(spans.close())
+            yield flush(True)
+            index += 1
+            current, gen = capture(), None
+    span_batches.append(spans.close())
+    yield flush(True)
+
+
+def tables(source: Sources, *, compiled: bool | None = None) -> dict[str, pa.Table]:
+    """Every table of the source's traces, whole: table name ->
+    ``pyarrow.Table`` (docs/sql.md lists the tables and their columns)."""
+    parts: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLE_NAMES}
+    for unit in iter_tables(source, compiled=compiled):
+        for name, batch in unit.items():
+            if batch.num_rows:
+                parts[name].append(batch)
+    return {name: pa.Table.from_batches(parts[name], schema=SCHEMAS[name]) for name in TABLE_NAMES}

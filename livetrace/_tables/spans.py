@@ -1,0 +1,188 @@
+"""The ``spans`` table of one SpanBatch, and the tables that are a choice of
+its rows and columns: ``tasks``, ``regions``, ``goroutine_states`` and
+``proc_states``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from livetrace._tables.columns import column, flag, full, name_table, names
+from livetrace._tables.schema import SCHEMAS
+from livetrace._tables.stacks import StackIds
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.model import (
+    RES_GOROUTINE,
+    RES_PROC,
+    RESOURCE_KINDS,
+    SPAN_CLIPPED_END,
+    SPAN_CLIPPED_START,
+    SPAN_KIND_NAMES,
+    SpanKind,
+)
+
+_KINDS = pa.array(SPAN_KIND_NAMES, pa.string())
+_RESOURCES = pa.array(RESOURCE_KINDS, pa.string())
+_GOROUTINE_STATES = pa.array(
+    [int(k) for k in (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)], pa.int32()
+)
+
+
+class Names:
+    """A span builder's names table as an Arrow array; it only grows, so it
+    is made again only when it grew."""
+
+    def __init__(self) -> None:
+        self._of: Sequence[bytes] | None = None
+        self._n = -1
+        self._array = pa.array([], pa.string())
+
+    def array(self, table: Sequence[bytes]) -> pa.Array:
+        if table is not self._of or len(table) != self._n:
+            self._of, self._n = table, len(table)
+            self._array = name_table(list(table))
+        return self._array
+
+
+def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: StackIds) -> pa.Array:
+    """Stable ids of a stack column whose ids belong to per-row tables."""
+    n = len(spans)
+    local, keys = column(ids), column(tables)
+    out = full(None, n, pa.int64())
+    for key in pc.unique(keys).to_pylist():
+        t = spans.tables.get(key)
+        if t is None:
+            continue
+        here = pc.equal(keys, pa.scalar(key, pa.uint32()))
+        mine = stacks.stable(t, pc.if_else(here, local, pa.scalar(0, pa.uint64())))
+        out = pc.coalesce(out, mine)
+    return out
+
+
+def spans_batch(
+    capture: int, spans: SpanBatch, stacks: StackIds, span_names: Names, parents: Mapping[int, int]
+) -> pa.RecordBatch:
+    n = len(spans)
+    kinds = column(spans.kinds)
+    starts, ends = column(spans.starts), column(spans.ends)
+    flags = column(spans.flags)
+    tasks = column(spans.tasks)
+    table = span_names.array(spans.names_table)
+    is_task = pc.equal(kinds, pa.scalar(int(SpanKind.TASK), pa.uint8()))
+    if parents and pc.any(is_task).as_py():
+        keys = pa.array(list(parents), pa.uint64())
+        values = pa.array(list(parents.values()), pa.uint64())
+        parent = pc.if_else(is_task, pc.take(values, pc.index_in(tasks, value_set=keys)), pa.scalar(None, pa.uint64()))
+    else:
+        parent = full(None, n, pa.uint64())
+    return pa.record_batch(
+        [
+            full(capture, n, pa.int64()),
+            names(kinds, _KINDS),
+            names(column(spans.resource_kinds), _RESOURCES),
+            column(spans.resource_ids),
+            starts,
+            ends,
+            pc.subtract(ends, starts),
+            names(column(spans.reasons), table),
+            names(column(spans.names), table),
+            tasks,
+            names(column(spans.task_names), table),
+            parent,
+            column(spans.procs),
+            _stacks(spans, spans.start_stacks, spans.start_tables, stacks),
+            _stacks(spans, spans.end_stacks, spans.end_tables, stacks),
+            flag(flags, SPAN_CLIPPED_START),
+            flag(flags, SPAN_CLIPPED_END),
+        ],
+        schema=SCHEMAS["spans"],
+    )
+
+
+def _of_kind(spans: pa.RecordBatch, kind: SpanKind) -> pa.RecordBatch:
+    return spans.filter(pc.equal(spans["kind"].indices, pa.scalar(int(kind), pa.int32())))
+
+
+def _select(rows: pa.RecordBatch, table: str, renames: Mapping[str, str] | None = None) -> pa.RecordBatch:
+    """The table's columns, taken by name from rows (renamed as said)."""
+    renames = renames or {}
+    return pa.record_batch([rows[renames.get(f.name, f.name)] for f in SCHEMAS[table]], schema=SCHEMAS[table])
+
+
+def tasks_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
+    return _select(_of_kind(spans, SpanKind.TASK), "tasks")
+
+
+def regions_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
+    return _select(_of_kind(spans, SpanKind.REGION), "regions", {"goroutine": "resource_id"})
+
+
+def goroutine_rows(spans: pa.RecordBatch) -> pa.RecordBatch:
+    """The spans of goroutines' states (running, runnable, blocked, syscall)."""
+    goroutine = pc.equal(spans["resource"].indices, pa.scalar(RES_GOROUTINE, pa.int32()))
+    return spans.filter(pc.and_(goroutine, pc.is_in(spans["kind"].indices, value_set=_GOROUTINE_STATES)))
+
+
+def goroutine_states_batch(rows: pa.RecordBatch, wakers: pa.Array) -> pa.RecordBatch:
+    """``goroutine_states`` of goroutine_rows' rows, with their wakers."""
+    return pa.record_batch(
+        [
+            rows["capture"],
+            rows["resource_id"],
+            rows["start"],
+            rows["end"],
+            rows["duration"],
+            rows["kind"],
+            rows["reason"],
+            rows["proc"],
+            rows["start_stack_id"],
+            rows["end_stack_id"],
+            wakers,
+            rows["name"],
+            rows["task"],
+            rows["task_name"],
+            rows["clipped_start"],
+            rows["clipped_end"],
+        ],
+        schema=SCHEMAS["goroutine_states"],
+    )
+
+
+_PROC_STATES = pa.array(["running", "goroutine"], pa.string())
+
+
+def proc_states_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
+    """P intervals (held by an M), then the goroutines' running intervals on a P."""
+    held = spans.filter(pc.equal(spans["resource"].indices, pa.scalar(RES_PROC, pa.int32())))
+    ran = _of_kind(spans, SpanKind.RUNNING)
+    ran = ran.filter(
+        pc.and_(
+            pc.equal(ran["resource"].indices, pa.scalar(RES_GOROUTINE, pa.int32())),
+            pc.greater_equal(ran["proc"], pa.scalar(0, pa.int64())),
+        )
+    )
+    out = []
+    for rows, state, goroutine in (
+        (held, 0, full(None, held.num_rows, pa.int64())),
+        (ran, 1, ran["resource_id"]),
+    ):
+        n = rows.num_rows
+        out.append(
+            pa.record_batch(
+                [
+                    rows["capture"],
+                    rows["resource_id"] if state == 0 else rows["proc"],
+                    rows["start"],
+                    rows["end"],
+                    rows["duration"],
+                    names(full(state, n, pa.int32()), _PROC_STATES),
+                    goroutine,
+                    rows["clipped_start"],
+                    rows["clipped_end"],
+                ],
+                schema=SCHEMAS["proc_states"],
+            )
+        )
+    return pa.concat_batches(out)

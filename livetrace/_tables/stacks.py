@@ -1,0 +1,114 @@
+"""Stacks and frames, deduplicated under stable ids.
+
+A stack's id in a trace is its generation's own (a modern generation
+renumbers every stack); a query over many generations and captures needs
+one id per stack. Here a frame's id is a hash of (PC, function, file,
+line) and a stack's a hash of its frames' ids, so the same stack has the
+same id wherever it appears, in this build or another, and the work is per
+distinct stack, not per event. Ids are int64 (SQL's BIGINT), never 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import weakref
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from livetrace._tables.schema import SCHEMAS
+from livetrace._trace.model.tables import Tables
+
+_Q = struct.Struct("<Q")
+_NO_FRAME = (0, 0, 0)
+
+
+def _id(data: bytes) -> int:
+    v = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+    return v or 1
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+class StackIds:
+    """Maps each (tables, stack id) to its stable id, and collects the rows
+    of ``stacks`` and ``frames`` not yet emitted (each once per object)."""
+
+    def __init__(self) -> None:
+        # Per Tables: its stack id -> stable id, for the ids asked for so far.
+        self._local: weakref.WeakKeyDictionary[Tables, dict[int, int]] = weakref.WeakKeyDictionary()
+        self._frames: dict[tuple[int, bytes, bytes, int], int] = {}
+        self._stacks: dict[tuple[int, ...], int] = {}
+        self._new_stacks: list[tuple[int, tuple[int, ...], tuple[int, ...], str]] = []
+        self._new_frames: list[tuple[int, int, str, str, int]] = []
+
+    def stable(self, tables: Tables, ids: pa.Array) -> pa.Array:
+        """The stable ids (int64) of a column of stack ids of ``tables``;
+        null for 0 (no stack) and for an id the tables do not hold."""
+        known = self._local.get(tables)
+        if known is None:
+            known = self._local[tables] = {}
+        wanted = [i for i in pc.unique(ids).to_pylist() if i and i not in known]
+        for i in wanted:
+            pcs = tables.stacks.get(i)
+            if pcs is not None:
+                known[i] = self._stack(tables, pcs)
+        keys = pa.array(list(known), pa.uint64())
+        values = pa.array(list(known.values()), pa.int64())
+        return pc.take(values, pc.index_in(pc.cast(ids, pa.uint64()), value_set=keys))
+
+    def _stack(self, tables: Tables, pcs: tuple[int, ...]) -> int:
+        strings, frames = tables.strings, tables.frames
+        fids = []
+        for p in pcs:
+            func, file, line = frames.get(p, _NO_FRAME)
+            fb, lb = strings.get(func, b""), strings.get(file, b"")
+            key = (p, fb, lb, line)
+            fid = self._frames.get(key)
+            if fid is None:
+                fid = self._frames[key] = _id(_Q.pack(p) + _Q.pack(line & (2**64 - 1)) + fb + b"\0" + lb)
+                self._new_frames.append((fid, p, _text(fb), _text(lb), line))
+            fids.append(fid)
+        t = tuple(fids)
+        sid = self._stacks.get(t)
+        if sid is None:
+            sid = self._stacks[t] = _id(b"".join(_Q.pack(f & (2**64 - 1)) for f in t))
+            leaf = self._leaf(tables, pcs)
+            self._new_stacks.append((sid, t, pcs, leaf))
+        return sid
+
+    @staticmethod
+    def _leaf(tables: Tables, pcs: tuple[int, ...]) -> str:
+        if not pcs:
+            return ""
+        func = tables.frames.get(pcs[0], _NO_FRAME)[0]
+        return _text(tables.strings.get(func, b""))
+
+    def take_new(self) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+        """The ``stacks`` and ``frames`` rows first seen since the last call."""
+        s, f = self._new_stacks, self._new_frames
+        self._new_stacks, self._new_frames = [], []
+        stacks = pa.record_batch(
+            [
+                pa.array([r[0] for r in s], pa.int64()),
+                pa.array([len(r[1]) for r in s], pa.int32()),
+                pa.array([list(r[1]) for r in s], pa.list_(pa.int64())),
+                pa.array([list(r[2]) for r in s], pa.list_(pa.uint64())),
+                pa.array([r[3] for r in s], pa.string()),
+            ],
+            schema=SCHEMAS["stacks"],
+        )
+        frames = pa.record_batch(
+            [
+                pa.array([r[0] for r in f], pa.int64()),
+                pa.array([r[1] for r in f], pa.uint64()),
+                pa.array([r[2] for r in f], pa.string()),
+                pa.array([r[3] for r in f], pa.string()),
+                pa.array([r[4] for r in f], pa.int64()),
+            ],
+            schema=SCHEMAS["frames"],
+        )
+        return stacks, frames
