@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,14 @@ from livetrace._agent.sinks import LakeSink, lake_glob
 from livetrace._agent.spool import Spool
 
 pytestmark = pytest.mark.once
+
+
+@pytest.fixture(autouse=True)
+def agent_umask() -> Iterator[None]:
+    """The agent's umask (livetrace agent sets it): its files are its own."""
+    old = os.umask(0o077)
+    yield
+    os.umask(old)
 
 
 def log_rows(*counts: int) -> pa.Table:

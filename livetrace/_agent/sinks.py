@@ -7,9 +7,10 @@ keeps the entry, and every later one, for that sink until it is back.
 
 - :class:`LakeSink`: ``ROOT/TABLE/service=S/date=YYYY-MM-DD/KEY.parquet``
   (Hive partitions; ``service`` and ``date`` live in the path, not in the
-  file), each file written whole under a temporary name and renamed, 0600
-  in 0700 directories. Its name is the entry's key, so a resend replaces
-  the file with the same rows.
+  file), through ``_dataset.ParquetDataset``: each file written whole under
+  a temporary name and renamed, never through a link (0600 in 0700
+  directories under the agent's umask). Its name is the entry's key, so a
+  resend replaces the file with the same rows.
 - :class:`ClickHouseSink`: clickhouse-connect, to a server
   (``clickhouse://``) or to ClickHouse's engine in this process
   (``chdb://``); the tables are made on first use (:func:`clickhouse_ddl`),
@@ -21,20 +22,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from livetrace._agent.rows import SCHEMA_VERSION, SCHEMAS, TIME
-from livetrace._agent.spool import private_dir
+from livetrace._dataset import ParquetDataset
 from livetrace._errors import LivetraceError
-from livetrace._outfile import AtomicFile
 
 __all__ = ["ClickHouseSink", "LakeSink", "Sink", "SinkDown", "clickhouse_ddl"]
 
-PARTITIONS = ("service", "date")
+PARTITIONS = ["service", "date"]
 
 
 class SinkDown(LivetraceError):
@@ -49,39 +47,22 @@ class Sink(Protocol):
     def close(self) -> None: ...
 
 
-def partition_value(v: str) -> str:
-    """A Hive partition's value, escaped as Hive does (no ``/``, ``=`` or
-    ``%`` can leave its directory)."""
-    return quote(v, safe=" -_.:+@,") or "__HIVE_DEFAULT_PARTITION__"
-
-
 class LakeSink:
     def __init__(self, root: str) -> None:
         self.name = f"lake {root}"
         self.root = Path(root)
 
     def send(self, table: str, rows: pa.Table, key: str) -> None:
-        dates = pc.strftime(rows.column(TIME), format="%Y-%m-%d")
-        rows = rows.append_column("date", dates)
-        metadata = {b"livetrace.schema_version": SCHEMA_VERSION.encode(), b"livetrace.table": table.encode()}
+        rows = rows.append_column("date", pc.strftime(rows.column(TIME), format="%Y-%m-%d"))
         try:
-            for service in pc.unique(rows.column("service")).to_pylist():
-                of_service = rows.filter(pc.equal(rows.column("service"), service))
-                for date in pc.unique(of_service.column("date")).to_pylist():
-                    part = of_service.filter(pc.equal(of_service.column("date"), date)).drop_columns(list(PARTITIONS))
-                    part = part.replace_schema_metadata(metadata)
-                    where = self.root / table / f"service={partition_value(service)}" / f"date={date}"
-                    self._write(where, f"{key}.parquet", part)
+            with ParquetDataset(self.root, schema_version=SCHEMA_VERSION) as lake:
+                for service in pc.unique(rows.column("service")).to_pylist():
+                    of_service = rows.filter(pc.equal(rows.column("service"), service))
+                    for date in pc.unique(of_service.column("date")).to_pylist():
+                        part = of_service.filter(pc.equal(of_service.column("date"), date))
+                        lake.write(table, [("service", service), ("date", date)], key, part.drop_columns(PARTITIONS))
         except (OSError, LivetraceError) as e:
             raise SinkDown(f"{self.name}: {e}") from e
-
-    def _write(self, where: Path, name: str, rows: pa.Table) -> None:
-        d = private_dir(self.root)
-        for part in where.relative_to(self.root).parts:
-            d = private_dir(d / part)
-        with AtomicFile(where / name, hidden=True, mode=0o600) as f:
-            pq.write_table(rows, f.file, compression="zstd")
-            f.commit()
 
     def close(self) -> None:
         pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 from typing import TextIO
 
@@ -50,6 +51,9 @@ def agent_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(line, file=out)
         print(f"{args.config}: ok, {plural(len(config.targets), 'target')}", file=out)
         return EXIT_OK
+
+    # Everything the agent writes (spool, lake, captures) is its own: 0600 files in 0700 directories.
+    os.umask(0o077)
 
     async def run() -> None:
         agent = Agent(config, err)
