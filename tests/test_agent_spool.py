@@ -69,7 +69,7 @@ def test_entries_are_private_ordered_and_found_again(tmp_path: Path) -> None:
     assert again.entries() == [first, second]
     assert sorted(p.name for p in (tmp_path / "spool").iterdir()) == [first.name, second.name]
     rows = again.read(first)
-    assert rows is not None and rows.column("key").to_pylist() == [f"h:{first.key}:0", f"h:{first.key}:1"]
+    assert rows is not None and rows.column("key").to_pylist() == [f"h:{first.key}:000000", f"h:{first.key}:000001"]
     third = again.put("agent_log", log_rows(4))
     assert third is not None and third.key > second.key  # keys stay unique and ordered across restarts
 

@@ -116,7 +116,7 @@ class Spool:
             return None
         with self._lock:
             key = self._next_key()
-            keys = pa.array([f"{self.host}:{key}:{i}" for i in range(rows.num_rows)], pa.string())
+            keys = pa.array([f"{self.host}:{key}:{i:06d}" for i in range(rows.num_rows)], pa.string())
             rows = rows.set_column(rows.schema.get_field_index(KEY), KEY, keys).cast(SCHEMAS[table])
             sink = pa.BufferOutputStream()
             with ipc.new_file(sink, rows.schema) as w:

@@ -63,7 +63,7 @@ def agent_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
                 async def stop_on_signal() -> None:
                     async for _ in signals:
-                        say(err, "livetrace agent: stopping: sending what the spool holds")
+                        say(err, "agent stopping: sending what the spool holds")
                         stop.set()
 
                 nursery.start_soon(stop_on_signal)
