@@ -108,29 +108,47 @@ def summaries(session: Session) -> Subscription:
     return session.subscribe(what="batches", buffer=64)
 
 
+class Summaries:
+    """``top``'s snapshots, one per generation (legacy segment, pprof
+    window), as ``summaries`` rows: feed a session's items in order; each
+    call gives the rows of the generations it completed. Sans-IO: the live
+    policies feed it a subscription, the tests a trace file."""
+
+    def __init__(self) -> None:
+        self.stats = TopStats()
+        self._fed = False
+
+    def feed(self, item: object) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if isinstance(item, EventBatch):
+            # A batch of no generation's tables (a generation's end marker) is the generation's last.
+            if item.gen is not None and self.stats.unit is not None and item.gen is not self.stats.unit:
+                out = self.end()
+            self.stats.feed(item)
+            self._fed = self._fed or bool(len(item))
+        elif isinstance(item, Notice):
+            if isinstance(item, SegmentGap | WindowGap):
+                out = self.end()
+            self.stats.notice(item)
+        return out
+
+    def end(self) -> list[dict[str, Any]]:
+        """The summary of what was fed since the last one (none if nothing was)."""
+        if not self._fed:
+            return []
+        self._fed = False
+        return [summary_row(self.stats.snapshot())]
+
+
 async def summarize(sub: Subscription, traced: Traced) -> None:
     """A summary row per generation (segment, window) until the session ends."""
-    stats = TopStats()
-    fed = False
-
-    def take() -> None:
-        nonlocal fed
-        if fed:
-            traced.rows("summaries", [summary_row(stats.snapshot())])
-            fed = False
-
+    summaries = Summaries()
     async with sub:
         async for item in sub:
-            if isinstance(item, EventBatch):
-                if stats.unit is not None and item.gen is not stats.unit:
-                    take()
-                stats.feed(item)
-                fed = fed or bool(len(item))
-            elif isinstance(item, Notice):
-                if isinstance(item, SegmentGap | WindowGap):
-                    take()
-                stats.notice(item)
-    take()
+            if rows := summaries.feed(item):
+                traced.rows("summaries", rows)
+    if rows := summaries.end():
+        traced.rows("summaries", rows)
 
 
 def spans_over(session: Session, over: Mapping[str, int]) -> Subscription:
