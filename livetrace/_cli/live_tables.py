@@ -106,10 +106,11 @@ class LiveUnits:
     def _take(self, last: bool) -> Pending:
         done = self._pending
         times = [b.times[-1] for b in done.batches if len(b)]
+        # As iter_tables does: the goroutine counts where the unit ends (before
+        # close() empties the builder), then a capture's open spans cut there.
+        done.counts = (times[-1], self._spans.open_counts()) if times else None
         if last:
             done.spans.append(self._spans.close())
-        # (as iter_tables: the counts where the unit ends, after a capture's last spans closed)
-        done.counts = (times[-1], self._spans.open_counts()) if times else None
         done.last = last
         self._pending = Pending(done.capture)
         return done

@@ -115,9 +115,22 @@ def _profile(args: argparse.Namespace, err: TextIO) -> int:
 
 
 def _export(args: argparse.Namespace, err: TextIO) -> int:
+    if args.to == "parquet":
+        from livetrace._cli.export_parquet import export_parquet_command
+
+        return export_parquet_command(args, err, **connect_options(args))
+    if args.service or args.record or args.segment:
+        say(err, "error: --service, --record and --segment are --to parquet's")
+        return EXIT_ERROR
     from livetrace._cli.export import export_command
 
     return export_command(args, err, **connect_options(args))
+
+
+def _sql(args: argparse.Namespace, err: TextIO) -> int:
+    from livetrace._cli.sql import sql_command
+
+    return sql_command(args, whole_stdout(terminal_safe=True), err, **connect_options(args))
 
 
 def _top(args: argparse.Namespace, err: TextIO) -> int:
@@ -156,6 +169,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "profile": _profile,
     "export": _export,
     "top": _top,
+    "sql": _sql,
     "demo": _demo,
     "agent": _agent,
 }

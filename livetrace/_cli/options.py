@@ -74,20 +74,29 @@ def megabytes_option(text: str) -> int:
     return int(v * (1 << 20))
 
 
-def session_arguments(p: argparse.ArgumentParser, *, files: bool = False) -> None:
-    """``files``: the command also reads a trace file (SOURCE) instead of a live service."""
+def session_arguments(p: argparse.ArgumentParser, *, files: bool = False, sources: bool = False) -> None:
+    """``files``: the command also reads a trace file (SOURCE) instead of a
+    live service; ``sources``: one or more of either (``args.sources``)."""
     service = (
         "where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, HOST:PORT), the "
         "http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: pid:N, or NAME, an "
         "executable's name that matches exactly one process (see livetrace ps)"
     )
-    p.add_argument(
-        "address",
-        metavar="SOURCE" if files else "ADDRESS",
-        help=f"a trace file (- for standard input), or a live service: {service}"
-        if files
-        else f"the service: {service}",
-    )
+    if sources:
+        p.add_argument(
+            "sources",
+            nargs="+",
+            metavar="SOURCE",
+            help=f"a trace file, a directory of them, a glob (quoted), or a live service: {service}",
+        )
+    else:
+        p.add_argument(
+            "address",
+            metavar="SOURCE" if files else "ADDRESS",
+            help=f"a trace file (- for standard input), or a live service: {service}"
+            if files
+            else f"the service: {service}",
+        )
     p.add_argument(
         "-d", "--duration", type=duration_option, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)"
     )

@@ -20,6 +20,7 @@ from livetrace._cli.options import (
     session_arguments,
     window_option,
 )
+from livetrace._cli.sql_options import add_sql_parser
 from livetrace._cli.top_options import add_top_parser
 from livetrace._session.defaults import MAX_GENERATION_BYTES
 from livetrace._version import __version__
@@ -121,24 +122,62 @@ EXPORT_EXAMPLES = """\
 examples:
   livetrace export service.trace --to perfetto -o service.pftrace
   livetrace export unix:/run/svc.sock --duration 10 --to perfetto -o svc.pftrace
-  then open the file in https://ui.perfetto.dev (Open trace file)"""
+  then open the file in https://ui.perfetto.dev (Open trace file)
+
+  livetrace export service.trace --to parquet -o dataset/ --service api
+  livetrace export 'week/*.trace' --to parquet -o dataset/
+  livetrace export pid:4242 --to parquet -o dataset/          a file per table per generation, until Ctrl-C
+  duckdb -c "SELECT service, date, count(*) FROM 'dataset/events/**/*.parquet' GROUP BY ALL"
+
+Parquet: DIR/TABLE/service=NAME/date=YYYY-MM-DD/*.parquet (Hive partitions), each file written under a
+hidden temporary name and renamed into place whole; the schema's version is in each file's metadata
+(livetrace.schema_version). docs/sql.md has the tables and how DuckDB, Polars and pyarrow read them."""
 
 
 def _add_export_parser(sub: Any) -> None:
     p = sub.add_parser(
         "export",
-        help="convert a trace file, or a live service's trace, for another tool (Perfetto)",
-        description="Write a trace as a Perfetto timeline: a track per P, M, goroutine and user task, "
-        "slices for running, runnable, blocked, syscalls, GC, stop-the-world, mark assists and regions, "
-        "log instants, counters for the heap, GOMAXPROCS and goroutine states, flows from unblock to run "
-        "and from parent task to child. SOURCE is a trace file (any Go version; - for standard input) or "
-        "the ADDRESS of a live service, traced for --duration (or until Ctrl-C). docs/views.md says more.",
+        help="convert a trace file, or a live service's trace, for another tool (Perfetto, Parquet)",
+        description="Write a trace as a Perfetto timeline (--to perfetto): a track per P, M, goroutine and "
+        "user task, slices for running, runnable, blocked, syscalls, GC, stop-the-world, mark assists and "
+        "regions, log instants, counters for the heap, GOMAXPROCS and goroutine states, flows from unblock "
+        "to run and from parent task to child. Or write its tables (docs/sql.md) as a Parquet dataset "
+        "(--to parquet) that DuckDB, Polars, pyarrow and Spark read as it is; from a live service, a file "
+        "per table per generation (a legacy segment, a pprof window) as each ends. SOURCE is a trace file "
+        "(any Go version; - for standard input, perfetto only; for parquet also a directory of .trace files "
+        "or a quoted glob) or the ADDRESS of a live service, traced for --duration (or until Ctrl-C). "
+        "docs/views.md says more.",
         epilog=EXPORT_EXAMPLES,
         formatter_class=_ExamplesFormatter,
     )
     session_arguments(p, files=True)
-    p.add_argument("--to", choices=["perfetto"], default="perfetto", help="the format (default: perfetto)")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the file to write; - for stdout")
+    p.add_argument("--to", choices=["perfetto", "parquet"], default="perfetto", help="the format (default: perfetto)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        metavar="FILE|DIR",
+        help="perfetto: the file to write (- for stdout); parquet: the dataset's directory (made if missing)",
+    )
+    p.add_argument(
+        "--service",
+        metavar="NAME",
+        help="parquet: the service=NAME partition (default: a live service's executable name; none for a file)",
+    )
+    p.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE",
+        help="parquet, live: also write the session's trace to FILE (as `livetrace record`)",
+    )
+    p.add_argument(
+        "--segment",
+        type=segment_option,
+        metavar="SECONDS",
+        help="parquet, live, legacy Go (1.21 and older) only: restart the trace every SECONDS (default 5), "
+        "a file per table per segment, since a legacy trace is only read whole",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -309,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_profile_parser(sub)
     _add_export_parser(sub)
     add_top_parser(sub, _ExamplesFormatter)
+    add_sql_parser(sub, _ExamplesFormatter)
     add_agent_parser(sub, _ExamplesFormatter)
 
     demo = sub.add_parser(

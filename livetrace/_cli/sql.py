@@ -62,7 +62,7 @@ async def _live_tables(
                 if batch.num_rows:
                     parts[name].append(batch)
 
-        async def collect(session: Session) -> None:
+        async def collect(session: Session) -> bool:
             units = LiveUnits(address, session.info)
             async with open_nursery() as nursery:
                 recorder = Recorder(session, record) if record is not None else None
@@ -71,6 +71,7 @@ async def _live_tables(
                 await feed_session(session, units, sink)
             if recorder is not None:
                 say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
+            return True  # (None: live_pass's sign of an abort)
 
         ok = await live_pass(address, args.duration, args.token, err, "reading", collect, **limits)
         complete[0] = complete[0] and ok
@@ -101,12 +102,18 @@ def load(
     return connect(merged), complete
 
 
-def sql_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
+def sql_command(args: argparse.Namespace, out: TextIO, err: TextIO, **limits: Any) -> int:
+    """``out``: standard output as the results go there (main's whole_stdout); the prompt's is sys.stdout."""
     need("pyarrow")
     need("duckdb")
-    from livetrace._cli.main import whole_stdout
+    from livetrace._cli.sql_options import resolve_format
     from livetrace._cli.sql_prompt import Settings, Shell, prompt
+    from livetrace._tables.schema import TABLE_NAMES
 
+    wrong = resolve_format(args)
+    if wrong:
+        say(err, f"error: {wrong}")
+        return EXIT_ERROR
     if len(args.sources) > 1 and args.record:
         say(err, "error: --record writes one live session's trace: give one live source with it")
         return EXIT_ERROR
@@ -116,11 +123,11 @@ def sql_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
         return EXIT_ERROR
     con, complete = load(args, inputs, err, **limits)
     interactive = args.query is None and sys.stdin.isatty()
-    out = sys.stdout if interactive else whole_stdout(terminal_safe=True)
-    shell = Shell(con, Settings(args.format, args.max_rows, args.output), out, err)
+    out = sys.stdout if interactive else out
+    shell = Shell(con, Settings(args.format, args.max_rows, args.output), out, err, TABLE_NAMES)
     if interactive:
         return prompt(shell)
-    text = "\n".join(args.query) if args.query is not None else sys.stdin.read()
-    if not shell.run(text):
-        return EXIT_ERROR
+    for text in args.query if args.query is not None else [sys.stdin.read()]:
+        if not shell.run(text):
+            return EXIT_ERROR
     return EXIT_OK if complete else EXIT_INCOMPLETE

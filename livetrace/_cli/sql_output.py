@@ -9,6 +9,9 @@ are (JSON escapes control characters itself)."""
 
 from __future__ import annotations
 
+import io
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -27,6 +30,8 @@ from livetrace._protocol.text import shown
 FORMATS = ("table", "csv", "jsonl", "parquet")
 BATCH_ROWS = 64 * 1024
 CELL_CHARS = 120  # characters of one value a terminal table shows
+MIN_COLUMN = 12  # a column narrowed to fit a terminal keeps at least this much (or its name's length)
+PIPE_WIDTH = 100_000
 RESULT = "livetrace_result"  # the name a result is scanned under, on a cursor of its own
 
 
@@ -73,6 +78,14 @@ def _jsonl_pieces(con: duckdb.DuckDBPyConnection, rel: duckdb.DuckDBPyRelation) 
             yield ("\n".join(lines) + "\n").encode()
 
 
+def _is_terminal(out: TextIO) -> bool:
+    """Whether ``out`` writes to a terminal (the writers that wrap stdout have its descriptor)."""
+    try:
+        return os.isatty(out.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
+
+
 def _cell(value: object) -> str:
     if value is None:
         return "NULL"
@@ -85,7 +98,14 @@ def _table(rel: duckdb.DuckDBPyRelation, out: TextIO, max_rows: int) -> int:
     t = Table(box=box.SIMPLE_HEAD, show_edge=False)
     for field in reader.schema:
         numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or pa.types.is_decimal(field.type)
-        t.add_column(shown(field.name, CELL_CHARS), justify="right" if numeric else "left", overflow="fold")
+        name = shown(field.name, CELL_CHARS)
+        t.add_column(
+            name,
+            justify="right" if numeric else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=min(len(name), MIN_COLUMN),
+        )
     shown_rows = more = 0
     for batch in reader:
         take = min(batch.num_rows, max_rows - shown_rows)
@@ -93,7 +113,9 @@ def _table(rel: duckdb.DuckDBPyRelation, out: TextIO, max_rows: int) -> int:
             t.add_row(*(_cell(v) for v in row.values()))
         shown_rows += take
         more += batch.num_rows - take
-    console = Console(file=out, highlight=False, soft_wrap=False, emoji=False, markup=False)
+    # A terminal's width (a value too wide for it ends in an ellipsis); a pipe's rows whole.
+    width = shutil.get_terminal_size().columns if _is_terminal(out) else PIPE_WIDTH
+    console = Console(file=out, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)
     console.print(t)
     return more
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -31,12 +31,19 @@ End a statement with ; (it may span lines). Ctrl-C drops what was typed; Ctrl-D 
   .quit              leave (also .exit)
 docs/sql.md has the tables' columns and a cookbook of queries."""
 
-TABLES_QUERY = """
-SELECT table_name AS name, 'table' AS kind, coalesce(comment, '') AS about FROM duckdb_tables() WHERE NOT internal
-UNION ALL
-SELECT view_name, 'view', coalesce(comment, '') FROM duckdb_views() WHERE NOT internal
-ORDER BY kind, name
-"""
+
+def tables_query(tables: Collection[str]) -> str:
+    """The tables and views by name, the traces' tables (Arrow tables,
+    which DuckDB lists as views) called tables."""
+    names = ", ".join("'" + name.replace("'", "''") + "'" for name in tables) or "NULL"
+    return f"""
+        SELECT name, kind FROM (
+            SELECT table_name AS name, 'table' AS kind FROM duckdb_tables() WHERE NOT internal
+            UNION ALL
+            SELECT view_name, CASE WHEN view_name IN ({names}) THEN 'table' ELSE 'view' END
+            FROM duckdb_views() WHERE NOT internal)
+        ORDER BY kind, name
+    """
 
 
 def error_line(e: duckdb.Error) -> str:
@@ -56,8 +63,16 @@ class Settings:
 class Shell:
     """Runs statements on a connection and writes their results."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, settings: Settings, out: TextIO, err: TextIO) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        settings: Settings,
+        out: TextIO,
+        err: TextIO,
+        tables: Collection[str] = (),
+    ) -> None:
         self.con = con
+        self.tables = tables
         self.settings = settings
         self.out = out
         self.err = err
@@ -96,7 +111,7 @@ class Shell:
         if name == ".help":
             print(HELP.format(fmt=self.settings.fmt, rows=self.settings.max_rows), file=self.out)
         elif name == ".tables":
-            self._table(TABLES_QUERY)
+            self._table(tables_query(self.tables))
         elif name == ".schema" and rest:
             self._table(f"DESCRIBE {rest}")
         elif name == ".format" and rest in FORMATS and rest != "parquet":

@@ -82,9 +82,13 @@ def _units(builder: UnitBuilder, name: str, stream: BinaryIO, compiled: bool | N
     gen: Tables | None = None
 
     def flush(last: bool) -> Unit:
+        """The unit of the batches so far; ``last``: the capture's last,
+        with the spans still open cut at its end, and its captures row."""
         nonlocal batches, span_batches
         times = [b.times[-1] for b in batches if len(b)]
-        counts = (times[-1], spans.open_counts()) if times else None
+        counts = (times[-1], spans.open_counts()) if times else None  # before close() empties the builder
+        if last:
+            span_batches.append(spans.close())
         unit = builder.build(current.capture, batches, span_batches, counts)
         current.saw(unit["events"])
         if last:
@@ -100,11 +104,9 @@ def _units(builder: UnitBuilder, name: str, stream: BinaryIO, compiled: bool | N
             batches.append(item)
             span_batches.append(spans.feed(item))
         elif is_trace_gap(item):  # the next trace of the stream is its own capture
-            span_batches.append(spans.close())
             yield flush(True)
             index += 1
             current, gen = capture(), None
-    span_batches.append(spans.close())
     yield flush(True)
 
 

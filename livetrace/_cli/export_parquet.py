@@ -1,0 +1,143 @@
+"""``livetrace export --to parquet -o DIR``: the tables (docs/sql.md) of
+trace files, or of a live service, as a Hive-partitioned Parquet dataset
+(livetrace/_dataset.py): ``DIR/TABLE/service=NAME/date=YYYY-MM-DD/NAME.parquet``.
+
+From files: one file per table per trace file, a row group per generation
+(a legacy segment), written as they decode, so memory holds a generation
+and not the trace. Live: one file per table per generation as each ends
+(rolling), named after the session and numbered, and each table's first
+file even when empty, so that every table reads from the start."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import trio
+
+from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say
+from livetrace._cli.sql_inputs import expand
+from livetrace._plural import plural
+from livetrace._tables.deps import need
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from livetrace._dataset import ParquetDataset, ParquetFile
+    from livetrace._session.session import Session
+
+LIVE_SEGMENT = 5.0  # seconds
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_name(text: str, limit: int = 60) -> str:
+    """A plain file name made of ``text``: no separators, not hidden."""
+    return _UNSAFE.sub("_", text).lstrip(".")[:limit] or "trace"
+
+
+def _first_wall(unit: dict[str, pa.RecordBatch]) -> dt.datetime | None:
+    import pyarrow.compute as pc
+
+    wall = pc.min(unit["events"].column("wall_time")).as_py()
+    return wall if wall is not None else None
+
+
+def _day(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).date().isoformat()
+
+
+def _export_file(ds: ParquetDataset, path: Path, service: str | None) -> int:
+    """One trace file's tables, a file each; the rows written."""
+    from livetrace._tables.read import iter_tables
+    from livetrace._tables.schema import SCHEMAS
+
+    # Two files of the same name in two directories stay two files.
+    name = f"{file_name(path.stem)}-{hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()}"
+    files: dict[str, ParquetFile] = {}
+    try:
+        for unit in iter_tables([path]):
+            if not files:
+                when = _first_wall(unit) or dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC)
+                partition = [("service", service), ("date", _day(when))]
+                files = {table: ds.open(table, partition, name, SCHEMAS[table]) for table in unit}
+            for table, batch in unit.items():
+                if batch.num_rows:
+                    files[table].write(batch)
+        rows = sum(f.rows for f in files.values())
+        for f in files.values():
+            ds.committed(f.commit())
+    finally:
+        for f in files.values():
+            f.discard()  # (after a commit: nothing left to do)
+    return rows
+
+
+async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO, **limits: Any) -> tuple[bool, int]:
+    from livetrace._cli.live_tables import LiveUnits, feed_session, service_name
+    from livetrace._nursery import open_nursery
+    from livetrace._session.recording import Recorder
+
+    rows = 0
+
+    async def collect(session: Session) -> bool:
+        nonlocal rows
+        info = session.info
+        units = LiveUnits(args.address, info)
+        service = args.service or service_name(info)
+        started = dt.datetime.fromtimestamp(info.start_unix_ns / 1e9, dt.UTC)
+        base = f"{file_name(service, 40)}-{info.pid}-{started:%Y%m%dT%H%M%SZ}"
+        seq = 0
+
+        def sink(unit: dict[str, pa.RecordBatch]) -> None:
+            nonlocal seq, rows
+            seq += 1
+            partition = [("service", service), ("date", _day(_first_wall(unit) or dt.datetime.now(dt.UTC)))]
+            for table, batch in unit.items():
+                if batch.num_rows or seq == 1:
+                    ds.write(table, partition, f"{base}-{seq:06d}", batch)
+                    rows += batch.num_rows
+
+        async with open_nursery() as nursery:
+            recorder = Recorder(session, args.record) if args.record is not None else None
+            if recorder is not None:
+                nursery.start_soon(recorder.run)
+            await feed_session(session, units, sink)
+        if recorder is not None:
+            say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
+        return True  # (None: live_pass's sign of an abort)
+
+    # A legacy runtime's trace is only read whole: restart it every LIVE_SEGMENT s, a file each.
+    limits["segment"] = args.segment or LIVE_SEGMENT
+    complete = await live_pass(args.address, args.duration, args.token, err, "exporting", collect, **limits)
+    return complete, rows
+
+
+def export_parquet_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
+    need("pyarrow")
+    from livetrace._dataset import ParquetDataset
+    from livetrace._tables.schema import SCHEMA_VERSION
+
+    if str(args.output) == "-":
+        say(err, "error: --to parquet writes a directory of files: give -o DIR, not -")
+        return EXIT_ERROR
+    inputs = expand([args.address])
+    if args.record is not None and not inputs.live:
+        say(err, "error: --record writes a live session's trace: the source is a file")
+        return EXIT_ERROR
+    complete, rows = True, 0
+    with ParquetDataset(args.output, schema_version=str(SCHEMA_VERSION)) as ds:
+        if inputs.live:
+            complete, rows = trio.run(lambda: _export_live(ds, args, err, **limits))
+        else:
+            if args.duration:
+                say(err, "note: --duration applies to a live service, not to a file")
+            for path in inputs.files:
+                rows += _export_file(ds, path, args.service)
+        files = len(ds.files)
+    say(err, f"wrote {args.output}: {plural(files, 'file')}, {rows:,} rows")
+    return EXIT_OK if complete else EXIT_INCOMPLETE
