@@ -8,16 +8,17 @@ its own, as it would under systemd."""
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 import signal
 from collections import Counter
 from pathlib import Path
 
-import clickhouse_connect
 import pytest
 import trio
 
+from livetrace._agent.fleet import FLEET_VIEWS, SLOW_SERVICES_AND_DUMPS, clickhouse_client, lake_connection
 from tests.agentrun import agent, demo_named, lake_query, lake_rows, plain_named
 from tests.test_flight_dumps import tmpfs
 
@@ -45,7 +46,8 @@ def everything_in(lake: Path) -> bool:
     services = {r[0] for r in lake_rows(lake, "summaries", "service")}
     sources = {r[0] for r in lake_rows(lake, "captures", "source")}
     spans = lake_rows(lake, "spans", "kind")
-    return len(services) == 3 and sources == {"flight dump", "pprof window"} and bool(spans)
+    continuous = lake_rows(lake, "summaries", "key", "service = 'fleet-new'")
+    return len(services) == 3 and sources == {"flight dump", "pprof window"} and bool(spans) and len(continuous) >= 5
 
 
 async def test_a_small_fleet_with_every_policy_into_the_lake_and_clickhouse(tmp_path: Path) -> None:
@@ -86,19 +88,30 @@ async def test_a_small_fleet_with_every_policy_into_the_lake_and_clickhouse(tmp_
         assert (top["gc"]["count"], top["sched"]["p99"]) == (gc, sched_p99)
     new_gens = lake_rows(lake, "summaries", "first_generation, last_generation", "service = 'fleet-new'")
     assert len(new_gens) >= 3 and generations_contiguous(new_gens)
-    # ClickHouse holds the same rows, and the same question gets the same answer there.
-    client = clickhouse_connect.get_client(dsn=f"chdb://{ch}")
+    # ClickHouse holds the same rows, and the prepared views give the same answers there.
+    con = lake_connection(lake)
+    client = clickhouse_client(f"chdb://{ch}")
     try:
         for table in ("summaries", "spans", "captures", "agent_log"):
-            lake_keys = {r[0] for r in lake_rows(lake, table, "key")}
-            ch_keys = {r[0] for r in client.query(f"SELECT key FROM livetrace.{table}").result_rows}
+            lake_keys = {r[0] for r in con.execute(f"SELECT key FROM {table}").fetchall()}
+            ch_keys = {r[0] for r in client.query(f"SELECT key FROM {table}").result_rows}
             assert lake_keys == ch_keys and lake_keys, table
-        question = "SELECT service, count(), max(sched_p99_ns), sum(gc_count) FROM {} GROUP BY service ORDER BY service"
-        on_ch = client.query(question.format("livetrace.summaries")).result_rows
-        on_lake = lake_query(lake, question.format("{summaries}"))
-        assert [tuple(r) for r in on_ch] == on_lake and len(on_lake) == 3
+        questions = {name: f"SELECT * FROM {name} ORDER BY ALL" for name in FLEET_VIEWS}
+        questions["slow"] = SLOW_SERVICES_AND_DUMPS.format(threshold_ns=0)
+        for name, sql in questions.items():
+            on_lake = [tuple(map(same, r)) for r in con.execute(sql).fetchall()]
+            on_ch = [tuple(map(same, r)) for r in client.query(sql).result_rows]
+            assert on_lake == on_ch and (on_lake or name == "fleet_losses"), name
+        assert {r[0] for r in con.execute(questions["slow"]).fetchall()} == {"fleet-old"}  # its flight dumps
     finally:
         client.close()
+
+
+def same(v: object) -> object:
+    """A value as both engines' answers can be compared: times in UTC, without their zone."""
+    if isinstance(v, dt.datetime) and v.tzinfo is not None:
+        return v.astimezone(dt.UTC).replace(tzinfo=None)
+    return v
 
 
 async def test_a_sink_down_for_20_s_loses_nothing_and_keeps_the_order(tmp_path: Path) -> None:
@@ -177,6 +190,7 @@ async def test_a_full_disk_under_the_spool_drops_counted_rows_and_goes_on(tmp_pa
     # it went on: summaries made after the first drop are in the lake
     ((later,),) = lake_query(
         lake,
-        "SELECT count(*) FROM {summaries} WHERE time > (SELECT min(time) FROM {agent_log} WHERE event = 'spool_dropped')",
+        "SELECT count(*) FROM {summaries} "
+        "WHERE time > (SELECT min(time) FROM {agent_log} WHERE event = 'spool_dropped')",
     )
     assert later > 0
