@@ -92,6 +92,7 @@ def test_toml_syntax_errors_name_the_line() -> None:
         ("[[target]]\nlabels = { 'a b' = 'x' }\n", "[[target]] 1.labels (line 2): label 'a b'"),
         ("[[target]]\npolicy = 'flight'\n", '[[target]] 1.policy (line 2): policy "flight" needs triggers'),
         ("[target]\npolicy = 'flight'\n", "[target] (line 1): must be an array of tables ([[target]])"),
+        ("[sinks]\notlp = 'http://c:4318'\n", "[sinks].otlp (line 2): the OTLP sink is not written yet"),
         ("[sink]\nlake = '/x'\n", "sink (line 1): unknown table; the file has [agent], [sinks] and [[target]]"),
     ],
 )
@@ -114,6 +115,7 @@ def test_check_prints_what_it_would_do_and_starts_nothing(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == f"{conf}: ok, 1 target"
     assert "target 1: api: executable api*, policy continuous" in done.stdout
+    assert f"sinks: lake {state}/lake\n" in done.stdout
     assert not state.exists()  # nothing made, nothing started
 
 

@@ -28,7 +28,7 @@ __all__ = ["AgentConfig", "Budget", "Policy", "Sinks", "Target", "load_config", 
 T = TypeVar("T")
 
 DEFAULT_STATE_DIR = Path("/var/lib/livetrace-agent")
-SINK_SCHEMES = {"clickhouse": ("clickhouse://", "clickhouses://", "chdb://"), "otlp": ("http://", "https://")}
+SINK_SCHEMES = {"clickhouse": ("clickhouse://", "clickhouses://", "chdb://")}
 _LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
@@ -69,7 +69,6 @@ class Sinks:
 
     lake: str | None = None
     clickhouse: str | None = None
-    otlp: str | None = None
 
 
 @dataclass(frozen=True)
@@ -248,6 +247,8 @@ def _sink(kind: str) -> Callable[[Any], str]:
 _AGENT_KEYS = {"host", "state_dir", "scan_interval", "flush_interval", "spool_max", "budget"}
 _BUDGET_KEYS = {"cpu_per_process", "memory"}
 _SINK_KEYS = {"lake", "clickhouse", "otlp"}
+# Known, and refused in words rather than as an unknown key: docs/fleet.md, "Still to do".
+_NOT_YET = {"otlp": 'the OTLP sink is not written yet (docs/fleet.md, "Still to do"): remove it'}
 _TARGET_KEYS = {
     "service",
     "module",
@@ -350,6 +351,8 @@ def parse_config(text: str, path: str | Path = "<config>") -> AgentConfig:
     b = ("agent.budget", 0, False)
     sinks = _section(c, data, "sinks")
     c.table(sinks, "sinks", _SINK_KEYS)
+    for key in sorted(_NOT_YET.keys() & sinks.keys()):
+        c.problem("sinks", 0, key, False, _NOT_YET[key])
     s = ("sinks", 0, False)
     raw_targets = data.get("target", [])
     if not isinstance(raw_targets, list):
@@ -369,7 +372,6 @@ def parse_config(text: str, path: str | Path = "<config>") -> AgentConfig:
         sinks=Sinks(
             lake=c.get(sinks, s, "lake", None, _text),
             clickhouse=c.get(sinks, s, "clickhouse", None, _sink("clickhouse")),
-            otlp=c.get(sinks, s, "otlp", None, _sink("otlp")),
         ),
         targets=tuple(targets) or (Target(),),
     )

@@ -11,6 +11,7 @@ import trio
 
 from livetrace._agent.agent import Agent
 from livetrace._agent.config import AgentConfig, load_config
+from livetrace._agent.sinks import ClickHouseSink
 from livetrace._cli.common import EXIT_ERROR, EXIT_OK, say
 from livetrace._errors import AgentConfigError
 from livetrace._nursery import open_nursery
@@ -21,12 +22,8 @@ def describe(config: AgentConfig) -> list[str]:
     """What the agent would do, a line each: for --check."""
     lines = [
         f"host {config.host}; state in {config.state_dir} (spool at most {config.spool_max >> 20} MiB)",
-        "sinks: "
-        + ", ".join(
-            filter(
-                None, [f"lake {config.lake}", config.sinks.clickhouse and "clickhouse", config.sinks.otlp and "otlp"]
-            )
-        ),
+        f"sinks: lake {config.lake}"
+        + (f", {ClickHouseSink(config.sinks.clickhouse).name}" if config.sinks.clickhouse else ""),
     ]
     for i, t in enumerate(config.targets, 1):
         sel = ", ".join(
