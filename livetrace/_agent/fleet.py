@@ -52,7 +52,7 @@ SLOW_SERVICES_AND_DUMPS = """
     SELECT slow.service, slow.worst_sched_p99_ns, captures.time, captures.trigger, captures.path
     FROM slow JOIN captures ON captures.service = slow.service
     WHERE captures.source = 'flight dump' AND captures.time > now() - INTERVAL 1 HOUR
-    ORDER BY slow.service, captures.time"""
+    ORDER BY slow.service, captures.time, captures.path"""
 
 
 def lake_connection(root: str | Path, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
