@@ -87,12 +87,15 @@ def test_toml_syntax_errors_name_the_line() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[sinks]\nclickhouse = 'mysql://x'\n", "[sinks].clickhouse (line 2): 'mysql://x' is not a clickhouse URL"),
+        (
+            "[sinks]\nclickhouse = 'mysql://x'\n",
+            "[sinks].clickhouse (line 2): 'mysql://x' is not a URL for the clickhouse sink",
+        ),
         ("[agent.budget]\ncpu_per_process = 5\n", "[agent.budget].cpu_per_process (line 2): must be a fraction"),
         ("[[target]]\nlabels = { 'a b' = 'x' }\n", "[[target]] 1.labels (line 2): label 'a b'"),
         ("[[target]]\npolicy = 'flight'\n", '[[target]] 1.policy (line 2): policy "flight" needs triggers'),
         ("[target]\npolicy = 'flight'\n", "[target] (line 1): must be an array of tables ([[target]])"),
-        ("[sinks]\notlp = 'http://c:4318'\n", "[sinks].otlp (line 2): the OTLP sink is not written yet"),
+        ("[sinks]\notlp = 'grpc://c:4317'\n", "[sinks].otlp (line 2): 'grpc://c:4317' is not a URL for the otlp sink"),
         ("[sink]\nlake = '/x'\n", "sink (line 1): unknown table; the file has [agent], [sinks] and [[target]]"),
     ],
 )

@@ -217,4 +217,8 @@ def open_sinks(config: AgentConfig) -> list[Sink]:
     sinks: list[Sink] = [LakeSink(config.lake)]
     if config.sinks.clickhouse:
         sinks.append(ClickHouseSink(config.sinks.clickhouse))
+    if config.sinks.otlp:
+        from livetrace._agent.otlp import OtlpSink  # the OpenTelemetry SDK: only when configured
+
+        sinks.append(OtlpSink(config.sinks.otlp))
     return sinks

@@ -28,7 +28,7 @@ __all__ = ["AgentConfig", "Budget", "Policy", "Sinks", "Target", "load_config", 
 T = TypeVar("T")
 
 DEFAULT_STATE_DIR = Path("/var/lib/livetrace-agent")
-SINK_SCHEMES = {"clickhouse": ("clickhouse://", "clickhouses://", "chdb://")}
+SINK_SCHEMES = {"clickhouse": ("clickhouse://", "clickhouses://", "chdb://"), "otlp": ("http://", "https://")}
 _LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
@@ -69,6 +69,7 @@ class Sinks:
 
     lake: str | None = None
     clickhouse: str | None = None
+    otlp: str | None = None  # an OTLP/HTTP traces endpoint: http://collector:4318/v1/traces
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ def _sink(kind: str) -> Callable[[Any], str]:
         url = _text(v)
         schemes = SINK_SCHEMES[kind]
         if not url.startswith(schemes):
-            raise ValueError(f"{url!r} is not a {kind} URL: it starts with one of {', '.join(schemes)}")
+            raise ValueError(f"{url!r} is not a URL for the {kind} sink: it starts with one of {', '.join(schemes)}")
         return url
 
     return check
@@ -351,8 +352,6 @@ def parse_config(text: str, path: str | Path = "<config>") -> AgentConfig:
     b = ("agent.budget", 0, False)
     sinks = _section(c, data, "sinks")
     c.table(sinks, "sinks", _SINK_KEYS)
-    for key in sorted(_NOT_YET.keys() & sinks.keys()):
-        c.problem("sinks", 0, key, False, _NOT_YET[key])
     s = ("sinks", 0, False)
     raw_targets = data.get("target", [])
     if not isinstance(raw_targets, list):
@@ -372,6 +371,7 @@ def parse_config(text: str, path: str | Path = "<config>") -> AgentConfig:
         sinks=Sinks(
             lake=c.get(sinks, s, "lake", None, _text),
             clickhouse=c.get(sinks, s, "clickhouse", None, _sink("clickhouse")),
+            otlp=c.get(sinks, s, "otlp", None, _sink("otlp")),
         ),
         targets=tuple(targets) or (Target(),),
     )

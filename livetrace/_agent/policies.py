@@ -164,11 +164,13 @@ async def long_spans(sub: Subscription, traced: Traced) -> None:
         async for item in sub:
             if not isinstance(item, SpanBatch):
                 continue
+            anchor = time.time_ns() - max(item.ends)  # the trace's clock to the wall's, to about a generation
             rows = [
                 {
                     "kind": str(s.kind),
                     "start_ns": s.start,
                     "duration_ns": s.duration,
+                    "wall_start": (anchor + s.start) // 1000,  # µs
                     "goroutine": s.resource.id if s.resource.kind == "Goroutine" else 0,
                     "reason": s.reason,
                     "name": s.name,

@@ -23,7 +23,8 @@ def describe(config: AgentConfig) -> list[str]:
     lines = [
         f"host {config.host}; state in {config.state_dir} (spool at most {config.spool_max >> 20} MiB)",
         f"sinks: lake {config.lake}"
-        + (f", {ClickHouseSink(config.sinks.clickhouse).name}" if config.sinks.clickhouse else ""),
+        + (f", {ClickHouseSink(config.sinks.clickhouse).name}" if config.sinks.clickhouse else "")
+        + (f", otlp {config.sinks.otlp}" if config.sinks.otlp else ""),
     ]
     for i, t in enumerate(config.targets, 1):
         sel = ", ".join(
