@@ -218,3 +218,20 @@ async def test_a_full_disk_under_the_spool_drops_counted_rows_and_goes_on(tmp_pa
         "WHERE time > (SELECT min(time) FROM {agent_log} WHERE event = 'spool_dropped')",
     )
     assert later > 0
+
+
+async def test_over_budget_a_continuous_process_is_sampled_and_the_records_say_so(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    targets = continuous("budget") + 'window = "1s"\nevery = "3s"\n'
+    budget = '[agent.budget]\ncpu_per_process = 0.01\nmemory = "4GiB"\n'  # a continuous demo costs far more
+    conf = write_config(tmp_path / "agent.toml", state, budget + targets)
+    async with demo_named("1.26", tmp_path, "budget") as d, agent(conf, tmp_path / "agent.log") as a:
+        await a.until(lambda t: "budget_sampling" in t, 60, "the continuous session given up for windows")
+        lake = state / "lake"
+        await a.until(lambda t: lake_rows(lake, "captures", "key", "source = 'helper window'") != [], 60, "a window")
+        assert await a.stop() == 0
+    log = lake_rows(state / "lake", "agent_log", "event, pid, detail")
+    events = [e for e, _, _ in log]
+    assert events.index("budget_cut") < events.index("budget_sampling")
+    assert ("budget_sampling", d.pid) in {(e, p) for e, p, _ in log}
+    assert "budget_continuous" not in events  # what continuous cost never fits a budget of 1% of a core

@@ -190,7 +190,8 @@ class Agent:
             provenance=provenance,
             captures=self.config.captures_dir,
             emit=self.emit,
-            stretch=self.budget.stretch,
+            budget=self.budget,
+            note=lambda event, count, detail: self.note(event, count, detail, provenance),
         )
         how = f"through {shown(row.attach)}" + (
             " (pprof: sampled only)" if pprof and target.policy.value != policy else ""

@@ -4,8 +4,9 @@ Every ``PERIOD`` seconds it measures its own CPU time (user and system, all
 threads) and resident memory. Over budget (``cpu_per_process`` of a core
 for each traced process, ``memory`` in all), it doubles :meth:`stretch`, the
 factor on every sampled policy's period, up to ``MAX_STRETCH``: it samples
-less, and says so in its own records (``budget_cut``). Well under budget
-again, it halves the factor (``budget_restored``). It never takes more.
+less, and says so in its own records (``budget_cut``); a continuous policy
+turns to sampled windows while it is over (policies.py). Well under budget
+again, it halves the factor (``budget_restored``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ class Budget:
 
     def stretch(self) -> float:
         return self._stretch
+
+    def headroom(self) -> float:
+        """The share of a core still within budget at the last measure (negative: over)."""
+        return self.budget.cpu_per_process * max(1, len(self._pids)) - self.cpu
 
     def check(self, cpu: float, rss: int) -> None:
         """One period's measures (cpu: a share of one core)."""

@@ -53,9 +53,11 @@ class Target:
     labels: Mapping[str, str] = field(default_factory=dict)
     policy: Policy = Policy.CONTINUOUS
     spans_over: Mapping[str, int] = field(default_factory=dict)  # span kind -> least ns stored
-    window: float = 5.0  # sampled: seconds traced
-    every: float = 900.0  # sampled: seconds from one window's start to the next
-    max_bytes: int = 5 << 20  # sampled: the most trace bytes a window keeps
+    # sampled (and continuous, while over budget): seconds traced, seconds from one window's start to
+    # the next, the most trace bytes a window keeps
+    window: float = 5.0
+    every: float = 900.0
+    max_bytes: int = 5 << 20
     keep: float = 10.0  # flight: seconds kept in memory
     triggers: tuple[str, ...] = ()
     after: float = 2.0  # flight: seconds of trace after a trigger
@@ -289,7 +291,8 @@ def _target(c: _Checker, t: Any, i: int) -> Target | None:
     policy = c.get(
         t, w, "policy", Policy.CONTINUOUS, lambda v: Policy(_text(v)) if v in set(Policy) else _bad_policy(v)
     )
-    wrong = {Policy.CONTINUOUS: _FLIGHT_ONLY | _SAMPLED_ONLY, Policy.SAMPLED: _FLIGHT_ONLY | _CONTINUOUS_ONLY}.get(
+    # A continuous target's window, every and max_bytes are what it samples when over budget.
+    wrong = {Policy.CONTINUOUS: _FLIGHT_ONLY, Policy.SAMPLED: _FLIGHT_ONLY | _CONTINUOUS_ONLY}.get(
         policy, _SAMPLED_ONLY | _CONTINUOUS_ONLY
     )
     for key in sorted(wrong & t.keys()):
@@ -311,7 +314,7 @@ def _target(c: _Checker, t: Any, i: int) -> Target | None:
         cooldown=c.get(t, w, "cooldown", Target.cooldown, _seconds),
         max_files=c.get(t, w, "max_files", Target.max_files, _count),
     )
-    if policy is Policy.SAMPLED and target.window >= target.every:
+    if policy is not Policy.FLIGHT and target.window >= target.every:
         c.problem(
             "target",
             i,

@@ -38,7 +38,7 @@ FLEET_VIEWS: dict[str, str] = {
     # What the agents lost or cut: rows dropped from a full spool, budget cuts, sinks down, data shed.
     "fleet_losses": """
         SELECT time, host, service, event, count, detail FROM agent_log
-        WHERE event IN ('spool_dropped', 'budget_cut', 'sink_down')""",
+        WHERE event IN ('spool_dropped', 'budget_cut', 'budget_sampling', 'sink_down')""",
 }
 
 

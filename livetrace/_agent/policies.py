@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 import trio
 
+from livetrace._agent.budget import Budget
 from livetrace._agent.config import Policy, Target
 from livetrace._agent.rows import KEY, SCHEMAS, TIME
 from livetrace._agent.spool import private_dir
@@ -51,6 +52,7 @@ __all__ = ["Traced", "summary_row", "trace_process"]
 # complete trace: a summary per segment, this long.
 SEGMENT = 2.0
 CAP_POLL = 0.1  # how often a sampled window's bytes are checked against its cap
+BUDGET_POLL = 1.0  # how often a continuous session looks at the budget
 
 Emit = Callable[[str, list[dict[str, Any]]], None]
 
@@ -65,7 +67,8 @@ class Traced:
     provenance: dict[str, Any]  # host, service, pid, go_version, policy, labels
     captures: Path
     emit: Emit
-    stretch: Callable[[], float]  # the budget's factor on a sampled period (1: none)
+    budget: Budget
+    note: Callable[[str, int, str], None]  # a row of the agent's own record, about this process
 
     @property
     def policy(self) -> Policy:
@@ -184,14 +187,45 @@ async def long_spans(sub: Subscription, traced: Traced) -> None:
 
 
 async def continuous(traced: Traced) -> None:
+    """The helper's whole trace while the agent is within its budget; over
+    it, the target's sampled windows (stretched) until it is back within."""
+    while True:
+        if traced.budget.stretch() > 1:
+            # What the continuous session cost, about: the agent's share of a core when it was cut.
+            cost = max(traced.budget.cpu, 0.0)
+            traced.note("budget_sampling", 0, f"over budget: pid {traced.provenance['pid']} sampled, not continuous")
+            # Back only when the budget has room for what the session cost: never more than it allows.
+            while traced.budget.stretch() > 1 or traced.budget.headroom() < cost:
+                started = trio.current_time()
+                await sample_once(traced)
+                await trio.sleep_until(started + traced.target.every * traced.budget.stretch())
+            traced.note("budget_continuous", 0, f"within budget: pid {traced.provenance['pid']} continuous again")
+        if not await continuous_session(traced):
+            return
+
+
+async def continuous_session(traced: Traced) -> bool:
+    """One session until the process ends it (False), or the budget does (True)."""
     async with connect(traced.address, segment=SEGMENT, client_name="livetrace-agent") as session:
         # Every subscription is made before the session's first frame is read.
         subs = summaries(session)
         over = spans_over(session, traced.target.spans_over) if traced.target.spans_over else None
+        cut = False
         async with open_nursery() as nursery:
+
+            async def watch_budget() -> None:
+                nonlocal cut
+                while traced.budget.stretch() <= 1:  # noqa: ASYNC110  # the budget is measured, not signalled
+                    await trio.sleep(BUDGET_POLL)
+                cut = True
+                nursery.cancel_scope.cancel()
+
             if over is not None:
                 nursery.start_soon(long_spans, over, traced)
-            nursery.start_soon(summarize, subs, traced)
+            nursery.start_soon(watch_budget)
+            await summarize(subs, traced)
+            nursery.cancel_scope.cancel()
+    return cut
 
 
 async def sampled(traced: Traced) -> None:
@@ -199,7 +233,7 @@ async def sampled(traced: Traced) -> None:
     while True:
         started = trio.current_time()
         await sample_once(traced)
-        await trio.sleep_until(started + target.every * traced.stretch())
+        await trio.sleep_until(started + target.every * traced.budget.stretch())
 
 
 async def sample_once(traced: Traced) -> None:
