@@ -99,7 +99,7 @@ class AgentProcess:
             return trio.current_time() - start
         raise AssertionError(f"{why}: not within {timeout} s; the agent said:\n{self.text()[-3000:]}")
 
-    async def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+    async def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
         assert self.proc is not None
         self.proc.send_signal(sig)
         with trio.fail_after(timeout):

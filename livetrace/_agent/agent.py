@@ -40,6 +40,9 @@ __all__ = ["Agent", "match"]
 # tried again on a later scan, no sooner than this.
 RETRY_AFTER = 1.0
 FINAL_FLUSH = 10.0
+# How long a stopping agent gives its sessions to end as the helper ends one (a legacy segment, a
+# pprof window, a flight capture's tail), before it cuts them off.
+STOP_GRACE = 20.0
 
 
 def match(target: Target, row: ProcessInfo) -> bool:
@@ -75,6 +78,7 @@ class Agent:
         self.traced: dict[tuple[int, float | None], _Process] = {}
         self._failed: dict[tuple[int, float | None], float] = {}
         self._pending: dict[str, list[dict[str, Any]]] = {}
+        self.stopping = trio.Event()
         self._me = {"host": config.host, "service": "livetrace-agent", "pid": os.getpid(), "go_version": ""}
 
     def say(self, line: str) -> None:
@@ -131,9 +135,16 @@ class Agent:
         async with open_nursery() as nursery:
             nursery.start_soon(self._spool_and_ship)
             nursery.start_soon(self.budget.run)
-            nursery.start_soon(self._scans, nursery, once)
+            scans = trio.CancelScope()
+            nursery.start_soon(self._scans, nursery, once, scans)
             with trio.move_on_after(duration if duration is not None else math.inf):
                 await stop.wait()
+            # No new sessions; each one stopped as the helper stops one, so its last generation is summarized.
+            scans.cancel()
+            self.stopping.set()
+            with trio.move_on_after(STOP_GRACE):
+                while self.traced:  # noqa: ASYNC110  # each task removes itself
+                    await trio.sleep(0.05)
             nursery.cancel_scope.cancel()
         self.spool_rows(self.take_pending())
         with trio.move_on_after(FINAL_FLUSH):
@@ -143,12 +154,13 @@ class Agent:
         for sink in self.sinks:
             sink.close()
 
-    async def _scans(self, nursery: trio.Nursery, once: bool) -> None:
-        while True:
-            await self.scan(nursery)
-            if once:
-                return
-            await trio.sleep(self.config.scan_interval)
+    async def _scans(self, nursery: trio.Nursery, once: bool, scope: trio.CancelScope) -> None:
+        with scope:
+            while True:
+                await self.scan(nursery)
+                if once:
+                    return
+                await trio.sleep(self.config.scan_interval)
 
     async def scan(self, nursery: trio.Nursery) -> None:
         found = await survey()
@@ -192,16 +204,18 @@ class Agent:
             emit=self.emit,
             budget=self.budget,
             note=lambda event, count, detail: self.note(event, count, detail, provenance),
+            stop=self.stopping,
         )
         how = f"through {shown(row.attach)}" + (
             " (pprof: sampled only)" if pprof and target.policy.value != policy else ""
         )
         self.budget.add(row.pid)
         self.note("attached", 0, f"{service} pid {row.pid} {how}, policy {policy}", provenance)
-        why = "the process ended"
+        why = "cut off: the agent stopped"  # what stays if the agent's own end cancels this task
         try:
-            with proc.scope:
+            with proc.scope:  # cancelled by a scan that finds the process gone
                 await trace_process(traced)
+            why = "the agent stopped" if self.stopping.is_set() else "the process ended"
         except LivetraceError as e:
             why = str(e)
             self._failed[key] = trio.current_time()
@@ -211,7 +225,7 @@ class Agent:
         finally:
             self.budget.remove(row.pid)
             del self.traced[key]
-        self.note("detached", 0, f"{service} pid {row.pid}: {shown(why)}", provenance)
+            self.note("detached", 0, f"{service} pid {row.pid}: {shown(why)}", provenance)  # no await: safe here
 
 
 def open_sinks(config: AgentConfig) -> list[Sink]:

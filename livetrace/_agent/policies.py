@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,13 @@ class Traced:
     emit: Emit
     budget: Budget
     note: Callable[[str, int, str], None]  # a row of the agent's own record, about this process
+    stop: trio.Event  # the agent is stopping: end the session as the helper ends one, its last rows sent
+
+    async def pause_until(self, deadline: float) -> bool:
+        """Wait until ``deadline`` (trio's clock); False if the agent stops first."""
+        with trio.move_on_at(deadline):
+            await self.stop.wait()
+        return not self.stop.is_set()
 
     @property
     def policy(self) -> Policy:
@@ -77,6 +85,24 @@ class Traced:
     def rows(self, table: str, rows: list[dict[str, Any]]) -> None:
         now = time.time_ns() // 1000
         self.emit(table, [{**self.provenance, KEY: "", TIME: now, **r} for r in rows])
+
+
+@asynccontextmanager
+async def open_session(traced: Traced, **options: Any) -> AsyncIterator[Session]:
+    """A session with the process, stopped as the helper stops one when the agent stops. Its stop
+    event is its own: a session sets the one it is given when it stops (a pprof session at a
+    window's end), which must not stop the agent's other sessions."""
+    own = trio.Event()
+    async with open_nursery() as nursery:
+
+        async def relay() -> None:
+            await traced.stop.wait()
+            own.set()
+
+        nursery.start_soon(relay)
+        async with connect(traced.address, client_name="livetrace-agent", stop=own, **options) as session:
+            yield session
+        nursery.cancel_scope.cancel()
 
 
 def to_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
@@ -198,7 +224,8 @@ async def continuous(traced: Traced) -> None:
             while traced.budget.stretch() > 1 or traced.budget.headroom() < cost:
                 started = trio.current_time()
                 await sample_once(traced)
-                await trio.sleep_until(started + traced.target.every * traced.budget.stretch())
+                if not await traced.pause_until(started + traced.target.every * traced.budget.stretch()):
+                    return
             traced.note("budget_continuous", 0, f"within budget: pid {traced.provenance['pid']} continuous again")
         if not await continuous_session(traced):
             return
@@ -206,7 +233,7 @@ async def continuous(traced: Traced) -> None:
 
 async def continuous_session(traced: Traced) -> bool:
     """One session until the process ends it (False), or the budget does (True)."""
-    async with connect(traced.address, segment=SEGMENT, client_name="livetrace-agent") as session:
+    async with open_session(traced, segment=SEGMENT) as session:
         # Every subscription is made before the session's first frame is read.
         subs = summaries(session)
         over = spans_over(session, traced.target.spans_over) if traced.target.spans_over else None
@@ -233,7 +260,8 @@ async def sampled(traced: Traced) -> None:
     while True:
         started = trio.current_time()
         await sample_once(traced)
-        await trio.sleep_until(started + target.every * traced.budget.stretch())
+        if not await traced.pause_until(started + target.every * traced.budget.stretch()):
+            return
 
 
 async def sample_once(traced: Traced) -> None:
@@ -243,7 +271,7 @@ async def sample_once(traced: Traced) -> None:
     where = private_dir(traced.captures)
     path = where / f"{traced.provenance['service']}-{traced.provenance['pid']}-{time.time_ns()}.trace"
     limits: dict[str, Any] = {"window": window} if traced.pprof else {"segment": max(1.0, window)}
-    async with connect(traced.address, duration=window, client_name="livetrace-agent", **limits) as session:
+    async with open_session(traced, duration=window, **limits) as session:
         cut = False
         subs = summaries(session)
         recorder = Recorder(session, path)
@@ -301,7 +329,7 @@ async def flight(traced: Traced) -> None:
             ],
         )
 
-    async with connect(traced.address, segment=SEGMENT, client_name="livetrace-agent") as session:
+    async with open_session(traced, segment=SEGMENT) as session:
         recorder = FlightRecorder(
             session,
             keep=target.keep,
