@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from livetrace._agent.config import Policy, load_config, parse_config
+from livetrace._agent.config import Policy, load_config, missing_packages, parse_config, redacted
+from livetrace._cli.agent import describe
 from livetrace._errors import AgentConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,3 +134,19 @@ def test_check_says_each_mistake_on_its_own_line(tmp_path: Path) -> None:
     assert lines[2] == f"livetrace: 2 mistakes in {conf}; nothing was started"
     missing = agent("--check", str(tmp_path / "nope.toml"))
     assert missing.returncode == 2 and "nope.toml: cannot be read: No such file or directory" in missing.stderr
+
+
+def test_a_missing_package_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = parse_config(f'[agent]\nstate_dir = "{tmp_path}"\n[sinks]\nclickhouse = "chdb:///x"\n')
+    assert missing_packages(config) == []
+    monkeypatch.setitem(sys.modules, "clickhouse_connect", None)  # as Python blocks an import
+    assert missing_packages(config) == [
+        "the clickhouse sink needs clickhouse_connect, which is not installed: pip install 'livetrace[fleet]'"
+    ]
+
+
+def test_a_password_never_shows() -> None:
+    assert redacted("clickhouse://ingest:s3cret@ch:8123/lt") == "clickhouse://ingest:***@ch:8123/lt"
+    assert redacted("chdb:///var/lib/ch") == "chdb:///var/lib/ch"
+    conf = parse_config('[sinks]\nclickhouse = "clickhouse://ingest:s3cret@ch:8123/lt"\n')
+    assert "s3cret" not in repr(describe(conf))

@@ -10,6 +10,7 @@ docs/fleet.md has the keys; examples/agent.toml uses each of them.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import socket
 import tomllib
@@ -383,6 +384,42 @@ def parse_config(text: str, path: str | Path = "<config>") -> AgentConfig:
     if c.problems:
         raise AgentConfigError(path, c.problems)
     return config
+
+
+def redacted(url: str) -> str:
+    """A URL with its password hidden, for messages and records."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not at:
+        return url
+    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
+
+
+# (module, what needs it): the packages of the `fleet` extra a configuration needs.
+def needed_modules(config: AgentConfig) -> list[tuple[str, str]]:
+    need = [("pyarrow", "the spool and the lake"), ("duckdb", "livetrace sql over the lake")]
+    if config.sinks.clickhouse:
+        need.append(("clickhouse_connect", "the clickhouse sink"))
+        if config.sinks.clickhouse.startswith("chdb:"):
+            need.append(("chdb", "a chdb:// sink"))
+    if config.sinks.otlp:
+        need.append(("opentelemetry.exporter.otlp.proto.http", "the otlp sink"))
+    return need
+
+
+def missing_packages(config: AgentConfig) -> list[str]:
+    """One line per package the configuration needs and this Python lacks."""
+    missing = []
+    for module, what in needed_modules(config):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a parent package is missing
+            found = False
+        if not found:
+            missing.append(
+                f"{what} needs {module.split('.')[0]}, which is not installed: pip install 'livetrace[fleet]'"
+            )
+    return missing
 
 
 def load_config(path: Path) -> AgentConfig:

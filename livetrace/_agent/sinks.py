@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from livetrace._agent.config import redacted
 from livetrace._agent.rows import SCHEMA_VERSION, SCHEMAS, TIME
 from livetrace._dataset import ParquetDataset
 from livetrace._errors import LivetraceError
@@ -110,7 +111,7 @@ def clickhouse_ddl(database: str) -> list[str]:
 class ClickHouseSink:
     def __init__(self, url: str, database: str = "livetrace") -> None:
         # The URL's password never reaches a message or a record.
-        self.name = "clickhouse " + _redact(url)
+        self.name = "clickhouse " + redacted(url)
         self.url = url
         self.database = database
         self._client: Any = None
@@ -146,15 +147,6 @@ class ClickHouseSink:
         if self._client is not None:
             self._client.close()
             self._client = None
-
-
-def _redact(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not at:
-        return url
-    user = creds.split(":", 1)[0]
-    return f"{scheme}{sep}{user}:***@{host}"
 
 
 def lake_glob(root: str | os.PathLike[str], table: str) -> str:

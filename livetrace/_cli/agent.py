@@ -9,9 +9,7 @@ from typing import TextIO
 
 import trio
 
-from livetrace._agent.agent import Agent
-from livetrace._agent.config import AgentConfig, load_config
-from livetrace._agent.sinks import ClickHouseSink
+from livetrace._agent.config import AgentConfig, load_config, missing_packages, redacted
 from livetrace._cli.common import EXIT_ERROR, EXIT_OK, say
 from livetrace._errors import AgentConfigError
 from livetrace._nursery import open_nursery
@@ -23,7 +21,7 @@ def describe(config: AgentConfig) -> list[str]:
     lines = [
         f"host {config.host}; state in {config.state_dir} (spool at most {config.spool_max >> 20} MiB)",
         f"sinks: lake {config.lake}"
-        + (f", {ClickHouseSink(config.sinks.clickhouse).name}" if config.sinks.clickhouse else "")
+        + (f", clickhouse {redacted(config.sinks.clickhouse)}" if config.sinks.clickhouse else "")
         + (f", otlp {config.sinks.otlp}" if config.sinks.otlp else ""),
     ]
     for i, t in enumerate(config.targets, 1):
@@ -44,6 +42,11 @@ def agent_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             say(err, f"error: {args.config}: {problem}")
         say(err, f"{plural(len(e.problems), 'mistake')} in {args.config}; nothing was started")
         return EXIT_ERROR
+    missing = missing_packages(config)
+    for line in missing:
+        say(err, f"error: {line}")
+    if missing:
+        return EXIT_ERROR
     if args.check:
         for line in describe(config):
             print(line, file=out)
@@ -52,6 +55,8 @@ def agent_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     # Everything the agent writes (spool, lake, captures) is its own: 0600 files in 0700 directories.
     os.umask(0o077)
+
+    from livetrace._agent.agent import Agent  # pyarrow, trio's sessions: only to run
 
     async def run() -> None:
         agent = Agent(config, err)
