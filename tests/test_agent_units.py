@@ -3,16 +3,22 @@ picks, and how the budget stretches sampling and says so."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from livetrace._agent.agent import match
 from livetrace._agent.budget import MAX_STRETCH, Budget
 from livetrace._agent.config import Budget as BudgetConfig
 from livetrace._agent.config import Target
+from livetrace._agent.policies import Summaries
 from livetrace._attach.buildinfo import BuildInfo, Module
 from livetrace._attach.processes import Kind, ProcessInfo
+from livetrace._files import decode_batches
+from livetrace._items import SegmentGap, SubscriberGap
 
 pytestmark = pytest.mark.once
+CORPUS = Path(__file__).parent / "corpus" / "runtime"
 
 
 def process(name: str = "api", user: str = "svc", module: str | None = "example.com/shop/api") -> ProcessInfo:
@@ -64,3 +70,16 @@ def test_over_budget_it_samples_less_and_says_so_and_never_more_than_the_cap() -
     assert budget.stretch() == MAX_STRETCH
     budget.check(0.04, 10 << 20)
     assert budget.stretch() == MAX_STRETCH / 2 and notes[-1][0] == "budget_restored"
+
+
+def test_a_loss_after_the_last_row_still_makes_a_row() -> None:
+    """Batches a subscriber lost after a segment's end, with none after them (a session ending far
+    behind), are a row of their own, not a count nobody reads."""
+    summaries = Summaries()
+    rows = [r for item in decode_batches(CORPUS / "go126-empty-stack-last.trace") for r in summaries.feed(item)]
+    rows += summaries.feed(SegmentGap(0, 1_000_000, 1_281_512))  # the last segment's row
+    assert rows and all(r["lost_batches"] == 0 for r in rows)
+    assert summaries.feed(SubscriberGap(3, 12_000, None, None)) == []
+    (last,) = summaries.end()
+    assert last["lost_batches"] == 3 and last["events"] == 0
+    assert summaries.end() == []  # counted once

@@ -33,7 +33,7 @@ from livetrace._agent.rows import KEY, SCHEMAS, TIME
 from livetrace._agent.spool import private_dir
 from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
-from livetrace._items import Notice, SegmentGap, WindowGap
+from livetrace._items import Gap, Notice, SegmentGap, SubscriberGap, WindowGap
 from livetrace._nursery import open_nursery
 from livetrace._protocol.text import json_safe
 from livetrace._session.connect import connect
@@ -146,6 +146,7 @@ class Summaries:
     def __init__(self) -> None:
         self.stats = TopStats()
         self._fed = False
+        self._lost = False  # a loss noticed since the last row: it gets a row even with no batch after it
 
     def feed(self, item: object) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -159,13 +160,14 @@ class Summaries:
             if isinstance(item, SegmentGap | WindowGap):
                 out = self.end()
             self.stats.notice(item)
+            self._lost = self._lost or isinstance(item, Gap | SubscriberGap)
         return out
 
     def end(self) -> list[dict[str, Any]]:
-        """The summary of what was fed since the last one (none if nothing was)."""
-        if not self._fed:
+        """The summary of what was fed since the last one (none if nothing was, and nothing lost)."""
+        if not self._fed and not self._lost:
             return []
-        self._fed = False
+        self._fed = self._lost = False
         return [summary_row(self.stats.snapshot())]
 
 
