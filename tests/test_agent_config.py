@@ -3,14 +3,17 @@ naming the key and its line; ``livetrace agent --check`` starts nothing."""
 
 from __future__ import annotations
 
-import subprocess
+import io
 import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from livetrace._agent.config import Policy, load_config, missing_packages, parse_config, redacted
 from livetrace._cli.agent import describe
+from livetrace._cli.main import main
 from livetrace._errors import AgentConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,10 +108,19 @@ def test_each_kind_of_mistake(text: str, expected: str) -> None:
     assert line.startswith(expected), line
 
 
-def agent(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "livetrace", "agent", *args], capture_output=True, text=True, timeout=60
-    )
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def agent(*args: str) -> Done:
+    """livetrace agent, in this process (a new one would spend a second importing)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["agent", *args])
+    return Done(code, out.getvalue(), err.getvalue())
 
 
 def test_check_prints_what_it_would_do_and_starts_nothing(tmp_path: Path) -> None:
