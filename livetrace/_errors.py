@@ -140,6 +140,16 @@ class InputPathError(LivetraceError):
     directory, unreadable)."""
 
 
+class AgentConfigError(LivetraceError):
+    """An agent's configuration file is wrong: ``problems`` has one line per
+    mistake, each naming the key (and the line, where it is known)."""
+
+    def __init__(self, path: Path | str, problems: list[str]) -> None:
+        super().__init__(f"{path}: " + "; ".join(problems))
+        self.path = path
+        self.problems = problems
+
+
 class MissingDependencyError(LivetraceError):
     """A package an optional part of livetrace needs is not installed (the
     tables and SQL need pyarrow and duckdb: the ``sql`` extra)."""

@@ -44,6 +44,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("livetrace._session",),
     # Views and the flight recorder.
     ("livetrace._views", "livetrace._flight", "livetrace._tables"),
+    # The fleet agent: discovery, sessions, views, the flight recorder and the tables, into its sinks.
+    ("livetrace._agent",),
     # The command line.
     ("livetrace._cli", "livetrace.__main__"),
     # The public API, which re-exports from every layer.

@@ -139,6 +139,12 @@ def _top(args: argparse.Namespace, err: TextIO) -> int:
     return top_command(args, err, **connect_options(args))
 
 
+def _agent(args: argparse.Namespace, err: TextIO) -> int:
+    from livetrace._cli.agent import agent_command
+
+    return agent_command(args, sys.stdout, err)
+
+
 def _decode(args: argparse.Namespace, err: TextIO) -> int:
     from livetrace._cli.decode import dump_legacy, dump_parsed, dump_wire
     from livetrace._cli.sources import open_input
@@ -165,6 +171,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "top": _top,
     "sql": _sql,
     "demo": _demo,
+    "agent": _agent,
 }
 
 

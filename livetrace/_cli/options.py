@@ -98,9 +98,12 @@ def megabytes_option(text: str) -> int:
     return int(v * (1 << 20))
 
 
-def session_arguments(p: argparse.ArgumentParser, *, files: bool = False, sources: bool = False) -> None:
+def session_arguments(
+    p: argparse.ArgumentParser, *, files: bool = False, sources: bool = False, no_sources: bool = False
+) -> None:
     """``files``: the command also reads a trace file (SOURCE) instead of a
-    live service; ``sources``: one or more of either (``args.sources``)."""
+    live service; ``sources``: one or more of either (``args.sources``),
+    or none at all with ``no_sources`` (an option names the data instead)."""
     service = (
         "where its livetrace helper listens (unix:/path, tcp:HOST:PORT, tls:HOST:PORT, HOST:PORT), the "
         "http://HOST:PORT of its net/http/pprof (no helper needed), or the process itself: pid:N, or NAME, an "
@@ -109,7 +112,7 @@ def session_arguments(p: argparse.ArgumentParser, *, files: bool = False, source
     if sources:
         p.add_argument(
             "sources",
-            nargs="+",
+            nargs="*" if no_sources else "+",
             metavar="SOURCE",
             help=f"a trace file, a directory of them, a glob (quoted), or a live service: {service}",
         )

@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from livetrace._cli.agent_options import add_agent_parser
 from livetrace._cli.filters import add_filter_options
 from livetrace._cli.flight_options import add_flight_parser
 from livetrace._cli.options import (
@@ -352,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export_parser(sub)
     add_top_parser(sub, _ExamplesFormatter)
     add_sql_parser(sub, _ExamplesFormatter)
+    add_agent_parser(sub, _ExamplesFormatter)
 
     demo = sub.add_parser(
         "demo",

@@ -142,6 +142,16 @@ def sql_command(args: argparse.Namespace, out: TextIO, err: TextIO, **limits: An
     if wrong:
         say(err, f"error: {wrong}")
         return EXIT_ERROR
+    if args.lake is not None or args.clickhouse is not None:
+        if args.sources:
+            say(err, "error: --lake and --clickhouse query the agent's tables: give them without a SOURCE")
+            return EXIT_ERROR
+        from livetrace._cli.sql_fleet import clickhouse_command, lake_command
+
+        return lake_command(args, out, err) if args.lake is not None else clickhouse_command(args, out, err)
+    if not args.sources:
+        say(err, "error: give a SOURCE (a trace file, a directory, a glob, a live service), or --lake / --clickhouse")
+        return EXIT_ERROR
     if len(args.sources) > 1 and args.record:
         say(err, "error: --record writes one live session's trace: give one live source with it")
         return EXIT_ERROR

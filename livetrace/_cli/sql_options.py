@@ -25,7 +25,11 @@ tables: captures, events, goroutine_states, proc_states, spans, tasks, regions, 
 cpu_samples, stacks, frames (times in ns; every row but stacks' and frames' has its capture).
 prepared views: sched_latency, blocking, gc_pauses, slowest_regions, slowest_tasks,
 goroutine_leaks, goroutines, stack_frames, pprof (go tool trace -pprof's sums per stack).
-docs/sql.md has every column and a cookbook of questions and their queries."""
+docs/sql.md has every column and a cookbook of questions and their queries.
+
+the fleet (livetrace agent's tables: docs/fleet.md):
+  livetrace sql --lake /var/lib/livetrace-agent/lake -c 'SELECT * FROM fleet_sched_latency ORDER BY hour DESC'
+  livetrace sql --clickhouse clickhouse://reader@ch:8123 -c 'SELECT * FROM fleet_captures LIMIT 20'"""
 
 OUTPUT_SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 
@@ -56,7 +60,20 @@ def add_sql_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
         epilog=SQL_EXAMPLES,
         formatter_class=formatter,
     )
-    session_arguments(p, files=True, sources=True)
+    session_arguments(p, files=True, sources=True, no_sources=True)
+    fleet = p.add_mutually_exclusive_group()
+    fleet.add_argument(
+        "--lake",
+        metavar="DIR",
+        help="instead of SOURCEs, the Parquet lake `livetrace agent` writes: its tables (summaries, spans, "
+        "captures, agent_log) and the fleet's views (docs/fleet.md)",
+    )
+    fleet.add_argument(
+        "--clickhouse",
+        metavar="URL",
+        help="instead of SOURCEs, the agent's tables in ClickHouse (clickhouse://USER:PASSWORD@HOST:8123, or an "
+        "embedded chdb:///DIR), with the same views; the statements of -c or standard input run there",
+    )
     p.add_argument(
         "-c",
         "--query",

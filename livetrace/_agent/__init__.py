@@ -1,0 +1,1 @@
+"""The fleet agent: ``livetrace agent`` (docs/fleet.md)."""

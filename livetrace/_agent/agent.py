@@ -1,0 +1,239 @@
+"""The agent: find the processes, trace each by its target's policy,
+re-attach when one restarts, and ship the rows.
+
+Discovery is ``livetrace ps``'s (``_attach.processes.survey``), every
+``scan_interval`` seconds. A Go process with somewhere to attach (its
+helper, else a pprof endpoint) is matched against the targets in the
+file's order; the first that matches traces it. A process is known by its
+pid and start time, so a restart (a new pid, or the same pid reused) is a
+new process, attached on the next scan; one that exits ends its task.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any, TextIO
+
+import trio
+
+from livetrace._agent.budget import Budget
+from livetrace._agent.config import AgentConfig, Target
+from livetrace._agent.policies import Traced, to_table, trace_process
+from livetrace._agent.rows import KEY, TIME
+from livetrace._agent.ship import Shipper
+from livetrace._agent.sinks import ClickHouseSink, LakeSink, Sink
+from livetrace._agent.spool import Spool, private_dir
+from livetrace._attach.processes import Kind, ProcessInfo, survey
+from livetrace._errors import LivetraceError
+from livetrace._nursery import open_nursery
+from livetrace._plural import plural
+from livetrace._protocol.text import shown
+
+__all__ = ["Agent", "match"]
+
+# A session that fails at once (the process is exiting, its helper busy) is
+# tried again on a later scan, no sooner than this.
+RETRY_AFTER = 1.0
+FINAL_FLUSH = 10.0
+# How long a stopping agent gives its sessions to end as the helper ends one (a legacy segment, a
+# pprof window, a flight capture's tail), before it cuts them off.
+STOP_GRACE = 20.0
+
+
+def match(target: Target, row: ProcessInfo) -> bool:
+    """Whether every selector the target gives matches the process."""
+    build = row.build
+    if target.module is not None:
+        module = build.main.path if build is not None and build.main is not None else (build.path if build else "")
+        if not fnmatchcase(module, target.module):
+            return False
+    if target.executable is not None:
+        names = {row.name, *(os.path.basename(row.command[0]) for _ in row.command[:1])}
+        if not any(fnmatchcase(n, target.executable) for n in names if n):
+            return False
+    return target.user is None or row.user == target.user
+
+
+@dataclass
+class _Process:
+    row: ProcessInfo
+    target: Target
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, err: TextIO, sinks: list[Sink] | None = None) -> None:
+        self.config = config
+        self.err = err
+        private_dir(config.state_dir)
+        self.spool = Spool(config.spool_dir, config.spool_max, config.host)
+        self.sinks = sinks if sinks is not None else open_sinks(config)
+        self.shipper = Shipper(self.spool, self.sinks, self.note)
+        self.budget = Budget(config.budget, self.note)
+        self.traced: dict[tuple[int, float | None], _Process] = {}
+        self._failed: dict[tuple[int, float | None], float] = {}
+        self._pending: dict[str, list[dict[str, Any]]] = {}
+        self.stopping = trio.Event()
+        self._me = {"host": config.host, "service": "livetrace-agent", "pid": os.getpid(), "go_version": ""}
+
+    def say(self, line: str) -> None:
+        print(f"livetrace agent: {line}", file=self.err, flush=True)
+
+    def note(self, event: str, count: int, detail: str, about: dict[str, Any] | None = None) -> None:
+        """A row of the agent's own record (``agent_log``), and a line on standard error."""
+        self.say(f"{event}: {detail}" + (f" ({count})" if count else ""))
+        who = about or {**self._me, "policy": "", "labels": "{}"}
+        row = {**who, KEY: "", TIME: time.time_ns() // 1000, "event": event, "count": count, "detail": detail}
+        self.emit("agent_log", [row])
+
+    def emit(self, table: str, rows: list[dict[str, Any]]) -> None:
+        """Rows for the spool: they go in at the next flush, an entry per table."""
+        self._pending.setdefault(table, []).extend(rows)
+
+    def take_pending(self) -> dict[str, list[dict[str, Any]]]:
+        """The rows made since the last call (in the event loop's thread, where they are made)."""
+        self._record_drops()
+        pending, self._pending = self._pending, {}
+        return pending
+
+    def spool_rows(self, pending: dict[str, list[dict[str, Any]]]) -> None:
+        """Rows into the spool, an entry per table (blocking: a worker thread's)."""
+        for table, rows in pending.items():
+            self.spool.put(table, to_table(table, rows))
+
+    async def _spool_and_ship(self) -> None:
+        while True:
+            await trio.to_thread.run_sync(self.spool_rows, self.take_pending())
+            await self.shipper.flush()
+            await trio.sleep(self.config.flush_interval)
+
+    def _record_drops(self) -> None:
+        dropped = self.spool.unrecorded()
+        if not dropped:
+            return
+        self.spool.recorded(dropped)  # before the row: the row's own put may drop more, counted next time
+        for table, rows in sorted(dropped.items()):
+            self.note("spool_dropped", rows, f"{rows} {table} rows dropped: the spool was full (oldest first)")
+
+    # -- running --
+
+    async def run(self, duration: float | None = None, once: bool = False, stop: trio.Event | None = None) -> None:
+        """Scan, trace and ship until ``duration`` has passed or ``stop`` is
+        set (with ``once``, scan only once); then send what the spool holds
+        (for at most FINAL_FLUSH seconds: what is left waits for the next start)."""
+        stop = trio.Event() if stop is None else stop
+        entries = len(self.spool.entries())
+        self.say(
+            f"{plural(entries, 'entry', 'entries')} in the spool at {self.config.spool_dir}; sinks: "
+            + ", ".join(s.name for s in self.sinks)
+        )
+        async with open_nursery() as nursery:
+            nursery.start_soon(self._spool_and_ship)
+            nursery.start_soon(self.budget.run)
+            scans = trio.CancelScope()
+            nursery.start_soon(self._scans, nursery, once, scans)
+            with trio.move_on_after(duration if duration is not None else math.inf):
+                await stop.wait()
+            # No new sessions; each one stopped as the helper stops one, so its last generation is summarized.
+            scans.cancel()
+            self.stopping.set()
+            with trio.move_on_after(STOP_GRACE):
+                while self.traced:  # noqa: ASYNC110  # each task removes itself
+                    await trio.sleep(0.05)
+            nursery.cancel_scope.cancel()
+        self.spool_rows(self.take_pending())
+        with trio.move_on_after(FINAL_FLUSH):
+            left = await self.shipper.flush()
+            if left:
+                self.say(f"{plural(left, 'entry', 'entries')} left in the spool for the next start")
+        for sink in self.sinks:
+            sink.close()
+
+    async def _scans(self, nursery: trio.Nursery, once: bool, scope: trio.CancelScope) -> None:
+        with scope:
+            while True:
+                await self.scan(nursery)
+                if once:
+                    return
+                await trio.sleep(self.config.scan_interval)
+
+    async def scan(self, nursery: trio.Nursery) -> None:
+        found = await survey()
+        alive = {(r.pid, r.started) for r in found.processes}
+        for key, proc in list(self.traced.items()):
+            if key not in alive:
+                proc.scope.cancel()
+        now = trio.current_time()
+        for row in found.processes:
+            key = (row.pid, row.started)
+            if row.kind is not Kind.GO or row.attach is None or key in self.traced:
+                continue
+            if self._failed.get(key, -1e9) + RETRY_AFTER > now:
+                continue
+            target = next((t for t in self.config.targets if match(t, row)), None)
+            if target is not None:
+                self.traced[key] = _Process(row, target)
+                nursery.start_soon(self._trace, key)
+
+    async def _trace(self, key: tuple[int, float | None]) -> None:
+        proc = self.traced[key]
+        row, target = proc.row, proc.target
+        assert row.attach is not None
+        pprof = row.helper is None
+        service = target.service or row.name or "unknown"
+        policy = "sampled" if pprof else target.policy.value
+        provenance = {
+            "host": self.config.host,
+            "service": service,
+            "pid": row.pid,
+            "go_version": row.build.go_version if row.build is not None else "",
+            "policy": policy,
+            "labels": json.dumps(dict(target.labels), sort_keys=True),
+        }
+        traced = Traced(
+            address=row.attach,
+            pprof=pprof,
+            target=target,
+            provenance=provenance,
+            captures=self.config.captures_dir,
+            emit=self.emit,
+            budget=self.budget,
+            note=lambda event, count, detail: self.note(event, count, detail, provenance),
+            stop=self.stopping,
+        )
+        how = f"through {shown(row.attach)}" + (
+            " (pprof: sampled only)" if pprof and target.policy.value != policy else ""
+        )
+        self.budget.add(row.pid)
+        self.note("attached", 0, f"{service} pid {row.pid} {how}, policy {policy}", provenance)
+        why = "cut off: the agent stopped"  # what stays if the agent's own end cancels this task
+        try:
+            with proc.scope:  # cancelled by a scan that finds the process gone
+                await trace_process(traced)
+            why = "the agent stopped" if self.stopping.is_set() else "the process ended"
+        except LivetraceError as e:
+            why = str(e)
+            self._failed[key] = trio.current_time()
+        except OSError as e:
+            why = f"{e.strerror or e}"
+            self._failed[key] = trio.current_time()
+        finally:
+            self.budget.remove(row.pid)
+            del self.traced[key]
+            self.note("detached", 0, f"{service} pid {row.pid}: {shown(why)}", provenance)  # no await: safe here
+
+
+def open_sinks(config: AgentConfig) -> list[Sink]:
+    sinks: list[Sink] = [LakeSink(config.lake)]
+    if config.sinks.clickhouse:
+        sinks.append(ClickHouseSink(config.sinks.clickhouse))
+    if config.sinks.otlp:
+        from livetrace._agent.otlp import OtlpSink  # the OpenTelemetry SDK: only when configured
+
+        sinks.append(OtlpSink(config.sinks.otlp))
+    return sinks

@@ -1,0 +1,98 @@
+"""SQL over the fleet: the agent's tables, and prepared views over them
+that read the same in DuckDB (over the Parquet lake) and in ClickHouse.
+
+The views are written once, in the SQL both engines take (``GROUP BY ALL``,
+``date_trunc``, ``now() - INTERVAL 1 HOUR``), over the tables by their bare
+names: DuckDB's connection has a view per lake table, ClickHouse's client
+works in the agent's database, where the views are made next to the tables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from livetrace._agent.rows import TABLES
+from livetrace._agent.sinks import clickhouse_ddl, lake_glob
+
+__all__ = ["FLEET_VIEWS", "SLOW_SERVICES_AND_DUMPS", "clickhouse_client", "clickhouse_views", "lake_connection"]
+
+FLEET_VIEWS: dict[str, str] = {
+    # Scheduler latency (runnable to running) per service and hour: how long goroutines waited to run.
+    "fleet_sched_latency": """
+        SELECT service, host, date_trunc('hour', time) AS hour, count(*) AS summaries,
+               sum(sched_count) AS runnable_spans, max(sched_p99_ns) AS worst_sched_p99_ns,
+               max(sched_max_ns) AS longest_sched_ns
+        FROM summaries GROUP BY ALL""",
+    # GC cycles and stop-the-world pauses per service and hour.
+    "fleet_gc_pauses": """
+        SELECT service, host, date_trunc('hour', time) AS hour, sum(gc_count) AS gc_cycles,
+               max(gc_p99_ns) AS worst_gc_p99_ns, sum(stw_count) AS stw_pauses, max(stw_p99_ns) AS worst_stw_p99_ns,
+               max(stw_max_ns) AS longest_stw_ns, max(heap_bytes) AS largest_heap_bytes
+        FROM summaries GROUP BY ALL""",
+    # Every trace file kept: flight dumps (with what fired them) and sampled windows.
+    "fleet_captures": """
+        SELECT time, service, host, pid, go_version, source, trigger, path, bytes, cut FROM captures""",
+    # What the agents lost or cut: rows dropped from a full spool, budget cuts, sinks down, data shed.
+    "fleet_losses": """
+        SELECT time, host, service, event, count, detail FROM agent_log
+        WHERE event IN ('spool_dropped', 'budget_cut', 'budget_sampling', 'sink_down')""",
+}
+
+
+# The question docs/fleet.md opens with: which services had a scheduler latency p99 over 10 ms in the
+# last hour, and the flight dumps taken then.
+SLOW_SERVICES_AND_DUMPS = """
+    WITH slow AS (
+        SELECT service, max(sched_p99_ns) AS worst_sched_p99_ns FROM summaries
+        WHERE time > now() - INTERVAL 1 HOUR GROUP BY service HAVING max(sched_p99_ns) > {threshold_ns}
+    )
+    SELECT slow.service, slow.worst_sched_p99_ns, captures.time, captures.trigger, captures.path
+    FROM slow JOIN captures ON captures.service = slow.service
+    WHERE captures.source = 'flight dump' AND captures.time > now() - INTERVAL 1 HOUR
+    ORDER BY slow.service, captures.time, captures.path"""
+
+
+def lake_connection(root: str | Path, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the lake's tables (those it has) and the fleet's views."""
+    con = con if con is not None else duckdb.connect()
+    for table in TABLES:
+        if any((Path(root) / table).rglob("*.parquet")):
+            source = (
+                f"read_parquet('{_quoted(lake_glob(root, table))}', hive_partitioning = true, union_by_name = true)"
+            )
+            con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {source}")
+    have = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    for name, sql in FLEET_VIEWS.items():
+        if _tables_of(sql) <= have:
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+    return con
+
+
+def clickhouse_views(database: str) -> list[str]:
+    return [f"CREATE OR REPLACE VIEW {database}.{name} AS {sql}" for name, sql in FLEET_VIEWS.items()]
+
+
+def clickhouse_client(url: str, database: str = "livetrace") -> Any:
+    """A clickhouse-connect client in the agent's database, its tables and views made if missing."""
+    import clickhouse_connect
+
+    setup = clickhouse_connect.get_client(dsn=url)
+    for statement in clickhouse_ddl(database):
+        setup.command(statement)
+    setup.close()
+    client = clickhouse_connect.get_client(dsn=url, database=database)
+    for statement in clickhouse_views(database):  # in the database: the views' bare table names are its
+        client.command(statement)
+    return client
+
+
+def _tables_of(sql: str) -> set[str]:
+    words = sql.split()
+    return {words[i + 1] for i, w in enumerate(words[:-1]) if w.upper() == "FROM"}
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")

@@ -1,0 +1,356 @@
+"""The policies: how one process is traced, and the rows it gives.
+
+- continuous: one session with the helper for as long as the process
+  lives; a ``summaries`` row at the end of each generation (legacy segment),
+  exactly the snapshot ``top --format json`` prints for it (the same
+  :class:`TopStats`, the same JSON), and a ``spans`` row for each span over
+  the target's thresholds;
+- sampled: a window of ``window`` seconds every ``every`` seconds (the
+  budget may stretch that), its trace kept as a capture of at most
+  ``max_bytes`` (the session is stopped there), and one summary of it; the
+  only policy for a pprof endpoint, whose single tracer the service's own
+  users need between windows;
+- flight: the flight recorder over a helper session, each capture kept and
+  recorded, with the summaries as continuous has them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import trio
+
+from livetrace._agent.budget import Budget
+from livetrace._agent.config import Policy, Target
+from livetrace._agent.rows import KEY, SCHEMAS, TIME
+from livetrace._agent.spool import private_dir
+from livetrace._flight.capture import Capture
+from livetrace._flight.recorder import FlightRecorder
+from livetrace._items import Gap, Notice, SegmentGap, SubscriberGap, WindowGap
+from livetrace._nursery import open_nursery
+from livetrace._protocol.text import json_safe
+from livetrace._session.connect import connect
+from livetrace._session.recording import Recorder
+from livetrace._session.session import Session
+from livetrace._session.subscribers import Subscription
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.select.filter import Filter
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.model import SPAN_KIND_NAMES, SpanKind
+from livetrace._views.top import Snapshot, TopStats
+from livetrace._views.top_screen import snapshot_dict
+
+__all__ = ["Traced", "summary_row", "trace_process"]
+
+# Legacy runtimes (Go 1.21 and older) give their trace in segments, each a
+# complete trace: a summary per segment, this long.
+SEGMENT = 2.0
+CAP_POLL = 0.1  # how often a sampled window's bytes are checked against its cap
+BUDGET_POLL = 1.0  # how often a continuous session looks at the budget
+
+Emit = Callable[[str, list[dict[str, Any]]], None]
+
+
+@dataclass
+class Traced:
+    """One process being traced: where it is, how, and where its rows go."""
+
+    address: str
+    pprof: bool  # only a pprof endpoint: sampled is the only policy
+    target: Target
+    provenance: dict[str, Any]  # host, service, pid, go_version, policy, labels
+    captures: Path
+    emit: Emit
+    budget: Budget
+    note: Callable[[str, int, str], None]  # a row of the agent's own record, about this process
+    stop: trio.Event  # the agent is stopping: end the session as the helper ends one, its last rows sent
+
+    async def pause_until(self, deadline: float) -> bool:
+        """Wait until ``deadline`` (trio's clock); False if the agent stops first."""
+        with trio.move_on_at(deadline):
+            await self.stop.wait()
+        return not self.stop.is_set()
+
+    @property
+    def policy(self) -> Policy:
+        return Policy.SAMPLED if self.pprof else self.target.policy
+
+    def rows(self, table: str, rows: list[dict[str, Any]]) -> None:
+        now = time.time_ns() // 1000
+        self.emit(table, [{**self.provenance, KEY: "", TIME: now, **r} for r in rows])
+
+
+@asynccontextmanager
+async def open_session(traced: Traced, **options: Any) -> AsyncIterator[Session]:
+    """A session with the process, stopped as the helper stops one when the agent stops. Its stop
+    event is its own: a session sets the one it is given when it stops (a pprof session at a
+    window's end), which must not stop the agent's other sessions."""
+    own = trio.Event()
+    async with open_nursery() as nursery:
+
+        async def relay() -> None:
+            await traced.stop.wait()
+            own.set()
+
+        nursery.start_soon(relay)
+        async with connect(traced.address, client_name="livetrace-agent", stop=own, **options) as session:
+            yield session
+        nursery.cancel_scope.cancel()
+
+
+def to_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=SCHEMAS[table])
+
+
+def summary_row(snap: Snapshot) -> dict[str, Any]:
+    """A snapshot as a ``summaries`` row: ``top_json`` is the line ``top
+    --format json`` prints for it."""
+    row: dict[str, Any] = {
+        "first_generation": snap.first,
+        "last_generation": snap.last,
+        "start_ns": snap.start,
+        "end_ns": snap.end,
+        "events": snap.events,
+        "heap_bytes": snap.heap,
+        "heap_goal_bytes": snap.heap_goal,
+        "gomaxprocs": snap.gomaxprocs,
+        "shed_generations": snap.shed_generations,
+        "lost_batches": snap.lost_batches,
+        "gaps": snap.gaps,
+        "top_json": json_safe(json.dumps(snapshot_dict(snap))),
+    }
+    for name, s in (("gc", snap.gc), ("stw", snap.stw), ("sched", snap.sched), ("mark_assist", snap.mark_assist)):
+        row.update(
+            {f"{name}_count": s.count, f"{name}_p50_ns": s.p50, f"{name}_p99_ns": s.p99, f"{name}_max_ns": s.max}
+        )
+    return row
+
+
+def summaries(session: Session) -> Subscription:
+    return session.subscribe(what="batches", buffer=64)
+
+
+class Summaries:
+    """``top``'s snapshots, one per generation (legacy segment, pprof
+    window), as ``summaries`` rows: feed a session's items in order; each
+    call gives the rows of the generations it completed. Sans-IO: the live
+    policies feed it a subscription, the tests a trace file."""
+
+    def __init__(self) -> None:
+        self.stats = TopStats()
+        self._fed = False
+        self._lost = False  # a loss noticed since the last row: it gets a row even with no batch after it
+
+    def feed(self, item: object) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if isinstance(item, EventBatch):
+            # A batch of no generation's tables (a generation's end marker) is the generation's last.
+            if item.gen is not None and self.stats.unit is not None and item.gen is not self.stats.unit:
+                out = self.end()
+            self.stats.feed(item)
+            self._fed = self._fed or bool(len(item))
+        elif isinstance(item, Notice):
+            if isinstance(item, SegmentGap | WindowGap):
+                out = self.end()
+            self.stats.notice(item)
+            self._lost = self._lost or isinstance(item, Gap | SubscriberGap)
+        return out
+
+    def end(self) -> list[dict[str, Any]]:
+        """The summary of what was fed since the last one (none if nothing was, and nothing lost)."""
+        if not self._fed and not self._lost:
+            return []
+        self._fed = self._lost = False
+        return [summary_row(self.stats.snapshot())]
+
+
+async def summarize(sub: Subscription, traced: Traced) -> None:
+    """A summary row per generation (segment, window) until the session ends."""
+    summaries = Summaries()
+    async with sub:
+        async for item in sub:
+            if rows := summaries.feed(item):
+                traced.rows("summaries", rows)
+    if rows := summaries.end():
+        traced.rows("summaries", rows)
+
+
+def spans_over(session: Session, over: Mapping[str, int]) -> Subscription:
+    """The spans of the kinds in ``over``, at least as long as the least threshold."""
+    kinds = frozenset(SpanKind(SPAN_KIND_NAMES.index(k)) for k in over)
+    return session.subscribe(Filter(kinds=kinds, min_duration=min(over.values())), what="spans", buffer=64)
+
+
+async def long_spans(sub: Subscription, traced: Traced) -> None:
+    """A ``spans`` row for each span at least as long as its kind's threshold."""
+    over = traced.target.spans_over
+    async with sub:
+        async for item in sub:
+            if not isinstance(item, SpanBatch):
+                continue
+            anchor = time.time_ns() - max(item.ends)  # the trace's clock to the wall's, to about a generation
+            rows = [
+                {
+                    "kind": str(s.kind),
+                    "start_ns": s.start,
+                    "duration_ns": s.duration,
+                    "wall_start": (anchor + s.start) // 1000,  # µs
+                    "goroutine": s.resource.id if s.resource.kind == "Goroutine" else 0,
+                    "reason": s.reason,
+                    "name": s.name,
+                    "task_name": s.task_name,
+                }
+                for s in item
+                if s.duration >= over.get(str(s.kind), 1 << 62)
+            ]
+            if rows:
+                traced.rows("spans", rows)
+
+
+async def continuous(traced: Traced) -> None:
+    """The helper's whole trace while the agent is within its budget; over
+    it, the target's sampled windows (stretched) until it is back within."""
+    while True:
+        if traced.budget.stretch() > 1:
+            # What the continuous session cost, about: the agent's share of a core when it was cut.
+            cost = max(traced.budget.cpu, 0.0)
+            traced.note("budget_sampling", 0, f"over budget: pid {traced.provenance['pid']} sampled, not continuous")
+            # Back only when the budget has room for what the session cost: never more than it allows.
+            while traced.budget.stretch() > 1 or traced.budget.headroom() < cost:
+                started = trio.current_time()
+                await sample_once(traced)
+                if not await traced.pause_until(started + traced.target.every * traced.budget.stretch()):
+                    return
+            traced.note("budget_continuous", 0, f"within budget: pid {traced.provenance['pid']} continuous again")
+        if not await continuous_session(traced):
+            return
+
+
+async def continuous_session(traced: Traced) -> bool:
+    """One session until the process ends it (False), or the budget does (True)."""
+    async with open_session(traced, segment=SEGMENT) as session:
+        # Every subscription is made before the session's first frame is read.
+        subs = summaries(session)
+        over = spans_over(session, traced.target.spans_over) if traced.target.spans_over else None
+        cut = False
+        async with open_nursery() as nursery:
+
+            async def watch_budget() -> None:
+                nonlocal cut
+                while traced.budget.stretch() <= 1:  # noqa: ASYNC110  # the budget is measured, not signalled
+                    await trio.sleep(BUDGET_POLL)
+                cut = True
+                nursery.cancel_scope.cancel()
+
+            if over is not None:
+                nursery.start_soon(long_spans, over, traced)
+            nursery.start_soon(watch_budget)
+            await summarize(subs, traced)
+            nursery.cancel_scope.cancel()
+    return cut
+
+
+async def sampled(traced: Traced) -> None:
+    target = traced.target
+    while True:
+        started = trio.current_time()
+        await sample_once(traced)
+        if not await traced.pause_until(started + target.every * traced.budget.stretch()):
+            return
+
+
+async def sample_once(traced: Traced) -> None:
+    """One window: its trace kept as a capture (at most max_bytes), and summarized."""
+    target = traced.target
+    window = target.window
+    where = private_dir(traced.captures)
+    path = where / f"{traced.provenance['service']}-{traced.provenance['pid']}-{time.time_ns()}.trace"
+    limits: dict[str, Any] = {"window": window} if traced.pprof else {"segment": max(1.0, window)}
+    async with open_session(traced, duration=window, **limits) as session:
+        cut = False
+        subs = summaries(session)
+        recorder = Recorder(session, path)
+
+        async def cap() -> None:
+            nonlocal cut
+            while session.counters.bytes <= target.max_bytes:  # noqa: ASYNC110  # counters have no event to wait on
+                await trio.sleep(CAP_POLL)
+            cut = True
+            await session.stop()
+
+        async with open_nursery() as nursery:
+            nursery.start_soon(summarize, subs, traced)
+            capping = trio.CancelScope()
+
+            async def capped() -> None:
+                with capping:
+                    await cap()
+
+            nursery.start_soon(capped)
+            rec = await recorder.run()
+            capping.cancel()
+    for p in rec.paths:
+        traced.rows(
+            "captures",
+            [
+                {
+                    "source": "pprof window" if traced.pprof else "helper window",
+                    "path": str(p),
+                    "bytes": p.stat().st_size,
+                    "trigger": "",
+                    "cut": cut or not rec.complete,
+                }
+            ],
+        )
+
+
+async def flight(traced: Traced) -> None:
+    target = traced.target
+    where = private_dir(traced.captures / f"{traced.provenance['service']}-{traced.provenance['pid']}")
+
+    def captured(c: Capture) -> None:
+        traced.rows(
+            "captures",
+            [
+                {
+                    "source": "flight dump",
+                    "path": str(p),
+                    "bytes": p.stat().st_size,
+                    "trigger": c.firing.trigger.text,
+                    "cut": c.tail_cut,
+                }
+                for p in c.traces
+                if p.exists()
+            ],
+        )
+
+    async with open_session(traced, segment=SEGMENT) as session:
+        recorder = FlightRecorder(
+            session,
+            keep=target.keep,
+            triggers=target.triggers,
+            out_dir=where,
+            after=target.after,
+            cooldown=target.cooldown,
+            max_files=target.max_files,
+            on_capture=captured,
+        )
+        subs = summaries(session)
+        async with open_nursery() as nursery:
+            nursery.start_soon(summarize, subs, traced)
+            await recorder.run()
+
+
+POLICIES = {Policy.CONTINUOUS: continuous, Policy.SAMPLED: sampled, Policy.FLIGHT: flight}
+
+
+async def trace_process(traced: Traced) -> None:
+    """Trace the process by its policy until it (or its session) ends."""
+    await POLICIES[traced.policy](traced)

@@ -1,0 +1,154 @@
+"""Where spooled rows go: the Parquet lake (the default) and ClickHouse.
+
+A sink's :meth:`send` is blocking (the shipper runs it in a worker thread)
+and idempotent by the entry's key: sent twice, an entry is stored once. A
+sink that cannot take an entry raises :class:`SinkDown`, and the shipper
+keeps the entry, and every later one, for that sink until it is back.
+
+- :class:`LakeSink`: ``ROOT/TABLE/service=S/date=YYYY-MM-DD/KEY.parquet``
+  (Hive partitions; ``service`` and ``date`` live in the path, not in the
+  file), through ``_dataset.ParquetDataset``: each file written whole under
+  a temporary name and renamed, never through a link (0600 in 0700
+  directories under the agent's umask). Its name is the entry's key, so a
+  resend replaces the file with the same rows.
+- :class:`ClickHouseSink`: clickhouse-connect, to a server
+  (``clickhouse://``) or to ClickHouse's engine in this process
+  (``chdb://``); the tables are made on first use (:func:`clickhouse_ddl`),
+  and each insert carries the entry's key as its deduplication token.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from livetrace._agent.config import redacted
+from livetrace._agent.rows import SCHEMA_VERSION, SCHEMAS, TIME
+from livetrace._dataset import ParquetDataset
+from livetrace._errors import LivetraceError
+
+__all__ = ["ClickHouseSink", "LakeSink", "Sink", "SinkDown", "clickhouse_ddl"]
+
+PARTITIONS = ["service", "date"]
+
+
+class SinkDown(LivetraceError):
+    """A sink did not take an entry; it is kept, and sent again later."""
+
+
+class Sink(Protocol):
+    name: str
+
+    def send(self, table: str, rows: pa.Table, key: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class LakeSink:
+    def __init__(self, root: str) -> None:
+        self.name = f"lake {root}"
+        self.root = Path(root)
+
+    def send(self, table: str, rows: pa.Table, key: str) -> None:
+        rows = rows.append_column("date", pc.strftime(rows.column(TIME), format="%Y-%m-%d"))
+        try:
+            with ParquetDataset(self.root, schema_version=SCHEMA_VERSION) as lake:
+                for service in pc.unique(rows.column("service")).to_pylist():
+                    of_service = rows.filter(pc.equal(rows.column("service"), service))
+                    for date in pc.unique(of_service.column("date")).to_pylist():
+                        part = of_service.filter(pc.equal(of_service.column("date"), date))
+                        lake.write(table, [("service", service), ("date", date)], key, part.drop_columns(PARTITIONS))
+        except (OSError, LivetraceError) as e:
+            raise SinkDown(f"{self.name}: {e}") from e
+
+    def close(self) -> None:
+        pass
+
+
+_CH_TYPES = {
+    pa.string(): "String",
+    pa.int64(): "Int64",
+    pa.bool_(): "Bool",
+    pa.timestamp("us", tz="UTC"): "DateTime64(6, 'UTC')",
+}
+# Sort keys for the questions the fleet views ask: by service, then host, then time.
+_ORDER = {
+    "summaries": ("service", "host", "time"),
+    "spans": ("service", "kind", "host", "time"),
+    "captures": ("service", "host", "time"),
+    "agent_log": ("host", "event", "time"),
+}
+TTL_DAYS = {"summaries": 90, "spans": 14, "captures": 90, "agent_log": 30}
+DEDUP_WINDOW = 10_000  # inserts remembered per table for deduplication
+
+
+def clickhouse_ddl(database: str) -> list[str]:
+    """The statements that make the agent's tables (and database) in
+    ClickHouse: MergeTree, a partition per day, a TTL per table, sort keys
+    for the fleet's views, and inserts deduplicated by their token."""
+    out = [f"CREATE DATABASE IF NOT EXISTS {database}"]
+    for table, schema in SCHEMAS.items():
+        cols = []
+        for f in schema:
+            t = _CH_TYPES[f.type]
+            cols.append(f"    {f.name} {t if not f.nullable else f'Nullable({t})'}")
+        cols_text = ",\n".join(cols)
+        out.append(
+            f"CREATE TABLE IF NOT EXISTS {database}.{table} (\n{cols_text}\n)\n"
+            "ENGINE = MergeTree\n"
+            "PARTITION BY toDate(time)\n"
+            f"ORDER BY ({', '.join(_ORDER[table])})\n"
+            f"TTL toDateTime(time) + INTERVAL {TTL_DAYS[table]} DAY\n"
+            f"SETTINGS non_replicated_deduplication_window = {DEDUP_WINDOW}"
+        )
+    return out
+
+
+class ClickHouseSink:
+    def __init__(self, url: str, database: str = "livetrace") -> None:
+        # The URL's password never reaches a message or a record.
+        self.name = "clickhouse " + redacted(url)
+        self.url = url
+        self.database = database
+        self._client: Any = None
+
+    def _connect(self) -> Any:
+        if self._client is None:
+            import clickhouse_connect  # only when configured
+
+            try:
+                client = clickhouse_connect.get_client(dsn=self.url)
+                if not self.url.startswith("chdb:") and client.database and client.database != "default":
+                    self.database = client.database
+                for statement in clickhouse_ddl(self.database):
+                    client.command(statement)
+            except Exception as e:  # clickhouse-connect's errors, and a server not there: the sink is down
+                raise SinkDown(f"{self.name}: {e}") from e
+            self._client = client
+        return self._client
+
+    def send(self, table: str, rows: pa.Table, key: str) -> None:
+        client = self._connect()
+        try:
+            client.insert_arrow(table, rows, database=self.database, settings={"insert_deduplication_token": key})
+        except Exception as e:
+            self._client = None  # reconnect next time
+            raise SinkDown(f"{self.name}: {e}") from e
+
+    def query_arrow(self, sql: str) -> pa.Table:
+        table: pa.Table = self._connect().query_arrow(sql)
+        return table
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def lake_glob(root: str | os.PathLike[str], table: str) -> str:
+    """The files of one of the lake's tables, for DuckDB's read_parquet."""
+    return str(Path(root) / table / "**" / "*.parquet")

@@ -1,0 +1,77 @@
+"""``livetrace agent``: check a configuration, or run the agent (docs/fleet.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from typing import TextIO
+
+import trio
+
+from livetrace._agent.config import AgentConfig, load_config, missing_packages, redacted
+from livetrace._cli.common import EXIT_ERROR, EXIT_OK, say
+from livetrace._errors import AgentConfigError
+from livetrace._nursery import open_nursery
+from livetrace._plural import plural
+
+
+def describe(config: AgentConfig) -> list[str]:
+    """What the agent would do, a line each: for --check."""
+    lines = [
+        f"host {config.host}; state in {config.state_dir} (spool at most {config.spool_max >> 20} MiB)",
+        f"sinks: lake {config.lake}"
+        + (f", clickhouse {redacted(config.sinks.clickhouse)}" if config.sinks.clickhouse else "")
+        + (f", otlp {config.sinks.otlp}" if config.sinks.otlp else ""),
+    ]
+    for i, t in enumerate(config.targets, 1):
+        sel = ", ".join(
+            f"{k} {v}" for k, v in (("module", t.module), ("executable", t.executable), ("user", t.user)) if v
+        )
+        lines.append(
+            f"target {i}: {t.service or '(the executable name)'}: {sel or 'every Go process'}, policy {t.policy.value}"
+        )
+    return lines
+
+
+def agent_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        config = load_config(args.config)
+    except AgentConfigError as e:
+        for problem in e.problems:
+            say(err, f"error: {args.config}: {problem}")
+        say(err, f"{plural(len(e.problems), 'mistake')} in {args.config}; nothing was started")
+        return EXIT_ERROR
+    missing = missing_packages(config)
+    for line in missing:
+        say(err, f"error: {line}")
+    if missing:
+        return EXIT_ERROR
+    if args.check:
+        for line in describe(config):
+            print(line, file=out)
+        print(f"{args.config}: ok, {plural(len(config.targets), 'target')}", file=out)
+        return EXIT_OK
+
+    # Everything the agent writes (spool, lake, captures) is its own: 0600 files in 0700 directories.
+    os.umask(0o077)
+
+    from livetrace._agent.agent import Agent  # pyarrow, trio's sessions: only to run
+
+    async def run() -> None:
+        agent = Agent(config, err)
+        stop = trio.Event()
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with open_nursery() as nursery:
+
+                async def stop_on_signal() -> None:
+                    async for _ in signals:
+                        say(err, "agent stopping: sending what the spool holds")
+                        stop.set()
+
+                nursery.start_soon(stop_on_signal)
+                await agent.run(args.duration, args.once, stop)
+                nursery.cancel_scope.cancel()
+
+    trio.run(run)
+    return EXIT_OK
