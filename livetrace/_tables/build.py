@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from livetrace._tables.columns import full, names, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
+from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     Names,
@@ -33,6 +34,7 @@ from livetrace._tables.spans import (
     tasks_batch,
 )
 from livetrace._tables.stacks import StackIds
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import NO_TASK
 from livetrace._trace.spans.batch import SpanBatch
@@ -59,7 +61,7 @@ def _concat(table: str, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
 
-def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
+def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool | None = None) -> pa.Array:
     """Per goroutine-state row, the goroutine whose event ended it by making
     it runnable (an unblock at the row's end, of the row's goroutine)."""
     is_wake = pc.is_in(events["event"].indices, value_set=_WAKES)
@@ -71,7 +73,7 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
     # A hash lookup by time: the first wake at the row's end, kept where it
     # woke the row's goroutine. Where it woke another, two wakes may share
     # that time (a legacy trace's ties): then the join on both.
-    at = pc.index_in(rows["end"], value_set=times)
+    at = lookup(rows["end"], times, strided(len(times), 1), compiled=use_compiled(compiled))
     mine = pc.equal(pc.take(woken, at), rows["resource_id"])
     if not pc.any(pc.invert(mine)).as_py():
         return pc.if_else(mine, pc.take(wakers, at), pa.scalar(None, pa.int64()))
@@ -85,11 +87,11 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
     return joined["waker_min"].combine_chunks()
 
 
-def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
+def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool) -> pa.Array:
     """_wakers of the blocked rows (only a waiting goroutine is woken), in
     place among the rows, null for the others."""
     blocked = pc.equal(rows["kind"].indices, pa.scalar(int(SpanKind.BLOCKED), pa.int32()))
-    wakers = _wakers(rows.filter(blocked), events)
+    wakers = _wakers(rows.filter(blocked), events, compiled=compiled)
     return pc.replace_with_mask(full(None, rows.num_rows, pa.int64()), blocked, wakers)
 
 
@@ -138,11 +140,13 @@ def _note_parents(parents: dict[int, int], events: pa.RecordBatch) -> None:
 
 class UnitBuilder:
     """Units to tables. ``stacks`` dedups stacks and frames for every unit
-    it builds (pass one to share it between builders)."""
+    it builds (pass one to share it between builders); ``compiled`` as for
+    :func:`livetrace.open_decoder`: which core's kernels run."""
 
-    def __init__(self, stacks: StackIds | None = None) -> None:
-        self.stacks = stacks or StackIds()
-        self._strings = Strings()
+    def __init__(self, stacks: StackIds | None = None, *, compiled: bool | None = None) -> None:
+        self._compiled = use_compiled(compiled)
+        self.stacks = stacks or StackIds(compiled=self._compiled)
+        self._strings = Strings(compiled=self._compiled)
         self._names = Names()
         # Per capture, the parents of its tasks begun and not yet ended.
         self._parents: dict[int, dict[int, int]] = {}
@@ -168,14 +172,22 @@ class UnitBuilder:
         event_rows = _concat("events", ev)
         parents = self._parents.setdefault(capture, {})
         _note_parents(parents, event_rows)
-        sp = _concat("spans", [spans_batch(capture, s, self.stacks, self._names, parents) for s in merged_spans(spans)])
+        sp = _concat(
+            "spans",
+            [
+                spans_batch(capture, s, self.stacks, self._names, parents, compiled=self._compiled)
+                for s in merged_spans(spans)
+            ],
+        )
         tasks = tasks_batch(sp)
         for task in tasks["task"].to_pylist():  # ended: its parent is in its row now
             parents.pop(task, None)
         rows = goroutine_rows(sp)
         out: Unit = {
             "events": event_rows,
-            "goroutine_states": goroutine_states_batch(rows, _blocked_wakers(rows, event_rows)),
+            "goroutine_states": goroutine_states_batch(
+                rows, _blocked_wakers(rows, event_rows, compiled=self._compiled)
+            ),
             "proc_states": proc_states_batch(sp),
             "spans": sp,
             "tasks": tasks,

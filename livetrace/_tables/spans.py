@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from livetrace._tables.columns import column, flag, full, name_table, names
+from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
 from livetrace._trace.spans.batch import SpanBatch
@@ -50,8 +51,12 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
     """Stable ids of a stack column whose ids belong to per-row tables."""
     n = len(spans)
     local, keys = column(ids), column(tables)
+    distinct = pc.unique(keys).to_pylist()
+    if len(distinct) == 1:  # the usual case: one table for every row
+        t = spans.tables.get(distinct[0])
+        return full(None, n, pa.int64()) if t is None else stacks.stable(t, local)
     out = full(None, n, pa.int64())
-    for key in pc.unique(keys).to_pylist():
+    for key in distinct:
         t = spans.tables.get(key)
         if t is None:
             continue
@@ -62,7 +67,13 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
 
 
 def spans_batch(
-    capture: int, spans: SpanBatch, stacks: StackIds, span_names: Names, parents: Mapping[int, int]
+    capture: int,
+    spans: SpanBatch,
+    stacks: StackIds,
+    span_names: Names,
+    parents: Mapping[int, int],
+    *,
+    compiled: bool,
 ) -> pa.RecordBatch:
     n = len(spans)
     kinds = column(spans.kinds)
@@ -74,7 +85,7 @@ def spans_batch(
     if parents and pc.any(is_task).as_py():
         keys = pa.array(list(parents), pa.uint64())
         values = pa.array(list(parents.values()), pa.uint64())
-        parent = pc.if_else(is_task, pc.take(values, pc.index_in(tasks, value_set=keys)), pa.scalar(None, pa.uint64()))
+        parent = pc.if_else(is_task, lookup(tasks, keys, values, compiled=compiled), pa.scalar(None, pa.uint64()))
     else:
         parent = full(None, n, pa.uint64())
     return pa.record_batch(

@@ -17,7 +17,9 @@ import weakref
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.tables import Tables
 
 _Q = struct.Struct("<Q")
@@ -37,7 +39,8 @@ class StackIds:
     """Maps each (tables, stack id) to its stable id, and collects the rows
     of ``stacks`` and ``frames`` not yet emitted (each once per object)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, compiled: bool | None = None) -> None:
+        self._compiled = use_compiled(compiled)
         # Per Tables: its stack id -> stable id, for the ids asked for so far.
         self._local: weakref.WeakKeyDictionary[Tables, dict[int, int]] = weakref.WeakKeyDictionary()
         self._frames: dict[tuple[int, bytes, bytes, int], int] = {}
@@ -58,7 +61,7 @@ class StackIds:
                 known[i] = self._stack(tables, pcs)
         keys = pa.array(list(known), pa.uint64())
         values = pa.array(list(known.values()), pa.int64())
-        return pc.take(values, pc.index_in(pc.cast(ids, pa.uint64()), value_set=keys))
+        return lookup(ids, keys, values, compiled=self._compiled)
 
     def _stack(self, tables: Tables, pcs: tuple[int, ...]) -> int:
         strings, frames = tables.strings, tables.frames
