@@ -92,7 +92,7 @@ def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: b
     """_wakers of the blocked rows (only a waiting goroutine is woken), in
     place among the rows, null for the others."""
     blocked = pc.equal(rows["kind"].indices, pa.scalar(int(SpanKind.BLOCKED), pa.int32()))
-    wakers = _wakers(rows.filter(blocked), events, compiled=compiled)
+    wakers = _wakers(rows.select(["end", "resource_id"]).filter(blocked), events, compiled=compiled)
     return pc.replace_with_mask(full(None, rows.num_rows, pa.int64()), blocked, wakers)
 
 

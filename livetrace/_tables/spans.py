@@ -112,28 +112,57 @@ def spans_batch(
     )
 
 
-def _of_kind(spans: pa.RecordBatch, kind: SpanKind) -> pa.RecordBatch:
-    return spans.filter(pc.equal(spans["kind"].indices, pa.scalar(int(kind), pa.int32())))
+def _is(column: pa.Array, value: int) -> pa.Array:
+    """Where a dictionary column's index is value."""
+    return pc.equal(column.indices, pa.scalar(value, pa.int32()))
 
 
-def _select(rows: pa.RecordBatch, table: str, renames: Mapping[str, str] | None = None) -> pa.RecordBatch:
-    """The table's columns, taken by name from rows (renamed as said)."""
-    renames = renames or {}
-    return pa.record_batch([rows[renames.get(f.name, f.name)] for f in SCHEMAS[table]], schema=SCHEMAS[table])
+def _rows(spans: pa.RecordBatch, mask: pa.Array, columns: list[str]) -> pa.RecordBatch:
+    """The columns named, of the rows the mask keeps: the others are not filtered."""
+    return spans.select(columns).filter(mask)
+
+
+def _select(spans: pa.RecordBatch, kind: SpanKind, table: str, renames: Mapping[str, str]) -> pa.RecordBatch:
+    """The table's columns (renamed as said) of the spans of a kind."""
+    columns = [renames.get(f.name, f.name) for f in SCHEMAS[table]]
+    rows = _rows(spans, _is(spans["kind"], kind), columns)
+    return pa.record_batch(rows.columns, schema=SCHEMAS[table])
 
 
 def tasks_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
-    return _select(_of_kind(spans, SpanKind.TASK), "tasks")
+    return _select(spans, SpanKind.TASK, "tasks", {})
 
 
 def regions_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
-    return _select(_of_kind(spans, SpanKind.REGION), "regions", {"goroutine": "resource_id"})
+    return _select(spans, SpanKind.REGION, "regions", {"goroutine": "resource_id"})
+
+
+# The spans' columns goroutine_states takes (kind: its state).
+_STATE_COLUMNS = [
+    "capture",
+    "resource_id",
+    "start",
+    "end",
+    "duration",
+    "kind",
+    "reason",
+    "proc",
+    "start_stack_id",
+    "end_stack_id",
+    "name",
+    "task",
+    "task_name",
+    "clipped_start",
+    "clipped_end",
+]
 
 
 def goroutine_rows(spans: pa.RecordBatch) -> pa.RecordBatch:
-    """The spans of goroutines' states (running, runnable, blocked, syscall)."""
-    goroutine = pc.equal(spans["resource"].indices, pa.scalar(RES_GOROUTINE, pa.int32()))
-    return spans.filter(pc.and_(goroutine, pc.is_in(spans["kind"].indices, value_set=_GOROUTINE_STATES)))
+    """The spans of goroutines' states (running, runnable, blocked, syscall),
+    in goroutine_states' columns."""
+    goroutine = _is(spans["resource"], RES_GOROUTINE)
+    mask = pc.and_(goroutine, pc.is_in(spans["kind"].indices, value_set=_GOROUTINE_STATES))
+    return _rows(spans, mask, _STATE_COLUMNS)
 
 
 def goroutine_states_batch(rows: pa.RecordBatch, wakers: pa.Array) -> pa.RecordBatch:
@@ -166,14 +195,10 @@ _PROC_STATES = pa.array(["running", "goroutine"], pa.string())
 
 def proc_states_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
     """P intervals (held by an M), then the goroutines' running intervals on a P."""
-    held = spans.filter(pc.equal(spans["resource"].indices, pa.scalar(RES_PROC, pa.int32())))
-    ran = _of_kind(spans, SpanKind.RUNNING)
-    ran = ran.filter(
-        pc.and_(
-            pc.equal(ran["resource"].indices, pa.scalar(RES_GOROUTINE, pa.int32())),
-            pc.greater_equal(ran["proc"], pa.scalar(0, pa.int64())),
-        )
-    )
+    interval = ["capture", "resource_id", "start", "end", "duration", "proc", "clipped_start", "clipped_end"]
+    held = _rows(spans, _is(spans["resource"], RES_PROC), interval)
+    running = pc.and_(_is(spans["kind"], SpanKind.RUNNING), _is(spans["resource"], RES_GOROUTINE))
+    ran = _rows(spans, pc.and_(running, pc.greater_equal(spans["proc"], pa.scalar(0, pa.int64()))), interval)
     out = []
     for rows, state, goroutine in (
         (held, 0, full(None, held.num_rows, pa.int64())),

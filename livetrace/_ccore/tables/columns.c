@@ -9,6 +9,8 @@
 #include "tables/columns.h"
 #include "common/pyglue.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/containers.h"
@@ -157,15 +159,37 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
     int failed = 0;
     Py_ssize_t nulls = 0;
     Py_BEGIN_ALLOW_THREADS;
-    for (size_t j = 0; j < nkeys && !failed; j++)
-        failed = !map_slot(&index, ld_u64(keys.buf, j), j); /* the first of equal keys stays */
+    /* Keys that are small ints (a generation's stack and string ids count
+     * up from 1) index a table of positions directly; others go through a
+     * hash map. */
+    u64 top = 0;
+    for (size_t j = 0; j < nkeys; j++)
+        top = ld_u64(keys.buf, j) > top ? ld_u64(keys.buf, j) : top;
+    int dense_keys = nkeys && top < 4 * nkeys + 4096;
+    u64 *dense = dense_keys ? malloc(((size_t)top + 1) * sizeof *dense) : NULL;
+    failed = dense_keys && !dense;
+    if (dense) {
+        memset(dense, 0xff, ((size_t)top + 1) * sizeof *dense); /* UINT64_MAX: no key */
+        for (size_t j = nkeys; j-- > 0;)                          /* from the last: the first of equal keys stays */
+            dense[ld_u64(keys.buf, j)] = j;
+    } else if (!failed) {
+        for (size_t j = 0; j < nkeys && !failed; j++)
+            failed = !map_slot(&index, ld_u64(keys.buf, j), j); /* the first of equal keys stays */
+    }
     const u8 *iv = (const u8 *)ids.buf + offset * 8, *vb = valid.obj ? valid.buf : NULL, *vals = values.buf;
     u8 *d = out[0].buf, *b = out[1].buf;
     size_t w = (size_t)width;
     memset(b, 0, sizes[1]);
     for (size_t i = 0; i < (size_t)n && !failed; i++) {
         size_t bit = (size_t)offset + i;
-        const u64 *at = (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) ? map_find(&index, ld_u64(iv, i)) : NULL;
+        const u64 *at = NULL;
+        if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) {
+            u64 id = ld_u64(iv, i);
+            if (dense)
+                at = id <= top && dense[id] != UINT64_MAX ? &dense[id] : NULL;
+            else
+                at = map_find(&index, id);
+        }
         if (at) {
             memcpy(d + i * w, vals + *at * w, w);
             set_valid(b, i);
@@ -174,6 +198,7 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
             nulls++;
         }
     }
+    free(dense);
     Py_END_ALLOW_THREADS;
     release_all(out, 2);
     result = failed ? PyErr_NoMemory() : PyLong_FromSsize_t(nulls);
