@@ -17,7 +17,7 @@ PACKAGE = ROOT / "livetrace"
 CCORE = PACKAGE / "_ccore"
 # The folders in the order they may include one another: each the ones
 # before it (module.c, on top, all of them).
-FOLDERS = ("common", "decode", "spans", "select", "render", "views")
+FOLDERS = ("common", "decode", "spans", "select", "render", "views", "tables")
 
 # "_cli/render/text.py's event_text", "_views/pprof.py's ProfileBuilder.feed
 # and end_trace", "_trace/select/events.py": a Python file from livetrace/,

@@ -21,6 +21,7 @@
 #include "decode/legacy_stream.h"
 #include "views/pprof.h"
 #include "views/top.h"
+#include "tables/columns.h"
 #include "select/select.h"
 #include "spans/spans.h"
 #include "decode/tables.h"
@@ -547,7 +548,7 @@ PyMODINIT_FUNC PyInit__ccore(void) {
         goto fail;
     if (legacy_dump_register(m) < 0 || legacy_stream_register(m) < 0)
         goto fail;
-    if (pprof_register(m) < 0 || top_register(m) < 0)
+    if (pprof_register(m) < 0 || top_register(m) < 0 || table_columns_register(m) < 0)
         goto fail;
     if (add_type(m, &EngineType, "Engine") < 0 || PyModule_AddObject(m, "WireError", WireError) < 0)
         goto fail;

@@ -16,12 +16,14 @@ through another worker has a null ``parent_task``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from livetrace._tables.columns import full, names, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
+from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     Names,
@@ -33,6 +35,7 @@ from livetrace._tables.spans import (
     tasks_batch,
 )
 from livetrace._tables.stacks import StackIds
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import NO_TASK
 from livetrace._trace.spans.batch import SpanBatch
@@ -59,7 +62,7 @@ def _concat(table: str, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
 
-def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
+def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool | None = None) -> pa.Array:
     """Per goroutine-state row, the goroutine whose event ended it by making
     it runnable (an unblock at the row's end, of the row's goroutine)."""
     is_wake = pc.is_in(events["event"].indices, value_set=_WAKES)
@@ -71,7 +74,7 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
     # A hash lookup by time: the first wake at the row's end, kept where it
     # woke the row's goroutine. Where it woke another, two wakes may share
     # that time (a legacy trace's ties): then the join on both.
-    at = pc.index_in(rows["end"], value_set=times)
+    at = lookup(rows["end"], times, strided(len(times), 1), compiled=use_compiled(compiled))
     mine = pc.equal(pc.take(woken, at), rows["resource_id"])
     if not pc.any(pc.invert(mine)).as_py():
         return pc.if_else(mine, pc.take(wakers, at), pa.scalar(None, pa.int64()))
@@ -85,11 +88,11 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
     return joined["waker_min"].combine_chunks()
 
 
-def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch) -> pa.Array:
+def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool) -> pa.Array:
     """_wakers of the blocked rows (only a waiting goroutine is woken), in
     place among the rows, null for the others."""
     blocked = pc.equal(rows["kind"].indices, pa.scalar(int(SpanKind.BLOCKED), pa.int32()))
-    wakers = _wakers(rows.filter(blocked), events)
+    wakers = _wakers(rows.select(["end", "resource_id"]).filter(blocked), events, compiled=compiled)
     return pc.replace_with_mask(full(None, rows.num_rows, pa.int64()), blocked, wakers)
 
 
@@ -114,8 +117,21 @@ def merged_events(batches: Sequence[EventBatch]) -> list[EventBatch]:
 def _merge_events(run: list[EventBatch]) -> EventBatch:
     if len(run) == 1:
         return run[0]
-    cols = tuple(b"".join(c) for c in zip(*(b.columns() for b in run), strict=True))
+    cols = tuple(_joined(c) for c in zip(*(b.columns() for b in run), strict=True))
     return EventBatch(run[0].gen, sum(len(b) for b in run), cols)
+
+
+def _joined(parts: Sequence[memoryview]) -> bytes:
+    """The parts one after another, in memory from pyarrow's pool: it stays
+    warm from unit to unit, where a fresh bytes object of a unit's size
+    costs a page fault per 4 KiB; the columns are then wrapped, not copied."""
+    lengths = [len(p) for p in parts]  # one column's parts: items of one format
+    out = memoryview(pa.allocate_buffer(sum(lengths) * parts[0].itemsize)).cast("B")
+    items, at = out.cast(parts[0].format), 0  # type: ignore[call-overload]  # a column's format, not a literal
+    for p, n in zip(parts, lengths, strict=True):
+        items[at : at + n] = p
+        at += n
+    return cast(bytes, out)  # a buffer, as EventBatch and SpanBatch take (they wrap it as a memoryview)
 
 
 def merged_spans(batches: Sequence[SpanBatch]) -> list[SpanBatch]:
@@ -124,7 +140,7 @@ def merged_spans(batches: Sequence[SpanBatch]) -> list[SpanBatch]:
     bs = [b for b in batches if len(b)]
     if len(bs) <= 1 or any(b.names_table is not bs[0].names_table for b in bs):
         return bs
-    cols = [b"".join(c) for c in zip(*(b.columns() for b in bs), strict=True)]
+    cols = [_joined(c) for c in zip(*(b.columns() for b in bs), strict=True)]
     tables = {k: t for b in bs for k, t in b.tables.items()}
     return [SpanBatch(cols, tables, bs[-1].names_table)]
 
@@ -138,11 +154,13 @@ def _note_parents(parents: dict[int, int], events: pa.RecordBatch) -> None:
 
 class UnitBuilder:
     """Units to tables. ``stacks`` dedups stacks and frames for every unit
-    it builds (pass one to share it between builders)."""
+    it builds (pass one to share it between builders); ``compiled`` as for
+    :func:`livetrace.open_decoder`: which core's kernels run."""
 
-    def __init__(self, stacks: StackIds | None = None) -> None:
-        self.stacks = stacks or StackIds()
-        self._strings = Strings()
+    def __init__(self, stacks: StackIds | None = None, *, compiled: bool | None = None) -> None:
+        self._compiled = use_compiled(compiled)
+        self.stacks = stacks or StackIds(compiled=self._compiled)
+        self._strings = Strings(compiled=self._compiled)
         self._names = Names()
         # Per capture, the parents of its tasks begun and not yet ended.
         self._parents: dict[int, dict[int, int]] = {}
@@ -168,14 +186,22 @@ class UnitBuilder:
         event_rows = _concat("events", ev)
         parents = self._parents.setdefault(capture, {})
         _note_parents(parents, event_rows)
-        sp = _concat("spans", [spans_batch(capture, s, self.stacks, self._names, parents) for s in merged_spans(spans)])
+        sp = _concat(
+            "spans",
+            [
+                spans_batch(capture, s, self.stacks, self._names, parents, compiled=self._compiled)
+                for s in merged_spans(spans)
+            ],
+        )
         tasks = tasks_batch(sp)
         for task in tasks["task"].to_pylist():  # ended: its parent is in its row now
             parents.pop(task, None)
         rows = goroutine_rows(sp)
         out: Unit = {
             "events": event_rows,
-            "goroutine_states": goroutine_states_batch(rows, _blocked_wakers(rows, event_rows)),
+            "goroutine_states": goroutine_states_batch(
+                rows, _blocked_wakers(rows, event_rows, compiled=self._compiled)
+            ),
             "proc_states": proc_states_batch(sp),
             "spans": sp,
             "tasks": tasks,

@@ -34,11 +34,24 @@ def flag(flags: pa.Array, bit: int) -> pa.Array:
     return pc.not_equal(pc.bit_wise_and(flags, pa.scalar(bit, flags.type)), pa.scalar(0, flags.type))
 
 
+# Columns of one value, kept and sliced: a unit's capture, generation and
+# unknown wall times are each the same few values, and a slice of a kept
+# array costs no memory (arrays are immutable). Grown by doubling.
+_full: dict[tuple[object, pa.DataType], pa.Array] = {}
+_KEEP_FULL = 16
+
+
 def full(value: object, n: int, type: pa.DataType) -> pa.Array:
     """n copies of one value (null: None)."""
-    if value is None:
-        return pa.nulls(n, type)
-    return pa.repeat(pa.scalar(value, type), n)
+    key = (value, type)
+    kept = _full.get(key)
+    if kept is None or len(kept) < n:
+        size = max(n, 2 * len(kept)) if kept is not None else n
+        kept = pa.nulls(size, type) if value is None else pa.repeat(pa.scalar(value, type), size)
+        if len(_full) >= _KEEP_FULL and key not in _full:
+            del _full[next(iter(_full))]  # the oldest: a capture long gone
+        _full[key] = kept
+    return kept.slice(0, n)
 
 
 _counting = pa.array([0], pa.int64())

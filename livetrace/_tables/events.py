@@ -9,7 +9,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import column, full, name_table, names, strided
+from livetrace._tables.columns import column, full, name_table, names
+from livetrace._tables.kernels import event_columns, lookup
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
@@ -26,22 +27,20 @@ from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.kinds import Kind
 from livetrace._trace.spec.modern import EV_USER_LOG, SPECS
 
-
-def _selector(index_of: list[int]) -> pa.Array:
-    """Per code, which of an event's arguments to pick (null: none)."""
-    return pa.array([i if i >= 0 else None for i in index_of], pa.int64())
-
-
-_KIND_OF = pa.array([int(k) for k in KIND_OF_CODE], pa.int32())
+_KIND_OF = [int(k) for k in KIND_OF_CODE]
 _KINDS = pa.array(KIND_NAMES, pa.string())
 _EVENT_NAMES = pa.array(
     ["Sync" if c == SYNC_CODE else (s.name if (s := SPECS[c] if c < len(SPECS) else None) else "") for c in range(256)],
     pa.string(),
 )
-_STACK_OF = _selector(STACK_ARG)
-_NEW_STACK_OF = _selector(NEW_STACK_ARG)
-_STRING1_OF = _selector([STRING_ARGS.get(c, (-1,))[0] for c in range(256)])
-_STRING2_OF = _selector([(*STRING_ARGS.get(c, ()), -1, -1)[1] for c in range(256)])
+# Per code, which argument is its stack, a created goroutine's stack, and
+# its two strings (-1: none).
+_PICKERS = [
+    list(STACK_ARG),
+    list(NEW_STACK_ARG),
+    [STRING_ARGS.get(c, (-1,))[0] for c in range(256)],
+    [(*STRING_ARGS.get(c, ()), -1, -1)[1] for c in range(256)],
+]
 _METRIC_CODES = sorted(METRIC_NAMES)
 _METRIC_INDEX = pa.array([_METRIC_CODES.index(c) if c in METRIC_NAMES else 0 for c in range(256)], pa.int32())
 _METRIC_NAMES = pa.array([METRIC_NAMES[c] for c in _METRIC_CODES], pa.string())
@@ -50,10 +49,12 @@ _METRIC_NAMES = pa.array([METRIC_NAMES[c] for c in _METRIC_CODES], pa.string())
 class Strings:
     """A generation's strings as an Arrow dictionary, made once per tables."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, compiled: bool) -> None:
+        self.compiled = compiled  # which core's kernels run
         self._tables: Tables | None = None
         self._keys = pa.array([], pa.uint64())
         self._values = pa.array([], pa.string())
+        self._indices = pa.array([], pa.int32())
 
     def column(self, tables: Tables | None, ids: pa.Array) -> pa.DictionaryArray:
         """The strings named by a column of string ids (null where none)."""
@@ -62,7 +63,9 @@ class Strings:
             strings = tables.strings if tables is not None else {}
             self._keys = pa.array(list(strings), pa.uint64())
             self._values = name_table(list(strings.values()))
-        return names(pc.index_in(ids, value_set=self._keys), self._values)
+            self._indices = pa.array(range(len(strings)), pa.int32())
+        indices = lookup(ids, self._keys, self._indices, compiled=self.compiled)
+        return pa.DictionaryArray.from_arrays(indices, self._values)
 
 
 def events_batch(
@@ -73,17 +76,16 @@ def events_batch(
     n = len(batch)
     gen = batch.gen
     codes_v, times_v, m_v, p_v, g_v, args_v, extra_v = batch.columns()
-    codes = column(codes_v, n)
     times = column(times_v, n)
-    args, extra = column(args_v, n * NARGS), column(extra_v, n * NEXTRA)
-    # Gathers from the flat argument columns (each event's NARGS in a row):
-    # a take is several times faster than list_element or choose.
-    at_args, at_extra = strided(n, NARGS), strided(n, NEXTRA)
-    a = [pc.take(args, pc.add(at_args, k)) for k in range(NARGS)]
-
-    def pick(selector: pa.Array) -> pa.Array:
-        return pc.take(args, pc.add(at_args, pc.take(selector, codes)))
-
+    cols = event_columns(
+        column(codes_v, n),
+        column(args_v, n * NARGS),
+        column(extra_v, n * NEXTRA),
+        _KIND_OF,
+        _PICKERS,
+        compiled=strings.compiled,
+    )
+    stack_of, new_stack_of, string1_of, string2_of = cols.picked
     base = gen.wall_base if gen is not None else None
     wall = (
         full(None, n, pa.timestamp("ns", tz="UTC"))
@@ -93,25 +95,24 @@ def events_batch(
     if gen is None:
         stack_ids = new_stack_ids = full(None, n, pa.int64())
     else:
-        stack_ids, new_stack_ids = stacks.stable(gen, pick(_STACK_OF)), stacks.stable(gen, pick(_NEW_STACK_OF))
+        stack_ids, new_stack_ids = stacks.stable(gen, stack_of), stacks.stable(gen, new_stack_of)
     return pa.record_batch(
         [
             full(capture, n, pa.int64()),
             full(gen.gen if gen is not None else generation, n, pa.int64()),
             times,
             wall,
-            names(pc.take(_KIND_OF, codes), _KINDS),
-            names(codes, _EVENT_NAMES),
+            pa.DictionaryArray.from_arrays(cols.kinds, _KINDS),
+            pa.DictionaryArray.from_arrays(cols.codes, _EVENT_NAMES),
             column(g_v, n),
             column(p_v, n),
             column(m_v, n),
             stack_ids,
             new_stack_ids,
-            *a,
-            pc.take(extra, at_extra),
-            pc.take(extra, pc.add(at_extra, 1)),
-            strings.column(gen, pick(_STRING1_OF)),
-            strings.column(gen, pick(_STRING2_OF)),
+            *cols.args,
+            *cols.extra,
+            strings.column(gen, string1_of),
+            strings.column(gen, string2_of),
         ],
         schema=SCHEMAS["events"],
     )

@@ -57,7 +57,7 @@ async def session_units(
     until the session ends. A legacy segment or a pprof window is a capture
     of its own (nothing was traced between two); generations the helper
     shed forget the spans open across them."""
-    builder = builder or UnitBuilder()
+    builder = builder or UnitBuilder(compiled=compiled)
     index = 0
     current = CaptureUnits(builder, _capture(session, index), compiled=compiled)
     async for item in session.event_batches(provisional=False):

@@ -56,7 +56,7 @@ def iter_tables(source: Sources, *, compiled: bool | None = None) -> Iterator[Un
     file, or a sequence of paths; ``compiled`` as for :func:`decode`. A
     malformed trace raises :class:`TraceFormatError` after the units before
     the problem."""
-    builder = UnitBuilder()
+    builder = UnitBuilder(compiled=compiled)
     for one in _sources(source):
         name, stream = _open(one)
         with stream:

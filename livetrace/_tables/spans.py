@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from livetrace._tables.columns import column, flag, full, name_table, names
+from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
 from livetrace._trace.spans.batch import SpanBatch
@@ -50,8 +51,12 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
     """Stable ids of a stack column whose ids belong to per-row tables."""
     n = len(spans)
     local, keys = column(ids), column(tables)
+    distinct = pc.unique(keys).to_pylist()
+    if len(distinct) == 1:  # the usual case: one table for every row
+        t = spans.tables.get(distinct[0])
+        return full(None, n, pa.int64()) if t is None else stacks.stable(t, local)
     out = full(None, n, pa.int64())
-    for key in pc.unique(keys).to_pylist():
+    for key in distinct:
         t = spans.tables.get(key)
         if t is None:
             continue
@@ -62,7 +67,13 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
 
 
 def spans_batch(
-    capture: int, spans: SpanBatch, stacks: StackIds, span_names: Names, parents: Mapping[int, int]
+    capture: int,
+    spans: SpanBatch,
+    stacks: StackIds,
+    span_names: Names,
+    parents: Mapping[int, int],
+    *,
+    compiled: bool,
 ) -> pa.RecordBatch:
     n = len(spans)
     kinds = column(spans.kinds)
@@ -74,7 +85,7 @@ def spans_batch(
     if parents and pc.any(is_task).as_py():
         keys = pa.array(list(parents), pa.uint64())
         values = pa.array(list(parents.values()), pa.uint64())
-        parent = pc.if_else(is_task, pc.take(values, pc.index_in(tasks, value_set=keys)), pa.scalar(None, pa.uint64()))
+        parent = pc.if_else(is_task, lookup(tasks, keys, values, compiled=compiled), pa.scalar(None, pa.uint64()))
     else:
         parent = full(None, n, pa.uint64())
     return pa.record_batch(
@@ -101,28 +112,57 @@ def spans_batch(
     )
 
 
-def _of_kind(spans: pa.RecordBatch, kind: SpanKind) -> pa.RecordBatch:
-    return spans.filter(pc.equal(spans["kind"].indices, pa.scalar(int(kind), pa.int32())))
+def _is(column: pa.Array, value: int) -> pa.Array:
+    """Where a dictionary column's index is value."""
+    return pc.equal(column.indices, pa.scalar(value, pa.int32()))
 
 
-def _select(rows: pa.RecordBatch, table: str, renames: Mapping[str, str] | None = None) -> pa.RecordBatch:
-    """The table's columns, taken by name from rows (renamed as said)."""
-    renames = renames or {}
-    return pa.record_batch([rows[renames.get(f.name, f.name)] for f in SCHEMAS[table]], schema=SCHEMAS[table])
+def _rows(spans: pa.RecordBatch, mask: pa.Array, columns: list[str]) -> pa.RecordBatch:
+    """The columns named, of the rows the mask keeps: the others are not filtered."""
+    return spans.select(columns).filter(mask)
+
+
+def _select(spans: pa.RecordBatch, kind: SpanKind, table: str, renames: Mapping[str, str]) -> pa.RecordBatch:
+    """The table's columns (renamed as said) of the spans of a kind."""
+    columns = [renames.get(f.name, f.name) for f in SCHEMAS[table]]
+    rows = _rows(spans, _is(spans["kind"], kind), columns)
+    return pa.record_batch(rows.columns, schema=SCHEMAS[table])
 
 
 def tasks_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
-    return _select(_of_kind(spans, SpanKind.TASK), "tasks")
+    return _select(spans, SpanKind.TASK, "tasks", {})
 
 
 def regions_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
-    return _select(_of_kind(spans, SpanKind.REGION), "regions", {"goroutine": "resource_id"})
+    return _select(spans, SpanKind.REGION, "regions", {"goroutine": "resource_id"})
+
+
+# The spans' columns goroutine_states takes (kind: its state).
+_STATE_COLUMNS = [
+    "capture",
+    "resource_id",
+    "start",
+    "end",
+    "duration",
+    "kind",
+    "reason",
+    "proc",
+    "start_stack_id",
+    "end_stack_id",
+    "name",
+    "task",
+    "task_name",
+    "clipped_start",
+    "clipped_end",
+]
 
 
 def goroutine_rows(spans: pa.RecordBatch) -> pa.RecordBatch:
-    """The spans of goroutines' states (running, runnable, blocked, syscall)."""
-    goroutine = pc.equal(spans["resource"].indices, pa.scalar(RES_GOROUTINE, pa.int32()))
-    return spans.filter(pc.and_(goroutine, pc.is_in(spans["kind"].indices, value_set=_GOROUTINE_STATES)))
+    """The spans of goroutines' states (running, runnable, blocked, syscall),
+    in goroutine_states' columns."""
+    goroutine = _is(spans["resource"], RES_GOROUTINE)
+    mask = pc.and_(goroutine, pc.is_in(spans["kind"].indices, value_set=_GOROUTINE_STATES))
+    return _rows(spans, mask, _STATE_COLUMNS)
 
 
 def goroutine_states_batch(rows: pa.RecordBatch, wakers: pa.Array) -> pa.RecordBatch:
@@ -155,14 +195,10 @@ _PROC_STATES = pa.array(["running", "goroutine"], pa.string())
 
 def proc_states_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
     """P intervals (held by an M), then the goroutines' running intervals on a P."""
-    held = spans.filter(pc.equal(spans["resource"].indices, pa.scalar(RES_PROC, pa.int32())))
-    ran = _of_kind(spans, SpanKind.RUNNING)
-    ran = ran.filter(
-        pc.and_(
-            pc.equal(ran["resource"].indices, pa.scalar(RES_GOROUTINE, pa.int32())),
-            pc.greater_equal(ran["proc"], pa.scalar(0, pa.int64())),
-        )
-    )
+    interval = ["capture", "resource_id", "start", "end", "duration", "proc", "clipped_start", "clipped_end"]
+    held = _rows(spans, _is(spans["resource"], RES_PROC), interval)
+    running = pc.and_(_is(spans["kind"], SpanKind.RUNNING), _is(spans["resource"], RES_GOROUTINE))
+    ran = _rows(spans, pc.and_(running, pc.greater_equal(spans["proc"], pa.scalar(0, pa.int64()))), interval)
     out = []
     for rows, state, goroutine in (
         (held, 0, full(None, held.num_rows, pa.int64())),

@@ -17,7 +17,9 @@ import weakref
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.tables import Tables
 
 _Q = struct.Struct("<Q")
@@ -37,10 +39,14 @@ class StackIds:
     """Maps each (tables, stack id) to its stable id, and collects the rows
     of ``stacks`` and ``frames`` not yet emitted (each once per object)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, compiled: bool | None = None) -> None:
+        self._compiled = use_compiled(compiled)
         # Per Tables: its stack id -> stable id, for the ids asked for so far.
         self._local: weakref.WeakKeyDictionary[Tables, dict[int, int]] = weakref.WeakKeyDictionary()
         self._frames: dict[tuple[int, bytes, bytes, int], int] = {}
+        # Per Tables: a PC's frame id, for the PCs whose frame it holds (its
+        # stacks share most frames: each is looked up and hashed once).
+        self._frame_ids: weakref.WeakKeyDictionary[Tables, dict[int, int]] = weakref.WeakKeyDictionary()
         self._stacks: dict[tuple[int, ...], int] = {}
         self._new_stacks: list[tuple[int, tuple[int, ...], tuple[int, ...], str, str]] = []
         self._new_frames: list[tuple[int, int, str, str, int]] = []
@@ -58,26 +64,33 @@ class StackIds:
                 known[i] = self._stack(tables, pcs)
         keys = pa.array(list(known), pa.uint64())
         values = pa.array(list(known.values()), pa.int64())
-        return pc.take(values, pc.index_in(pc.cast(ids, pa.uint64()), value_set=keys))
+        return lookup(ids, keys, values, compiled=self._compiled)
 
     def _stack(self, tables: Tables, pcs: tuple[int, ...]) -> int:
-        strings, frames = tables.strings, tables.frames
-        fids = []
-        for p in pcs:
-            func, file, line = frames.get(p, _NO_FRAME)
-            fb, lb = strings.get(func, b""), strings.get(file, b"")
-            key = (p, fb, lb, line)
-            fid = self._frames.get(key)
-            if fid is None:
-                fid = self._frames[key] = _id(_Q.pack(p) + _Q.pack(line & (2**64 - 1)) + fb + b"\0" + lb)
-                self._new_frames.append((fid, p, _text(fb), _text(lb), line))
-            fids.append(fid)
-        t = tuple(fids)
+        own = self._frame_ids.get(tables)
+        if own is None:
+            own = self._frame_ids[tables] = {}
+        t = tuple(own.get(p) or self._frame(tables, p, own) for p in pcs)  # a frame id is never 0
         sid = self._stacks.get(t)
         if sid is None:
             sid = self._stacks[t] = _id(b"".join(_Q.pack(f & (2**64 - 1)) for f in t))
             self._new_stacks.append((sid, t, pcs, self._function(tables, pcs[:1]), self._function(tables, pcs[-1:])))
         return sid
+
+    def _frame(self, tables: Tables, p: int, own: dict[int, int]) -> int:
+        """The frame id of a PC of ``tables``, noted in ``own`` where the
+        tables hold its frame and strings (a live trace's may come later)."""
+        frame = tables.frames.get(p)
+        func, file, line = _NO_FRAME if frame is None else frame
+        fb, lb = tables.strings.get(func, b""), tables.strings.get(file, b"")
+        key = (p, fb, lb, line)
+        fid = self._frames.get(key)
+        if fid is None:
+            fid = self._frames[key] = _id(_Q.pack(p) + _Q.pack(line & (2**64 - 1)) + fb + b"\0" + lb)
+            self._new_frames.append((fid, p, _text(fb), _text(lb), line))
+        if frame is not None and func in tables.strings and file in tables.strings:
+            own[p] = fid
+        return fid
 
     @staticmethod
     def _function(tables: Tables, pcs: tuple[int, ...]) -> str:

@@ -448,3 +448,30 @@ class LegacyLiveCore:
     def release(
         self, all: bool, window: int, max_held: int, /
     ) -> tuple[tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes], int]: ...
+
+def table_event_columns(
+    codes: ReadableBuffer,
+    args: ReadableBuffer,
+    extra: ReadableBuffer,
+    kind_of: ReadableBuffer,
+    picks: ReadableBuffer,
+    outs: tuple[Any, ...],
+    /,
+) -> tuple[int, int, int, int]:
+    """An EventBatch's columns as the events table's, into outs (writable
+    buffers); the pickers' null counts (the twin of _tables/kernels.py's
+    event_columns)."""
+
+def table_lookup(
+    ids: ReadableBuffer,
+    valid: ReadableBuffer | None,
+    offset: int,
+    n: int,
+    keys: ReadableBuffer,
+    values: ReadableBuffer,
+    width: int,
+    outs: tuple[Any, Any],
+    /,
+) -> int:
+    """Each id's value by key into outs (values, validity); the null count
+    (the twin of _tables/kernels.py's lookup)."""

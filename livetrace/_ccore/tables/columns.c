@@ -1,0 +1,225 @@
+/* The tables' per-row passes, compiled: the twin of _tables/kernels.py's
+ * event_columns and lookup (which say what each column is). Each is one
+ * pass in C over an EventBatch's columns or a column of ids, writing the
+ * Arrow buffers (data, and a validity bitmap where a row may be null) into
+ * buffers the caller allocated from pyarrow's pool: memory that pool keeps
+ * warm, where fresh bytes objects would cost a page fault per 4 KiB. The
+ * loops run without the GIL: their inputs and outputs are held buffers. */
+
+#include "tables/columns.h"
+#include "common/pyglue.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/containers.h"
+
+#define NPICKS 4 /* the arguments picked per code: stack, new stack, two strings */
+#define NPLAIN (2 + NARGS + NEXTRA)
+#define NOUTS (NPLAIN + 2 * NPICKS)
+
+static inline u64 ld_u64(const u8 *p, size_t i) {
+    u64 v;
+    memcpy(&v, p + i * 8, 8);
+    return v;
+}
+
+static inline void set_valid(u8 *bits, size_t i) { bits[i >> 3] |= (u8)(1u << (i & 7)); }
+
+/* Holds the n writable buffers of the tuple outs, each of at least
+ * sizes[i] bytes: how many it held (n), or -1 with an exception set and
+ * none held. */
+static int hold_outputs(PyObject *outs, Py_buffer *bufs, const size_t *sizes, size_t n) {
+    if (!PyTuple_Check(outs) || (size_t)PyTuple_GET_SIZE(outs) != n) {
+        PyErr_Format(PyExc_ValueError, "%zu output buffers wanted", n);
+        return -1;
+    }
+    size_t held = 0;
+    for (; held < n; held++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(outs, held), &bufs[held], PyBUF_WRITABLE) < 0)
+            break;
+        if ((size_t)bufs[held].len < sizes[held]) {
+            PyBuffer_Release(&bufs[held]);
+            PyErr_SetString(PyExc_ValueError, "an output buffer is too small");
+            break;
+        }
+    }
+    if (held == n)
+        return (int)n;
+    while (held)
+        PyBuffer_Release(&bufs[--held]);
+    return -1;
+}
+
+static void release_all(Py_buffer *bufs, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        PyBuffer_Release(&bufs[i]);
+}
+
+/* table_event_columns(codes, args, extra, kind_of, picks, outs): per event
+ * its kind (kind_of[code], int32), its code (int32), each of its NARGS
+ * arguments and NEXTRA extras as a column (uint64), and per picker p the
+ * argument picks[p * 256 + code] names (-1: none, a null) as values and a
+ * validity bitmap; into outs, in that order. Gives the pickers' null counts. */
+static PyObject *event_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer codes, argv, extra, kind_of, picks, out[NOUTS];
+    PyObject *outs, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*O:table_event_columns", &codes, &argv, &extra, &kind_of, &picks, &outs))
+        return NULL;
+    size_t n = (size_t)codes.len, nbits = (n + 7) / 8, sizes[NOUTS];
+    for (size_t i = 0; i < NOUTS; i++)
+        sizes[i] = i < 2 ? n * 4 : i < NPLAIN ? n * 8 : (i - NPLAIN) % 2 ? nbits : n * 8;
+    if ((size_t)argv.len != n * 8 * NARGS || (size_t)extra.len != n * 8 * NEXTRA || kind_of.len != 256 * 4 ||
+        picks.len != NPICKS * 256) {
+        PyErr_SetString(PyExc_ValueError, "table_event_columns: column lengths do not match");
+        goto done;
+    }
+    if (hold_outputs(outs, out, sizes, NOUTS) < 0)
+        goto done;
+    Py_ssize_t nulls[NPICKS] = {0};
+    Py_BEGIN_ALLOW_THREADS;
+    const u8 *c = codes.buf, *av = argv.buf, *xv = extra.buf;
+    const signed char *pk = picks.buf;
+    int32_t kinds[256];
+    memcpy(kinds, kind_of.buf, sizeof kinds);
+    u8 *kind = out[0].buf, *code = out[1].buf, *a[NARGS], *x[NEXTRA], *pv[NPICKS], *pb[NPICKS];
+    for (int j = 0; j < NARGS; j++)
+        a[j] = out[2 + j].buf;
+    for (int j = 0; j < NEXTRA; j++)
+        x[j] = out[2 + NARGS + j].buf;
+    for (int p = 0; p < NPICKS; p++) {
+        pv[p] = out[NPLAIN + 2 * p].buf;
+        pb[p] = out[NPLAIN + 2 * p + 1].buf;
+        memset(pb[p], 0, nbits);
+    }
+    for (size_t i = 0; i < n; i++) {
+        u8 ci = c[i];
+        int32_t k = kinds[ci], ce = ci;
+        memcpy(kind + i * 4, &k, 4);
+        memcpy(code + i * 4, &ce, 4);
+        u64 row[NARGS], more[NEXTRA];
+        memcpy(row, av + i * sizeof row, sizeof row);
+        memcpy(more, xv + i * sizeof more, sizeof more);
+        for (int j = 0; j < NARGS; j++)
+            memcpy(a[j] + i * 8, &row[j], 8);
+        for (int j = 0; j < NEXTRA; j++)
+            memcpy(x[j] + i * 8, &more[j], 8);
+        for (int p = 0; p < NPICKS; p++) {
+            int at = pk[p * 256 + ci];
+            u64 v = 0;
+            if (at >= 0 && at < NARGS) {
+                v = row[at];
+                set_valid(pb[p], i);
+            } else {
+                nulls[p]++;
+            }
+            memcpy(pv[p] + i * 8, &v, 8);
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    release_all(out, NOUTS);
+    result = Py_BuildValue("(nnnn)", nulls[0], nulls[1], nulls[2], nulls[3]);
+done:
+    PyBuffer_Release(&codes);
+    PyBuffer_Release(&argv);
+    PyBuffer_Release(&extra);
+    PyBuffer_Release(&kind_of);
+    PyBuffer_Release(&picks);
+    return result;
+}
+
+/* table_lookup(ids, valid, offset, n, keys, values, width, outs): per row i
+ * of the n from offset, the value of the first key equal to ids[i] (values:
+ * width 4 or 8 byte ints), null where valid (a bitmap, or None: every row)
+ * says null or no key matches; into outs (values, validity bitmap). Gives
+ * the null count. */
+static PyObject *lookup(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer ids, keys, values, valid = {0}, out[2];
+    PyObject *valid_obj, *outs, *result = NULL;
+    Py_ssize_t offset, n;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*Onny*y*iO:table_lookup", &ids, &valid_obj, &offset, &n, &keys, &values, &width,
+                          &outs))
+        return NULL;
+    Map index = {0};
+    size_t nkeys = (size_t)keys.len / 8;
+    if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (offset < 0 || n < 0 || (width != 4 && width != 8) || (size_t)ids.len < (size_t)(offset + n) * 8 ||
+        (valid.obj && (size_t)valid.len * 8 < (size_t)(offset + n)) || (size_t)values.len != nkeys * (size_t)width) {
+        PyErr_SetString(PyExc_ValueError, "table_lookup: column lengths do not match");
+        goto done;
+    }
+    size_t sizes[2] = {(size_t)n * (size_t)width, ((size_t)n + 7) / 8};
+    if (hold_outputs(outs, out, sizes, 2) < 0)
+        goto done;
+    int failed = 0;
+    Py_ssize_t nulls = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    /* Keys that are small ints (a generation's stack and string ids count
+     * up from 1) index a table of positions directly; others go through a
+     * hash map. */
+    u64 top = 0;
+    for (size_t j = 0; j < nkeys; j++)
+        top = ld_u64(keys.buf, j) > top ? ld_u64(keys.buf, j) : top;
+    int dense_keys = nkeys && top < 4 * nkeys + 4096;
+    u64 *dense = dense_keys ? malloc(((size_t)top + 1) * sizeof *dense) : NULL;
+    failed = dense_keys && !dense;
+    if (dense) {
+        memset(dense, 0xff, ((size_t)top + 1) * sizeof *dense); /* UINT64_MAX: no key */
+        for (size_t j = nkeys; j-- > 0;)                          /* from the last: the first of equal keys stays */
+            dense[ld_u64(keys.buf, j)] = j;
+    } else if (!failed) {
+        for (size_t j = 0; j < nkeys && !failed; j++)
+            failed = !map_slot(&index, ld_u64(keys.buf, j), j); /* the first of equal keys stays */
+    }
+    const u8 *iv = (const u8 *)ids.buf + offset * 8, *vb = valid.obj ? valid.buf : NULL, *vals = values.buf;
+    u8 *d = out[0].buf, *b = out[1].buf;
+    size_t w = (size_t)width;
+    memset(b, 0, sizes[1]);
+    for (size_t i = 0; i < (size_t)n && !failed; i++) {
+        size_t bit = (size_t)offset + i;
+        const u64 *at = NULL;
+        if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) {
+            u64 id = ld_u64(iv, i);
+            if (dense)
+                at = id <= top && dense[id] != UINT64_MAX ? &dense[id] : NULL;
+            else
+                at = map_find(&index, id);
+        }
+        if (at) {
+            memcpy(d + i * w, vals + *at * w, w);
+            set_valid(b, i);
+        } else {
+            memset(d + i * w, 0, w);
+            nulls++;
+        }
+    }
+    free(dense);
+    Py_END_ALLOW_THREADS;
+    release_all(out, 2);
+    result = failed ? PyErr_NoMemory() : PyLong_FromSsize_t(nulls);
+done:
+    map_free(&index);
+    PyBuffer_Release(&ids);
+    if (valid.obj)
+        PyBuffer_Release(&valid);
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&values);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"table_event_columns", event_columns, METH_VARARGS,
+     "table_event_columns(codes, args, extra, kind_of, picks, outs, /)\n--\n\n"
+     "An EventBatch's columns as the events table's (the twin of _tables/kernels.py's event_columns)."},
+    {"table_lookup", lookup, METH_VARARGS,
+     "table_lookup(ids, valid, offset, n, keys, values, width, outs, /)\n--\n\n"
+     "Each id's value by key, null where none (the twin of _tables/kernels.py's lookup)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int table_columns_register(PyObject *module) { return PyModule_AddFunctions(module, methods); }

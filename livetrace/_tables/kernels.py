@@ -1,0 +1,106 @@
+"""The tables' per-row passes, on either core: compiled (a single pass in C,
+_ccore/tables/columns.c, whose buffers pyarrow wraps without a copy) or
+this twin's pyarrow kernels. Both give the same arrays.
+
+- :func:`event_columns`: an EventBatch's flat columns as the ``events``
+  table's: kind and code, each argument and extra as its own column, and
+  the arguments that per code are a stack, a created goroutine's stack and
+  two strings (null where the code has none);
+- :func:`lookup`: a column of ids as the values of their keys (null where
+  an id is null or has no key), the first of equal keys counting.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from livetrace._tables.columns import strided
+from livetrace._trace.accel import ccore
+from livetrace._trace.model.batch import NARGS, NEXTRA
+
+
+class EventColumns(NamedTuple):
+    kinds: pa.Array  # int32: per code, its kind (the kind_of lookup)
+    codes: pa.Array  # int32
+    args: list[pa.Array]  # NARGS uint64 columns
+    extra: list[pa.Array]  # NEXTRA uint64 columns
+    picked: list[pa.Array]  # per picker, uint64 (null: the code has none)
+
+
+def _selector(index_of: list[int]) -> pa.Array:
+    return pa.array([i if i >= 0 else None for i in index_of], pa.int64())
+
+
+def event_columns(
+    codes: pa.Array, args: pa.Array, extra: pa.Array, kind_of: list[int], pickers: list[list[int]], *, compiled: bool
+) -> EventColumns:
+    """``codes`` (uint8), ``args`` (NARGS uint64 per event) and ``extra``
+    (NEXTRA per event) as columns; ``kind_of`` per code (256) its kind,
+    ``pickers`` per code (256 each) which argument to pick (-1: none)."""
+    n = len(codes)
+    if compiled:
+        nbits = (n + 7) // 8
+        plain = [_alloc(4 * n), _alloc(4 * n), *(_alloc(8 * n) for _ in range(NARGS + NEXTRA))]
+        picked = [(_alloc(8 * n), _alloc(nbits)) for _ in pickers]
+        nulls = ccore.table_event_columns(
+            _data(codes, 1),
+            _data(args, 8),
+            _data(extra, 8),
+            pa.array(kind_of, pa.int32()).buffers()[1],
+            bytes(i & 0xFF for p in pickers for i in p),
+            (*plain, *(b for pair in picked for b in pair)),
+        )
+        wide = [pa.Array.from_buffers(pa.uint64(), n, [None, b]) for b in plain[2:]]
+        return EventColumns(
+            pa.Array.from_buffers(pa.int32(), n, [None, plain[0]]),
+            pa.Array.from_buffers(pa.int32(), n, [None, plain[1]]),
+            wide[:NARGS],
+            wide[NARGS:],
+            [
+                pa.Array.from_buffers(pa.uint64(), n, [bits, values], k)
+                for (values, bits), k in zip(picked, nulls, strict=True)
+            ],
+        )
+    # Gathers from the flat columns (each event's NARGS in a row): a take is
+    # several times faster than list_element or choose.
+    at_args, at_extra = strided(n, NARGS), strided(n, NEXTRA)
+
+    def pick(selector: pa.Array) -> pa.Array:
+        return pc.take(args, pc.add(at_args, pc.take(selector, codes)))
+
+    return EventColumns(
+        pc.take(pa.array(kind_of, pa.int32()), codes),
+        pc.cast(codes, pa.int32()),
+        [pc.take(args, pc.add(at_args, k)) for k in range(NARGS)],
+        [pc.take(extra, pc.add(at_extra, k)) for k in range(NEXTRA)],
+        [pick(_selector(p)) for p in pickers],
+    )
+
+
+def _alloc(size: int) -> pa.Buffer:
+    """A writable buffer from pyarrow's pool (which keeps its memory warm)."""
+    return pa.allocate_buffer(size)
+
+
+def _data(array: pa.Array, width: int) -> memoryview:
+    """The memory of a fixed-width array's values (from its offset)."""
+    return memoryview(array.buffers()[1])[array.offset * width : (array.offset + len(array)) * width]
+
+
+def lookup(ids: pa.Array, keys: pa.Array, values: pa.Array, *, compiled: bool) -> pa.Array:
+    """Per id (a 64-bit integer column), the value (int32 or int64) of the
+    first key (64-bit, compared as bits) equal to it; null where the id is
+    null or no key is."""
+    if compiled:
+        n = len(ids)
+        valid = ids.buffers()[0]
+        width = values.type.byte_width
+        data, bits = _alloc(n * width), _alloc((n + 7) // 8)
+        nulls = ccore.table_lookup(
+            ids.buffers()[1], valid, ids.offset, n, _data(keys, 8), _data(values, width), width, (data, bits)
+        )
+        return pa.Array.from_buffers(values.type, n, [bits, data], nulls)
+    return pc.take(values, pc.index_in(ids, value_set=pc.cast(keys, ids.type, safe=False)))

@@ -1,0 +1,89 @@
+"""The tables' per-row passes (livetrace/_tables/kernels.py): the compiled
+one (_ccore/tables/columns.c) gives the twin's arrays, on the cases whole
+traces seldom reach: ids with nulls and an offset, equal keys, keys that
+are small ints (a table of positions) and keys that are not (a hash map),
+an id past every key, codes with no argument to pick."""
+
+from __future__ import annotations
+
+from array import array
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from livetrace._tables.kernels import event_columns, lookup
+from livetrace._trace.model.batch import NARGS, NEXTRA
+
+pytestmark = pytest.mark.compiled_core  # it names both cores, so the compiled pass alone runs it
+
+_U64 = st.integers(0, 2**64 - 1)
+
+
+@pytest.mark.parametrize(
+    ("keys", "ids"),
+    [
+        ([3, 1, 2, 1], [1, 2, 3, 4, 0, None, 1]),  # small ints, 1 twice: the first counts
+        ([0, 5, 2**63, 2**64 - 1, 5], [0, 5, 2**63, 2**64 - 1, 7, None]),  # a hash map; key 0 is a key
+        ([], [1, None, 0]),
+        ([7], []),
+    ],
+)
+def test_lookup_gives_the_first_equal_keys_value_and_null_for_none(keys: list[int], ids: list[int | None]) -> None:
+    k = pa.array(keys, pa.uint64())
+    values = pa.array([10 * i + 1 for i in range(len(keys))], pa.int64())
+    column = pa.array(ids, pa.uint64())
+    expected = [None if i is None or i not in keys else 10 * keys.index(i) + 1 for i in ids]
+    for compiled in (True, False):
+        assert lookup(column, k, values, compiled=compiled).to_pylist() == expected
+        narrow = lookup(column, k, values.cast(pa.int32()), compiled=compiled)
+        assert narrow.type == pa.int32() and narrow.to_pylist() == expected
+
+
+@settings(max_examples=50)
+@given(
+    keys=st.lists(st.integers(0, 300) | _U64, max_size=40),
+    ids=st.lists(st.none() | st.integers(0, 300) | _U64, max_size=60),
+    offset=st.integers(0, 9),
+)
+def test_lookup_on_both_cores_alike(keys: list[int], ids: list[int | None], offset: int) -> None:
+    """Also on a slice of the ids (an offset into their buffers), and on
+    signed ids (times) whose keys are signed too."""
+    k = pa.array(keys, pa.uint64())
+    values = pa.array(range(len(keys)), pa.int64())
+    column = pa.array([None] * offset + ids, pa.uint64()).slice(offset)
+    compiled = lookup(column, k, values, compiled=True)
+    assert compiled.to_pylist() == lookup(column, k, values, compiled=False).to_pylist()
+    assert compiled.null_count == sum(1 for i in ids if i is None or i not in keys)
+    signed = column.cast(pa.int64(), safe=False)
+    assert lookup(signed, k.cast(pa.int64(), safe=False), values, compiled=True).to_pylist() == compiled.to_pylist()
+
+
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 255), st.lists(_U64, min_size=NARGS + NEXTRA, max_size=NARGS + NEXTRA))),
+    step=st.integers(1, 7),
+)
+def test_event_columns_on_both_cores_alike(rows: list[tuple[int, list[int]]], step: int) -> None:
+    """Each picker names every argument, and none (-1), for some codes."""
+    pickers = [[(c * step + p) % (NARGS + 1) - 1 for c in range(256)] for p in range(4)]
+    n = len(rows)
+    codes = pa.py_buffer(bytes(c for c, _ in rows))
+    args = array("Q", [v for _, vs in rows for v in vs[:NARGS]])
+    extra = array("Q", [v for _, vs in rows for v in vs[NARGS:]])
+    kind_of = [(c * 7) % 13 for c in range(256)]
+    cols = [
+        event_columns(
+            pa.Array.from_buffers(pa.uint8(), n, [None, codes]),
+            pa.array(args, pa.uint64()),
+            pa.array(extra, pa.uint64()),
+            kind_of,
+            pickers,
+            compiled=compiled,
+        )
+        for compiled in (True, False)
+    ]
+    a, b = ([c.to_pylist() for c in (x.kinds, x.codes, *x.args, *x.extra, *x.picked)] for x in cols)
+    assert a == b
+    assert a[1] == [c for c, _ in rows] and a[0] == [kind_of[c] for c, _ in rows]
+    assert a[2 + NARGS + NEXTRA] == [vs[p] if (p := pickers[0][c]) >= 0 else None for c, vs in rows]
