@@ -31,7 +31,7 @@ static inline void gil_hold(Gil *g) {
 }
 
 /* Where a Python object is still in use after a step that may have let the
- * GIL go: the sanitizer build (tests/test_compiled_core.py) aborts if it
+ * GIL go: the tests' sanitizer build aborts if it
  * did; the others check nothing. */
 #ifdef LIVETRACE_GIL_CHECKS
 #include <stdio.h>
