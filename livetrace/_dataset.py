@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
@@ -111,23 +112,24 @@ class ParquetFile:
             raise
 
     def write(self, data: pa.RecordBatch | pa.Table) -> None:
-        try:
+        with self._or_discard():
             if isinstance(data, pa.RecordBatch):
                 self._writer.write_batch(data, row_group_size=self._row_group_rows)
             else:
                 self._writer.write_table(data, row_group_size=self._row_group_rows)
-        except OSError as e:
-            self.discard()
-            raise write_error(self.path, e) from None
-        except BaseException:
-            self.discard()
-            raise
         self.rows += data.num_rows
 
     def commit(self) -> Path:
-        try:
+        with self._or_discard():
             self._writer.close()  # the footer
             return self._out.commit()
+
+    @contextmanager
+    def _or_discard(self) -> Iterator[None]:
+        """A step that fails leaves no file behind; an OSError (a full disk)
+        becomes the error that names the file."""
+        try:
+            yield
         except OSError as e:
             self.discard()
             raise write_error(self.path, e) from None
