@@ -1,5 +1,5 @@
-"""The pool's pipeline holds a bounded number of generations when a
-subscriber is slow, and a lossy subscriber that falls behind is told
+"""The pool's pipeline holds a bounded number of generations, and a
+bounded number of bytes of them, when a subscriber is slow, and a lossy subscriber that falls behind is told
 exactly what it lost (issue 27: 1 and 5).
 
 A real Session is fed a recorded trace of five generations
@@ -20,6 +20,7 @@ from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._items import Notice, SubscriberGap
 from livetrace._protocol.address import parse_address
 from livetrace._protocol.frames import Chunk, End, Frame, SessionInfo
+from livetrace._session.pipeline import EVENT_BYTES
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 
@@ -72,6 +73,38 @@ async def test_a_slow_lossless_subscriber_holds_the_line_at_its_bound(jobs: int)
     assert pump is not None and pump.jobs == jobs
     assert pump.peak_units == jobs + 1  # reached, never passed
     assert events == session.counters.events > 5000
+
+
+# Two of the trace's generations (about 1150 events each, as EVENT_BYTES counts them) fit, three do not.
+TWO_GENERATIONS = 200_000
+
+
+@pytest.mark.parametrize("cap", [TWO_GENERATIONS, 1])
+async def test_a_cap_on_bytes_holds_the_line_below_it_with_a_slow_lossless_subscriber(cap: int) -> None:
+    async def run(jobs: int) -> tuple[Session, list[object]]:
+        async with trio.open_nursery() as n:
+            session = Session(Replay(), parse_address("unix:/nowhere"), info(), n, jobs=jobs, max_pipeline_bytes=cap)
+            slow = session.subscribe(what="batches", buffer=1, lossless=True)
+            got: list[object] = []
+            async for item in slow:
+                got.append((len(item), bytes(item.times)) if isinstance(item, EventBatch) else repr(item))
+                await trio.sleep(0.02)
+        return session, got
+
+    jobs = 4  # room for five units: the cap is what holds them back
+    session, got = await run(jobs)
+    assert got == (await run(1))[1]  # what the one-job pipeline delivers, in its order
+    events = sum(x[0] for x in got if isinstance(x, tuple))
+    pump = session._pump
+    assert pump is not None and pump.max_pipeline_bytes == cap
+    # Units side by side never held more than the cap; a unit larger than the cap went through alone.
+    assert pump.peak_shared_bytes <= cap
+    assert pump.peak_units < jobs + 1
+    if cap == 1:
+        assert pump.peak_units == 1 and pump.peak_shared_bytes == 0
+    else:
+        assert pump.peak_shared_bytes > 1100 * EVENT_BYTES  # more than one generation at once
+    assert events == session.counters.events > 5000  # nothing lost
 
 
 async def test_a_lossy_subscriber_is_told_exactly_what_it_lost() -> None:

@@ -40,16 +40,19 @@ from livetrace._items import Gap, Provisional, SegmentGap
 from livetrace._session.limits import Counters
 from livetrace._session.pool import Stage
 from livetrace._session.subscribers import Fanout, Prepared, Subscription
-from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.join import GenerationSpans, SpanJoin, build_generation
 
-__all__ = ["Cutter", "Unit", "mermaid", "stages"]
+__all__ = ["EVENT_BYTES", "Cutter", "Unit", "mermaid", "stages", "unit_bytes"]
 
 
 # Events in a unit when no spans are built (a unit is then a few batches): units cost a few
 # hand-overs between threads each, and the events they hold are memory the decoder cannot reuse.
 UNIT_EVENTS = 32768
+# The bytes of an event's columns in an EventBatch (its code; time, thread, proc and goroutine; NARGS
+# arguments and NEXTRA extras): what a unit counts as against the line's cap on bytes.
+EVENT_BYTES = 1 + 8 * (4 + NARGS + NEXTRA)
 
 
 class _Spans:
@@ -103,6 +106,13 @@ class Unit:
                 self.token = self.spans.token
             self.batches.append(item)
             self.events += len(item)
+
+
+def unit_bytes(u: Unit) -> int:
+    """A unit's size on the line: its events' columns, counted without
+    touching them (the pure-Python twin's events are objects, which hold
+    more; the spans and lines made of them come and go within it)."""
+    return u.events * EVENT_BYTES
 
 
 class Cutter:
