@@ -1,5 +1,5 @@
-"""The pool's pipeline holds a bounded number of generations when a
-subscriber is slow, and a lossy subscriber that falls behind is told
+"""The pool's pipeline holds a bounded number of generations, and a
+bounded number of bytes of them, when a subscriber is slow, and a lossy subscriber that falls behind is told
 exactly what it lost (issue 27: 1 and 5).
 
 A real Session is fed a recorded trace of five generations
@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Literal
 
 import pytest
 import trio
@@ -20,8 +21,10 @@ from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._items import Notice, SubscriberGap
 from livetrace._protocol.address import parse_address
 from livetrace._protocol.frames import Chunk, End, Frame, SessionInfo
+from livetrace._session.pipeline import EVENT_BYTES, SPAN_BYTES
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.spans.batch import SpanBatch
 
 from .test_pool_identity import MODERN, modern_chunks
 
@@ -72,6 +75,52 @@ async def test_a_slow_lossless_subscriber_holds_the_line_at_its_bound(jobs: int)
     assert pump is not None and pump.jobs == jobs
     assert pump.peak_units == jobs + 1  # reached, never passed
     assert events == session.counters.events > 5000
+
+
+# The trace's generations hold about 1150 events each: two fit under the cap, three do not.
+def two_generations(what: str) -> int:
+    return 2350 * (EVENT_BYTES + (SPAN_BYTES if what == "spans" else 0))
+
+
+@pytest.mark.parametrize("what", ["batches", "spans"])
+@pytest.mark.parametrize("two", [True, False])  # a cap of two generations' bytes; of 1 byte
+async def test_a_cap_on_bytes_holds_the_line_below_it_with_a_slow_lossless_subscriber(
+    what: Literal["batches", "spans"], two: bool
+) -> None:
+    cap = two_generations(what) if two else 1
+
+    async def run(jobs: int) -> tuple[Session, list[object]]:
+        async with trio.open_nursery() as n:
+            session = Session(Replay(), parse_address("unix:/nowhere"), info(), n, jobs=jobs, max_pipeline_bytes=cap)
+            slow = session.subscribe(what=what, buffer=1, lossless=True)
+            got: list[object] = []
+            async for item in slow:
+                if isinstance(item, EventBatch):
+                    got.append((len(item), bytes(item.times)))
+                elif isinstance(item, SpanBatch):
+                    got.append((len(item), bytes(item.starts), bytes(item.ends)))
+                else:
+                    got.append(repr(item))
+                await trio.sleep(0.02)
+        return session, got
+
+    jobs = 4  # room for five units: the cap is what holds them back
+    session, got = await run(jobs)
+    assert got == (await run(1))[1]  # what the one-job pipeline delivers, in its order
+    pump = session._pump
+    assert pump is not None and pump.max_pipeline_bytes == cap
+    # Units side by side never held more than the cap; a unit larger than the cap went through alone.
+    assert pump.peak_shared_bytes <= cap
+    assert pump.peak_units < jobs + 1
+    if two:
+        assert pump.peak_shared_bytes > cap // 2  # more than one generation at once
+    else:
+        assert pump.peak_units == 1 and pump.peak_shared_bytes == 0
+    assert session.counters.events > 5000
+    if what == "batches":
+        assert sum(x[0] for x in got if isinstance(x, tuple)) == session.counters.events  # nothing lost
+    else:
+        assert sum(x[0] for x in got if isinstance(x, tuple)) == session.counters.spans > 1000
 
 
 async def test_a_lossy_subscriber_is_told_exactly_what_it_lost() -> None:

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from livetrace._session.defaults import IDLE_TIMEOUT, MIN_ADVANCE, MIN_WINDOW, STOP_TIMEOUT
+from livetrace._session.defaults import IDLE_TIMEOUT, MAX_PIPELINE_BYTES, MIN_ADVANCE, MIN_WINDOW, STOP_TIMEOUT
 
 
 def _finite(text: str, unit: str, example: str) -> float:
@@ -88,6 +88,14 @@ def add_jobs_option(p: argparse.ArgumentParser) -> None:
         "generations (legacy segments, pprof windows) at once (default: the cores this process may "
         "use, less one; 1: all in the decoder's thread); the output is the same for any N. "
         "Provisional events (a legacy trace with --segment 0) are written by one thread",
+    )
+    p.add_argument(
+        "--max-pipeline-mb",
+        type=megabytes_option,
+        metavar="MB",
+        help=f"the most the generations in those threads' hands may hold at once, in MiB of decoded "
+        f"events (default {MAX_PIPELINE_BYTES >> 20}); past it fewer run side by side, and one alone "
+        "may hold more",
     )
 
 
@@ -179,4 +187,6 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
         opts["max_generation_bytes"] = args.max_generation_mb
     if getattr(args, "jobs", None):
         opts["jobs"] = args.jobs
+    if getattr(args, "max_pipeline_mb", None):
+        opts["max_pipeline_bytes"] = args.max_pipeline_mb
     return opts

@@ -44,6 +44,7 @@ async def connect(
     window: float | None = None,
     stop: trio.Event | None = None,
     jobs: int | None = None,
+    max_pipeline_bytes: int | None = None,
 ) -> AsyncIterator[Session]:
     """Start a trace session with the helper at ``address``, or, given an
     ``http://HOST:PORT`` address, with the service's net/http/pprof.
@@ -80,10 +81,15 @@ async def connect(
     besides the decoder's own: each selects, builds spans and runs maps for
     a generation at a time, several generations at once (default: the
     cores this process may use, less one; 1 does it all in the decoder's
-    thread). What subscribers get is the same for any ``jobs``.
+    thread). What subscribers get is the same for any ``jobs``. The
+    generations in the pool's hands hold at most ``max_pipeline_bytes`` of
+    decoded events at once (default 512 MiB), unless one alone holds more:
+    past it, fewer run side by side.
     """
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
+    if max_pipeline_bytes is not None and max_pipeline_bytes < 1:
+        raise ValueError(f"max_pipeline_bytes must be at least 1, not {max_pipeline_bytes}")
     target = await resolve(address, expected_pid)
     if advance is not None and not MIN_ADVANCE <= advance <= 1:
         raise ValueError(f"advance must be {MIN_ADVANCE} to 1 seconds (None leaves it to the runtime), not {advance}")
@@ -98,8 +104,7 @@ async def connect(
         async with open_pprof_session(
             target.address, window=window, duration=duration, limits=limits, stop=stop
         ) as session:
-            if jobs is not None:
-                session.jobs = jobs
+            _pipeline(session, jobs, max_pipeline_bytes)
             yield session
         return
     if window is not None:
@@ -111,8 +116,7 @@ async def connect(
     )
     hello = Hello(token, duration, name, advance, segment)
     async with open_helper_session(addr, hello, limits, peer, tls) as session:
-        if jobs is not None:
-            session.jobs = jobs
+        _pipeline(session, jobs, max_pipeline_bytes)
         if stop is None:
             yield session
             return
@@ -120,6 +124,14 @@ async def connect(
             nursery.start_soon(_stop_when_set, stop, session)
             yield session
             nursery.cancel_scope.cancel()
+
+
+def _pipeline(session: Session, jobs: int | None, max_pipeline_bytes: int | None) -> None:
+    """The session's pipeline as connect's caller asked (before anything subscribes)."""
+    if jobs is not None:
+        session.jobs = jobs
+    if max_pipeline_bytes is not None:
+        session.max_pipeline_bytes = max_pipeline_bytes
 
 
 async def _stop_when_set(stop: trio.Event, session: Session) -> None:

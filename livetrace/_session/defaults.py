@@ -13,6 +13,9 @@ IDLE_TIMEOUT = 30.0
 # that, not counting time the client itself spends on what arrives.
 STOP_TIMEOUT = 60.0
 MAX_GENERATION_BYTES = 512 << 20
+# The most the units on a session's pipeline (with a pool) may hold at once, as their events' columns
+# count (docs/decoder.md, "Bounded memory").
+MAX_PIPELINE_BYTES = 512 << 20
 # The shortest generation period the helper accepts (its advance_ms), seconds.
 MIN_ADVANCE = 0.1
 # The shortest /debug/pprof/trace window a pprof session asks for, seconds.

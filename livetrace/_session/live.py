@@ -16,8 +16,9 @@ hands each item back to trio as soon as it is made, in the order of the
 trace. With more, it cuts the items into units, a generation each, and
 puts them on a line (``pipeline.py``) whose pool selects, builds spans and
 maps several generations at once, and whose sequencer thread delivers them
-in order; at most ``jobs + 1`` units are on the line, and one more in the
-decoder's hands.
+in order; at most ``jobs + 1`` units are on the line, holding at most
+``max_pipeline_bytes`` of events unless one unit alone holds more, and one
+more unit is in the decoder's hands.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from livetrace._errors import LimitExceededError, LivetraceError
 from livetrace._items import Gap, SegmentEnd, WindowEnd, WindowGap
 from livetrace._nursery import open_nursery
 from livetrace._protocol.frames import Chunk, Frame
+from livetrace._session.defaults import MAX_PIPELINE_BYTES
 from livetrace._session.limits import Counters
-from livetrace._session.pipeline import Cutter, Unit, stages
+from livetrace._session.pipeline import Cutter, Unit, stages, unit_bytes
 from livetrace._session.pool import Line, keep_freed_memory
 from livetrace._session.subscribers import Fanout
 from livetrace._session.window_gaps import WindowGaps
@@ -106,7 +108,9 @@ class Pump:
     items out to ``fanout``; it counts into ``counters`` and holds each
     generation to ``max_generation_bytes``. Decoding runs only if some
     subscriber wanted decoded items when the pump started. ``jobs``: the
-    pool's threads (1: none, the decoder's thread does it all)."""
+    pool's threads (1: none, the decoder's thread does it all);
+    ``max_pipeline_bytes``: the most the units on the line may hold at once
+    (see :func:`unit_bytes`), past which it waits for fewer."""
 
     def __init__(
         self,
@@ -115,9 +119,13 @@ class Pump:
         counters: Counters,
         max_generation_bytes: int,
         jobs: int = 1,
+        max_pipeline_bytes: int = MAX_PIPELINE_BYTES,
     ) -> None:
         if jobs < 1:
             raise ValueError(f"jobs must be at least 1, not {jobs}")
+        if max_pipeline_bytes < 1:
+            raise ValueError(f"max_pipeline_bytes must be at least 1, not {max_pipeline_bytes}")
+        self.max_pipeline_bytes = max_pipeline_bytes
         self._frames = frames
         self._fanout = fanout
         self._counters = counters
@@ -174,7 +182,7 @@ class Pump:
         try:
             token = trio.lowlevel.current_trio_token()
             steps = stages(self._fanout, self._counters, token, pool, MAP_WINDOW * self.jobs)
-            self._line = Line(steps, pool, self.jobs + 1)
+            self._line = Line(steps, pool, self.jobs + 1, self.max_pipeline_bytes, unit_bytes)
             await self._decode_with_line(frames)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # after an error, a task still running ends alone
@@ -220,6 +228,12 @@ class Pump:
     def peak_units(self) -> int:
         """The most units that were on the line at once (0 with one job)."""
         return 0 if self._line is None else self._line.peak
+
+    @property
+    def peak_shared_bytes(self) -> int:
+        """The most bytes that more than one unit on the line held at once
+        (0 with one job); never above ``max_pipeline_bytes``."""
+        return 0 if self._line is None else self._line.peak_shared
 
     # -- the worker thread: frames to items, out to the fan-out --
 

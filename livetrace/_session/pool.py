@@ -12,9 +12,12 @@ core releases the GIL, so threads run them at once). A unit goes on to
 its next stage when its current one is done; the last stage is ordered,
 so units leave in the order they came.
 
-At most ``bound`` units are in the line: :meth:`Line.put` waits for room,
-so a stage that holds up (the delivery to a lossless subscriber) holds up
-the producer, and nothing grows.
+At most ``bound`` units are in the line, holding at most ``cap`` bytes
+(as ``size`` counts a unit's) unless one unit alone holds more:
+:meth:`Line.put` waits for room, so a stage that holds up (the delivery to
+a lossless subscriber) holds up the producer, and nothing grows. An empty
+line always takes a unit, however large (what limits one is the
+producer's business).
 """
 
 from __future__ import annotations
@@ -81,10 +84,11 @@ class Stage(Generic[U]):
 
 
 class _Slot(Generic[U]):
-    __slots__ = ("busy", "stage", "unit")
+    __slots__ = ("busy", "size", "stage", "unit")
 
-    def __init__(self, unit: U) -> None:
+    def __init__(self, unit: U, size: int) -> None:
         self.unit = unit
+        self.size = size  # bytes, as the line's size counted them when it came
         self.stage = 0  # the stages before it are done
         self.busy = False  # its stage is running
 
@@ -94,34 +98,56 @@ class Line(Generic[U]):
     :meth:`run` in another until it returns (after :meth:`close`, every
     unit through every stage) or raises (a stage's error: the line stops
     and :meth:`put` returns False from then on). ``peak`` is the most units
-    that were in the line at once."""
+    that were in the line at once; ``peak_shared`` the most bytes that more
+    than one unit held at once (never above ``cap``)."""
 
-    def __init__(self, stages: Sequence[Stage[U]], pool: ThreadPoolExecutor, bound: int) -> None:
+    def __init__(
+        self,
+        stages: Sequence[Stage[U]],
+        pool: ThreadPoolExecutor,
+        bound: int,
+        cap: int | None = None,
+        size: Callable[[U], int] = lambda unit: 0,
+    ) -> None:
         if not stages or not stages[-1].ordered:
             raise ValueError("a line's last stage is ordered: units leave in order")
         if bound < 1:
             raise ValueError("a line has room for at least one unit")
+        if cap is not None and cap < 1:
+            raise ValueError("a line's cap on bytes is at least 1")
         self._stages = tuple(stages)
         self._pool = pool
         self._bound = bound
+        self._cap = cap
+        self._size = size
+        self._bytes = 0  # the units' in the line
         self._slots: deque[_Slot[U]] = deque()
         self._cv = threading.Condition()
         self._closed = False
         self._stopped = False
         self._error: BaseException | None = None
         self.peak = 0
+        self.peak_shared = 0
 
     def put(self, unit: U) -> bool:
         """Add a unit once there is room; False if the line has stopped."""
+        size = self._size(unit)
         with self._cv:
-            while len(self._slots) >= self._bound and not self._stopped:
+            while self._slots and not self._stopped and not self._room(size):
                 self._cv.wait()
             if self._stopped:
                 return False
-            self._slots.append(_Slot(unit))
+            self._slots.append(_Slot(unit, size))
+            self._bytes += size
             self.peak = max(self.peak, len(self._slots))
+            if len(self._slots) > 1:
+                self.peak_shared = max(self.peak_shared, self._bytes)
             self._cv.notify_all()
             return True
+
+    def _room(self, size: int) -> bool:
+        """Under the lock: whether a unit of ``size`` bytes fits beside those in the line."""
+        return len(self._slots) < self._bound and (self._cap is None or self._bytes + size <= self._cap)
 
     def close(self) -> None:
         """No more units: :meth:`run` returns once the line is empty."""
@@ -194,5 +220,5 @@ class Line(Generic[U]):
             slot.busy = False
             slot.stage += 1
             while self._slots and self._slots[0].stage == len(self._stages):
-                self._slots.popleft()
+                self._bytes -= self._slots.popleft().size
             self._cv.notify_all()

@@ -19,6 +19,7 @@ from livetrace._items import Gap, Notice, Provisional, SegmentEnd, WindowGap
 from livetrace._protocol import frames as proto
 from livetrace._protocol.address import Address
 from livetrace._protocol.frames import Frame
+from livetrace._session.defaults import MAX_PIPELINE_BYTES
 from livetrace._session.limits import Counters, Limits
 from livetrace._session.live import Pump
 from livetrace._session.pool import default_jobs
@@ -63,6 +64,7 @@ class Session:
         limits: Limits | None = None,
         counters: Counters | None = None,
         jobs: int | None = None,
+        max_pipeline_bytes: int = MAX_PIPELINE_BYTES,
     ) -> None:
         self._source = source
         self._nursery = nursery
@@ -77,6 +79,7 @@ class Session:
         self.limits = limits or Limits()
         # The pipeline's pool of threads (see live.Pump): set it before the first subscription.
         self.jobs = default_jobs() if jobs is None else jobs
+        self.max_pipeline_bytes = max_pipeline_bytes
 
     def chunks(self) -> AsyncIterator[Frame]:
         """The trace as it arrives: :class:`Chunk` frames and, where the
@@ -155,7 +158,14 @@ class Session:
             filter, what=what, buffer=buffer, lossless=lossless, provisional=provisional, map=map
         )
         if self._pump is None:
-            self._pump = Pump(self.chunks(), self._fanout, self.counters, self.limits.max_generation_bytes, self.jobs)
+            self._pump = Pump(
+                self.chunks(),
+                self._fanout,
+                self.counters,
+                self.limits.max_generation_bytes,
+                self.jobs,
+                self.max_pipeline_bytes,
+            )
             self._nursery.start_soon(self._pump.run)
         return sub
 
