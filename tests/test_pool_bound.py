@@ -60,6 +60,9 @@ def info() -> SessionInfo:
     )  # fmt: skip
 
 
+# once: the line is plumbing, the same for either core; on the slower twin the decoder may never
+# get far enough ahead to fill the line, and the test asserts that it does.
+@pytest.mark.once
 @pytest.mark.parametrize("jobs", [2, 3])  # lines of 3 and 4 units
 async def test_a_slow_lossless_subscriber_holds_the_line_at_its_bound(jobs: int) -> None:
     async with trio.open_nursery() as n:
