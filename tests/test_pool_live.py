@@ -34,7 +34,10 @@ def written(view: View, batches: list[EventBatch] | list[SpanBatch]) -> bytes:
     return b"".join(out)
 
 
+# once: live, the same on either core; both twins write the same bytes at any jobs in
+# test_pool_identity.py, which runs on both passes.
 @pytest.mark.slow
+@pytest.mark.once
 async def test_four_jobs_write_what_one_thread_writes_live() -> None:
     events_view = View("jsonl", None, False, False)
     spans_view = View("text", None, True, False)
