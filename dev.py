@@ -225,6 +225,11 @@ def lint() -> int:
 
 def test(args: list[str], installs: Installs) -> int:
     env = dict(os.environ)
+    # Bytecode caches (git ignores them) spare every pytest worker and every
+    # CLI a test starts compiling livetrace and the tests again: with
+    # PYTHONDONTWRITEBYTECODE (set in many Python images) that was about a
+    # fifth of the inner loop's CPU.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.setdefault("LIVETRACE_HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev")
     log(f"Hypothesis profile {env['LIVETRACE_HYPOTHESIS_PROFILE']}")
     if excludes_slow(args):

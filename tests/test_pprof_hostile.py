@@ -190,7 +190,15 @@ def test_export_of_a_malformed_live_trace_is_one_line(tmp_path: Path) -> None:
 LEGACY_CORPUS = sorted((Path(__file__).parent / "corpus" / "legacy" / "go-testdata").glob("*_good"))
 
 
-@pytest.mark.parametrize("path", LEGACY_CORPUS, ids=[p.name for p in LEGACY_CORPUS])
+# The framing check is plain Python, whichever core decodes: once. The
+# stress traces (300 KB and more, a second and more each in 997-byte
+# pieces) are slow.
+@pytest.mark.once
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=[pytest.mark.slow] if p.stat().st_size > 100_000 else []) for p in LEGACY_CORPUS],
+    ids=[p.name for p in LEGACY_CORPUS],
+)
 def test_the_framing_check_takes_every_legacy_trace_in_any_pieces(path: Path) -> None:
     data = path.read_bytes()
     for step in (997, 1 << 16):

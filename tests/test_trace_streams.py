@@ -72,6 +72,7 @@ STREAMS = {
 }
 
 
+@pytest.mark.once  # the splitting is plain Python; each trace's dump is compared across cores elsewhere
 @pytest.mark.parametrize("name", list(STREAMS))
 def test_decode_of_a_file_of_traces_is_each_trace_then_a_gap(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -126,6 +127,7 @@ def test_the_gap_between_two_modern_traces_of_one_clock_is_measured(
     assert code == 0 and gap_line(1, (second[0].time - first[-1].time) / 1e6) in out
 
 
+@pytest.mark.once  # as above
 def test_wire_and_legacy_dumps_read_streams_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for mode, traces in (("wire", [MODERN_A, MODERN_B]), ("legacy", [LEGACY_A, LEGACY_C])):
         alone = []
