@@ -31,12 +31,15 @@ from livetrace._agent.budget import Budget
 from livetrace._agent.config import Policy, Target
 from livetrace._agent.rows import KEY, SCHEMAS, TIME
 from livetrace._agent.spool import private_dir
+from livetrace._errors import LivetraceError
 from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
 from livetrace._items import Gap, Notice, SegmentGap, SubscriberGap, WindowGap
 from livetrace._nursery import open_nursery
+from livetrace._plural import plural
 from livetrace._protocol.text import json_safe
 from livetrace._session.connect import connect
+from livetrace._session.limits import Counters
 from livetrace._session.recording import Recorder
 from livetrace._session.session import Session
 from livetrace._session.subscribers import Subscription
@@ -147,6 +150,9 @@ class Summaries:
         self.stats = TopStats()
         self._fed = False
         self._lost = False  # a loss noticed since the last row: it gets a row even with no batch after it
+        self.last_generation = 0  # the latest generation fed (0: none, or a legacy trace)
+        self.segments = 0  # legacy segments ended (their rows made)
+        self.events = 0  # fed, or told lost: what the session decoded (its counters' events) and got here
 
     def feed(self, item: object) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -156,11 +162,16 @@ class Summaries:
                 out = self.end()
             self.stats.feed(item)
             self._fed = self._fed or bool(len(item))
+            self.events += len(item)
+            if item.gen is not None and len(item):
+                self.last_generation = max(self.last_generation, item.gen.gen)
         elif isinstance(item, Notice):
             if isinstance(item, SegmentGap | WindowGap):
                 out = self.end()
+                self.segments += isinstance(item, SegmentGap)
             self.stats.notice(item)
             self._lost = self._lost or isinstance(item, Gap | SubscriberGap)
+            self.events += item.events if isinstance(item, SubscriberGap) else 0
         return out
 
     def end(self) -> list[dict[str, Any]]:
@@ -170,16 +181,78 @@ class Summaries:
         self._fed = self._lost = False
         return [summary_row(self.stats.snapshot())]
 
+    def behind(self, counters: Counters) -> tuple[int, int]:
+        """What the session (its ``counters``) has and this has not been fed:
+        generations (legacy segments) received past the last one fed, and
+        events decoded."""
+        if counters.last_generation:
+            units = counters.last_generation - self.last_generation
+        else:
+            units = counters.segments - self.segments
+        return max(0, units), max(0, counters.events - self.events)
 
-async def summarize(sub: Subscription, traced: Traced) -> None:
-    """A summary row per generation (segment, window) until the session ends."""
+
+async def summarize(sub: Subscription, traced: Traced, counters: Counters) -> None:
+    """A summary row per generation (segment, window) until the session ends
+    (``counters``: its own), and a record of each loss: generations the
+    helper shed, batches the summarizer missed, and, if the session is cut
+    off (the agent's stop grace over, the budget, the process gone), what it
+    had received and not summarized."""
     summaries = Summaries()
+
+    def feed(item: object) -> None:
+        if rows := summaries.feed(item):
+            traced.rows("summaries", rows)
+        if isinstance(item, Gap | SubscriberGap):
+            traced.note(*lost(item))
+
     async with sub:
-        async for item in sub:
-            if rows := summaries.feed(item):
+        try:
+            async for item in sub:
+                feed(item)
+        except trio.Cancelled:
+            # What is decoded already is summarized (no await here: the scope is cancelled), the rest counted.
+            for item in sub.take_buffered():
+                feed(item)
+            done = summaries.last_generation or summaries.segments
+            if rows := summaries.end():
                 traced.rows("summaries", rows)
+            behind, events = summaries.behind(counters)
+            unit = "segment" if not counters.last_generation and counters.segments else "generation"
+            traced.note(
+                "cut_off",
+                behind,
+                f"pid {traced.provenance['pid']}: the session was cut off with "
+                + plural(behind, f"{unit} received and not summarized", f"{unit}s received and not summarized")
+                + (f" after {unit} {done}" if done else "")
+                + f", and {plural(events, 'event')} decoded and not summarized",
+            )
+            raise
+        except LivetraceError:
+            if rows := summaries.end():  # what came before the error
+                traced.rows("summaries", rows)
+            raise
     if rows := summaries.end():
         traced.rows("summaries", rows)
+
+
+def lost(item: Gap | SubscriberGap) -> tuple[str, int, str]:
+    """The agent's record of a loss its session told it of."""
+    if isinstance(item, Gap):
+        n = item.last_generation - item.first_generation + 1
+        return (
+            "generations_shed",
+            n,
+            f"generations {item.first_generation} to {item.last_generation} shed by the helper "
+            "(the agent fell behind; the summary before them counts them)",
+        )
+    where = "" if item.first_generation is None else f" from generation {item.first_generation}"
+    return (
+        "batches_lost",
+        item.batches,
+        f"{plural(item.batches, 'batch', 'batches')} ({plural(item.events, 'event')}){where} not summarized "
+        "(the summarizer fell behind; the summary before them counts them)",
+    )
 
 
 def spans_over(session: Session, over: Mapping[str, int]) -> Subscription:
@@ -252,7 +325,7 @@ async def continuous_session(traced: Traced) -> bool:
             if over is not None:
                 nursery.start_soon(long_spans, over, traced)
             nursery.start_soon(watch_budget)
-            await summarize(subs, traced)
+            await summarize(subs, traced, session.counters)
             nursery.cancel_scope.cancel()
     return cut
 
@@ -286,7 +359,7 @@ async def sample_once(traced: Traced) -> None:
             await session.stop()
 
         async with open_nursery() as nursery:
-            nursery.start_soon(summarize, subs, traced)
+            nursery.start_soon(summarize, subs, traced, session.counters)
             capping = trio.CancelScope()
 
             async def capped() -> None:
@@ -344,7 +417,7 @@ async def flight(traced: Traced) -> None:
         )
         subs = summaries(session)
         async with open_nursery() as nursery:
-            nursery.start_soon(summarize, subs, traced)
+            nursery.start_soon(summarize, subs, traced, session.counters)
             await recorder.run()
 
 
