@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -31,6 +32,7 @@ from livetrace._agent.budget import Budget
 from livetrace._agent.config import Policy, Target
 from livetrace._agent.rows import KEY, SCHEMAS, TIME
 from livetrace._agent.spool import private_dir
+from livetrace._agent.store import Store
 from livetrace._errors import LivetraceError
 from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
@@ -74,6 +76,25 @@ class Traced:
     budget: Budget
     note: Callable[[str, int, str], None]  # a row of the agent's own record, about this process
     stop: trio.Event  # the agent is stopping: end the session as the helper ends one, its last rows sent
+    store: Store | None = None  # where whole trace files are moved ([sinks] captures); None: they stay
+
+    async def keep(self, path: Path) -> str:
+        """A whole trace file moved to the store, if there is one: where it is
+        now. Should the store refuse it, it stays here (said, as sink_down)."""
+        if self.store is None:
+            return str(path)
+        store = self.store
+
+        def move() -> str:
+            where = store.put(path.relative_to(self.captures).as_posix(), path)
+            path.unlink(missing_ok=True)
+            return where
+
+        try:
+            return await trio.to_thread.run_sync(move)
+        except OSError as e:
+            self.note("sink_down", 0, f"captures {store.shown}: {str(e).splitlines()[0]}; {path} kept here")
+            return str(path)
 
     async def pause_until(self, deadline: float) -> bool:
         """Wait until ``deadline`` (trio's clock); False if the agent stops first."""
@@ -370,13 +391,14 @@ async def sample_once(traced: Traced) -> None:
             rec = await recorder.run()
             capping.cancel()
     for p in rec.paths:
+        size = p.stat().st_size
         traced.rows(
             "captures",
             [
                 {
                     "source": "pprof window" if traced.pprof else "helper window",
-                    "path": str(p),
-                    "bytes": p.stat().st_size,
+                    "path": await traced.keep(p),
+                    "bytes": size,
                     "trigger": "",
                     "cut": cut or not rec.complete,
                 }
@@ -388,21 +410,33 @@ async def flight(traced: Traced) -> None:
     target = traced.target
     where = private_dir(traced.captures / f"{traced.provenance['service']}-{traced.provenance['pid']}")
 
+    def row(c: Capture, p: Path, where: str, size: int) -> dict[str, Any]:
+        return {
+            "source": "flight dump",
+            "path": where,
+            "bytes": size,
+            "trigger": c.firing.trigger.text,
+            "cut": c.tail_cut,
+        }
+
     def captured(c: Capture) -> None:
-        traced.rows(
-            "captures",
-            [
-                {
-                    "source": "flight dump",
-                    "path": str(p),
-                    "bytes": p.stat().st_size,
-                    "trigger": c.firing.trigger.text,
-                    "cut": c.tail_cut,
-                }
-                for p in c.traces
-                if p.exists()
-            ],
-        )
+        traced.rows("captures", [row(c, p, str(p), p.stat().st_size) for p in c.traces if p.exists()])
+
+    # With a store, each capture is moved there first (in a worker thread); one cut off is recorded here.
+    send, waiting = trio.open_memory_channel[Capture](math.inf)
+
+    async def move_captures() -> None:
+        pending: list[Capture] = []
+        try:
+            async for c in waiting:
+                pending = [c]
+                kept = [(p, p.stat().st_size) for p in c.traces if p.exists()]
+                traced.rows("captures", [row(c, p, await traced.keep(p), size) for p, size in kept])
+                pending = []
+        except trio.Cancelled:
+            for c in [*pending, *_drained(waiting)]:
+                captured(c)
+            raise
 
     async with open_session(traced, segment=SEGMENT) as session:
         recorder = FlightRecorder(
@@ -413,12 +447,23 @@ async def flight(traced: Traced) -> None:
             after=target.after,
             cooldown=target.cooldown,
             max_files=target.max_files,
-            on_capture=captured,
+            on_capture=captured if traced.store is None else send.send_nowait,
         )
         subs = summaries(session)
         async with open_nursery() as nursery:
             nursery.start_soon(summarize, subs, traced, session.counters)
-            await recorder.run()
+            nursery.start_soon(move_captures)
+            with send:
+                await recorder.run()
+
+
+def _drained(channel: trio.MemoryReceiveChannel[Capture]) -> list[Capture]:
+    out = []
+    while True:
+        try:
+            out.append(channel.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return out
 
 
 POLICIES = {Policy.CONTINUOUS: continuous, Policy.SAMPLED: sampled, Policy.FLIGHT: flight}
