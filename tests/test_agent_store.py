@@ -6,6 +6,7 @@ is not one is one line from ``livetrace agent --check``."""
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import pyarrow.fs as pafs
 import pytest
 import trio
 
+from livetrace._agent.agent import Agent
 from livetrace._agent.budget import Budget
 from livetrace._agent.config import Budget as BudgetConfig
 from livetrace._agent.config import Target, parse_config
@@ -22,6 +24,10 @@ from livetrace._agent.fleet import lake_connection
 from livetrace._agent.policies import Traced
 from livetrace._agent.sinks import LakeSink
 from livetrace._agent.store import Store
+from livetrace._go.demo import run_demo
+from livetrace._nursery import open_nursery
+from tests.agentrun import lake_rows, named_copy
+from tests.conftest import demo_exe
 from tests.test_agent_config import agent
 from tests.test_agent_sql import QUERY, fill, sql
 
@@ -157,3 +163,30 @@ def test_check_says_where_captures_go(tmp_path: Path) -> None:
     local: dict[str, Any] = {"captures": f"file://{tmp_path}/traces"}
     config = parse_config(f'[agent]\nstate_dir = "{tmp_path}/state"\n[sinks]\ncaptures = "{local["captures"]}"\n')
     assert config.captures_dir == tmp_path / "traces"
+
+
+@pytest.mark.slow
+async def test_a_sampled_window_is_moved_to_the_store_and_its_row_names_it_there(tmp_path: Path) -> None:
+    store = memory_store("traces")
+    state = tmp_path / "state"
+    config = parse_config(
+        f'[agent]\nstate_dir = "{state}"\nscan_interval = "0.5s"\nflush_interval = "0.5s"\n'
+        '[agent.budget]\ncpu_per_process = 1.0\nmemory = "8GiB"\n[[target]]\nservice = "moved"\n'
+        'executable = "store-win*"\npolicy = "sampled"\nwindow = "1s"\nevery = "2s"\n'
+    )
+    async with run_demo(named_copy(demo_exe("1.26"), tmp_path, "store-win")):
+        agent = Agent(config, io.StringIO())
+        agent.captures = store  # as [sinks] captures = "mock://traces" opens it, but one this test can read
+        stop = trio.Event()
+        async with open_nursery() as nursery:
+            nursery.start_soon(agent.run, None, False, stop)
+            with trio.fail_after(60):
+                while len(store.files("", ".trace")) < 2:  # a filesystem has no event
+                    await trio.sleep(0.2)
+            stop.set()
+    paths = [p for (p,) in lake_rows(state / "lake", "captures", "path")]
+    assert len(paths) >= 2 and all(p.startswith("mock://traces/moved-") for p in paths), paths
+    for p in paths:
+        with store.fs.open_input_stream(p.removeprefix("mock://")) as f:
+            assert f.read(16).startswith(b"go 1.26 trace")
+    assert not list((state / "captures").glob("*.trace"))  # moved, not copied
