@@ -28,6 +28,7 @@ from livetrace._agent.rows import KEY, TIME
 from livetrace._agent.ship import Shipper
 from livetrace._agent.sinks import ClickHouseSink, LakeSink, Sink
 from livetrace._agent.spool import Spool, private_dir
+from livetrace._agent.store import Store, local_path
 from livetrace._attach.processes import Kind, ProcessInfo, survey
 from livetrace._errors import LivetraceError
 from livetrace._nursery import open_nursery
@@ -73,6 +74,8 @@ class Agent:
         private_dir(config.state_dir)
         self.spool = Spool(config.spool_dir, config.spool_max, config.host)
         self.sinks = sinks if sinks is not None else open_sinks(config)
+        where = config.sinks.captures
+        self.captures = Store.open(where) if where is not None and local_path(where) is None else None
         self.shipper = Shipper(self.spool, self.sinks, self.note)
         self.budget = Budget(config.budget, self.note)
         self.traced: dict[tuple[int, float | None], _Process] = {}
@@ -205,6 +208,7 @@ class Agent:
             budget=self.budget,
             note=lambda event, count, detail: self.note(event, count, detail, provenance),
             stop=self.stopping,
+            store=self.captures,
         )
         how = f"through {shown(row.attach)}" + (
             " (pprof: sampled only)" if pprof and target.policy.value != policy else ""

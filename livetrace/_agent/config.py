@@ -20,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from livetrace._agent.store import check_location, local_path
 from livetrace._errors import AgentConfigError
 from livetrace._flight.triggers import TriggerError, parse_duration, parse_size, parse_trigger
 from livetrace._trace.spans.model import SPAN_KIND_NAMES
@@ -70,9 +71,10 @@ class Target:
 class Sinks:
     """Where rows go; the lake is the default (``state_dir``/lake)."""
 
-    lake: str | None = None
+    lake: str | None = None  # a directory, or a filesystem URI (store.py)
     clickhouse: str | None = None
     otlp: str | None = None  # an OTLP/HTTP traces endpoint: http://collector:4318/v1/traces
+    captures: str | None = None  # where trace files are moved once whole (default: they stay in state_dir)
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,10 @@ class AgentConfig:
 
     @property
     def captures_dir(self) -> Path:
-        return self.state_dir / "captures"
+        """Where trace files are written: ``[sinks] captures`` if it is local, else state_dir/captures
+        (whence they are moved to it)."""
+        local = local_path(self.sinks.captures) if self.sinks.captures else None
+        return local if local is not None else self.state_dir / "captures"
 
     @property
     def lake(self) -> str:
@@ -248,9 +253,13 @@ def _sink(kind: str) -> Callable[[Any], str]:
     return check
 
 
+def _location(v: Any) -> str:
+    return check_location(_text(v))
+
+
 _AGENT_KEYS = {"host", "state_dir", "scan_interval", "flush_interval", "spool_max", "budget"}
 _BUDGET_KEYS = {"cpu_per_process", "memory"}
-_SINK_KEYS = {"lake", "clickhouse", "otlp"}
+_SINK_KEYS = {"lake", "clickhouse", "otlp", "captures"}
 # Known, and refused in words rather than as an unknown key: docs/fleet.md, "Still to do".
 _NOT_YET = {"otlp": 'the OTLP sink is not written yet (docs/fleet.md, "Still to do"): remove it'}
 _TARGET_KEYS = {
@@ -373,9 +382,10 @@ def parse_config(text: str, path: str | Path = "<config>") -> AgentConfig:
             memory=c.get(budget_data, b, "memory", Budget.memory, _bytes),
         ),
         sinks=Sinks(
-            lake=c.get(sinks, s, "lake", None, _text),
+            lake=c.get(sinks, s, "lake", None, _location),
             clickhouse=c.get(sinks, s, "clickhouse", None, _sink("clickhouse")),
             otlp=c.get(sinks, s, "otlp", None, _sink("otlp")),
+            captures=c.get(sinks, s, "captures", None, _location),
         ),
         targets=tuple(targets) or (Target(),),
     )

@@ -16,6 +16,7 @@ import duckdb
 
 from livetrace._agent.rows import TABLES
 from livetrace._agent.sinks import clickhouse_ddl, lake_glob
+from livetrace._agent.store import Store, local_path
 
 __all__ = ["FLEET_VIEWS", "SLOW_SERVICES_AND_DUMPS", "clickhouse_client", "clickhouse_views", "lake_connection"]
 
@@ -35,10 +36,12 @@ FLEET_VIEWS: dict[str, str] = {
     # Every trace file kept: flight dumps (with what fired them) and sampled windows.
     "fleet_captures": """
         SELECT time, service, host, pid, go_version, source, trigger, path, bytes, cut FROM captures""",
-    # What the agents lost or cut: rows dropped from a full spool, budget cuts, sinks down, data shed.
+    # What the agents lost or cut: rows dropped from a full spool, budget cuts, sinks down, data shed by
+    # a helper or missed by a summarizer that fell behind, sessions cut off.
     "fleet_losses": """
         SELECT time, host, service, event, count, detail FROM agent_log
-        WHERE event IN ('spool_dropped', 'budget_cut', 'budget_sampling', 'sink_down')""",
+        WHERE event IN ('spool_dropped', 'budget_cut', 'budget_sampling', 'sink_down', 'generations_shed',
+                        'batches_lost', 'cut_off')""",
 }
 
 
@@ -55,13 +58,20 @@ SLOW_SERVICES_AND_DUMPS = """
     ORDER BY slow.service, captures.time, captures.path"""
 
 
-def lake_connection(root: str | Path, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the lake's tables (those it has) and the fleet's views."""
+def lake_connection(
+    root: str | Path, con: duckdb.DuckDBPyConnection | None = None, store: Store | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the lake's tables (those it has) and the fleet's views. The lake is a
+    directory (a path, a ``file://`` URI), or on a filesystem pyarrow opens from a URI (``store``, else
+    opened from ``root``), whose files DuckDB scans through pyarrow's datasets."""
     con = con if con is not None else duckdb.connect()
+    local = local_path(str(root)) if store is None else None
+    if local is None:
+        _register_store(con, store if store is not None else Store.open(str(root)))
     for table in TABLES:
-        if any((Path(root) / table).rglob("*.parquet")):
+        if local is not None and any((local / table).rglob("*.parquet")):
             source = (
-                f"read_parquet('{_quoted(lake_glob(root, table))}', hive_partitioning = true, union_by_name = true)"
+                f"read_parquet('{_quoted(lake_glob(local, table))}', hive_partitioning = true, union_by_name = true)"
             )
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {source}")
     have = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
@@ -69,6 +79,28 @@ def lake_connection(root: str | Path, con: duckdb.DuckDBPyConnection | None = No
         if _tables_of(sql) <= have:
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
     return con
+
+
+def _register_store(con: duckdb.DuckDBPyConnection, store: Store) -> None:
+    """The lake's tables on a pyarrow filesystem, as DuckDB relations of pyarrow datasets (Hive
+    partitions; the hidden files of writes in progress left out)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    for table in TABLES:
+        files = store.files(table, ".parquet")
+        if files:
+            # As DuckDB reads the local lake's partitions: the service a string, the day a date.
+            partitioning = ds.partitioning(pa.schema([("service", pa.string()), ("date", pa.date32())]), flavor="hive")
+            data = ds.dataset(
+                files,
+                filesystem=store.fs,
+                format="parquet",
+                partitioning=partitioning,
+                partition_base_dir=store.path(table),
+            )
+            con.register(f"_lake_{table}", data)
+            con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _lake_{table}")
 
 
 def clickhouse_views(database: str) -> list[str]:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -31,12 +32,16 @@ from livetrace._agent.budget import Budget
 from livetrace._agent.config import Policy, Target
 from livetrace._agent.rows import KEY, SCHEMAS, TIME
 from livetrace._agent.spool import private_dir
+from livetrace._agent.store import Store
+from livetrace._errors import LivetraceError
 from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
 from livetrace._items import Gap, Notice, SegmentGap, SubscriberGap, WindowGap
 from livetrace._nursery import open_nursery
+from livetrace._plural import plural
 from livetrace._protocol.text import json_safe
 from livetrace._session.connect import connect
+from livetrace._session.limits import Counters
 from livetrace._session.recording import Recorder
 from livetrace._session.session import Session
 from livetrace._session.subscribers import Subscription
@@ -71,6 +76,25 @@ class Traced:
     budget: Budget
     note: Callable[[str, int, str], None]  # a row of the agent's own record, about this process
     stop: trio.Event  # the agent is stopping: end the session as the helper ends one, its last rows sent
+    store: Store | None = None  # where whole trace files are moved ([sinks] captures); None: they stay
+
+    async def keep(self, path: Path) -> str:
+        """A whole trace file moved to the store, if there is one: where it is
+        now. Should the store refuse it, it stays here (said, as sink_down)."""
+        if self.store is None:
+            return str(path)
+        store = self.store
+
+        def move() -> str:
+            where = store.put(path.relative_to(self.captures).as_posix(), path)
+            path.unlink(missing_ok=True)
+            return where
+
+        try:
+            return await trio.to_thread.run_sync(move)
+        except OSError as e:
+            self.note("sink_down", 0, f"captures {store.shown}: {str(e).splitlines()[0]}; {path} kept here")
+            return str(path)
 
     async def pause_until(self, deadline: float) -> bool:
         """Wait until ``deadline`` (trio's clock); False if the agent stops first."""
@@ -147,6 +171,9 @@ class Summaries:
         self.stats = TopStats()
         self._fed = False
         self._lost = False  # a loss noticed since the last row: it gets a row even with no batch after it
+        self.last_generation = 0  # the latest generation fed (0: none, or a legacy trace)
+        self.segments = 0  # legacy segments ended (their rows made)
+        self.events = 0  # fed, or told lost: what the session decoded (its counters' events) and got here
 
     def feed(self, item: object) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -156,11 +183,16 @@ class Summaries:
                 out = self.end()
             self.stats.feed(item)
             self._fed = self._fed or bool(len(item))
+            self.events += len(item)
+            if item.gen is not None and len(item):
+                self.last_generation = max(self.last_generation, item.gen.gen)
         elif isinstance(item, Notice):
             if isinstance(item, SegmentGap | WindowGap):
                 out = self.end()
+                self.segments += isinstance(item, SegmentGap)
             self.stats.notice(item)
             self._lost = self._lost or isinstance(item, Gap | SubscriberGap)
+            self.events += item.events if isinstance(item, SubscriberGap) else 0
         return out
 
     def end(self) -> list[dict[str, Any]]:
@@ -170,16 +202,78 @@ class Summaries:
         self._fed = self._lost = False
         return [summary_row(self.stats.snapshot())]
 
+    def behind(self, counters: Counters) -> tuple[int, int]:
+        """What the session (its ``counters``) has and this has not been fed:
+        generations (legacy segments) received past the last one fed, and
+        events decoded."""
+        if counters.last_generation:
+            units = counters.last_generation - self.last_generation
+        else:
+            units = counters.segments - self.segments
+        return max(0, units), max(0, counters.events - self.events)
 
-async def summarize(sub: Subscription, traced: Traced) -> None:
-    """A summary row per generation (segment, window) until the session ends."""
+
+async def summarize(sub: Subscription, traced: Traced, counters: Counters) -> None:
+    """A summary row per generation (segment, window) until the session ends
+    (``counters``: its own), and a record of each loss: generations the
+    helper shed, batches the summarizer missed, and, if the session is cut
+    off (the agent's stop grace over, the budget, the process gone), what it
+    had received and not summarized."""
     summaries = Summaries()
+
+    def feed(item: object) -> None:
+        if rows := summaries.feed(item):
+            traced.rows("summaries", rows)
+        if isinstance(item, Gap | SubscriberGap):
+            traced.note(*lost(item))
+
     async with sub:
-        async for item in sub:
-            if rows := summaries.feed(item):
+        try:
+            async for item in sub:
+                feed(item)
+        except trio.Cancelled:
+            # What is decoded already is summarized (no await here: the scope is cancelled), the rest counted.
+            for item in sub.take_buffered():
+                feed(item)
+            done = summaries.last_generation or summaries.segments
+            if rows := summaries.end():
                 traced.rows("summaries", rows)
+            behind, events = summaries.behind(counters)
+            unit = "segment" if not counters.last_generation and counters.segments else "generation"
+            traced.note(
+                "cut_off",
+                behind,
+                f"pid {traced.provenance['pid']}: the session was cut off with "
+                + plural(behind, f"{unit} received and not summarized", f"{unit}s received and not summarized")
+                + (f" after {unit} {done}" if done else "")
+                + f", and {plural(events, 'event')} decoded and not summarized",
+            )
+            raise
+        except LivetraceError:
+            if rows := summaries.end():  # what came before the error
+                traced.rows("summaries", rows)
+            raise
     if rows := summaries.end():
         traced.rows("summaries", rows)
+
+
+def lost(item: Gap | SubscriberGap) -> tuple[str, int, str]:
+    """The agent's record of a loss its session told it of."""
+    if isinstance(item, Gap):
+        n = item.last_generation - item.first_generation + 1
+        return (
+            "generations_shed",
+            n,
+            f"generations {item.first_generation} to {item.last_generation} shed by the helper "
+            "(the agent fell behind; the summary before them counts them)",
+        )
+    where = "" if item.first_generation is None else f" from generation {item.first_generation}"
+    return (
+        "batches_lost",
+        item.batches,
+        f"{plural(item.batches, 'batch', 'batches')} ({plural(item.events, 'event')}){where} not summarized "
+        "(the summarizer fell behind; the summary before them counts them)",
+    )
 
 
 def spans_over(session: Session, over: Mapping[str, int]) -> Subscription:
@@ -252,7 +346,7 @@ async def continuous_session(traced: Traced) -> bool:
             if over is not None:
                 nursery.start_soon(long_spans, over, traced)
             nursery.start_soon(watch_budget)
-            await summarize(subs, traced)
+            await summarize(subs, traced, session.counters)
             nursery.cancel_scope.cancel()
     return cut
 
@@ -286,7 +380,7 @@ async def sample_once(traced: Traced) -> None:
             await session.stop()
 
         async with open_nursery() as nursery:
-            nursery.start_soon(summarize, subs, traced)
+            nursery.start_soon(summarize, subs, traced, session.counters)
             capping = trio.CancelScope()
 
             async def capped() -> None:
@@ -297,13 +391,14 @@ async def sample_once(traced: Traced) -> None:
             rec = await recorder.run()
             capping.cancel()
     for p in rec.paths:
+        size = p.stat().st_size
         traced.rows(
             "captures",
             [
                 {
                     "source": "pprof window" if traced.pprof else "helper window",
-                    "path": str(p),
-                    "bytes": p.stat().st_size,
+                    "path": await traced.keep(p),
+                    "bytes": size,
                     "trigger": "",
                     "cut": cut or not rec.complete,
                 }
@@ -315,21 +410,33 @@ async def flight(traced: Traced) -> None:
     target = traced.target
     where = private_dir(traced.captures / f"{traced.provenance['service']}-{traced.provenance['pid']}")
 
+    def row(c: Capture, p: Path, where: str, size: int) -> dict[str, Any]:
+        return {
+            "source": "flight dump",
+            "path": where,
+            "bytes": size,
+            "trigger": c.firing.trigger.text,
+            "cut": c.tail_cut,
+        }
+
     def captured(c: Capture) -> None:
-        traced.rows(
-            "captures",
-            [
-                {
-                    "source": "flight dump",
-                    "path": str(p),
-                    "bytes": p.stat().st_size,
-                    "trigger": c.firing.trigger.text,
-                    "cut": c.tail_cut,
-                }
-                for p in c.traces
-                if p.exists()
-            ],
-        )
+        traced.rows("captures", [row(c, p, str(p), p.stat().st_size) for p in c.traces if p.exists()])
+
+    # With a store, each capture is moved there first (in a worker thread); one cut off is recorded here.
+    send, waiting = trio.open_memory_channel[Capture](math.inf)
+
+    async def move_captures() -> None:
+        pending: list[Capture] = []
+        try:
+            async for c in waiting:
+                pending = [c]
+                kept = [(p, p.stat().st_size) for p in c.traces if p.exists()]
+                traced.rows("captures", [row(c, p, await traced.keep(p), size) for p, size in kept])
+                pending = []
+        except trio.Cancelled:
+            for c in [*pending, *_drained(waiting)]:
+                captured(c)
+            raise
 
     async with open_session(traced, segment=SEGMENT) as session:
         recorder = FlightRecorder(
@@ -340,12 +447,23 @@ async def flight(traced: Traced) -> None:
             after=target.after,
             cooldown=target.cooldown,
             max_files=target.max_files,
-            on_capture=captured,
+            on_capture=captured if traced.store is None else send.send_nowait,
         )
         subs = summaries(session)
         async with open_nursery() as nursery:
-            nursery.start_soon(summarize, subs, traced)
-            await recorder.run()
+            nursery.start_soon(summarize, subs, traced, session.counters)
+            nursery.start_soon(move_captures)
+            with send:
+                await recorder.run()
+
+
+def _drained(channel: trio.MemoryReceiveChannel[Capture]) -> list[Capture]:
+    out = []
+    while True:
+        try:
+            out.append(channel.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return out
 
 
 POLICIES = {Policy.CONTINUOUS: continuous, Policy.SAMPLED: sampled, Policy.FLIGHT: flight}

@@ -20,15 +20,26 @@ keeps the entry, and every later one, for that sink until it is back.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from livetrace._agent.config import redacted
 from livetrace._agent.rows import SCHEMA_VERSION, SCHEMAS, TIME
-from livetrace._dataset import ParquetDataset
+from livetrace._agent.store import Store, local_path
+from livetrace._dataset import (
+    COMPRESSION,
+    COMPRESSION_LEVEL,
+    SUFFIX,
+    ParquetDataset,
+    Partition,
+    partition_dirs,
+    with_version,
+)
 from livetrace._errors import LivetraceError
 
 __all__ = ["ClickHouseSink", "LakeSink", "Sink", "SinkDown", "clickhouse_ddl"]
@@ -49,24 +60,55 @@ class Sink(Protocol):
 
 
 class LakeSink:
-    def __init__(self, root: str) -> None:
+    """The lake in a local directory (a path, or a ``file://`` URI), or on a
+    filesystem pyarrow opens from a URI (``store.py``): the same files."""
+
+    def __init__(self, root: str, store: Store | None = None) -> None:
         self.name = f"lake {root}"
-        self.root = Path(root)
+        local = local_path(root) if store is None else None
+        self.root = local
+        self.store = store if store is not None or local is not None else Store.open(root)
 
     def send(self, table: str, rows: pa.Table, key: str) -> None:
         rows = rows.append_column("date", pc.strftime(rows.column(TIME), format="%Y-%m-%d"))
         try:
-            with ParquetDataset(self.root, schema_version=SCHEMA_VERSION) as lake:
-                for service in pc.unique(rows.column("service")).to_pylist():
-                    of_service = rows.filter(pc.equal(rows.column("service"), service))
-                    for date in pc.unique(of_service.column("date")).to_pylist():
-                        part = of_service.filter(pc.equal(of_service.column("date"), date))
-                        lake.write(table, [("service", service), ("date", date)], key, part.drop_columns(PARTITIONS))
+            if self.root is not None:
+                with ParquetDataset(self.root, schema_version=SCHEMA_VERSION) as lake:
+                    for partition, part in _partitions(rows):
+                        lake.write(table, partition, key, part)
+            else:
+                assert self.store is not None
+                for partition, part in _partitions(rows):
+                    where = "/".join([table, *partition_dirs(partition), key + SUFFIX])
+                    self.store.put(where, _parquet_bytes(table, part))
         except (OSError, LivetraceError) as e:
             raise SinkDown(f"{self.name}: {e}") from e
 
     def close(self) -> None:
         pass
+
+
+def _partitions(rows: pa.Table) -> Iterator[tuple[Partition, pa.Table]]:
+    """The rows by service and day: each partition's, without those columns (they are in the path)."""
+    for service in pc.unique(rows.column("service")).to_pylist():
+        of_service = rows.filter(pc.equal(rows.column("service"), service))
+        for date in pc.unique(of_service.column("date")).to_pylist():
+            part = of_service.filter(pc.equal(of_service.column("date"), date))
+            yield [("service", service), ("date", date)], part.drop_columns(PARTITIONS)
+
+
+def _parquet_bytes(table: str, rows: pa.Table) -> bytes:
+    """One lake file's bytes, as ``_dataset`` writes the local lake's."""
+    out = pa.BufferOutputStream()
+    schema = with_version(rows.schema, SCHEMA_VERSION, table)
+    pq.write_table(
+        rows.replace_schema_metadata(schema.metadata),
+        out,
+        compression=COMPRESSION,
+        compression_level=COMPRESSION_LEVEL.get(COMPRESSION),
+        use_dictionary=[f.name for f in schema if pa.types.is_string(f.type)],
+    )
+    return bytes(out.getvalue().to_pybytes())
 
 
 _CH_TYPES = {

@@ -10,6 +10,7 @@ from typing import TextIO
 import trio
 
 from livetrace._agent.config import AgentConfig, load_config, missing_packages, redacted
+from livetrace._agent.store import local_path
 from livetrace._cli.common import EXIT_ERROR, EXIT_OK, say
 from livetrace._errors import AgentConfigError
 from livetrace._nursery import open_nursery
@@ -23,6 +24,12 @@ def describe(config: AgentConfig) -> list[str]:
         f"sinks: lake {config.lake}"
         + (f", clickhouse {redacted(config.sinks.clickhouse)}" if config.sinks.clickhouse else "")
         + (f", otlp {config.sinks.otlp}" if config.sinks.otlp else ""),
+        f"captures in {config.captures_dir}"
+        + (
+            f", moved to {config.sinks.captures}"
+            if config.sinks.captures and local_path(config.sinks.captures) is None
+            else ""
+        ),
     ]
     for i, t in enumerate(config.targets, 1):
         sel = ", ".join(

@@ -1,4 +1,4 @@
-"""``livetrace sql --lake DIR`` and ``--clickhouse URL``: the agent's tables
+"""``livetrace sql --lake DIR|URI`` and ``--clickhouse URL``: the agent's tables
 and the fleet's views (``_agent.fleet``), queried where they are: DuckDB
 over the lake's files, or ClickHouse itself (its results written by the
 same writers as DuckDB's)."""
@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TextIO
 
 import duckdb
 
 from livetrace._agent.fleet import FLEET_VIEWS, clickhouse_client, lake_connection
 from livetrace._agent.rows import TABLES
+from livetrace._agent.store import local_path
 from livetrace._cli.common import EXIT_ERROR, EXIT_OK, say
 from livetrace._cli.sql_output import write_result
 from livetrace._cli.sql_prompt import Settings, Shell, prompt
+from livetrace._errors import OutputPathError
 
 
 def statements(text: str) -> list[str]:
@@ -37,11 +38,18 @@ def statements(text: str) -> list[str]:
 
 
 def lake_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    root = Path(args.lake)
-    if not root.is_dir():
-        say(err, f"error: {root} is not a directory: give --lake the lake (livetrace agent's state_dir/lake)")
+    local = local_path(args.lake)
+    if local is not None and not local.is_dir():
+        say(
+            err,
+            f"error: {local} is not a directory: give --lake the lake (livetrace agent's state_dir/lake, or its URI)",
+        )
         return EXIT_ERROR
-    con = lake_connection(root)
+    try:
+        con = lake_connection(args.lake if local is None else local)
+    except OutputPathError as e:
+        say(err, f"error: {e}")
+        return EXIT_ERROR
     interactive = args.query is None and sys.stdin.isatty()
     shell = Shell(
         con,

@@ -64,9 +64,10 @@ def add_sql_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     fleet = p.add_mutually_exclusive_group()
     fleet.add_argument(
         "--lake",
-        metavar="DIR",
-        help="instead of SOURCEs, the Parquet lake `livetrace agent` writes: its tables (summaries, spans, "
-        "captures, agent_log) and the fleet's views (docs/fleet.md)",
+        metavar="DIR|URI",
+        help="instead of SOURCEs, the Parquet lake `livetrace agent` writes (a directory, or a filesystem URI "
+        "such as s3://BUCKET/PREFIX): its tables (summaries, spans, captures, agent_log) and the fleet's views "
+        "(docs/fleet.md)",
     )
     fleet.add_argument(
         "--clickhouse",

@@ -47,5 +47,6 @@ class Counters:
     dropped_generations: int = 0
     largest_generation: int = 0  # bytes, once events are being decoded
     segments: int = 0  # legacy trace segments completed (segment mode)
+    last_generation: int = 0  # the latest generation a chunk arrived of (0: none, or a legacy trace)
     events: int = 0  # events decoded (when subscribers asked for them)
     spans: int = 0  # spans built (when subscribers asked for them)

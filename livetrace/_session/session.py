@@ -197,6 +197,7 @@ class Session:
         if isinstance(ev, proto.Chunk):
             c.chunks += 1
             c.bytes += len(ev.data)
+            c.last_generation = max(c.last_generation, ev.generation)
             return ev
         if isinstance(ev, SegmentEnd):
             c.segments += 1

@@ -242,6 +242,28 @@ class Subscription:
                     continue
             return item
 
+    def take_buffered(self) -> list[object]:
+        """What the buffer holds now, without waiting, and the notice of any
+        loss not yet told: for a subscriber cut off (cancelled), which has
+        these decoded already and may still use them. The session's error,
+        if it came, is left out."""
+        out: list[object] = []
+        while True:
+            try:
+                item = self._recv.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            if isinstance(item, BaseException):
+                break
+            if not isinstance(item, Notice):
+                self._queued -= 1
+            out.append(item)
+        if self._loss is not None:
+            out.append(self._loss.notice())
+            self._loss = None
+        self._room.set()
+        return out
+
     async def __aenter__(self) -> Subscription:
         return self
 
