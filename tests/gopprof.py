@@ -18,6 +18,8 @@ from livetrace._views.pprof_file import read_profile
 from .gocache import go_output
 
 __all__ = [
+    "PPROF_LEGACY_FILES",
+    "PPROF_TEXT_TESTS",
     "PROFILE_KINDS",
     "assert_totals_agree",
     "go_totals",
@@ -26,6 +28,19 @@ __all__ = [
     "raw_profile",
     "read_totals",
 ]
+
+# The corpus traces whose totals are compared with Go's -pprof (the spans'
+# and the pprof view's): two of Go's text-form tests (tests/corpus/modern),
+# and legacy traces (Go 1.27's tool reads them from Go 1.11 on), a few,
+# small and large.
+PPROF_TEXT_TESTS = ("go122-gc-stress", "go122-annotations-stress")
+PPROF_LEGACY_FILES = (
+    "http_1_11_good",
+    "stress_1_11_good",
+    "http_1_19_good",
+    "stress_start_stop_1_21_good",
+    "user_task_region_1_21_good",
+)
 
 
 def read_totals(data: bytes) -> Totals:

@@ -28,7 +28,7 @@ from livetrace._trace.spec import modern as m
 
 from . import textform
 from .conftest import examples, go_binary
-from .gopprof import assert_totals_agree, go_totals, profile_totals
+from .gopprof import PPROF_LEGACY_FILES, PPROF_TEXT_TESTS, assert_totals_agree, go_totals, profile_totals
 from .mutate import mutate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -386,15 +386,6 @@ def test_decode_spans_reads_legacy_and_modern_files() -> None:
 
 # -- against Go's own analysis --
 
-# Go 1.27's tool reads legacy traces from Go 1.11 on; a few, small and large.
-LEGACY_FILES = [
-    "http_1_11_good",
-    "stress_1_11_good",
-    "http_1_19_good",
-    "stress_start_stop_1_21_good",
-    "user_task_region_1_21_good",
-]
-
 
 def spans_of(path: Path) -> list[SpanBatch]:
     return build([b for b in livetrace.decode_batches(path) if isinstance(b, EventBatch)])
@@ -412,7 +403,7 @@ def test_totals_per_stack_agree_with_go_on_demo_traces(version: str, demo_traces
 
 
 @pytest.mark.go
-@pytest.mark.parametrize("name", ["go122-gc-stress", "go122-annotations-stress"])
+@pytest.mark.parametrize("name", PPROF_TEXT_TESTS)
 def test_totals_per_stack_agree_with_go_on_text_form_traces(name: str, tmp_path: Path) -> None:
     (t,) = [t for t in TEXT_TESTS if t.name == name]
     path = tmp_path / "t.trace"
@@ -421,6 +412,6 @@ def test_totals_per_stack_agree_with_go_on_text_form_traces(name: str, tmp_path:
 
 
 @pytest.mark.go
-@pytest.mark.parametrize("name", LEGACY_FILES)
+@pytest.mark.parametrize("name", PPROF_LEGACY_FILES)
 def test_totals_per_stack_agree_with_go_on_legacy_traces(name: str) -> None:
     assert_profiles_agree(LEGACY / name, 1)

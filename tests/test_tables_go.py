@@ -33,7 +33,7 @@ from livetrace._views.pprof import stack_key
 
 from . import textform
 from .conftest import MODERN_VERSIONS, cli, demo, go_binary, go_dump
-from .gopprof import PROFILE_KINDS, assert_totals_agree, go_totals
+from .gopprof import PPROF_LEGACY_FILES, PPROF_TEXT_TESTS, PROFILE_KINDS, assert_totals_agree, go_totals
 from .tabletop import assert_top_agrees
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,13 +41,6 @@ LEGACY = ROOT / "tests" / "corpus" / "legacy" / "go-testdata"
 TEXT_TESTS = [t for t in textform.all_tests() if t.data and t.expect_success]
 # Go 1.27's tool reads legacy traces from Go 1.11 on.
 LEGACY_FILES = sorted(p.name for p in LEGACY.glob("*_good") if not any(f"_1_{v}_" in p.name for v in (5, 7, 9, 10)))
-PPROF_LEGACY_FILES = [
-    "http_1_11_good",
-    "stress_1_11_good",
-    "http_1_19_good",
-    "stress_start_stop_1_21_good",
-    "user_task_region_1_21_good",
-]
 
 
 # -- events per kind, against -d=parsed --
@@ -125,7 +118,7 @@ def assert_pprof_agrees(path: Path, tie_ns_per_span: int) -> None:
 
 
 @pytest.mark.go
-@pytest.mark.parametrize("name", ["go122-gc-stress", "go122-annotations-stress"])
+@pytest.mark.parametrize("name", PPROF_TEXT_TESTS)
 def test_pprof_view_is_gos_on_text_form_traces(name: str, tmp_path: Path) -> None:
     (t,) = [t for t in TEXT_TESTS if t.name == name]
     path = tmp_path / "t.trace"
