@@ -110,21 +110,12 @@ async def _record(go: Path, path: Path, seconds: float) -> None:
 
 
 def chunks_of(data: bytes) -> list[tuple[int, bytes]]:
-    """(generation, bytes) of each chunk the helper would send: the header,
-    then each batch and end-of-generation byte."""
-    from livetrace._trace.modern.wire import HEADER_SIZE, Batch, FrameReader
+    """(generation, bytes) of each chunk the helper would send, as the tests'
+    fake helpers replay a trace."""
+    sys.path.insert(0, str(TREE))  # here, not at the top: a --run-view child imports the tree it is given
+    from tests.wirechunks import modern_chunks
 
-    reader = FrameReader()
-    out = [(0, data[:HEADER_SIZE])]
-    gen, pos = 0, HEADER_SIZE
-    for f in reader.feed(data):
-        if isinstance(f, Batch):
-            gen = f.gen
-        end = f.offset + 1 if not isinstance(f, Batch) else f.payload_offset + len(f.payload)
-        out.append((gen, data[pos:end]))
-        pos = end
-    reader.close()
-    return out
+    return modern_chunks(data)
 
 
 def count_events(path: Path) -> int:

@@ -17,6 +17,9 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+# Eager (see _EAGER below), and its __all__ is its row of the table.
+from livetrace import _items
+
 if TYPE_CHECKING:
     # Combined per module, which isort would split where names are aliased.
     # isort: off
@@ -168,10 +171,10 @@ if TYPE_CHECKING:
     # isort: on
 
 # The public API: each name, by the module it comes from. This is the one
-# list: __all__ and the lazy table are made from it, and the imports above,
-# for type checkers (which do not run code), repeat it
-# (tests/test_exports.py checks that they agree). docs/reference.md
-# documents every name.
+# list (the stream's items' row is _items' own __all__): __all__ and the
+# lazy table are made from it, and the imports above, for type checkers
+# (which do not run code), repeat it (tests/test_exports.py checks that
+# they agree). docs/reference.md documents every name.
 _PUBLIC: dict[str, tuple[str, ...]] = {
     "livetrace._errors": (
         "AlreadyTracingError",
@@ -212,18 +215,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "UnreadableBinaryError",
         "UnsupportedTraceVersionError",
     ),
-    "livetrace._items": (
-        "Gap",
-        "Notice",
-        "Provisional",
-        "SegmentEnd",
-        "SegmentGap",
-        "SubscriberGap",
-        "SymbolsResolved",
-        "TraceGap",
-        "WindowEnd",
-        "WindowGap",
-    ),
+    "livetrace._items": tuple(_items.__all__),
     "livetrace._version": ("__version__",),
     "livetrace._files": (
         "decode",

@@ -14,8 +14,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,9 @@ import duckdb
 import trio
 
 from livetrace._agent.sinks import lake_glob
-from livetrace._go.demo import DemoProcess, first_line, run_demo
+from livetrace._go.demo import DemoProcess, run_demo
 from tests.conftest import demo_exe
-from tests.plainsvc import plain_exe
+from tests.plainsvc import PlainService, plain_exe, run_plain
 
 
 def named_copy(exe: Path, where: Path, stem: str) -> Path:
@@ -42,30 +41,8 @@ async def demo_named(version: str, where: Path, stem: str) -> AsyncIterator[Demo
         yield d
 
 
-@dataclass
-class Plain:
-    process: trio.Process
-    pid: int
-    pprof: str
-
-
-@asynccontextmanager
-async def plain_named(version: str, where: Path, stem: str) -> AsyncIterator[Plain]:
-    exe = named_copy(plain_exe(version), where, stem)
-    proc = await trio.lowlevel.open_process(
-        [str(exe), "-pprof", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    try:
-        line = await first_line(proc)
-        assert line.startswith("plainsvc ready "), f"plainsvc did not start: {line!r}"
-        fields = dict(f.split("=", 1) for f in line.split()[2:])
-        yield Plain(proc, int(fields["pid"]), fields["pprof"])
-    finally:
-        with trio.CancelScope(shield=True):
-            proc.kill()
-            await proc.wait()
-            if proc.stdout is not None:
-                await proc.stdout.aclose()
+def plain_named(version: str, where: Path, stem: str) -> AbstractAsyncContextManager[PlainService]:
+    return run_plain(named_copy(plain_exe(version), where, stem))
 
 
 class AgentProcess:

@@ -274,6 +274,15 @@ def _no_ambient_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LIVETRACE_TOKEN", raising=False)
 
 
+@pytest.fixture
+def agent_umask() -> Iterator[None]:
+    """The agent's umask (livetrace agent sets it): its files are its own.
+    The agent's tests ask for it (``pytest.mark.usefixtures``)."""
+    old = os.umask(0o077)
+    yield
+    os.umask(old)
+
+
 MODERN_VERSIONS = [v for v in ALL_GO_VERSIONS if MODERN[v]]
 
 

@@ -17,7 +17,30 @@ from livetrace._views.pprof_file import read_profile
 
 from .gocache import go_output
 
-__all__ = ["PROFILE_KINDS", "go_trace_pprof", "profile_totals", "raw_profile", "read_totals"]
+__all__ = [
+    "PPROF_LEGACY_FILES",
+    "PPROF_TEXT_TESTS",
+    "PROFILE_KINDS",
+    "assert_totals_agree",
+    "go_totals",
+    "go_trace_pprof",
+    "profile_totals",
+    "raw_profile",
+    "read_totals",
+]
+
+# The corpus traces whose totals are compared with Go's -pprof (the spans'
+# and the pprof view's): two of Go's text-form tests (tests/corpus/modern),
+# and legacy traces (Go 1.27's tool reads them from Go 1.11 on), a few,
+# small and large.
+PPROF_TEXT_TESTS = ("go122-gc-stress", "go122-annotations-stress")
+PPROF_LEGACY_FILES = (
+    "http_1_11_good",
+    "stress_1_11_good",
+    "http_1_19_good",
+    "stress_start_stop_1_21_good",
+    "user_task_region_1_21_good",
+)
 
 
 def read_totals(data: bytes) -> Totals:
@@ -47,6 +70,25 @@ def go_trace_pprof(go: Path, kind: str, trace: Path) -> bytes:
         return r.stdout
 
     return go_output(go, ["tool", "trace", f"-pprof={kind}"], trace, pprof)
+
+
+def go_totals(go: Path, trace: Path) -> dict[str, Totals]:
+    """read_totals of `go tool trace -pprof=KIND` of a trace file, per kind."""
+    return {kind: read_totals(go_trace_pprof(go, kind, trace)) for kind in PROFILE_KINDS}
+
+
+def assert_totals_agree(ours: dict[str, Totals], go: dict[str, Totals], tie_ns_per_span: int) -> None:
+    """Per kind and stack, the same number of intervals and the same total
+    time as Go's profile; within tie_ns_per_span ns per interval where Go's
+    reader breaks ties between equal timestamps by moving events 1 ns apart
+    in an order of its own (legacy traces)."""
+    for kind in PROFILE_KINDS:
+        assert ours[kind].keys() == go[kind].keys(), kind
+        for stack, (count, ns) in go[kind].items():
+            our_count, our_ns = ours[kind][stack]
+            assert our_count == count, (kind, stack)
+            assert abs(our_ns - ns) <= tie_ns_per_span * count, (kind, stack, our_ns, ns)
+    assert sum(len(go[kind]) for kind in PROFILE_KINDS) > 0
 
 
 _LOCATION = re.compile(r"\s*(\d+): (.*)")

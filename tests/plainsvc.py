@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -50,16 +50,25 @@ def _build(go: Path) -> Path:
     return exe
 
 
+def plain_service(
+    version: str, *, pprof: bool = True, hold_tracer: bool = False
+) -> AbstractAsyncContextManager[PlainService]:
+    """Run the service built with Go ``version``; ``pprof`` serves
+    net/http/pprof on a loopback port, ``hold_tracer`` has it trace itself
+    so that nobody else can."""
+    return run_plain(plain_exe(version), pprof=pprof, hold_tracer=hold_tracer)
+
+
 @asynccontextmanager
-async def plain_service(version: str, *, pprof: bool = True, hold_tracer: bool = False) -> AsyncIterator[PlainService]:
-    """Run the service; ``pprof`` serves net/http/pprof on a loopback port,
-    ``hold_tracer`` has it trace itself so that nobody else can."""
-    args = [str(plain_exe(version))]
+async def run_plain(exe: Path, *, pprof: bool = True, hold_tracer: bool = False) -> AsyncIterator[PlainService]:
+    """Run ``exe``, the service or a copy of it (as plain_service)."""
+    args = [str(exe)]
     if pprof:
         args += ["-pprof", "127.0.0.1:0"]
     if hold_tracer:
         args.append("-hold-tracer")
-    proc = await trio.lowlevel.open_process(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Nothing reads its standard error (a failure to start): a pipe could only fill.
+    proc = await trio.lowlevel.open_process(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         line = await first_line(proc)
         assert line.startswith("plainsvc ready "), f"plainsvc did not start: {line!r}"
@@ -69,6 +78,5 @@ async def plain_service(version: str, *, pprof: bool = True, hold_tracer: bool =
         with trio.CancelScope(shield=True):
             proc.kill()
             await proc.wait()
-            for s in (proc.stdout, proc.stderr):
-                if s is not None:
-                    await s.aclose()
+            if proc.stdout is not None:
+                await proc.stdout.aclose()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,7 @@ from livetrace._agent.ship import Shipper
 from livetrace._agent.sinks import LakeSink, lake_glob
 from livetrace._agent.spool import Spool
 
-pytestmark = pytest.mark.once
-
-
-@pytest.fixture(autouse=True)
-def agent_umask() -> Iterator[None]:
-    """The agent's umask (livetrace agent sets it): its files are its own."""
-    old = os.umask(0o077)
-    yield
-    os.umask(old)
+pytestmark = [pytest.mark.once, pytest.mark.usefixtures("agent_umask")]
 
 
 def log_rows(*counts: int) -> pa.Table:

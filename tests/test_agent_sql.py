@@ -5,9 +5,7 @@ and a resend that ClickHouse stores once."""
 from __future__ import annotations
 
 import io
-import os
 import time
-from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +19,7 @@ from livetrace._agent.spool import Spool
 from livetrace._cli.main import main
 from livetrace._cli.sql_fleet import statements
 
-pytestmark = pytest.mark.once
-
-
-@pytest.fixture(autouse=True)
-def agent_umask() -> Iterator[None]:
-    old = os.umask(0o077)
-    yield
-    os.umask(old)
+pytestmark = [pytest.mark.once, pytest.mark.usefixtures("agent_umask")]
 
 
 def summary(service: str, p99: int, gen: int) -> dict[str, Any]:

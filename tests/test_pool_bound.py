@@ -26,7 +26,8 @@ from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 
-from .test_pool_identity import MODERN, modern_chunks
+from .test_pool_identity import MODERN
+from .wirechunks import modern_chunks
 
 # The trace's six units (five generations and the final Sync; the last two complete at its end): the
 # first is delivered to the slow subscriber's buffer, the second waits to be, and the rest fill the line.

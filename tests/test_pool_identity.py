@@ -28,12 +28,11 @@ from livetrace._protocol.address import parse_address
 from livetrace._protocol.frames import Chunk, End, Frame, SessionInfo
 from livetrace._session.session import Session
 from livetrace._trace.model.events import Kind
-from livetrace._trace.modern.wire import Batch, FrameReader
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.spans.model import SpanKind
-from livetrace._trace.version import HEADER_SIZE
 
 from .test_hostile_peer import Conn, Peer
+from .wirechunks import modern_chunks
 
 CORPUS = Path(__file__).parent / "corpus"
 MODERN = (CORPUS / "runtime" / "go126-generations.trace").read_bytes()
@@ -54,22 +53,6 @@ VIEWS = [
     ("regions", "text", True, Filter(kinds=frozenset({SpanKind.REGION, SpanKind.TASK}))),
 ]
 IDS = [f"{n}-{f}" for n, f, _, _ in VIEWS]
-
-
-def modern_chunks(data: bytes) -> list[tuple[int, bytes]]:
-    """(generation, bytes) of each chunk a helper sends: the header, then each
-    batch and end-of-generation byte."""
-    out = [(0, data[:HEADER_SIZE])]
-    gen, pos = 0, HEADER_SIZE
-    reader = FrameReader()
-    for f in reader.feed(data):
-        if isinstance(f, Batch):
-            gen = f.gen
-        end = f.offset + 1 if not isinstance(f, Batch) else f.payload_offset + len(f.payload)
-        out.append((gen, data[pos:end]))
-        pos = end
-    reader.close()
-    return out
 
 
 def pieces(data: bytes, size: int = 4096) -> Iterator[bytes]:

@@ -28,7 +28,7 @@ from livetrace._trace.spec import modern as m
 
 from . import textform
 from .conftest import examples, go_binary
-from .gopprof import go_trace_pprof, profile_totals, read_totals
+from .gopprof import PPROF_LEGACY_FILES, PPROF_TEXT_TESTS, assert_totals_agree, go_totals, profile_totals
 from .mutate import mutate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -386,38 +386,14 @@ def test_decode_spans_reads_legacy_and_modern_files() -> None:
 
 # -- against Go's own analysis --
 
-PROFILES = ("sched", "sync", "net", "syscall")
-# Go 1.27's tool reads legacy traces from Go 1.11 on; a few, small and large.
-LEGACY_FILES = [
-    "http_1_11_good",
-    "stress_1_11_good",
-    "http_1_19_good",
-    "stress_start_stop_1_21_good",
-    "user_task_region_1_21_good",
-]
-
-
-def go_profiles(path: Path) -> dict[str, dict[tuple[int, ...], tuple[int, int]]]:
-    return {prof: read_totals(go_trace_pprof(go_binary("1.27"), prof, path)) for prof in PROFILES}
-
 
 def spans_of(path: Path) -> list[SpanBatch]:
     return build([b for b in livetrace.decode_batches(path) if isinstance(b, EventBatch)])
 
 
 def assert_profiles_agree(path: Path, tie_ns_per_span: int) -> None:
-    """Per stack, the same number of intervals and the same total time as
-    Go's profile; within tie_ns_per_span ns per interval where Go's reader
-    breaks ties between equal timestamps by moving events 1 ns apart in an
-    order of its own (legacy traces)."""
-    ours, go = profile_totals(spans_of(path)), go_profiles(path)
-    for prof in PROFILES:
-        assert ours[prof].keys() == go[prof].keys(), prof
-        for stack, (count, ns) in go[prof].items():
-            our_count, our_ns = ours[prof][stack]
-            assert our_count == count, (prof, stack)
-            assert abs(our_ns - ns) <= tie_ns_per_span * count, (prof, stack, our_ns, ns)
-    assert sum(len(go[p]) for p in PROFILES) > 0
+    """The spans' totals per stack are Go's (gopprof.assert_totals_agree)."""
+    assert_totals_agree(profile_totals(spans_of(path)), go_totals(go_binary("1.27"), path), tie_ns_per_span)
 
 
 @pytest.mark.slow  # records the demo (shared with other tests): slow, not go
@@ -427,7 +403,7 @@ def test_totals_per_stack_agree_with_go_on_demo_traces(version: str, demo_traces
 
 
 @pytest.mark.go
-@pytest.mark.parametrize("name", ["go122-gc-stress", "go122-annotations-stress"])
+@pytest.mark.parametrize("name", PPROF_TEXT_TESTS)
 def test_totals_per_stack_agree_with_go_on_text_form_traces(name: str, tmp_path: Path) -> None:
     (t,) = [t for t in TEXT_TESTS if t.name == name]
     path = tmp_path / "t.trace"
@@ -436,6 +412,6 @@ def test_totals_per_stack_agree_with_go_on_text_form_traces(name: str, tmp_path:
 
 
 @pytest.mark.go
-@pytest.mark.parametrize("name", LEGACY_FILES)
+@pytest.mark.parametrize("name", PPROF_LEGACY_FILES)
 def test_totals_per_stack_agree_with_go_on_legacy_traces(name: str) -> None:
     assert_profiles_agree(LEGACY / name, 1)

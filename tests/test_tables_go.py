@@ -33,22 +33,14 @@ from livetrace._views.pprof import stack_key
 
 from . import textform
 from .conftest import MODERN_VERSIONS, cli, demo, go_binary, go_dump
-from .gopprof import go_trace_pprof, read_totals
+from .gopprof import PPROF_LEGACY_FILES, PPROF_TEXT_TESTS, PROFILE_KINDS, assert_totals_agree, go_totals
 from .tabletop import assert_top_agrees
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY = ROOT / "tests" / "corpus" / "legacy" / "go-testdata"
 TEXT_TESTS = [t for t in textform.all_tests() if t.data and t.expect_success]
-PROFILES = ("sched", "sync", "net", "syscall")
 # Go 1.27's tool reads legacy traces from Go 1.11 on.
 LEGACY_FILES = sorted(p.name for p in LEGACY.glob("*_good") if not any(f"_1_{v}_" in p.name for v in (5, 7, 9, 10)))
-PPROF_LEGACY_FILES = [
-    "http_1_11_good",
-    "stress_1_11_good",
-    "http_1_19_good",
-    "stress_start_stop_1_21_good",
-    "user_task_region_1_21_good",
-]
 
 
 # -- events per kind, against -d=parsed --
@@ -112,7 +104,7 @@ def sql_totals(path: Path) -> dict[str, dict[tuple[int, ...], tuple[int, int]]]:
     rows = con.execute(
         "SELECT p.profile, s.pcs, p.count, p.ns FROM pprof p LEFT JOIN stacks s USING (stack_id)"
     ).fetchall()
-    out: dict[str, dict[tuple[int, ...], tuple[int, int]]] = {p: {} for p in PROFILES}
+    out: dict[str, dict[tuple[int, ...], tuple[int, int]]] = {p: {} for p in PROFILE_KINDS}
     for profile, pcs, count, ns in rows:
         key = stack_key(tuple(pcs or ()))
         c0, n0 = out[profile].get(key, (0, 0))
@@ -121,22 +113,12 @@ def sql_totals(path: Path) -> dict[str, dict[tuple[int, ...], tuple[int, int]]]:
 
 
 def assert_pprof_agrees(path: Path, tie_ns_per_span: int) -> None:
-    """The same stacks, the same count of intervals per stack, and the same
-    total time; within tie_ns_per_span ns per interval where Go's reader
-    moves events with equal timestamps 1 ns apart (legacy traces)."""
-    ours = sql_totals(path)
-    go = {prof: read_totals(go_trace_pprof(go_binary("1.27"), prof, path)) for prof in PROFILES}
-    for prof in PROFILES:
-        assert ours[prof].keys() == go[prof].keys(), prof
-        for stack, (count, ns) in go[prof].items():
-            our_count, our_ns = ours[prof][stack]
-            assert our_count == count, (prof, stack)
-            assert abs(our_ns - ns) <= tie_ns_per_span * count, (prof, stack, our_ns, ns)
-    assert sum(len(go[p]) for p in PROFILES) > 0
+    """The pprof view's totals per stack are Go's (gopprof.assert_totals_agree)."""
+    assert_totals_agree(sql_totals(path), go_totals(go_binary("1.27"), path), tie_ns_per_span)
 
 
 @pytest.mark.go
-@pytest.mark.parametrize("name", ["go122-gc-stress", "go122-annotations-stress"])
+@pytest.mark.parametrize("name", PPROF_TEXT_TESTS)
 def test_pprof_view_is_gos_on_text_form_traces(name: str, tmp_path: Path) -> None:
     (t,) = [t for t in TEXT_TESTS if t.name == name]
     path = tmp_path / "t.trace"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Any, TextIO, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import trio
 
@@ -19,6 +20,9 @@ from livetrace._protocol import text as peer
 from livetrace._protocol.frames import SessionInfo, SessionMode
 from livetrace._session.connect import connect
 from livetrace._session.session import Session
+
+if TYPE_CHECKING:
+    from livetrace._tables.build import Unit
 
 T = TypeVar("T")
 
@@ -122,3 +126,21 @@ async def live_pass(
         if end is not None:
             say(err, f"session ended: {peer.shown(end.reason)}")
         return done is not None and end is not None
+
+
+async def units_recorded(
+    session: Session, sink: Callable[[Unit], Awaitable[None]], record: Path | None, err: TextIO
+) -> None:
+    """The session's tables, a unit at a time, to ``sink`` (sql and export
+    --to parquet); its trace also written to ``record``, when given (as
+    ``livetrace record``), and the files that made said."""
+    from livetrace._session.recording import Recorder
+    from livetrace._tables.live import session_units  # pyarrow: on a live source only
+
+    async with open_nursery() as nursery:
+        recorder = Recorder(session, record) if record is not None else None
+        if recorder is not None:
+            nursery.start_soon(recorder.run)
+        await session_units(session, sink)
+    if recorder is not None:
+        say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say
+from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say, units_recorded
 from livetrace._cli.sql_inputs import expand
 from livetrace._plural import plural
 from livetrace._tables.deps import need
@@ -91,10 +91,6 @@ def export_file(ds: ParquetDataset, path: Path, service: str | None) -> tuple[in
 
 
 async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO, **limits: Any) -> tuple[bool, int]:
-    from livetrace._nursery import open_nursery
-    from livetrace._session.recording import Recorder
-    from livetrace._tables.live import session_units
-
     rows = 0
 
     async def collect(session: Session) -> bool:
@@ -117,13 +113,7 @@ async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO
         async def sink(unit: dict[str, pa.RecordBatch]) -> None:
             await trio.to_thread.run_sync(write, unit)  # the files in a worker: the session reads on meanwhile
 
-        async with open_nursery() as nursery:
-            recorder = Recorder(session, args.record) if args.record is not None else None
-            if recorder is not None:
-                nursery.start_soon(recorder.run)
-            await session_units(session, sink)
-        if recorder is not None:
-            say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
+        await units_recorded(session, sink, args.record, err)
         return True  # (None: live_pass's sign of an abort)
 
     # A legacy runtime's trace is only read whole: restart it every LIVE_SEGMENT s, a file each.

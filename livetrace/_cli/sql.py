@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say
+from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say, units_recorded
 from livetrace._cli.sql_inputs import Inputs, expand
 from livetrace._plural import plural
 from livetrace._tables.deps import need
@@ -46,9 +46,7 @@ async def _live_tables(
     import pyarrow as pa
 
     from livetrace._nursery import open_nursery
-    from livetrace._session.recording import Recorder
     from livetrace._session.session import Session
-    from livetrace._tables.live import session_units
     from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 
     results: list[dict[str, pa.Table]] = []
@@ -63,13 +61,7 @@ async def _live_tables(
                     parts[name].append(batch)
 
         async def collect(session: Session) -> bool:
-            async with open_nursery() as nursery:
-                recorder = Recorder(session, record) if record is not None else None
-                if recorder is not None:
-                    nursery.start_soon(recorder.run)
-                await session_units(session, keep)
-            if recorder is not None:
-                say(err, "recorded " + ", ".join(str(p) for p in recorder.result.paths))
+            await units_recorded(session, keep, record, err)
             return True  # (None: live_pass's sign of an abort)
 
         ok = await live_pass(address, args.duration, args.token, err, "reading", collect, **limits)

@@ -170,21 +170,6 @@ static int put_details(TextBuf *b, int c, const u64 *a, const u64 *x, i64 p, i64
     }
 }
 
-/* The line Python makes for event i (its parsed_text), appended. */
-static int put_other(TextBuf *b, PyObject *other, size_t i) {
-    PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
-    if (!line)
-        return -1;
-    if (!PyBytes_Check(line)) {
-        Py_DECREF(line);
-        PyErr_SetString(PyExc_TypeError, "other() must return bytes");
-        return -1;
-    }
-    int r = tb_put(b, PyBytes_AS_STRING(line), (size_t)PyBytes_GET_SIZE(line));
-    Py_DECREF(line);
-    return r;
-}
-
 static PyObject *parsed_lines(const EventView *v, PyObject *heads, PartCache *strings, PartCache *stacks,
                               PartCache *xstrings, PyObject *other) {
     TextBuf b;
@@ -205,16 +190,14 @@ static PyObject *parsed_lines(const EventView *v, PyObject *heads, PartCache *st
             if (r < 0)
                 goto fail;
         }
-        if (r) {
-            int si = T_STACK[c];
-            if (si != 255 && a[si] && STACK_BLOCK(&b, stacks, "\nStack=\n", a[si]))
+        if (!r) {
+            b.n = start; /* Python writes the whole line (its parsed_text) */
+            if (tb_put_other_line(&b, other, i))
                 goto fail;
-        } else {
-            b.n = start; /* Python writes the whole line */
-            if (put_other(&b, other, i))
-                goto fail;
+            continue;
         }
-        if (tb_put(&b, "\n", 1))
+        int si = T_STACK[c];
+        if ((si != 255 && a[si] && STACK_BLOCK(&b, stacks, "\nStack=\n", a[si])) || tb_put(&b, "\n", 1))
             goto fail;
     }
     return tb_finish(&b);

@@ -443,13 +443,4 @@ static PyTypeObject TopSumsType = {
     .tp_methods = TopSums_methods,
 };
 
-int top_register(PyObject *module) {
-    if (PyType_Ready(&TopSumsType) < 0)
-        return -1;
-    Py_INCREF(&TopSumsType);
-    if (PyModule_AddObject(module, "TopSums", (PyObject *)&TopSumsType) < 0) {
-        Py_DECREF(&TopSumsType);
-        return -1;
-    }
-    return 0;
-}
+int top_register(PyObject *module) { return add_type(module, &TopSumsType, "TopSums"); }

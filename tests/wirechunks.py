@@ -1,0 +1,24 @@
+"""A modern trace cut as the Go helper sends it, for the fake helpers that
+replay one: the tests' (test_pool_identity.py, test_pool_bound.py) and
+bench/live_scale.py's."""
+
+from __future__ import annotations
+
+from livetrace._trace.modern.wire import Batch, FrameReader
+from livetrace._trace.version import HEADER_SIZE
+
+
+def modern_chunks(data: bytes) -> list[tuple[int, bytes]]:
+    """(generation, bytes) of each chunk a helper sends: the header, then each
+    batch and end-of-generation byte."""
+    out = [(0, data[:HEADER_SIZE])]
+    gen, pos = 0, HEADER_SIZE
+    reader = FrameReader()
+    for f in reader.feed(data):
+        if isinstance(f, Batch):
+            gen = f.gen
+        end = f.offset + 1 if not isinstance(f, Batch) else f.payload_offset + len(f.payload)
+        out.append((gen, data[pos:end]))
+        pos = end
+    reader.close()
+    return out
