@@ -176,7 +176,9 @@ def parallel(pytest_args: list[str]) -> list[str]:
         if arg.startswith(("-n", "--numprocesses", "--dist")):
             return []
     cores = len(os.sched_getaffinity(0))
-    return ["-n", str(cores if excludes_slow(pytest_args) else 2 * cores)]
+    # worksteal: a worker that runs out takes queued tests from a busy one,
+    # so the run does not end waiting on one worker's queue of slow tests.
+    return ["-n", str(cores if excludes_slow(pytest_args) else 2 * cores), "--dist", "worksteal"]
 
 
 def venv_go() -> Path:
