@@ -17,14 +17,16 @@ import os
 import time
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any, TextIO
 
 import trio
 
 from livetrace._agent.budget import Budget
+from livetrace._agent.compact import Compaction, compact_lake
 from livetrace._agent.config import AgentConfig, Target
 from livetrace._agent.policies import Traced, to_table, trace_process
-from livetrace._agent.rows import KEY, TIME
+from livetrace._agent.rows import KEY, TABLES, TIME
 from livetrace._agent.ship import Shipper
 from livetrace._agent.sinks import ClickHouseSink, LakeSink, Sink
 from livetrace._agent.spool import Spool, private_dir
@@ -44,6 +46,8 @@ FINAL_FLUSH = 10.0
 # How long a stopping agent gives its sessions to end as the helper ends one (a legacy segment, a
 # pprof window, a flight capture's tail), before it cuts them off.
 STOP_GRACE = 20.0
+# How often the local lake's closed days are compacted (compact.py), the first time at start.
+COMPACT_EVERY = 3600.0
 
 
 def match(target: Target, row: ProcessInfo) -> bool:
@@ -138,6 +142,9 @@ class Agent:
         async with open_nursery() as nursery:
             nursery.start_soon(self._spool_and_ship)
             nursery.start_soon(self.budget.run)
+            lake = local_path(self.config.lake)
+            if lake is not None:
+                nursery.start_soon(self._compactions, lake)
             scans = trio.CancelScope()
             nursery.start_soon(self._scans, nursery, once, scans)
             with trio.move_on_after(duration if duration is not None else math.inf):
@@ -156,6 +163,23 @@ class Agent:
                 self.say(f"{plural(left, 'entry', 'entries')} left in the spool for the next start")
         for sink in self.sinks:
             sink.close()
+
+    async def _compactions(self, lake: Path) -> None:
+        while True:
+            self.compacted(await trio.to_thread.run_sync(compact_lake, lake, TABLES))
+            await trio.sleep(COMPACT_EVERY)
+
+    def compacted(self, done: Compaction) -> None:
+        """The agent's record of a compaction of the lake."""
+        if done.partitions:
+            self.note(
+                "lake_compacted",
+                done.files,
+                f"{plural(done.partitions, 'partition')} of closed days: {done.files} files into "
+                f"{done.partitions}, {done.rows:,} rows",
+            )
+        for why in done.skipped:
+            self.note("lake_compaction_skipped", 0, why)
 
     async def _scans(self, nursery: trio.Nursery, once: bool, scope: trio.CancelScope) -> None:
         with scope:

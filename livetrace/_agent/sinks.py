@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from livetrace._agent.compact import compacted_keys
 from livetrace._agent.config import redacted
 from livetrace._agent.rows import SCHEMA_VERSION, SCHEMAS, TIME
 from livetrace._agent.store import Store, local_path
@@ -75,7 +76,9 @@ class LakeSink:
             if self.root is not None:
                 with ParquetDataset(self.root, schema_version=SCHEMA_VERSION) as lake:
                     for partition, part in _partitions(rows):
-                        lake.write(table, partition, key, part)
+                        # sent again after its day was compacted: stored already
+                        if key not in compacted_keys(self.root.joinpath(table, *partition_dirs(partition))):
+                            lake.write(table, partition, key, part)
             else:
                 assert self.store is not None
                 for partition, part in _partitions(rows):

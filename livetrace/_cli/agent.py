@@ -62,6 +62,8 @@ def agent_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     # Everything the agent writes (spool, lake, captures) is its own: 0600 files in 0700 directories.
     os.umask(0o077)
+    if args.compact:
+        return _compact(config, out, err)
 
     from livetrace._agent.agent import Agent  # pyarrow, trio's sessions: only to run
 
@@ -82,3 +84,25 @@ def agent_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     trio.run(run)
     return EXIT_OK
+
+
+def _compact(config: AgentConfig, out: TextIO, err: TextIO) -> int:
+    from livetrace._agent.compact import compact_lake  # pyarrow: only to compact
+    from livetrace._agent.rows import TABLES
+
+    lake = local_path(config.lake)
+    if lake is None:
+        say(err, f"error: the lake is at {config.lake}: only a local lake is compacted (a store: with its own tools)")
+        return EXIT_ERROR
+    if not lake.is_dir():
+        print(f"{lake}: no lake yet, nothing to compact", file=out)
+        return EXIT_OK
+    done = compact_lake(lake, TABLES)
+    for why in done.skipped:
+        say(err, f"warning: left as it was: {why}")
+    print(
+        f"{lake}: {plural(done.partitions, 'partition')} of closed days compacted, "
+        f"{done.files} files into {done.partitions}, {done.rows:,} rows",
+        file=out,
+    )
+    return EXIT_ERROR if done.skipped else EXIT_OK

@@ -12,6 +12,7 @@ examples:
   livetrace agent --check /etc/livetrace/agent.toml     check the file, start nothing
   livetrace agent /etc/livetrace/agent.toml             run (as a systemd service: examples/livetrace-agent.service)
   livetrace agent agent.toml --once                     one scan: attach, collect, flush, exit
+  livetrace agent agent.toml --compact                  a closed day's small files into one, now
 
 A minimal file: every Go process this user may attach to, traced continuously, into the lake:
 
@@ -43,6 +44,12 @@ def add_agent_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p.add_argument("config", type=Path, metavar="CONFIG", help="the agent's TOML file (docs/fleet.md)")
     p.add_argument(
         "--check", action="store_true", help="check CONFIG, print one line per mistake (or what it would do), and exit"
+    )
+    p.add_argument(
+        "--compact",
+        action="store_true",
+        help="merge each closed day's partition of the local lake into one file, and exit "
+        "(the running agent does it hourly; safe beside a running agent)",
     )
     p.add_argument(
         "--once", action="store_true", help="scan and attach once, collect until --duration, flush, and exit"
