@@ -19,6 +19,7 @@ keeps the entry, and every later one, for that sink until it is back.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,11 +75,14 @@ class LakeSink:
         rows = rows.append_column("date", pc.strftime(rows.column(TIME), format="%Y-%m-%d"))
         try:
             if self.root is not None:
+                today = dt.datetime.now(dt.UTC).date().isoformat()
                 with ParquetDataset(self.root, schema_version=SCHEMA_VERSION) as lake:
                     for partition, part in _partitions(rows):
-                        # sent again after its day was compacted: stored already
-                        if key not in compacted_keys(self.root.joinpath(table, *partition_dirs(partition))):
-                            lake.write(table, partition, key, part)
+                        if (dict(partition)["date"] or today) < today and key in compacted_keys(
+                            self.root.joinpath(table, *partition_dirs(partition))
+                        ):
+                            continue  # sent again after its day was compacted (only a day over is): stored already
+                        lake.write(table, partition, key, part)
             else:
                 assert self.store is not None
                 for partition, part in _partitions(rows):
