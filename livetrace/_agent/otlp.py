@@ -10,8 +10,8 @@ not sent: they are the lake's and ClickHouse's.
 
 Each span's ids are hashed from its row's key, so a backend that keeps one
 span per id keeps one copy of an entry sent twice. Times are the rows'
-``wall_start``: the trace's clock placed on the wall's to about a
-generation (rows.py).
+``wall_start``: the trace's clock placed on the wall's by its own clock
+snapshot where it has one (Go 1.25+), else to about a generation (rows.py).
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ __all__ = ["Traced", "summary_row", "trace_process"]
 SEGMENT = 2.0
 CAP_POLL = 0.1  # how often a sampled window's bytes are checked against its cap
 BUDGET_POLL = 1.0  # how often a continuous session looks at the budget
+NEVER = 1 << 62  # the threshold of a span kind the target does not keep
 
 Emit = Callable[[str, list[dict[str, Any]]], None]
 
@@ -282,30 +283,46 @@ def spans_over(session: Session, over: Mapping[str, int]) -> Subscription:
     return session.subscribe(Filter(kinds=kinds, min_duration=min(over.values())), what="spans", buffer=64)
 
 
+def span_rows(item: SpanBatch, over: Mapping[str, int], now_ns: int) -> list[dict[str, Any]]:
+    """A ``spans`` row for each span of ``item`` at least as long as its
+    kind's threshold in ``over`` (picked from the columns: a Span object only
+    for those). The wall clock comes from the trace's own where it has one
+    (its generation's clock snapshot, Go 1.25+; a live legacy session's
+    estimate); else the newest span is taken as ending ``now_ns``, which is
+    right to about a generation."""
+    limits = [over.get(name, NEVER) for name in SPAN_KIND_NAMES]
+    keep = [i for i, (k, a, b) in enumerate(zip(item.kinds, item.starts, item.ends, strict=True)) if b - a >= limits[k]]
+    if not keep:
+        return []
+    bases = {k: t.wall_base for k, t in item.tables.items()}
+    guess = now_ns - max(item.ends)
+    rows = []
+    for i in keep:
+        s = item[i]
+        base = bases.get(item.start_tables[i])
+        rows.append(
+            {
+                "kind": str(s.kind),
+                "start_ns": s.start,
+                "duration_ns": s.duration,
+                "wall_start": ((base if base is not None else guess) + s.start) // 1000,  # µs
+                "goroutine": s.resource.id if s.resource.kind == "Goroutine" else 0,
+                "reason": s.reason,
+                "name": s.name,
+                "task_name": s.task_name,
+            }
+        )
+    return rows
+
+
 async def long_spans(sub: Subscription, traced: Traced) -> None:
-    """A ``spans`` row for each span at least as long as its kind's threshold."""
-    over = traced.target.spans_over
+    """The ``spans`` rows of the spans over the target's thresholds."""
     async with sub:
         async for item in sub:
-            if not isinstance(item, SpanBatch):
-                continue
-            anchor = time.time_ns() - max(item.ends)  # the trace's clock to the wall's, to about a generation
-            rows = [
-                {
-                    "kind": str(s.kind),
-                    "start_ns": s.start,
-                    "duration_ns": s.duration,
-                    "wall_start": (anchor + s.start) // 1000,  # µs
-                    "goroutine": s.resource.id if s.resource.kind == "Goroutine" else 0,
-                    "reason": s.reason,
-                    "name": s.name,
-                    "task_name": s.task_name,
-                }
-                for s in item
-                if s.duration >= over.get(str(s.kind), 1 << 62)
-            ]
-            if rows:
-                traced.rows("spans", rows)
+            if isinstance(item, SpanBatch):
+                rows = span_rows(item, traced.target.spans_over, time.time_ns())
+                if rows:
+                    traced.rows("spans", rows)
 
 
 async def continuous(traced: Traced) -> None:

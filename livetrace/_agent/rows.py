@@ -71,8 +71,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("kind", pa.string(), nullable=False),
             pa.field("start_ns", pa.int64(), nullable=False),
             pa.field("duration_ns", pa.int64(), nullable=False),
-            # start_ns on the wall clock, to about a generation: the newest span of its batch taken as ending
-            # when the batch was decoded (OTLP's spans are placed by it)
+            # start_ns on the wall clock: by the trace's clock snapshot (Go 1.25+) or a live legacy
+            # session's estimate; else, to about a generation, the newest span of its batch taken as
+            # ending when the batch was decoded (OTLP's spans are placed by it; policies.span_rows)
             pa.field("wall_start", _WALL, nullable=False),
             pa.field("goroutine", pa.int64(), nullable=False),  # 0: a span of no goroutine (GC, STW, a task)
             pa.field("reason", pa.string(), nullable=False),
