@@ -177,6 +177,7 @@ def _top(address: str, record: Path) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.once  # the session's plumbing; both cores' tables are compared in tests/test_tables.py
 @pytest.mark.parametrize("version", ["1.26", "1.21"])
 def test_live_tables_are_gos_events_of_the_same_session(version: str, tmp_path: Path) -> None:
     """A live session's tables, unit by unit as it runs, and the recording

@@ -71,6 +71,7 @@ async def test_a_stalled_consumer_gets_gaps_and_decoding_restarts_after_them() -
     assert transitions[0].state_transition().old == "Undetermined"
 
 
+@pytest.mark.once  # the fields; both cores' JSON lines are compared byte for byte (tests/test_compiled_core.py)
 async def test_tail_jsonl_has_the_documented_fields() -> None:
     async with demo("1.26", args=["-workers", "1"]) as d:
         proc = cli("tail", d.trace_address, "--format", "jsonl", "--duration", "2.5")
