@@ -182,15 +182,10 @@ class EventSelector:
                 out = out.take(keep)
         return out
 
-    def select_provisional(self, item: Provisional) -> Provisional:
-        """A legacy trace's provisional events, chosen alike (their stacks
-        are ids until the footer: a stack filter keeps none of them)."""
-        if self.everything:
-            return item
-        return Provisional(self.select(item.events), item.segment, item.late)
-
     def pick_provisional(self, item: Provisional, cands: list[int] | None) -> Provisional:
-        """:meth:`select_provisional` given what :meth:`order` said of its events."""
+        """A legacy trace's provisional events, chosen as :meth:`pick` chooses
+        (their stacks are ids until the footer: a stack filter keeps none of
+        them), given what :meth:`order` said of them."""
         if self.everything:
             return item
         return Provisional(self.pick(item.events, cands), item.segment, item.late)
