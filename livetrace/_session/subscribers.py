@@ -383,7 +383,10 @@ class Fanout:
     puts the results in their buffers; :meth:`publish` does both."""
 
     def __init__(self) -> None:
-        self._subs: list[Subscription] = []
+        # A tuple, replaced, never changed in place: trio's thread subscribes and removes
+        # while the decoder's thread goes through it (a list shifted under that thread's
+        # feet would skip the subscriber after the one removed, losing it an item untold).
+        self._subs: tuple[Subscription, ...] = ()
         self._spans: _SharedSpans | None = None  # while some subscriber wants spans
         self.spans_built = 0  # by the span builders, over the fan-out's life
 
@@ -400,12 +403,11 @@ class Fanout:
         sub = Subscription(self, flt, what, buffer, lossless, provisional, map)
         if what == "spans" and self._spans is None:
             self._spans = _SharedSpans()
-        self._subs.append(sub)
+        self._subs = (*self._subs, sub)
         return sub
 
     def remove(self, sub: Subscription) -> None:
-        if sub in self._subs:
-            self._subs.remove(sub)
+        self._subs = tuple(s for s in self._subs if s is not sub)
         if self._spans is not None and not any(s.what == "spans" for s in self._subs):
             self._spans = None
 
@@ -466,12 +468,12 @@ class Fanout:
         await self.deliver(self.prepare_end())
 
     async def publish_frame(self, frame: Frame) -> None:
-        for sub in tuple(self._subs):
+        for sub in self._subs:
             if sub.what == "frames":
                 await sub._offer(frame)
 
     def finish(self, error: BaseException | None = None) -> None:
         """The stream is over (error: how it failed): each subscriber gets
         what is left in its buffer, then the error, then the end."""
-        for sub in tuple(self._subs):
+        for sub in self._subs:
             sub._finish(error)
