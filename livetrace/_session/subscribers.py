@@ -387,7 +387,9 @@ class Fanout:
         # while the decoder's thread goes through it (a list shifted under that thread's
         # feet would skip the subscriber after the one removed, losing it an item untold).
         self._subs: tuple[Subscription, ...] = ()
-        self._spans: _SharedSpans | None = None  # while some subscriber wants spans
+        # The one-job path's span builder (prepare's, in its thread alone), while some
+        # subscriber wants spans; with more jobs the pipeline builds them, and none is made.
+        self._spans: _SharedSpans | None = None
         self.spans_built = 0  # by the span builders, over the fan-out's life
 
     def subscribe(
@@ -401,15 +403,11 @@ class Fanout:
         map: Map | None = None,
     ) -> Subscription:
         sub = Subscription(self, flt, what, buffer, lossless, provisional, map)
-        if what == "spans" and self._spans is None:
-            self._spans = _SharedSpans()
         self._subs = (*self._subs, sub)
         return sub
 
     def remove(self, sub: Subscription) -> None:
         self._subs = tuple(s for s in self._subs if s is not sub)
-        if self._spans is not None and not any(s.what == "spans" for s in self._subs):
-            self._spans = None
 
     def _built(self, spans: list[object]) -> list[object]:
         self.spans_built += sum(len(x) for x in spans if isinstance(x, SpanBatch))
@@ -430,16 +428,26 @@ class Fanout:
         """Those of decoded items, now."""
         return tuple(s for s in self._subs if s.what != "frames")
 
+    def _shared_spans(self) -> _SharedSpans | None:
+        """The span builder, made when a subscriber first wants spans and
+        forgotten when none does (a later one starts afresh), as the
+        pipeline's ``Cutter`` does with its join."""
+        if not any(s.what == "spans" for s in self._subs):
+            self._spans = None
+        elif self._spans is None:
+            self._spans = _SharedSpans()
+        return self._spans
+
     def prepare(self, item: object) -> list[Prepared]:
         """What each subscriber gets of item, in this thread, one item at a
         time (the pipeline with one job; see also ``pipeline.py``)."""
-        shared = self._spans
+        shared = self._shared_spans()
         spans = [] if shared is None else self._built(shared.step(item))
         return self._prepare(item, spans)
 
     def prepare_end(self) -> list[Prepared]:
         """After the last decoded item: the spans still open, closed."""
-        shared = self._spans
+        shared = self._shared_spans()
         spans = [] if shared is None else self._built(shared.end())
         return self._prepare(None, spans)
 
