@@ -13,10 +13,13 @@ from when. A lossless one (``lossless=True``; the recorder, and
 decoder, then the reader, then the helper, whose policy applies (it sheds
 generations rather than let the service wait).
 
-Spans are built once too: while any subscriber asks for them, the fan-out
-keeps one :class:`SpanBuilder` (fed every exact batch, told of the helper's
-gaps, closed at the end) and each span subscriber's filter selects from
-what it built. A legacy trace's provisional batches make no spans.
+Spans are built once too, while any subscriber asks for them, and each
+span subscriber's filter selects from what was built. With one job the
+fan-out keeps one :class:`SpanBuilder` (fed every exact batch, told of the
+helper's gaps, closed at the end); with more, the pipeline builds each
+generation's spans in its pool (``build_generation``) and joins them in
+order (``SpanJoin``; see ``pipeline.py``), the same spans. A legacy trace's
+provisional batches make no spans.
 
 The fan-out is sans-socket: :class:`Fanout` takes decoded items, so it can
 be fed from a file (bench/fanout.py does).
