@@ -46,8 +46,6 @@ __all__ = ["Item", "LiveDecoder", "Pump"]
 
 # Frames read but not yet decoded: the reader waits past this.
 DECODE_QUEUE_BYTES = 32 << 20
-# Batches whose maps' work runs ahead of their delivery, per job.
-MAP_WINDOW = 2
 
 
 class LiveDecoder:
@@ -181,7 +179,7 @@ class Pump:
         pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="livetrace-pool")
         try:
             token = trio.lowlevel.current_trio_token()
-            steps = stages(self._fanout, self._counters, token, pool, MAP_WINDOW * self.jobs)
+            steps = stages(self._fanout, self._counters, token, pool, self.jobs)
             self._line = Line(steps, pool, self.jobs + 1, self.max_pipeline_bytes, unit_bytes)
             await self._decode_with_line(frames)
         finally:

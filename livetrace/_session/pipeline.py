@@ -19,8 +19,8 @@ in the trace's order, the others in the pool, units side by side):
 5. ``map order`` (ordered): each subscriber's ``map`` called on its batches;
 6. ``deliver`` (ordered): into the subscribers' buffers, on trio, each
    batch as soon as the work its map returned is done: that work runs in
-   the pool a batch at a time, at most ``window`` batches ahead of the
-   delivery (a batch's lines are megabytes, a generation's gigabytes on a
+   the pool a batch at a time, at most ``window`` x jobs batches ahead of
+   the delivery (a batch's lines are megabytes, a generation's gigabytes on a
    big service: only the window's are ever held).
 
 What a subscriber gets is what the one-job pipeline (``Fanout.prepare``,
@@ -44,7 +44,7 @@ from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.join import GenerationSpans, SpanJoin, build_generation
 
-__all__ = ["EVENT_BYTES", "SPAN_BYTES", "Cutter", "Unit", "mermaid", "stages", "unit_bytes"]
+__all__ = ["EVENT_BYTES", "MAP_WINDOW", "SPAN_BYTES", "Cutter", "Unit", "mermaid", "stages", "unit_bytes"]
 
 
 # Events in a unit when no spans are built (a unit is then a few batches): units cost a few
@@ -56,6 +56,8 @@ EVENT_BYTES = 1 + 8 * (4 + NARGS + NEXTRA)
 # The bytes of the spans built from an event, where they are (their columns, measured once with
 # tracemalloc on the 16-P trace's largest generation, 1.5M events; docs/decoder.md, "Bounded memory").
 SPAN_BYTES = 80
+# Batches whose maps' work runs ahead of their delivery, per job.
+MAP_WINDOW = 2
 
 
 class _Spans:
@@ -235,11 +237,13 @@ def stages(
     counters: Counters,
     token: trio.lowlevel.TrioToken | None,
     pool: ThreadPoolExecutor | None,
-    window: int = 1,
+    jobs: int = 1,
+    window: int = MAP_WINDOW,
 ) -> list[Stage[Unit]]:
     """The stages of ``fanout``'s units: ``deliver`` runs the maps' work in
-    ``pool``, ``window`` batches ahead, hands the results to trio
-    (``token``: its loop), and counts the spans built."""
+    ``pool`` (of ``jobs`` threads), ``window`` batches a job ahead, hands
+    the results to trio (``token``: its loop), and counts the spans built."""
+    ahead_most = window * jobs
 
     def deliver(u: Unit) -> None:
         fanout.spans_built += sum(len(x) for x in u.span_items if isinstance(x, SpanBatch))
@@ -250,7 +254,7 @@ def stages(
         ahead = 0  # the next item whose work may start
         ready: list[Prepared] = []
         for k, (sub, got, _) in enumerate(u.out):
-            while ahead < len(u.out) and len(running) < window:
+            while ahead < len(u.out) and len(running) < ahead_most:
                 if ahead in work:
                     assert pool is not None
                     running[ahead] = pool.submit(work.pop(ahead))
@@ -275,7 +279,7 @@ def stages(
         Stage("join", True, _join, has_spans),
         Stage("select spans", False, _select_spans, has_spans),
         Stage("map order", True, _map_order, lambda u: any(s.map is not None for s in u.subs)),
-        Stage("deliver", True, deliver, note="the maps' work in the pool, a batch at a time, 2 x jobs ahead"),
+        Stage("deliver", True, deliver, note=f"the maps' work in the pool, a batch at a time, {window} x jobs ahead"),
     ]
 
 

@@ -13,10 +13,13 @@ from when. A lossless one (``lossless=True``; the recorder, and
 decoder, then the reader, then the helper, whose policy applies (it sheds
 generations rather than let the service wait).
 
-Spans are built once too: while any subscriber asks for them, the fan-out
-keeps one :class:`SpanBuilder` (fed every exact batch, told of the helper's
-gaps, closed at the end) and each span subscriber's filter selects from
-what it built. A legacy trace's provisional batches make no spans.
+Spans are built once too, while any subscriber asks for them, and each
+span subscriber's filter selects from what was built. With one job the
+fan-out keeps one :class:`SpanBuilder` (fed every exact batch, told of the
+helper's gaps, closed at the end); with more, the pipeline builds each
+generation's spans in its pool (``build_generation``) and joins them in
+order (``SpanJoin``; see ``pipeline.py``), the same spans. A legacy trace's
+provisional batches make no spans.
 
 The fan-out is sans-socket: :class:`Fanout` takes decoded items, so it can
 be fed from a file (bench/fanout.py does).
@@ -383,8 +386,13 @@ class Fanout:
     puts the results in their buffers; :meth:`publish` does both."""
 
     def __init__(self) -> None:
-        self._subs: list[Subscription] = []
-        self._spans: _SharedSpans | None = None  # while some subscriber wants spans
+        # A tuple, replaced, never changed in place: trio's thread subscribes and removes
+        # while the decoder's thread goes through it (a list shifted under that thread's
+        # feet would skip the subscriber after the one removed, losing it an item untold).
+        self._subs: tuple[Subscription, ...] = ()
+        # The one-job path's span builder (prepare's, in its thread alone), while some
+        # subscriber wants spans; with more jobs the pipeline builds them, and none is made.
+        self._spans: _SharedSpans | None = None
         self.spans_built = 0  # by the span builders, over the fan-out's life
 
     def subscribe(
@@ -398,16 +406,11 @@ class Fanout:
         map: Map | None = None,
     ) -> Subscription:
         sub = Subscription(self, flt, what, buffer, lossless, provisional, map)
-        if what == "spans" and self._spans is None:
-            self._spans = _SharedSpans()
-        self._subs.append(sub)
+        self._subs = (*self._subs, sub)
         return sub
 
     def remove(self, sub: Subscription) -> None:
-        if sub in self._subs:
-            self._subs.remove(sub)
-        if self._spans is not None and not any(s.what == "spans" for s in self._subs):
-            self._spans = None
+        self._subs = tuple(s for s in self._subs if s is not sub)
 
     def _built(self, spans: list[object]) -> list[object]:
         self.spans_built += sum(len(x) for x in spans if isinstance(x, SpanBatch))
@@ -428,16 +431,26 @@ class Fanout:
         """Those of decoded items, now."""
         return tuple(s for s in self._subs if s.what != "frames")
 
+    def _shared_spans(self) -> _SharedSpans | None:
+        """The span builder, made when a subscriber first wants spans and
+        forgotten when none does (a later one starts afresh), as the
+        pipeline's ``Cutter`` does with its join."""
+        if not any(s.what == "spans" for s in self._subs):
+            self._spans = None
+        elif self._spans is None:
+            self._spans = _SharedSpans()
+        return self._spans
+
     def prepare(self, item: object) -> list[Prepared]:
         """What each subscriber gets of item, in this thread, one item at a
         time (the pipeline with one job; see also ``pipeline.py``)."""
-        shared = self._spans
+        shared = self._shared_spans()
         spans = [] if shared is None else self._built(shared.step(item))
         return self._prepare(item, spans)
 
     def prepare_end(self) -> list[Prepared]:
         """After the last decoded item: the spans still open, closed."""
-        shared = self._spans
+        shared = self._shared_spans()
         spans = [] if shared is None else self._built(shared.end())
         return self._prepare(None, spans)
 
@@ -466,12 +479,12 @@ class Fanout:
         await self.deliver(self.prepare_end())
 
     async def publish_frame(self, frame: Frame) -> None:
-        for sub in tuple(self._subs):
+        for sub in self._subs:
             if sub.what == "frames":
                 await sub._offer(frame)
 
     def finish(self, error: BaseException | None = None) -> None:
         """The stream is over (error: how it failed): each subscriber gets
         what is left in its buffer, then the error, then the end."""
-        for sub in tuple(self._subs):
+        for sub in self._subs:
             sub._finish(error)

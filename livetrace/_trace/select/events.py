@@ -18,6 +18,7 @@ import re
 import threading
 from array import array
 from collections.abc import Collection, Iterable
+from weakref import WeakKeyDictionary
 
 from livetrace._items import Provisional
 from livetrace._trace.accel import ccore, use_compiled
@@ -33,7 +34,6 @@ TASK_ARG = 0  # the task of a task, region or log event
 TASK_NAME_ARG = 2  # a TaskBegin's type
 TASK_END_TYPE_EXTRA = 1  # a TaskEnd's type: an index into its Tables' extra_strings
 NO_STACK_ARG = 0xFF
-_KEPT_GENERATIONS = 64  # the filter's ids, per generation in selection
 
 ROLES = bytes(
     ROLE_REGION if k in (Kind.REGION_BEGIN, Kind.REGION_END) else ROLE_LOG if k == Kind.LOG else 0 for k in KIND_OF_CODE
@@ -111,7 +111,10 @@ class EventSelector:
         self._g_array = None if self._goroutines is None else _i64s(self._goroutines)
         self._p_array = None if self._procs is None else _i64s(self._procs)
         self._tasks: set[int] = set()  # ids of open tasks whose type matches
-        self._gen_ids: dict[int, tuple[Tables | None, int, _GenerationIds]] = {}
+        # Per generation being selected (a pool selects several at once), weakly: a
+        # generation holds its raw batches, which must go with it.
+        self._gen_ids: WeakKeyDictionary[Tables, tuple[int, _GenerationIds]] = WeakKeyDictionary()
+        self._no_gen = _GenerationIds(flt, None)  # batches of no generation's tables
         self._lock = threading.Lock()
         self.everything = all(
             v is None
@@ -119,17 +122,16 @@ class EventSelector:
         )
 
     def _ids(self, gen: Tables | None) -> _GenerationIds:
-        # One entry per generation being selected (a pool selects several at once); a legacy
-        # trace's provisional tables grow, so the entry is checked against their size.
-        size = 0 if gen is None else len(gen.strings) + len(gen.stacks) + len(gen.extra_strings)
-        cached = self._gen_ids.get(id(gen))
-        if cached is None or cached[0] is not gen or cached[1] != size:
-            cached = (gen, size, _GenerationIds(self.filter, gen))
-            with self._lock:
-                if len(self._gen_ids) >= _KEPT_GENERATIONS:
-                    del self._gen_ids[next(iter(self._gen_ids))]
-                self._gen_ids[id(gen)] = cached
-        return cached[2]
+        if gen is None:
+            return self._no_gen
+        # A legacy trace's provisional tables grow: the entry is checked against their size.
+        size = len(gen.strings) + len(gen.stacks) + len(gen.extra_strings)
+        cached = self._gen_ids.get(gen)
+        if cached is None or cached[0] != size:
+            cached = (size, _GenerationIds(self.filter, gen))
+            with self._lock:  # pool threads add at once
+                self._gen_ids[gen] = cached
+        return cached[1]
 
     def select(self, batch: EventBatch) -> EventBatch:
         """The batch's events the filter keeps, as a batch (the same one
@@ -180,15 +182,10 @@ class EventSelector:
                 out = out.take(keep)
         return out
 
-    def select_provisional(self, item: Provisional) -> Provisional:
-        """A legacy trace's provisional events, chosen alike (their stacks
-        are ids until the footer: a stack filter keeps none of them)."""
-        if self.everything:
-            return item
-        return Provisional(self.select(item.events), item.segment, item.late)
-
     def pick_provisional(self, item: Provisional, cands: list[int] | None) -> Provisional:
-        """:meth:`select_provisional` given what :meth:`order` said of its events."""
+        """A legacy trace's provisional events, chosen as :meth:`pick` chooses
+        (their stacks are ids until the footer: a stack filter keeps none of
+        them), given what :meth:`order` said of them."""
         if self.everything:
             return item
         return Provisional(self.pick(item.events, cands), item.segment, item.late)
