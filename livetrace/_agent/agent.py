@@ -188,7 +188,8 @@ class Agent:
         row, target = proc.row, proc.target
         assert row.attach is not None
         pprof = row.helper is None
-        service = target.service or row.name or "unknown"
+        # The process chose its own name (prctl): made text (no stray bytes, controls escaped) for rows and lines.
+        service = target.service or shown(row.name) or "unknown"
         policy = "sampled" if pprof else target.policy.value
         provenance = {
             "host": self.config.host,
@@ -225,6 +226,9 @@ class Agent:
             self._failed[key] = trio.current_time()
         except OSError as e:
             why = f"{e.strerror or e}"
+            self._failed[key] = trio.current_time()
+        except Exception as e:  # a bug that one process's session hit: it ends that session, not the agent
+            why = f"unexpected error: {type(e).__name__}: {e}"
             self._failed[key] = trio.current_time()
         finally:
             self.budget.remove(row.pid)

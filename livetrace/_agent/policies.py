@@ -38,6 +38,7 @@ from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
 from livetrace._items import Gap, Notice, SegmentGap, SubscriberGap, WindowGap
 from livetrace._nursery import open_nursery
+from livetrace._outfile import plain_name
 from livetrace._plural import plural
 from livetrace._protocol.text import json_safe
 from livetrace._session.connect import connect
@@ -59,6 +60,7 @@ __all__ = ["Traced", "summary_row", "trace_process"]
 SEGMENT = 2.0
 CAP_POLL = 0.1  # how often a sampled window's bytes are checked against its cap
 BUDGET_POLL = 1.0  # how often a continuous session looks at the budget
+SERVICE_BYTES = 100  # of the service's name in a capture's file name (the rest: pid, time, suffix)
 
 Emit = Callable[[str, list[dict[str, Any]]], None]
 
@@ -95,6 +97,13 @@ class Traced:
         except OSError as e:
             self.note("sink_down", 0, f"captures {store.shown}: {str(e).splitlines()[0]}; {path} kept here")
             return str(path)
+
+    @property
+    def stem(self) -> str:
+        """The start of this process's capture names: its service's name (a
+        traced process may have chosen it: ``../../x`` stays one plain name
+        in captures/) and its pid."""
+        return f"{plain_name(self.provenance['service'], SERVICE_BYTES)}-{self.provenance['pid']}"
 
     async def pause_until(self, deadline: float) -> bool:
         """Wait until ``deadline`` (trio's clock); False if the agent stops first."""
@@ -365,7 +374,7 @@ async def sample_once(traced: Traced) -> None:
     target = traced.target
     window = target.window
     where = private_dir(traced.captures)
-    path = where / f"{traced.provenance['service']}-{traced.provenance['pid']}-{time.time_ns()}.trace"
+    path = where / f"{traced.stem}-{time.time_ns()}.trace"
     limits: dict[str, Any] = {"window": window} if traced.pprof else {"segment": max(1.0, window)}
     async with open_session(traced, duration=window, **limits) as session:
         cut = False
@@ -408,7 +417,7 @@ async def sample_once(traced: Traced) -> None:
 
 async def flight(traced: Traced) -> None:
     target = traced.target
-    where = private_dir(traced.captures / f"{traced.provenance['service']}-{traced.provenance['pid']}")
+    where = private_dir(traced.captures / traced.stem)
 
     def row(c: Capture, p: Path, where: str, size: int) -> dict[str, Any]:
         return {
