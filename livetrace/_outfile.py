@@ -161,7 +161,9 @@ class AtomicFile:
                 except FileExistsError:
                     continue  # someone's name, or a chance collision: another random one
                 except OSError as e:
-                    raise OutputPathError(f"cannot create a file in {path.parent} for {path}: {e.strerror}") from None
+                    raise OutputPathError(
+                        f"cannot create a file in {path.parent} for {path}: {e.strerror}", errno=e.errno
+                    ) from None
             else:
                 raise OutputPathError(f"cannot create a file in {path.parent} for {path}: every name tried was taken")
         except BaseException:
