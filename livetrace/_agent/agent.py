@@ -135,27 +135,29 @@ class Agent:
             f"{plural(entries, 'entry', 'entries')} in the spool at {self.config.spool_dir}; sinks: "
             + ", ".join(s.name for s in self.sinks)
         )
-        async with open_nursery() as nursery:
-            nursery.start_soon(self._spool_and_ship)
-            nursery.start_soon(self.budget.run)
-            scans = trio.CancelScope()
-            nursery.start_soon(self._scans, nursery, once, scans)
-            with trio.move_on_after(duration if duration is not None else math.inf):
-                await stop.wait()
-            # No new sessions; each one stopped as the helper stops one, so its last generation is summarized.
-            scans.cancel()
-            self.stopping.set()
-            with trio.move_on_after(STOP_GRACE):
-                while self.traced:  # noqa: ASYNC110  # each task removes itself
-                    await trio.sleep(0.05)
-            nursery.cancel_scope.cancel()
-        self.spool_rows(self.take_pending())
-        with trio.move_on_after(FINAL_FLUSH):
-            left = await self.shipper.flush()
-            if left:
-                self.say(f"{plural(left, 'entry', 'entries')} left in the spool for the next start")
-        for sink in self.sinks:
-            sink.close()
+        try:
+            async with open_nursery() as nursery:
+                nursery.start_soon(self._spool_and_ship)
+                nursery.start_soon(self.budget.run)
+                scans = trio.CancelScope()
+                nursery.start_soon(self._scans, nursery, once, scans)
+                with trio.move_on_after(duration if duration is not None else math.inf):
+                    await stop.wait()
+                # No new sessions; each one stopped as the helper stops one, so its last generation is summarized.
+                scans.cancel()
+                self.stopping.set()
+                with trio.move_on_after(STOP_GRACE):
+                    while self.traced:  # noqa: ASYNC110  # each task removes itself
+                        await trio.sleep(0.05)
+                nursery.cancel_scope.cancel()
+            self.spool_rows(self.take_pending())
+            with trio.move_on_after(FINAL_FLUSH):
+                left = await self.shipper.flush()
+                if left:
+                    self.say(f"{plural(left, 'entry', 'entries')} left in the spool for the next start")
+        finally:  # an error too: a sink's connection (ClickHouse, OTLP's exporter) is let go of
+            for sink in self.sinks:
+                sink.close()
 
     async def _scans(self, nursery: trio.Nursery, once: bool, scope: trio.CancelScope) -> None:
         with scope:
@@ -168,6 +170,7 @@ class Agent:
     async def scan(self, nursery: trio.Nursery) -> None:
         found = await survey()
         alive = {(r.pid, r.started) for r in found.processes}
+        self._failed = {key: at for key, at in self._failed.items() if key in alive}  # gone: never tried again
         for key, proc in list(self.traced.items()):
             if key not in alive:
                 proc.scope.cancel()

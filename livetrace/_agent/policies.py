@@ -133,7 +133,9 @@ async def open_session(traced: Traced, **options: Any) -> AsyncIterator[Session]
             own.set()
 
         nursery.start_soon(relay)
-        async with connect(traced.address, client_name="livetrace-agent", stop=own, **options) as session:
+        # One thread per session (jobs=1): the agent traces many processes at once within a CPU budget, and a
+        # pool of cores-1 threads for each (and glibc keeping freed memory, process-wide, for them) is not that.
+        async with connect(traced.address, client_name="livetrace-agent", stop=own, jobs=1, **options) as session:
             yield session
         nursery.cancel_scope.cancel()
 
@@ -419,7 +421,7 @@ async def flight(traced: Traced) -> None:
     target = traced.target
     where = private_dir(traced.captures / traced.stem)
 
-    def row(c: Capture, p: Path, where: str, size: int) -> dict[str, Any]:
+    def row(c: Capture, where: str, size: int) -> dict[str, Any]:
         return {
             "source": "flight dump",
             "path": where,
@@ -429,7 +431,7 @@ async def flight(traced: Traced) -> None:
         }
 
     def captured(c: Capture) -> None:
-        traced.rows("captures", [row(c, p, str(p), p.stat().st_size) for p in c.traces if p.exists()])
+        traced.rows("captures", [row(c, str(p), p.stat().st_size) for p in c.traces if p.exists()])
 
     # With a store, each capture is moved there first (in a worker thread); one cut off is recorded here.
     send, waiting = trio.open_memory_channel[Capture](math.inf)
@@ -440,7 +442,7 @@ async def flight(traced: Traced) -> None:
             async for c in waiting:
                 pending = [c]
                 kept = [(p, p.stat().st_size) for p in c.traces if p.exists()]
-                traced.rows("captures", [row(c, p, await traced.keep(p), size) for p, size in kept])
+                traced.rows("captures", [row(c, await traced.keep(p), size) for p, size in kept])
                 pending = []
         except trio.Cancelled:
             for c in [*pending, *_drained(waiting)]:
