@@ -5,26 +5,54 @@ foresaw ends that session, not the agent."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
+import pyarrow as pa
 import pytest
 import trio
 
 from livetrace._agent.agent import Agent, _Process
-from livetrace._agent.config import parse_config
+from livetrace._agent.budget import Budget
+from livetrace._agent.config import Budget as BudgetConfig
+from livetrace._agent.config import Target, parse_config
+from livetrace._agent.otlp import OtlpSink
+from livetrace._agent.policies import SEGMENT, Traced, open_session
+from livetrace._agent.spool import Spool
 from livetrace._attach.processes import Kind, ProcessInfo
+from livetrace._cli.main import main
+from livetrace._errors import AgentConfigError, OutputPathError
 from livetrace._go.demo import run_demo
 from livetrace._nursery import open_nursery
+from livetrace._outfile import AtomicFile
 from tests.agentrun import lake_rows
 from tests.conftest import demo_exe
+from tests.test_agent_config import agent as agent_cli
+from tests.test_agent_spool import log_rows
 from tests.test_agent_store import memory_store, names
 
 pytestmark = [pytest.mark.once, pytest.mark.usefixtures("agent_umask")]
 
 HOSTILE = "../../x\udcff"  # what psutil reads from /proc/PID/comm after prctl(PR_SET_NAME, b"../../x\xff")
+
+
+@contextmanager
+def tmpfs_with(where: Path, options: str) -> Iterator[Path]:
+    """A real small filesystem (tmpfs, with ``options``) at ``where`` for the test; needs root."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem to fill needs root (CI runs as root)")
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=True)
 
 
 def config_text(state: Path, target: str = "") -> str:
@@ -85,3 +113,104 @@ async def test_a_process_named_like_a_path_keeps_its_captures_in_captures(tmp_pa
     services = {s for (s,) in lake_rows(state / "lake", "agent_log", "service", f"pid = {demo.pid}")}
     assert services == {"../../x\\udcff"}
     assert os.listdir(tmp_path) == ["state"]
+
+
+class RefusingSink:
+    """A sink that fails as no sink should (a bug in one): the agent stops, and lets go of every sink."""
+
+    name = "refusing"
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def send(self, table: str, rows: pa.Table, key: str) -> None:
+        raise RuntimeError("a bug in a sink")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.slow  # a scan of the host's processes takes a second
+async def test_the_sinks_are_closed_when_the_agent_fails(tmp_path: Path) -> None:
+    config = parse_config(config_text(tmp_path / "state"))
+    other = RefusingSink()
+    agent = Agent(config, io.StringIO(), sinks=[other])
+    agent.note("test", 0, "a row for the first flush")
+    with pytest.raises(RuntimeError, match="a bug in a sink"):
+        await agent.run(duration=30)
+    assert other.closed
+
+
+@pytest.mark.slow  # a scan of the host's processes takes a second
+async def test_a_scan_forgets_the_failures_of_processes_gone(tmp_path: Path) -> None:
+    agent = Agent(parse_config(config_text(tmp_path / "state")), io.StringIO())
+    with subprocess.Popen(["sleep", "60"]) as child:
+        try:
+            started = psutil.Process(child.pid).create_time()
+            alive, gone = (child.pid, started), (child.pid, started - 1000.0)  # this pid, an earlier process's
+            agent._failed = {alive: 1.0, gone: 1.0}
+            async with open_nursery() as nursery:
+                await agent.scan(nursery)
+        finally:
+            child.kill()
+    assert agent._failed == {alive: 1.0}
+
+
+@pytest.mark.slow
+async def test_the_agent_decodes_each_session_in_one_thread(tmp_path: Path) -> None:
+    async with run_demo(demo_exe("1.26")) as demo:
+        traced = Traced(
+            address=demo.trace_address,
+            pprof=False,
+            target=Target(),
+            provenance={"service": "api", "pid": demo.pid},
+            captures=tmp_path,
+            emit=lambda table, rows: None,
+            budget=Budget(BudgetConfig(), lambda *_: None),
+            note=lambda *_: None,
+            stop=trio.Event(),
+        )
+        async with open_session(traced, segment=SEGMENT) as session:
+            assert session.jobs == 1  # not default_jobs(): cores less one, per traced process
+            await session.stop()
+
+
+def test_a_threshold_of_zero_is_refused_as_a_string_too() -> None:
+    for value in ('"0s"', "0", '"0ms"'):
+        with pytest.raises(AgentConfigError, match=r"spans_over.*must be more than 0 seconds"):
+            parse_config(f'[agent]\nstate_dir = "/x"\n[[target]]\nspans_over = {{ blocked = {value} }}\n')
+    ok = parse_config('[agent]\nstate_dir = "/x"\n[[target]]\nspans_over = { blocked = "10ms", gc = 0.5 }\n')
+    assert ok.targets[0].spans_over == {"blocked": 10_000_000, "gc": 500_000_000}
+
+
+def test_an_otlp_password_is_shown_redacted(tmp_path: Path) -> None:
+    url = "https://user:hunter2@collector.internal:4318/v1/traces"
+    assert OtlpSink(url).name == "otlp https://user:***@collector.internal:4318/v1/traces"
+    conf = tmp_path / "agent.toml"
+    conf.write_text(f'[agent]\nstate_dir = "{tmp_path}/state"\n[sinks]\notlp = "{url}"\n')
+    done = agent_cli("--check", str(conf))
+    assert done.returncode == 0, done.stderr
+    assert "hunter2" not in done.stdout and "otlp https://user:***@collector.internal" in done.stdout
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "0"])
+def test_a_duration_that_is_no_time_is_refused(tmp_path: Path, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "agent.toml"
+    conf.write_text(f'[agent]\nstate_dir = "{tmp_path}/state"\n')
+    with pytest.raises(SystemExit) as exit:
+        main(["agent", str(conf), "--duration", value])
+    assert exit.value.code == 2 and not (tmp_path / "state").exists()
+    assert "argument --duration: " in capsys.readouterr().err
+
+
+def test_a_full_disk_is_known_by_its_errno_and_the_oldest_entry_makes_room(tmp_path: Path) -> None:
+    # Inodes for the mount's root, the spool and four entries: the fifth's temporary file cannot be made.
+    with tmpfs_with(tmp_path / "disk", "size=1m,nr_inodes=6") as disk:
+        spool = Spool(disk / "spool", 1 << 20, "h")
+        kept = [spool.put("agent_log", log_rows(i)) for i in range(4)]
+        with pytest.raises(OutputPathError) as full:
+            AtomicFile(disk / "spool" / "x", hidden=True)
+        assert full.value.errno == errno.ENOSPC
+        fifth = spool.put("agent_log", log_rows(4))
+        assert fifth is not None and spool.entries() == [*kept[1:], fifth]
+        assert spool.dropped == {"agent_log": 1}
