@@ -25,13 +25,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from livetrace._errors import OutputPathError, OutputWriteError
-from livetrace._outfile import AtomicFile, _open_dir
+from livetrace._outfile import AtomicFile, open_dir, plain_name
 
 SCHEMA_VERSION_KEY = b"livetrace.schema_version"
 TABLE_KEY = b"livetrace.table"
@@ -42,7 +41,6 @@ COMPRESSION = "zstd"
 COMPRESSION_LEVEL = {"zstd": 1}
 # Hive's name for a partition whose value is missing or empty (Spark and pyarrow read it as null).
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_MAX_VALUE = 100  # characters of a partition value kept (a peer chose it; names stop at 255 bytes)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 Partition = Sequence[tuple[str, str | None]]
@@ -51,8 +49,9 @@ Partition = Sequence[tuple[str, str | None]]
 def partition_dirs(partition: Partition) -> list[str]:
     """The directory names of a partition, ``key=value`` each, the value
     percent-encoded as Hive does (so a ``/`` or a ``..`` in a service's
-    name stays one plain name), cut to a length a file system takes."""
-    return [f"{key}={quote(value[:_MAX_VALUE], safe='') if value else NULL_PARTITION}" for key, value in partition]
+    name stays one plain name), and at most 255 bytes, which every file
+    system takes (``_outfile.plain_name``: a value cut keeps a hash of it)."""
+    return [f"{key}={plain_name(value) if value else NULL_PARTITION}" for key, value in partition]
 
 
 def _dictionary_columns(schema: pa.Schema) -> list[str]:
@@ -173,7 +172,7 @@ def _open_root(root: Path) -> int:
         pass
     except OSError as e:
         raise OutputPathError(f"cannot make the directory {root}: {e.strerror}") from None
-    return _open_dir(root)  # a link to a directory only if the caller or root made it
+    return open_dir(root)  # a link to a directory only if the caller or root made it
 
 
 class ParquetDataset:

@@ -132,7 +132,13 @@ class LimitExceededError(LivetraceError):
 
 class OutputPathError(LivetraceError):
     """The file a recording should go to cannot be written (missing or
-    read-only directory); found before attaching to the service."""
+    read-only directory); found before attaching to the service. ``errno``
+    is the system's reason where there was one (ENOSPC, EDQUOT: the disk is
+    full), None otherwise."""
+
+    def __init__(self, message: str, *, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
 
 
 class InputPathError(LivetraceError):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import secrets
 import stat
@@ -36,12 +37,48 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
+from urllib.parse import quote
 
 from livetrace._errors import OutputPathError, OutputTamperedError
 
 PART_SUFFIX = ".part"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# Bytes of a name made from one a peer chose: a file system takes 255 in one name, and the caller adds
+# its own parts (``service=``, ``-PID-NS.trace``) to it.
+PLAIN_NAME_BYTES = 200
+_CUT_MARK = "~"  # starts the hash of a name that was cut: the encoding never writes one
+_HASH_BYTES = 8
+
+
+def _encoded(text: str) -> str:
+    # A byte that was not UTF-8 (a surrogate escape) as its escape's text: what a reader decodes is text.
+    return quote(text, safe="", errors="backslashreplace").replace("~", "%7E")
+
+
+def plain_name(text: str, limit: int = PLAIN_NAME_BYTES) -> str:
+    """A name a peer chose (a service's name, an executable's), made one
+    plain name in a directory: percent-encoded as Hive encodes a partition's
+    value (so ``/``, ``..`` and any byte past ASCII become ``%XX``, and a
+    reader decodes it back), a leading dot encoded too (never hidden, never
+    ``.`` or ``..``), and at most ``limit`` bytes. A name too long is cut
+    between characters (so that it still decodes to text) and ends in ``~``
+    and a hash of the whole name, so that two long names that start alike
+    stay two names."""
+    encoded = _encoded(text)
+    if encoded.startswith("."):
+        encoded = "%2E" + encoded[1:]
+    if len(encoded) <= limit:
+        return encoded
+    digest = hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=_HASH_BYTES).hexdigest()
+    room = limit - len(_CUT_MARK) - len(digest)
+    kept = 0
+    for i, ch in enumerate(text):
+        size = 3 if i == 0 and ch == "." else len(_encoded(ch))
+        if kept + size > room:
+            break
+        kept += size
+    return encoded[:kept] + _CUT_MARK + digest
 
 
 def umask() -> int:
@@ -64,7 +101,7 @@ def _trusted(uid: int) -> bool:
     return uid in (0, os.geteuid())
 
 
-def _open_dir(directory: Path) -> int:
+def open_dir(directory: Path) -> int:
     """The directory, opened once; a symbolic link in its place is followed
     only if the caller or root made it (``~/traces -> /data/traces``), since
     another user's link could send the file anywhere."""
@@ -113,7 +150,7 @@ class AtomicFile:
         self.path = path
         self._mode = 0o666 & ~umask() if mode is None else mode
         # dir_fd: path's directory, opened already by a caller that made it (a dataset's partitions)
-        self._dir = _open_dir(path.parent) if dir_fd is None else os.dup(dir_fd)
+        self._dir = open_dir(path.parent) if dir_fd is None else os.dup(dir_fd)
         prefix = ("." if hidden else "") + path.name + "."
         try:
             for _ in range(64):
@@ -124,7 +161,9 @@ class AtomicFile:
                 except FileExistsError:
                     continue  # someone's name, or a chance collision: another random one
                 except OSError as e:
-                    raise OutputPathError(f"cannot create a file in {path.parent} for {path}: {e.strerror}") from None
+                    raise OutputPathError(
+                        f"cannot create a file in {path.parent} for {path}: {e.strerror}", errno=e.errno
+                    ) from None
             else:
                 raise OutputPathError(f"cannot create a file in {path.parent} for {path}: every name tried was taken")
         except BaseException:

@@ -139,30 +139,32 @@ class Agent:
             f"{plural(entries, 'entry', 'entries')} in the spool at {self.config.spool_dir}; sinks: "
             + ", ".join(s.name for s in self.sinks)
         )
-        async with open_nursery() as nursery:
-            nursery.start_soon(self._spool_and_ship)
-            nursery.start_soon(self.budget.run)
-            lake = local_path(self.config.lake)
-            if lake is not None:
-                nursery.start_soon(self._compactions, lake)
-            scans = trio.CancelScope()
-            nursery.start_soon(self._scans, nursery, once, scans)
-            with trio.move_on_after(duration if duration is not None else math.inf):
-                await stop.wait()
-            # No new sessions; each one stopped as the helper stops one, so its last generation is summarized.
-            scans.cancel()
-            self.stopping.set()
-            with trio.move_on_after(STOP_GRACE):
-                while self.traced:  # noqa: ASYNC110  # each task removes itself
-                    await trio.sleep(0.05)
-            nursery.cancel_scope.cancel()
-        self.spool_rows(self.take_pending())
-        with trio.move_on_after(FINAL_FLUSH):
-            left = await self.shipper.flush()
-            if left:
-                self.say(f"{plural(left, 'entry', 'entries')} left in the spool for the next start")
-        for sink in self.sinks:
-            sink.close()
+        try:
+            async with open_nursery() as nursery:
+                nursery.start_soon(self._spool_and_ship)
+                nursery.start_soon(self.budget.run)
+                lake = local_path(self.config.lake)
+                if lake is not None:
+                    nursery.start_soon(self._compactions, lake)
+                scans = trio.CancelScope()
+                nursery.start_soon(self._scans, nursery, once, scans)
+                with trio.move_on_after(duration if duration is not None else math.inf):
+                    await stop.wait()
+                # No new sessions; each one stopped as the helper stops one, so its last generation is summarized.
+                scans.cancel()
+                self.stopping.set()
+                with trio.move_on_after(STOP_GRACE):
+                    while self.traced:  # noqa: ASYNC110  # each task removes itself
+                        await trio.sleep(0.05)
+                nursery.cancel_scope.cancel()
+            self.spool_rows(self.take_pending())
+            with trio.move_on_after(FINAL_FLUSH):
+                left = await self.shipper.flush()
+                if left:
+                    self.say(f"{plural(left, 'entry', 'entries')} left in the spool for the next start")
+        finally:  # an error too: a sink's connection (ClickHouse, OTLP's exporter) is let go of
+            for sink in self.sinks:
+                sink.close()
 
     async def _compactions(self, lake: Path) -> None:
         while True:
@@ -192,6 +194,7 @@ class Agent:
     async def scan(self, nursery: trio.Nursery) -> None:
         found = await survey()
         alive = {(r.pid, r.started) for r in found.processes}
+        self._failed = {key: at for key, at in self._failed.items() if key in alive}  # gone: never tried again
         for key, proc in list(self.traced.items()):
             if key not in alive:
                 proc.scope.cancel()
@@ -212,7 +215,8 @@ class Agent:
         row, target = proc.row, proc.target
         assert row.attach is not None
         pprof = row.helper is None
-        service = target.service or row.name or "unknown"
+        # The process chose its own name (prctl): made text (no stray bytes, controls escaped) for rows and lines.
+        service = target.service or shown(row.name) or "unknown"
         policy = "sampled" if pprof else target.policy.value
         provenance = {
             "host": self.config.host,
@@ -249,6 +253,9 @@ class Agent:
             self._failed[key] = trio.current_time()
         except OSError as e:
             why = f"{e.strerror or e}"
+            self._failed[key] = trio.current_time()
+        except Exception as e:  # a bug that one process's session hit: it ends that session, not the agent
+            why = f"unexpected error: {type(e).__name__}: {e}"
             self._failed[key] = trio.current_time()
         finally:
             self.budget.remove(row.pid)

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from livetrace._agent.rows import TABLES
-from livetrace._agent.sinks import clickhouse_ddl, lake_glob
+from livetrace._agent.sinks import lake_glob, open_clickhouse
 from livetrace._agent.store import Store, local_path
 
 __all__ = ["FLEET_VIEWS", "SLOW_SERVICES_AND_DUMPS", "clickhouse_client", "clickhouse_views", "lake_connection"]
@@ -107,17 +107,17 @@ def clickhouse_views(database: str) -> list[str]:
     return [f"CREATE OR REPLACE VIEW {database}.{name} AS {sql}" for name, sql in FLEET_VIEWS.items()]
 
 
-def clickhouse_client(url: str, database: str = "livetrace") -> Any:
-    """A clickhouse-connect client in the agent's database, its tables and views made if missing."""
-    import clickhouse_connect
-
-    setup = clickhouse_connect.get_client(dsn=url)
-    for statement in clickhouse_ddl(database):
-        setup.command(statement)
-    setup.close()
-    client = clickhouse_connect.get_client(dsn=url, database=database)
-    for statement in clickhouse_views(database):  # in the database: the views' bare table names are its
-        client.command(statement)
+def clickhouse_client(url: str) -> Any:
+    """A clickhouse-connect client in the database the agent's sink writes
+    for the same URL (``sinks.clickhouse_database``), its tables and views
+    made if missing."""
+    client, database = open_clickhouse(url)
+    try:
+        for statement in clickhouse_views(database):  # in the database: the views' bare table names are its
+            client.command(statement)
+    except BaseException:
+        client.close()
+        raise
     return client
 
 

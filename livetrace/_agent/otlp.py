@@ -24,6 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from livetrace._agent.config import redacted
 from livetrace._agent.sinks import SinkDown
 
 __all__ = ["OtlpSink", "to_otlp"]
@@ -121,7 +122,7 @@ class OtlpSink:
     def __init__(self, url: str, timeout: float = EXPORT_TIMEOUT) -> None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        self.name = f"otlp {url}"
+        self.name = f"otlp {redacted(url)}"  # the URL's password never reaches a message or a record
         self._exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
 
     def send(self, table: str, rows: pa.Table, key: str) -> None:

@@ -38,6 +38,7 @@ from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
 from livetrace._items import Gap, Notice, SegmentGap, SubscriberGap, WindowGap
 from livetrace._nursery import open_nursery
+from livetrace._outfile import plain_name
 from livetrace._plural import plural
 from livetrace._protocol.text import json_safe
 from livetrace._session.connect import connect
@@ -60,6 +61,7 @@ SEGMENT = 2.0
 CAP_POLL = 0.1  # how often a sampled window's bytes are checked against its cap
 BUDGET_POLL = 1.0  # how often a continuous session looks at the budget
 NEVER = 1 << 62  # the threshold of a span kind the target does not keep
+SERVICE_BYTES = 100  # of the service's name in a capture's file name (the rest: pid, time, suffix)
 
 Emit = Callable[[str, list[dict[str, Any]]], None]
 
@@ -97,6 +99,13 @@ class Traced:
             self.note("sink_down", 0, f"captures {store.shown}: {str(e).splitlines()[0]}; {path} kept here")
             return str(path)
 
+    @property
+    def stem(self) -> str:
+        """The start of this process's capture names: its service's name (a
+        traced process may have chosen it: ``../../x`` stays one plain name
+        in captures/) and its pid."""
+        return f"{plain_name(self.provenance['service'], SERVICE_BYTES)}-{self.provenance['pid']}"
+
     async def pause_until(self, deadline: float) -> bool:
         """Wait until ``deadline`` (trio's clock); False if the agent stops first."""
         with trio.move_on_at(deadline):
@@ -125,7 +134,9 @@ async def open_session(traced: Traced, **options: Any) -> AsyncIterator[Session]
             own.set()
 
         nursery.start_soon(relay)
-        async with connect(traced.address, client_name="livetrace-agent", stop=own, **options) as session:
+        # One thread per session (jobs=1): the agent traces many processes at once within a CPU budget, and a
+        # pool of cores-1 threads for each (and glibc keeping freed memory, process-wide, for them) is not that.
+        async with connect(traced.address, client_name="livetrace-agent", stop=own, jobs=1, **options) as session:
             yield session
         nursery.cancel_scope.cancel()
 
@@ -382,7 +393,7 @@ async def sample_once(traced: Traced) -> None:
     target = traced.target
     window = target.window
     where = private_dir(traced.captures)
-    path = where / f"{traced.provenance['service']}-{traced.provenance['pid']}-{time.time_ns()}.trace"
+    path = where / f"{traced.stem}-{time.time_ns()}.trace"
     limits: dict[str, Any] = {"window": window} if traced.pprof else {"segment": max(1.0, window)}
     async with open_session(traced, duration=window, **limits) as session:
         cut = False
@@ -425,9 +436,9 @@ async def sample_once(traced: Traced) -> None:
 
 async def flight(traced: Traced) -> None:
     target = traced.target
-    where = private_dir(traced.captures / f"{traced.provenance['service']}-{traced.provenance['pid']}")
+    where = private_dir(traced.captures / traced.stem)
 
-    def row(c: Capture, p: Path, where: str, size: int) -> dict[str, Any]:
+    def row(c: Capture, where: str, size: int) -> dict[str, Any]:
         return {
             "source": "flight dump",
             "path": where,
@@ -437,7 +448,7 @@ async def flight(traced: Traced) -> None:
         }
 
     def captured(c: Capture) -> None:
-        traced.rows("captures", [row(c, p, str(p), p.stat().st_size) for p in c.traces if p.exists()])
+        traced.rows("captures", [row(c, str(p), p.stat().st_size) for p in c.traces if p.exists()])
 
     # With a store, each capture is moved there first (in a worker thread); one cut off is recorded here.
     send, waiting = trio.open_memory_channel[Capture](math.inf)
@@ -448,7 +459,7 @@ async def flight(traced: Traced) -> None:
             async for c in waiting:
                 pending = [c]
                 kept = [(p, p.stat().st_size) for p in c.traces if p.exists()]
-                traced.rows("captures", [row(c, p, await traced.keep(p), size) for p, size in kept])
+                traced.rows("captures", [row(c, await traced.keep(p), size) for p, size in kept])
                 pending = []
         except trio.Cancelled:
             for c in [*pending, *_drained(waiting)]:

@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,7 +45,7 @@ from livetrace._dataset import (
 )
 from livetrace._errors import LivetraceError
 
-__all__ = ["ClickHouseSink", "LakeSink", "Sink", "SinkDown", "clickhouse_ddl"]
+__all__ = ["ClickHouseSink", "LakeSink", "Sink", "SinkDown", "clickhouse_database", "clickhouse_ddl", "open_clickhouse"]
 
 PARTITIONS = ["service", "date"]
 
@@ -157,27 +158,52 @@ def clickhouse_ddl(database: str) -> list[str]:
     return out
 
 
+DATABASE = "livetrace"  # the tables' database when the URL names none
+
+
+def clickhouse_database(url: str) -> str:
+    """The database a ClickHouse URL names, as clickhouse-connect reads it
+    (``clickhouse://HOST:8123/DB``, ``chdb://memory/DB``, ``chdb:///PATH?database=DB``),
+    else ``livetrace``: where the agent's sink writes and ``livetrace sql
+    --clickhouse`` reads."""
+    parts = urlsplit(url)
+    named = parse_qs(parts.query).get("database", [""])[0]
+    if not named and (parts.scheme != "chdb" or parts.netloc):  # chdb:///PATH: the path is the engine's directory
+        named = unquote(parts.path[1:].split("/")[0])
+    return named or DATABASE
+
+
+def open_clickhouse(url: str) -> tuple[Any, str]:
+    """A clickhouse-connect client working in the URL's database
+    (:func:`clickhouse_database`), the agent's tables made there if missing;
+    and that database. Raises what clickhouse-connect raises."""
+    import clickhouse_connect  # only when configured
+
+    database = clickhouse_database(url)
+    # A client named to a database that does not exist yet cannot connect: the tables are made from default's.
+    setup = clickhouse_connect.get_client(dsn=url, database="default")
+    try:
+        for statement in clickhouse_ddl(database):
+            setup.command(statement)
+    finally:
+        setup.close()
+    return clickhouse_connect.get_client(dsn=url, database=database), database
+
+
 class ClickHouseSink:
-    def __init__(self, url: str, database: str = "livetrace") -> None:
+    def __init__(self, url: str) -> None:
         # The URL's password never reaches a message or a record.
         self.name = "clickhouse " + redacted(url)
         self.url = url
-        self.database = database
+        self.database = clickhouse_database(url)
         self._client: Any = None
 
     def _connect(self) -> Any:
         if self._client is None:
-            import clickhouse_connect  # only when configured
-
             try:
-                client = clickhouse_connect.get_client(dsn=self.url)
-                if not self.url.startswith("chdb:") and client.database and client.database != "default":
-                    self.database = client.database
-                for statement in clickhouse_ddl(self.database):
-                    client.command(statement)
+                self._client, self.database = open_clickhouse(self.url)
             except Exception as e:  # clickhouse-connect's errors, and a server not there: the sink is down
                 raise SinkDown(f"{self.name}: {e}") from e
-            self._client = client
         return self._client
 
     def send(self, table: str, rows: pa.Table, key: str) -> None:
@@ -187,10 +213,6 @@ class ClickHouseSink:
         except Exception as e:
             self._client = None  # reconnect next time
             raise SinkDown(f"{self.name}: {e}") from e
-
-    def query_arrow(self, sql: str) -> pa.Table:
-        table: pa.Table = self._connect().query_arrow(sql)
-        return table
 
     def close(self) -> None:
         if self._client is not None:

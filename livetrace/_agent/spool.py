@@ -34,6 +34,7 @@ from livetrace._outfile import PART_SUFFIX, AtomicFile
 __all__ = ["Entry", "Spool", "private_dir"]
 
 SUFFIX = ".arrow"
+FULL = (errno.ENOSPC, errno.EDQUOT)  # the disk is full, or this user's quota on it
 
 
 def private_dir(path: Path) -> Path:
@@ -131,16 +132,11 @@ class Spool:
                         f.file.write(data)
                         f.commit()
                     break
-                except OSError as e:
-                    if e.errno not in (errno.ENOSPC, errno.EDQUOT) or not self._entries:
+                except (OSError, OutputPathError) as e:  # OutputPathError: the temporary file could not be made
+                    if e.errno not in FULL or not self._entries:
                         self._count_drop(table, entry.rows)
                         return None
                     self._drop_oldest()  # room on a full disk
-                except OutputPathError as e:  # the temporary file could not be made: the disk is full
-                    if "space" not in str(e) or not self._entries:
-                        self._count_drop(table, entry.rows)
-                        return None
-                    self._drop_oldest()
             self._entries.append(entry)
             return entry
 

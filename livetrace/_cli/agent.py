@@ -23,7 +23,7 @@ def describe(config: AgentConfig) -> list[str]:
         f"host {config.host}; state in {config.state_dir} (spool at most {config.spool_max >> 20} MiB)",
         f"sinks: lake {config.lake}"
         + (f", clickhouse {redacted(config.sinks.clickhouse)}" if config.sinks.clickhouse else "")
-        + (f", otlp {config.sinks.otlp}" if config.sinks.otlp else ""),
+        + (f", otlp {redacted(config.sinks.otlp)}" if config.sinks.otlp else ""),
         f"captures in {config.captures_dir}"
         + (
             f", moved to {config.sinks.captures}"

@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from livetrace._cli.options import duration_option
+
 AGENT_EXAMPLES = """\
 examples:
   livetrace agent --check /etc/livetrace/agent.toml     check the file, start nothing
@@ -55,5 +57,8 @@ def add_agent_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
         "--once", action="store_true", help="scan and attach once, collect until --duration, flush, and exit"
     )
     p.add_argument(
-        "--duration", type=float, metavar="SECONDS", help="stop after this long (default: until SIGTERM or Ctrl-C)"
+        "--duration",
+        type=duration_option,
+        metavar="SECONDS",
+        help="stop after this long (default: until SIGTERM or Ctrl-C)",
     )

@@ -14,7 +14,6 @@ import argparse
 import datetime as dt
 import hashlib
 import os
-import re
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, TextIO
@@ -23,6 +22,7 @@ import trio
 
 from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say, units_recorded
 from livetrace._cli.sql_inputs import expand
+from livetrace._outfile import plain_name
 from livetrace._plural import plural
 from livetrace._tables.deps import need
 
@@ -34,12 +34,6 @@ if TYPE_CHECKING:
 
 LIVE_SEGMENT = 5.0  # seconds
 WRITERS = min(8, os.cpu_count() or 1)  # threads writing a unit's tables
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def file_name(text: str, limit: int = 60) -> str:
-    """A plain file name made of ``text``: no separators, not hidden."""
-    return _UNSAFE.sub("_", text).lstrip(".")[:limit] or "trace"
 
 
 def _first_wall(unit: dict[str, pa.RecordBatch]) -> dt.datetime | None:
@@ -63,7 +57,8 @@ def export_file(ds: ParquetDataset, path: Path, service: str | None) -> tuple[in
     from livetrace._tables.schema import SCHEMAS
 
     # Two files of the same name in two directories stay two files.
-    name = f"{file_name(path.stem)}-{hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()}"
+    where = hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()
+    name = f"{plain_name(path.stem, 60) or 'trace'}-{where}"
     files: dict[str, ParquetFile] = {}
     writing: list[Future[None]] = []
     events = 0
@@ -98,7 +93,9 @@ async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO
         info = session.info
         service = args.service or PurePath(info.executable).name
         started = dt.datetime.fromtimestamp(info.start_unix_ns / 1e9, dt.UTC)
-        base = f"{file_name(service, 40)}-{info.pid}-{started:%Y%m%dT%H%M%SZ}"
+        # The trace's start is the helper's, shared by every consumer of it: the session's id keeps the files
+        # of two exports of one process apart (a pprof session's is 0, its start its own first window's).
+        base = f"{plain_name(service, 40)}-{info.pid}-{started:%Y%m%dT%H%M%SZ}-s{info.session}"
         seq = 0
 
         def write(unit: dict[str, pa.RecordBatch]) -> None:
