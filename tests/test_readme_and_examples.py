@@ -134,7 +134,7 @@ def test_dev_py_installs_no_go_for_the_fast_loop(args: list[str], no_go: bool) -
 )
 def test_dev_py_spreads_the_tests_over_the_cores_unless_told(args: list[str], per_core: int) -> None:
     workers = per_core * len(os.sched_getaffinity(0))
-    assert load_dev_py().parallel(args) == (["-n", str(workers)] if workers else [])
+    assert load_dev_py().parallel(args) == (["-n", str(workers), "--dist", "worksteal"] if workers else [])
 
 
 @pytest.mark.slow
