@@ -101,6 +101,7 @@ def test_a_file_written_during_the_merge_is_kept(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     sink = LakeSink(str(lake))
     send(tmp_path, sink, range(1, 4), days_ago=1)
+
     def late() -> None:
         send(tmp_path, sink, range(7, 8), days_ago=1)
 
