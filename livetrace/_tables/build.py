@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from livetrace._tables.columns import full, names, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
+from livetrace._tables.goroutines import goroutine_units_batch
 from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
@@ -197,11 +198,11 @@ class UnitBuilder:
         for task in tasks["task"].to_pylist():  # ended: its parent is in its row now
             parents.pop(task, None)
         rows = goroutine_rows(sp)
+        states = goroutine_states_batch(rows, _blocked_wakers(rows, event_rows, compiled=self._compiled))
         out: Unit = {
             "events": event_rows,
-            "goroutine_states": goroutine_states_batch(
-                rows, _blocked_wakers(rows, event_rows, compiled=self._compiled)
-            ),
+            "goroutine_states": states,
+            "goroutine_units": goroutine_units_batch(capture, generation, event_rows, states, self.stacks.rootless),
             "proc_states": proc_states_batch(sp),
             "spans": sp,
             "tasks": tasks,
