@@ -71,29 +71,41 @@ def _seen(states: pa.RecordBatch, rootless: Set[int]) -> pa.Table:
             "run": pc.if_else(running, start, _NULL),
             "forever": pc.if_else(forever, start, _NULL),
             "own_stack_id": own,
-            "own_stack_start": pc.if_else(pc.is_valid(own), start, _NULL),
+            "owned": pc.if_else(pc.is_valid(own), start, _NULL),
         }
     )
-    # Stable: of two intervals that start together, the later row is the latest.
-    rows = rows.take(pc.sort_indices(rows, [("goroutine", "ascending"), ("start", "ascending")]))
-    return _aggregate(
+    seen = _aggregate(
         rows,
         {
             "first_seen": ("start", "min"),
             "last_seen": ("end", "max"),
-            "last_start": ("start", "last"),
-            "last_end": ("end", "last"),
+            "last_start": ("start", "max"),
             "first_run": ("run", "min"),
             "forever": ("forever", "max"),
-            "own_stack_id": ("own_stack_id", "first"),
-            "own_stack_start": ("own_stack_start", "first"),
+            "own_stack_start": ("owned", "min"),
         },
     )
+    # The rows at two of those times (a join, where a sort of the rows by
+    # goroutine and start would cost more): the latest row's end, the
+    # earliest own stack; of two rows at one time, the greater.
+    last = _at(rows, seen.select(["goroutine", "last_start"]), "end", "last_end")
+    first_own = _at(rows, seen.select(["goroutine", "own_stack_start"]), "own_stack_id", "own_stack_id")
+    return seen.join(last, "goroutine", join_type="left outer").join(first_own, "goroutine", join_type="left outer")
+
+
+def _at(rows: pa.Table, times: pa.Table, column: str, name: str) -> pa.Table:
+    """Per goroutine of ``times`` (goroutine, a time), the greatest
+    ``column`` of its rows that start at that time, as ``name``."""
+    key = times.column_names[1]
+    hits = rows.select(["goroutine", "start", column]).join(
+        times, ["goroutine", "start"], right_keys=["goroutine", key], join_type="inner"
+    )
+    return _aggregate(hits, {name: (column, "max")})
 
 
 def _aggregate(rows: pa.Table, columns: dict[str, tuple[str, str]]) -> pa.Table:
-    """Per goroutine, in the rows' order (first and last follow it): each
-    column named an aggregate (a function) of a column of the rows."""
+    """Per goroutine, each column named an aggregate (a function) of a
+    column of the rows; first and last follow the rows' order."""
     out = rows.group_by("goroutine", use_threads=False).aggregate(list(columns.values()))
     return out.rename_columns(["goroutine", *columns])
 
