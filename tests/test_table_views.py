@@ -1,8 +1,8 @@
-"""The prepared views read ``goroutine_units``, made a unit at a time as the
-tables are built (livetrace/_tables/goroutines.py), where they once scanned
-every event and every goroutine state: over it they give the answers they
-give over the same table made in SQL from those (views.GOROUTINE_UNITS, what
-a dataset written before the build made it reads). tests/test_tables_go.py
+"""The prepared views read ``goroutine_units`` and ``gc_spans``, made a unit
+at a time as the tables are built (livetrace/_tables/goroutines.py), where
+they once scanned every event, goroutine state and span: over them they
+give the answers they give over the same tables made in SQL from those
+(views.DERIVED, what a dataset written before the build made them reads). tests/test_tables_go.py
 checks the views against Go's pprof, tests/tabletop.py against top."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import livetrace
 from livetrace._cli.main import main
 from livetrace._cli.sql import dataset_connection
 from livetrace._tables.sql import create_views
-from livetrace._tables.views import GOROUTINE_UNITS, VIEWS
+from livetrace._tables.views import DERIVED, VIEWS
 
 from .test_tables import LEGACY, RUNTIME, SMALL
 
@@ -61,12 +61,13 @@ def answers(con: duckdb.DuckDBPyConnection) -> dict[str, pa.Table]:
 
 
 def derived(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
-    """The tables with goroutine_units made in SQL from the others."""
+    """The tables with goroutine_units and gc_spans made in SQL from the others."""
     con = duckdb.connect(":memory:")
     for name, table in tables.items():
-        if name != "goroutine_units":
+        if name not in DERIVED:
             con.register(name, table)
-    con.execute(f"CREATE VIEW goroutine_units AS {GOROUTINE_UNITS}")
+    for name, sql in DERIVED.items():
+        con.execute(f"CREATE VIEW {name} AS {sql}")
     create_views(con)
     return con
 
@@ -109,7 +110,8 @@ def test_a_dataset_without_goroutine_units_answers_the_same(tmp_path: Path, caps
     with_units = answers(dataset_connection([out]))
     older = tmp_path / "older"  # as export wrote before it wrote goroutine_units
     shutil.copytree(out, older)
-    shutil.rmtree(older / "goroutine_units")
+    for table in DERIVED:
+        shutil.rmtree(older / table)
     assert answers(dataset_connection([older])) == with_units
     assert answers(dataset_connection([out, older])) == answers(dataset_connection([older, older]))
     assert with_units["goroutines"].num_rows > 0 and with_units["pprof"].num_rows > 0

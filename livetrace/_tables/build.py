@@ -28,6 +28,7 @@ from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     Names,
+    gc_spans_batch,
     goroutine_rows,
     goroutine_states_batch,
     proc_states_batch,
@@ -205,6 +206,7 @@ class UnitBuilder:
             "goroutine_units": goroutine_units_batch(capture, generation, event_rows, states, self.stacks.rootless),
             "proc_states": proc_states_batch(sp),
             "spans": sp,
+            "gc_spans": gc_spans_batch(sp),
             "tasks": tasks,
             "regions": regions_batch(sp),
             "logs": _concat("logs", per_batch["logs"]),

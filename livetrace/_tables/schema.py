@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 # Bumped when a column changes meaning, type or name; the Parquet files
-# carry it in their metadata (b"livetrace.schema_version"). 2: goroutine_units.
+# carry it in their metadata (b"livetrace.schema_version"). 2: goroutine_units and gc_spans.
 SCHEMA_VERSION = 2
 SCHEMA_VERSION_KEY = b"livetrace.schema_version"
 
@@ -141,6 +141,15 @@ COLUMNS: dict[str, Columns] = {
         ("parent_task", pa.uint64(), True, "a task span's parent task (null: none or unseen)"),
         ("proc", pa.int64(), False, "a P span's P, the P a running goroutine ran on; -1 otherwise"),
         *_STACK_PAIR,
+        *_CLIPPED,
+    ),
+    # GC cycles and stop-the-world pauses: the few rows of spans that the
+    # gc_pauses view reads, made with the tables so that it scans no other.
+    "gc_spans": (
+        _CAPTURE,
+        ("kind", _NAME, False, "gc or stw"),
+        ("reason", _NAME, False, "why the world stopped (stw)"),
+        *_INTERVAL,
         *_CLIPPED,
     ),
     "tasks": (

@@ -12,7 +12,7 @@ _SYNC = "(reason LIKE '%chan%' OR reason LIKE '%sync%' OR reason LIKE '%select%'
 # goroutine of a capture (its units as one): what the build makes per unit
 # (livetrace/_tables/goroutines.py), for a dataset written before it did.
 # It scans every event and every state, as the views did before; a test
-# checks that the views give the same answers over either.
+# checks that the views give the same answers over either. So gc_spans.
 GOROUTINE_UNITS = """
     WITH created AS (
         SELECT capture, CAST(arg0 AS BIGINT) AS goroutine, min(time) AS created,
@@ -36,6 +36,15 @@ GOROUTINE_UNITS = """
            first_seen, last_seen, last_start, last_end, first_run, forever, own_stack_id, own_stack_start
     FROM seen FULL JOIN created USING (capture, goroutine)
 """
+
+GC_SPANS = """
+    SELECT capture, kind, reason, start, "end", duration, clipped_start, clipped_end
+    FROM spans WHERE kind IN ('gc', 'stw')
+"""
+
+# The tables made at build time for the views, each as SQL over the others:
+# a dataset written before the build made them (schema version 1) has them so.
+DERIVED: dict[str, str] = {"goroutine_units": GOROUTINE_UNITS, "gc_spans": GC_SPANS}
 
 VIEWS: dict[str, str] = {
     # Each stack's frames, one row per frame, innermost (position 1) first.
@@ -88,7 +97,7 @@ VIEWS: dict[str, str] = {
     # GC cycles and stop-the-world pauses, in time order.
     "gc_pauses": """
         SELECT capture, kind, reason, start, "end", duration, clipped_start, clipped_end
-        FROM spans WHERE kind IN ('gc', 'stw') ORDER BY capture, start
+        FROM gc_spans ORDER BY capture, start
     """,
     # Regions and tasks that ended while the trace ran, slowest first: not
     # those still open at its end, but a region its goroutine's exit ended
