@@ -1,5 +1,6 @@
-"""The prepared views read ``goroutine_units`` and ``gc_spans``, made a unit
-at a time as the tables are built (livetrace/_tables/goroutines.py), where
+"""The prepared views read ``goroutine_units``, ``blocked_units`` and
+``gc_spans``, made a unit at a time as the tables are built
+(livetrace/_tables/goroutines.py, spans.py), where
 they once scanned every event, goroutine state and span: over them they
 give the answers they give over the same tables made in SQL from those
 (views.DERIVED, what a dataset written before the build made them reads). tests/test_tables_go.py
@@ -61,7 +62,7 @@ def answers(con: duckdb.DuckDBPyConnection) -> dict[str, pa.Table]:
 
 
 def derived(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
-    """The tables with goroutine_units and gc_spans made in SQL from the others."""
+    """The tables with those of views.DERIVED made in SQL from the others."""
     con = duckdb.connect(":memory:")
     for name, table in tables.items():
         if name not in DERIVED:

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from livetrace._tables.columns import full, names, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
-from livetrace._tables.goroutines import goroutine_units_batch
+from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
 from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
@@ -204,6 +204,7 @@ class UnitBuilder:
             "events": event_rows,
             "goroutine_states": states,
             "goroutine_units": goroutine_units_batch(capture, generation, event_rows, states, self.stacks.rootless),
+            "blocked_units": blocked_units_batch(capture, generation, states),
             "proc_states": proc_states_batch(sp),
             "spans": sp,
             "gc_spans": gc_spans_batch(sp),

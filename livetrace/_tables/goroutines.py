@@ -110,6 +110,30 @@ def _aggregate(rows: pa.Table, columns: dict[str, tuple[str, str]]) -> pa.Table:
     return out.rename_columns(["goroutine", *columns])
 
 
+def blocked_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> pa.RecordBatch:
+    """The unit's ``blocked_units`` rows: its goroutine_states rows of
+    state blocked, summed per reason, stack and whether still blocked."""
+    rows = pa.table(
+        {
+            "reason": states["reason"],
+            "stack_id": states["start_stack_id"],
+            "clipped_end": states["clipped_end"],
+            "duration": states["duration"],
+        }
+    ).filter(_state(states, SpanKind.BLOCKED))
+    sums = rows.group_by(["reason", "stack_id", "clipped_end"], use_threads=False).aggregate(
+        [("duration", f) for f in ("count", "sum", "min", "max")]
+    )
+    n = sums.num_rows
+    sums = sums.rename_columns(["reason", "stack_id", "clipped_end", "intervals", "total_ns", "min_ns", "max_ns"])
+    columns = {"capture": full(capture, n, pa.int64()), "generation": full(generation, n, pa.int64())}
+    schema = SCHEMAS["blocked_units"]
+    return pa.record_batch(
+        [columns[f.name] if f.name in columns else sums[f.name].combine_chunks().cast(f.type) for f in schema],
+        schema=schema,
+    )
+
+
 def goroutine_units_batch(
     capture: int, generation: int, events: pa.RecordBatch, states: pa.RecordBatch, rootless: Set[int]
 ) -> pa.RecordBatch:

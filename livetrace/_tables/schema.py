@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 # Bumped when a column changes meaning, type or name; the Parquet files
-# carry it in their metadata (b"livetrace.schema_version"). 2: goroutine_units and gc_spans.
+# carry it in their metadata (b"livetrace.schema_version"). 2: goroutine_units, blocked_units and gc_spans.
 SCHEMA_VERSION = 2
 SCHEMA_VERSION_KEY = b"livetrace.schema_version"
 
@@ -119,6 +119,19 @@ COLUMNS: dict[str, Columns] = {
             "where it began) whose root frame has a function",
         ),
         ("own_stack_start", _TIME, True, "the start of that row"),
+    ),
+    # Blocked intervals summed per unit, reason and stack: what the
+    # blocking and goroutine_leaks views count, without a scan of every state.
+    "blocked_units": (
+        _CAPTURE,
+        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        ("reason", _NAME, False, "why they blocked (goroutine_states.reason)"),
+        ("stack_id", pa.int64(), True, "where they blocked (goroutine_states.start_stack_id)"),
+        ("clipped_end", pa.bool_(), False, "still blocked when the trace ended (goroutine_states.clipped_end)"),
+        ("intervals", pa.int64(), False, "how many blocked intervals of the unit"),
+        ("total_ns", pa.int64(), False, "their total duration"),
+        ("min_ns", pa.int64(), False, "the shortest"),
+        ("max_ns", pa.int64(), False, "the longest"),
     ),
     "proc_states": (
         _CAPTURE,

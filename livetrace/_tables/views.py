@@ -12,7 +12,8 @@ _SYNC = "(reason LIKE '%chan%' OR reason LIKE '%sync%' OR reason LIKE '%select%'
 # goroutine of a capture (its units as one): what the build makes per unit
 # (livetrace/_tables/goroutines.py), for a dataset written before it did.
 # It scans every event and every state, as the views did before; a test
-# checks that the views give the same answers over either. So gc_spans.
+# checks that the views give the same answers over either. So
+# blocked_units and gc_spans.
 GOROUTINE_UNITS = """
     WITH created AS (
         SELECT capture, CAST(arg0 AS BIGINT) AS goroutine, min(time) AS created,
@@ -37,6 +38,12 @@ GOROUTINE_UNITS = """
     FROM seen FULL JOIN created USING (capture, goroutine)
 """
 
+BLOCKED_UNITS = """
+    SELECT capture, CAST(0 AS BIGINT) AS generation, reason, start_stack_id AS stack_id, clipped_end,
+           count(*) AS intervals, sum(duration) AS total_ns, min(duration) AS min_ns, max(duration) AS max_ns
+    FROM goroutine_states WHERE state = 'blocked' GROUP BY ALL
+"""
+
 GC_SPANS = """
     SELECT capture, kind, reason, start, "end", duration, clipped_start, clipped_end
     FROM spans WHERE kind IN ('gc', 'stw')
@@ -44,7 +51,7 @@ GC_SPANS = """
 
 # The tables made at build time for the views, each as SQL over the others:
 # a dataset written before the build made them (schema version 1) has them so.
-DERIVED: dict[str, str] = {"goroutine_units": GOROUTINE_UNITS, "gc_spans": GC_SPANS}
+DERIVED: dict[str, str] = {"goroutine_units": GOROUTINE_UNITS, "blocked_units": BLOCKED_UNITS, "gc_spans": GC_SPANS}
 
 VIEWS: dict[str, str] = {
     # Each stack's frames, one row per frame, innermost (position 1) first.
@@ -84,12 +91,12 @@ VIEWS: dict[str, str] = {
         GROUP BY ALL ORDER BY total_ns DESC
     """,
     # Time goroutines spent blocked, by reason and by where they blocked.
-    # (Summed first, then joined to stacks: a join per group, not per row.)
+    # (blocked_units has each unit's sums; joined to stacks per group.)
     "blocking": """
         WITH b AS (
-            SELECT reason, start_stack_id AS stack_id, count(*) AS count, sum(duration) AS total_ns,
-                   max(duration) AS max_ns
-            FROM goroutine_states WHERE state = 'blocked' AND NOT clipped_end GROUP BY ALL)
+            SELECT reason, stack_id, CAST(sum(intervals) AS BIGINT) AS count, sum(total_ns) AS total_ns,
+                   max(max_ns) AS max_ns
+            FROM blocked_units WHERE NOT clipped_end GROUP BY ALL)
         SELECT b.reason, b.stack_id, coalesce(st.leaf, '') AS leaf, b.count, b.total_ns, b.max_ns
         FROM b LEFT JOIN stacks st USING (stack_id)
         ORDER BY total_ns DESC
@@ -113,11 +120,14 @@ VIEWS: dict[str, str] = {
     # Goroutines still blocked when their capture ended, by where they
     # blocked: many at one stack, blocked long, is the shape of a leak.
     "goroutine_leaks": """
-        SELECT s.capture, s.reason, s.start_stack_id AS stack_id, coalesce(st.leaf, '') AS leaf,
-               count(*) AS goroutines, min(s.duration) AS min_blocked_ns, max(s.duration) AS max_blocked_ns
-        FROM goroutine_states s LEFT JOIN stacks st ON st.stack_id = s.start_stack_id
-        WHERE s.state = 'blocked' AND s.clipped_end
-        GROUP BY ALL ORDER BY goroutines DESC
+        WITH b AS (
+            SELECT capture, reason, stack_id, CAST(sum(intervals) AS BIGINT) AS goroutines,
+                   min(min_ns) AS min_blocked_ns, max(max_ns) AS max_blocked_ns
+            FROM blocked_units WHERE clipped_end GROUP BY ALL)
+        SELECT b.capture, b.reason, b.stack_id, coalesce(st.leaf, '') AS leaf, b.goroutines, b.min_blocked_ns,
+               b.max_blocked_ns
+        FROM b LEFT JOIN stacks st USING (stack_id)
+        ORDER BY goroutines DESC
     """,
     # The intervals Go's pprof-like profiles (`go tool trace -pprof=KIND`)
     # count, as Go counts them (livetrace/_views/pprof.py says what that
