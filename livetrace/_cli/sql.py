@@ -83,14 +83,23 @@ def dataset_connection(roots: list[Path]) -> duckdb.DuckDBPyConnection:
 
     from livetrace._tables.schema import TABLE_NAMES
     from livetrace._tables.sql import create_views
+    from livetrace._tables.views import DERIVED
 
     con = duckdb.connect(":memory:")
+    # What a dataset written before the build made the views' own tables
+    # lacks: made from the tables it has, as each query needs it (slower,
+    # the same answers).
+    derived = [t for t in DERIVED if not all(any((r / t).rglob("*.parquet")) for r in roots)]
     for table in TABLE_NAMES:
+        if table in derived:
+            continue
         files = ", ".join(_literal(str(root / table / "**" / "*.parquet")) for root in roots)
         scan = f"read_parquet([{files}], hive_partitioning = true, union_by_name = true)"
         key = {"stacks": "stack_id", "frames": "frame_id"}.get(table)
         rows = f"SELECT DISTINCT ON ({key}) * EXCLUDE (service, date) FROM {scan}" if key else f"SELECT * FROM {scan}"
         con.execute(f"CREATE VIEW {table} AS {rows}")
+    for table in derived:
+        con.execute(f"CREATE VIEW {table} AS {DERIVED[table]}")
     create_views(con)
     return con
 

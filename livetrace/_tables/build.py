@@ -23,10 +23,12 @@ import pyarrow.compute as pc
 
 from livetrace._tables.columns import full, names, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
+from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
 from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     Names,
+    gc_spans_batch,
     goroutine_rows,
     goroutine_states_batch,
     proc_states_batch,
@@ -197,13 +199,15 @@ class UnitBuilder:
         for task in tasks["task"].to_pylist():  # ended: its parent is in its row now
             parents.pop(task, None)
         rows = goroutine_rows(sp)
+        states = goroutine_states_batch(rows, _blocked_wakers(rows, event_rows, compiled=self._compiled))
         out: Unit = {
             "events": event_rows,
-            "goroutine_states": goroutine_states_batch(
-                rows, _blocked_wakers(rows, event_rows, compiled=self._compiled)
-            ),
+            "goroutine_states": states,
+            "goroutine_units": goroutine_units_batch(capture, generation, event_rows, states, self.stacks.rootless),
+            "blocked_units": blocked_units_batch(capture, generation, states),
             "proc_states": proc_states_batch(sp),
             "spans": sp,
+            "gc_spans": gc_spans_batch(sp),
             "tasks": tasks,
             "regions": regions_batch(sp),
             "logs": _concat("logs", per_batch["logs"]),

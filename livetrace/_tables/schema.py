@@ -15,8 +15,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 # Bumped when a column changes meaning, type or name; the Parquet files
-# carry it in their metadata (b"livetrace.schema_version").
-SCHEMA_VERSION = 1
+# carry it in their metadata (b"livetrace.schema_version"). 2: goroutine_units, blocked_units and gc_spans.
+SCHEMA_VERSION = 2
 SCHEMA_VERSION_KEY = b"livetrace.schema_version"
 
 _NAME = pa.dictionary(pa.int32(), pa.string())  # a low-cardinality string: a kind, a state, a reason
@@ -95,6 +95,44 @@ COLUMNS: dict[str, Columns] = {
         ("task_name", _NAME, False, "the task's type"),
         *_CLIPPED,
     ),
+    # One row per goroutine per unit it was created or seen in: what the
+    # goroutines and pprof_intervals views need of events and
+    # goroutine_states, made with the tables so that they read this instead.
+    "goroutine_units": (
+        _CAPTURE,
+        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        ("goroutine", pa.int64(), False, "the goroutine"),
+        ("created", _TIME, True, "its earliest creation (GoCreate) in the unit"),
+        ("creator", pa.int64(), True, "the goroutine that created it then"),
+        ("create_stack_id", pa.int64(), True, "the created goroutine's stack then (events.new_stack_id)"),
+        ("first_seen", _TIME, True, "the start of its first goroutine_states row in the unit (null: none)"),
+        ("last_seen", _TIME, True, "the latest end of its goroutine_states rows in the unit"),
+        ("last_start", _TIME, True, "the start of its latest-starting goroutine_states row in the unit"),
+        ("last_end", _TIME, True, "that row's end"),
+        ("first_run", _TIME, True, "the start of its first running interval in the unit"),
+        ("forever", _TIME, True, "when it last blocked forever (reason forever) in the unit"),
+        (
+            "own_stack_id",
+            pa.int64(),
+            True,
+            "the stack of its earliest state with one of its own (running: where it stopped; blocked, syscall: "
+            "where it began) whose root frame has a function",
+        ),
+        ("own_stack_start", _TIME, True, "the start of that row"),
+    ),
+    # Blocked intervals summed per unit, reason and stack: what the
+    # blocking and goroutine_leaks views count, without a scan of every state.
+    "blocked_units": (
+        _CAPTURE,
+        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        ("reason", _NAME, False, "why they blocked (goroutine_states.reason)"),
+        ("stack_id", pa.int64(), True, "where they blocked (goroutine_states.start_stack_id)"),
+        ("clipped_end", pa.bool_(), False, "still blocked when the trace ended (goroutine_states.clipped_end)"),
+        ("intervals", pa.int64(), False, "how many blocked intervals of the unit"),
+        ("total_ns", pa.int64(), False, "their total duration"),
+        ("min_ns", pa.int64(), False, "the shortest"),
+        ("max_ns", pa.int64(), False, "the longest"),
+    ),
     "proc_states": (
         _CAPTURE,
         ("proc", pa.int64(), False, "the P"),
@@ -116,6 +154,15 @@ COLUMNS: dict[str, Columns] = {
         ("parent_task", pa.uint64(), True, "a task span's parent task (null: none or unseen)"),
         ("proc", pa.int64(), False, "a P span's P, the P a running goroutine ran on; -1 otherwise"),
         *_STACK_PAIR,
+        *_CLIPPED,
+    ),
+    # GC cycles and stop-the-world pauses: the few rows of spans that the
+    # gc_pauses view reads, made with the tables so that it scans no other.
+    "gc_spans": (
+        _CAPTURE,
+        ("kind", _NAME, False, "gc or stw"),
+        ("reason", _NAME, False, "why the world stopped (stw)"),
+        *_INTERVAL,
         *_CLIPPED,
     ),
     "tasks": (

@@ -129,6 +129,16 @@ def _select(spans: pa.RecordBatch, kind: SpanKind, table: str, renames: Mapping[
     return pa.record_batch(rows.columns, schema=SCHEMAS[table])
 
 
+_GC_KINDS = pa.array([int(SpanKind.GC), int(SpanKind.STW)], pa.int32())
+
+
+def gc_spans_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
+    """The GC cycles and stop-the-world pauses of the spans."""
+    columns = [f.name for f in SCHEMAS["gc_spans"]]
+    rows = _rows(spans, pc.is_in(spans["kind"].indices, value_set=_GC_KINDS), columns)
+    return pa.record_batch(rows.columns, schema=SCHEMAS["gc_spans"])
+
+
 def tasks_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
     return _select(spans, SpanKind.TASK, "tasks", {})
 

@@ -50,6 +50,9 @@ class StackIds:
         self._stacks: dict[tuple[int, ...], int] = {}
         self._new_stacks: list[tuple[int, tuple[int, ...], tuple[int, ...], str, str]] = []
         self._new_frames: list[tuple[int, int, str, str, int]] = []
+        # The stable ids of the stacks whose root frame has no function:
+        # the goroutines view does not name a goroutine by them.
+        self.rootless: set[int] = set()
 
     def stable(self, tables: Tables, ids: pa.Array) -> pa.Array:
         """The stable ids (int64) of a column of stack ids of ``tables``;
@@ -74,7 +77,10 @@ class StackIds:
         sid = self._stacks.get(t)
         if sid is None:
             sid = self._stacks[t] = _id(b"".join(_Q.pack(f & (2**64 - 1)) for f in t))
-            self._new_stacks.append((sid, t, pcs, self._function(tables, pcs[:1]), self._function(tables, pcs[-1:])))
+            root = self._function(tables, pcs[-1:])
+            self._new_stacks.append((sid, t, pcs, self._function(tables, pcs[:1]), root))
+            if not root:
+                self.rootless.add(sid)
         return sid
 
     def _frame(self, tables: Tables, p: int, own: dict[int, int]) -> int:

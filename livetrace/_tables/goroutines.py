@@ -1,0 +1,150 @@
+"""``goroutine_units``: per unit, one row per goroutine it created or saw,
+with what the ``goroutines`` and ``pprof_intervals`` views need of the
+unit's events and goroutine states (docs/sql.md, "The prepared views").
+
+Those views ask per goroutine of a capture: its creation (the earliest
+GoCreate naming it, its creator and new stack), when it was first and last
+seen, the first stack it recorded itself, and the lifetime Go's profiles
+clip to (its first run, when it blocked forever, its latest interval's end).
+Each is a minimum, a maximum or a first/last by time, so a capture's answer
+is the same aggregate over its units' rows: the views read these few rows
+instead of scanning every event and every state of a set of traces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from livetrace._tables.columns import full
+from livetrace._tables.schema import SCHEMAS
+from livetrace._trace.spans.model import SpanKind
+from livetrace._trace.spec.modern import EV_GO_CREATE, EV_GO_CREATE_BLOCKED, EV_GO_CREATE_SYSCALL
+
+_CREATES = pa.array([EV_GO_CREATE, EV_GO_CREATE_BLOCKED, EV_GO_CREATE_SYSCALL], pa.int32())
+_NULL = pa.scalar(None, pa.int64())
+
+
+def _state(states: pa.RecordBatch, kind: SpanKind) -> pa.Array:
+    return pc.equal(states["state"].indices, pa.scalar(int(kind), pa.int32()))
+
+
+def _creations(events: pa.RecordBatch) -> pa.Table:
+    """Per goroutine created in the unit: its earliest creation (the first
+    in event order of those at that time), and the first non-null new stack
+    of its creations in time order, as SQL's arg_min gives it."""
+    created = pc.is_in(events["event"].indices, value_set=_CREATES)
+    rows = pa.table(
+        {
+            "goroutine": pc.cast(events["arg0"].filter(created), pa.int64(), safe=False),
+            "created": events["time"].filter(created),
+            "creator": events["goroutine"].filter(created),
+            "create_stack_id": events["new_stack_id"].filter(created),
+        }
+    )
+    rows = rows.take(pc.sort_indices(rows, [("goroutine", "ascending"), ("created", "ascending")]))
+    return _aggregate(rows, {c: (c, "first") for c in ("created", "creator", "create_stack_id")})
+
+
+def _seen(states: pa.RecordBatch, rootless: Set[int]) -> pa.Table:
+    """Per goroutine with states in the unit: when first and last seen, its
+    latest interval, first run, forever block and first own stack."""
+    running, blocked = _state(states, SpanKind.RUNNING), _state(states, SpanKind.BLOCKED)
+    # Its own stack: where it stopped running, where it blocked or entered
+    # a system call (a runnable interval begins at its waker's stack).
+    own = pc.if_else(
+        running,
+        states["end_stack_id"],
+        pc.if_else(_state(states, SpanKind.RUNNABLE), _NULL, states["start_stack_id"]),
+    )
+    if rootless:
+        own = pc.if_else(pc.is_in(own, value_set=pa.array(sorted(rootless), pa.int64())), _NULL, own)
+    forever = pc.and_(blocked, pc.take(pc.equal(states["reason"].dictionary, "forever"), states["reason"].indices))
+    start = states["start"]
+    rows = pa.table(
+        {
+            "goroutine": states["goroutine"],
+            "start": start,
+            "end": states["end"],
+            "run": pc.if_else(running, start, _NULL),
+            "forever": pc.if_else(forever, start, _NULL),
+            "own_stack_id": own,
+            "owned": pc.if_else(pc.is_valid(own), start, _NULL),
+        }
+    )
+    seen = _aggregate(
+        rows,
+        {
+            "first_seen": ("start", "min"),
+            "last_seen": ("end", "max"),
+            "last_start": ("start", "max"),
+            "first_run": ("run", "min"),
+            "forever": ("forever", "max"),
+            "own_stack_start": ("owned", "min"),
+        },
+    )
+    # The rows at two of those times (a join, where a sort of the rows by
+    # goroutine and start would cost more): the latest row's end, the
+    # earliest own stack; of two rows at one time, the greater.
+    last = _at(rows, seen.select(["goroutine", "last_start"]), "end", "last_end")
+    first_own = _at(rows, seen.select(["goroutine", "own_stack_start"]), "own_stack_id", "own_stack_id")
+    return seen.join(last, "goroutine", join_type="left outer").join(first_own, "goroutine", join_type="left outer")
+
+
+def _at(rows: pa.Table, times: pa.Table, column: str, name: str) -> pa.Table:
+    """Per goroutine of ``times`` (goroutine, a time), the greatest
+    ``column`` of its rows that start at that time, as ``name``."""
+    key = times.column_names[1]
+    hits = rows.select(["goroutine", "start", column]).join(
+        times, ["goroutine", "start"], right_keys=["goroutine", key], join_type="inner"
+    )
+    return _aggregate(hits, {name: (column, "max")})
+
+
+def _aggregate(rows: pa.Table, columns: dict[str, tuple[str, str]]) -> pa.Table:
+    """Per goroutine, each column named an aggregate (a function) of a
+    column of the rows; first and last follow the rows' order."""
+    out = rows.group_by("goroutine", use_threads=False).aggregate(list(columns.values()))
+    return out.rename_columns(["goroutine", *columns])
+
+
+def blocked_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> pa.RecordBatch:
+    """The unit's ``blocked_units`` rows: its goroutine_states rows of
+    state blocked, summed per reason, stack and whether still blocked."""
+    rows = pa.table(
+        {
+            "reason": states["reason"],
+            "stack_id": states["start_stack_id"],
+            "clipped_end": states["clipped_end"],
+            "duration": states["duration"],
+        }
+    ).filter(_state(states, SpanKind.BLOCKED))
+    sums = rows.group_by(["reason", "stack_id", "clipped_end"], use_threads=False).aggregate(
+        [("duration", f) for f in ("count", "sum", "min", "max")]
+    )
+    n = sums.num_rows
+    sums = sums.rename_columns(["reason", "stack_id", "clipped_end", "intervals", "total_ns", "min_ns", "max_ns"])
+    columns = {"capture": full(capture, n, pa.int64()), "generation": full(generation, n, pa.int64())}
+    schema = SCHEMAS["blocked_units"]
+    return pa.record_batch(
+        [columns[f.name] if f.name in columns else sums[f.name].combine_chunks().cast(f.type) for f in schema],
+        schema=schema,
+    )
+
+
+def goroutine_units_batch(
+    capture: int, generation: int, events: pa.RecordBatch, states: pa.RecordBatch, rootless: Set[int]
+) -> pa.RecordBatch:
+    """The unit's ``goroutine_units`` rows, by goroutine: from its events
+    and goroutine_states rows; ``rootless``, the stack ids whose root frame
+    has no function (StackIds.rootless)."""
+    both = _creations(events).join(_seen(states, rootless), "goroutine", join_type="full outer")
+    both = both.sort_by("goroutine")
+    n = both.num_rows
+    columns = {"capture": full(capture, n, pa.int64()), "generation": full(generation, n, pa.int64())}
+    schema = SCHEMAS["goroutine_units"]
+    return pa.record_batch(
+        [columns[f.name] if f.name in columns else both[f.name].combine_chunks() for f in schema], schema=schema
+    )
