@@ -16,7 +16,7 @@ through another worker has a null ``parent_task``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -96,16 +96,27 @@ def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: b
     return pc.replace_with_mask(full(None, rows.num_rows, pa.int64()), blocked, wakers)
 
 
-def merged_events(batches: Sequence[EventBatch]) -> list[EventBatch]:
+class Run(NamedTuple):
+    """Consecutive batches of a unit as one batch. ``tabled``: per row,
+    whether its batch had the run's tables (None: every row's did)."""
+
+    batch: EventBatch
+    tabled: pa.Array | None
+
+
+def merged_events(batches: Sequence[EventBatch]) -> list[Run]:
     """Consecutive batches of one tables as one batch: the kernels then run
     once per unit, not once per (often small) batch, whose fixed cost would
-    dominate."""
-    out: list[EventBatch] = []
+    dominate. A batch with no tables (a trace's closing Sync) joins the run
+    it follows, its rows marked, rather than making a run of its own that
+    would cost a copy of the unit's every column to join."""
+    out: list[Run] = []
     run: list[EventBatch] = []
     for b in batches:
         if not len(b):
             continue
-        if run and b.gen is not run[0].gen:
+        gen = next((r.gen for r in run if r.gen is not None), None)
+        if b.gen is not None and gen is not None and b.gen is not gen:
             out.append(_merge_events(run))
             run = []
         run.append(b)
@@ -114,11 +125,15 @@ def merged_events(batches: Sequence[EventBatch]) -> list[EventBatch]:
     return out
 
 
-def _merge_events(run: list[EventBatch]) -> EventBatch:
+def _merge_events(run: list[EventBatch]) -> Run:
+    gen = next((b.gen for b in run if b.gen is not None), None)
+    tabled = None
+    if gen is not None and any(b.gen is None for b in run):
+        tabled = pa.concat_arrays([full(b.gen is not None, len(b), pa.bool_()) for b in run])
     if len(run) == 1:
-        return run[0]
+        return Run(run[0], tabled)
     cols = tuple(_joined(c) for c in zip(*(b.columns() for b in run), strict=True))
-    return EventBatch(run[0].gen, sum(len(b) for b in run), cols)
+    return Run(EventBatch(gen, sum(len(b) for b in run), cols), tabled)
 
 
 def _joined(parts: Sequence[memoryview]) -> bytes:
@@ -177,7 +192,10 @@ class UnitBuilder:
         the goroutines-by-state counters. ``captures`` is left empty: a
         capture's row is made once, at its end (captures.py)."""
         generation = next((b.gen.gen for b in events if b.gen is not None), 0)
-        ev = [events_batch(capture, b, self.stacks, self._strings, generation) for b in merged_events(events)]
+        ev = [
+            events_batch(capture, r.batch, self.stacks, self._strings, generation, r.tabled)
+            for r in merged_events(events)
+        ]
         per_batch = {
             "logs": [logs_batch(e) for e in ev],
             "counters": [counters_batch(e) for e in ev],
