@@ -173,6 +173,12 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
         for (size_t j = nkeys; j-- > 0;)                          /* from the last: the first of equal keys stays */
             dense[ld_u64(keys.buf, j)] = j;
     } else if (!failed) {
+        /* Sized for every key at once: growing by doubling rehashes a unit's
+         * keys (a million wake times) a score of times. */
+        size_t cap = 16;
+        while (cap < 2 * nkeys + 2)
+            cap *= 2;
+        failed = map_resize(&index, cap) != 0;
         for (size_t j = 0; j < nkeys && !failed; j++)
             failed = !map_slot(&index, ld_u64(keys.buf, j), j); /* the first of equal keys stays */
     }
