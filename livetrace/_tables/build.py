@@ -15,13 +15,14 @@ through another worker has a null ``parent_task``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import full, names, strided
+from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
@@ -45,7 +46,7 @@ from livetrace._trace.spec.modern import EV_GO_SWITCH, EV_GO_SWITCH_DESTROY, EV_
 Unit = dict[str, pa.RecordBatch]
 
 # Events that make another goroutine (arg0) runnable: the event's goroutine woke it.
-_WAKES = pa.array([EV_GO_UNBLOCK, EV_GO_SWITCH, EV_GO_SWITCH_DESTROY], pa.int32())
+_WAKES = (EV_GO_UNBLOCK, EV_GO_SWITCH, EV_GO_SWITCH_DESTROY)
 # open_counts' goroutine states, as counters.
 _GOROUTINE_COUNTS = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)
 _COUNT_NAMES = pa.array([f"goroutines:{SPAN_KIND_NAMES[k]}" for k in _GOROUTINE_COUNTS], pa.string())
@@ -62,20 +63,28 @@ def _concat(table: str, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
 
+def _is_wake(codes: pa.Array) -> pa.Array:
+    """Where an event's code is one of _WAKES: compares, a few times faster than is_in's hash."""
+    masks = [pc.equal(codes, pa.scalar(c, pa.int32())) for c in _WAKES]
+    return functools.reduce(pc.or_, masks)
+
+
 def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool | None = None) -> pa.Array:
     """Per goroutine-state row, the goroutine whose event ended it by making
-    it runnable (an unblock at the row's end, of the row's goroutine)."""
-    is_wake = pc.is_in(events["event"].indices, value_set=_WAKES)
-    times = events["time"].filter(is_wake)
-    if not len(times) or not rows.num_rows:
-        return full(None, rows.num_rows, pa.int64())
-    woken = pc.cast(events["arg0"].filter(is_wake), pa.int64(), safe=False)
-    wakers = events["goroutine"].filter(is_wake)
-    # A hash lookup by time: the first wake at the row's end, kept where it
+    it runnable (an unblock at the row's end, of the row's goroutine); null
+    where the row's end is (a row not asked about)."""
+    ends, goroutines = rows["end"], rows["resource_id"]
+    wakes = events.select(["time", "arg0", "goroutine"]).filter(_is_wake(events["event"].indices))
+    times = wakes["time"]
+    if not len(times) or not len(ends):
+        return full(None, len(ends), pa.int64())
+    woken = pc.cast(wakes["arg0"], pa.int64(), safe=False)
+    wakers = wakes["goroutine"]
+    # A lookup by time: the first wake at the row's end, kept where it
     # woke the row's goroutine. Where it woke another, two wakes may share
     # that time (a legacy trace's ties): then the join on both.
-    at = lookup(rows["end"], times, strided(len(times), 1), compiled=use_compiled(compiled))
-    mine = pc.equal(pc.take(woken, at), rows["resource_id"])
+    at = lookup(ends, times, strided(len(times), 1), compiled=use_compiled(compiled))
+    mine = pc.equal(pc.take(woken, at), goroutines)
     if not pc.any(pc.invert(mine)).as_py():
         return pc.if_else(mine, pc.take(wakers, at), pa.scalar(None, pa.int64()))
     right = (
@@ -83,17 +92,18 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool | No
         .group_by(["goroutine", "end"])
         .aggregate([("waker", "min")])
     )
-    left = pa.table({"goroutine": rows["resource_id"], "end": rows["end"], "row": strided(rows.num_rows, 1)})
+    left = pa.table({"goroutine": goroutines, "end": ends, "row": strided(len(ends), 1)})
     joined = left.join(right, ["goroutine", "end"], join_type="left outer").sort_by("row")
     return joined["waker_min"].combine_chunks()
 
 
 def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool) -> pa.Array:
-    """_wakers of the blocked rows (only a waiting goroutine is woken), in
-    place among the rows, null for the others."""
+    """_wakers of the blocked rows (only a waiting goroutine is woken), null
+    for the others: their ends are null, so the rows need no filtering and
+    the answer no scattering back among them."""
     blocked = pc.equal(rows["kind"].indices, pa.scalar(int(SpanKind.BLOCKED), pa.int32()))
-    wakers = _wakers(rows.select(["end", "resource_id"]).filter(blocked), events, compiled=compiled)
-    return pc.replace_with_mask(full(None, rows.num_rows, pa.int64()), blocked, wakers)
+    asked = pa.record_batch([null_where_not(rows["end"], blocked), rows["resource_id"]], names=["end", "resource_id"])
+    return _wakers(asked, events, compiled=compiled)
 
 
 class Run(NamedTuple):
