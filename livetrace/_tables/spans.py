@@ -4,6 +4,7 @@ its rows and columns: ``tasks``, ``regions``, ``goroutine_states`` and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
@@ -26,9 +27,7 @@ from livetrace._trace.spans.model import (
 
 _KINDS = pa.array(SPAN_KIND_NAMES, pa.string())
 _RESOURCES = pa.array(RESOURCE_KINDS, pa.string())
-_GOROUTINE_STATES = pa.array(
-    [int(k) for k in (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)], pa.int32()
-)
+_GOROUTINE_STATES = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)
 
 
 class Names:
@@ -162,8 +161,10 @@ def goroutine_rows(spans: pa.RecordBatch) -> pa.RecordBatch:
     """The spans of goroutines' states (running, runnable, blocked, syscall),
     in goroutine_states' columns."""
     goroutine = _is(spans["resource"], RES_GOROUTINE)
-    mask = pc.and_(goroutine, pc.is_in(spans["kind"].indices, value_set=_GOROUTINE_STATES))
-    return _rows(spans, mask, _STATE_COLUMNS)
+    state = functools.reduce(
+        pc.or_, [_is(spans["kind"], k) for k in _GOROUTINE_STATES]
+    )  # a few times faster than is_in
+    return _rows(spans, pc.and_(goroutine, state), _STATE_COLUMNS)
 
 
 def goroutine_states_batch(rows: pa.RecordBatch, wakers: pa.Array) -> pa.RecordBatch:
