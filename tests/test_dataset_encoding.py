@@ -2,7 +2,8 @@
 (``time``, ``wall_time``, ``start``, ``end``) as deltas, a tenth less
 writing time and smaller files, and DuckDB, Polars and pyarrow read them
 back as they were; other columns (and a column of those names that is not
-a number) as before."""
+a number) as before. A dictionary column is written as a dictionary even
+where its dictionary repeats a value."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from livetrace._dataset import write_parquet
+from livetrace._dataset import ParquetFile, write_parquet
 
 pytestmark = pytest.mark.once  # files: no decoder runs
 
@@ -59,3 +60,36 @@ def test_a_string_called_time_is_not_delta_encoded(tmp_path: Path) -> None:
     write_parquet(path, batch.schema, [batch])
     assert pq.read_table(path).column("time").to_pylist() == batch.column("time").to_pylist()
     assert "DELTA_BINARY_PACKED" not in pq.ParquetFile(path).metadata.row_group(0).column(0).encodings
+
+
+def _names(n: int) -> pa.DictionaryArray:
+    """Names by code, as the events' are: "" for every code unused (a
+    dictionary that repeats a value), and a null row."""
+    names = pa.array(["" if i % 3 else f"ev{i}" for i in range(256)])
+    codes = pa.array([None if i == 5 else (i * 7) % 256 for i in range(n)], pa.int32())
+    return pa.DictionaryArray.from_arrays(codes, names)
+
+
+def test_a_dictionary_that_repeats_a_value_is_still_written_as_a_dictionary(tmp_path: Path) -> None:
+    """pyarrow's writer fell back to plain strings (slower, and the column
+    bigger) for such a dictionary; the values read back are the same."""
+    batch = pa.record_batch({"event": _names(N)})
+    path = tmp_path / "d.parquet"
+    write_parquet(path, batch.schema, [batch])
+    assert "RLE_DICTIONARY" in pq.ParquetFile(path).metadata.row_group(0).column(0).encodings
+    want = batch.column("event").cast(pa.string()).to_pylist()
+    assert pq.read_table(path).column("event").cast(pa.string()).to_pylist() == want
+    back = duckdb.connect().sql(f"SELECT event FROM read_parquet('{path}')").fetchall()
+    assert [r[0] for r in back] == want
+
+
+def test_a_tables_chunks_each_keep_their_values(tmp_path: Path) -> None:
+    first = _names(300)
+    second = pa.DictionaryArray.from_arrays(pa.array([1, 0, 1, 2], pa.int32()), pa.array(["b", "a", "b"]))
+    table = pa.table({"event": pa.chunked_array([first, second])})
+    path = tmp_path / "t.parquet"
+    with ParquetFile(path, table.schema) as out:
+        out.write(table)
+        out.commit()
+    want = table.column("event").cast(pa.string()).to_pylist()
+    assert pq.read_table(path).column("event").cast(pa.string()).to_pylist() == want
