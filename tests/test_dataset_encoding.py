@@ -93,3 +93,16 @@ def test_a_tables_chunks_each_keep_their_values(tmp_path: Path) -> None:
         out.commit()
     want = table.column("event").cast(pa.string()).to_pylist()
     assert pq.read_table(path).column("event").cast(pa.string()).to_pylist() == want
+
+
+def test_bounds_for_numbers_and_times_not_for_names(tmp_path: Path) -> None:
+    """A row group's min and max are kept where a reader can skip on them
+    (times, ids), not for the dictionary-encoded names."""
+    batch = pa.record_batch({"time": pa.array(range(100, 200), pa.int64()), "event": _names(100)})
+    path = tmp_path / "s.parquet"
+    write_parquet(path, batch.schema, [batch])
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    stats = group.column(0).statistics
+    assert stats is not None and (stats.min, stats.max) == (100, 199)
+    names = group.column(1).statistics
+    assert names is None or not names.has_min_max
