@@ -90,7 +90,7 @@ def _distinct(array: pa.DictionaryArray) -> pa.DictionaryArray:
     values = pc.unique(array.dictionary)
     if len(values) == len(array.dictionary):
         return array
-    at = pc.index_in(array.dictionary, value_set=values)
+    at = pc.cast(pc.index_in(array.dictionary, value_set=values), array.type.index_type)  # fewer: it fits
     return pa.DictionaryArray.from_arrays(pc.take(at, array.indices), values)
 
 

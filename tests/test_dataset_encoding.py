@@ -106,3 +106,18 @@ def test_bounds_for_numbers_and_times_not_for_names(tmp_path: Path) -> None:
     assert stats is not None and (stats.min, stats.max) == (100, 199)
     names = group.column(1).statistics
     assert names is None or not names.has_min_max
+
+
+def test_a_narrow_dictionarys_type_is_kept(tmp_path: Path) -> None:
+    """A query's result may index its dictionary with int8 (DuckDB's enums):
+    the distinct values keep that index type, as the file's schema says."""
+    names = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 1, None], pa.int8()), pa.array(["a", "b", "a"]))
+    batch = pa.record_batch({"state": names})
+    path = tmp_path / "n.parquet"
+    write_parquet(path, batch.schema, [batch])
+    assert pq.read_table(path).column("state").to_pylist() == ["a", "b", "a", "b", None]
+    table = pa.table({"state": pa.chunked_array([names, names])})  # a query's result: a table of chunks
+    with ParquetFile(tmp_path / "t.parquet", table.schema) as out:
+        out.write(table)
+        out.commit()
+    assert pq.read_table(tmp_path / "t.parquet").column("state").to_pylist() == ["a", "b", "a", "b", None] * 2
