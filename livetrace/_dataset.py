@@ -25,8 +25,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from livetrace._errors import OutputPathError, OutputWriteError
@@ -41,9 +43,11 @@ COMPRESSION = "zstd"
 COMPRESSION_LEVEL = {"zstd": 1}
 # Hive's name for a partition whose value is missing or empty (Spark and pyarrow read it as null).
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_DELTA = frozenset({"time", "wall_time", "start", "end"})  # the columns _delta_columns encodes
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 Partition = Sequence[tuple[str, str | None]]
+Data = TypeVar("Data", pa.RecordBatch, pa.Table)
 
 
 def partition_dirs(partition: Partition) -> list[str]:
@@ -59,6 +63,52 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     kinds, states repeat). Numbers (times, ids) rarely do, and encoding
     them took a third of the writing time for nothing."""
     return [f.name for f in schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)]
+
+
+def _statistics_columns(schema: pa.Schema) -> list[str]:
+    """The columns whose min and max go in each row group: all but the
+    dictionary-encoded names (kinds, states, reasons), which every row
+    group holds all of, so that their bounds never let a reader skip one;
+    working them out took a tenth of the writing time."""
+    return [f.name for f in schema if not pa.types.is_dictionary(f.type)]
+
+
+def _delta_columns(schema: pa.Schema) -> dict[str, str]:
+    """Times (sorted in ``events``, close to it in the spans' tables) as
+    deltas: smaller before compression, so a tenth less time writing and
+    smaller files. Every reader named above reads Parquet's delta encoding."""
+    return {
+        f.name: "DELTA_BINARY_PACKED"
+        for f in schema
+        if f.name in _DELTA and (pa.types.is_integer(f.type) or pa.types.is_timestamp(f.type))
+    }
+
+
+def _distinct(array: pa.DictionaryArray) -> pa.DictionaryArray:
+    """The same values over a dictionary of distinct values."""
+    values = pc.unique(array.dictionary)
+    if len(values) == len(array.dictionary):
+        return array
+    at = pc.cast(pc.index_in(array.dictionary, value_set=values), array.type.index_type)  # fewer: it fits
+    return pa.DictionaryArray.from_arrays(pc.take(at, array.indices), values)
+
+
+def distinct_dictionaries(data: Data) -> Data:
+    """``data`` with each dictionary column over distinct values (the same
+    values): Parquet's writer takes a dictionary as it is only where its
+    values are distinct, and a dictionary that repeats one (the events'
+    names by wire code, "" for every code unused) made its column three
+    times slower to write and three times bigger."""
+    columns = []
+    for column in data.columns:
+        if isinstance(column, pa.ChunkedArray) and pa.types.is_dictionary(column.type):
+            column = pa.chunked_array([_distinct(c) for c in column.chunks], column.type)
+        elif isinstance(column, pa.DictionaryArray):
+            column = _distinct(column)
+        columns.append(column)
+    if isinstance(data, pa.RecordBatch):
+        return pa.record_batch(columns, schema=data.schema)
+    return pa.table(columns, schema=data.schema)
 
 
 def write_error(path: Path, e: OSError) -> OutputWriteError:
@@ -105,6 +155,8 @@ class ParquetFile:
                 compression=compression,
                 compression_level=COMPRESSION_LEVEL.get(compression),
                 use_dictionary=_dictionary_columns(schema),
+                column_encoding=_delta_columns(schema) or None,
+                write_statistics=_statistics_columns(schema),
             )
         except BaseException:
             self._out.discard()
@@ -112,6 +164,7 @@ class ParquetFile:
 
     def write(self, data: pa.RecordBatch | pa.Table) -> None:
         with self._or_discard():
+            data = distinct_dictionaries(data)
             if isinstance(data, pa.RecordBatch):
                 self._writer.write_batch(data, row_group_size=self._row_group_rows)
             else:

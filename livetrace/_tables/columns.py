@@ -30,6 +30,17 @@ def name_table(values: Sequence[bytes]) -> pa.Array:
     return pa.array([v.decode("utf-8", "replace") for v in values], pa.string())
 
 
+def null_where_not(array: pa.Array, keep: pa.Array) -> pa.Array:
+    """The array, null where ``keep`` (boolean) is false: its values shared,
+    only a new validity bitmap made."""
+    if isinstance(array, pa.DictionaryArray):
+        return pa.DictionaryArray.from_arrays(null_where_not(array.indices, keep), array.dictionary)
+    valid = pc.and_(pc.is_valid(array), keep)  # a boolean's data buffer is a bitmap
+    if array.offset or valid.offset:
+        return pc.if_else(keep, array, pa.scalar(None, array.type))
+    return pa.Array.from_buffers(array.type, len(array), [valid.buffers()[1], array.buffers()[1]])
+
+
 def flag(flags: pa.Array, bit: int) -> pa.Array:
     return pc.not_equal(pc.bit_wise_and(flags, pa.scalar(bit, flags.type)), pa.scalar(0, flags.type))
 

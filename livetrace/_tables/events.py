@@ -9,7 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import column, full, name_table, names
+from livetrace._tables.columns import column, full, name_table, names, null_where_not
 from livetrace._tables.kernels import event_columns, lookup
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
@@ -69,10 +69,17 @@ class Strings:
 
 
 def events_batch(
-    capture: int, batch: EventBatch, stacks: StackIds, strings: Strings, generation: int
+    capture: int,
+    batch: EventBatch,
+    stacks: StackIds,
+    strings: Strings,
+    generation: int,
+    tabled: pa.Array | None = None,
 ) -> pa.RecordBatch:
     """The ``events`` rows of a batch; ``generation``: its unit's (a trace's
-    final Sync has no tables of its own)."""
+    final Sync has no tables of its own); ``tabled``: per row, whether the
+    batch's tables are its own (None: every row's are): the columns read
+    from the tables (wall time, stacks, strings) are null on the others."""
     n = len(batch)
     gen = batch.gen
     codes_v, times_v, m_v, p_v, g_v, args_v, extra_v = batch.columns()
@@ -96,6 +103,11 @@ def events_batch(
         stack_ids = new_stack_ids = full(None, n, pa.int64())
     else:
         stack_ids, new_stack_ids = stacks.stable(gen, stack_of), stacks.stable(gen, new_stack_of)
+    string1, string2 = strings.column(gen, string1_of), strings.column(gen, string2_of)
+    if tabled is not None:
+        wall, stack_ids, new_stack_ids, string1, string2 = (
+            null_where_not(a, tabled) for a in (wall, stack_ids, new_stack_ids, string1, string2)
+        )
     return pa.record_batch(
         [
             full(capture, n, pa.int64()),
@@ -111,8 +123,8 @@ def events_batch(
             new_stack_ids,
             *cols.args,
             *cols.extra,
-            strings.column(gen, string1_of),
-            strings.column(gen, string2_of),
+            string1,
+            string2,
         ],
         schema=SCHEMAS["events"],
     )

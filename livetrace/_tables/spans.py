@@ -4,6 +4,7 @@ its rows and columns: ``tasks``, ``regions``, ``goroutine_states`` and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
@@ -26,9 +27,7 @@ from livetrace._trace.spans.model import (
 
 _KINDS = pa.array(SPAN_KIND_NAMES, pa.string())
 _RESOURCES = pa.array(RESOURCE_KINDS, pa.string())
-_GOROUTINE_STATES = pa.array(
-    [int(k) for k in (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)], pa.int32()
-)
+_GOROUTINE_STATES = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)
 
 
 class Names:
@@ -51,10 +50,11 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
     """Stable ids of a stack column whose ids belong to per-row tables."""
     n = len(spans)
     local, keys = column(ids), column(tables)
-    distinct = pc.unique(keys).to_pylist()
-    if len(distinct) == 1:  # the usual case: one table for every row
-        t = spans.tables.get(distinct[0])
+    lo, hi = pc.min_max(keys).values()
+    if lo == hi:  # the usual case: one table for every row (a min and max: cheaper than unique)
+        t = spans.tables.get(lo.as_py())
         return full(None, n, pa.int64()) if t is None else stacks.stable(t, local)
+    distinct = pc.unique(keys).to_pylist()
     out = full(None, n, pa.int64())
     for key in distinct:
         t = spans.tables.get(key)
@@ -171,8 +171,10 @@ def goroutine_rows(spans: pa.RecordBatch) -> pa.RecordBatch:
     """The spans of goroutines' states (running, runnable, blocked, syscall),
     in goroutine_states' columns."""
     goroutine = _is(spans["resource"], RES_GOROUTINE)
-    mask = pc.and_(goroutine, pc.is_in(spans["kind"].indices, value_set=_GOROUTINE_STATES))
-    return _rows(spans, mask, _STATE_COLUMNS)
+    state = functools.reduce(
+        pc.or_, [_is(spans["kind"], k) for k in _GOROUTINE_STATES]
+    )  # a few times faster than is_in
+    return _rows(spans, pc.and_(goroutine, state), _STATE_COLUMNS)
 
 
 def goroutine_states_batch(rows: pa.RecordBatch, wakers: pa.Array) -> pa.RecordBatch:

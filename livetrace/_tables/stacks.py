@@ -60,11 +60,21 @@ class StackIds:
         known = self._local.get(tables)
         if known is None:
             known = self._local[tables] = {}
-        wanted = [i for i in pc.unique(ids).to_pylist() if i and i not in known]
-        for i in wanted:
-            pcs = tables.stacks.get(i)
-            if pcs is not None:
-                known[i] = self._stack(tables, pcs)
+        if known:
+            # Every id known already (the usual case past a unit's first
+            # column): the lookup alone tells, where a unique costs more.
+            out = self._lookup(known, ids)
+            no_stack = ids.null_count + pc.sum(pc.equal(ids, pa.scalar(0, ids.type)), min_count=0).as_py()
+            if out.null_count == no_stack:
+                return out
+        for i in pc.unique(ids).to_pylist():
+            if i and i not in known:
+                pcs = tables.stacks.get(i)
+                if pcs is not None:
+                    known[i] = self._stack(tables, pcs)
+        return self._lookup(known, ids)
+
+    def _lookup(self, known: dict[int, int], ids: pa.Array) -> pa.Array:
         keys = pa.array(list(known), pa.uint64())
         values = pa.array(list(known.values()), pa.int64())
         return lookup(ids, keys, values, compiled=self._compiled)

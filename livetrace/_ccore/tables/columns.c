@@ -130,6 +130,27 @@ done:
     return result;
 }
 
+/* The first position from `from` on whose key (of n, in order) is not
+ * below id: every key before `from` is. Steps out by doubling, then halves
+ * back: a few steps where the ids ascend as the keys do. */
+static size_t search_from(const u8 *keys, size_t n, size_t from, u64 id) {
+    size_t lo = from, hi = from, step = 1;
+    while (hi < n && ld_u64(keys, hi) < id) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    hi = hi < n ? hi : n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ld_u64(keys, mid) < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* table_lookup(ids, valid, offset, n, keys, values, width, outs): per row i
  * of the n from offset, the value of the first key equal to ids[i] (values:
  * width 4 or 8 byte ints), null where valid (a bitmap, or None: every row)
@@ -160,38 +181,60 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
     Py_ssize_t nulls = 0;
     Py_BEGIN_ALLOW_THREADS;
     /* Keys that are small ints (a generation's stack and string ids count
-     * up from 1) index a table of positions directly; others go through a
-     * hash map. */
+     * up from 1) index a table of positions directly; keys in order (a
+     * unit's times) are searched, from where the last id's search ended
+     * while the ids ascend too: a merge, in memory's order, where a hash
+     * map's probes miss the cache; others go through a hash map. */
+    const u8 *kb = keys.buf;
     u64 top = 0;
-    for (size_t j = 0; j < nkeys; j++)
-        top = ld_u64(keys.buf, j) > top ? ld_u64(keys.buf, j) : top;
+    int ordered = 1;
+    for (size_t j = 0; j < nkeys; j++) {
+        u64 k = ld_u64(kb, j);
+        top = k > top ? k : top;
+        ordered = ordered && (j == 0 || ld_u64(kb, j - 1) <= k);
+    }
     int dense_keys = nkeys && top < 4 * nkeys + 4096;
     u64 *dense = dense_keys ? malloc(((size_t)top + 1) * sizeof *dense) : NULL;
     failed = dense_keys && !dense;
     if (dense) {
         memset(dense, 0xff, ((size_t)top + 1) * sizeof *dense); /* UINT64_MAX: no key */
         for (size_t j = nkeys; j-- > 0;)                          /* from the last: the first of equal keys stays */
-            dense[ld_u64(keys.buf, j)] = j;
-    } else if (!failed) {
+            dense[ld_u64(kb, j)] = j;
+    } else if (!failed && !ordered) {
+        /* Sized for every key at once: growing by doubling rehashes a unit's
+         * keys a score of times. */
+        size_t cap = 16;
+        while (cap < 2 * nkeys + 2)
+            cap *= 2;
+        failed = map_resize(&index, cap) != 0;
         for (size_t j = 0; j < nkeys && !failed; j++)
-            failed = !map_slot(&index, ld_u64(keys.buf, j), j); /* the first of equal keys stays */
+            failed = !map_slot(&index, ld_u64(kb, j), j); /* the first of equal keys stays */
     }
     const u8 *iv = (const u8 *)ids.buf + offset * 8, *vb = valid.obj ? valid.buf : NULL, *vals = values.buf;
     u8 *d = out[0].buf, *b = out[1].buf;
-    size_t w = (size_t)width;
+    size_t w = (size_t)width, from = 0;
+    u64 last = 0;
     memset(b, 0, sizes[1]);
     for (size_t i = 0; i < (size_t)n && !failed; i++) {
         size_t bit = (size_t)offset + i;
-        const u64 *at = NULL;
+        u64 pos = UINT64_MAX;
         if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) {
             u64 id = ld_u64(iv, i);
-            if (dense)
-                at = id <= top && dense[id] != UINT64_MAX ? &dense[id] : NULL;
-            else
-                at = map_find(&index, id);
+            if (dense) {
+                pos = id <= top ? dense[id] : UINT64_MAX;
+            } else if (ordered) {
+                if (id < last)
+                    from = 0;
+                from = search_from(kb, nkeys, from, id);
+                last = id;
+                pos = from < nkeys && ld_u64(kb, from) == id ? from : UINT64_MAX;
+            } else {
+                const u64 *at = map_find(&index, id);
+                pos = at ? *at : UINT64_MAX;
+            }
         }
-        if (at) {
-            memcpy(d + i * w, vals + *at * w, w);
+        if (pos != UINT64_MAX) {
+            memcpy(d + i * w, vals + pos * w, w);
             set_valid(b, i);
         } else {
             memset(d + i * w, 0, w);
