@@ -192,6 +192,11 @@ class UnitBuilder:
         # Per capture, the parents of its tasks begun and not yet ended.
         self._parents: dict[int, dict[int, int]] = {}
 
+    def forget(self, capture: int) -> None:
+        """The capture ended: its tasks still open are its own (a live
+        session's next segment is a capture of its own), so let go of them."""
+        self._parents.pop(capture, None)
+
     def build(
         self,
         capture: int,

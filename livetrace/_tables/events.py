@@ -130,13 +130,9 @@ def events_batch(
     )
 
 
-def _where(events: pa.RecordBatch, mask: pa.Array) -> pa.RecordBatch:
-    return events.filter(mask)
-
-
 def logs_batch(events: pa.RecordBatch) -> pa.RecordBatch:
     """The ``logs`` rows of a batch's ``events``."""
-    e = _where(events, pc.equal(events["event"].indices, pa.scalar(EV_USER_LOG, pa.int32())))
+    e = events.filter(pc.equal(events["event"].indices, pa.scalar(EV_USER_LOG, pa.int32())))
     return pa.record_batch(
         [
             e["capture"],
@@ -153,7 +149,7 @@ def logs_batch(events: pa.RecordBatch) -> pa.RecordBatch:
 
 def counters_batch(events: pa.RecordBatch) -> pa.RecordBatch:
     """The ``counters`` rows of a batch's ``events``: its metric events."""
-    e = _where(events, pc.equal(events["kind"].indices, pa.scalar(int(Kind.METRIC), pa.int32())))
+    e = events.filter(pc.equal(events["kind"].indices, pa.scalar(int(Kind.METRIC), pa.int32())))
     return pa.record_batch(
         [
             e["capture"],
@@ -166,7 +162,7 @@ def counters_batch(events: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def cpu_samples_batch(events: pa.RecordBatch) -> pa.RecordBatch:
-    e = _where(events, pc.equal(events["kind"].indices, pa.scalar(int(Kind.STACK_SAMPLE), pa.int32())))
+    e = events.filter(pc.equal(events["kind"].indices, pa.scalar(int(Kind.STACK_SAMPLE), pa.int32())))
     return pa.record_batch(
         [e["capture"], e["time"], e["thread"], e["proc"], e["goroutine"], e["stack_id"]],
         schema=SCHEMAS["cpu_samples"],

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import PurePath
 
 import pyarrow as pa
+import trio
 
 from livetrace._errors import UnsupportedTraceVersionError
 from livetrace._items import Gap, SegmentGap, WindowGap
@@ -60,18 +61,21 @@ async def session_units(
     builder = builder or UnitBuilder(compiled=compiled)
     index = 0
     current = CaptureUnits(builder, _capture(session, index), compiled=compiled)
+    # The spans and a unit's tables are built in a worker thread, one step
+    # at a time: trio's thread stays free for the session's frames (and
+    # Ctrl-C) while a generation's tables take a second.
     async for item in session.event_batches(provisional=False):
         if isinstance(item, EventBatch):
-            unit = current.feed(item)
+            unit = await trio.to_thread.run_sync(current.feed, item)
             if unit is not None:
                 await sink(unit)
         elif isinstance(item, SegmentGap | WindowGap):
-            await sink(current.close())
+            await sink(await trio.to_thread.run_sync(current.close))
             index += 1
             current = CaptureUnits(builder, _capture(session, index), compiled=compiled)
         elif isinstance(item, Gap):
             current.gap()
-    await sink(current.close())
+    await sink(await trio.to_thread.run_sync(current.close))
 
 
 async def session_tables(session: Session, *, compiled: bool | None = None) -> dict[str, pa.Table]:
@@ -90,8 +94,6 @@ async def session_tables(session: Session, *, compiled: bool | None = None) -> d
 def live_tables(address: str, duration: float, *, compiled: bool | None = None) -> dict[str, pa.Table]:
     """The tables of a session of ``duration`` seconds with the service at
     ``address`` (any address ``connect`` takes), from a caller outside trio."""
-    import trio
-
     from livetrace._session.connect import connect
 
     async def run() -> dict[str, pa.Table]:

@@ -31,8 +31,9 @@ _GOROUTINE_STATES = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, Span
 
 
 class Names:
-    """A span builder's names table as an Arrow array; it only grows, so it
-    is made again only when it grew."""
+    """A span builder's names table as an Arrow array; names are only ever
+    appended to it, so only what it grew by is converted (a long live
+    export's table grows all the time)."""
 
     def __init__(self) -> None:
         self._of: Sequence[bytes] | None = None
@@ -40,7 +41,12 @@ class Names:
         self._array = pa.array([], pa.string())
 
     def array(self, table: Sequence[bytes]) -> pa.Array:
-        if table is not self._of or len(table) != self._n:
+        if table is self._of and len(table) > self._n:
+            # The same table, grown (names are only appended): only its new tail is converted.
+            tail = name_table(list(table[self._n :]))
+            self._array = pa.concat_arrays([self._array, tail])
+            self._n = len(table)
+        elif table is not self._of or len(table) != self._n:
             self._of, self._n = table, len(table)
             self._array = name_table(list(table))
         return self._array

@@ -59,5 +59,6 @@ class CaptureUnits:
         self.capture.saw(unit["events"])
         if last:
             unit["captures"] = self.capture.row()
+            self._builder.forget(self.capture.capture)
         self._batches, self._span_batches = [], []
         return unit
