@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import suppress
 from functools import partial
 from typing import Any, NamedTuple, TextIO
 
@@ -254,7 +255,12 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
     writer = Writer(out)
     try:
         closed = await _print_events(session, view, writer, limit)
-    except BaseException:
+    except Exception:
+        # The session's error: the lines decoded before it are written first, as they came.
+        with suppress(Exception):
+            await writer.close()
+        raise
+    except BaseException:  # cancelled (a second Ctrl-C): a full pipe is not waited for
         writer.abandon()
         raise
     closed = await writer.close() or closed
