@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import suppress
 from functools import partial
 from typing import Any, NamedTuple, TextIO
 
@@ -246,16 +249,32 @@ class Render:
 async def print_events(session: Session, view: View, out: TextIO, limit: int | None) -> tuple[int, bool]:
     """Write events (those the view's filter keeps, gaps always) until the
     session ends, the limit is reached (the rest of the session is read but
-    not shown) or the reader of out goes away. A legacy trace without
-    segments shows its provisional events, and then only the notice that
-    its footer came."""
+    not shown) or the reader of out goes away; how many were written, and
+    whether the reader went away. A legacy trace without segments shows its
+    provisional events, and then only the notice that its footer came."""
+    writer = Writer(out)
+    try:
+        closed = await _print_events(session, view, writer, limit)
+    except Exception:
+        # The session's error: the lines decoded before it are written first, as they came.
+        with suppress(Exception):
+            await writer.close()
+        raise
+    except BaseException:  # cancelled (a second Ctrl-C): a full pipe is not waited for
+        writer.abandon()
+        raise
+    closed = await writer.close() or closed
+    return writer.written, closed
+
+
+async def _print_events(session: Session, view: View, writer: Writer, limit: int | None) -> bool:
     shown, t0 = 0, None
     formatter = Formatter(view)
     provisional = False
     async for item in view.subscribe(session):
         if isinstance(item, Rendered):
-            if await write_pieces(out, item.pieces):
-                return shown, True
+            if await writer.write(item.lines, item.pieces):
+                return True
             shown += item.lines
             continue
         if isinstance(item, Notice) and not isinstance(item, SymbolsResolved):
@@ -283,24 +302,77 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
         elif t0 is None and batch and isinstance(batch[0], Event):
             t0 = batch[0].time
         pieces = formatter.pieces(batch, t0 or 0, isinstance(item, Provisional))
-        if await write_pieces(out, pieces):
-            return shown, True
         counted = isinstance(batch, (EventBatch, SpanBatch))
-        shown += len(batch) if counted else sum(not isinstance(e, Notice) for e in batch)
+        lines = len(batch) if counted else sum(not isinstance(e, Notice) for e in batch)
+        if await writer.write(lines, pieces):
+            return True
+        shown += lines
         if limit is not None and shown >= limit:
             await session.stop()
-    return shown, False
-
-
-async def write_pieces(out: TextIO, pieces: list[bytes]) -> bool:
-    """Write the pieces; True if the reader of out has gone away (`| head`
-    and the like: it has seen enough)."""
-    try:
-        # In a worker thread: while a slow reader keeps the pipe full, the
-        # session goes on reading the helper (which would otherwise shed
-        # generations sooner, and see its client as stalled) and Ctrl-C is
-        # answered at once. One write at a time, in order.
-        await trio.to_thread.run_sync(write_bytes, out, pieces, abandon_on_cancel=True)
-    except BrokenPipeError:
-        return True
     return False
+
+
+# Batches of lines queued for the writer's thread, at most.
+WRITE_AHEAD = 2
+
+
+class Writer:
+    """Writes the lines to out, in order, whole (see :func:`write_bytes`),
+    in a thread of its own, up to WRITE_AHEAD batches behind: while a slow
+    reader keeps the pipe full, the session goes on reading the helper
+    (which would otherwise shed generations sooner, and see its client as
+    stalled) and Ctrl-C is answered at once. One thread for the whole
+    tail, not one of trio's for each batch: a hand-over there and back is
+    about 0.1 ms of CPU, several per cent of a tail's on a busy service."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._queue: queue.SimpleQueue[tuple[int, list[bytes]] | None] = queue.SimpleQueue()
+        self._room = threading.Semaphore(WRITE_AHEAD)
+        self.written = 0  # lines written whole
+        self.closed = False  # the reader of out went away (`| head`: it has seen enough)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="livetrace-tail-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            lines, pieces = item
+            try:
+                if not self.closed and self._error is None:
+                    write_bytes(self._out, pieces)
+                    self.written += lines
+            except BrokenPipeError:
+                self.closed = True
+            except BaseException as e:  # raised in the task that writes, at its next write or close
+                self._error = e
+            finally:
+                self._room.release()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    async def write(self, lines: int, pieces: list[bytes]) -> bool:
+        """Queue a batch's pieces (lines: how many lines they hold); True
+        once the reader of out has gone away."""
+        self._check()
+        if self.closed:
+            return True
+        if not self._room.acquire(blocking=False):
+            await trio.to_thread.run_sync(self._room.acquire, abandon_on_cancel=True)
+        self._queue.put((lines, pieces))
+        return self.closed
+
+    async def close(self) -> bool:
+        """Wait until what was queued is written; True if the reader of out
+        went away."""
+        self._queue.put(None)
+        await trio.to_thread.run_sync(self._thread.join, abandon_on_cancel=True)
+        self._check()
+        return self.closed
+
+    def abandon(self) -> None:
+        """Stop after what was queued (the thread may still be writing it:
+        its writes to a pipe nobody reads are not waited for)."""
+        self._queue.put(None)

@@ -32,6 +32,8 @@ Taken = tuple[list[GoroutineSums], dict[int, Durations], dict[int, Durations], d
 
 # Goroutine names kept when more than this many: those seen lately.
 KEEP_NAMES = 1024
+# Root names kept by (tables, stack), past which they are forgotten (top.c's KEEP_ROOTS).
+KEEP_ROOTS = 65536
 _I64 = (-(1 << 63), 1 << 63)
 
 
@@ -43,7 +45,24 @@ def _durations(values: list[int]) -> Durations:
 class TopSums:
     def __init__(self) -> None:
         self._names: dict[int, tuple[int, int]] = {}  # goroutine -> (name id, snapshot last seen)
+        self._roots: dict[int, int] = {}  # tables << 32 | stack -> root_of's name id
         self._reset()
+
+    def _root(self, root_of: RootOf, tok: int, stack: int) -> int:
+        """root_of(tok, stack) through the cache, as top.c's: asked once a
+        stack, whatever it answers (an unnamed root, 0, too)."""
+        cached = not stack >> 32
+        key = tok << 32 | stack
+        if cached:
+            got = self._roots.get(key)
+            if got is not None:
+                return got
+        name = root_of(tok, stack)
+        if cached:
+            if len(self._roots) >= KEEP_ROOTS:
+                self._roots.clear()
+            self._roots[key] = name
+        return name
 
     def _reset(self) -> None:
         self._kinds: dict[int, list[int]] = {}
@@ -108,7 +127,7 @@ class TopSums:
             own = es if k == SpanKind.RUNNING else ss if k != SpanKind.RUNNABLE else 0
             was = seen.get(g)
             if was is None or (own and not was[0]):
-                seen[g] = (root_of(et if k == SpanKind.RUNNING else st, own) if own else 0, index)
+                seen[g] = (self._root(root_of, et if k == SpanKind.RUNNING else st, own) if own else 0, index)
             elif was[1] != index:
                 seen[g] = (was[0], index)
             part = e - (s if since is None or s >= since else since)

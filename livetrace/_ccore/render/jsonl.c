@@ -89,14 +89,18 @@ static int line_tail(TextBuf *b, int c, const u64 *a, PartCache *stacks) {
     return TB_LIT(b, "}\n");
 }
 
-/* Metric, TaskBegin, RegionBegin/End and Log lines, as event_dict has them
- * (provisional_dict's when stacks is NULL). */
+/* Metric, TaskBegin, RegionBegin/End, Log, and the GC's sweep and mark
+ * assist range lines, as event_dict has them (provisional_dict's when stacks
+ * is NULL). */
 static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 *a, int has_wall, i64 wall_base,
                            i64 *cached_sec, char *sec_text, size_t *sec_len, PartCache *strings, PartCache *stacks) {
     static const char *const kinds[] = {
         [EV_PROCS_CHANGE] = "Metric", [EV_HEAP_ALLOC] = "Metric", [EV_HEAP_GOAL] = "Metric",
         [EV_USER_TASK_BEGIN] = "TaskBegin", [EV_USER_REGION_BEGIN] = "RegionBegin",
-        [EV_USER_REGION_END] = "RegionEnd", [EV_USER_LOG] = "Log"};
+        [EV_USER_REGION_END] = "RegionEnd", [EV_USER_LOG] = "Log",
+        [EV_GC_SWEEP_ACTIVE] = "RangeActive", [EV_GC_SWEEP_BEGIN] = "RangeBegin", [EV_GC_SWEEP_END] = "RangeEnd",
+        [EV_GC_MARK_ASSIST_ACTIVE] = "RangeActive", [EV_GC_MARK_ASSIST_BEGIN] = "RangeBegin",
+        [EV_GC_MARK_ASSIST_END] = "RangeEnd"};
     line_head(b, kinds[c], t, g, p, m, has_wall, wall_base, cached_sec, sec_text, sec_len);
     switch (c) {
     case EV_PROCS_CHANGE: TB_LIT(b, ", \"name\": \"/sched/gomaxprocs:threads\", \"value\": "); tb_u64(b, a[0]); break;
@@ -120,6 +124,32 @@ static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const 
         TB_LIT(b, ", \"type\": ");
         if (part_put(b, strings, a[1]))
             return -1;
+        break;
+    /* The ranges of a busy service (the rest are rare): event_dict's name, scope and attributes. */
+    case EV_GC_SWEEP_ACTIVE: case EV_GC_SWEEP_BEGIN: case EV_GC_SWEEP_END:
+        TB_LIT(b, ", \"name\": \"GC incremental sweep\", \"scope\": \"Proc(");
+        if (c == EV_GC_SWEEP_ACTIVE)
+            tb_u64(b, a[0]);
+        else
+            tb_i64(b, p);
+        TB_LIT(b, ")\"");
+        if (c == EV_GC_SWEEP_END) {
+            TB_LIT(b, ", \"attributes\": {\"bytes swept\": ");
+            tb_u64(b, a[0]);
+            TB_LIT(b, ", \"bytes reclaimed\": ");
+            tb_u64(b, a[1]);
+            TB_LIT(b, "}");
+        }
+        break;
+    case EV_GC_MARK_ASSIST_ACTIVE: case EV_GC_MARK_ASSIST_BEGIN: case EV_GC_MARK_ASSIST_END:
+        TB_LIT(b, ", \"name\": \"GC mark assist\", \"scope\": \"Goroutine(");
+        if (c == EV_GC_MARK_ASSIST_ACTIVE)
+            tb_u64(b, a[0]);
+        else
+            tb_i64(b, g);
+        TB_LIT(b, ")\"");
+        if (c == EV_GC_MARK_ASSIST_END)
+            TB_LIT(b, ", \"attributes\": {}");
         break;
     case EV_USER_LOG:
         TB_LIT(b, ", \"task\": ");
@@ -189,7 +219,9 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
             has_t = c == EV_GO_STATUS_STACK && a[3] != 0, tstack = c == EV_GO_STATUS_STACK ? a[3] : 0;
             break;
         case EV_PROCS_CHANGE: case EV_HEAP_ALLOC: case EV_HEAP_GOAL: case EV_USER_TASK_BEGIN:
-        case EV_USER_REGION_BEGIN: case EV_USER_REGION_END: case EV_USER_LOG:
+        case EV_USER_REGION_BEGIN: case EV_USER_REGION_END: case EV_USER_LOG: case EV_GC_SWEEP_ACTIVE:
+        case EV_GC_SWEEP_BEGIN: case EV_GC_SWEEP_END: case EV_GC_MARK_ASSIST_ACTIVE: case EV_GC_MARK_ASSIST_BEGIN:
+        case EV_GC_MARK_ASSIST_END:
             if (annotation_line(&b, c, time[i], g[i], p[i], m[i], a, has_wall, wall_base, &cached_sec, sec_text,
                                 &sec_len, &sp, kpp))
                 goto fail;

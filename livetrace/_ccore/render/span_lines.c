@@ -302,7 +302,8 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     if (part_cache_open(&x.names, names, miss, "name") || part_cache_open(&x.stacks, stacks, miss, "stack") ||
         tb_init(&x.o, (size_t)(hi - lo) * (json ? 640 : 128) + LINE_ROOM))
         goto done;
-    Py_ssize_t nlogs = PyObject_Size(logs);
+    /* A text line shows no logs: only JSON's are the twin's. */
+    Py_ssize_t nlogs = json ? PyObject_Size(logs) : 0;
     if (nlogs < 0)
         goto done;
     /* The rows with logs (their lines are the twin's), found while the GIL is held. */
@@ -312,7 +313,22 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
             PyErr_NoMemory();
             goto done;
         }
-        for (size_t i = (size_t)lo; i < (size_t)hi; i++) {
+        /* A dict of ints (a batch's few spans with logs): its keys, not a
+         * lookup for each row; anything else, `i in logs` for each. */
+        int each = !PyDict_CheckExact(logs);
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (!each && PyDict_Next(logs, &pos, &key, &value)) {
+            Py_ssize_t row = PyLong_CheckExact(key) ? PyLong_AsSsize_t(key) : -1;
+            if (row == -1) { /* not an int, past any row, or -1: ask as Python would */
+                PyErr_Clear();
+                each = 1;
+                memset(with_logs, 0, (size_t)(hi - lo));
+            } else if (row >= lo && row < hi) {
+                with_logs[row - lo] = 1;
+            }
+        }
+        for (size_t i = (size_t)lo; each && i < (size_t)hi; i++) {
             PyObject *key = PyLong_FromSize_t(i);
             if (!key)
                 goto done;

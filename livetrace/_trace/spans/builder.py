@@ -11,7 +11,7 @@ A generation can also be built on its own and joined to those before it
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
@@ -64,6 +64,16 @@ def span_logs(
                 out[i] = tuple(got)
             i = kinds.find(_REGION, i + 1)
     return out
+
+
+def _keys(column: bytes) -> Collection[int]:
+    """The table keys a column (u32) holds. Nearly every batch's spans all
+    start in one generation, and all end in one: one comparison of bytes
+    then, not a Python int for each span."""
+    first = column[:4]
+    if column == first * (len(column) // 4):
+        return (int.from_bytes(first, "little"),) if first else ()
+    return set(memoryview(column).cast("I"))
 
 
 class SpanBuilder:
@@ -138,7 +148,7 @@ class SpanBuilder:
     def _batch(
         self, cols: list[bytes], task_logs: Mapping[int, Logs], region_logs: list[Logs], final: bool = False
     ) -> SpanBatch:
-        refs = set(memoryview(cols[7]).cast("I")) | set(memoryview(cols[8]).cast("I"))
+        refs = {*_keys(cols[7]), *_keys(cols[8])}
         tables = {k: self._tables[k] for k in refs if k in self._tables}
         logs = span_logs(cols, task_logs, region_logs)
         if final:

@@ -13,7 +13,6 @@ a :class:`Prior` for the join to resolve.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from livetrace._trace.model.batch import NARGS
@@ -29,8 +28,9 @@ from livetrace._trace.spec.modern import (
 )
 
 
-def _any_of(*codes: int) -> re.Pattern[bytes]:
-    return re.compile(b"[" + b"".join(re.escape(bytes([c])) for c in codes) + b"]")
+def _any_of(*codes: int) -> bytes:
+    """A bytes.translate table: 1 for each of the codes, 0 for the rest."""
+    return bytes(1 if c in codes else 0 for c in range(256))
 
 
 _USER = (EV_USER_TASK_BEGIN, EV_USER_TASK_END, EV_USER_LOG, EV_USER_REGION_BEGIN, EV_USER_REGION_END)
@@ -82,10 +82,13 @@ class UserLogs:
         regions, split = self.regions, self.split
         # Goroutine exits matter only while a region is open (split: or may be).
         exits = regions or _REGION_BEGIN in raw or (split and bool(self.pops or self.pending_regions))
-        pattern = _USER_EVENTS_OR_EXITS if exits else _USER_EVENTS
+        # The codes marked in one pass (a table lookup a byte), then found with memchr: no
+        # Python object for the events that are none of these.
+        marked = raw.translate(_USER_EVENTS_OR_EXITS if exits else _USER_EVENTS)
+        find = marked.find
         open_tasks = self.tasks
-        for mt in pattern.finditer(raw):
-            i = mt.start()
+        i = find(1)
+        while i >= 0:
             code, g, a0 = raw[i], goroutines[i], args[i * NARGS]
             if code == EV_USER_LOG:
                 entry = (strings.get(args[i * NARGS + 1], b""), strings.get(args[i * NARGS + 2], b""))
@@ -131,8 +134,11 @@ class UserLogs:
                 if split:
                     self.touched.add(a0)
             else:  # a goroutine's exit ends its open regions, innermost first
-                ended_regions.extend(r[2] for r in reversed(regions.pop(g, [])))
+                ended = regions.pop(g, None)
+                if ended:
+                    ended_regions.extend(r[2] for r in reversed(ended))
                 if split and (g in self.pops or g in self.pending_regions):
                     # (Those it has no record of: the join finds any that mattered in the core's.)
                     self.pops.setdefault(g, [0, 0])[1] = 1
+            i = find(1, i + 1)
         return ended_tasks, ended_regions
