@@ -142,6 +142,7 @@ def test_the_command_compacts_and_says_what_it_did(tmp_path: Path) -> None:
     assert len(os.listdir(partition(lake, 2))) == 1
 
 
+@pytest.mark.slow  # the agent runs for 1.5 s of real time
 def test_a_running_agent_compacts_at_start_and_records_it(tmp_path: Path) -> None:
     state = tmp_path / "state"
     config = tmp_path / "agent.toml"

@@ -21,7 +21,6 @@ from livetrace._cli.render.dump import parsed_text
 from livetrace._items import Gap, SegmentEnd, SegmentGap, SymbolsResolved
 from livetrace._protocol.frames import Chunk
 from livetrace._session.live import LiveDecoder
-from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.fast import exact_events
 from livetrace._trace.model.events import GO_STATE_NAMES, KIND_NAMES, PROC_STATE_NAMES
 from livetrace._trace.modern.decoder import ModernDecoder
@@ -99,18 +98,16 @@ def legacy_reference(path: Path) -> tuple[list[str], int, str | None]:
 
 def legacy_cases() -> list[Any]:
     """Every file whole and in 997-byte pieces, the small ones a byte at a
-    time too; the big ones are slow, but for those the compiled core
-    decodes, whole (in pieces they take a second each)."""
+    time too; the big ones (a second each and more) are slow."""
     cases: list[Any] = []
     for path in LEGACY_FILES:
         size = path.stat().st_size
-        compiled = use_compiled() and re.search(r"_1_(11|19|21)_", path.name)
         cases.extend(
             pytest.param(
                 path,
                 step,
                 id=f"{path.name}-{step or 'whole'}",
-                marks=[] if size <= SMALL or (compiled and step is None) else [pytest.mark.slow],
+                marks=[] if size <= SMALL else [pytest.mark.slow],
             )
             for step in STEPS
             if step != 1 or size <= SMALL

@@ -222,6 +222,7 @@ def test_any_chunking_of_the_corpus_gives_the_twins_provisional_events(name: str
     assert_same(chunks(data, seed), *SETTINGS[setting])
 
 
+@pytest.mark.twin  # 150 mutations of a whole trace through both cores: CI's, not the inner loop's
 @settings(max_examples=examples(150))
 @given(data=st.data())
 def test_a_mutated_trace_gives_the_twins_error_or_events(data: st.DataObject) -> None:
