@@ -220,6 +220,8 @@ class FreshOrdering(Ordering):
         self.syscall_self: list[tuple[int, int]] = []  # (thread's goroutine, goroutine) a later generation compares
         self.syscall_other: dict[int, tuple[int, Event | None]] = {}  # thread -> (goroutine, its status event)
         self.own: set[int] = set()  # threads first met at their own event
+        self.unknown_ctx: list[Event] = []  # events emitted with a context left from before
+        self.task_ends: list[Event] = []
         self._attempt: _First | None = None
 
     def first(self) -> _First:
@@ -257,6 +259,15 @@ class FreshOrdering(Ordering):
                 cells[0] = _Unk(mid, 0, self.reads)  # the thread's proc is the carried one's
             self.syscall_other[mid] = (gid, self.out[-1] if self.out else None)
         return new
+
+    def _emit(
+        self, code: int, time: int, ctx: Ctx, args: list[int], gen: Generation, extra: tuple[int, ...] = ()
+    ) -> None:
+        super()._emit(code, time, ctx, args, gen, extra)
+        if type(ctx[1]) is _Unk or type(ctx[2]) is _Unk:
+            self.unknown_ctx.append(self.out[-1])
+        if code == EV_USER_TASK_END:
+            self.task_ends.append(self.out[-1])
 
     def _range_op(self, kind: str, key: int) -> None:
         self.ranged.add((kind, key))
@@ -368,12 +379,12 @@ def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | No
         gc = _gc(o, state) if tasks_out is not None else None
         if gs_out is None or ps_out is None or tasks_out is None or gc is None:
             return None
-        _patch_contexts(eng.stamped, state)
-        _patch_task_ends(o, state, eng.stamped, gen)
+        _patch_contexts(o.unknown_ctx, state)
+        _patch_task_ends(o, state, gen)
     else:
         gs_out, ps_out, tasks_out = dict(o.gs), dict(o.ps), dict(o.tasks)
         gc = (o.gc_seq, o.gc_state)
-        _patch_contexts(eng.stamped, state)
+        _patch_contexts(o.unknown_ctx, state)
     syncs = state.syncs + 1
     for i, ev in enumerate(eng.stamped):
         floor = state.last + i + 1
@@ -553,7 +564,7 @@ def _patch_contexts(events: list[Event], state: Carried) -> None:
             ev.g = _cell(state, ev.g.m, 1)
 
 
-def _patch_task_ends(o: FreshOrdering, state: Carried, events: list[Event], gen: Generation) -> None:
+def _patch_task_ends(o: FreshOrdering, state: Carried, gen: Generation) -> None:
     """Tasks begun before end with their type and parent; the generation's
     derived strings are interned again in event order, as the carried engine did."""
     ended = {tid for tid, first in o.tasks.firsts.items() if tid in state.tasks}
@@ -561,9 +572,7 @@ def _patch_task_ends(o: FreshOrdering, state: Carried, events: list[Event], gen:
         return
     old = list(gen.extra_strings)
     gen.extra_strings[1:] = []
-    for ev in events:
-        if ev.code != EV_USER_TASK_END:
-            continue
+    for ev in o.task_ends:
         tid = ev.args[0]
         if tid in ended and ev.extra == (NO_TASK, 0):
             name, parent = state.tasks[tid]
