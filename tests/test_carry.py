@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -16,8 +17,8 @@ from livetrace._cli.render.dump import parsed_text
 from livetrace._errors import TraceFormatError
 from livetrace._trace.model.batch import kind_mask
 from livetrace._trace.model.events import Event
-from livetrace._trace.modern.carry import Carrier, fresh_generation
-from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._trace.modern.carry import Carried, Carrier, fresh_generation
+from livetrace._trace.modern.decoder import ModernDecoder, _CompiledEngine
 from livetrace._trace.modern.generation import Generation, GenerationAssembler
 from livetrace._trace.modern.wire import FrameReader
 
@@ -156,3 +157,67 @@ def test_demo_traces_carry_as_ordered(version: str, demo_traces: dict[str, Path]
     carrier = check(demo_traces[version].read_bytes())
     assert carrier is not None and carrier.generations >= 2
     print(f"go{version}: {carrier.reordered} of {carrier.generations} generations ordered again")
+
+
+def alternating(data: bytes) -> tuple[list[str], str | None]:
+    """Each generation by a new engine that starts from the state the one
+    before ended in: the compiled one and the twin in turn."""
+    mask = kind_mask(None)
+    lines: list[str] = []
+    state = Carried().values()
+    try:
+        for i, g in enumerate(generations(data)):
+            if i % 2 == 0:
+                c = _CompiledEngine(mask)
+                c.set_state(state)
+                for b in c.generation(g):
+                    lines += map(parsed_text, b)
+                state = c.state()
+            else:
+                p = Carried.from_values(state).engine(mask)
+                for b in p.generation(g):
+                    lines += map(parsed_text, b)
+                state = Carried.of(p).values()
+    except TraceFormatError as e:
+        events: list[Event] = e.partial or []
+        return lines + [parsed_text(ev) for ev in events], str(e)
+    c = _CompiledEngine(mask)
+    c.set_state(state)
+    return [*lines, parsed_text(c.final_sync())], None
+
+
+def check_alternating(data: bytes) -> None:
+    if whole_streams(data):
+        assert alternating(data) == sequential(data)
+
+
+@pytest.mark.compiled_core
+@pytest.mark.parametrize(
+    "data",
+    [t.data for t in TEXT_TESTS] + [p.read_bytes() for p in RUNTIME],
+    ids=[t.name for t in TEXT_TESTS] + [p.stem for p in RUNTIME],
+)
+def test_the_carried_state_crosses_engines(data: bytes) -> None:
+    # The compiled engine's state() and set_state() carry what the twin's
+    # Carried does: goroutines with their regions and ranges, procs, thread
+    # contexts in order, tasks, the GC, the last time and the Syncs.
+    check_alternating(data)
+
+
+@pytest.mark.compiled_core
+@settings(max_examples=examples(200), deadline=None)
+@given(st.data())
+def test_the_carried_state_crosses_engines_on_mutated_traces(data: st.DataObject) -> None:
+    check_alternating(mutated(data, data.draw(st.sampled_from(MULTI))))
+
+
+@pytest.mark.compiled_core
+def test_a_bad_state_leaves_an_empty_engine() -> None:
+    c = _CompiledEngine(kind_mask(None))
+    good = Carried(ms={3: [1, 2]}, last=40, syncs=2).values()
+    c.set_state(good)
+    assert c.state() == good
+    bad: Any = ([(1, 2, 0, 0, [], [])], [], [(1, 2)], [], 0, 0, 0, 0, 0)  # a thread without its goroutine
+    with pytest.raises(TypeError):
+        c.set_state(bad)
+    assert c.state() == Carried().values()

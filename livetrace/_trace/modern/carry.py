@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from livetrace._errors import TraceFormatError
 from livetrace._trace.model.batch import EventBatch
@@ -76,6 +76,9 @@ from livetrace._trace.spec.modern import (
     EV_USER_TASK_END,
 )
 
+if TYPE_CHECKING:
+    from livetrace._trace._ccore import EngineState
+
 _GC_CODES = (EV_GC_ACTIVE, EV_GC_BEGIN, EV_GC_END)
 _GO_STATUS = (EV_GO_STATUS, EV_GO_STATUS_STACK)
 
@@ -103,6 +106,34 @@ class Carried:
         order.tasks = dict(self.tasks)
         order.gc_seq, order.gc_state, order.initial_gen = self.gc_seq, self.gc_state, self.initial_gen
         return _PythonEngine(mask, order, self.last, self.syncs)
+
+    def values(self) -> EngineState:
+        """As plain values: what the compiled engine's ``state`` gives and ``set_state`` takes."""
+        return (
+            [(g.id, g.status, g.seq_gen, g.seq, list(g.regions), list(g.ranges)) for g in self.gs.values()],
+            [(p.id, p.status, p.seq_gen, p.seq, list(p.ranges)) for p in self.ps.values()],
+            [(m, c[0], c[1]) for m, c in self.ms.items()],
+            [(t, name, parent) for t, (name, parent) in self.tasks.items()],
+            self.gc_seq,
+            self.gc_state,
+            self.initial_gen,
+            self.last,
+            self.syncs,
+        )
+
+    @classmethod
+    def from_values(cls, v: EngineState) -> Carried:
+        gs, ps, ms, tasks, gc_seq, gc_state, initial_gen, last, syncs = v
+        out = cls(gc_seq=gc_seq, gc_state=gc_state, initial_gen=initial_gen, last=last, syncs=syncs)
+        for gid, status, seq_gen, seq, regions, granges in gs:
+            g = out.gs[gid] = GState(gid, status, seq_gen)
+            g.seq, g.regions, g.ranges = seq, list(regions), list(granges)
+        for pid, status, seq_gen, seq, pranges in ps:
+            p = out.ps[pid] = PState(pid, status, seq_gen)
+            p.seq, p.ranges = seq, list(pranges)
+        out.ms = {m: [p, g] for m, p, g in ms}
+        out.tasks = {t: (name, parent) for t, name, parent in tasks}
+        return out
 
     @classmethod
     def of(cls, engine: _PythonEngine) -> Carried:

@@ -228,6 +228,13 @@ class _CompiledEngine:
     def __init__(self, mask: bytes) -> None:
         self._c = ccore.Engine(_NAMES, mask)
 
+    def state(self) -> ccore.EngineState:
+        """The state carried across generations, as plain values (between generations)."""
+        return self._c.state()
+
+    def set_state(self, state: ccore.EngineState) -> None:
+        self._c.set_state(state)
+
     def final_sync(self) -> Event:
         sync = self._c.final_sync()
         return Event(SYNC_CODE, sync.time, -1, -1, -1, [sync.syncs], None)
