@@ -50,7 +50,12 @@ def _members(text: str) -> dict[str, list[str]]:
 
 
 def load(path: Path) -> TextTrace:
-    members = _members(path.read_text())
+    return parse(path.stem, path.read_text())
+
+
+def parse(name: str, text: str) -> TextTrace:
+    """A text-form test, from its txtar text."""
+    members = _members(text)
     expect = members["expect"][0].strip()
     pattern = ""
     if expect.startswith("FAILURE"):
@@ -78,7 +83,7 @@ def load(path: Path) -> TextTrace:
             values = values[1:]
         out += b"".join(uvarint(v) for v in values)
     wire = [line.strip() if not line.startswith("\t") else "\t" + line.strip() for line in lines[1:]]
-    return TextTrace(path.stem, expect == "SUCCESS", pattern, minor, wire, bytes(out))
+    return TextTrace(name, expect == "SUCCESS", pattern, minor, wire, bytes(out))
 
 
 def all_tests() -> list[TextTrace]:

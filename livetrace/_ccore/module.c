@@ -415,6 +415,215 @@ static PyObject *Engine_final_sync(EngineObject *self, PyObject *noargs) {
     return make_struct(FinalSyncType, 2, v);
 }
 
+/* ---- the state carried across generations, as plain Python values ----
+ * (gs, ps, ms, tasks, gc_seq, gc_state, initial_gen, last, syncs):
+ *   gs: [(id, status, seq_gen, seq, [(task, name), ...], [(typ, desc), ...]), ...]
+ *   ps: [(id, status, seq_gen, seq, [(typ, desc), ...]), ...]
+ *   ms: [(id, p, g), ...] in order of first appearance; tasks: [(id, name, parent), ...]
+ * The twin's is _trace/modern/carry.py's Carried class. */
+
+static PyObject *ranges_list(const Range *r, size_t n) {
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; l && i < n; i++) {
+        PyObject *t = Py_BuildValue("(KK)", (unsigned long long)r[i].typ, (unsigned long long)r[i].desc);
+        if (!t)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+    }
+    return l;
+}
+
+static PyObject *g_tuple(const G *g) {
+    PyObject *regs = PyList_New((Py_ssize_t)g->nreg);
+    for (size_t i = 0; regs && i < g->nreg; i++) {
+        PyObject *t = Py_BuildValue("(Ky#)", (unsigned long long)g->regions[i].task, g->regions[i].name,
+                                    (Py_ssize_t)g->regions[i].n);
+        if (!t)
+            Py_CLEAR(regs);
+        else
+            PyList_SET_ITEM(regs, (Py_ssize_t)i, t);
+    }
+    PyObject *rng = regs ? ranges_list(g->ranges, g->nrng) : NULL;
+    if (!rng) {
+        Py_XDECREF(regs);
+        return NULL;
+    }
+    return Py_BuildValue("(KiKKNN)", (unsigned long long)g->id, g->status, (unsigned long long)g->seq_gen,
+                         (unsigned long long)g->seq, regs, rng);
+}
+
+static PyObject *p_tuple(const P *p) {
+    PyObject *rng = ranges_list(p->ranges, p->nrng);
+    if (!rng)
+        return NULL;
+    return Py_BuildValue("(KiKKN)", (unsigned long long)p->id, p->status, (unsigned long long)p->seq_gen,
+                         (unsigned long long)p->seq, rng);
+}
+
+static PyObject *task_tuple(u64 id, const Task *t) {
+    return Py_BuildValue("(Ky#K)", (unsigned long long)id, t->name, (Py_ssize_t)t->n, (unsigned long long)t->parent);
+}
+
+/* Appends what make(value) gives for every value of the map. */
+static int map_list(const Map *m, PyObject *out, PyObject *(*make)(u64, const void *)) {
+    for (size_t i = 0; i <= m->cap; i++) {
+        u64 key, val;
+        if (i == m->cap) {
+            if (!m->has_zero)
+                continue;
+            key = 0;
+            val = m->zero_val;
+        } else if (!m->cap || !m->s[i].key) {
+            continue;
+        } else {
+            key = m->s[i].key;
+            val = m->s[i].val;
+        }
+        PyObject *t = make(key, (const void *)(uintptr_t)val);
+        if (!t || PyList_Append(out, t)) {
+            Py_XDECREF(t);
+            return -1;
+        }
+        Py_DECREF(t);
+    }
+    return 0;
+}
+
+static PyObject *make_g(u64 id, const void *v) { return (void)id, g_tuple(v); }
+static PyObject *make_p(u64 id, const void *v) { return (void)id, p_tuple(v); }
+static PyObject *make_task(u64 id, const void *v) { return task_tuple(id, v); }
+
+/* state() -> the carried state, between generations */
+static PyObject *Engine_state(EngineObject *self, PyObject *noargs) {
+    Engine *e = &self->e;
+    if (e->active) {
+        PyErr_SetString(PyExc_RuntimeError, "a generation is being decoded");
+        return NULL;
+    }
+    PyObject *gs = PyList_New(0), *ps = PyList_New(0), *tasks = PyList_New(0), *ms = PyList_New((Py_ssize_t)e->nms);
+    if (!gs || !ps || !tasks || !ms || map_list(&e->gs, gs, make_g) || map_list(&e->ps, ps, make_p) ||
+        map_list(&e->tasks, tasks, make_task))
+        goto fail;
+    for (size_t i = 0; i < e->nms; i++) {
+        PyObject *t = Py_BuildValue("(LLL)", (long long)e->ms[i]->id, (long long)e->ms[i]->p, (long long)e->ms[i]->g);
+        if (!t)
+            goto fail;
+        PyList_SET_ITEM(ms, (Py_ssize_t)i, t);
+    }
+    return Py_BuildValue("(NNNNKiKLK)", gs, ps, ms, tasks, (unsigned long long)e->gc_seq, e->gc_state,
+                         (unsigned long long)e->initial_gen, (long long)e->last, (unsigned long long)e->syncs);
+fail:
+    Py_XDECREF(gs);
+    Py_XDECREF(ps);
+    Py_XDECREF(tasks);
+    Py_XDECREF(ms);
+    return NULL;
+}
+
+static int put_ranges(PyObject *list, Range **r, size_t *n, size_t *cap) {
+    PyObject *seq = PySequence_Fast(list, "ranges must be a sequence");
+    if (!seq)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        unsigned long long typ, desc;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "KK", &typ, &desc) ||
+            (engine_put_range(r, n, cap, typ, desc) && !PyErr_NoMemory())) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+static int put_state(Engine *e, PyObject *st) {
+    PyObject *gs, *ps, *ms, *tasks;
+    unsigned long long gc_seq, initial_gen, syncs;
+    long long last;
+    int gc_state;
+    if (!PyArg_ParseTuple(st, "O!O!O!O!KiKLK", &PyList_Type, &gs, &PyList_Type, &ps, &PyList_Type, &ms,
+                          &PyList_Type, &tasks, &gc_seq, &gc_state, &initial_gen, &last, &syncs))
+        return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(gs); i++) {
+        unsigned long long id, seq_gen, seq;
+        int status;
+        PyObject *regs, *rng;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(gs, i), "KiKKO!O", &id, &status, &seq_gen, &seq, &PyList_Type, &regs,
+                              &rng))
+            return -1;
+        G *g = engine_put_g(e, id, status, seq_gen, seq);
+        if (!g)
+            return PyErr_NoMemory(), -1;
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(regs); k++) {
+            unsigned long long task;
+            const char *name;
+            Py_ssize_t n;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(regs, k), "Ky#", &task, &name, &n))
+                return -1;
+            if (engine_put_region(g, task, name, (size_t)n))
+                return PyErr_NoMemory(), -1;
+        }
+        if (put_ranges(rng, &g->ranges, &g->nrng, &g->caprng))
+            return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ps); i++) {
+        unsigned long long id, seq_gen, seq;
+        int status;
+        PyObject *rng;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(ps, i), "KiKKO", &id, &status, &seq_gen, &seq, &rng))
+            return -1;
+        P *p = engine_put_p(e, id, status, seq_gen, seq);
+        if (!p)
+            return PyErr_NoMemory(), -1;
+        if (put_ranges(rng, &p->ranges, &p->nrng, &p->caprng))
+            return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ms); i++) {
+        long long id, p, g;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(ms, i), "LLL", &id, &p, &g))
+            return -1;
+        M *m = m_new(e, id);
+        if (!m)
+            return PyErr_NoMemory(), -1;
+        m->p = p;
+        m->g = g;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tasks); i++) {
+        unsigned long long id, parent;
+        const char *name;
+        Py_ssize_t n;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(tasks, i), "Ky#K", &id, &name, &n, &parent))
+            return -1;
+        if (engine_put_task(e, id, name, (size_t)n, parent))
+            return PyErr_NoMemory(), -1;
+    }
+    e->gc_seq = gc_seq;
+    e->gc_state = gc_state;
+    e->initial_gen = initial_gen;
+    e->last = last;
+    e->syncs = syncs;
+    return 0;
+}
+
+/* set_state(state): the engine goes on from a state another engine (or the
+ * twin) ended a generation in, as state() gives it */
+static PyObject *Engine_set_state(EngineObject *self, PyObject *st) {
+    Engine *e = &self->e;
+    if (e->active) {
+        PyErr_SetString(PyExc_RuntimeError, "a generation is being decoded");
+        return NULL;
+    }
+    engine_state_clear(e);
+    int r = put_state(e, st);
+    e->err = 0;
+    if (r) {
+        engine_state_clear(e);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Engine_methods[] = {
     {"begin", (PyCFunction)Engine_begin, METH_VARARGS,
      "begin($self, gen, ns_per_tick, start_ticks, threads, samples, strings, stacks, /)\n--\n\n"
@@ -423,6 +632,10 @@ static PyMethodDef Engine_methods[] = {
      "run($self, max_events, /)\n--\n\nDecode up to max_events more events of the generation."},
     {"final_sync", (PyCFunction)Engine_final_sync, METH_NOARGS,
      "final_sync($self, /)\n--\n\nThe Sync that ends the stream."},
+    {"state", (PyCFunction)Engine_state, METH_NOARGS,
+     "state($self, /)\n--\n\nThe state carried across generations, between generations."},
+    {"set_state", (PyCFunction)Engine_set_state, METH_O,
+     "set_state($self, state, /)\n--\n\nGo on from a state that state() gave."},
     {NULL},
 };
 

@@ -416,19 +416,81 @@ u64 engine_final_sync(Engine *e, i64 *time) {
     return e->syncs;
 }
 
-void engine_free(Engine *e) {
-    engine_gen_release(e);
-    free(e->xstr);
+void engine_state_clear(Engine *e) {
     map_each_ptr(&e->gs, g_free);
     map_each_ptr(&e->ps, p_free);
     map_each_ptr(&e->tasks, task_free);
     for (size_t i = 0; i < e->nms; i++)
         free(e->ms[i]);
     free(e->ms);
+    e->ms = NULL;
+    e->nms = e->capms = 0;
     map_free(&e->gs);
     map_free(&e->ps);
     map_free(&e->tasks);
     map_free(&e->msmap);
+    memset(e->gcache, 0, sizeof e->gcache);
+    e->gc_seq = 0;
+    e->gc_state = 0;
+    e->initial_gen = 0;
+    e->last = 0;
+    e->syncs = 0;
+}
+
+G *engine_put_g(Engine *e, u64 id, int status, u64 seq_gen, u64 seq) {
+    G *g = g_new(e, id, status);
+    if (g) {
+        g->seq_gen = seq_gen;
+        g->seq = seq;
+    }
+    return g;
+}
+
+int engine_put_region(G *g, u64 task, const char *name, size_t n) {
+    char *copy = malloc(n ? n : 1);
+    if (!copy || grow((void **)&g->regions, &g->capreg, g->nreg + 1, sizeof(Region))) {
+        free(copy);
+        return -1;
+    }
+    memcpy(copy, name, n);
+    g->regions[g->nreg++] = (Region){task, copy, n};
+    return 0;
+}
+
+int engine_put_range(Range **r, size_t *n, size_t *cap, u64 typ, u64 desc) {
+    if (grow((void **)r, cap, *n + 1, sizeof(Range)))
+        return -1;
+    (*r)[(*n)++] = (Range){typ, desc};
+    return 0;
+}
+
+P *engine_put_p(Engine *e, u64 id, int status, u64 seq_gen, u64 seq) {
+    P *p = calloc(1, sizeof(P));
+    if (!p || map_put_ptr(&e->ps, id, p)) {
+        free(p);
+        return NULL;
+    }
+    *p = (P){.id = id, .status = status, .seq_gen = seq_gen, .seq = seq};
+    return p;
+}
+
+int engine_put_task(Engine *e, u64 id, const char *name, size_t n, u64 parent) {
+    Task *task = malloc(sizeof(Task));
+    char *copy = malloc(n ? n : 1);
+    if (!task || !copy || map_put_ptr(&e->tasks, id, task)) {
+        free(task);
+        free(copy);
+        return -1;
+    }
+    memcpy(copy, name, n);
+    *task = (Task){copy, n, parent};
+    return 0;
+}
+
+void engine_free(Engine *e) {
+    engine_gen_release(e);
+    free(e->xstr);
+    engine_state_clear(e);
     cols_free(&e->out);
     for (int i = 0; i < 256; i++)
         free(e->names[i]);

@@ -165,6 +165,16 @@ int engine_run(Engine *e, size_t max);
 u64 engine_final_sync(Engine *e, i64 *time);
 void engine_gen_release(Engine *e);
 void engine_free(Engine *e);
+/* Forgets the state carried across generations (goroutines, procs, threads,
+ * tasks, the GC, times and Syncs), between generations, so that another
+ * one can be put in its place (the module's Engine.set_state). */
+void engine_state_clear(Engine *e);
+/* Put back one record of a carried state: 0, or -1 when out of memory. */
+G *engine_put_g(Engine *e, u64 id, int status, u64 seq_gen, u64 seq);
+int engine_put_region(G *g, u64 task, const char *name, size_t n);
+int engine_put_range(Range **r, size_t *n, size_t *cap, u64 typ, u64 desc);
+P *engine_put_p(Engine *e, u64 id, int status, u64 seq_gen, u64 seq);
+int engine_put_task(Engine *e, u64 id, const char *name, size_t n, u64 parent);
 
 /* ---- for the handlers ---- */
 

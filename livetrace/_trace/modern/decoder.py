@@ -127,11 +127,11 @@ class _PythonEngine:
     """The reference twin of the compiled engine: merges a generation's
     threads by time and asks the ordering engine, in pure Python."""
 
-    def __init__(self, mask: bytes) -> None:
-        self._order = Ordering()
+    def __init__(self, mask: bytes, order: Ordering | None = None, last: int = 0, syncs: int = 0) -> None:
+        self._order = Ordering() if order is None else order
         self._mask = mask
-        self.last = 0
-        self.syncs = 0
+        self.last = last
+        self.syncs = syncs
 
     def final_sync(self) -> Event:
         self.syncs += 1
@@ -145,6 +145,10 @@ class _PythonEngine:
         return ev
 
     def generation(self, gen: Generation) -> Iterator[EventBatch]:
+        return (EventBatch.from_events(gen, events) for events in self.event_lists(gen))
+
+    def event_lists(self, gen: Generation) -> Iterator[list[Event]]:
+        """The generation's events, cut where ``generation`` cuts its batches."""
         out: list[Event] = []
         try:
             yield from self._run(gen, out)
@@ -152,9 +156,9 @@ class _PythonEngine:
             e.partial = out
             raise
         if out:
-            yield EventBatch.from_events(gen, out)
+            yield out
 
-    def _run(self, gen: Generation, out: list[Event]) -> Iterator[EventBatch]:
+    def _run(self, gen: Generation, out: list[Event]) -> Iterator[list[Event]]:
         self.syncs += 1
         mask = self._mask
         stamp = self._stamp
@@ -178,7 +182,7 @@ class _PythonEngine:
                         out.append(ev)
                 queue.clear()
             if len(out) >= BATCH_EVENTS:
-                yield EventBatch.from_events(gen, out[:])
+                yield out[:]
                 out.clear()
             if not frontier and si == len(samples):
                 return
@@ -223,6 +227,13 @@ class _CompiledEngine:
 
     def __init__(self, mask: bytes) -> None:
         self._c = ccore.Engine(_NAMES, mask)
+
+    def state(self) -> ccore.EngineState:
+        """The state carried across generations, as plain values (between generations)."""
+        return self._c.state()
+
+    def set_state(self, state: ccore.EngineState) -> None:
+        self._c.set_state(state)
 
     def final_sync(self) -> Event:
         sync = self._c.final_sync()

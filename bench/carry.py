@@ -1,0 +1,70 @@
+"""Generations ordered apart, then carried (livetrace/_trace/modern/carry.py),
+against the sequential decoder, on the pure-Python twin (the carry is the
+twin's only, so far): CPU seconds of the sequential ordering, of each
+generation's fresh ordering (the part a pool would run side by side), and
+of the in-order carry step, with how many generations were ordered again.
+
+    .venv/bin/python bench/carry.py TRACE [TRACE ...]
+
+A trace's generations are assembled first (not timed); every phase runs
+on one thread, so its CPU time is its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from livetrace._trace.model.batch import kind_mask
+from livetrace._trace.modern.carry import Carried, Carrier, fresh_generation
+from livetrace._trace.modern.generation import Generation, GenerationAssembler
+from livetrace._trace.modern.wire import FrameReader
+
+
+def generations(data: bytes) -> list[Generation]:
+    frames = FrameReader(None)
+    got = frames.feed(data)
+    assert frames.minor is not None
+    asm = GenerationAssembler(frames.minor, False)
+    gens = asm.push(got)
+    frames.close()
+    return gens + asm.close(frames.offset)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("traces", nargs="+", type=Path)
+    args = ap.parse_args()
+    mask = kind_mask(None)
+    for path in args.traces:
+        data = path.read_bytes()
+        t0 = time.process_time()
+        eng = Carried().engine(mask)
+        events = sum(len(b) for g in generations(data) for b in eng.generation(g))
+        seq = time.process_time() - t0
+        gens = generations(data)
+        fresh_s = carry_s = 0.0
+        carrier = Carrier(mask)
+        carried_events = longest = 0
+        for g in gens:
+            t0 = time.process_time()
+            f = fresh_generation(g, mask)
+            t1 = time.process_time()
+            carried_events += sum(len(b) for b in carrier.take(f))
+            t2 = time.process_time()
+            fresh_s += t1 - t0
+            carry_s += t2 - t1
+            longest = max(longest, round((t1 - t0) * 1000))
+        assert carried_events == events, (carried_events, events)
+        print(
+            f"{path.name}: {len(gens)} generations, {events:,} events; sequential {seq:.2f} s of CPU "
+            f"({events / seq / 1e6:.3f}M events/CPU-s); fresh {fresh_s:.2f} s "
+            f"({events / fresh_s / 1e6:.3f}M/CPU-s, longest generation {longest} ms); "
+            f"carry {carry_s * 1000:.1f} ms ({carry_s / fresh_s:.2%} of fresh); "
+            f"{carrier.reordered} of {carrier.generations} ordered again"
+        )
+
+
+if __name__ == "__main__":
+    main()
