@@ -25,7 +25,9 @@ The pytest markers:
                    corpora; every `twin` test is also `slow` and `once`
     once           its outcome does not depend on which core the pass
                    decodes with (the helper, the session plumbing, the
-                   comparisons of both cores): the twin's pass skips it
+                   comparisons of both cores): the twin's pass leaves it out
+    slow_twin      slow on the twin's pass only (seconds of pure-Python
+                   decoding): the inner loop runs it on the compiled pass
     compiled_core  needs the compiled core: skips where it was not built
                    (fails in CI); every such test is also `once`
 

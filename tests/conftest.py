@@ -99,14 +99,24 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         _running.pop()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("twin") or item.get_closest_marker("compiled_core"):
             # It names the core it runs (both, to compare them, or the
             # compiled one), whichever the pass: the compiled pass runs it.
             item.add_marker(pytest.mark.once)
-        if (item.get_closest_marker("go") or item.get_closest_marker("twin")) and not item.get_closest_marker("slow"):
+        slow = item.get_closest_marker("go") or item.get_closest_marker("twin")
+        if (slow or (PURE_PASS and item.get_closest_marker("slow_twin"))) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+    if PURE_PASS:
+        # Its outcome does not depend on which core this pass decodes with
+        # (plumbing, or a comparison of both cores): the compiled pass ran
+        # it. Left out here rather than skipped one by one (a second of the
+        # inner loop's twin pass).
+        once = [item for item in items if item.get_closest_marker("once")]
+        if once:
+            config.hook.pytest_deselected(items=once)
+            items[:] = [item for item in items if not item.get_closest_marker("once")]
 
 
 # Go's legacy stress traces (300-400 KB each) take seconds each to decode,
@@ -139,10 +149,6 @@ NO_COMPILED_CORE = _why_no_compiled_core()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("once") and PURE_PASS:
-        # Its outcome does not depend on which core this pass decodes with
-        # (plumbing, or a comparison of both cores): the compiled pass ran it.
-        pytest.skip("does not depend on the pass's core: runs on the compiled core's pass only")
     if item.get_closest_marker("compiled_core") and NO_COMPILED_CORE:
         if IN_CI:
             pytest.fail(NO_COMPILED_CORE, pytrace=False)

@@ -34,6 +34,10 @@ from livetrace._trace.spans.model import SpanKind
 from .test_hostile_peer import Conn, Peer
 from .wirechunks import modern_chunks
 
+# Both passes in CI (the issue asks it of both twins); the twin's, seconds of pure-Python
+# decoding, is not the inner loop's.
+pytestmark = pytest.mark.slow_twin
+
 CORPUS = Path(__file__).parent / "corpus"
 MODERN = (CORPUS / "runtime" / "go126-generations.trace").read_bytes()
 LEGACY = [

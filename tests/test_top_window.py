@@ -22,7 +22,9 @@ from .smallsvc import small_service
 LEGACY = ROOT / "tests" / "corpus" / "legacy" / "go-testdata"
 
 
-@pytest.mark.parametrize("name", ["http_1_21_good", "http_1_19_good", "stress_1_11_good"])
+@pytest.mark.parametrize(
+    "name", ["http_1_21_good", "http_1_19_good", pytest.param("stress_1_11_good", marks=pytest.mark.slow_twin)]
+)
 def test_a_legacy_trace_s_snapshot_spans_its_events(name: str) -> None:
     stats = TopStats()
     times = []
