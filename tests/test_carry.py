@@ -19,24 +19,13 @@ from livetrace._trace.model.batch import kind_mask
 from livetrace._trace.model.events import Event
 from livetrace._trace.modern.carry import Carried, Carrier, fresh_generation
 from livetrace._trace.modern.decoder import ModernDecoder, _CompiledEngine
-from livetrace._trace.modern.generation import Generation, GenerationAssembler
-from livetrace._trace.modern.wire import FrameReader
 
 from . import textform
 from .conftest import MODERN_VERSIONS, examples
+from .wirechunks import generations
 
 RUNTIME = sorted((Path(__file__).resolve().parent / "corpus" / "runtime").glob("*.trace"))
 TEXT_TESTS = textform.all_tests()
-
-
-def generations(data: bytes) -> list[Generation]:
-    frames = FrameReader(None)
-    got = frames.feed(data)
-    assert frames.minor is not None
-    asm = GenerationAssembler(frames.minor, False)
-    gens = asm.push(got)
-    frames.close()
-    return gens + asm.close(frames.offset)
 
 
 def sequential(data: bytes) -> tuple[list[str], str | None]:

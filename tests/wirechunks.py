@@ -1,9 +1,11 @@
 """A modern trace cut as the Go helper sends it, for the fake helpers that
 replay one: the tests' (test_pool_identity.py, test_pool_bound.py) and
-bench/live_scale.py's."""
+bench/live_scale.py's; and cut into its generations, for the carry step's
+test and bench (test_carry.py, bench/carry.py)."""
 
 from __future__ import annotations
 
+from livetrace._trace.modern.generation import Generation, GenerationAssembler
 from livetrace._trace.modern.wire import Batch, FrameReader
 from livetrace._trace.version import HEADER_SIZE
 
@@ -22,3 +24,14 @@ def modern_chunks(data: bytes) -> list[tuple[int, bytes]]:
         pos = end
     reader.close()
     return out
+
+
+def generations(data: bytes) -> list[Generation]:
+    """A whole modern trace's generations, each complete."""
+    frames = FrameReader(None)
+    got = frames.feed(data)
+    assert frames.minor is not None
+    asm = GenerationAssembler(frames.minor, False)
+    gens = asm.push(got)
+    frames.close()
+    return gens + asm.close(frames.offset)
