@@ -119,13 +119,14 @@ class Engine:
         first appearance; samples: (ns, m, p, g, stack) in time order."""
     def run(self, max_events: int, /) -> EngineBatch: ...
     def final_sync(self) -> FinalSync: ...
-    def state(self) -> EngineState:
+    def state(self) -> _EngineState:
         """The state carried across generations (between generations)."""
-    def set_state(self, state: EngineState, /) -> None: ...
+    def set_state(self, state: _EngineState, /) -> None: ...
 
 # (gs, ps, ms, tasks, gc_seq, gc_state, initial_gen, last, syncs): what
-# _trace/modern/carry.py's Carried holds, as plain values.
-EngineState = tuple[
+# _trace/modern/carry.py's Carried holds, as plain values. Private: the
+# stub's own name (the module has none), which stubtest leaves alone.
+_EngineState = tuple[
     list[tuple[int, int, int, int, list[tuple[int, bytes]], list[tuple[int, int]]]],
     list[tuple[int, int, int, int, list[tuple[int, int]]]],
     list[tuple[int, int, int]],

@@ -77,7 +77,7 @@ from livetrace._trace.spec.modern import (
 )
 
 if TYPE_CHECKING:
-    from livetrace._trace._ccore import EngineState
+    from livetrace._trace._ccore import _EngineState as EngineState
 
 _GC_CODES = (EV_GC_ACTIVE, EV_GC_BEGIN, EV_GC_END)
 _GO_STATUS = (EV_GO_STATUS, EV_GO_STATUS_STACK)

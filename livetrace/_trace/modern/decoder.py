@@ -228,11 +228,11 @@ class _CompiledEngine:
     def __init__(self, mask: bytes) -> None:
         self._c = ccore.Engine(_NAMES, mask)
 
-    def state(self) -> ccore.EngineState:
+    def state(self) -> ccore._EngineState:
         """The state carried across generations, as plain values (between generations)."""
         return self._c.state()
 
-    def set_state(self, state: ccore.EngineState) -> None:
+    def set_state(self, state: ccore._EngineState) -> None:
         self._c.set_state(state)
 
     def final_sync(self) -> Event:
