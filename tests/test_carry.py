@@ -141,6 +141,10 @@ def test_mutated_multi_generation_traces_carry_as_ordered(data: st.DataObject) -
 
 
 @pytest.mark.slow
+# The compiled pass compares the twin's carry with the compiled sequential
+# decoder (the twins' sequential ones are compared elsewhere); on the twin's
+# pass, a demo trace ordered twice in Python is half a minute a version.
+@pytest.mark.once
 @pytest.mark.parametrize("version", MODERN_VERSIONS)
 def test_demo_traces_carry_as_ordered(version: str, demo_traces: dict[str, Path]) -> None:
     carrier = check(demo_traces[version].read_bytes())
