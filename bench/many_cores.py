@@ -1,7 +1,7 @@
 """Every live view against the demo on a machine with many cores: does it keep up?
 
     python3 bench/many_cores.py DEMO_BINARY [--procs 16] [--jobs 1,7] [--seconds 8]
-                                [--workers 16,48] [--only tail-jsonl,top,...]
+                                [--workers 16,48] [--only tail-jsonl,top,...] [--limit S]
 
 The demo runs with GOMAXPROCS=--procs and each of --workers (16 gives about
 4M events/s on 16 cores, 48 about 12M: issue 27's table), and every view
@@ -112,7 +112,7 @@ def wall_of(line: bytes) -> float | None:
     return None
 
 
-def run_view(view: str, addr: str, seconds: float, jobs: int) -> str:
+def run_view(view: str, addr: str, seconds: float, jobs: int, limit: float) -> str:
     args, is_jsonl = VIEWS[view]
     # The flight recorder runs until stopped: it is sent SIGINT, as Ctrl-C, after the same time.
     timed = view != "flight"
@@ -122,7 +122,7 @@ def run_view(view: str, addr: str, seconds: float, jobs: int) -> str:
     w = Watch(p.pid)
     if not timed:
         threading.Timer(seconds, p.send_signal, (signal.SIGINT,)).start()
-    killer = threading.Timer(seconds * 6 + 30, p.kill)
+    killer = threading.Timer(limit, p.kill)
     killer.start()
     t0 = time.time()
     lines, nbytes, lags, rem = 0, 0, [], b""
@@ -185,6 +185,7 @@ def main() -> None:
     ap.add_argument("--jobs", default="1,7")
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--only", default="", help="comma-separated views (default: each load's views)")
+    ap.add_argument("--limit", type=float, help="kill a view after this many seconds (default: 6 x --seconds + 30)")
     a = ap.parse_args()
     only = [v for v in a.only.split(",") if v]
     log(f"== {os.cpu_count()} cores; {sys.version.split()[0]}; demo GOMAXPROCS={a.procs}")
@@ -203,7 +204,7 @@ def main() -> None:
             log(decode_rate(addr, 5))
             for view in only or LOADS.get(workers, list(VIEWS)):
                 for jobs in map(int, a.jobs.split(",")):
-                    log(run_view(view, addr, a.seconds, jobs))
+                    log(run_view(view, addr, a.seconds, jobs, a.limit or a.seconds * 6 + 30))
         finally:
             demo.send_signal(signal.SIGTERM)
             try:

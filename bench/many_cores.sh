@@ -12,7 +12,7 @@ grep -qx '/.scale/' "$excl" 2>/dev/null || echo '/.scale/' >> "$excl"
 rm -rf .scale && mkdir -p .scale/whl .scale/src
 go=${GO:-$root/.venv/bin/go}
 (cd go_helper && GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=0 "$go" build -o "$root/.scale/demo" ./cmd/livetrace-demo)
-git ls-files -z livetrace setup.py pyproject.toml README.md bench | tar --null -T - -c | tar -x -C .scale/src
+git ls-files -z livetrace setup.py pyproject.toml README.md bench tests/__init__.py tests/wirechunks.py | tar --null -T - -c | tar -x -C .scale/src
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .scale/whl \
   trio outcome sniffio construct attrs sortedcontainers idna perfetto
