@@ -109,6 +109,12 @@ async def _record(go: Path, path: Path, seconds: float) -> None:
         raise SystemExit(f"the recording of {path} is incomplete")
 
 
+def _tree_env(tree: Path) -> dict[str, str]:
+    """The tree's source first, then whatever path this process was given (a
+    machine without a registry has the dependencies in a folder of its own)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+
+
 def chunks_of(data: bytes) -> list[tuple[int, bytes]]:
     """(generation, bytes) of each chunk the helper would send, as the tests'
     fake helpers replay a trace."""
@@ -221,7 +227,7 @@ class Run:
 
 
 def has_jobs(tree: Path, command: str) -> bool:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env = _tree_env(tree)
     out = subprocess.run(
         [sys.executable, "-m", "livetrace", command, "--help"], env=env, capture_output=True, text=True, check=False
     )
@@ -237,7 +243,7 @@ def once(tree: Path, view: str, addr: str, jobs: int | None, profile: bool = Fal
         cmd = [sys.executable, str(HERE), "--run-view", str(result), *(["--cprofile"] if profile else []), "--", *argv]
         if perf is not None:
             cmd = ["perf", "record", "-q", "-g", "-F", "499", "-o", str(perf / f"{view}.data"), "--", *cmd]
-        env = {**os.environ, "PYTHONPATH": str(tree)}
+        env = _tree_env(tree)
         proc = subprocess.Popen(cmd, env=env, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         got = 0
         errs: list[bytes] = []
