@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
+from array import array
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import suppress
 from functools import partial
@@ -97,8 +99,10 @@ async def tail_command(
         # something that crosses batches decides what is shown: --limit, the provisional path.
         view.render = limit is None and not view.provisional
         done = await until_done(session, err, partial(print_events, session, view, out, limit))
-        shown, pipe_closed = done or (0, False)
+        shown, pipe_closed, behind = done or Printed(0, False, array("q"))
         say(err, view.summary(session.counters.events, shown, session.counters.spans))
+        if lag := behind_text(behind):
+            say(err, lag)
         if done is None:  # aborted: lines decoded were never printed
             return EXIT_INCOMPLETE
         if pipe_closed:
@@ -210,10 +214,27 @@ class Formatter:
 
 
 class Rendered(NamedTuple):
-    """A batch's lines, made in the pipeline: how many, and the bytes."""
+    """A batch's lines, made in the pipeline: how many, the bytes, and the
+    wall-clock time (Unix ns) of its newest event or span end, where the
+    trace's clock gives one."""
 
     lines: int
     pieces: list[bytes]
+    wall: int | None = None
+
+
+def newest_wall(batch: EventBatch | SpanBatch) -> int | None:
+    """When (Unix ns) the batch's last event happened, or its last span
+    ended, by the clock of the generation it is in: what `tail` is behind
+    the service by, once the line is written."""
+    if not len(batch):
+        return None
+    if isinstance(batch, SpanBatch):
+        tables = batch.tables.get(batch.end_tables[-1])
+        base = None if tables is None else tables.wall_base
+        return None if base is None else base + batch.ends[-1]
+    base = None if batch.gen is None else batch.gen.wall_base
+    return None if base is None else base + batch.times[-1]
 
 
 class Render:
@@ -241,12 +262,37 @@ class Render:
         formatter, t0 = self._formatter, self._t0
 
         def lines() -> Rendered:
-            return Rendered(len(batch), formatter.pieces(batch, t0, False))
+            return Rendered(len(batch), formatter.pieces(batch, t0, False), newest_wall(batch))
 
         return lines
 
 
-async def print_events(session: Session, view: View, out: TextIO, limit: int | None) -> tuple[int, bool]:
+class Printed(NamedTuple):
+    """What `tail` wrote: how many lines, whether the reader of its output
+    went away, and how far behind the service each batch was once written (ns)."""
+
+    shown: int
+    closed: bool
+    behind: array[int]
+
+
+def behind_text(behind: array[int]) -> str | None:
+    """The summary's line on how far behind the service the lines were
+    written (None where the trace's clock says nothing)."""
+    if not behind:
+        return None
+    ordered = sorted(behind)
+
+    def at(q: float) -> str:
+        return f"{max(0, ordered[min(len(ordered) - 1, int(q * len(ordered)))]) / 1e9:.2f} s"
+
+    return (
+        f"lines written behind the service by p50 {at(0.5)}, p99 {at(0.99)}, max {at(1.0)} "
+        f"({plural(len(ordered), 'batch', 'batches')})"
+    )
+
+
+async def print_events(session: Session, view: View, out: TextIO, limit: int | None) -> Printed:
     """Write events (those the view's filter keeps, gaps always) until the
     session ends, the limit is reached (the rest of the session is read but
     not shown) or the reader of out goes away; how many were written, and
@@ -264,7 +310,7 @@ async def print_events(session: Session, view: View, out: TextIO, limit: int | N
         writer.abandon()
         raise
     closed = await writer.close() or closed
-    return writer.written, closed
+    return Printed(writer.written, closed, writer.behind)
 
 
 async def _print_events(session: Session, view: View, writer: Writer, limit: int | None) -> bool:
@@ -273,7 +319,7 @@ async def _print_events(session: Session, view: View, writer: Writer, limit: int
     provisional = False
     async for item in view.subscribe(session):
         if isinstance(item, Rendered):
-            if await writer.write(item.lines, item.pieces):
+            if await writer.write(item.lines, item.pieces, item.wall):
                 return True
             shown += item.lines
             continue
@@ -304,7 +350,7 @@ async def _print_events(session: Session, view: View, writer: Writer, limit: int
         pieces = formatter.pieces(batch, t0 or 0, isinstance(item, Provisional))
         counted = isinstance(batch, (EventBatch, SpanBatch))
         lines = len(batch) if counted else sum(not isinstance(e, Notice) for e in batch)
-        if await writer.write(lines, pieces):
+        if await writer.write(lines, pieces, newest_wall(batch) if isinstance(batch, EventBatch | SpanBatch) else None):
             return True
         shown += lines
         if limit is not None and shown >= limit:
@@ -327,9 +373,12 @@ class Writer:
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
-        self._queue: queue.SimpleQueue[tuple[int, list[bytes]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[int, list[bytes], int | None] | None] = queue.SimpleQueue()
         self._room = threading.Semaphore(WRITE_AHEAD)
         self.written = 0  # lines written whole
+        # How far behind the service each batch's lines were once written (ns): the
+        # lag a user's reader sees, measured where it starts (the reader's own is added to it).
+        self.behind = array("q")
         self.closed = False  # the reader of out went away (`| head`: it has seen enough)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="livetrace-tail-writer", daemon=True)
@@ -337,11 +386,13 @@ class Writer:
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            lines, pieces = item
+            lines, pieces, wall = item
             try:
                 if not self.closed and self._error is None:
                     write_bytes(self._out, pieces)
                     self.written += lines
+                    if wall is not None:
+                        self.behind.append(time.time_ns() - wall)
             except BrokenPipeError:
                 self.closed = True
             except BaseException as e:  # raised in the task that writes, at its next write or close
@@ -353,15 +404,16 @@ class Writer:
         if self._error is not None:
             raise self._error
 
-    async def write(self, lines: int, pieces: list[bytes]) -> bool:
-        """Queue a batch's pieces (lines: how many lines they hold); True
-        once the reader of out has gone away."""
+    async def write(self, lines: int, pieces: list[bytes], wall: int | None = None) -> bool:
+        """Queue a batch's pieces (lines: how many lines they hold; wall: when
+        its newest event happened, Unix ns, if known); True once the reader of
+        out has gone away."""
         self._check()
         if self.closed:
             return True
         if not self._room.acquire(blocking=False):
             await trio.to_thread.run_sync(self._room.acquire, abandon_on_cancel=True)
-        self._queue.put((lines, pieces))
+        self._queue.put((lines, pieces, wall))
         return self.closed
 
     async def close(self) -> bool:
