@@ -1,0 +1,84 @@
+"""Issue 27's check on a busy small machine: the demo at full load, two CPU
+hogs beside it, and `tail --spans` and `top` against it. Do they lose
+nothing, and how far behind are they?
+
+    .venv/bin/python bench/hogs.py [--go PATH] [--seconds 10] [--workers 4] [--hogs 2] [--jobs N]
+
+Each view runs for --seconds, one after the other, with the hogs (busy
+processes, one a core) running throughout. `tail --spans --format jsonl`
+writes into /dev/null and says itself how far behind the service its lines
+were written (its summary); `top --format json` prints a snapshot a
+generation, and the line says how long it took past --seconds and what
+it lost (generations shed, batches lost). One run, figures printed; timing
+is a benchmark, never a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import re
+import subprocess
+import sys
+import time
+
+import trio
+
+from livetrace._go.demo import run_demo
+from livetrace._go.toolchain import build_demo, find_go
+
+LT = [sys.executable, "-m", "livetrace"]
+
+
+def _hog() -> None:
+    while True:
+        pass
+
+
+def _run(cmd: list[str], stdout: int) -> tuple[subprocess.CompletedProcess[bytes], float]:
+    t = time.monotonic()
+    done = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, check=False, timeout=600)
+    return done, time.monotonic() - t
+
+
+async def main(a: argparse.Namespace) -> None:
+    exe = build_demo(find_go(a.go))
+    jobs = ["--jobs", str(a.jobs)] if a.jobs else []
+    hogs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(a.hogs)]
+    async with run_demo(exe, args=["-workers", str(a.workers)]) as demo:
+        for h in hogs:
+            h.start()
+        try:
+            how = f" --jobs {a.jobs}" if a.jobs else ""
+            print(f"demo -workers {a.workers}, {a.hogs} hogs, {a.seconds:g} s a view{how}")
+            cmd = [*LT, "tail", demo.trace_address, "--spans", "--format", "jsonl", "--duration", str(a.seconds), *jobs]
+            done, wall = await trio.to_thread.run_sync(_run, cmd, subprocess.DEVNULL)
+            err = done.stderr.decode(errors="replace")
+            behind = re.search(r"behind the service by (.*)", err)
+            gaps = re.search(r"(\d+) gaps?\b", err)
+            print(
+                f"tail --spans: rc {done.returncode}, {wall:.1f} s wall for {a.seconds:g} s; "
+                f"gaps {gaps[1] if gaps else '?'}; written behind by {behind[1] if behind else '?'}"
+            )
+            cmd = [*LT, "top", demo.trace_address, "--format", "json", "--duration", str(a.seconds), *jobs]
+            done, wall = await trio.to_thread.run_sync(_run, cmd, subprocess.PIPE)
+            snaps = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+            lost = {k: sum(s.get(k) or 0 for s in snaps) for k in ("shed_generations", "lost_batches")}
+            print(
+                f"top: rc {done.returncode}, {wall:.1f} s wall for {a.seconds:g} s; {len(snaps)} snapshots, "
+                f"{sum(s.get('events', 0) for s in snaps):,} events; lost {lost}"
+            )
+        finally:
+            for h in hogs:
+                h.kill()
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--go", help="the go binary to build the demo with")
+    p.add_argument("--seconds", type=float, default=10)
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--hogs", type=int, default=2)
+    p.add_argument("--jobs", type=int, help="passed on to each view (default: theirs)")
+    trio.run(main, p.parse_args())
