@@ -44,7 +44,8 @@ LARGE = [
 
 def feed(sums: TopSums | ccore.TopSums, cols: list[memoryview], since: int | None, index: int, root_of: RootOf) -> None:
     k, rk, rid, start, end, reason, name, ss, es, st, et = cols
-    sums.feed(k, rk, rid, start, end, reason, name, ss, es, st, et, since, index, root_of)
+    ids = memoryview(array("I", range(max(max(reason, default=0), max(name, default=0)) + 1)))  # as they are
+    sums.feed(k, rk, rid, start, end, reason, name, ss, es, st, et, ids, since, index, root_of)
 
 
 def snapshots(path: Path, compiled: bool, every: int) -> list[dict[str, Any]]:

@@ -4,7 +4,9 @@ _ccore/views/top.c's TopSums (the compiled one), which
 why) are TopStats's; this keeps the numbers:
 
 - per span kind (GC, stop-the-world, mark assist, runnable), and per name
-  id of the regions and tasks, the durations of the spans that ended;
+  id of the regions and tasks, the durations of the spans that ended (a
+  batch's name ids are mapped through ``ids``, the caller's own ids of
+  the names its table holds: a pool's batches each have a table);
 - per goroutine, the time since ``since`` it spent running, runnable and
   in system calls, and blocked by reason id, in the order goroutines were
   first counted (so both twins give their groups in one order);
@@ -35,6 +37,12 @@ KEEP_NAMES = 1024
 # Root names kept by (tables, stack), past which they are forgotten (top.c's KEEP_ROOTS).
 KEEP_ROOTS = 65536
 _I64 = (-(1 << 63), 1 << 63)
+
+
+def _name_id(ids: memoryview, v: int) -> int:
+    if v >= len(ids):
+        raise ValueError("a span's name id is past the name ids given")
+    return int(ids[v])
 
 
 def _durations(values: list[int]) -> Durations:
@@ -89,11 +97,15 @@ class TopSums:
         end_stacks: memoryview,
         start_tables: memoryview,
         end_tables: memoryview,
+        ids: memoryview,
         since: int | None,
         index: int,
         root_of: RootOf,
     ) -> None:
         seen, per_g, blocked, order = self._names, self._per_g, self._blocked, self._order
+        if len(ids.cast("B")) % 4:
+            raise ValueError("name ids are 4 bytes each")
+        ids = ids.cast("B").cast("I")
         for k, rk, g, s, e, r, n, ss, es, st, et in zip(
             kinds,
             resource_kinds,
@@ -113,7 +125,7 @@ class TopSums:
                 raise ValueError(f"a span from {s} to {e} lasts longer than int64 nanoseconds")
             if k > SpanKind.SYSCALL:  # a range: GC, stop-the-world, mark assist, region, task
                 group = self._tasks if k == SpanKind.TASK else self._regions if k == SpanKind.REGION else self._kinds
-                key = n if k in (SpanKind.TASK, SpanKind.REGION) else k
+                key = _name_id(ids, n) if k in (SpanKind.TASK, SpanKind.REGION) else k
                 got = group.get(key)
                 if got is None:
                     got = group[key] = []
@@ -138,6 +150,7 @@ class TopSums:
                 reasons_of = blocked.get(g)
                 if reasons_of is None:
                     reasons_of = blocked[g] = {}
+                r = _name_id(ids, r)
                 reasons_of[r] = reasons_of.get(r, 0) + part
             else:
                 acc = per_g.get(g)

@@ -222,19 +222,29 @@ static int root(TopSumsObject *s, PyObject *root_of, u32 tok, u64 stack, u64 *na
 enum { NCOLS = 11 };
 static const int WIDTH[NCOLS] = {1, 1, 8, 8, 8, 4, 4, 8, 8, 4, 4};
 
+/* The name id ids maps a batch's name id v to (ids: u32 each, nids of them); -1 past them. */
+static inline i64 name_id(const u8 *ids, size_t nids, u32 v) {
+    return v < nids ? (i64)ld_u32(ids, v) : -1;
+}
+
 static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
-    Py_buffer b[NCOLS];
+    Py_buffer b[NCOLS], idb;
     PyObject *since_obj, *root_of;
     unsigned long long index;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*OKO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
-                          &b[8], &b[9], &b[10], &since_obj, &index, &root_of))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*OKO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
+                          &b[8], &b[9], &b[10], &idb, &since_obj, &index, &root_of))
         return NULL;
     PyObject *result = NULL;
-    size_t n = (size_t)b[0].len;
+    size_t n = (size_t)b[0].len, nids = (size_t)idb.len / 4;
+    const u8 *ids = idb.buf;
     int has_since = since_obj != Py_None;
     long long since = 0;
     if (self->busy) {
         PyErr_SetString(PyExc_RuntimeError, "TopSums.feed called from its own callback");
+        goto done;
+    }
+    if (idb.len % 4) {
+        PyErr_SetString(PyExc_ValueError, "name ids are 4 bytes each");
         goto done;
     }
     for (int k = 0; k < NCOLS; k++)
@@ -257,8 +267,10 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
         }
         if (k > K_SYSCALL) {
             Groups *grp = k == K_TASK ? &self->tasks : k == K_REGION ? &self->regions : &self->kinds;
-            u64 key = k == K_TASK || k == K_REGION ? ld_u32(nm, i) : (u64)k;
-            if (groups_add(grp, key, d))
+            i64 key = k == K_TASK || k == K_REGION ? name_id(ids, nids, ld_u32(nm, i)) : (i64)k;
+            if (key < 0)
+                goto badname;
+            if (groups_add(grp, (u64)key, d))
                 goto nomem;
             continue;
         }
@@ -290,7 +302,10 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
         if (!a)
             goto nomem;
         if (k == K_BLOCKED) {
-            if (add_blocked(self, a, ld_u32(rs, i), part))
+            i64 reason = name_id(ids, nids, ld_u32(rs, i));
+            if (reason < 0)
+                goto badname;
+            if (add_blocked(self, a, (u64)reason, part))
                 goto nomem;
         } else {
             a->sum[k == K_RUNNING ? 0 : k == K_RUNNABLE ? 1 : 2] += part;
@@ -299,6 +314,9 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
     self->busy = 0;
     result = Py_NewRef(Py_None);
     goto done;
+badname:
+    PyErr_SetString(PyExc_ValueError, "a span's name id is past the name ids given");
+    goto fail;
 nomem:
     PyErr_NoMemory();
 fail:
@@ -306,6 +324,7 @@ fail:
 done:
     for (int k = 0; k < NCOLS; k++)
         PyBuffer_Release(&b[k]);
+    PyBuffer_Release(&idb);
     return result;
 }
 
@@ -475,7 +494,8 @@ static PyObject *TopSums_forget(TopSumsObject *self, PyObject *args) {
 static PyMethodDef TopSums_methods[] = {
     {"feed", (PyCFunction)TopSums_feed, METH_VARARGS,
      "feed($self, kinds, resource_kinds, resource_ids, starts, ends, reasons, names, start_stacks, end_stacks, "
-     "start_tables, end_tables, since, index, root_of, /)\n--\n\nAdd a SpanBatch's columns to the sums."},
+     "start_tables, end_tables, ids, since, index, root_of, /)\n--\n\nAdd a SpanBatch's columns to the sums (ids: "
+     "the name id, u32, each of its name ids stands for)."},
     {"name", (PyCFunction)TopSums_name, METH_VARARGS, "name($self, g, name, index, /)\n--\n\nA creation names goroutine g."},
     {"take", (PyCFunction)TopSums_take, METH_NOARGS, "take($self, /)\n--\n\nThe sums since the last take."},
     {"forget", (PyCFunction)TopSums_forget, METH_VARARGS,
