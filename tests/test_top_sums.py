@@ -86,7 +86,7 @@ def test_names_are_forgotten_alike() -> None:
             cols = [memoryview(array(t, [v])) for t, v in [*one, ("I", 0), ("I", 0)]]
             feed(sums, cols, None, 9, lambda t, s: 99)
             rows += sums.take()[0]
-        assert [(g, name) for g, name, *_ in rows] == [(1, 0), (1600, 7)]
+        assert [(name, goroutines) for name, goroutines, *_ in rows] == [(0, 1), (7, 1)]
 
 
 ANY_I64 = st.one_of(st.integers(-3, 50), st.integers(-(1 << 63), (1 << 63) - 1))

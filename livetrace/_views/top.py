@@ -340,12 +340,12 @@ class TopStats:
         rows, kinds, regions, tasks = self._sums.take()
         names = self._names
         groups: dict[str, Group] = {}
-        for _, nid, running, runnable, syscall, blocked in rows:
+        for nid, goroutines, running, runnable, syscall, blocked in rows:
             name = self._root_names[nid] or UNNAMED
             grp = groups.get(name)
             if grp is None:
                 grp = groups[name] = Group(name)
-            grp.goroutines += 1
+            grp.goroutines += goroutines
             grp.running += running
             grp.runnable += runnable
             grp.syscall += syscall

@@ -8,8 +8,9 @@ why) are TopStats's; this keeps the numbers:
   batch's name ids are mapped through ``ids``, the caller's own ids of
   the names its table holds: a pool's batches each have a table);
 - per goroutine, the time since ``since`` it spent running, runnable and
-  in system calls, and blocked by reason id, in the order goroutines were
-  first counted (so both twins give their groups in one order);
+  in system calls, and blocked by reason id; :meth:`take` adds them up by
+  the goroutines' name ids, in the order goroutines were first counted
+  (so both twins give their groups in one order);
 - per goroutine, the name id of its start function (``root_of(tables,
   stack)`` names a stack; ``name`` sets one from a creation) and the
   snapshot it was last seen in.
@@ -28,9 +29,9 @@ from livetrace._trace.spans.model import RES_GOROUTINE, SpanKind
 
 RootOf = Callable[[int, int], int]
 Durations = tuple[bytes, int]  # sorted int64 durations, and their sum
-# (goroutine, name id, running, runnable, syscall, [(reason id, blocked ns)])
-GoroutineSums = tuple[int, int, int, int, int, list[tuple[int, int]]]
-Taken = tuple[list[GoroutineSums], dict[int, Durations], dict[int, Durations], dict[int, Durations]]
+# (name id, goroutines, running, runnable, syscall, [(reason id, blocked ns)])
+GroupSums = tuple[int, int, int, int, int, list[tuple[int, int]]]
+Taken = tuple[list[GroupSums], dict[int, Durations], dict[int, Durations], dict[int, Durations]]
 
 # Goroutine names kept when more than this many: those seen lately.
 KEEP_NAMES = 1024
@@ -159,15 +160,26 @@ class TopSums:
                 acc[0 if k == SpanKind.RUNNING else 1 if k == SpanKind.RUNNABLE else 2] += part
 
     def take(self) -> Taken:
-        """The sums since the last take: per goroutine (in the order first
-        counted), per span kind, per region name id, per task name id."""
-        rows = []
+        """The sums since the last take: the goroutines' per name id (in the
+        order the first of each was counted: each one's goroutines, and
+        blocked reasons in the order first met), per span kind, per region
+        name id, per task name id."""
+        groups: dict[int, list[int]] = {}  # name id -> goroutines, running, runnable, syscall
+        blocked: dict[int, dict[int, int]] = {}
         for g in self._order:
-            running, runnable, syscall = self._per_g.get(g, (0, 0, 0))
             name = self._names.get(g, (0, 0))[0]
-            rows.append((g, name, running, runnable, syscall, list(self._blocked.get(g, {}).items())))
+            sums = groups.get(name)
+            if sums is None:
+                sums = groups[name] = [0, 0, 0, 0]
+                blocked[name] = {}
+            sums[0] += 1
+            for k, ns in enumerate(self._per_g.get(g, (0, 0, 0))):
+                sums[k + 1] += ns
+            reasons = blocked[name]
+            for r, ns in self._blocked.get(g, {}).items():
+                reasons[r] = reasons.get(r, 0) + ns
         out = (
-            rows,
+            [(name, n, run, ready, sys, list(blocked[name].items())) for name, (n, run, ready, sys) in groups.items()],
             {k: _durations(v) for k, v in self._kinds.items()},
             {k: _durations(v) for k, v in self._regions.items()},
             {k: _durations(v) for k, v in self._tasks.items()},

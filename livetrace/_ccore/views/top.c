@@ -3,8 +3,10 @@
  * order). It reads a SpanBatch's columns batch at a time: durations per
  * span kind and per region and task name id, each goroutine's time per
  * state since a point and blocked per reason id, and each goroutine's name
- * id, asking Python (root_of) for the name of a stack it has not met. Sums
- * are kept in 128 bits and handed over as Python ints, exact as the twin's. */
+ * id, asking Python (root_of) for the name of a stack it has not met; take
+ * hands the goroutines' sums over added up by name id (a snapshot's groups:
+ * tens, where the goroutines are tens of thousands). Sums are kept in 128
+ * bits and handed over as Python ints, exact as the twin's. */
 
 #include "views/top.h"
 #include "common/pyglue.h"
@@ -427,15 +429,79 @@ static PyObject *groups_dict(Groups *g) {
     return d;
 }
 
-static PyObject *acc_row(TopSumsObject *s, Acc *a) {
-    u64 *at = map_find(&s->name_index, (u64)a->g);
-    u64 name = at ? s->names[*at].name : 0;
+/* The goroutines counted with one name id: how many, and their sums. */
+typedef struct {
+    u64 name;
+    size_t goroutines;
+    i128 sum[3];
+    i64 first, last_reason; /* blocked reasons, as Acc's */
+} Group;
+
+/* The goroutines' sums added up by name id: the groups in the order their first goroutine was
+ * counted, each one's blocked reasons in the order first met (as adding the goroutines up in their
+ * order gives them). */
+typedef struct {
+    Group *v;
+    size_t n, cap;
+    Reason *reasons;
+    size_t nreasons, capreasons;
+    Map index; /* name id -> position in v */
+} Grouped;
+
+static void grouped_free(Grouped *g) {
+    free(g->v), free(g->reasons);
+    map_free(&g->index);
+}
+
+static int group_blocked(Grouped *out, Group *grp, u64 reason, i128 ns) {
+    for (i64 i = grp->first; i >= 0; i = out->reasons[i].next)
+        if (out->reasons[i].reason == reason) {
+            out->reasons[i].ns += ns;
+            return 0;
+        }
+    if (grow((void **)&out->reasons, &out->capreasons, out->nreasons + 1, sizeof(Reason)))
+        return -1;
+    i64 at = (i64)out->nreasons++;
+    out->reasons[at] = (Reason){reason, ns, -1};
+    if (grp->last_reason >= 0)
+        out->reasons[grp->last_reason].next = at;
+    else
+        grp->first = at;
+    grp->last_reason = at;
+    return 0;
+}
+
+static int group_goroutines(TopSumsObject *s, Grouped *out) {
+    for (size_t i = 0; i < s->nacc; i++) {
+        Acc *a = &s->acc[i];
+        u64 *at = map_find(&s->name_index, (u64)a->g);
+        u64 name = at ? s->names[*at].name : 0;
+        u64 *slot = map_slot(&out->index, name, (u64)out->n);
+        if (!slot)
+            return -1;
+        if (*slot == out->n) {
+            if (grow((void **)&out->v, &out->cap, out->n + 1, sizeof(Group)))
+                return -1;
+            out->v[out->n++] = (Group){.name = name, .first = -1, .last_reason = -1};
+        }
+        Group *grp = &out->v[*slot];
+        grp->goroutines++;
+        for (int k = 0; k < 3; k++)
+            grp->sum[k] += a->sum[k];
+        for (i64 r = a->first; r >= 0; r = s->reasons[r].next)
+            if (group_blocked(out, grp, s->reasons[r].reason, s->reasons[r].ns))
+                return -1;
+    }
+    return 0;
+}
+
+static PyObject *group_row(Grouped *out, Group *grp) {
     PyObject *blocked = PyList_New(0);
     if (!blocked)
         return NULL;
-    for (i64 i = a->first; i >= 0; i = s->reasons[i].next) {
-        PyObject *ns = py_i128(s->reasons[i].ns);
-        PyObject *pair = ns ? Py_BuildValue("(KN)", (unsigned long long)s->reasons[i].reason, ns) : NULL;
+    for (i64 i = grp->first; i >= 0; i = out->reasons[i].next) {
+        PyObject *ns = py_i128(out->reasons[i].ns);
+        PyObject *pair = ns ? Py_BuildValue("(KN)", (unsigned long long)out->reasons[i].reason, ns) : NULL;
         if (!pair || PyList_Append(blocked, pair)) {
             Py_XDECREF(pair);
             Py_DECREF(blocked);
@@ -443,21 +509,26 @@ static PyObject *acc_row(TopSumsObject *s, Acc *a) {
         }
         Py_DECREF(pair);
     }
-    PyObject *r0 = py_i128(a->sum[0]), *r1 = py_i128(a->sum[1]), *r2 = py_i128(a->sum[2]);
+    PyObject *r0 = py_i128(grp->sum[0]), *r1 = py_i128(grp->sum[1]), *r2 = py_i128(grp->sum[2]);
     if (!r0 || !r1 || !r2) {
         Py_XDECREF(r0), Py_XDECREF(r1), Py_XDECREF(r2);
         Py_DECREF(blocked);
         return NULL;
     }
-    return Py_BuildValue("(LKNNNN)", (long long)a->g, (unsigned long long)name, r0, r1, r2, blocked);
+    return Py_BuildValue("(KnNNNN)", (unsigned long long)grp->name, (Py_ssize_t)grp->goroutines, r0, r1, r2, blocked);
 }
 
 static PyObject *TopSums_take(TopSumsObject *self, PyObject *unused) {
-    PyObject *rows = PyList_New((Py_ssize_t)self->nacc), *kinds = NULL, *regions = NULL, *tasks = NULL;
-    if (!rows)
-        return NULL;
-    for (size_t i = 0; i < self->nacc; i++) {
-        PyObject *row = acc_row(self, &self->acc[i]);
+    Grouped grouped = {0};
+    PyObject *rows = NULL, *kinds = NULL, *regions = NULL, *tasks = NULL;
+    if (group_goroutines(self, &grouped)) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (!(rows = PyList_New((Py_ssize_t)grouped.n)))
+        goto fail;
+    for (size_t i = 0; i < grouped.n; i++) {
+        PyObject *row = group_row(&grouped, &grouped.v[i]);
         if (!row)
             goto fail;
         PyList_SET_ITEM(rows, (Py_ssize_t)i, row);
@@ -465,9 +536,11 @@ static PyObject *TopSums_take(TopSumsObject *self, PyObject *unused) {
     if (!(kinds = groups_dict(&self->kinds)) || !(regions = groups_dict(&self->regions)) ||
         !(tasks = groups_dict(&self->tasks)))
         goto fail;
+    grouped_free(&grouped);
     reset_interval(self);
     return Py_BuildValue("(NNNN)", rows, kinds, regions, tasks);
 fail:
+    grouped_free(&grouped);
     Py_XDECREF(rows), Py_XDECREF(kinds), Py_XDECREF(regions), Py_XDECREF(tasks);
     return NULL;
 }
@@ -497,7 +570,7 @@ static PyMethodDef TopSums_methods[] = {
      "start_tables, end_tables, ids, since, index, root_of, /)\n--\n\nAdd a SpanBatch's columns to the sums (ids: "
      "the name id, u32, each of its name ids stands for)."},
     {"name", (PyCFunction)TopSums_name, METH_VARARGS, "name($self, g, name, index, /)\n--\n\nA creation names goroutine g."},
-    {"take", (PyCFunction)TopSums_take, METH_NOARGS, "take($self, /)\n--\n\nThe sums since the last take."},
+    {"take", (PyCFunction)TopSums_take, METH_NOARGS, "take($self, /)\n--\n\nThe sums since the last take (the goroutines' by name id)."},
     {"forget", (PyCFunction)TopSums_forget, METH_VARARGS,
      "forget($self, old, /)\n--\n\nDrop the names of goroutines last seen before snapshot old, when there are many."},
     {NULL},
