@@ -74,14 +74,17 @@ class BatchEvents:
     """What top needs of a batch's events: its generation's tables, how many
     events, the first time of the trace's (at or past 0; -1 if none) and
     the last time, the last value of each metric, and the goroutines it
-    created with their new stacks, in order."""
+    created (their ids as uint64) with their new stacks, in order: in
+    arrays, not a tuple each, which the garbage collector would visit (a
+    busy service creates hundreds of thousands of goroutines a second)."""
 
     gen: Tables | None
     events: int
     first_time: int
     last_time: int
     metrics: dict[int, int]
-    creations: list[tuple[int, int]]
+    created: array[int]
+    stacks: array[int]
 
 
 def events_of(batch: EventBatch) -> BatchEvents:
@@ -94,17 +97,18 @@ def events_of(batch: EventBatch) -> BatchEvents:
         i = codes.rfind(pattern)
         if i >= 0:
             metrics[code] = args[i * NARGS]
-    creations = []
+    created, stacks = array("Q"), array("Q")
     find = codes.translate(_CREATIONS).find
     i = find(1)
     while i >= 0:
         a = i * NARGS
-        creations.append((_signed(args[a]), args[a + 1]))
+        created.append(args[a])
+        stacks.append(args[a + 1])
         i = find(1, i + 1)
     # A legacy trace opens with a Sync at time -1 (as Go's parsed dump has it), which is no
     # time of the trace: its span starts at the first event that has one.
     first = next((t for t in times if t >= 0), -1)
-    return BatchEvents(batch.gen, n, first, times[n - 1] if n else -1, metrics, creations)
+    return BatchEvents(batch.gen, n, first, times[n - 1] if n else -1, metrics, created, stacks)
 
 
 def percentile(ordered: Sequence[int], p: float) -> int:
@@ -240,7 +244,7 @@ class TopStats:
         self._end = max(self._end, ev.last_time)
         self._events += ev.events
         self._metrics.update(ev.metrics)
-        self._feed_creations(ev.creations)
+        self._feed_creations(ev.created, ev.stacks)
 
     def feed_spans(self, spans: SpanBatch) -> None:
         """Spans that ended, from a span subscription (pool-built, joined)."""
@@ -267,7 +271,7 @@ class TopStats:
         if self._open is not None:
             self._open = (0,) * len(SpanKind)
 
-    def _feed_creations(self, creations: list[tuple[int, int]]) -> None:
+    def _feed_creations(self, created: array[int], stacks: array[int]) -> None:
         """A goroutine created in the batch is named by its start function
         (the creation's new stack): one that exits without ever blocking
         records no stack of its own."""
@@ -275,10 +279,10 @@ class TopStats:
         if gen is None:
             return
         index, sums = self._index, self._sums
-        for g, stack in creations:
+        for g, stack in zip(created, stacks, strict=True):
             name = self._root(gen, self._unit_key, stack)
             if name:
-                sums.name(g, name, index)
+                sums.name(_signed(g), name, index)
 
     def _root(self, tables: Tables, key: int, stack: int) -> int:
         """The id of the root frame's function of a stack of ``tables`` (cached by ``key``)."""
