@@ -16,12 +16,15 @@ import json
 from pathlib import Path
 
 import pytest
+import trio
 
 from livetrace._cli import top
 from livetrace._items import Notice, SegmentGap, SpanMark, WindowGap
 from livetrace._protocol.text import json_safe
 from livetrace._session.session import Session
+from livetrace._session.subscribers import Fanout
 from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.spans.batch import SpanBatch
 from livetrace._views.top import TopStats
 from livetrace._views.top_screen import View, snapshot_dict
 
@@ -102,3 +105,26 @@ async def test_marks_come_only_to_the_span_subscriber_that_asked(tmp_path: Path)
 
     one, four = await both(tmp_path, "modern", collect)
     assert four == one
+
+
+@pytest.mark.once
+async def test_next_nowait_gives_what_is_buffered_then_the_sessions_error() -> None:
+    """top drains its spans' buffer without a checkpoint an item: what is
+    there comes in order, an empty buffer says so, and the error that ended
+    the session is raised after what came before it, not lost."""
+    fan = Fanout()
+    sub = fan.subscribe(what="spans", buffer=8, marks=True)
+    with pytest.raises(trio.WouldBlock):
+        sub.next_nowait()
+    mark = SpanMark(3, (1, 2))
+    batch = SpanBatch.empty()
+    await fan.deliver([(sub, batch, None), (sub, mark, None)])
+    fan.finish(OSError("the helper went away"))
+    assert sub.next_nowait() is batch
+    assert sub.next_nowait() is mark
+    with pytest.raises(OSError, match="went away"):
+        sub.next_nowait()
+    with pytest.raises(StopAsyncIteration):
+        sub.next_nowait()
+    with pytest.raises(ValueError, match="not events"):
+        fan.subscribe(what="events").next_nowait()

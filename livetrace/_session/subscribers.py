@@ -257,6 +257,23 @@ class Subscription:
                     continue
             return item
 
+    def next_nowait(self) -> object:
+        """The next item, as ``__anext__`` gives it, if one is in the buffer
+        (``trio.WouldBlock`` if none is yet): a consumer that drains what
+        came without a checkpoint an item. Batches and spans only."""
+        if self.what == "events":
+            raise ValueError("next_nowait gives batches or spans, not events one at a time")
+        try:
+            item = self._recv.receive_nowait()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise StopAsyncIteration from None
+        if isinstance(item, BaseException):
+            raise item
+        if not isinstance(item, Notice):
+            self._queued -= 1
+            self._room.set()
+        return item
+
     def take_buffered(self) -> list[object]:
         """What the buffer holds now, without waiting, and the notice of any
         loss not yet told: for a subscriber cut off (cancelled), which has
