@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         Provisional as Provisional,
         SegmentEnd as SegmentEnd,
         SegmentGap as SegmentGap,
+        SpanMark as SpanMark,
         SubscriberGap as SubscriberGap,
         SymbolsResolved as SymbolsResolved,
         TraceGap as TraceGap,

@@ -32,6 +32,7 @@ __all__ = [
     "Provisional",
     "SegmentEnd",
     "SegmentGap",
+    "SpanMark",
     "SubscriberGap",
     "SymbolsResolved",
     "TraceGap",
@@ -223,3 +224,21 @@ class SubscriberGap(Notice):
         when = "" if self.first_time is None else f" (time {self.first_time})"
         lost = f"{plural(self.batches, 'batch', 'batches')}, {plural(self.events, 'event')}"
         return f"subscriber fell behind: lost {lost}{where}{when}"
+
+
+@dataclass(frozen=True)
+class SpanMark(Notice):
+    """For a span subscriber that asked for marks (``marks=True``): the
+    spans of the ``events`` exact events decoded since the previous mark
+    have all come before it, and ``open`` is how many spans are open now
+    (the span builder's, by :class:`~livetrace.SpanKind`). A mark follows
+    each generation's spans (each batch's, with one job), so that a view
+    fed spans here and batches elsewhere can tell where each stream is,
+    and knows the goroutines' states at the end of each generation."""
+
+    events: int
+    open: tuple[int, ...]
+
+    @property
+    def message(self) -> str:
+        return f"spans up to here: those of {plural(self.events, 'event')}, {plural(sum(self.open), 'span')} open"

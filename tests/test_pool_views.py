@@ -235,9 +235,9 @@ def test_each_live_view_takes_jobs(argv: list[str], capsys: pytest.CaptureFixtur
 
 
 async def test_top_refreshing_takes_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A refreshing top (not --once) subscribes losslessly: with --jobs the
-    pool outruns its span building, and a lossy top lost most batches of a
-    big trace (the 16-P demo's: 60%) instead of the helper shedding whole
+    """A refreshing top (not --once) subscribes losslessly, to its spans and
+    to its events' summaries: a lossy top lost most batches of a big trace
+    (the 16-P demo's: 60%) instead of the helper shedding whole
     generations."""
     asked: list[bool] = []
     subscribe = Session.subscribe
@@ -255,5 +255,5 @@ async def test_top_refreshing_takes_every_batch(monkeypatch: pytest.MonkeyPatch)
         return out.getvalue().encode()
 
     got = await on_windows([MODERN, MODERN], "go1.26.6", 4, refreshing)
-    assert asked == [True]
+    assert asked == [True, True]
     assert b'"lost_batches": 0' in got

@@ -45,7 +45,9 @@ def asked(sums: TopSums | ccore.TopSums, roots: dict[int, int]) -> list[tuple[in
             array("I", [0]),
         ]
         k, rk, rid, start, end, reason, name, ss, es, st, et = (memoryview(c) for c in cols)
-        sums.feed(k, rk, rid, start, end, reason, name, ss, es, st, et, None, index, root_of)
+        sums.feed(
+            k, rk, rid, start, end, reason, name, ss, es, st, et, memoryview(array("I", [0])), None, index, root_of
+        )
     return calls
 
 

@@ -52,6 +52,7 @@ def take(sums: TopSums | ccore.TopSums, durations: list[int], kind: SpanKind) ->
         col("Q", zeros),
         col("I", zeros),
         col("I", zeros),
+        col("I", [0]),
         None,
         0,
         lambda tok, stack: 0,

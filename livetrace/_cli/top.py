@@ -4,12 +4,15 @@ redrawn in the terminal (rich), or printed as snapshots on a pipe."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import math
 import os
 import sys
 import termios
 import tty
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -18,13 +21,14 @@ from rich.console import Console
 from rich.live import Live
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, live_pass, say
-from livetrace._items import Notice, SegmentGap, WindowGap
+from livetrace._items import Notice, SegmentGap, SpanMark, WindowGap
 from livetrace._nursery import open_nursery
 from livetrace._protocol.text import json_safe
 from livetrace._session.recording import Recorder
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
-from livetrace._views.top import Snapshot, TopStats
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._views.top import BatchEvents, Snapshot, TopStats, events_of
 from livetrace._views.top_screen import SORT_KEYS, View, screen, snapshot_dict
 
 # A burst of batches (one generation decoded) is over when nothing more
@@ -96,10 +100,26 @@ def _columns(out: TextIO) -> int:
         return 120
 
 
+# What top takes of the events are small summaries (events_of's), which run ahead of the
+# spans by at most the pipeline's units in flight (a unit's batches are delivered before its
+# spans): their subscription never holds the pipeline up, the spans' does.
+EVENTS_BUFFER = 1 << 30
+
+
+def _summarize(batch: EventBatch) -> Callable[[], BatchEvents]:
+    return functools.partial(events_of, batch)
+
+
 async def _feed(session: Session, stats: TopStats, display: _Display, once: bool, interval: float) -> None:
-    """Feed the session's batches to the stats, showing a snapshot at the
-    end of a generation (segment, window) once ``interval`` has passed; with
-    ``once``, only one, of the whole session, at its end."""
+    """Feed the session's spans and events to the stats, showing a snapshot
+    at the end of a generation (segment, window) once ``interval`` has
+    passed; with ``once``, only one, of the whole session, at its end.
+
+    The spans come built (in the session's pool, with --jobs) from a span
+    subscription with marks; what top needs of the events, summarized in
+    the pool too, from a batch subscription. A mark says how many events
+    its spans are of: the summaries of those are in by then, and the
+    goroutines' states at the mark are the snapshot's."""
     last_shown = trio.current_time()
     fed = False
 
@@ -111,28 +131,62 @@ async def _feed(session: Session, stats: TopStats, display: _Display, once: bool
         display.show(stats.snapshot())
         last_shown, fed = trio.current_time(), False
 
-    # Lossless: top builds spans from every batch, and falls behind the pipeline's pool with
-    # --jobs 2 and more (a lossy subscriber lost 60% of the 16-P trace's batches, each loss
-    # breaking the spans open there); a top that cannot keep up holds the reading up, and the
-    # helper sheds whole generations, which the snapshot counts.
-    async with session.subscribe(what="batches", lossless=True, buffer=64) as sub:
-        it = sub.__aiter__()
+    # Lossless: a top that cannot keep up holds the reading up, and the helper sheds whole
+    # generations, which the snapshot counts (a lossy subscriber lost 60% of the 16-P
+    # trace's batches, each loss breaking the spans open there).
+    events = session.subscribe(what="batches", lossless=True, buffer=EVENTS_BUFFER, map=_summarize)
+    spans = session.subscribe(what="spans", lossless=True, buffer=64, marks=True)
+    summaries: deque[BatchEvents] = deque()
+    told = taken = 0  # events the marks told of; events of the summaries fed
+    between = True  # at a mark (or the start): the next spans are a new unit's
+
+    def take_summaries() -> None:
+        summaries.extend(x for x in events.take_buffered() if isinstance(x, BatchEvents))
+
+    async with events, spans:
+        it = spans.__aiter__()
         while True:
             item: object = None
-            with trio.move_on_after(QUIET if due() else interval) as quiet:
-                try:
-                    item = await it.__anext__()
-                except StopAsyncIteration:
-                    break
-            if quiet.cancelled_caught:  # the burst is over: the generation is all in
-                if due():
+            try:
+                # What is in the buffer already, without a checkpoint (and a cancel scope) each:
+                # those were a third of top's thread.
+                item = spans.next_nowait()
+            except StopAsyncIteration:
+                break
+            except trio.WouldBlock:
+                # Wait for the next item until the interval is over (forever if nothing was
+                # fed), then only as long as the generation's burst may still go on.
+                deadline = last_shown + interval if fed and not once else math.inf
+                with trio.move_on_at(trio.current_time() + QUIET if due() else deadline) as quiet:
+                    try:
+                        item = await it.__anext__()
+                    except StopAsyncIteration:
+                        break
+                if quiet.cancelled_caught:  # the burst is over: the generation is all in
+                    if due() and between:
+                        show()
+                    continue
+            if between and (isinstance(item, SpanBatch) or (isinstance(item, SpanMark) and item.events)):
+                # A unit's first spans (or mark): its events' summaries are in already.
+                between = False
+                take_summaries()
+                if not summaries:
+                    raise RuntimeError("top: spans came before the summary of their events")
+                if due() and stats.unit is not None and summaries[0].gen is not stats.unit:
                     show()
-                continue
-            if isinstance(item, EventBatch):
-                if due() and stats.unit is not None and item.gen is not stats.unit:
-                    show()
-                stats.feed(item)
-                fed = True
+            if isinstance(item, SpanBatch):
+                stats.feed_spans(item)
+            elif isinstance(item, SpanMark):
+                told += item.events
+                if taken < told:
+                    take_summaries()
+                    fed = True
+                while taken < told:
+                    ev = summaries.popleft()
+                    stats.feed_events(ev)
+                    taken += ev.events
+                stats.mark(item)
+                between = True
             elif isinstance(item, Notice):
                 if isinstance(item, SegmentGap | WindowGap) and due():
                     show()

@@ -14,7 +14,8 @@ in the trace's order, the others in the pool, units side by side):
 2. ``select`` (pool): each event subscriber's filter; the unit's spans,
    built on their own (:func:`build_generation`);
 3. ``join`` (ordered): the spans joined to those open before
-   (:class:`SpanJoin`), the helper's gaps and the segments' ends applied;
+   (:class:`SpanJoin`), the helper's gaps and the segments' ends applied
+   (and a :class:`SpanMark` after the unit's spans, if a subscriber asked);
 4. ``select spans`` (pool): each span subscriber's filter;
 5. ``map order`` (ordered): each subscriber's ``map`` called on its batches;
 6. ``deliver`` (ordered): into the subscribers' buffers, on trio, each
@@ -36,7 +37,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import trio
 
-from livetrace._items import Gap, Provisional, SegmentGap
+from livetrace._items import Gap, Provisional, SegmentGap, SpanMark
 from livetrace._session.limits import Counters
 from livetrace._session.pool import Stage
 from livetrace._session.subscribers import Fanout, Prepared, Subscription
@@ -194,6 +195,7 @@ def _select(u: Unit) -> None:
 def _join(u: Unit) -> None:
     j = u.spans.join  # type: ignore[union-attr]  # wanted: there are span subscribers
     out: list[object] = []
+    marks = any(s.marks for s in u.subs)
     for x in u.items:
         if isinstance(x, Provisional):
             continue
@@ -201,6 +203,8 @@ def _join(u: Unit) -> None:
             if x is u.batches[0]:
                 assert u.built is not None
                 out += j.join(u.built, u.batches)
+                if marks:
+                    out.append(SpanMark(u.events, j.open_counts()))
         elif isinstance(x, Gap):
             j.gap()
             out.append(x)

@@ -136,6 +136,7 @@ class Session:
         lossless: bool = False,
         provisional: bool = False,
         map: Map | None = None,
+        marks: bool = False,
     ) -> Subscription:
         """A new subscriber of this session's trace: its own filter, its own
         buffer of ``buffer`` batches, and ``what`` it gets ("events",
@@ -148,14 +149,15 @@ class Session:
         ``provisional`` gives a "batches" subscriber a legacy trace's
         provisional batches too. ``map`` runs work on each batch in the
         pipeline, in parallel across generations, and the subscriber gets
-        its results (see :class:`Subscription`). Subscribe to decoded items
-        before the session's first frame is read (in the same step as the
-        first subscription): the trace is decoded only if some subscriber
-        wanted it then."""
+        its results (see :class:`Subscription`); ``marks`` gives a span
+        subscriber a :class:`SpanMark` after each generation's spans.
+        Subscribe to decoded items before the session's first frame is read
+        (in the same step as the first subscription): the trace is decoded
+        only if some subscriber wanted it then."""
         if self._pump is not None and what != "frames" and not self._pump.decoding and self._pump.started:
             raise ValueError("this session's trace is not being decoded: subscribe to events before it starts")
         sub = self._fanout.subscribe(
-            filter, what=what, buffer=buffer, lossless=lossless, provisional=provisional, map=map
+            filter, what=what, buffer=buffer, lossless=lossless, provisional=provisional, map=map, marks=marks
         )
         if self._pump is None:
             self._pump = Pump(

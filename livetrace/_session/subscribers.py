@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import trio
 
-from livetrace._items import Gap, Notice, Provisional, SegmentGap, SubscriberGap
+from livetrace._items import Gap, Notice, Provisional, SegmentGap, SpanMark, SubscriberGap
 from livetrace._protocol.frames import Frame
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event
@@ -102,6 +102,12 @@ class Subscription:
     must not call into trio. A legacy trace's provisional batches are not
     mapped.
 
+    ``marks`` (spans only): a :class:`SpanMark` after each generation's
+    spans (each batch's, with one job), with how many spans are open
+    there, and not the spans cut at the end (``SpanBatch.closed``), which
+    did not end: what ``top`` reads, which takes the events it needs from
+    a batch subscription and counts the goroutines' states at each mark.
+
     Notices (a helper's :class:`Gap`, a legacy trace's notices, and this
     subscriber's own :class:`SubscriberGap`) always come through. An error
     that ends the session is raised here, after what came before it.
@@ -117,11 +123,14 @@ class Subscription:
         lossless: bool,
         provisional: bool,
         map: Map | None = None,
+        marks: bool = False,
     ) -> None:
         if what not in ("events", "batches", "spans", "frames"):
             raise ValueError(f"what must be 'events', 'batches', 'spans' or 'frames', not {what!r}")
         if map is not None and what not in ("batches", "spans"):
             raise ValueError("only a subscriber of batches or spans may map them")
+        if marks and what != "spans":
+            raise ValueError("only a subscriber of spans may ask for marks")
         if buffer < 1:
             raise ValueError("a subscriber's buffer holds at least one batch")
         self.filter = flt or Filter()
@@ -130,6 +139,7 @@ class Subscription:
         self.lossless = lossless
         self.provisional = provisional and what == "batches"
         self.map = map
+        self.marks = marks
         self.lost_batches = 0
         self.lost_events = 0
         self._fanout = fanout
@@ -160,10 +170,12 @@ class Subscription:
         (span batches and notices), not the decoded items."""
         if ordered is _UNORDERED:
             ordered = self._order(item)
+        if isinstance(item, SpanMark):
+            return item if self.marks else None
         if isinstance(item, Notice):
             return item
         if isinstance(item, SpanBatch):
-            return self._stage.spans(item)
+            return None if self.marks and item.closed else self._stage.spans(item)
         if isinstance(item, Provisional):
             if not self.provisional:
                 return None
@@ -244,6 +256,23 @@ class Subscription:
                     self._current = iter(item)
                     continue
             return item
+
+    def next_nowait(self) -> object:
+        """The next item, as ``__anext__`` gives it, if one is in the buffer
+        (``trio.WouldBlock`` if none is yet): a consumer that drains what
+        came without a checkpoint an item. Batches and spans only."""
+        if self.what == "events":
+            raise ValueError("next_nowait gives batches or spans, not events one at a time")
+        try:
+            item = self._recv.receive_nowait()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise StopAsyncIteration from None
+        if isinstance(item, BaseException):
+            raise item
+        if not isinstance(item, Notice):
+            self._queued -= 1
+            self._room.set()
+        return item
 
     def take_buffered(self) -> list[object]:
         """What the buffer holds now, without waiting, and the notice of any
@@ -361,11 +390,15 @@ class _SharedSpans:
     def __init__(self) -> None:
         self._builder = SpanBuilder()
 
-    def step(self, item: object) -> list[object]:
+    def step(self, item: object, marks: bool) -> list[object]:
+        """What item makes (with ``marks``: a mark after each batch's spans)."""
         if isinstance(item, Provisional):
             return []
         if isinstance(item, EventBatch):
-            return [self._builder.feed(item)]
+            spans = self._builder.feed(item)
+            if not marks:
+                return [spans]
+            return [spans, SpanMark(len(item), tuple(self._builder.open_counts().values()))]
         if isinstance(item, Gap):
             self._builder.gap()
         elif isinstance(item, SegmentGap):
@@ -404,8 +437,9 @@ class Fanout:
         lossless: bool = False,
         provisional: bool = False,
         map: Map | None = None,
+        marks: bool = False,
     ) -> Subscription:
-        sub = Subscription(self, flt, what, buffer, lossless, provisional, map)
+        sub = Subscription(self, flt, what, buffer, lossless, provisional, map, marks)
         self._subs = (*self._subs, sub)
         return sub
 
@@ -445,7 +479,7 @@ class Fanout:
         """What each subscriber gets of item, in this thread, one item at a
         time (the pipeline with one job; see also ``pipeline.py``)."""
         shared = self._shared_spans()
-        spans = [] if shared is None else self._built(shared.step(item))
+        spans = [] if shared is None else self._built(shared.step(item, any(s.marks for s in self._subs)))
         return self._prepare(item, spans)
 
     def prepare_end(self) -> list[Prepared]:

@@ -214,6 +214,7 @@ class TopSums:
         end_stacks: ReadableBuffer,
         start_tables: ReadableBuffer,
         end_tables: ReadableBuffer,
+        ids: ReadableBuffer,
         since: int | None,
         index: int,
         root_of: Callable[[int, int], int],

@@ -1,13 +1,20 @@
 """What ``livetrace top`` shows, from spans and events: sans-IO.
 
-:class:`TopStats` is fed a session's :class:`EventBatch` objects in order
-(it builds their spans itself, so that a snapshot covers exactly the
-batches fed before it) and its notices; :meth:`TopStats.snapshot` sums up
-everything since the previous snapshot as a :class:`Snapshot`:
+:class:`TopStats` is fed a session's items in order, one of two ways, and
+its notices; :meth:`TopStats.snapshot` sums up everything since the
+previous snapshot as a :class:`Snapshot`. Either :meth:`TopStats.feed`
+each :class:`EventBatch` (it builds their spans itself), or, as ``livetrace
+top`` does, the session's spans (built in its pool) and what it needs of
+the events apart: :meth:`TopStats.feed_events` each batch's
+:func:`events_of` (which a subscription's map computes in the pool),
+:meth:`TopStats.feed_spans` each :class:`SpanBatch` and
+:meth:`TopStats.mark` each :class:`SpanMark` of a span subscription with
+marks, the marks saying where the two streams meet (a snapshot covers
+exactly the batches fed before it, and their spans). The sums:
 
 - GC cycles and stop-the-world pauses that ended: count, p50/p99/max;
 - scheduler latency, each runnable span that ended (runnable to running);
-- goroutines by state now (the builder's open spans);
+- goroutines by state now (the open spans: the builder's, or the last mark's);
 - goroutines grouped by their start function (the root frame of a stack
   the goroutine itself recorded: when it blocked, entered a system call or
   stopped running; the frame Go's goroutine analysis names them by), with
@@ -25,10 +32,11 @@ in the interval.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from livetrace._items import Gap, SegmentGap, SubscriberGap, WindowGap
+from livetrace._items import Gap, SegmentGap, SpanMark, SubscriberGap, WindowGap
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import NARGS, EventBatch
 from livetrace._trace.model.events import METRIC_NAMES
@@ -59,6 +67,48 @@ _CREATIONS = bytes(1 if c in (EV_GO_CREATE, EV_GO_CREATE_BLOCKED) else 0 for c i
 def _signed(v: int) -> int:
     """A goroutine id argument (uint64) as the goroutine columns hold one."""
     return v - (1 << 64) if v >= 1 << 63 else v
+
+
+@dataclass(frozen=True)
+class BatchEvents:
+    """What top needs of a batch's events: its generation's tables, how many
+    events, the first time of the trace's (at or past 0; -1 if none) and
+    the last time, the last value of each metric, and the goroutines it
+    created (their ids as uint64) with their new stacks, in order: in
+    arrays, not a tuple each, which the garbage collector would visit (a
+    busy service creates hundreds of thousands of goroutines a second)."""
+
+    gen: Tables | None
+    events: int
+    first_time: int
+    last_time: int
+    metrics: dict[int, int]
+    created: array[int]
+    stacks: array[int]
+
+
+def events_of(batch: EventBatch) -> BatchEvents:
+    """A batch's :class:`BatchEvents` (in any thread: it only reads the batch)."""
+    n = len(batch)
+    times, args = batch.times, batch.args
+    codes = bytes(batch.codes)  # searched, not looped over
+    metrics = {}
+    for code, pattern in _METRIC_BYTES.items():
+        i = codes.rfind(pattern)
+        if i >= 0:
+            metrics[code] = args[i * NARGS]
+    created, stacks = array("Q"), array("Q")
+    find = codes.translate(_CREATIONS).find
+    i = find(1)
+    while i >= 0:
+        a = i * NARGS
+        created.append(args[a])
+        stacks.append(args[a + 1])
+        i = find(1, i + 1)
+    # A legacy trace opens with a Sync at time -1 (as Go's parsed dump has it), which is no
+    # time of the trace: its span starts at the first event that has one.
+    first = next((t for t in times if t >= 0), -1)
+    return BatchEvents(batch.gen, n, first, times[n - 1] if n else -1, metrics, created, stacks)
 
 
 def percentile(ordered: Sequence[int], p: float) -> int:
@@ -147,6 +197,14 @@ class TopStats:
         self._root_names: list[str] = [""]
         self._root_ids: dict[str, int] = {"": 0}
         self._root_cache: dict[tuple[int, int], int] = {}  # (tables key, stack id) -> root function's id
+        # The names of blocked reasons, regions and tasks the sums count by (their ids), and
+        # the ids of the names table of the last span batch (each generation's spans built in
+        # a pool have a table of their own; a builder's only grows).
+        self._names: list[bytes] = [b""]
+        self._name_ids: dict[bytes, int] = {b"": 0}
+        self._table: Sequence[bytes] | None = None
+        self._table_ids = array("I")
+        self._open: tuple[int, ...] | None = None  # the last mark's open spans (None: the builder's)
         self._metrics: dict[int, int] = {}
         self._index = 0
         self._since: int | None = None  # the previous snapshot's end: spans count from there
@@ -163,27 +221,39 @@ class TopStats:
     # -- feeding --
 
     def feed(self, batch: EventBatch) -> None:
+        """A batch's events, and the spans that ended in it (built here)."""
         if not len(batch):
             return
-        gen = batch.gen
+        self.feed_events(events_of(batch))
+        self._feed_spans(self._spans.feed(batch))
+
+    def feed_events(self, ev: BatchEvents) -> None:
+        """What top needs of a batch's events (its spans come apart, through
+        :meth:`feed_spans`)."""
+        if not ev.events:
+            return
+        gen = ev.gen
         if gen is not None:
             if gen is not self.unit:
                 self.unit = gen
                 self._unit_key -= 1
             self._first = gen.gen if self._first < 0 else self._first
             self._last = gen.gen
-        times = batch.times
         if self._start < 0:
-            # A legacy trace opens with a Sync at time -1 (as Go's parsed
-            # dump has it), which is no time of the trace: its span starts
-            # at the first event that has one.
-            self._start = next((t for t in times if t >= 0), -1)
-        self._end = max(self._end, times[len(batch) - 1])
-        self._events += len(batch)
-        codes = bytes(batch.codes)  # searched, not looped over
-        self._feed_metrics(batch, codes)
-        self._feed_creations(batch, codes)
-        self._feed_spans(self._spans.feed(batch))
+            self._start = ev.first_time
+        self._end = max(self._end, ev.last_time)
+        self._events += ev.events
+        self._metrics.update(ev.metrics)
+        self._feed_creations(ev.created, ev.stacks)
+
+    def feed_spans(self, spans: SpanBatch) -> None:
+        """Spans that ended, from a span subscription (pool-built, joined)."""
+        self._feed_spans(spans)
+
+    def mark(self, mark: SpanMark) -> None:
+        """A span subscription's mark: the spans open there are the
+        goroutines' states now."""
+        self._open = mark.open
 
     def notice(self, item: object) -> None:
         """A session's notice: losses are counted, and a gap (generations
@@ -191,37 +261,28 @@ class TopStats:
         spans, whose ends would be wrong."""
         if isinstance(item, SubscriberGap):
             self._lost += item.batches
-            self._spans.gap()
         elif isinstance(item, WindowGap | SegmentGap):
             self._gaps += 1
-            self._spans.gap()
         elif isinstance(item, Gap):
             self._shed += item.last_generation - item.first_generation + 1
-            self._spans.gap()
+        else:
+            return
+        self._spans.gap()
+        if self._open is not None:
+            self._open = (0,) * len(SpanKind)
 
-    def _feed_metrics(self, batch: EventBatch, codes: bytes) -> None:
-        args = batch.args
-        for code, pattern in _METRIC_BYTES.items():
-            i = codes.rfind(pattern)
-            if i >= 0:
-                self._metrics[code] = args[i * NARGS]
-
-    def _feed_creations(self, batch: EventBatch, codes: bytes) -> None:
+    def _feed_creations(self, created: array[int], stacks: array[int]) -> None:
         """A goroutine created in the batch is named by its start function
         (the creation's new stack): one that exits without ever blocking
         records no stack of its own."""
         gen = self.unit
         if gen is None:
             return
-        args, index, sums = batch.args, self._index, self._sums
-        find = codes.translate(_CREATIONS).find
-        i = find(1)
-        while i >= 0:
-            a = i * NARGS
-            name = self._root(gen, self._unit_key, args[a + 1])
+        index, sums = self._index, self._sums
+        for g, stack in zip(created, stacks, strict=True):
+            name = self._root(gen, self._unit_key, stack)
             if name:
-                sums.name(_signed(args[a]), name, index)
-            i = find(1, i + 1)
+                sums.name(_signed(g), name, index)
 
     def _root(self, tables: Tables, key: int, stack: int) -> int:
         """The id of the root frame's function of a stack of ``tables`` (cached by ``key``)."""
@@ -236,6 +297,19 @@ class TopStats:
                 self._root_names.append(name)
             self._root_cache[(key, stack)] = nid
         return nid
+
+    def _ids(self, table: Sequence[bytes]) -> memoryview:
+        """The ids of the names of a span batch's names table."""
+        if table is not self._table:
+            self._table, self._table_ids = table, array("I")
+        ids = self._table_ids
+        for name in table[len(ids) :]:
+            nid = self._name_ids.get(name)
+            if nid is None:
+                nid = self._name_ids[name] = len(self._names)
+                self._names.append(name)
+            ids.append(nid)
+        return memoryview(ids)
 
     def _feed_spans(self, spans: SpanBatch) -> None:
         if not len(spans):
@@ -257,6 +331,7 @@ class TopStats:
             spans.end_stacks,
             spans.start_tables,
             spans.end_tables,
+            self._ids(spans.names_table),
             self._since,
             self._index,
             root_of,
@@ -267,21 +342,24 @@ class TopStats:
     def snapshot(self) -> Snapshot:
         """Everything since the previous snapshot; the next one starts afresh."""
         rows, kinds, regions, tasks = self._sums.take()
-        names = self._spans.names
+        names = self._names
         groups: dict[str, Group] = {}
-        for _, nid, running, runnable, syscall, blocked in rows:
+        for nid, goroutines, running, runnable, syscall, blocked in rows:
             name = self._root_names[nid] or UNNAMED
             grp = groups.get(name)
             if grp is None:
                 grp = groups[name] = Group(name)
-            grp.goroutines += 1
+            grp.goroutines += goroutines
             grp.running += running
             grp.runnable += runnable
             grp.syscall += syscall
             for rid, ns in blocked:
                 reason = names[rid].decode("utf-8", "replace")
                 grp.blocked[reason] = grp.blocked.get(reason, 0) + ns
-        open_now = self._spans.open_counts()
+        if self._open is None:
+            open_now = self._spans.open_counts()
+        else:
+            open_now = {SpanKind(k): n for k, n in enumerate(self._open)}
         none = Summary()
         snap = Snapshot(
             index=self._index,

@@ -4,10 +4,13 @@ _ccore/views/top.c's TopSums (the compiled one), which
 why) are TopStats's; this keeps the numbers:
 
 - per span kind (GC, stop-the-world, mark assist, runnable), and per name
-  id of the regions and tasks, the durations of the spans that ended;
+  id of the regions and tasks, the durations of the spans that ended (a
+  batch's name ids are mapped through ``ids``, the caller's own ids of
+  the names its table holds: a pool's batches each have a table);
 - per goroutine, the time since ``since`` it spent running, runnable and
-  in system calls, and blocked by reason id, in the order goroutines were
-  first counted (so both twins give their groups in one order);
+  in system calls, and blocked by reason id; :meth:`take` adds them up by
+  the goroutines' name ids, in the order goroutines were first counted
+  (so both twins give their groups in one order);
 - per goroutine, the name id of its start function (``root_of(tables,
   stack)`` names a stack; ``name`` sets one from a creation) and the
   snapshot it was last seen in.
@@ -26,15 +29,21 @@ from livetrace._trace.spans.model import RES_GOROUTINE, SpanKind
 
 RootOf = Callable[[int, int], int]
 Durations = tuple[bytes, int]  # sorted int64 durations, and their sum
-# (goroutine, name id, running, runnable, syscall, [(reason id, blocked ns)])
-GoroutineSums = tuple[int, int, int, int, int, list[tuple[int, int]]]
-Taken = tuple[list[GoroutineSums], dict[int, Durations], dict[int, Durations], dict[int, Durations]]
+# (name id, goroutines, running, runnable, syscall, [(reason id, blocked ns)])
+GroupSums = tuple[int, int, int, int, int, list[tuple[int, int]]]
+Taken = tuple[list[GroupSums], dict[int, Durations], dict[int, Durations], dict[int, Durations]]
 
 # Goroutine names kept when more than this many: those seen lately.
 KEEP_NAMES = 1024
 # Root names kept by (tables, stack), past which they are forgotten (top.c's KEEP_ROOTS).
 KEEP_ROOTS = 65536
 _I64 = (-(1 << 63), 1 << 63)
+
+
+def _name_id(ids: memoryview, v: int) -> int:
+    if v >= len(ids):
+        raise ValueError("a span's name id is past the name ids given")
+    return int(ids[v])
 
 
 def _durations(values: list[int]) -> Durations:
@@ -89,11 +98,15 @@ class TopSums:
         end_stacks: memoryview,
         start_tables: memoryview,
         end_tables: memoryview,
+        ids: memoryview,
         since: int | None,
         index: int,
         root_of: RootOf,
     ) -> None:
         seen, per_g, blocked, order = self._names, self._per_g, self._blocked, self._order
+        if len(ids.cast("B")) % 4:
+            raise ValueError("name ids are 4 bytes each")
+        ids = ids.cast("B").cast("I")
         for k, rk, g, s, e, r, n, ss, es, st, et in zip(
             kinds,
             resource_kinds,
@@ -113,7 +126,7 @@ class TopSums:
                 raise ValueError(f"a span from {s} to {e} lasts longer than int64 nanoseconds")
             if k > SpanKind.SYSCALL:  # a range: GC, stop-the-world, mark assist, region, task
                 group = self._tasks if k == SpanKind.TASK else self._regions if k == SpanKind.REGION else self._kinds
-                key = n if k in (SpanKind.TASK, SpanKind.REGION) else k
+                key = _name_id(ids, n) if k in (SpanKind.TASK, SpanKind.REGION) else k
                 got = group.get(key)
                 if got is None:
                     got = group[key] = []
@@ -138,6 +151,7 @@ class TopSums:
                 reasons_of = blocked.get(g)
                 if reasons_of is None:
                     reasons_of = blocked[g] = {}
+                r = _name_id(ids, r)
                 reasons_of[r] = reasons_of.get(r, 0) + part
             else:
                 acc = per_g.get(g)
@@ -146,15 +160,26 @@ class TopSums:
                 acc[0 if k == SpanKind.RUNNING else 1 if k == SpanKind.RUNNABLE else 2] += part
 
     def take(self) -> Taken:
-        """The sums since the last take: per goroutine (in the order first
-        counted), per span kind, per region name id, per task name id."""
-        rows = []
+        """The sums since the last take: the goroutines' per name id (in the
+        order the first of each was counted: each one's goroutines, and
+        blocked reasons in the order first met), per span kind, per region
+        name id, per task name id."""
+        groups: dict[int, list[int]] = {}  # name id -> goroutines, running, runnable, syscall
+        blocked: dict[int, dict[int, int]] = {}
         for g in self._order:
-            running, runnable, syscall = self._per_g.get(g, (0, 0, 0))
             name = self._names.get(g, (0, 0))[0]
-            rows.append((g, name, running, runnable, syscall, list(self._blocked.get(g, {}).items())))
+            sums = groups.get(name)
+            if sums is None:
+                sums = groups[name] = [0, 0, 0, 0]
+                blocked[name] = {}
+            sums[0] += 1
+            for k, ns in enumerate(self._per_g.get(g, (0, 0, 0))):
+                sums[k + 1] += ns
+            reasons = blocked[name]
+            for r, ns in self._blocked.get(g, {}).items():
+                reasons[r] = reasons.get(r, 0) + ns
         out = (
-            rows,
+            [(name, n, run, ready, sys, list(blocked[name].items())) for name, (n, run, ready, sys) in groups.items()],
             {k: _durations(v) for k, v in self._kinds.items()},
             {k: _durations(v) for k, v in self._regions.items()},
             {k: _durations(v) for k, v in self._tasks.items()},

@@ -3,8 +3,10 @@
  * order). It reads a SpanBatch's columns batch at a time: durations per
  * span kind and per region and task name id, each goroutine's time per
  * state since a point and blocked per reason id, and each goroutine's name
- * id, asking Python (root_of) for the name of a stack it has not met. Sums
- * are kept in 128 bits and handed over as Python ints, exact as the twin's. */
+ * id, asking Python (root_of) for the name of a stack it has not met; take
+ * hands the goroutines' sums over added up by name id (a snapshot's groups:
+ * tens, where the goroutines are tens of thousands). Sums are kept in 128
+ * bits and handed over as Python ints, exact as the twin's. */
 
 #include "views/top.h"
 #include "common/pyglue.h"
@@ -222,19 +224,29 @@ static int root(TopSumsObject *s, PyObject *root_of, u32 tok, u64 stack, u64 *na
 enum { NCOLS = 11 };
 static const int WIDTH[NCOLS] = {1, 1, 8, 8, 8, 4, 4, 8, 8, 4, 4};
 
+/* The name id ids maps a batch's name id v to (ids: u32 each, nids of them); -1 past them. */
+static inline i64 name_id(const u8 *ids, size_t nids, u32 v) {
+    return v < nids ? (i64)ld_u32(ids, v) : -1;
+}
+
 static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
-    Py_buffer b[NCOLS];
+    Py_buffer b[NCOLS], idb;
     PyObject *since_obj, *root_of;
     unsigned long long index;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*OKO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
-                          &b[8], &b[9], &b[10], &since_obj, &index, &root_of))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*OKO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
+                          &b[8], &b[9], &b[10], &idb, &since_obj, &index, &root_of))
         return NULL;
     PyObject *result = NULL;
-    size_t n = (size_t)b[0].len;
+    size_t n = (size_t)b[0].len, nids = (size_t)idb.len / 4;
+    const u8 *ids = idb.buf;
     int has_since = since_obj != Py_None;
     long long since = 0;
     if (self->busy) {
         PyErr_SetString(PyExc_RuntimeError, "TopSums.feed called from its own callback");
+        goto done;
+    }
+    if (idb.len % 4) {
+        PyErr_SetString(PyExc_ValueError, "name ids are 4 bytes each");
         goto done;
     }
     for (int k = 0; k < NCOLS; k++)
@@ -257,8 +269,10 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
         }
         if (k > K_SYSCALL) {
             Groups *grp = k == K_TASK ? &self->tasks : k == K_REGION ? &self->regions : &self->kinds;
-            u64 key = k == K_TASK || k == K_REGION ? ld_u32(nm, i) : (u64)k;
-            if (groups_add(grp, key, d))
+            i64 key = k == K_TASK || k == K_REGION ? name_id(ids, nids, ld_u32(nm, i)) : (i64)k;
+            if (key < 0)
+                goto badname;
+            if (groups_add(grp, (u64)key, d))
                 goto nomem;
             continue;
         }
@@ -290,7 +304,10 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
         if (!a)
             goto nomem;
         if (k == K_BLOCKED) {
-            if (add_blocked(self, a, ld_u32(rs, i), part))
+            i64 reason = name_id(ids, nids, ld_u32(rs, i));
+            if (reason < 0)
+                goto badname;
+            if (add_blocked(self, a, (u64)reason, part))
                 goto nomem;
         } else {
             a->sum[k == K_RUNNING ? 0 : k == K_RUNNABLE ? 1 : 2] += part;
@@ -299,6 +316,9 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
     self->busy = 0;
     result = Py_NewRef(Py_None);
     goto done;
+badname:
+    PyErr_SetString(PyExc_ValueError, "a span's name id is past the name ids given");
+    goto fail;
 nomem:
     PyErr_NoMemory();
 fail:
@@ -306,6 +326,7 @@ fail:
 done:
     for (int k = 0; k < NCOLS; k++)
         PyBuffer_Release(&b[k]);
+    PyBuffer_Release(&idb);
     return result;
 }
 
@@ -408,15 +429,79 @@ static PyObject *groups_dict(Groups *g) {
     return d;
 }
 
-static PyObject *acc_row(TopSumsObject *s, Acc *a) {
-    u64 *at = map_find(&s->name_index, (u64)a->g);
-    u64 name = at ? s->names[*at].name : 0;
+/* The goroutines counted with one name id: how many, and their sums. */
+typedef struct {
+    u64 name;
+    size_t goroutines;
+    i128 sum[3];
+    i64 first, last_reason; /* blocked reasons, as Acc's */
+} Group;
+
+/* The goroutines' sums added up by name id: the groups in the order their first goroutine was
+ * counted, each one's blocked reasons in the order first met (as adding the goroutines up in their
+ * order gives them). */
+typedef struct {
+    Group *v;
+    size_t n, cap;
+    Reason *reasons;
+    size_t nreasons, capreasons;
+    Map index; /* name id -> position in v */
+} Grouped;
+
+static void grouped_free(Grouped *g) {
+    free(g->v), free(g->reasons);
+    map_free(&g->index);
+}
+
+static int group_blocked(Grouped *out, Group *grp, u64 reason, i128 ns) {
+    for (i64 i = grp->first; i >= 0; i = out->reasons[i].next)
+        if (out->reasons[i].reason == reason) {
+            out->reasons[i].ns += ns;
+            return 0;
+        }
+    if (grow((void **)&out->reasons, &out->capreasons, out->nreasons + 1, sizeof(Reason)))
+        return -1;
+    i64 at = (i64)out->nreasons++;
+    out->reasons[at] = (Reason){reason, ns, -1};
+    if (grp->last_reason >= 0)
+        out->reasons[grp->last_reason].next = at;
+    else
+        grp->first = at;
+    grp->last_reason = at;
+    return 0;
+}
+
+static int group_goroutines(TopSumsObject *s, Grouped *out) {
+    for (size_t i = 0; i < s->nacc; i++) {
+        Acc *a = &s->acc[i];
+        u64 *at = map_find(&s->name_index, (u64)a->g);
+        u64 name = at ? s->names[*at].name : 0;
+        u64 *slot = map_slot(&out->index, name, (u64)out->n);
+        if (!slot)
+            return -1;
+        if (*slot == out->n) {
+            if (grow((void **)&out->v, &out->cap, out->n + 1, sizeof(Group)))
+                return -1;
+            out->v[out->n++] = (Group){.name = name, .first = -1, .last_reason = -1};
+        }
+        Group *grp = &out->v[*slot];
+        grp->goroutines++;
+        for (int k = 0; k < 3; k++)
+            grp->sum[k] += a->sum[k];
+        for (i64 r = a->first; r >= 0; r = s->reasons[r].next)
+            if (group_blocked(out, grp, s->reasons[r].reason, s->reasons[r].ns))
+                return -1;
+    }
+    return 0;
+}
+
+static PyObject *group_row(Grouped *out, Group *grp) {
     PyObject *blocked = PyList_New(0);
     if (!blocked)
         return NULL;
-    for (i64 i = a->first; i >= 0; i = s->reasons[i].next) {
-        PyObject *ns = py_i128(s->reasons[i].ns);
-        PyObject *pair = ns ? Py_BuildValue("(KN)", (unsigned long long)s->reasons[i].reason, ns) : NULL;
+    for (i64 i = grp->first; i >= 0; i = out->reasons[i].next) {
+        PyObject *ns = py_i128(out->reasons[i].ns);
+        PyObject *pair = ns ? Py_BuildValue("(KN)", (unsigned long long)out->reasons[i].reason, ns) : NULL;
         if (!pair || PyList_Append(blocked, pair)) {
             Py_XDECREF(pair);
             Py_DECREF(blocked);
@@ -424,21 +509,26 @@ static PyObject *acc_row(TopSumsObject *s, Acc *a) {
         }
         Py_DECREF(pair);
     }
-    PyObject *r0 = py_i128(a->sum[0]), *r1 = py_i128(a->sum[1]), *r2 = py_i128(a->sum[2]);
+    PyObject *r0 = py_i128(grp->sum[0]), *r1 = py_i128(grp->sum[1]), *r2 = py_i128(grp->sum[2]);
     if (!r0 || !r1 || !r2) {
         Py_XDECREF(r0), Py_XDECREF(r1), Py_XDECREF(r2);
         Py_DECREF(blocked);
         return NULL;
     }
-    return Py_BuildValue("(LKNNNN)", (long long)a->g, (unsigned long long)name, r0, r1, r2, blocked);
+    return Py_BuildValue("(KnNNNN)", (unsigned long long)grp->name, (Py_ssize_t)grp->goroutines, r0, r1, r2, blocked);
 }
 
 static PyObject *TopSums_take(TopSumsObject *self, PyObject *unused) {
-    PyObject *rows = PyList_New((Py_ssize_t)self->nacc), *kinds = NULL, *regions = NULL, *tasks = NULL;
-    if (!rows)
-        return NULL;
-    for (size_t i = 0; i < self->nacc; i++) {
-        PyObject *row = acc_row(self, &self->acc[i]);
+    Grouped grouped = {0};
+    PyObject *rows = NULL, *kinds = NULL, *regions = NULL, *tasks = NULL;
+    if (group_goroutines(self, &grouped)) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (!(rows = PyList_New((Py_ssize_t)grouped.n)))
+        goto fail;
+    for (size_t i = 0; i < grouped.n; i++) {
+        PyObject *row = group_row(&grouped, &grouped.v[i]);
         if (!row)
             goto fail;
         PyList_SET_ITEM(rows, (Py_ssize_t)i, row);
@@ -446,9 +536,11 @@ static PyObject *TopSums_take(TopSumsObject *self, PyObject *unused) {
     if (!(kinds = groups_dict(&self->kinds)) || !(regions = groups_dict(&self->regions)) ||
         !(tasks = groups_dict(&self->tasks)))
         goto fail;
+    grouped_free(&grouped);
     reset_interval(self);
     return Py_BuildValue("(NNNN)", rows, kinds, regions, tasks);
 fail:
+    grouped_free(&grouped);
     Py_XDECREF(rows), Py_XDECREF(kinds), Py_XDECREF(regions), Py_XDECREF(tasks);
     return NULL;
 }
@@ -475,9 +567,10 @@ static PyObject *TopSums_forget(TopSumsObject *self, PyObject *args) {
 static PyMethodDef TopSums_methods[] = {
     {"feed", (PyCFunction)TopSums_feed, METH_VARARGS,
      "feed($self, kinds, resource_kinds, resource_ids, starts, ends, reasons, names, start_stacks, end_stacks, "
-     "start_tables, end_tables, since, index, root_of, /)\n--\n\nAdd a SpanBatch's columns to the sums."},
+     "start_tables, end_tables, ids, since, index, root_of, /)\n--\n\nAdd a SpanBatch's columns to the sums (ids: "
+     "the name id, u32, each of its name ids stands for)."},
     {"name", (PyCFunction)TopSums_name, METH_VARARGS, "name($self, g, name, index, /)\n--\n\nA creation names goroutine g."},
-    {"take", (PyCFunction)TopSums_take, METH_NOARGS, "take($self, /)\n--\n\nThe sums since the last take."},
+    {"take", (PyCFunction)TopSums_take, METH_NOARGS, "take($self, /)\n--\n\nThe sums since the last take (the goroutines' by name id)."},
     {"forget", (PyCFunction)TopSums_forget, METH_VARARGS,
      "forget($self, old, /)\n--\n\nDrop the names of goroutines last seen before snapshot old, when there are many."},
     {NULL},

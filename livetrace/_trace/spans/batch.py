@@ -51,9 +51,11 @@ class SpanBatch(Sequence[Span]):
     ``tasks`` (task ids, 0 none), ``flags`` and ``procs`` (a P span's P,
     the P a goroutine's running span ran on, -1 for the rest). ``logs`` maps
     the index of a task or region span to its (category, message) pairs.
+    ``closed``: these are the spans :meth:`SpanBuilder.close` cut at the
+    end (of the trace, or of a legacy segment), not spans that ended.
     """
 
-    __slots__ = ("_cols", "_n", "logs", "names_table", "tables")
+    __slots__ = ("_cols", "_n", "closed", "logs", "names_table", "tables")
 
     def __init__(
         self,
@@ -61,6 +63,8 @@ class SpanBatch(Sequence[Span]):
         tables: Mapping[int, Tables],
         names_table: Sequence[bytes],
         logs: Mapping[int, tuple[tuple[bytes, bytes], ...]] | None = None,
+        *,
+        closed: bool = False,
     ) -> None:
         self._cols: tuple[memoryview, ...] = tuple(
             memoryview(c).cast(t) for c, (_, t) in zip(cols, COLUMNS, strict=True)
@@ -69,6 +73,7 @@ class SpanBatch(Sequence[Span]):
         self.tables = tables
         self.names_table = names_table
         self.logs = logs or {}
+        self.closed = closed
 
     @classmethod
     def empty(cls) -> SpanBatch:

@@ -155,4 +155,4 @@ class SpanBuilder:
             self._logs.clear()
             self._tables.clear()
             self._last = None
-        return SpanBatch(cols, tables, self.names, logs)
+        return SpanBatch(cols, tables, self.names, logs, closed=final)

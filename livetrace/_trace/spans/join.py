@@ -40,7 +40,7 @@ from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder, slim_tables, span_logs
 from livetrace._trace.spans.logs import Logs, Prior, UserLogs
-from livetrace._trace.spans.model import MAX_SPAN_LOGS, SPAN_CLIPPED_END
+from livetrace._trace.spans.model import MAX_SPAN_LOGS, SPAN_CLIPPED_END, SpanKind
 from livetrace._trace.spans.twin import (
     ACTIVE,
     END,
@@ -181,6 +181,14 @@ class SpanJoin:
         opens = [*self._states.values(), *self._assists.values(), *self._tasks.values(), *self._procs.values()]
         opens += [r for rs in self._regions.values() for r in rs]
         return opens + [o for o in (self._gc, self._stw) if o is not None]
+
+    def open_counts(self) -> tuple[int, ...]:
+        """How many spans are open after the generations joined so far, by
+        span kind (as :meth:`SpanBuilder.open_counts`)."""
+        counts = [0] * len(SpanKind)
+        for o in self._all():
+            counts[o.kind] += 1
+        return tuple(counts)
 
     def gap(self) -> None:
         """Generations were lost: forget every open span."""

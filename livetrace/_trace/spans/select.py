@@ -95,7 +95,7 @@ def select_spans(spans: SpanBatch, flt: Filter, *, compiled: bool | None = None)
         cols = ccore.span_take(raw, rows)
     idx = memoryview(rows).cast("I")
     logs = {j: spans.logs[i] for j, i in enumerate(idx) if i in spans.logs} if spans.logs else {}
-    out = SpanBatch(cols, spans.tables, spans.names_table, logs)
+    out = SpanBatch(cols, spans.tables, spans.names_table, logs, closed=spans.closed)
     if flt.logs is None and flt.predicate is None:
         return out
     keep = array("I")
@@ -105,7 +105,9 @@ def select_spans(spans: SpanBatch, flt: Filter, *, compiled: bool | None = None)
         if flt.predicate is not None and not flt.predicate(span):
             continue
         keep.append(j)
-    return SpanBatch(take_rows(out.columns(), keep.tobytes()), out.tables, out.names_table, _logs_of(out, keep))
+    return SpanBatch(
+        take_rows(out.columns(), keep.tobytes()), out.tables, out.names_table, _logs_of(out, keep), closed=out.closed
+    )
 
 
 def _logs_of(spans: SpanBatch, rows: array[int]) -> dict[int, tuple[tuple[bytes, bytes], ...]]:
