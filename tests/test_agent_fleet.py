@@ -91,9 +91,11 @@ async def test_a_small_fleet_with_every_policy_into_the_lake_and_clickhouse(tmp_
         await trio.sleep_until(started + FLEET_RUN)  # the run: all three policies for a minute
         assert await a.stop() == 0
     lake = state / "lake"
-    # each process attached once, and kept: one session's end (a pprof window's) stops no other
-    attached = Counter(r[0] for r in lake_rows(lake, "agent_log", "pid", "event = 'attached'"))
-    assert attached == {new.pid: 1, old.pid: 1, plain.pid: 1}, attached
+    # each process attached once, and kept: one session's end (a pprof window's) stops no other; a
+    # detached row says why a session ended
+    sessions = lake_rows(lake, "agent_log", "event, pid, detail", "event IN ('attached', 'detached')")
+    attached = Counter(pid for event, pid, _ in sessions if event == "attached")
+    assert attached == {new.pid: 1, old.pid: 1, plain.pid: 1}, (attached, sessions)
     by_service = Counter(r[0] for r in lake_rows(lake, "summaries", "service"))
     assert set(by_service) == {"fleet-new", "fleet-old", "fleet-plain"}, by_service
     policies = {r[0]: (r[1], r[2], r[3]) for r in lake_rows(lake, "summaries", "service, policy, pid, go_version")}

@@ -1,10 +1,11 @@
 """The agent: find the processes, trace each by its target's policy,
 re-attach when one restarts, and ship the rows.
 
-Discovery is ``livetrace ps``'s (``_attach.processes.survey``), every
-``scan_interval`` seconds. A Go process with somewhere to attach (its
-helper, else a pprof endpoint) is matched against the targets in the
-file's order; the first that matches traces it. A process is known by its
+Discovery is ``livetrace ps``'s (``_attach.processes``), every
+``scan_interval`` seconds. A Go process is matched against the targets in
+the file's order; the first that matches traces it, if it has somewhere to
+attach (its helper, else a pprof endpoint): only a process matched and not
+traced yet is asked for that, as ``ps`` asks. A process is known by its
 pid and start time, so a restart (a new pid, or the same pid reused) is a
 new process, attached on the next scan; one that exits ends its task.
 """
@@ -31,7 +32,9 @@ from livetrace._agent.ship import Shipper
 from livetrace._agent.sinks import ClickHouseSink, LakeSink, Sink
 from livetrace._agent.spool import Spool, private_dir
 from livetrace._agent.store import Store, local_path
-from livetrace._attach.processes import Kind, ProcessInfo, survey
+from livetrace._attach.announce import read_announcements
+from livetrace._attach.processes import Kind, ProcessInfo, attach_routes
+from livetrace._attach.processes import scan as process_table
 from livetrace._errors import LivetraceError
 from livetrace._nursery import open_nursery
 from livetrace._plural import plural
@@ -192,21 +195,30 @@ class Agent:
                 await trio.sleep(self.config.scan_interval)
 
     async def scan(self, nursery: trio.Nursery) -> None:
-        found = await survey()
-        alive = {(r.pid, r.started) for r in found.processes}
+        rows = await trio.to_thread.run_sync(process_table)
+        alive = {(r.pid, r.started) for r in rows}
         self._failed = {key: at for key, at in self._failed.items() if key in alive}  # gone: never tried again
         for key, proc in list(self.traced.items()):
             if key not in alive:
                 proc.scope.cancel()
         now = trio.current_time()
-        for row in found.processes:
+        wanted: list[tuple[ProcessInfo, Target]] = []
+        for row in rows:
             key = (row.pid, row.started)
-            if row.kind is not Kind.GO or row.attach is None or key in self.traced:
-                continue
-            if self._failed.get(key, -1e9) + RETRY_AFTER > now:
+            if row.kind is not Kind.GO or key in self.traced or self._failed.get(key, -1e9) + RETRY_AFTER > now:
                 continue
             target = next((t for t in self.config.targets if match(t, row)), None)
             if target is not None:
+                wanted.append((row, target))
+        if not wanted:
+            return
+        # Only these are asked for their ways in, as ps asks: its probe of /debug/pprof/trace holds the
+        # process's tracer for a moment, which a process traced already needs for its windows, and which a
+        # process no target names is left alone with.
+        await attach_routes([row for row, _ in wanted], await trio.to_thread.run_sync(read_announcements))
+        for row, target in wanted:
+            if row.attach is not None:
+                key = (row.pid, row.started)
                 self.traced[key] = _Process(row, target)
                 nursery.start_soon(self._trace, key)
 

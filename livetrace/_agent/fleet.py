@@ -37,11 +37,12 @@ FLEET_VIEWS: dict[str, str] = {
     "fleet_captures": """
         SELECT time, service, host, pid, go_version, source, trigger, path, bytes, cut FROM captures""",
     # What the agents lost or cut: rows dropped from a full spool, budget cuts, sinks down, data shed by
-    # a helper or missed by a summarizer that fell behind, sessions cut off.
+    # a helper or missed by a summarizer that fell behind, sessions cut off, windows skipped (the tracer
+    # someone else's).
     "fleet_losses": """
         SELECT time, host, service, event, count, detail FROM agent_log
         WHERE event IN ('spool_dropped', 'budget_cut', 'budget_sampling', 'sink_down', 'generations_shed',
-                        'batches_lost', 'cut_off')""",
+                        'batches_lost', 'cut_off', 'window_skipped')""",
 }
 
 

@@ -33,7 +33,7 @@ from livetrace._agent.config import Policy, Target
 from livetrace._agent.rows import KEY, SCHEMAS, TIME
 from livetrace._agent.spool import private_dir
 from livetrace._agent.store import Store
-from livetrace._errors import LivetraceError
+from livetrace._errors import AlreadyTracingError, BusyError, LivetraceError
 from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
 from livetrace._items import Gap, Notice, SegmentGap, SubscriberGap, WindowGap
@@ -347,7 +347,7 @@ async def continuous(traced: Traced) -> None:
             # Back only when the budget has room for what the session cost: never more than it allows.
             while traced.budget.stretch() > 1 or traced.budget.headroom() < cost:
                 started = trio.current_time()
-                await sample_once(traced)
+                await sample_or_skip(traced)
                 if not await traced.pause_until(started + traced.target.every * traced.budget.stretch()):
                     return
             traced.note("budget_continuous", 0, f"within budget: pid {traced.provenance['pid']} continuous again")
@@ -383,9 +383,20 @@ async def sampled(traced: Traced) -> None:
     target = traced.target
     while True:
         started = trio.current_time()
-        await sample_once(traced)
+        await sample_or_skip(traced)
         if not await traced.pause_until(started + target.every * traced.budget.stretch()):
             return
+
+
+async def sample_or_skip(traced: Traced) -> None:
+    """One window; or, if the tracer is someone else's as it starts, a record of the window skipped.
+    Between windows the tracer is the service's own users' (a pprof endpoint's one tracer), and any
+    tool may hold it for a moment (``livetrace ps`` asks for a 1 ms trace): the next window is taken
+    as planned, and the process stays attached."""
+    try:
+        await sample_once(traced)
+    except (AlreadyTracingError, BusyError) as e:
+        traced.note("window_skipped", 0, f"pid {traced.provenance['pid']}: {e}")
 
 
 async def sample_once(traced: Traced) -> None:

@@ -15,7 +15,7 @@ handler is there."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 import httpx
@@ -94,11 +94,20 @@ def pprof_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if v6 else f"http://{host}:{port}"
 
 
-async def probe_pprof(candidates: Iterable[tuple[str, int]]) -> dict[tuple[str, int], PortAnswer | bool | None]:
+async def probe_pprof(
+    candidates: Iterable[tuple[str, int]], *, index_only: Collection[tuple[str, int]] = ()
+) -> dict[tuple[str, int], PortAnswer | bool | None]:
     """For each (host, port): a :class:`PortAnswer` where GET /debug/pprof/
     there gives net/http/pprof's index page (and what its trace handler
     said), False where it does not, None for a port not asked before the
-    probe's deadline (so list the ports that matter most first)."""
+    probe's deadline (so list the ports that matter most first).
+
+    The trace handler of a port in ``index_only`` is not asked (its answer
+    says it traces): a process with a livetrace helper, whose handler there
+    may be the helper's own. A trace asked of it would join the helper's
+    shared trace (forcing a generation boundary on every consumer), or,
+    with its consumer slots full, be refused and counted in the service's
+    log, at every ``ps`` and every scan of an agent."""
     targets = list(dict.fromkeys(candidates))
     results: dict[tuple[str, int], PortAnswer | bool | None] = dict.fromkeys(targets)
     if not targets:
@@ -116,7 +125,7 @@ async def probe_pprof(candidates: Iterable[tuple[str, int]]) -> dict[tuple[str, 
                 if not await _is_pprof(client, base + INDEX_PATH):
                     results[target] = False
                     return
-                results[target] = PortAnswer(await _no_trace(client, base + TRACE_PATH))
+                results[target] = PortAnswer("" if target in index_only else await _no_trace(client, base + TRACE_PATH))
 
         with trio.move_on_after(PROBE_DEADLINE):
             async with open_nursery() as nursery:

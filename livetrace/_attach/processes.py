@@ -76,8 +76,9 @@ class Kind(StrEnum):
 class ProcessInfo:
     """One process. ``reason`` says why it is not (known to be) Go; for a Go
     process, ``helper`` is its fresh announce record and ``pprof`` the
-    http://HOST:PORT of a port that serves /debug/pprof/ and its trace, when
-    they exist; ``pprof_without_trace`` the first port that serves the rest
+    http://HOST:PORT of a port that serves /debug/pprof/ and its trace (with
+    a helper, its trace is not asked), when they exist;
+    ``pprof_without_trace`` the first port that serves the rest
     of /debug/pprof/ but no trace, and what its trace handler answered
     ("http://HOST:PORT: /debug/pprof/trace answered 404 ..."), else "";
     ``unprobed`` counts its ports not asked (too many ports)."""
@@ -250,6 +251,7 @@ async def attach_routes(rows: list[ProcessInfo], records: AnnounceScan) -> None:
     ports went unasked (too many ports: past a process's share, or past
     the probe's deadline)."""
     asked: list[list[tuple[str, int]]] = []
+    index_only: set[tuple[str, int]] = set()
     for row in rows:
         if row.kind is not Kind.GO:
             continue
@@ -258,9 +260,12 @@ async def attach_routes(rows: list[ProcessInfo], records: AnnounceScan) -> None:
         # The helper's own port speaks livetrace, not HTTP.
         row.ports = [p for p in row.ports if p[1] != helper_port]
         asked.append(row.ports[:MAX_PORTS_PER_PROCESS])
+        if row.helper is not None:  # its trace handler is left alone (probe_pprof says why)
+            index_only.update(asked[-1])
     # Each process's first port, then each one's second, ...: one process
     # with hundreds of ports cannot use up the deadline for the others.
-    answers = await probe_pprof(p for turn in itertools.zip_longest(*asked) for p in turn if p is not None)
+    turns = itertools.zip_longest(*asked)
+    answers = await probe_pprof((p for turn in turns for p in turn if p is not None), index_only=index_only)
     for row in rows:
         served = [(p, a) for p in row.ports if isinstance(a := answers.get(p), PortAnswer)]
         row.pprof = next((pprof_url(*p) for p, a in served if a.traces), None)

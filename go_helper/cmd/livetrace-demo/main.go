@@ -36,6 +36,7 @@ import (
 	"runtime/trace"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -48,7 +49,7 @@ var ops atomic.Int64
 
 func main() {
 	listen := flag.String("listen", "", "where the livetrace helper listens: unix:/path, tcp:127.0.0.1:PORT or tls:HOST:PORT (or set LIVETRACE_LISTEN)")
-	httpAddr := flag.String("http", "127.0.0.1:0", "address of the demo's HTTP service")
+	httpAddr := flag.String("http", "127.0.0.1:0", "address of the demo's HTTP service: HOST:PORT, or unix:/path (reachable by no port probe)")
 	workers := flag.Int("workers", 4, "load generators of each kind")
 	flag.Float64Var(&pace, "pace", 1, "stretch the load generators' pauses by this factor: 10 is a tenth of the load")
 	queueMB := flag.Int("queue-mb", 0, "cap of the helper's queue in MiB (0: LIVETRACE_QUEUE_MB or 64)")
@@ -75,7 +76,11 @@ func main() {
 		log.Fatal("nowhere to serve traces: pass -listen unix:/path (or tcp:127.0.0.1:PORT), or set LIVETRACE_LISTEN")
 	}
 
-	ln, err := net.Listen("tcp", *httpAddr)
+	network, address := "tcp", *httpAddr
+	if strings.HasPrefix(address, "unix:") {
+		network, address = "unix", strings.TrimPrefix(address, "unix:")
+	}
+	ln, err := net.Listen(network, address)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -119,9 +124,18 @@ func main() {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	base := "http://" + ln.Addr().String()
+	base, transport := "http://"+ln.Addr().String(), http.DefaultTransport
+	shown := base
+	if network == "unix" {
+		// The load generators' requests go to the same socket.
+		base, shown = "http://demo", *httpAddr
+		transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", address)
+		}}
+	}
 	for i := 0; i < *workers; i++ {
-		for _, f := range []func(context.Context, int){httpClient(base), pipeline, contended(), allocator, syscaller} {
+		for _, f := range []func(context.Context, int){httpClient(base, transport), pipeline, contended(), allocator, syscaller} {
 			wg.Add(1)
 			go func(f func(context.Context, int), i int) {
 				defer wg.Done()
@@ -129,7 +143,7 @@ func main() {
 			}(f, i)
 		}
 	}
-	fmt.Printf("livetrace-demo ready http=%s trace=%s pid=%d go=%s\n", base, srv.Addr(), os.Getpid(), runtime.Version())
+	fmt.Printf("livetrace-demo ready http=%s trace=%s pid=%d go=%s\n", shown, srv.Addr(), os.Getpid(), runtime.Version())
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -249,8 +263,8 @@ func handleAlloc(w http.ResponseWriter, r *http.Request) {
 
 // httpClient makes requests to the demo itself: network syscalls, netpoll
 // wake-ups and a goroutine per connection on the server side.
-func httpClient(base string) func(context.Context, int) {
-	client := &http.Client{Timeout: 5 * time.Second}
+func httpClient(base string, transport http.RoundTripper) func(context.Context, int) {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: transport}
 	return func(ctx context.Context, i int) {
 		for ctx.Err() == nil {
 			ctx, task := trace.NewTask(ctx, "request")
