@@ -41,8 +41,9 @@ def fields_and_tables(events: Iterable[Event]) -> tuple[list[tuple[object, ...]]
     return out, tables
 
 
-def assert_same_lines(got: list[Event], want: list[Event]) -> None:
-    """got's events print the same `-d=parsed` lines as want's."""
+def assert_same_lines(got: list[Event], want: list[Event], what: object = None) -> None:
+    """got's events print the same `-d=parsed` lines as want's (what: for
+    the failure's message)."""
     if fields_and_tables(got) == fields_and_tables(want):
         return
-    assert [parsed_text(e) for e in got] == [parsed_text(e) for e in want]
+    assert [parsed_text(e) for e in got] == [parsed_text(e) for e in want], what
