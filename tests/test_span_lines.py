@@ -28,6 +28,7 @@ from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import COLUMNS, SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._trace.spans.model import Span
 
 from . import textform
 
@@ -47,8 +48,8 @@ pytestmark = [
 FORMATS = (("jsonl", False), ("text", False), ("text", True))
 
 
-def reference(batches: list[SpanBatch], fmt: str, color: bool, t0: int) -> bytes:
-    """The lines tail wrote from Span objects."""
+def reference(batches: list[list[Span]], fmt: str, color: bool, t0: int) -> bytes:
+    """The lines tail wrote from Span objects (a batch's, made once for every format)."""
     out = []
     for b in batches:
         if fmt == "jsonl":
@@ -83,12 +84,13 @@ def first_difference(a: object, b: object) -> tuple[object, object]:
 def assert_lines_agree(batches: list[SpanBatch], t0: int | None = None, with_reference: bool = True) -> None:
     if t0 is None:
         t0 = next((b.starts[0] for b in batches if len(b)), 0)
+    spans = [list(b) for b in batches] if with_reference else []
     for fmt, color in FORMATS:
         fast = outcome(batches, fmt, color, t0, True)
         twin = outcome(batches, fmt, color, t0, False)
         assert fast == twin, (fmt, color, *first_difference(fast, twin))
         if with_reference:
-            ref = reference(batches, fmt, color, t0)
+            ref = reference(spans, fmt, color, t0)
             assert fast == ref, (fmt, color, *first_difference(fast, ref))
 
 
