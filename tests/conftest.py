@@ -225,11 +225,25 @@ def _demo_exe(version: str) -> Path:
         return build_demo(_go_binary(version), out)
 
 
+# What the demo service runs unless a test asks for more: one load generator of each kind
+# (some 200,000 events a second). Its default, four, keeps both of CI's cores busy on its own,
+# and every test beside it slower; a test that needs volume (a queue to overflow, a pipe to
+# fill) says so with its own -workers or -queue-mb, or full_load.
+LIGHT_LOAD = ("-workers", "1")
+
+
 @asynccontextmanager
 async def demo(
-    version: str, *, args: Sequence[str] = (), env: dict[str, str] | None = None, listen: str | None = None
+    version: str,
+    *,
+    args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    listen: str | None = None,
+    full_load: bool = False,
 ) -> AsyncIterator[DemoProcess]:
     _needs_mark("starts a Go service", "slow", forbidden="go")
+    if not full_load and not {"-workers", "-queue-mb"} & set(args):
+        args = [*LIGHT_LOAD, *args]
     async with run_demo(demo_exe(version), args=args, env=env, listen=listen) as d:
         yield d
 
