@@ -19,13 +19,12 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 import httpx
-import psutil
 import trio
 
 from livetrace._nursery import open_nursery
 from livetrace._protocol.text import shown
 
-__all__ = ["PROBE_TIMEOUT", "PortAnswer", "listening_ports", "pprof_url", "probe_pprof"]
+__all__ = ["PROBE_TIMEOUT", "PortAnswer", "pprof_url", "probe_pprof"]
 
 # Long enough for a loaded service to answer an index page; short enough
 # that a port that accepts and says nothing does not hold `ps` up.
@@ -61,28 +60,6 @@ class PortAnswer:
     @property
     def traces(self) -> bool:
         return not self.no_trace
-
-
-def listening_ports(pid: int) -> list[tuple[str, int]]:
-    """The (host, port) pairs process pid listens on over TCP, as they can
-    be reached from here: a wildcard address becomes loopback. Empty when
-    its sockets cannot be read (another user's process, or gone)."""
-    try:
-        conns = psutil.Process(pid).net_connections(kind="inet")
-    except (psutil.Error, OSError):
-        return []
-    found: list[tuple[str, int]] = []
-    for c in conns:
-        if c.status != psutil.CONN_LISTEN or not c.laddr:
-            continue
-        host, port = c.laddr.ip, c.laddr.port
-        if host == "0.0.0.0":
-            host = "127.0.0.1"
-        elif host == "::":
-            host = "::1"
-        if (host, port) not in found:
-            found.append((host, port))
-    return found
 
 
 def pprof_url(host: str, port: int) -> str:
