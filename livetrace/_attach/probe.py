@@ -9,8 +9,9 @@ mounts ``pprof.Index`` with only some of the others (etcd 3.4) answers
 404 "Unknown profile" for /debug/pprof/trace. Neither a HEAD nor
 ``?seconds=0`` is cheaper than asking: both run the handler for its
 default second. So the probe asks for the shortest trace there is; a
-tracer held by someone else answers 500 at once, which still shows the
-handler is there."""
+tracer held by someone else answers 500 at once (net/http/pprof), and a
+livetrace helper's PprofTraceHandler with its consumer slots full 503
+("could not trace: busy: ..."), which still show the handler is there."""
 
 from __future__ import annotations
 
@@ -19,13 +20,12 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 import httpx
-import psutil
 import trio
 
 from livetrace._nursery import open_nursery
 from livetrace._protocol.text import shown
 
-__all__ = ["PROBE_TIMEOUT", "PortAnswer", "listening_ports", "pprof_url", "probe_pprof"]
+__all__ = ["PROBE_TIMEOUT", "PortAnswer", "pprof_url", "probe_pprof"]
 
 # Long enough for a loaded service to answer an index page; short enough
 # that a port that accepts and says nothing does not hold `ps` up.
@@ -46,6 +46,9 @@ INDEX_MARKERS = (b"/debug/pprof/", b"goroutine")
 TRACE_PATH = "/debug/pprof/trace"
 # The shortest trace the handler takes (0 or less means its default, 1 s).
 TRACE_PROBE_SECONDS = "0.001"
+# What a trace handler answers: a trace; "Could not enable tracing" (net/http/pprof, the tracer is
+# someone else's); "could not trace: busy" (a helper's PprofTraceHandler, its consumer slots full).
+TRACES = frozenset({httpx.codes.OK, httpx.codes.INTERNAL_SERVER_ERROR, httpx.codes.SERVICE_UNAVAILABLE})
 # How much of an answer other than a trace is read for the reason it gives.
 REASON_BYTES = 200
 
@@ -61,28 +64,6 @@ class PortAnswer:
     @property
     def traces(self) -> bool:
         return not self.no_trace
-
-
-def listening_ports(pid: int) -> list[tuple[str, int]]:
-    """The (host, port) pairs process pid listens on over TCP, as they can
-    be reached from here: a wildcard address becomes loopback. Empty when
-    its sockets cannot be read (another user's process, or gone)."""
-    try:
-        conns = psutil.Process(pid).net_connections(kind="inet")
-    except (psutil.Error, OSError):
-        return []
-    found: list[tuple[str, int]] = []
-    for c in conns:
-        if c.status != psutil.CONN_LISTEN or not c.laddr:
-            continue
-        host, port = c.laddr.ip, c.laddr.port
-        if host == "0.0.0.0":
-            host = "127.0.0.1"
-        elif host == "::":
-            host = "::1"
-        if (host, port) not in found:
-            found.append((host, port))
-    return found
 
 
 def pprof_url(host: str, port: int) -> str:
@@ -157,13 +138,13 @@ async def _is_pprof(client: httpx.AsyncClient, url: str) -> bool:
 async def _no_trace(client: httpx.AsyncClient, url: str) -> str:
     """Why the trace handler at url gives no trace; "" if it gives one (its
     answer's status line and headers are enough: the body is not read), is
-    busy tracing for someone else, or says nothing in time."""
+    busy tracing for someone else (TRACES), or says nothing in time."""
     try:
         with trio.move_on_after(PROBE_TIMEOUT):
             async with client.stream("GET", url, params={"seconds": TRACE_PROBE_SECONDS}) as response:
                 status = response.status_code
-                if status == httpx.codes.OK or status == httpx.codes.INTERNAL_SERVER_ERROR:
-                    return ""  # a trace, or "Could not enable tracing": the tracer is someone else's
+                if status in TRACES:
+                    return ""  # a trace, or a tracer that is someone else's for now
                 body = b""
                 async for data in response.aiter_raw():
                     body += data

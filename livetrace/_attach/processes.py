@@ -24,7 +24,8 @@ import trio
 
 from livetrace._attach.announce import Announcement, AnnounceScan, read_announcements
 from livetrace._attach.buildinfo import BuildInfo, read_build_info_file
-from livetrace._attach.probe import MAX_PORTS_PER_PROCESS, PortAnswer, listening_ports, pprof_url, probe_pprof
+from livetrace._attach.probe import MAX_PORTS_PER_PROCESS, PortAnswer, pprof_url, probe_pprof
+from livetrace._attach.sockets import listening_ports
 from livetrace._errors import (
     BuildInfoError,
     BuildInfoTooLargeError,
@@ -81,7 +82,9 @@ class ProcessInfo:
     ``pprof_without_trace`` the first port that serves the rest
     of /debug/pprof/ but no trace, and what its trace handler answered
     ("http://HOST:PORT: /debug/pprof/trace answered 404 ..."), else "";
-    ``unprobed`` counts its ports not asked (too many ports)."""
+    ``ports`` are its listening ports and ``unprobed`` counts those not
+    asked (too many ports). attach_routes fills these in; scan leaves them
+    empty."""
 
     pid: int
     user: str
@@ -190,7 +193,6 @@ def _inspect(proc: psutil.Process, info: dict[str, object], cache: _BuildInfoCac
         row.kind, row.reason = _exe_reason(e, user)
         return row
     row.kind = Kind.GO
-    row.ports = listening_ports(pid)
     return row
 
 
@@ -247,18 +249,20 @@ async def survey(pids: Iterable[int] | None = None, *, announce_dir: Path | None
 
 
 async def attach_routes(rows: list[ProcessInfo], records: AnnounceScan) -> None:
-    """Fill in each Go row's helper and pprof address, and how many of its
-    ports went unasked (too many ports: past a process's share, or past
-    the probe's deadline)."""
+    """Fill in each Go row's listening ports, helper and pprof address, and
+    how many of its ports went unasked (too many ports: past a process's
+    share, or past the probe's deadline)."""
+    go = [row for row in rows if row.kind is Kind.GO]
+    # Only these rows' ports: the socket tables are read once for them all (the agent asks only for the
+    # processes it is about to trace; a host's tables can hold tens of thousands of sockets).
+    ports = await trio.to_thread.run_sync(listening_ports, [row.pid for row in go])
     asked: list[list[tuple[str, int]]] = []
     index_only: set[tuple[str, int]] = set()
-    for row in rows:
-        if row.kind is not Kind.GO:
-            continue
+    for row in go:
         row.helper = records.records.get(row.pid)
         helper_port = _tcp_port(row.helper)
         # The helper's own port speaks livetrace, not HTTP.
-        row.ports = [p for p in row.ports if p[1] != helper_port]
+        row.ports = [p for p in ports[row.pid] if p[1] != helper_port]
         asked.append(row.ports[:MAX_PORTS_PER_PROCESS])
         if row.helper is not None:  # its trace handler is left alone (probe_pprof says why)
             index_only.update(asked[-1])
