@@ -653,30 +653,37 @@ static PyTypeObject EngineType = {
 /* ---- JSON lines ---- */
 
 /* The lines of jsonl and jsonl_provisional (stacks NULL), the columns' buffers released. */
-static PyObject *jsonl_of(Py_buffer b[7], PyObject *wall_obj, PyObject *strings, PyObject *stacks, PyObject *miss,
-                          PyObject *other) {
+static PyObject *jsonl_of(Py_buffer b[7], PyObject *wall_obj, PyObject *strings, PyObject *stacks,
+                          PyObject *extras, PyObject *miss, PyObject *other) {
     PyObject *result = NULL;
     EventView v;
     if (!event_view(&v, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6])) {
         int has_wall = wall_obj != Py_None;
         i64 wall_base = has_wall ? PyLong_AsLongLong(wall_obj) : 0;
         if (!PyErr_Occurred())
-            result = jsonl_lines(&v, has_wall, wall_base, strings, stacks, miss, other);
+            result = jsonl_lines(&v, has_wall, wall_base, strings, stacks, extras, miss, other);
     }
     for (int k = 0; k < 7; k++)
         PyBuffer_Release(&b[k]);
     return result;
 }
 
-/* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other) -> bytes
+/* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other, extras=None) -> bytes
  * (see jsonl.h); wall_base None when the generation has no clock snapshot */
 static PyObject *jsonl(PyObject *self, PyObject *args) {
     Py_buffer b[7];
-    PyObject *wall_obj, *strings, *stacks, *miss, *other;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!O!OO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &wall_obj,
-                          &PyDict_Type, &strings, &PyDict_Type, &stacks, &miss, &other))
+    PyObject *wall_obj, *strings, *stacks, *miss, *other, *extras = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!O!OO|O", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6],
+                          &wall_obj, &PyDict_Type, &strings, &PyDict_Type, &stacks, &miss, &other, &extras))
         return NULL;
-    return jsonl_of(b, wall_obj, strings, stacks, miss, other);
+    if (extras == Py_None)
+        extras = NULL;
+    if (extras && !PyDict_Check(extras)) {
+        for (int k = 0; k < 7; k++)
+            PyBuffer_Release(&b[k]);
+        return PyErr_Format(PyExc_TypeError, "extras must be a dict or None");
+    }
+    return jsonl_of(b, wall_obj, strings, stacks, extras, miss, other);
 }
 
 /* jsonl_provisional(codes, times, m, p, g, args, extra, wall_base, strings, miss, other) -> bytes:
@@ -689,7 +696,7 @@ static PyObject *jsonl_provisional(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!OO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &wall_obj,
                           &PyDict_Type, &strings, &miss, &other))
         return NULL;
-    return jsonl_of(b, wall_obj, strings, NULL, miss, other);
+    return jsonl_of(b, wall_obj, strings, NULL, NULL, miss, other);
 }
 
 /* ---- the module ---- */
@@ -710,7 +717,7 @@ static PyMethodDef module_methods[] = {
      "init_tables($module, timed, nargs, stack, str0, str1, /)\n--\n\nHand over the format tables."},
     {"jsonl", jsonl, METH_VARARGS,
      "jsonl($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, stacks, miss, "
-     "other, /)\n--\n\nJSON lines for a batch's events (state transitions here, others by callback)."},
+     "other, extras=None, /)\n--\n\nJSON lines for a batch's events (state transitions here, others by callback)."},
     {"jsonl_provisional", jsonl_provisional, METH_VARARGS,
      "jsonl_provisional($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, miss, "
      "other, /)\n--\n\nJSON lines for a legacy trace's provisional events (jsonl.c)."},

@@ -312,6 +312,7 @@ def jsonl(
     stacks: dict[int, bytes],
     miss: Callable[[str, int], bytes],
     other: Callable[[int], str],
+    extras: dict[int, bytes] | None = None,
     /,
 ) -> bytes: ...
 def jsonl_provisional(
