@@ -430,6 +430,7 @@ def span_lines(
     miss: Callable[[str, int], bytes],
     logs: Mapping[int, object],
     other: Callable[[int], bytes],
+    log_json: Callable[[int], bytes] | None = None,
     /,
 ) -> bytes:
     """`tail --spans`'s lines (text or JSON) for rows lo to hi of a batch of spans, each ending in a newline

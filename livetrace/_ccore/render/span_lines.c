@@ -6,10 +6,10 @@
  *
  * Python makes what needs the tables, once per id (partcache.h): a name's
  * piece (escaped for a terminal, or as JSON), a stack's piece (its first
- * frame, or its frames as JSON). A span with logs, or with values this
- * code does not write alike (a kind out of range, times whose differences
- * overflow, a stack id past 32 bits), is written whole by Python, so the
- * output, and any error, is the twin's. */
+ * frame, or its frames as JSON), and a span's logs as JSON. A span with
+ * values this code does not write alike (a kind out of range, times whose
+ * differences overflow, a stack id past 32 bits), is written whole by
+ * Python, so the output, and any error, is the twin's. */
 
 #include "render/span_lines.h"
 
@@ -158,9 +158,9 @@ static int put_piece(TextBuf *o, const char *pre, size_t npre, const char *p, si
 
 #define PUT_PIECE(o, pre, p, n, post) put_piece(o, pre, sizeof(pre) - 1, p, n, post, sizeof(post) - 1)
 
-/* One span's line: 0, -1 (no exception) when the twin must write it, -2
- * with an exception set. */
-static int put_line(Lines *x, const Cols *c, size_t i) {
+/* One span's line, with the JSON of its logs (none: n 0): 0, -1 (no
+ * exception) when the twin must write it, -2 with an exception set. */
+static int put_line(Lines *x, const Cols *c, size_t i, const char *logs, size_t nlogs) {
     TextBuf *o = &x->o;
     u8 kind = c->c[SPAN_COL_KINDS][i], rk = c->c[SPAN_COL_RESOURCE_KINDS][i], flags = c->c[SPAN_COL_FLAGS][i];
     i64 rid = col_i64(c, SPAN_COL_RESOURCE_IDS, i), start = col_i64(c, SPAN_COL_STARTS, i);
@@ -212,7 +212,8 @@ static int put_line(Lines *x, const Cols *c, size_t i) {
             TB_LIT_RAW(o, ", \"clipped_start\": true");
         if (flags & CLIPPED_END)
             TB_LIT_RAW(o, ", \"clipped_end\": true");
-        if (PUT_PIECE(o, ", \"start_stack\": ", sp, nsp, "") || PUT_PIECE(o, ", \"end_stack\": ", ep, nep, ""))
+        if (PUT_PIECE(o, ", \"start_stack\": ", sp, nsp, "") || PUT_PIECE(o, ", \"end_stack\": ", ep, nep, "") ||
+            PUT_PIECE(o, ", \"logs\": ", logs, nlogs, ""))
             return -2;
         if (tb_room(o, 2))
             return -2;
@@ -256,12 +257,12 @@ static int put_line(Lines *x, const Cols *c, size_t i) {
 }
 
 PyObject *span_lines(PyObject *self, PyObject *args) {
-    PyObject *cols, *kinds, *names, *stacks, *miss, *logs, *other;
+    PyObject *cols, *kinds, *names, *stacks, *miss, *logs, *other, *log_json = Py_None;
     int json;
     long long t0;
     Py_ssize_t lo, hi;
-    if (!PyArg_ParseTuple(args, "O!nnpLO!O!O!OOO", &PyList_Type, &cols, &lo, &hi, &json, &t0, &PyTuple_Type, &kinds,
-                          &PyDict_Type, &names, &PyDict_Type, &stacks, &miss, &logs, &other))
+    if (!PyArg_ParseTuple(args, "O!nnpLO!O!O!OOO|O", &PyList_Type, &cols, &lo, &hi, &json, &t0, &PyTuple_Type, &kinds,
+                          &PyDict_Type, &names, &PyDict_Type, &stacks, &miss, &logs, &other, &log_json))
         return NULL;
     if (PyList_GET_SIZE(cols) != NCOLS)
         return PyErr_Format(PyExc_ValueError, "%d columns expected", NCOLS);
@@ -300,7 +301,7 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     x.json = json;
     x.t0 = (i64)t0;
     if (part_cache_open(&x.names, names, miss, "name") || part_cache_open(&x.stacks, stacks, miss, "stack") ||
-        tb_init(&x.o, (size_t)(hi - lo) * (json ? 640 : 128) + LINE_ROOM))
+        tb_init(&x.o, (size_t)(hi - lo) * (json ? 1024 : 128) + LINE_ROOM))
         goto done;
     /* A text line shows no logs: only JSON's are the twin's. */
     Py_ssize_t nlogs = json ? PyObject_Size(logs) : 0;
@@ -346,8 +347,23 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
         gil_free(&gil); /* a part that raised kept it for the twin's line */
         size_t start = x.o.n;
         int r = -1;
-        if (!with_logs || !with_logs[i - (size_t)lo])
-            r = put_line(&x, &c, i);
+        if (!with_logs || !with_logs[i - (size_t)lo]) {
+            r = put_line(&x, &c, i, NULL, 0);
+        } else if (log_json != Py_None) {
+            /* Its logs' JSON from Python, the rest here. */
+            gil_hold(&gil);
+            PyObject *piece = PyObject_CallFunction(log_json, "n", (Py_ssize_t)i);
+            if (!piece)
+                goto done;
+            if (!PyBytes_Check(piece)) {
+                Py_DECREF(piece);
+                PyErr_SetString(PyExc_TypeError, "log_json() must return bytes");
+                goto done;
+            }
+            r = put_line(&x, &c, i, PyBytes_AS_STRING(piece), (size_t)PyBytes_GET_SIZE(piece));
+            gil_hold(&gil); /* a part made in put_line may have let it go again */
+            Py_DECREF(piece);
+        }
         if (r == -2)
             goto done;
         if (r == -1) {

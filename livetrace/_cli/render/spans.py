@@ -114,6 +114,12 @@ def kind_columns(color: bool) -> tuple[bytes, ...]:
     return tuple(cols)
 
 
+def logs_json(logs: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """A span's logs (category, message) as a JSON line has them."""
+    entries = [{"category": c.decode("utf-8", "replace"), "message": m.decode("utf-8", "replace")} for c, m in logs]
+    return json_safe(json.dumps(entries, ensure_ascii=False)).encode()
+
+
 def _name_json(raw: bytes) -> bytes:
     return json_safe(json.dumps(raw.decode("utf-8", "replace"), ensure_ascii=False)).encode() if raw else b""
 
@@ -221,11 +227,25 @@ class SpanLines:
         def other(i: int) -> bytes:  # a line the core leaves to the twin
             return self.twin_line(spans, i, t0, p)
 
+        def log_json(i: int) -> bytes:  # a JSON line's logs (the core writes the rest of it)
+            return logs_json(logs[i])
+
         names, stacks, logs, n = p.pieces["name"], p.pieces["stack"], spans.logs, len(spans)
         miss = partial(p.miss, spans.tables)
         return [
             ccore.span_lines(
-                cols, i, min(n, i + PIECE_LINES), self._json, t0, self._kinds, names, stacks, miss, logs, other
+                cols,
+                i,
+                min(n, i + PIECE_LINES),
+                self._json,
+                t0,
+                self._kinds,
+                names,
+                stacks,
+                miss,
+                logs,
+                other,
+                log_json,
             )
             for i in range(0, n, PIECE_LINES)
         ]
@@ -290,10 +310,7 @@ class SpanLines:
             out += [b', "end_stack": ', end_p]
         logs = spans.logs.get(i)
         if logs:
-            entries = [
-                {"category": c.decode("utf-8", "replace"), "message": m.decode("utf-8", "replace")} for c, m in logs
-            ]
-            out += [b', "logs": ', json_safe(json.dumps(entries, ensure_ascii=False)).encode()]
+            out += [b', "logs": ', logs_json(logs)]
         out.append(b"}")
         return b"".join(out)
 
