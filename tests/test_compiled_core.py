@@ -244,7 +244,8 @@ def text_and_span_lines(rng):  # the writers that let the GIL go, with pieces wh
     kinds = tuple(k.encode() for k in SPAN_KIND_NAMES)
     for json in (True, False):
         try:
-            core.span_lines([memoryview(c) for c in span_cols], 0, n, json, 0, kinds, {}, {}, miss, logs, other)
+            core.span_lines([memoryview(c) for c in span_cols], 0, n, json, 0, kinds, {}, {}, miss, logs, other,
+                            rng.choice([None, lambda i: b"[]"]), rng.choice([0, 1, 7]))
         except ValueError:
             pass
 while time.monotonic() < deadline:

@@ -6,11 +6,14 @@ each such line whole, several times the cost. The bytes stay the twin's."""
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import pytest
 
-from livetrace._cli.render.spans import SpanLines
+from livetrace._cli.render.spans import SpanLines, logs_json
+from livetrace._trace.accel import ccore
 from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.model import SPAN_KIND_NAMES
 
 from .test_span_lines import batch
 
@@ -41,3 +44,32 @@ def test_spans_with_logs_are_the_cores() -> None:
     got = b"".join(CoreOnly("jsonl").pieces(spans, 0))
     assert got == SpanLines("jsonl").encode_twin(spans, 0)
     assert got.count(b'"logs": ') == 3
+
+
+@pytest.mark.parametrize("per", [1, 3, 10, 11, 0])
+def test_a_batch_in_one_call_comes_in_pieces_of_the_lines_asked(per: int) -> None:
+    """One call writes the whole batch (a call per piece cost its columns'
+    buffers and caches each time), cut where asked: 0, one piece."""
+    rows = [{"kinds": 7, "starts": i, "ends": i + 5, "tasks": i, "names": 1, "start_stacks": 1} for i in range(10)]
+    spans = batch(rows, {4: ((b"status", b"200 OK"),)})
+    lines = SpanLines("jsonl")
+    p = lines._pieces_for(spans)  # the caches pieces() hands the core
+    cols = [c.cast("B") for c in spans.columns()]
+    kinds = tuple(n.encode() for n in SPAN_KIND_NAMES)
+    got = ccore.span_lines(
+        cols,
+        0,
+        10,
+        True,
+        0,
+        kinds,
+        p.pieces["name"],
+        p.pieces["stack"],
+        partial(p.miss, spans.tables),
+        spans.logs,
+        lambda i: lines.twin_line(spans, i, 0, p),
+        lambda i: logs_json(spans.logs[i]),
+        per,
+    )
+    assert [piece.count(b"\n") for piece in got] == ([per] * (10 // per) + [10 % per] * (10 % per > 0) if per else [10])
+    assert b"".join(got) == lines.encode_twin(spans, 0)

@@ -731,7 +731,8 @@ static PyMethodDef module_methods[] = {
      "text_lines($module, codes, times, threads, procs, goroutines, args, extra, t0, wall_base, provisional, "
      "kind_columns, quotes, frames, xquotes, miss, other, /)\n--\n\ntail's text lines for a batch's events (text.c)."},
     {"span_lines", span_lines, METH_VARARGS,
-     "span_lines($module, columns, lo, hi, json, t0, kinds, names, stacks, miss, logs, other, log_json=None, /)"
+     "span_lines($module, columns, lo, hi, json, t0, kinds, names, stacks, miss, logs, other, log_json=None, "
+     "piece_lines=0, /)"
      "\n--\n\n"
      "tail --spans's lines (text or JSON) for a batch of spans (span_lines.c)."},
     {"dump_parsed", dump_parsed_py, METH_VARARGS,

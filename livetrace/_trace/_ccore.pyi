@@ -431,10 +431,11 @@ def span_lines(
     logs: Mapping[int, object],
     other: Callable[[int], bytes],
     log_json: Callable[[int], bytes] | None = None,
+    piece_lines: int = 0,
     /,
-) -> bytes:
-    """`tail --spans`'s lines (text or JSON) for rows lo to hi of a batch of spans, each ending in a newline
-    (span_lines.c)."""
+) -> list[bytes]:
+    """`tail --spans`'s lines (text or JSON) for rows lo to hi of a batch of spans, each ending in a newline,
+    in pieces of piece_lines lines (span_lines.c)."""
 
 def handlers() -> dict[int, str]:
     """The ordering engine's dispatch table: code -> handler name."""

@@ -256,13 +256,25 @@ static int put_line(Lines *x, const Cols *c, size_t i, const char *logs, size_t 
     return 0;
 }
 
+/* The text so far onto the list of pieces (the buffer given up): 0, or -1
+ * with an exception set. */
+static int put_piece_out(TextBuf *o, PyObject *pieces) {
+    PyObject *text = tb_finish(o);
+    if (!text)
+        return -1;
+    int r = PyList_Append(pieces, text);
+    Py_DECREF(text);
+    return r;
+}
+
 PyObject *span_lines(PyObject *self, PyObject *args) {
     PyObject *cols, *kinds, *names, *stacks, *miss, *logs, *other, *log_json = Py_None;
     int json;
     long long t0;
-    Py_ssize_t lo, hi;
-    if (!PyArg_ParseTuple(args, "O!nnpLO!O!O!OOO|O", &PyList_Type, &cols, &lo, &hi, &json, &t0, &PyTuple_Type, &kinds,
-                          &PyDict_Type, &names, &PyDict_Type, &stacks, &miss, &logs, &other, &log_json))
+    Py_ssize_t lo, hi, piece_lines = 0;
+    if (!PyArg_ParseTuple(args, "O!nnpLO!O!O!OOO|On", &PyList_Type, &cols, &lo, &hi, &json, &t0, &PyTuple_Type,
+                          &kinds, &PyDict_Type, &names, &PyDict_Type, &stacks, &miss, &logs, &other, &log_json,
+                          &piece_lines))
         return NULL;
     if (PyList_GET_SIZE(cols) != NCOLS)
         return PyErr_Format(PyExc_ValueError, "%d columns expected", NCOLS);
@@ -271,7 +283,7 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     Lines x = {0};
     Py_buffer b[NCOLS];
     int nb = 0;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *pieces = NULL;
     char *with_logs = NULL;
     Cols c;
     for (; nb < NCOLS; nb++) {
@@ -300,8 +312,11 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     }
     x.json = json;
     x.t0 = (i64)t0;
-    if (part_cache_open(&x.names, names, miss, "name") || part_cache_open(&x.stacks, stacks, miss, "stack") ||
-        tb_init(&x.o, (size_t)(hi - lo) * (json ? 1024 : 128) + LINE_ROOM))
+    /* Pieces of piece_lines lines (all in one, 0): a piece of a few hundred lines is written in warm memory. */
+    size_t per = piece_lines > 0 && piece_lines < hi - lo ? (size_t)piece_lines : (size_t)(hi - lo);
+    size_t room = per * (json ? 1024 : 128) + LINE_ROOM;
+    if (!(pieces = PyList_New(0)) || part_cache_open(&x.names, names, miss, "name") ||
+        part_cache_open(&x.stacks, stacks, miss, "stack") || tb_init(&x.o, room))
         goto done;
     /* A text line shows no logs: only JSON's are the twin's. */
     Py_ssize_t nlogs = json ? PyObject_Size(logs) : 0;
@@ -344,6 +359,12 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     Gil gil = {NULL, 1};
     x.o.gil = x.names.gil = x.stacks.gil = &gil;
     for (size_t i = (size_t)lo; i < (size_t)hi; i++) {
+        if (i > (size_t)lo && (i - (size_t)lo) % per == 0) { /* a piece full: the next */
+            gil_hold(&gil);
+            if (put_piece_out(&x.o, pieces) || tb_init(&x.o, room))
+                goto done;
+            x.o.gil = &gil;
+        }
         gil_free(&gil); /* a part that raised kept it for the twin's line */
         size_t start = x.o.n;
         int r = -1;
@@ -361,7 +382,7 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
                 goto done;
             }
             r = put_line(&x, &c, i, PyBytes_AS_STRING(piece), (size_t)PyBytes_GET_SIZE(piece));
-            gil_hold(&gil); /* a part made in put_line may have let it go again */
+            GIL_HELD(); /* held through put_line: its parts and growth keep it as they find it */
             Py_DECREF(piece);
         }
         if (r == -2)
@@ -373,9 +394,13 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
         }
     }
     gil_hold(&gil);
-    result = tb_finish(&x.o);
+    if (hi > lo && put_piece_out(&x.o, pieces))
+        goto done;
+    result = pieces;
+    pieces = NULL;
 done:
     gil_hold(x.o.gil);
+    Py_XDECREF(pieces);
     free(with_logs);
     Py_XDECREF(x.o.obj);
     part_cache_close(&x.names), part_cache_close(&x.stacks);

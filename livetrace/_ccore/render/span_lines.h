@@ -8,8 +8,9 @@
 #include <Python.h>
 
 /* span_lines(columns, lo, hi, json, t0, kinds, names, stacks, miss, logs,
- * other, log_json=None) -> bytes: one line per span of the rows lo to hi (not included),
- * each ending in a newline. columns: the SpanBatch's 15 columns as buffers; kinds: 9 bytes objects, per span kind
+ * other, log_json=None, piece_lines=0) -> [bytes]: one line per span of
+ * the rows lo to hi (not included), each ending in a newline, in pieces of
+ * piece_lines lines (0: one piece; none for no rows). columns: the SpanBatch's 15 columns as buffers; kinds: 9 bytes objects, per span kind
  * its JSON name, or (text) its padded and painted column; names (name id
  * -> bytes) and stacks ((tables key << 32 | stack id) -> bytes) cache a
  * name's and a stack's piece, b"" for an empty name or a stack with

@@ -218,7 +218,8 @@ class SpanLines:
 
     def pieces(self, spans: SpanBatch, t0: int) -> list[bytes]:
         """The lines in pieces of PIECE_LINES (written in warm memory: a
-        batch's JSON lines, stacks and all, are megabytes)."""
+        batch's JSON lines, stacks and all, are megabytes, and a buffer that
+        big is fresh pages from the system each time)."""
         if not self._fast or not len(spans) or not -(1 << 63) <= t0 < 1 << 63:  # the core's arithmetic is 64-bit
             return [self.encode_twin(spans, t0)]
         p = self._pieces_for(spans)
@@ -232,23 +233,10 @@ class SpanLines:
 
         names, stacks, logs, n = p.pieces["name"], p.pieces["stack"], spans.logs, len(spans)
         miss = partial(p.miss, spans.tables)
-        return [
-            ccore.span_lines(
-                cols,
-                i,
-                min(n, i + PIECE_LINES),
-                self._json,
-                t0,
-                self._kinds,
-                names,
-                stacks,
-                miss,
-                logs,
-                other,
-                log_json,
-            )
-            for i in range(0, n, PIECE_LINES)
-        ]
+        # One call for the batch, its lines in pieces of PIECE_LINES.
+        return ccore.span_lines(
+            cols, 0, n, self._json, t0, self._kinds, names, stacks, miss, logs, other, log_json, PIECE_LINES
+        )
 
     def encode_twin(self, spans: SpanBatch, t0: int) -> bytes:
         """The same lines, a row at a time in Python."""
