@@ -13,13 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from livetrace._cli.render import jsonl
 from livetrace._cli.render.jsonl import JSON_PARTS, JsonlEncoder
 from livetrace._cli.render.parts import GenerationParts
 from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._trace.accel import ccore
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.tables import Tables
-from livetrace._trace.spec.modern import EV_GO_LABEL, EV_GO_START, EV_USER_TASK_END
+from livetrace._trace.spec.modern import EV_GO_LABEL, EV_GO_START, EV_STW_BEGIN, EV_USER_TASK_END
 
 from .conftest import examples
 
@@ -119,9 +120,38 @@ def test_the_core_writes_them_itself() -> None:
     pieces = parts.pieces
     wall = batch.gen.wall_base if batch.gen else None
     code, time, m, p, g, args, extra = batch.columns()
-    got = ccore.jsonl(
-        code, time, m, p, g, args, extra, wall, pieces["string"], pieces["stack"], parts.miss, other, pieces["extra"]
+    got = b"".join(
+        ccore.jsonl(
+            code,
+            time,
+            m,
+            p,
+            g,
+            args,
+            extra,
+            wall,
+            pieces["string"],
+            pieces["stack"],
+            parts.miss,
+            other,
+            pieces["extra"],
+        )
     )
     assert got == _lines(batch, False, False)
     assert b'"kind": "TaskEnd"' in got
     assert b'"kind": "Label"' in got
+
+
+@pytest.mark.parametrize("per", [1, 3, 7, 11, 0])
+def test_a_batch_in_one_call_comes_in_pieces_of_the_lines_asked(per: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One call of the core writes the whole batch (a call per piece cost
+    seven column slices and the caches each time), cut where asked, and a
+    line it hands to Python past the first piece is that event's."""
+    codes = [EV_GO_START, EV_STW_BEGIN, EV_USER_TASK_END, EV_GO_LABEL] * 2 + [EV_STW_BEGIN, EV_GO_START]
+    batch = _batch([(c, [1, 1, 0, 0, 2**64 - 1, 1]) for c in codes], wall=True)
+    monkeypatch.setattr(jsonl, "PIECE_LINES", per)
+    monkeypatch.setenv("LIVETRACE_PURE_PYTHON", "0")
+    got = JsonlEncoder().encode_batch(batch)
+    assert [piece.count(b"\n") for piece in got] == ([per] * (10 // per) + [10 % per] * (10 % per > 0) if per else [10])
+    assert b"".join(got) == _lines(batch, False, False)
+    assert b"".join(got).count(b"stop-the-world") == 3

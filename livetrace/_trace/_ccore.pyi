@@ -313,8 +313,9 @@ def jsonl(
     miss: Callable[[str, int], bytes],
     other: Callable[[int], str],
     extras: dict[int, bytes] | None = None,
+    piece_lines: int = 0,
     /,
-) -> bytes: ...
+) -> list[bytes]: ...
 def jsonl_provisional(
     codes: ReadableBuffer,
     times: ReadableBuffer,
@@ -327,8 +328,9 @@ def jsonl_provisional(
     strings: dict[int, bytes],
     miss: Callable[[str, int], bytes],
     other: Callable[[int], str],
+    piece_lines: int = 0,
     /,
-) -> bytes: ...
+) -> list[bytes]: ...
 def dump_parsed(
     codes: ReadableBuffer,
     times: ReadableBuffer,

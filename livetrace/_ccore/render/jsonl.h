@@ -31,7 +31,8 @@ static inline int event_view(EventView *v, const Py_buffer *c, const Py_buffer *
     return 0;
 }
 
-/* One line per event, as bytes: state transitions and the common
+/* One line per event, as a list of bytes, each piece piece_lines lines (0:
+ * one piece; none for no events): state transitions and the common
  * annotations written here, any other event's by other(i), which returns
  * its line (str). The JSON of a string or stack id comes from the cache
  * dicts strings and stacks, or else from miss(kind, id) ("string" or
@@ -43,7 +44,7 @@ static inline int event_view(EventView *v, const Py_buffer *c, const Py_buffer *
  * whose stacks have no frames yet): no transition stack, and the stack as
  * "provisional": true, "stack_id": N. NULL with an exception set on
  * failure. */
-PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
-                      PyObject *extras, PyObject *miss, PyObject *other);
+PyObject *jsonl_lines(const EventView *v, size_t piece_lines, int has_wall, i64 wall_base, PyObject *strings,
+                      PyObject *stacks, PyObject *extras, PyObject *miss, PyObject *other);
 
 #endif
