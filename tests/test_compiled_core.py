@@ -222,8 +222,8 @@ def json_lines(rng):  # the JSON writers on any columns: exact and provisional l
     wall = rng.choice([None, 1_700_000_000 * 10**9])
     # A line of the twin's longer than the room made for the batch grows the buffer while the GIL is held.
     miss, other = (lambda kind, i: b'"s"'), (lambda i: "o" * rng.choice((1, 1, 100_000)))
-    core.jsonl(*cols, wall, {}, {}, miss, other)
-    core.jsonl_provisional(*cols, wall, {}, miss, other)
+    core.jsonl(*cols, wall, {}, {}, miss, other, rng.choice([None, {}]), rng.choice([0, 1, 7]))
+    core.jsonl_provisional(*cols, wall, {}, miss, other, rng.choice([0, 1, 7]))
 from livetrace._trace.spans.batch import COLUMNS as SPAN_COLUMNS
 from livetrace._trace.spans.model import SPAN_KIND_NAMES
 def text_and_span_lines(rng):  # the writers that let the GIL go, with pieces whose making fails now and then
@@ -249,7 +249,8 @@ def text_and_span_lines(rng):  # the writers that let the GIL go, with pieces wh
     kinds = tuple(k.encode() for k in SPAN_KIND_NAMES)
     for json in (True, False):
         try:
-            core.span_lines([memoryview(c) for c in span_cols], 0, n, json, 0, kinds, {}, {}, miss, logs, other)
+            core.span_lines([memoryview(c) for c in span_cols], 0, n, json, 0, kinds, {}, {}, miss, logs, other,
+                            rng.choice([None, lambda i: b"[]"]), rng.choice([0, 1, 7]))
         except ValueError:
             pass
 while time.monotonic() < deadline:

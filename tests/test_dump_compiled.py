@@ -225,7 +225,7 @@ def test_the_writers_part_cache_keeps_ids_apart() -> None:
 
     cols = _log_columns()
     texts: dict[str, Callable[[], bytes]] = {
-        "jsonl": lambda: ccore.jsonl(*cols, None, {}, {}, miss, other),
+        "jsonl": lambda: b"".join(ccore.jsonl(*cols, None, {}, {}, miss, other)),
         "parsed": lambda: ccore.dump_parsed(*cols, PARSED_HEADS, {}, {}, {}, miss, other),
         "text": lambda: ccore.text_lines(*cols, 0, None, False, kind_columns(False), {}, {}, {}, miss, other),
     }

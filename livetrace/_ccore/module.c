@@ -653,43 +653,54 @@ static PyTypeObject EngineType = {
 /* ---- JSON lines ---- */
 
 /* The lines of jsonl and jsonl_provisional (stacks NULL), the columns' buffers released. */
-static PyObject *jsonl_of(Py_buffer b[7], PyObject *wall_obj, PyObject *strings, PyObject *stacks, PyObject *miss,
-                          PyObject *other) {
+static PyObject *jsonl_of(Py_buffer b[7], Py_ssize_t piece_lines, PyObject *wall_obj, PyObject *strings,
+                          PyObject *stacks, PyObject *extras, PyObject *miss, PyObject *other) {
     PyObject *result = NULL;
     EventView v;
     if (!event_view(&v, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6])) {
         int has_wall = wall_obj != Py_None;
         i64 wall_base = has_wall ? PyLong_AsLongLong(wall_obj) : 0;
         if (!PyErr_Occurred())
-            result = jsonl_lines(&v, has_wall, wall_base, strings, stacks, miss, other);
+            result = jsonl_lines(&v, piece_lines > 0 ? (size_t)piece_lines : 0, has_wall, wall_base, strings, stacks,
+                                 extras, miss, other);
     }
     for (int k = 0; k < 7; k++)
         PyBuffer_Release(&b[k]);
     return result;
 }
 
-/* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other) -> bytes
- * (see jsonl.h); wall_base None when the generation has no clock snapshot */
+/* jsonl(codes, times, m, p, g, args, extra, wall_base, strings, stacks, miss, other, extras=None,
+ * piece_lines=0) -> [bytes] (see jsonl.h); wall_base None when the generation has no clock snapshot */
 static PyObject *jsonl(PyObject *self, PyObject *args) {
     Py_buffer b[7];
-    PyObject *wall_obj, *strings, *stacks, *miss, *other;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!O!OO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &wall_obj,
-                          &PyDict_Type, &strings, &PyDict_Type, &stacks, &miss, &other))
+    PyObject *wall_obj, *strings, *stacks, *miss, *other, *extras = NULL;
+    Py_ssize_t piece_lines = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!O!OO|On", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6],
+                          &wall_obj, &PyDict_Type, &strings, &PyDict_Type, &stacks, &miss, &other, &extras,
+                          &piece_lines))
         return NULL;
-    return jsonl_of(b, wall_obj, strings, stacks, miss, other);
+    if (extras == Py_None)
+        extras = NULL;
+    if (extras && !PyDict_Check(extras)) {
+        for (int k = 0; k < 7; k++)
+            PyBuffer_Release(&b[k]);
+        return PyErr_Format(PyExc_TypeError, "extras must be a dict or None");
+    }
+    return jsonl_of(b, piece_lines, wall_obj, strings, stacks, extras, miss, other);
 }
 
-/* jsonl_provisional(codes, times, m, p, g, args, extra, wall_base, strings, miss, other) -> bytes:
+/* jsonl_provisional(codes, times, m, p, g, args, extra, wall_base, strings, miss, other, piece_lines=0) -> [bytes]:
  * jsonl's lines as provisional_dict makes them, for a legacy trace's events
  * before its footer: no transition stack, and the event's stack as
  * "provisional": true, "stack_id": N (0 for none). */
 static PyObject *jsonl_provisional(PyObject *self, PyObject *args) {
     Py_buffer b[7];
     PyObject *wall_obj, *strings, *miss, *other;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!OO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &wall_obj,
-                          &PyDict_Type, &strings, &miss, &other))
+    Py_ssize_t piece_lines = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*OO!OO|n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &wall_obj,
+                          &PyDict_Type, &strings, &miss, &other, &piece_lines))
         return NULL;
-    return jsonl_of(b, wall_obj, strings, NULL, miss, other);
+    return jsonl_of(b, piece_lines, wall_obj, strings, NULL, NULL, miss, other);
 }
 
 /* ---- the module ---- */
@@ -710,10 +721,11 @@ static PyMethodDef module_methods[] = {
      "init_tables($module, timed, nargs, stack, str0, str1, /)\n--\n\nHand over the format tables."},
     {"jsonl", jsonl, METH_VARARGS,
      "jsonl($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, stacks, miss, "
-     "other, /)\n--\n\nJSON lines for a batch's events (state transitions here, others by callback)."},
+     "other, extras=None, piece_lines=0, /)\n--\n\nJSON lines for a batch's events (state transitions here, others "
+     "by callback), in pieces."},
     {"jsonl_provisional", jsonl_provisional, METH_VARARGS,
      "jsonl_provisional($module, codes, times, threads, procs, goroutines, args, extra, wall_base, strings, miss, "
-     "other, /)\n--\n\nJSON lines for a legacy trace's provisional events (jsonl.c)."},
+     "other, piece_lines=0, /)\n--\n\nJSON lines for a legacy trace's provisional events (jsonl.c), in pieces."},
     {"select_indices", select_indices, METH_VARARGS,
      "select_indices($module, codes, procs, goroutines, args, kinds, roles, stack_arg, goroutine_ids, proc_ids, "
      "region_ids, log_ids, stack_ids, candidates, /)\n--\n\nThe indexes of the events a filter keeps (select.c)."},
@@ -724,7 +736,9 @@ static PyMethodDef module_methods[] = {
      "text_lines($module, codes, times, threads, procs, goroutines, args, extra, t0, wall_base, provisional, "
      "kind_columns, quotes, frames, xquotes, miss, other, /)\n--\n\ntail's text lines for a batch's events (text.c)."},
     {"span_lines", span_lines, METH_VARARGS,
-     "span_lines($module, columns, lo, hi, json, t0, kinds, names, stacks, miss, logs, other, /)\n--\n\n"
+     "span_lines($module, columns, lo, hi, json, t0, kinds, names, stacks, miss, logs, other, log_json=None, "
+     "piece_lines=0, /)"
+     "\n--\n\n"
      "tail --spans's lines (text or JSON) for a batch of spans (span_lines.c)."},
     {"dump_parsed", dump_parsed_py, METH_VARARGS,
      "dump_parsed($module, codes, times, threads, procs, goroutines, args, extra, heads, strings, stacks, "

@@ -313,8 +313,10 @@ def jsonl(
     stacks: dict[int, bytes],
     miss: Callable[[str, int], bytes],
     other: Callable[[int], str],
+    extras: dict[int, bytes] | None = None,
+    piece_lines: int = 0,
     /,
-) -> bytes: ...
+) -> list[bytes]: ...
 def jsonl_provisional(
     codes: ReadableBuffer,
     times: ReadableBuffer,
@@ -327,8 +329,9 @@ def jsonl_provisional(
     strings: dict[int, bytes],
     miss: Callable[[str, int], bytes],
     other: Callable[[int], str],
+    piece_lines: int = 0,
     /,
-) -> bytes: ...
+) -> list[bytes]: ...
 def dump_parsed(
     codes: ReadableBuffer,
     times: ReadableBuffer,
@@ -430,10 +433,12 @@ def span_lines(
     miss: Callable[[str, int], bytes],
     logs: Mapping[int, object],
     other: Callable[[int], bytes],
+    log_json: Callable[[int], bytes] | None = None,
+    piece_lines: int = 0,
     /,
-) -> bytes:
-    """`tail --spans`'s lines (text or JSON) for rows lo to hi of a batch of spans, each ending in a newline
-    (span_lines.c)."""
+) -> list[bytes]:
+    """`tail --spans`'s lines (text or JSON) for rows lo to hi of a batch of spans, each ending in a newline,
+    in pieces of piece_lines lines (span_lines.c)."""
 
 def handlers() -> dict[int, str]:
     """The ordering engine's dispatch table: code -> handler name."""

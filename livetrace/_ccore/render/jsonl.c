@@ -22,52 +22,85 @@ static void split_ns(i64 v, i64 *sec, i64 *nsec) {
     }
 }
 
+/* A generation's clock, for the lines' "wall": its base split, and the
+ * last second written, as text (strftime is slow, and a second holds
+ * thousands of lines). */
+typedef struct {
+    int has;
+    i64 base_sec, base_nsec;
+    i64 sec; /* the second text holds */
+    size_t len;
+    char text[48]; /* , "wall": "YYYY-MM-DDTHH:MM:SS, padded: copied whole */
+} Wall;
+
+static void wall_open(Wall *w, int has_wall, i64 wall_base) {
+    *w = (Wall){.has = has_wall, .sec = INT64_MIN};
+    split_ns(wall_base, &w->base_sec, &w->base_nsec);
+}
+
+/* A line's start to its time, padded (copied whole, then cut to n). */
+typedef struct {
+    char s[48];
+    size_t n;
+} Head;
+
+#define HEAD(kind) {"{\"kind\": \"" kind "\", \"time_ns\": ", sizeof("{\"kind\": \"" kind "\", \"time_ns\": ") - 1}
+
+/* The most a head writes: the kind's start, four numbers, the wall time. */
+#define HEAD_ROOM (sizeof(((Head *)0)->s) + 4 * 24 + sizeof(((Wall *)0)->text) + 64)
+
 /* {"kind": K, "time_ns": T, ["wall": W, ]"g": G, "p": P, "m": M */
-static void line_head(TextBuf *b, const char *kind, i64 t, i64 g, i64 p, i64 m, int has_wall, i64 wall_base,
-                      i64 *cached_sec, char *sec_text, size_t *sec_len) {
-    TB_LIT(b, "{\"kind\": \"");
-    tb_put(b, kind, strlen(kind));
-    TB_LIT(b, "\", \"time_ns\": ");
-    tb_i64(b, t);
-    if (has_wall) {
+static void line_head(TextBuf *b, const Head *h, i64 t, i64 g, i64 p, i64 m, Wall *w) {
+    if (tb_room(b, HEAD_ROOM))
+        return; /* sticky: the line's end fails */
+    memcpy(b->p + b->n, h->s, sizeof h->s);
+    b->n += h->n;
+    tb_i64_raw(b, t);
+    if (w->has) {
         /* In seconds and nanoseconds apart: the base and a time each fit
          * int64 nanoseconds, their sum may not (Python's does). */
-        i64 sec, nsec, ts, tn;
-        split_ns(wall_base, &sec, &nsec);
-        split_ns(t, &ts, &tn);
-        sec += ts;
-        nsec += tn;
+        i64 sec, nsec;
+        split_ns(t, &sec, &nsec);
+        sec += w->base_sec;
+        nsec += w->base_nsec;
         if (nsec >= 1000000000) {
             sec++;
             nsec -= 1000000000;
         }
-        if (sec != *cached_sec) {
+        if (sec != w->sec) {
             time_t tt = (time_t)sec;
             struct tm tm = {0};
             gmtime_r(&tt, &tm);
-            *sec_len = strftime(sec_text, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-            *cached_sec = sec;
+            static const char pre[] = ", \"wall\": \"";
+            memcpy(w->text, pre, sizeof pre - 1);
+            w->len = sizeof pre - 1 + strftime(w->text + sizeof pre - 1, sizeof w->text - sizeof pre, "%Y-%m-%dT%H:%M:%S", &tm);
+            w->sec = sec;
         }
-        TB_LIT(b, ", \"wall\": \"");
-        tb_put(b, sec_text, *sec_len);
+        memcpy(b->p + b->n, w->text, sizeof w->text);
+        b->n += w->len;
         if (nsec) {
+            /* nine digits, two at a time, less the zeros at the end */
             char frac[10];
+            u32 v = (u32)nsec;
             frac[0] = '.';
-            for (int k = 9; k > 0; k--, nsec /= 10)
-                frac[k] = (char)('0' + nsec % 10);
+            frac[9] = (char)('0' + v % 10);
+            v /= 10;
+            for (int k = 7; k >= 1; k -= 2, v /= 100)
+                memcpy(frac + k, TB_DIGITS2 + 2 * (v % 100), 2);
             size_t k = 10;
             while (frac[k - 1] == '0')
                 k--;
-            tb_put(b, frac, k);
+            memcpy(b->p + b->n, frac, sizeof frac);
+            b->n += k;
         }
-        TB_LIT(b, "Z\"");
+        TB_LIT_RAW(b, "Z\"");
     }
-    TB_LIT(b, ", \"g\": ");
-    tb_i64(b, g);
-    TB_LIT(b, ", \"p\": ");
-    tb_i64(b, p);
-    TB_LIT(b, ", \"m\": ");
-    tb_i64(b, m);
+    TB_LIT_RAW(b, ", \"g\": ");
+    tb_i64_raw(b, g);
+    TB_LIT_RAW(b, ", \"p\": ");
+    tb_i64_raw(b, p);
+    TB_LIT_RAW(b, ", \"m\": ");
+    tb_i64_raw(b, m);
 }
 
 /* The end of a line: the event's stack and the closing brace. stacks NULL:
@@ -92,16 +125,17 @@ static int line_tail(TextBuf *b, int c, const u64 *a, PartCache *stacks) {
 /* Metric, TaskBegin, RegionBegin/End, Log, and the GC's sweep and mark
  * assist range lines, as event_dict has them (provisional_dict's when stacks
  * is NULL). */
-static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 *a, int has_wall, i64 wall_base,
-                           i64 *cached_sec, char *sec_text, size_t *sec_len, PartCache *strings, PartCache *stacks) {
-    static const char *const kinds[] = {
-        [EV_PROCS_CHANGE] = "Metric", [EV_HEAP_ALLOC] = "Metric", [EV_HEAP_GOAL] = "Metric",
-        [EV_USER_TASK_BEGIN] = "TaskBegin", [EV_USER_REGION_BEGIN] = "RegionBegin",
-        [EV_USER_REGION_END] = "RegionEnd", [EV_USER_LOG] = "Log",
-        [EV_GC_SWEEP_ACTIVE] = "RangeActive", [EV_GC_SWEEP_BEGIN] = "RangeBegin", [EV_GC_SWEEP_END] = "RangeEnd",
-        [EV_GC_MARK_ASSIST_ACTIVE] = "RangeActive", [EV_GC_MARK_ASSIST_BEGIN] = "RangeBegin",
-        [EV_GC_MARK_ASSIST_END] = "RangeEnd"};
-    line_head(b, kinds[c], t, g, p, m, has_wall, wall_base, cached_sec, sec_text, sec_len);
+static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const u64 *a, const u64 *x, Wall *w,
+                           PartCache *strings, PartCache *extras, PartCache *stacks) {
+    static const Head heads[] = {
+        [EV_PROCS_CHANGE] = HEAD("Metric"), [EV_HEAP_ALLOC] = HEAD("Metric"), [EV_HEAP_GOAL] = HEAD("Metric"),
+        [EV_USER_TASK_BEGIN] = HEAD("TaskBegin"), [EV_USER_TASK_END] = HEAD("TaskEnd"), [EV_GO_LABEL] = HEAD("Label"),
+        [EV_USER_REGION_BEGIN] = HEAD("RegionBegin"), [EV_USER_REGION_END] = HEAD("RegionEnd"),
+        [EV_USER_LOG] = HEAD("Log"), [EV_GC_SWEEP_ACTIVE] = HEAD("RangeActive"),
+        [EV_GC_SWEEP_BEGIN] = HEAD("RangeBegin"), [EV_GC_SWEEP_END] = HEAD("RangeEnd"),
+        [EV_GC_MARK_ASSIST_ACTIVE] = HEAD("RangeActive"), [EV_GC_MARK_ASSIST_BEGIN] = HEAD("RangeBegin"),
+        [EV_GC_MARK_ASSIST_END] = HEAD("RangeEnd")};
+    line_head(b, &heads[c], t, g, p, m, w);
     switch (c) {
     case EV_PROCS_CHANGE: TB_LIT(b, ", \"name\": \"/sched/gomaxprocs:threads\", \"value\": "); tb_u64(b, a[0]); break;
     case EV_HEAP_ALLOC: TB_LIT(b, ", \"name\": \"/memory/classes/heap/objects:bytes\", \"value\": "); tb_u64(b, a[0]); break;
@@ -116,6 +150,23 @@ static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const 
             tb_u64(b, a[1]);
         TB_LIT(b, ", \"type\": ");
         if (part_put(b, strings, a[2]))
+            return -1;
+        break;
+    case EV_USER_TASK_END: /* its parent and type the decoder's, in extra: the type an extra string */
+        TB_LIT(b, ", \"task\": ");
+        tb_u64(b, a[0]);
+        TB_LIT(b, ", \"parent\": ");
+        if (x[0] == NO_TASK)
+            TB_LIT(b, "null");
+        else
+            tb_u64(b, x[0]);
+        TB_LIT(b, ", \"type\": ");
+        if (part_put(b, extras, x[1]))
+            return -1;
+        break;
+    case EV_GO_LABEL:
+        TB_LIT(b, ", \"label\": ");
+        if (part_put(b, strings, a[0]))
             return -1;
         break;
     case EV_USER_REGION_BEGIN: case EV_USER_REGION_END:
@@ -165,27 +216,48 @@ static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const 
     return line_tail(b, c, a, stacks);
 }
 
-PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
-                      PyObject *miss, PyObject *other) {
-    PyObject *result = NULL;
+/* The text so far onto the list of pieces (the buffer given up): 0, or -1
+ * with an exception set. */
+static int put_piece_out(TextBuf *b, PyObject *pieces) {
+    PyObject *text = tb_finish(b);
+    if (!text)
+        return -1;
+    int r = PyList_Append(pieces, text);
+    Py_DECREF(text);
+    return r;
+}
+
+PyObject *jsonl_lines(const EventView *v, size_t piece_lines, int has_wall, i64 wall_base, PyObject *strings,
+                      PyObject *stacks, PyObject *extras, PyObject *miss, PyObject *other) {
+    PyObject *result = NULL, *pieces = NULL;
     TextBuf b = {0};
-    PartCache sp = {0}, kp = {0};
+    PartCache sp = {0}, kp = {0}, xp = {0};
     size_t n = v->n;
     const u8 *code = v->code;
     const i64 *time = v->time, *m = v->m, *p = v->p, *g = v->g;
     const u64 *a_all = v->args, *x_all = v->extra;
-    PartCache *kpp = stacks ? &kp : NULL;
-    if (part_cache_open(&sp, strings, miss, "string") || (kpp && part_cache_open(kpp, stacks, miss, "stack")) ||
-        tb_init(&b, n * 768))
+    PartCache *kpp = stacks ? &kp : NULL, *xpp = stacks && extras ? &xp : NULL;
+    /* Pieces of piece_lines lines (all in one, 0): a piece of a few hundred lines is written in warm memory. */
+    size_t per = piece_lines && piece_lines < n ? piece_lines : n, room = per * 1024;
+    if (!(pieces = PyList_New(0)) || part_cache_open(&sp, strings, miss, "string") ||
+        (kpp && part_cache_open(kpp, stacks, miss, "stack")) || (xpp && part_cache_open(xpp, extras, miss, "extra")) ||
+        tb_init(&b, room))
         goto fail;
     /* The lines are written without the GIL (textbuf.h's Gil). */
     Gil gil = {NULL, 1};
-    b.gil = sp.gil = kp.gil = &gil;
+    b.gil = sp.gil = kp.gil = xp.gil = &gil;
     gil_free(&gil);
-    i64 cached_sec = INT64_MIN;
-    char sec_text[32] = "";
-    size_t sec_len = 0;
+    Wall wall;
+    wall_open(&wall, has_wall, wall_base);
+    static const Head transition = HEAD("StateTransition");
     for (size_t i = 0; i < n; i++) {
+        if (i && i % per == 0) { /* a piece full: the next */
+            gil_hold(&gil);
+            if (put_piece_out(&b, pieces) || tb_init(&b, room))
+                goto fail;
+            b.gil = &gil;
+            gil_free(&gil);
+        }
         int c = code[i];
         const u64 *a = a_all + i * NARGS, *x = x_all + i * NEXTRA;
         int proc = 0, old, new_, has_t = 0;
@@ -222,10 +294,17 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         case EV_USER_REGION_BEGIN: case EV_USER_REGION_END: case EV_USER_LOG: case EV_GC_SWEEP_ACTIVE:
         case EV_GC_SWEEP_BEGIN: case EV_GC_SWEEP_END: case EV_GC_MARK_ASSIST_ACTIVE: case EV_GC_MARK_ASSIST_BEGIN:
         case EV_GC_MARK_ASSIST_END:
-            if (annotation_line(&b, c, time[i], g[i], p[i], m[i], a, has_wall, wall_base, &cached_sec, sec_text,
-                                &sec_len, &sp, kpp))
+            if (annotation_line(&b, c, time[i], g[i], p[i], m[i], a, x, &wall, &sp, xpp, kpp))
                 goto fail;
             continue;
+        /* Exact lines only (a provisional line's stack is its id), and a task's end with the extra strings. */
+        case EV_USER_TASK_END: case EV_GO_LABEL:
+            if (kpp && (c != EV_USER_TASK_END || xpp)) {
+                if (annotation_line(&b, c, time[i], g[i], p[i], m[i], a, x, &wall, &sp, xpp, kpp))
+                    goto fail;
+                continue;
+            }
+            /* fall through */
         default: {
             gil_hold(&gil);
             PyObject *line = PyObject_CallFunction(other, "n", (Py_ssize_t)i);
@@ -244,8 +323,7 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
         }
         if (old < 0 || old >= GS_COUNT || (proc && old >= PS_COUNT))
             old = 0;
-        line_head(&b, "StateTransition", time[i], g[i], p[i], m[i], has_wall, wall_base, &cached_sec, sec_text,
-                  &sec_len);
+        line_head(&b, &transition, time[i], g[i], p[i], m[i], &wall);
         if (proc)
             TB_LIT(&b, ", \"resource\": \"proc\", \"id\": ");
         else
@@ -279,7 +357,10 @@ PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject 
             goto fail;
     }
     gil_hold(&gil);
-    result = tb_finish(&b);
+    if (n && put_piece_out(&b, pieces))
+        goto fail;
+    result = pieces;
+    pieces = NULL;
     goto done;
 fail:
     gil_hold(b.gil);
@@ -287,7 +368,8 @@ fail:
         PyErr_NoMemory();
 done:
     gil_hold(b.gil);
+    Py_XDECREF(pieces);
     Py_XDECREF(b.obj);
-    part_cache_close(&sp), part_cache_close(&kp);
+    part_cache_close(&sp), part_cache_close(&kp), part_cache_close(&xp);
     return result;
 }

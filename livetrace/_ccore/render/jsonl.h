@@ -31,17 +31,20 @@ static inline int event_view(EventView *v, const Py_buffer *c, const Py_buffer *
     return 0;
 }
 
-/* One line per event, as bytes: state transitions and the common
+/* One line per event, as a list of bytes, each piece piece_lines lines (0:
+ * one piece; none for no events): state transitions and the common
  * annotations written here, any other event's by other(i), which returns
  * its line (str). The JSON of a string or stack id comes from the cache
  * dicts strings and stacks, or else from miss(kind, id) ("string" or
- * "stack", returning bytes), kept there (partcache.h). wall_base: ns to add to
+ * "stack", returning bytes), kept there (partcache.h); a task end's type,
+ * an extra string of the generation, from extras (miss's "extra"), or, with
+ * extras NULL, its line from other. wall_base: ns to add to
  * an event's time for its Unix time, when has_wall. stacks NULL: the lines
  * of provisional_dict instead (a legacy trace's events before its footer,
  * whose stacks have no frames yet): no transition stack, and the stack as
  * "provisional": true, "stack_id": N. NULL with an exception set on
  * failure. */
-PyObject *jsonl_lines(const EventView *v, int has_wall, i64 wall_base, PyObject *strings, PyObject *stacks,
-                      PyObject *miss, PyObject *other);
+PyObject *jsonl_lines(const EventView *v, size_t piece_lines, int has_wall, i64 wall_base, PyObject *strings,
+                      PyObject *stacks, PyObject *extras, PyObject *miss, PyObject *other);
 
 #endif

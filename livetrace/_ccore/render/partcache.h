@@ -4,7 +4,9 @@
  * returns bytes, the first time a call meets the id; the caller's dict
  * (one per generation and kind) keeps it, and so keeps alive the bytes the
  * writers point into: it only grows during a call. In front of the dict,
- * a direct-mapped memo, so that most lookups make no Python object. */
+ * a direct-mapped memo, so that most lookups make no Python object; a
+ * memo's slots are valid for one call (one open), as the dict may be
+ * another at the next. */
 
 #ifndef LIVETRACE_PARTCACHE_H
 #define LIVETRACE_PARTCACHE_H
@@ -18,8 +20,9 @@
 
 typedef struct {
     u64 id;
-    const char *p; /* NULL: an empty slot */
+    const char *p;
     size_t n;
+    u32 epoch; /* the open it was filled in: another's is an empty slot */
 } PartSlot;
 
 typedef struct {
@@ -27,11 +30,12 @@ typedef struct {
     PyObject *miss;
     const char *kind; /* what miss(kind, id) is asked for */
     PartSlot *slots; /* PART_SLOTS */
+    u32 epoch;
+    int memo; /* which of the thread's memos slots is, or -1: its own, calloc'ed */
     Gil *gil; /* the writer's (textbuf.h): the dict and miss need the GIL */
 } PartCache;
 
-/* The memo's size: a batch's common ids, in few enough slots to clear
- * cheaply at each call (the JSON writer's come every 512 lines). */
+/* The memo's size: a batch's common ids, direct-mapped. */
 #define PART_SLOTS 1024
 
 enum {
@@ -40,11 +44,19 @@ enum {
     PART_MISS_RAISED = -2, /* miss raised the exception that is set */
 };
 
+/* A memo of this thread's (partcache.c), emptied by a new epoch rather than
+ * cleared: the writers are called every 512 lines, and clearing three memos
+ * of 1024 slots at each call cost more than a tenth of a JSON line. -1 when
+ * the thread's are all in use (a writer inside a writer's callback). */
+int part_memo_take(PartSlot **slots, u32 *epoch);
+void part_memo_give(int memo);
+
 /* A cache in front of dict: 0, or -1 with MemoryError. Closed by
  * part_cache_close, even after a failed open (or none, if zeroed). */
 static inline int part_cache_open(PartCache *c, PyObject *dict, PyObject *miss, const char *kind) {
-    *c = (PartCache){dict, miss, kind, calloc(PART_SLOTS, sizeof(PartSlot))};
-    if (!c->slots) {
+    *c = (PartCache){dict, miss, kind, NULL, 1, -1};
+    c->memo = part_memo_take(&c->slots, &c->epoch);
+    if (c->memo < 0 && !(c->slots = calloc(PART_SLOTS, sizeof(PartSlot)))) {
         PyErr_NoMemory();
         return -1;
     }
@@ -52,8 +64,14 @@ static inline int part_cache_open(PartCache *c, PyObject *dict, PyObject *miss, 
 }
 
 static inline void part_cache_close(PartCache *c) {
-    free(c->slots);
+    if (!c->slots)
+        return;
+    if (c->memo >= 0)
+        part_memo_give(c->memo);
+    else
+        free(c->slots);
     c->slots = NULL;
+    c->memo = -1;
 }
 
 /* Out of line: the dict, and the first time, miss. PART_*; the GIL held
@@ -97,7 +115,7 @@ static __attribute__((noinline)) int part_fill(PartCache *c, PartSlot *s, u64 id
         PyErr_SetString(PyExc_TypeError, "the cache of parts must hold bytes");
         return PART_ERROR;
     }
-    *s = (PartSlot){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)};
+    *s = (PartSlot){id, PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v), c->epoch};
     if (released)
         gil_free(c->gil);
     return PART_OK;
@@ -107,7 +125,7 @@ static __attribute__((noinline)) int part_fill(PartCache *c, PartSlot *s, u64 id
  * slot (its remainder); miss says whether the generation has the id. */
 static inline __attribute__((always_inline)) int part_get(PartCache *c, u64 id, const char **p, size_t *n) {
     PartSlot *s = &c->slots[id % PART_SLOTS];
-    if (!(s->p && s->id == id)) {
+    if (!(s->epoch == c->epoch && s->id == id)) {
         int r = part_fill(c, s, id);
         if (r != PART_OK)
             return r;

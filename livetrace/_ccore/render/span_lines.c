@@ -6,10 +6,10 @@
  *
  * Python makes what needs the tables, once per id (partcache.h): a name's
  * piece (escaped for a terminal, or as JSON), a stack's piece (its first
- * frame, or its frames as JSON). A span with logs, or with values this
- * code does not write alike (a kind out of range, times whose differences
- * overflow, a stack id past 32 bits), is written whole by Python, so the
- * output, and any error, is the twin's. */
+ * frame, or its frames as JSON), and a span's logs as JSON. A span with
+ * values this code does not write alike (a kind out of range, times whose
+ * differences overflow, a stack id past 32 bits), is written whole by
+ * Python, so the output, and any error, is the twin's. */
 
 #include "render/span_lines.h"
 
@@ -158,9 +158,9 @@ static int put_piece(TextBuf *o, const char *pre, size_t npre, const char *p, si
 
 #define PUT_PIECE(o, pre, p, n, post) put_piece(o, pre, sizeof(pre) - 1, p, n, post, sizeof(post) - 1)
 
-/* One span's line: 0, -1 (no exception) when the twin must write it, -2
- * with an exception set. */
-static int put_line(Lines *x, const Cols *c, size_t i) {
+/* One span's line, with the JSON of its logs (none: n 0): 0, -1 (no
+ * exception) when the twin must write it, -2 with an exception set. */
+static int put_line(Lines *x, const Cols *c, size_t i, const char *logs, size_t nlogs) {
     TextBuf *o = &x->o;
     u8 kind = c->c[SPAN_COL_KINDS][i], rk = c->c[SPAN_COL_RESOURCE_KINDS][i], flags = c->c[SPAN_COL_FLAGS][i];
     i64 rid = col_i64(c, SPAN_COL_RESOURCE_IDS, i), start = col_i64(c, SPAN_COL_STARTS, i);
@@ -212,7 +212,8 @@ static int put_line(Lines *x, const Cols *c, size_t i) {
             TB_LIT_RAW(o, ", \"clipped_start\": true");
         if (flags & CLIPPED_END)
             TB_LIT_RAW(o, ", \"clipped_end\": true");
-        if (PUT_PIECE(o, ", \"start_stack\": ", sp, nsp, "") || PUT_PIECE(o, ", \"end_stack\": ", ep, nep, ""))
+        if (PUT_PIECE(o, ", \"start_stack\": ", sp, nsp, "") || PUT_PIECE(o, ", \"end_stack\": ", ep, nep, "") ||
+            PUT_PIECE(o, ", \"logs\": ", logs, nlogs, ""))
             return -2;
         if (tb_room(o, 2))
             return -2;
@@ -255,13 +256,25 @@ static int put_line(Lines *x, const Cols *c, size_t i) {
     return 0;
 }
 
+/* The text so far onto the list of pieces (the buffer given up): 0, or -1
+ * with an exception set. */
+static int put_piece_out(TextBuf *o, PyObject *pieces) {
+    PyObject *text = tb_finish(o);
+    if (!text)
+        return -1;
+    int r = PyList_Append(pieces, text);
+    Py_DECREF(text);
+    return r;
+}
+
 PyObject *span_lines(PyObject *self, PyObject *args) {
-    PyObject *cols, *kinds, *names, *stacks, *miss, *logs, *other;
+    PyObject *cols, *kinds, *names, *stacks, *miss, *logs, *other, *log_json = Py_None;
     int json;
     long long t0;
-    Py_ssize_t lo, hi;
-    if (!PyArg_ParseTuple(args, "O!nnpLO!O!O!OOO", &PyList_Type, &cols, &lo, &hi, &json, &t0, &PyTuple_Type, &kinds,
-                          &PyDict_Type, &names, &PyDict_Type, &stacks, &miss, &logs, &other))
+    Py_ssize_t lo, hi, piece_lines = 0;
+    if (!PyArg_ParseTuple(args, "O!nnpLO!O!O!OOO|On", &PyList_Type, &cols, &lo, &hi, &json, &t0, &PyTuple_Type,
+                          &kinds, &PyDict_Type, &names, &PyDict_Type, &stacks, &miss, &logs, &other, &log_json,
+                          &piece_lines))
         return NULL;
     if (PyList_GET_SIZE(cols) != NCOLS)
         return PyErr_Format(PyExc_ValueError, "%d columns expected", NCOLS);
@@ -270,7 +283,7 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     Lines x = {0};
     Py_buffer b[NCOLS];
     int nb = 0;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *pieces = NULL;
     char *with_logs = NULL;
     Cols c;
     for (; nb < NCOLS; nb++) {
@@ -299,8 +312,11 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     }
     x.json = json;
     x.t0 = (i64)t0;
-    if (part_cache_open(&x.names, names, miss, "name") || part_cache_open(&x.stacks, stacks, miss, "stack") ||
-        tb_init(&x.o, (size_t)(hi - lo) * (json ? 640 : 128) + LINE_ROOM))
+    /* Pieces of piece_lines lines (all in one, 0): a piece of a few hundred lines is written in warm memory. */
+    size_t per = piece_lines > 0 && piece_lines < hi - lo ? (size_t)piece_lines : (size_t)(hi - lo);
+    size_t room = per * (json ? 1024 : 128) + LINE_ROOM;
+    if (!(pieces = PyList_New(0)) || part_cache_open(&x.names, names, miss, "name") ||
+        part_cache_open(&x.stacks, stacks, miss, "stack") || tb_init(&x.o, room))
         goto done;
     /* A text line shows no logs: only JSON's are the twin's. */
     Py_ssize_t nlogs = json ? PyObject_Size(logs) : 0;
@@ -343,11 +359,32 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     Gil gil = {NULL, 1};
     x.o.gil = x.names.gil = x.stacks.gil = &gil;
     for (size_t i = (size_t)lo; i < (size_t)hi; i++) {
+        if (i > (size_t)lo && (i - (size_t)lo) % per == 0) { /* a piece full: the next */
+            gil_hold(&gil);
+            if (put_piece_out(&x.o, pieces) || tb_init(&x.o, room))
+                goto done;
+            x.o.gil = &gil;
+        }
         gil_free(&gil); /* a part that raised kept it for the twin's line */
         size_t start = x.o.n;
         int r = -1;
-        if (!with_logs || !with_logs[i - (size_t)lo])
-            r = put_line(&x, &c, i);
+        if (!with_logs || !with_logs[i - (size_t)lo]) {
+            r = put_line(&x, &c, i, NULL, 0);
+        } else if (log_json != Py_None) {
+            /* Its logs' JSON from Python, the rest here. */
+            gil_hold(&gil);
+            PyObject *piece = PyObject_CallFunction(log_json, "n", (Py_ssize_t)i);
+            if (!piece)
+                goto done;
+            if (!PyBytes_Check(piece)) {
+                Py_DECREF(piece);
+                PyErr_SetString(PyExc_TypeError, "log_json() must return bytes");
+                goto done;
+            }
+            r = put_line(&x, &c, i, PyBytes_AS_STRING(piece), (size_t)PyBytes_GET_SIZE(piece));
+            GIL_HELD(); /* held through put_line: its parts and growth keep it as they find it */
+            Py_DECREF(piece);
+        }
         if (r == -2)
             goto done;
         if (r == -1) {
@@ -357,9 +394,13 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
         }
     }
     gil_hold(&gil);
-    result = tb_finish(&x.o);
+    if (hi > lo && put_piece_out(&x.o, pieces))
+        goto done;
+    result = pieces;
+    pieces = NULL;
 done:
     gil_hold(x.o.gil);
+    Py_XDECREF(pieces);
     free(with_logs);
     Py_XDECREF(x.o.obj);
     part_cache_close(&x.names), part_cache_close(&x.stacks);

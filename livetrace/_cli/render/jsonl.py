@@ -14,7 +14,7 @@ from livetrace._cli.render.parts import GenerationParts, Maker, tables
 from livetrace._items import Gap, Notice, SegmentGap, SymbolsResolved, TraceGap, WindowGap
 from livetrace._protocol.text import json_safe, shown
 from livetrace._trace.accel import ccore, use_compiled
-from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
+from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import (
     GO_STATE_NAMES,
     NO_TASK,
@@ -208,8 +208,13 @@ def string_json(gen: Tables | None, sid: int) -> str:
     return json_safe(json.dumps(tables(gen).strings[sid].decode("utf-8", "replace"), ensure_ascii=False))
 
 
+def extra_json(gen: Tables | None, index: int) -> str:
+    """A string the decoder derived (a task end's type), as JSON."""
+    return json_safe(json.dumps(tables(gen).extra_strings[index].decode("utf-8", "replace"), ensure_ascii=False))
+
+
 # The pieces of the JSON lines: the compiled core asks for these kinds.
-JSON_PARTS: dict[str, Maker] = {"stack": stack_json, "string": string_json}
+JSON_PARTS: dict[str, Maker] = {"stack": stack_json, "string": string_json, "extra": extra_json}
 
 
 def compiled_pieces(
@@ -217,39 +222,28 @@ def compiled_pieces(
     wall: int | None,
     strings: dict[int, bytes],
     stacks: dict[int, bytes] | None,
+    extras: dict[int, bytes],
     miss: Callable[[str, int], bytes],
     line_of: Callable[[Event], str],
 ) -> list[bytes]:
-    """A batch's JSON lines from the compiled core, PIECE_LINES at a time:
-    ``strings`` and ``stacks`` cache the JSON text of the ids (``miss``
-    makes one the first time), ``line_of`` the line of an event the core
-    does not write. Without ``stacks``, :func:`provisional_dict`'s lines
-    (each stack as its id)."""
+    """A batch's JSON lines from the compiled core, in pieces of PIECE_LINES:
+    ``strings``, ``stacks`` and ``extras`` (the decoder's derived strings)
+    cache the JSON text of the ids (``miss`` makes one the first time),
+    ``line_of`` the line of an event the core does not write. Without
+    ``stacks``, :func:`provisional_dict`'s lines (each stack as its id; a
+    task end's line is ``line_of``'s, ``extras`` unread)."""
     if wall is not None and not -(1 << 63) <= wall < 1 << 63:
         # A clock base past int64 (a hostile or far-off clock): the core's arithmetic is 64-bit.
         return [utf8("".join(line_of(e) + "\n" for e in batch))]
+
+    def other(k: int) -> str:
+        return line_of(batch[k])
+
+    # One call for the batch, its lines in pieces of PIECE_LINES.
     code, time, m, p, g, args, extra = batch.columns()
-    pieces = []
-    for i in range(0, len(batch), PIECE_LINES):
-        j = i + PIECE_LINES
-
-        def other(k: int, i: int = i) -> str:
-            return line_of(batch[i + k])
-
-        cols = (
-            code[i:j],
-            time[i:j],
-            m[i:j],
-            p[i:j],
-            g[i:j],
-            args[NARGS * i : NARGS * j],
-            extra[NEXTRA * i : NEXTRA * j],
-        )
-        if stacks is None:
-            pieces.append(ccore.jsonl_provisional(*cols, wall, strings, miss, other))
-        else:
-            pieces.append(ccore.jsonl(*cols, wall, strings, stacks, miss, other))
-    return pieces
+    if stacks is None:
+        return ccore.jsonl_provisional(code, time, m, p, g, args, extra, wall, strings, miss, other, PIECE_LINES)
+    return ccore.jsonl(code, time, m, p, g, args, extra, wall, strings, stacks, miss, other, extras, PIECE_LINES)
 
 
 class JsonlEncoder:
@@ -297,7 +291,8 @@ class JsonlEncoder:
             self._start(batch.gen)
         wall = self._wall_base if self._has_wall else None
         parts = self._json  # this batch's generation, whatever self._json becomes during the calls
-        return compiled_pieces(batch, wall, parts.pieces["string"], parts.pieces["stack"], parts.miss, self.encode)
+        pieces = parts.pieces
+        return compiled_pieces(batch, wall, pieces["string"], pieces["stack"], pieces["extra"], parts.miss, self.encode)
 
     def encode(self, item: Event | Notice) -> str:
         if isinstance(item, Notice):

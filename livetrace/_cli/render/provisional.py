@@ -36,7 +36,7 @@ class ProvisionalJsonl:
         # from it is kept past the batch.
         parts = GenerationParts(gen, _PARTS, str.encode)
         base = None if gen is None else gen.wall_base
-        return compiled_pieces(events, base, parts.pieces["string"], None, parts.miss, _provisional_line)
+        return compiled_pieces(events, base, parts.pieces["string"], None, {}, parts.miss, _provisional_line)
 
 
 def _provisional_line(e: Event) -> str:

@@ -114,6 +114,12 @@ def kind_columns(color: bool) -> tuple[bytes, ...]:
     return tuple(cols)
 
 
+def logs_json(logs: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """A span's logs (category, message) as a JSON line has them."""
+    entries = [{"category": c.decode("utf-8", "replace"), "message": m.decode("utf-8", "replace")} for c, m in logs]
+    return json_safe(json.dumps(entries, ensure_ascii=False)).encode()
+
+
 def _name_json(raw: bytes) -> bytes:
     return json_safe(json.dumps(raw.decode("utf-8", "replace"), ensure_ascii=False)).encode() if raw else b""
 
@@ -212,7 +218,8 @@ class SpanLines:
 
     def pieces(self, spans: SpanBatch, t0: int) -> list[bytes]:
         """The lines in pieces of PIECE_LINES (written in warm memory: a
-        batch's JSON lines, stacks and all, are megabytes)."""
+        batch's JSON lines, stacks and all, are megabytes, and a buffer that
+        big is fresh pages from the system each time)."""
         if not self._fast or not len(spans) or not -(1 << 63) <= t0 < 1 << 63:  # the core's arithmetic is 64-bit
             return [self.encode_twin(spans, t0)]
         p = self._pieces_for(spans)
@@ -221,14 +228,15 @@ class SpanLines:
         def other(i: int) -> bytes:  # a line the core leaves to the twin
             return self.twin_line(spans, i, t0, p)
 
+        def log_json(i: int) -> bytes:  # a JSON line's logs (the core writes the rest of it)
+            return logs_json(logs[i])
+
         names, stacks, logs, n = p.pieces["name"], p.pieces["stack"], spans.logs, len(spans)
         miss = partial(p.miss, spans.tables)
-        return [
-            ccore.span_lines(
-                cols, i, min(n, i + PIECE_LINES), self._json, t0, self._kinds, names, stacks, miss, logs, other
-            )
-            for i in range(0, n, PIECE_LINES)
-        ]
+        # One call for the batch, its lines in pieces of PIECE_LINES.
+        return ccore.span_lines(
+            cols, 0, n, self._json, t0, self._kinds, names, stacks, miss, logs, other, log_json, PIECE_LINES
+        )
 
     def encode_twin(self, spans: SpanBatch, t0: int) -> bytes:
         """The same lines, a row at a time in Python."""
@@ -290,10 +298,7 @@ class SpanLines:
             out += [b', "end_stack": ', end_p]
         logs = spans.logs.get(i)
         if logs:
-            entries = [
-                {"category": c.decode("utf-8", "replace"), "message": m.decode("utf-8", "replace")} for c, m in logs
-            ]
-            out += [b', "logs": ', json_safe(json.dumps(entries, ensure_ascii=False)).encode()]
+            out += [b', "logs": ', logs_json(logs)]
         out.append(b"}")
         return b"".join(out)
 
