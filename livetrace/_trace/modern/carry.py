@@ -31,7 +31,11 @@ the generation is ordered again. Times: the carried engine stamps the i-th
 event of the generation max(t_fresh, last + i + 1), the fresh one's already
 being its own clamp from 0.
 
-This is the pure-Python twin's; the compiled engine's is still to come.
+A fresh result comes from either engine: the twin's ``FreshOrdering``
+notes as it goes; the compiled engine (``Engine(fresh=True)``) notes the
+same in C (decode/fresh.h) and ``carry_compiled.py`` reads its notes into
+a ``FreshOrdering``, so that one ``carry`` takes both. The generation that
+cannot be carried is ordered again by either engine (``compiled``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from livetrace._errors import TraceFormatError
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import (
     GO_STATUS_STATE,
@@ -53,7 +58,7 @@ from livetrace._trace.model.events import (
     Event,
     ProcState,
 )
-from livetrace._trace.modern.decoder import _PythonEngine
+from livetrace._trace.modern.decoder import _CompiledEngine, _PythonEngine
 from livetrace._trace.modern.generation import Generation
 from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.state import (
@@ -361,31 +366,67 @@ class _FreshEngine(_PythonEngine):
         return super()._stamp(ev)
 
 
-@dataclass
 class Fresh:
-    """A generation ordered by a fresh engine: its events (cut into batches
-    as the sequential engine cuts them), or the error that stopped it."""
+    """A generation ordered by a fresh engine: its notes (``order``) and
+    events, or the error that stopped it. ``stamp`` and ``batches`` are the
+    patch of what the notes do not cover: the times and the Sync."""
 
-    gen: Generation
-    chunks: list[list[Event]]
-    engine: _FreshEngine
-    error: TraceFormatError | None
+    def __init__(self, gen: Generation, order: FreshOrdering, error: TraceFormatError | None) -> None:
+        self.gen, self.order, self.error = gen, order, error
+
+    def stamp(self, last: int, syncs: int) -> int:
+        """Times as an engine that stamped ``last`` before gives them, the
+        Sync's count ``syncs``: the new last time."""
+        raise NotImplementedError
+
+    def batches(self) -> list[EventBatch]:
+        """The events, patched, cut into batches as the sequential engine cuts them."""
+        raise NotImplementedError
+
+
+class _TwinFresh(Fresh):
+    def __init__(
+        self, gen: Generation, chunks: list[list[Event]], eng: _FreshEngine, error: TraceFormatError | None
+    ) -> None:
+        super().__init__(gen, eng._order, error)  # type: ignore[arg-type]  # a _FreshEngine's is a FreshOrdering
+        self.chunks, self.stamped = chunks, eng.stamped
+
+    def stamp(self, last: int, syncs: int) -> int:
+        for i, ev in enumerate(self.stamped):
+            floor = last + i + 1
+            if ev.time >= floor:
+                break
+            ev.time = floor
+        if self.stamped and self.stamped[0].code == SYNC_CODE:
+            self.stamped[0].args = [syncs]
+        return self.stamped[-1].time if self.stamped else last
+
+    def batches(self) -> list[EventBatch]:
+        return [EventBatch.from_events(self.gen, c) for c in self.chunks]
 
 
 def fresh_generation(gen: Generation, mask: bytes) -> Fresh:
-    """Orders a generation as if it were the trace's first (any thread)."""
+    """Orders a generation as if it were the trace's first, on the twin (any
+    thread; the compiled engine's is carry_compiled.py's)."""
     eng = _FreshEngine(mask)
     chunks: list[list[Event]] = []
     try:
         chunks.extend(eng.event_lists(gen))
     except TraceFormatError as e:
-        return Fresh(gen, chunks, eng, e)
-    return Fresh(gen, chunks, eng, None)
+        return _TwinFresh(gen, chunks, eng, e)
+    return _TwinFresh(gen, chunks, eng, None)
 
 
-def ordered_generation(gen: Generation, state: Carried, mask: bytes) -> tuple[list[EventBatch], Carried]:
+def ordered_generation(
+    gen: Generation, state: Carried, mask: bytes, *, compiled: bool | None = None
+) -> tuple[list[EventBatch], Carried]:
     """The sequential decoder's batches of a generation, from the carried state."""
     gen.extra_strings[1:] = []
+    if use_compiled(compiled):
+        c = _CompiledEngine(mask)
+        c.set_state(state.values())
+        batches = list(c.generation(gen))
+        return batches, Carried.from_values(c.state())
     eng = state.engine(mask)
     batches = list(eng.generation(gen))
     return batches, Carried.of(eng)
@@ -397,8 +438,7 @@ def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | No
     changed the ordering (then ``ordered_generation``)."""
     if fresh.error is not None:
         return None
-    eng, gen = fresh.engine, fresh.gen
-    o: FreshOrdering = eng._order  # type: ignore[assignment]
+    gen, o = fresh.gen, fresh.order
     later = state.initial_gen != 0
     ms_out = _threads(o, state) if later else _plain_threads(o)
     if ms_out is None:
@@ -417,14 +457,7 @@ def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | No
         gc = (o.gc_seq, o.gc_state)
         _patch_contexts(o.unknown_ctx, state)
     syncs = state.syncs + 1
-    for i, ev in enumerate(eng.stamped):
-        floor = state.last + i + 1
-        if ev.time >= floor:
-            break
-        ev.time = floor
-    if eng.stamped and eng.stamped[0].code == SYNC_CODE:
-        eng.stamped[0].args = [syncs]
-    last = eng.stamped[-1].time if eng.stamped else state.last
+    last = fresh.stamp(state.last, syncs)
     out = Carried(
         gs_out,
         ps_out,
@@ -436,7 +469,7 @@ def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | No
         last,
         syncs,
     )
-    return [EventBatch.from_events(gen, c) for c in fresh.chunks], out
+    return fresh.batches(), out
 
 
 def _cell(state: Carried, m: int, i: int) -> int:
@@ -617,8 +650,9 @@ class Carrier:
     """The in-order step: takes each generation's fresh result in order and
     gives the sequential decoder's batches, carrying the state between them."""
 
-    def __init__(self, mask: bytes) -> None:
+    def __init__(self, mask: bytes, *, compiled: bool | None = None) -> None:
         self.mask = mask
+        self.compiled = compiled  # which engine orders a generation again
         self.state = Carried()
         self.generations = 0
         self.reordered = 0  # generations the carry could not patch, ordered again
@@ -628,7 +662,7 @@ class Carrier:
         done = carry(fresh, self.state)
         if done is None:
             self.reordered += 1
-            batches, self.state = ordered_generation(fresh.gen, self.state, self.mask)
+            batches, self.state = ordered_generation(fresh.gen, self.state, self.mask, compiled=self.compiled)
         else:
             batches, self.state = done
         return batches

@@ -225,8 +225,12 @@ class _CompiledEngine:
     """The same, in the compiled core: a generation at a time, a batch of
     columns per call, with the GIL released while it decodes."""
 
-    def __init__(self, mask: bytes) -> None:
-        self._c = ccore.Engine(_NAMES, mask)
+    def __init__(self, mask: bytes, *, fresh: bool = False) -> None:
+        self._c = ccore.Engine(_NAMES, mask, fresh)
+
+    def notes(self) -> ccore._EngineNotes:
+        """A fresh engine's notes of the generation it ordered (carry_compiled.py reads them)."""
+        return self._c.notes()
 
     def state(self) -> ccore._EngineState:
         """The state carried across generations, as plain values (between generations)."""
