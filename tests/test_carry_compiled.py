@@ -5,6 +5,7 @@ decoder's events, filtered or not, on the corpus and on mutated traces."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from livetrace._trace.modern.carry import Carrier, Fresh, FreshOrdering, _Unk, f
 from livetrace._trace.modern.carry_compiled import compiled_fresh_generation
 from livetrace._trace.modern.decoder import ModernDecoder, _CompiledEngine
 
-from .conftest import examples
+from .conftest import MODERN_VERSIONS, examples
 from .test_carry import MULTI, RUNTIME, TEXT_TESTS, mutated, whole_streams
 from .wirechunks import generations
 
@@ -172,3 +173,11 @@ def test_mutated_traces_note_as_the_twin_and_carry_as_ordered(data: st.DataObjec
     trace = mutated(data, data.draw(st.sampled_from(MULTI)))
     same_notes(trace)
     check(trace, data.draw(st.sampled_from([None, SOME])))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", MODERN_VERSIONS)
+def test_demo_traces_carry_as_ordered(version: str, demo_traces: dict[str, Path]) -> None:
+    carrier = check(demo_traces[version].read_bytes())
+    assert carrier is not None and carrier.generations >= 2
+    print(f"go{version}: {carrier.reordered} of {carrier.generations} generations ordered again")
