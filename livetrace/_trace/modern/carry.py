@@ -422,14 +422,20 @@ def ordered_generation(
 ) -> tuple[list[EventBatch], Carried]:
     """The sequential decoder's batches of a generation, from the carried state."""
     gen.extra_strings[1:] = []
-    if use_compiled(compiled):
-        c = _CompiledEngine(mask)
-        c.set_state(state.values())
-        batches = list(c.generation(gen))
-        return batches, Carried.from_values(c.state())
-    eng = state.engine(mask)
-    batches = list(eng.generation(gen))
-    return batches, Carried.of(eng)
+    fast = use_compiled(compiled)
+    eng: _CompiledEngine | _PythonEngine
+    if fast:
+        eng = _CompiledEngine(mask)
+        eng.set_state(state.values())
+    else:
+        eng = state.engine(mask)
+    batches: list[EventBatch] = []
+    try:
+        batches.extend(eng.generation(gen))
+    except TraceFormatError as e:
+        e.partial = [ev for b in batches for ev in b] + (e.partial or [])  # as the sequential decoder's feed gives them
+        raise
+    return batches, Carried.from_values(eng.state()) if isinstance(eng, _CompiledEngine) else Carried.of(eng)
 
 
 def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | None:
