@@ -16,7 +16,7 @@ from livetrace._cli.render.dump import parsed_text
 from livetrace._errors import TraceFormatError
 from livetrace._trace.model.batch import kind_mask
 from livetrace._trace.model.events import Event, Kind
-from livetrace._trace.modern.carry import Carrier, Fresh, FreshOrdering, _Unk, fresh_generation
+from livetrace._trace.modern.carry import Carrier, Fresh, _Unk, fresh_generation
 from livetrace._trace.modern.carry_compiled import compiled_fresh_generation
 from livetrace._trace.modern.decoder import ModernDecoder, _CompiledEngine
 
@@ -71,7 +71,7 @@ def check(data: bytes, kinds: frozenset[Kind] | None = None, twin_every: int = 0
     return carrier
 
 
-def summary(o: FreshOrdering) -> dict[str, Any]:
+def summary(f: Fresh) -> dict[str, Any]:
     """What a carry reads of a fresh engine's notes, comparable across twins
     (the twin's look-ups of no id, -1 or a cell left from before, are its
     own: its carry passes over them, and the compiled engine does not note them)."""
@@ -82,6 +82,7 @@ def summary(o: FreshOrdering) -> dict[str, Any]:
     def firsts(w: Any) -> dict[int, tuple[int, list[int], bool]]:
         return {k: (f.code, f.args, f.accepted) for k, f in w.firsts.items() if type(k) is int and k >= 0}
 
+    o = f.order
     gc = o.gc_first
     return {
         "gs": firsts(o.gs),
@@ -98,7 +99,7 @@ def summary(o: FreshOrdering) -> dict[str, Any]:
         "syscall_self": [(cell(g), gid) for g, gid in o.syscall_self],
         "syscall_other": {m: gid for m, (gid, _) in o.syscall_other.items()},
         "iterated": o.ms.iterated,
-        "task_ends": [(ev.args[0], ev.extra) for ev in o.task_ends],
+        "task_ends": [(ev.args[0], ev.extra) for ev in f.task_ends()],
         "gs_state": {k: (g.status, g.seq, g.regions, g.ranges) for k, g in dict.items(o.gs)},
         "ps_state": {k: (p.status, p.seq, p.ranges) for k, p in dict.items(o.ps)},
         "tasks_state": dict(dict.items(o.tasks)),
@@ -114,7 +115,7 @@ def same_notes(data: bytes) -> None:
         twin, comp = fresh_generation(twin_gen, mask), compiled_fresh_generation(c_gen, mask)
         assert (twin.error is None) == (comp.error is None)
         if twin.error is None:
-            assert summary(comp.order) == summary(twin.order)
+            assert summary(comp) == summary(twin)
             assert twin_gen.extra_strings == c_gen.extra_strings
 
 

@@ -69,6 +69,7 @@ typedef struct {
     i64 id, p, g;
     u8 unk; /* a fresh engine's: which of p and g are left from before (UNK_P, UNK_G) */
     u8 own; /* a fresh engine's: first met at its own event */
+    u8 read; /* a fresh engine's: which unknown cells were noted as decided on (once is enough) */
 } M;
 
 typedef struct {
@@ -200,7 +201,7 @@ void fresh_free(Fresh *f);
 void fresh_miss(Engine *e, int kind, u64 key);
 void fresh_skip(Engine *e);
 Note *fresh_note(Engine *e, int kind, u64 key);
-void fresh_read(Engine *e, i64 m, int cell);
+void fresh_read(Engine *e, M *m, int cell);
 int fresh_happened(Engine *e, M *ms, Ctx nc, size_t before, size_t notes_before, u64 skipped_before);
 
 G *g_new(Engine *e, u64 id, int status);

@@ -58,10 +58,14 @@ void fresh_miss(Engine *e, int kind, u64 key) {
     fresh_note(e, kind, key);
 }
 
-void fresh_read(Engine *e, i64 m, int cell) {
+void fresh_read(Engine *e, M *m, int cell) {
+    u8 bit = cell ? UNK_G : UNK_P;
+    if (m->read & bit) /* a thread that never restates decides on the same cell at every event */
+        return;
+    m->read |= bit;
     Note *n = fresh_note(e, NOTE_READ, (u64)cell);
     if (n)
-        n->m = m;
+        n->m = m->id;
 }
 
 void fresh_skip(Engine *e) {

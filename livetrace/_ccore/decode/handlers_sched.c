@@ -100,7 +100,7 @@ int h_proc_steal(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     if (!vm)
         return ORDER("stole proc from non-existent thread %lld", (long long)victim);
     if (vm->unk & UNK_P)
-        fresh_read(e, victim, 0);
+        fresh_read(e, vm, 0);
     if (vm->p != (i64)pid)
         return ORDER("tried to steal proc %llu from thread %lld, but got proc %lld instead", (unsigned long long)pid,
                      (long long)victim, (long long)vm->p);
@@ -152,7 +152,7 @@ int h_go_status(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
             M *ms = map_get_ptr(&e->msmap, (u64)mid);
             if (ms) {
                 if (ms->unk & UNK_G)
-                    fresh_read(e, mid, 1);
+                    fresh_read(e, ms, 1);
                 if (ms->g != (i64)gid)
                     return ORDER("inconsistent thread for syscalling goroutine %llu: thread has goroutine %lld",
                                  (unsigned long long)gid, (long long)ms->g);

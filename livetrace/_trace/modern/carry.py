@@ -379,6 +379,14 @@ class Fresh:
         Sync's count ``syncs``: the new last time."""
         raise NotImplementedError
 
+    def patch_contexts(self, state: Carried) -> None:
+        """The proc and goroutine of the events emitted with a thread's cells left from before."""
+        _patch_contexts(self.order.unknown_ctx, state)
+
+    def task_ends(self) -> list[Event]:
+        """Every TaskEnd the fresh engine emitted, in order."""
+        return self.order.task_ends
+
     def batches(self) -> list[EventBatch]:
         """The events, patched, cut into batches as the sequential engine cuts them."""
         raise NotImplementedError
@@ -456,12 +464,12 @@ def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | No
         gc = _gc(o, state) if tasks_out is not None else None
         if gs_out is None or ps_out is None or tasks_out is None or gc is None:
             return None
-        _patch_contexts(o.unknown_ctx, state)
-        _patch_task_ends(o, state, gen)
+        fresh.patch_contexts(state)
+        _patch_task_ends(o, state, gen, fresh)
     else:
         gs_out, ps_out, tasks_out = dict(o.gs), dict(o.ps), dict(o.tasks)
         gc = (o.gc_seq, o.gc_state)
-        _patch_contexts(o.unknown_ctx, state)
+        fresh.patch_contexts(state)
     syncs = state.syncs + 1
     last = fresh.stamp(state.last, syncs)
     out = Carried(
@@ -634,7 +642,7 @@ def _patch_contexts(events: list[Event], state: Carried) -> None:
             ev.g = _cell(state, ev.g.m, 1)
 
 
-def _patch_task_ends(o: FreshOrdering, state: Carried, gen: Generation) -> None:
+def _patch_task_ends(o: FreshOrdering, state: Carried, gen: Generation, fresh: Fresh) -> None:
     """Tasks begun before end with their type and parent; the generation's
     derived strings are interned again in event order, as the carried engine did."""
     ended = {tid for tid, first in o.tasks.firsts.items() if tid in state.tasks}
@@ -642,7 +650,7 @@ def _patch_task_ends(o: FreshOrdering, state: Carried, gen: Generation) -> None:
         return
     old = list(gen.extra_strings)
     gen.extra_strings[1:] = []
-    for ev in o.task_ends:
+    for ev in fresh.task_ends():
         tid = ev.args[0]
         if tid in ended and ev.extra == (NO_TASK, 0):
             name, parent = state.tasks[tid]

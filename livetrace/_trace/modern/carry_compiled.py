@@ -13,15 +13,16 @@ carried last time and the Sync's count.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Any
+from typing import Any, Literal, cast
 
 from livetrace._errors import TraceFormatError
 from livetrace._trace.model.batch import NEXTRA, EventBatch
-from livetrace._trace.model.events import SYNC_CODE
+from livetrace._trace.model.events import SYNC_CODE, Event
 from livetrace._trace.modern.carry import Carried, Fresh, FreshOrdering, _First, _Unk
 from livetrace._trace.modern.decoder import _CompiledEngine
 from livetrace._trace.modern.generation import Generation
-from livetrace._trace.spec.modern import timed_specs
+from livetrace._trace.modern.state import NO_ID
+from livetrace._trace.spec.modern import EV_GO_STATUS, EV_GO_STATUS_STACK, EV_PROC_STATUS, timed_specs
 
 # decode/fresh.h's note kinds
 (
@@ -40,6 +41,8 @@ from livetrace._trace.spec.modern import timed_specs
     _ITERATED,
 ) = range(13)
 _UNK_P, _UNK_G = 1, 2
+_FORMATS: tuple[Literal["B", "q", "Q"], ...] = ("B", "q", "q", "q", "q", "Q", "Q")  # EventBatch's columns
+_STATUS = frozenset({EV_GO_STATUS, EV_GO_STATUS_STACK, EV_PROC_STATUS})
 # the arguments a thread's event carries (its timestamp's left out), as the twin reads them
 _WIRE_ARGS = [0] * 256
 for _spec in timed_specs():
@@ -83,59 +86,98 @@ class _ColumnsFresh(Fresh):
         error: TraceFormatError | None,
         batches: list[EventBatch],
         skips: list[tuple[int, int]],
-        rows: list[_Row],
+        notes: _Notes,
         last: int,
     ) -> None:
         super().__init__(gen, order, error)
-        self._batches, self._skips, self._rows, self._last = batches, skips, rows, last
+        self._batches, self._skips, self._last = batches, skips, last
+        self._rows, self._unknown, self._task_ends = notes.rows, notes.unknown, notes.task_ends
         self._starts = [0]
         for b in batches:
             self._starts.append(self._starts[-1] + len(b))
-        self._copies: dict[int, list[bytearray]] = {}
+        self._copies: dict[tuple[int, int], memoryview] = {}
 
-    def _at(self, out: int) -> tuple[list[bytearray], int]:
-        """The columns (copied, to patch) of the batch that holds event out, and its index there."""
+    def _at(self, out: int, col: int) -> tuple[memoryview, int]:
+        """Column col of the batch that holds event out (a copy, to patch), and the event's index there."""
         k = bisect_right(self._starts, out) - 1
-        cols = self._copies.get(k)
-        if cols is None:
-            cols = self._copies[k] = [bytearray(c) for c in self._batches[k].columns()]
-        return cols, out - self._starts[k]
+        view = self._copies.get((k, col))
+        if view is None:
+            old = self._batches[k].columns()[col]
+            view = self._copies[k, col] = memoryview(bytearray(old.obj)).cast(_FORMATS[col])
+        return view, out - self._starts[k]
 
     def stamp(self, last: int, syncs: int) -> int:
+        # The j-th event stamped becomes max(t, last + j + 1): a prefix, as
+        # the times less their indexes never go down. The events the filter
+        # left out count in j.
         n = self._starts[-1]
-        skipped = si = 0
-        for j in range(n):
-            while si < len(self._skips) and self._skips[si][0] <= j:
-                skipped += self._skips[si][1]
-                si += 1
-            cols, i = self._at(j)
-            times = memoryview(cols[1]).cast("q")
-            floor = last + j + skipped + 1
-            if times[i] >= floor:
-                break
-            times[i] = floor
+        skips = iter(self._skips)
+        ahead = next(skips, None)
+        skipped = 0
+        for k, b in enumerate(self._batches):
+            start, old = self._starts[k], b.columns()[1]
+            times: memoryview | None = None
+            for i in range(len(b)):
+                while ahead is not None and ahead[0] <= start + i:
+                    skipped += ahead[1]
+                    ahead = next(skips, None)
+                floor = last + start + i + skipped + 1
+                if old[i] >= floor:
+                    break
+                if times is None:
+                    times = self._at(start, 1)[0]
+                times[i] = floor
+            else:
+                continue
+            break
         if n and self._batches[0].columns()[0][0] == SYNC_CODE:
-            cols, _ = self._at(0)
-            memoryview(cols[5]).cast("Q")[0] = syncs
+            self._at(0, 5)[0][0] = syncs
         stamps = n + sum(c for _, c in self._skips)
         return max(self._last, last + stamps)
+
+    def patch_contexts(self, state: Carried) -> None:
+        written = {r.out: r for r in self._rows}
+        for out, m, unk in self._unknown:
+            cells = state.ms.get(m)
+            if cells is None:
+                continue  # NO_ID, as the fresh engine wrote it
+            p, g = cells
+            row = written.get(out)
+            if unk & _UNK_P and p != NO_ID:
+                col, i = self._at(out, 3)
+                col[i] = p
+            if unk & _UNK_G and g != NO_ID and (row is None or "g" not in row.dirty):
+                col, i = self._at(out, 4)
+                col[i] = g
+
+    def task_ends(self) -> list[Event]:
+        rows = [_Row(out, NO_ID, NO_ID, NO_ID, [tid], (parent, idx)) for out, tid, parent, idx in self._task_ends]
+        self._rows += rows
+        return cast("list[Event]", rows)  # what the carry reads and sets of an Event, a _Row has
 
     def batches(self) -> list[EventBatch]:
         for r in self._rows:
             if r.out < 0 or not r.dirty:
                 continue
-            cols, i = self._at(r.out)
-            if "p" in r.dirty:
-                memoryview(cols[3]).cast("q")[i] = int(r.p)
-            if "g" in r.dirty:
-                memoryview(cols[4]).cast("q")[i] = int(r.g)
+            # Only what changed is written: a batch's columns are copied once one of them changes.
+            k = bisect_right(self._starts, r.out) - 1
+            i = r.out - self._starts[k]
+            old = self._batches[k].columns()
+            for name, col in (("p", 3), ("g", 4)):
+                if name in r.dirty and old[col][i] != int(getattr(r, name)):
+                    self._at(r.out, col)[0][i] = int(getattr(r, name))
             if "extra" in r.dirty:
-                extra = memoryview(cols[6]).cast("Q")
                 for x, v in enumerate(r.extra):
-                    extra[i * NEXTRA + x] = v
+                    if old[6][i * NEXTRA + x] != v:
+                        self._at(r.out, 6)[0][i * NEXTRA + x] = v
         out = list(self._batches)
-        for k, cols in self._copies.items():
-            out[k] = EventBatch(self.gen, len(out[k]), tuple(bytes(c) for c in cols))
+        for k in sorted({k for k, _ in self._copies}):
+            cols = [c.obj for c in out[k].columns()]
+            for col in range(len(cols)):
+                view = self._copies.get((k, col))
+                if view is not None:
+                    cols[col] = bytes(view.obj)
+            out[k] = EventBatch(self.gen, len(out[k]), tuple(cols))  # type: ignore[arg-type]
         return out
 
 
@@ -153,8 +195,20 @@ def compiled_fresh_generation(gen: Generation, mask: bytes) -> Fresh:
         return Fresh(gen, FreshOrdering(), error)
     notes, skips, threads = eng.notes()
     state = eng.state()
-    order, rows = _read_notes(gen, Carried.from_values(state), notes, threads, batches)
-    return _ColumnsFresh(gen, order, None, batches, skips, rows, state[7])
+    order, read = _read_notes(gen, Carried.from_values(state), notes, threads, batches)
+    return _ColumnsFresh(gen, order, None, batches, skips, read, state[7])
+
+
+class _Notes:
+    """What the carry patches, beside the FreshOrdering's notes: the events
+    it may change (rows), and, made into rows only when a carry needs them,
+    the events emitted with cells left from before (out, thread, which
+    cells) and the TaskEnds (out, task, parent, derived string)."""
+
+    def __init__(self) -> None:
+        self.rows: list[_Row] = []
+        self.unknown: list[tuple[int, int, int]] = []
+        self.task_ends: list[tuple[int, int, int, int]] = []
 
 
 def _read_notes(
@@ -163,9 +217,10 @@ def _read_notes(
     notes: list[tuple[int, int, int, int, int, tuple[int, int, int, int], int, int, int, int]],
     threads: list[tuple[int, int, int]],
     batches: list[EventBatch],
-) -> tuple[FreshOrdering, list[_Row]]:
+) -> tuple[FreshOrdering, _Notes]:
     """The engine's end state and notes, as the twin's FreshOrdering holds them."""
     o = FreshOrdering()
+    read = _Notes()
     for gid, gstate in st.gs.items():
         dict.__setitem__(o.gs, gid, gstate)
     for pid, pstate in st.ps.items():
@@ -184,7 +239,7 @@ def _read_notes(
     for b in batches:
         starts.append(starts[-1] + len(b))
     by_out: dict[int, _Row] = {}
-    rows: list[_Row] = []
+    rows = read.rows
 
     def row(out: int, m: int, p: int, g: int, unk: int, args: list[int], extra: tuple[int, ...] = ()) -> _Row:
         """The event written at out (shared by every note that names it), or one left out, from the note."""
@@ -205,7 +260,8 @@ def _read_notes(
     for kind, code, accepted, unk, key, a, m, p, g, out in notes:
         args = list(a[: _WIRE_ARGS[code]])
         if kind in firsts:
-            event = row(out, m, p, g, unk, args) if accepted else None
+            # Only a status's event is patched: the carry sends anything else first met back to be ordered again.
+            event = row(out, m, p, g, unk, args) if accepted and code in _STATUS else None
             firsts[kind][key] = _First(code, args, bool(accepted), event)  # type: ignore[arg-type]
         elif kind == _GC:
             event = row(out, m, p, g, unk, args) if accepted else None
@@ -220,17 +276,9 @@ def _read_notes(
         elif kind == _SYSCALL_OTHER:
             o.syscall_other[m] = (key, row(out, m, p, g, 0, args) if out >= 0 else None)  # type: ignore[assignment]
         elif kind == _UNKNOWN_CTX:
-            r = row(out, m, p, g, 0, args)
-            if unk & _UNK_P:
-                r.p = _Unk(m, 0, o.reads)
-            if unk & _UNK_G:
-                r.g = _Unk(m, 1, o.reads)
-            o.unknown_ctx.append(r)  # type: ignore[arg-type]
+            read.unknown.append((out, m, unk))
         elif kind == _TASK_END:
-            r = row(out, m, p, g, 0, [key], (a[0], a[1]))
-            object.__setattr__(r, "args", [key])
-            object.__setattr__(r, "extra", (a[0], a[1]))
-            o.task_ends.append(r)  # type: ignore[arg-type]
+            read.task_ends.append((out, key, a[0], a[1]))
         elif kind == _RANGED:
             o._range_op(_KINDS[a[0]], key)
         elif kind == _ACTIVE:
@@ -240,4 +288,4 @@ def _read_notes(
             o.unmatched.setdefault(key, []).append((a[0], name))
         elif kind == _ITERATED:
             o.ms.iterated = True
-    return o, rows
+    return o, read
