@@ -19,6 +19,7 @@ from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.modern.carry import Carrier, Fresh, _Unk, fresh_generation
 from livetrace._trace.modern.carry_compiled import compiled_fresh_generation
 from livetrace._trace.modern.decoder import ModernDecoder, _CompiledEngine
+from livetrace._trace.spec.modern import EV_GO_CREATE, EV_GO_CREATE_BLOCKED, EV_GO_CREATE_SYSCALL, EV_USER_TASK_BEGIN
 
 from .conftest import MODERN_VERSIONS, examples
 from .test_carry import MULTI, RUNTIME, TEXT_TESTS, mutated, whole_streams
@@ -26,6 +27,7 @@ from .wirechunks import generations
 
 pytestmark = pytest.mark.compiled_core
 
+CREATE = (EV_GO_CREATE, EV_GO_CREATE_BLOCKED, EV_GO_CREATE_SYSCALL)
 # A filter that leaves out most events, the Syncs among them: the times a
 # carry clamps count the events left out too.
 SOME = frozenset({Kind.STATE_TRANSITION, Kind.TASK_END, Kind.RANGE_BEGIN})
@@ -79,21 +81,33 @@ def summary(f: Fresh) -> dict[str, Any]:
     def cell(v: int) -> tuple[str, int, int] | int:
         return ("unknown", v.m, v.cell) if isinstance(v, _Unk) else int(v)
 
-    def firsts(w: Any) -> dict[int, tuple[int, list[int], bool]]:
-        return {k: (f.code, f.args, f.accepted) for k, f in w.firsts.items() if type(k) is int and k >= 0}
+    def made(k: Any, f: Any, codes: tuple[int, ...]) -> bool:
+        return bool(f.code in codes and f.args and f.args[0] == k)
+
+    def firsts(w: Any, codes: tuple[int, ...]) -> dict[int, tuple[int, list[int], bool]]:
+        """First met elsewhere than where it was made (the compiled engine keeps those apart)."""
+        return {
+            k: (f.code, f.args, f.accepted)
+            for k, f in w.firsts.items()
+            if type(k) is int and k >= 0 and not made(k, f, codes)
+        }
+
+    def made_here(w: Any, codes: tuple[int, ...], apart: set[int]) -> set[int]:
+        return apart | {k for k, f in w.firsts.items() if type(k) is int and made(k, f, codes)}
 
     o = f.order
     gc = o.gc_first
     return {
-        "gs": firsts(o.gs),
-        "ps": firsts(o.ps),
-        "tasks": firsts(o.tasks),
+        "gs": firsts(o.gs, CREATE),
+        "created": made_here(o.gs, CREATE, o.created),
+        "ps": firsts(o.ps, ()),
+        "tasks": firsts(o.tasks, (EV_USER_TASK_BEGIN,)),
+        "begun": made_here(o.tasks, (EV_USER_TASK_BEGIN,), o.begun),
         "threads": {m: [cell(c[0]), cell(c[1])] for m, c in dict.items(o.ms)},
         "own": o.own,
         "reads": o.reads,
         "gc": None if gc is None else (gc.code, gc.args, gc.accepted),
         "actives": o.actives,
-        "ranged": {k for k in o.ranged if type(k[1]) is int and k[1] >= 0},
         "early": o.early,
         "unmatched": o.unmatched,
         "syscall_self": [(cell(g), gid) for g, gid in o.syscall_self],

@@ -633,12 +633,16 @@ static PyObject *Engine_set_state(EngineObject *self, PyObject *st) {
     Py_RETURN_NONE;
 }
 
-/* notes() -> (notes, skips, threads): a fresh engine's notes of the generation
- * it ordered (fresh.h), after its last run:
+/* notes() -> (notes, skips, threads, created, begun, task_ends): a fresh
+ * engine's notes of the generation it ordered (fresh.h), after its last run:
  *   notes: [(kind, code, accepted, unk, key, (args), m, p, g, out), ...] in the order taken
  *   skips: [(out, count), ...]: count events the filter left out came before the out-th written
  *   threads: [(id, unk, own), ...] in order of first appearance
+ *   created, begun: goroutines and tasks first met where they were made (u64s, native order)
+ *   task_ends: (out, task, parent, derived string) of every TaskEnd (u64s)
  * The twin's are FreshOrdering's attributes (_trace/modern/carry.py). */
+static const char *u64s_bytes(const U64s *s) { return s->v ? (const char *)s->v : ""; }
+
 static PyObject *Engine_notes(EngineObject *self, PyObject *noargs) {
     Engine *e = &self->e;
     Fresh *f = e->fr;
@@ -673,7 +677,10 @@ static PyObject *Engine_notes(EngineObject *self, PyObject *noargs) {
             goto fail;
         PyList_SET_ITEM(threads, (Py_ssize_t)i, t);
     }
-    return Py_BuildValue("(NNN)", notes, skips, threads);
+    /* (y# makes None of a NULL array: "" for one never grown) */
+    return Py_BuildValue("(NNNy#y#y#)", notes, skips, threads, u64s_bytes(&f->created),
+                         (Py_ssize_t)(f->created.len * 8), u64s_bytes(&f->begun), (Py_ssize_t)(f->begun.len * 8),
+                         u64s_bytes(&f->task_ends), (Py_ssize_t)(f->task_ends.len * 8));
 fail:
     Py_XDECREF(notes);
     Py_XDECREF(skips);

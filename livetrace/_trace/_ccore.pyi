@@ -140,14 +140,19 @@ _EngineState = tuple[
     int,
 ]
 
-# (notes, skips, threads): a fresh engine's notes, as carry.py reads them:
-# notes (kind, code, accepted, unk, key, args, m, p, g, out) in the order
-# taken, skips (out, count) of the events the filter left out, threads
-# (id, unk, own) in order of first appearance.
+# (notes, skips, threads, created, begun, task_ends): a fresh engine's notes,
+# as carry_compiled.py reads them: notes (kind, code, accepted, unk, key,
+# args, m, p, g, out) in the order taken, skips (out, count) of the events
+# the filter left out, threads (id, unk, own) in order of first appearance;
+# u64s: the goroutines and tasks first met where they were made, and
+# (out, task, parent, derived string) of every TaskEnd.
 _EngineNotes = tuple[
     list[tuple[int, int, int, int, int, tuple[int, int, int, int], int, int, int, int]],
     list[tuple[int, int]],
     list[tuple[int, int, int]],
+    bytes,
+    bytes,
+    bytes,
 ]
 
 @final

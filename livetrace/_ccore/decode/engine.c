@@ -390,6 +390,9 @@ int engine_gen_prepare(Engine *e, u64 gen, double ns_per_tick, size_t nstrings, 
     if (e->fr) { /* its notes are one generation's */
         Fresh *f = e->fr;
         f->len = f->nskips = 0;
+        f->created.len = f->begun.len = f->task_ends.len = 0;
+        idset_clear(&f->ranged[0]);
+        idset_clear(&f->ranged[1]);
         f->nskipped = 0;
         f->gc_noted = 0;
         idset_clear(&f->seen_g);

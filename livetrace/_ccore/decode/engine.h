@@ -200,6 +200,7 @@ const char *ename(Engine *e, int code);
 void fresh_free(Fresh *f);
 void fresh_miss(Engine *e, int kind, u64 key);
 void fresh_skip(Engine *e);
+int fresh_push(Engine *e, U64s *s, u64 x);
 Note *fresh_note(Engine *e, int kind, u64 key);
 void fresh_read(Engine *e, M *m, int cell);
 int fresh_happened(Engine *e, M *ms, Ctx nc, size_t before, size_t notes_before, u64 skipped_before);

@@ -14,6 +14,11 @@ void fresh_free(Fresh *f) {
     if (!f)
         return;
     free(f->n);
+    free(f->created.v);
+    free(f->begun.v);
+    free(f->task_ends.v);
+    idset_clear(&f->ranged[0]);
+    idset_clear(&f->ranged[1]);
     idset_clear(&f->seen_g);
     idset_clear(&f->seen_p);
     idset_clear(&f->seen_task);
@@ -42,6 +47,13 @@ Note *fresh_note(Engine *e, int kind, u64 key) {
     return n;
 }
 
+int fresh_push(Engine *e, U64s *s, u64 x) {
+    if (grow((void **)&s->v, &s->cap, s->len + 1, sizeof(u64)))
+        return fail(e, ERR_MEMORY, -1, "out of memory");
+    s->v[s->len++] = x;
+    return 0;
+}
+
 void fresh_miss(Engine *e, int kind, u64 key) {
     /* All ones is no id: a context's NO_ID looked up (the twin's look-up of
      * -1 or of a cell left from before, which its carry passes over). */
@@ -53,6 +65,18 @@ void fresh_miss(Engine *e, int kind, u64 key) {
         return;
     if (idset_add(seen, key)) {
         fail(e, ERR_MEMORY, -1, "out of memory");
+        return;
+    }
+    /* What it creates or begins (those handlers never wait): a carried
+     * state that has it sends the generation back, nothing else. */
+    int code = f->cur->code;
+    if (key == f->cur->args[0] && kind == NOTE_FIRST_G &&
+        (code == EV_GO_CREATE || code == EV_GO_CREATE_BLOCKED || code == EV_GO_CREATE_SYSCALL)) {
+        fresh_push(e, &f->created, key);
+        return;
+    }
+    if (key == f->cur->args[0] && kind == NOTE_FIRST_TASK && code == EV_USER_TASK_BEGIN) {
+        fresh_push(e, &f->begun, key);
         return;
     }
     fresh_note(e, kind, key);

@@ -34,9 +34,8 @@ enum {
     NOTE_SYSCALL_SELF,  /* a goroutine (key) restated in a syscall on its own thread m, whose goroutine is g */
     NOTE_SYSCALL_OTHER, /* a goroutine (key) restated in a syscall on thread m, first met there; out */
     NOTE_UNKNOWN_CTX,   /* event out was emitted by thread m with the cells in unk left from before */
-    NOTE_TASK_END,      /* a TaskEnd of task key: args[0] parent, args[1] its type's derived string; out */
-    NOTE_RANGED,        /* a range began or ended on proc (args[0] 0) or goroutine (1) key */
-    NOTE_ACTIVE,        /* a range (type args[1]) restated as active on proc (args[0] 0) or goroutine (1) key */
+    NOTE_ACTIVE,        /* a range (type args[1]) restated as active on proc (args[0] 0) or goroutine (1) key;
+                         * args[2] 1: one began or ended there before */
     NOTE_UNMATCHED,     /* goroutine key ended a region (task args[0], name string args[1]) with none begun */
     NOTE_ITERATED,      /* every thread's proc was looked at */
 };
@@ -49,9 +48,20 @@ typedef struct {
     i64 out; /* the event's index among those the generation wrote out, -1 none (not written, or not one) */
 } Note;
 
+/* A growable array of u64. */
+typedef struct {
+    u64 *v;
+    size_t len, cap;
+} U64s;
+
 typedef struct {
     Note *n;
     size_t len, cap;
+    /* The common notes, kept apart as plain numbers (a busy generation has
+     * thousands): goroutines first met at their creation, tasks first met
+     * at their begin, and every TaskEnd (out, task, parent, derived string). */
+    U64s created, begun, task_ends;
+    IdSet ranged[2]; /* procs (0) and goroutines (1) a range began or ended on */
     IdSet seen_g, seen_p, seen_task; /* keys looked up so far */
     int gc_noted;
     /* Events the filter left out, which still count in the times a carry clamps */

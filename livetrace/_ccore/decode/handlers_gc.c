@@ -79,8 +79,20 @@ static int gc_first(Engine *e) {
 /* A fresh engine notes the ranges begun or ended on a proc (0) or goroutine (1):
  * a range open before must be restated before any of them. */
 static void ranged(Engine *e, int kind, i64 key) {
-    if (e->fr && key != NO_ID)
-        fresh_note2(e, NOTE_RANGED, (u64)key, (u64)kind, 0);
+    if (e->fr && key != NO_ID && idset_add(&e->fr->ranged[kind], (u64)key))
+        fail(e, ERR_MEMORY, -1, "out of memory");
+}
+
+/* A fresh engine notes a range restated as active on a proc (0) or goroutine
+ * (1): the carry compares it with what was open before, which must be
+ * restated before any range began or ended there. */
+static void restated(Engine *e, int kind, u64 key, int code) {
+    Note *n = fresh_note(e, NOTE_ACTIVE, key);
+    if (n) {
+        n->args[0] = (u64)kind;
+        n->args[1] = (u64)range_start_of(code);
+        n->args[2] = (u64)idset_has(&e->fr->ranged[kind], key);
+    }
 }
 
 int h_gc_active(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
@@ -164,8 +176,8 @@ int h_sweep_active(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
         return ORDER("encountered GCSweepActive for unknown proc %llu", (unsigned long long)a[0]);
     if (range_active(e, &ps->ranges, &ps->nrng, &ps->caprng, (u64)range_start_of(code), e->gen == e->initial_gen))
         return -1;
-    if (e->fr) /* restated as active: the carry compares it with what was open before */
-        fresh_note2(e, NOTE_ACTIVE, a[0], 0, (u64)range_start_of(code));
+    if (e->fr)
+        restated(e, 0, a[0], code);
     *nc = c;
     return emit(e, code, t, c, a, 0, 0) ? -1 : 1;
 }
@@ -207,7 +219,7 @@ int h_go_range_active(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     if (range_active(e, &s->ranges, &s->nrng, &s->caprng, (u64)range_start_of(code), e->gen == e->initial_gen))
         return -1;
     if (e->fr)
-        fresh_note2(e, NOTE_ACTIVE, a[0], 1, (u64)range_start_of(code));
+        restated(e, 1, a[0], code);
     *nc = c;
     return emit(e, code, t, c, a, 0, 0) ? -1 : 1;
 }

@@ -85,8 +85,12 @@ int h_task_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
             return -1;
     }
     CHECK(USER_GO);
-    if (e->fr) /* a task begun before ends with the carried state's type and parent */
-        fresh_note2(e, NOTE_TASK_END, a[0], parent, idx);
+    if (e->fr) { /* a task begun before ends with the carried state's type and parent */
+        U64s *s = &e->fr->task_ends;
+        i64 out = e->mask[code] ? (i64)(e->nout + e->out.n) : -1; /* where emit writes it */
+        if (fresh_push(e, s, (u64)out) || fresh_push(e, s, a[0]) || fresh_push(e, s, parent) || fresh_push(e, s, idx))
+            return -1;
+    }
     *nc = c;
     return emit(e, code, t, c, a, parent, idx) ? -1 : 1;
 }

@@ -258,6 +258,10 @@ class FreshOrdering(Ordering):
         self.own: set[int] = set()  # threads first met at their own event
         self.unknown_ctx: list[Event] = []  # events emitted with a context left from before
         self.task_ends: list[Event] = []
+        # The compiled engine's: goroutines and tasks first met where they were
+        # made (the twin has them in its firsts).
+        self.created: set[int] = set()
+        self.begun: set[int] = set()
         self._attempt: _First | None = None
 
     def first(self) -> _First:
@@ -556,6 +560,13 @@ def _goroutines(o: FreshOrdering, state: Carried) -> dict[int, GState] | None:
         elif o.actives.get(("g", gid)):
             return None
         out[gid] = now
+    if o.created:
+        if not o.created.isdisjoint(state.gs):
+            return None  # the carried engine finds it exists already
+        for gid in o.created.intersection(dict.keys(o.gs)):
+            if o.actives.get(("g", gid)):
+                return None
+            out[gid] = dict.__getitem__(o.gs, gid)
     return out
 
 
@@ -602,6 +613,8 @@ def _procs(o: FreshOrdering, state: Carried) -> dict[int, PState] | None:
 
 
 def _tasks(o: FreshOrdering, state: Carried) -> dict[int, tuple[bytes, int]] | None:
+    if not o.begun.isdisjoint(state.tasks):
+        return None  # a task begun again: the carried engine's conflict
     out = dict(state.tasks)
     for tid, first in o.tasks.firsts.items():
         if tid in state.tasks:

@@ -12,7 +12,9 @@ carried last time and the Sync's count.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
+from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 from livetrace._errors import TraceFormatError
@@ -21,7 +23,7 @@ from livetrace._trace.model.events import SYNC_CODE, Event
 from livetrace._trace.modern.carry import Carried, Fresh, FreshOrdering, _First, _Unk
 from livetrace._trace.modern.decoder import _CompiledEngine
 from livetrace._trace.modern.generation import Generation
-from livetrace._trace.modern.state import NO_ID
+from livetrace._trace.modern.state import NO_ID, signed
 from livetrace._trace.spec.modern import EV_GO_STATUS, EV_GO_STATUS_STACK, EV_PROC_STATUS, timed_specs
 
 # decode/fresh.h's note kinds
@@ -34,12 +36,10 @@ from livetrace._trace.spec.modern import EV_GO_STATUS, EV_GO_STATUS_STACK, EV_PR
     _SYSCALL_SELF,
     _SYSCALL_OTHER,
     _UNKNOWN_CTX,
-    _TASK_END,
-    _RANGED,
     _ACTIVE,
     _UNMATCHED,
     _ITERATED,
-) = range(13)
+) = range(11)
 _UNK_P, _UNK_G = 1, 2
 _FORMATS: tuple[Literal["B", "q", "Q"], ...] = ("B", "q", "q", "q", "q", "Q", "Q")  # EventBatch's columns
 _STATUS = frozenset({EV_GO_STATUS, EV_GO_STATUS_STACK, EV_PROC_STATUS})
@@ -151,7 +151,8 @@ class _ColumnsFresh(Fresh):
                 col[i] = g
 
     def task_ends(self) -> list[Event]:
-        rows = [_Row(out, NO_ID, NO_ID, NO_ID, [tid], (parent, idx)) for out, tid, parent, idx in self._task_ends]
+        v = self._task_ends
+        rows = [_Row(signed(v[k]), NO_ID, NO_ID, NO_ID, [v[k + 1]], (v[k + 2], v[k + 3])) for k in range(0, len(v), 4)]
         self._rows += rows
         return cast("list[Event]", rows)  # what the carry reads and sets of an Event, a _Row has
 
@@ -193,9 +194,12 @@ def compiled_fresh_generation(gen: Generation, mask: bytes) -> Fresh:
         error = e
     if error is not None:
         return Fresh(gen, FreshOrdering(), error)
-    notes, skips, threads = eng.notes()
+    notes, skips, threads, created, begun, task_ends = eng.notes()
     state = eng.state()
     order, read = _read_notes(gen, Carried.from_values(state), notes, threads, batches)
+    order.created.update(array("Q", created))
+    order.begun.update(array("Q", begun))
+    read.task_ends = array("Q", task_ends)
     return _ColumnsFresh(gen, order, None, batches, skips, read, state[7])
 
 
@@ -208,7 +212,7 @@ class _Notes:
     def __init__(self) -> None:
         self.rows: list[_Row] = []
         self.unknown: list[tuple[int, int, int]] = []
-        self.task_ends: list[tuple[int, int, int, int]] = []
+        self.task_ends: Sequence[int] = ()  # out, task, parent, derived string, and so on
 
 
 def _read_notes(
@@ -277,12 +281,10 @@ def _read_notes(
             o.syscall_other[m] = (key, row(out, m, p, g, 0, args) if out >= 0 else None)  # type: ignore[assignment]
         elif kind == _UNKNOWN_CTX:
             read.unknown.append((out, m, unk))
-        elif kind == _TASK_END:
-            read.task_ends.append((out, key, a[0], a[1]))
-        elif kind == _RANGED:
-            o._range_op(_KINDS[a[0]], key)
         elif kind == _ACTIVE:
-            o._active(_KINDS[a[0]], key, (a[1], 0))
+            o.actives.setdefault((_KINDS[a[0]], key), []).append((a[1], 0))
+            if a[2]:
+                o.early.add((_KINDS[a[0]], key))
         elif kind == _UNMATCHED:
             name = gen.strings.get(a[1], b"")
             o.unmatched.setdefault(key, []).append((a[0], name))
