@@ -6,6 +6,8 @@ events, notices, errors and the events before them, on both twins."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,3 +121,20 @@ def test_generations_in_flight_are_bounded() -> None:
 @given(st.data())
 def test_mutated_traces_give_what_one_job_gives(data: st.DataObject) -> None:
     same(mutated(data, data.draw(st.sampled_from(MULTI))))
+
+
+@pytest.mark.slow
+def test_the_decode_command_gives_the_same_dump_with_jobs(tmp_path: Path) -> None:
+    # A cut trace: its error, and the events before it, too.
+    data = next(p for p in RUNTIME if p.stem == "go126-generations").read_bytes()
+    path = tmp_path / "cut.trace"
+    path.write_bytes(data + data[: len(data) * 3 // 5])
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "livetrace", "decode", str(path), *args], capture_output=True, text=True, timeout=120
+        )
+        for args in ([], ["--jobs", "3"])
+    ]
+    assert runs[0].returncode == runs[1].returncode == 1
+    assert runs[0].stdout == runs[1].stdout and "--- " in runs[0].stdout  # the line between the two traces
+    assert runs[0].stdout.count("\n") > 5000 and runs[0].stderr == runs[1].stderr
