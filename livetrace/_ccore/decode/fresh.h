@@ -6,12 +6,13 @@
  * it finds the first time it looks something up: every goroutine, proc, task
  * and thread is absent to it, where the sequential engine could find the
  * state the generation before left. So it notes each place where that state
- * could have mattered, and the in-order carry step (carry.py's carry) checks
- * the notes against the carried state: it patches the few events the carried
- * state changes, or orders the generation again.
+ * could have mattered, and the in-order carry step (_trace/modern/carry.py's
+ * carry) checks the notes against the carried state: it patches the few
+ * events the carried state changes, or orders the generation again.
  *
  * The notes are taken where a look-up misses (a cold path: a busy generation
- * misses only at its start, before the statuses restate what it runs) and
+ * misses where it creates a goroutine or begins a task, kept apart as plain
+ * numbers, and at its start, before the statuses restate what it runs) and
  * where a thread's proc or goroutine left from before is decided on, which
  * a thread that restated its context never does. A hit costs nothing more. */
 
@@ -24,7 +25,8 @@
  * (they read as NO_ID to the handlers, as the twin's _Unk does). */
 enum { UNK_P = 1, UNK_G = 2 };
 
-/* What a note is (the numbers are those carry.py reads: keep them in step). */
+/* What a note is (the numbers are those _trace/modern/carry_compiled.py
+ * reads: keep them in step). */
 enum {
     NOTE_FIRST_G,       /* key's first look-up missed: code, args, context of the attempt; accepted, out */
     NOTE_FIRST_P,
