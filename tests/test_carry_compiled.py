@@ -113,7 +113,7 @@ def summary(f: Fresh) -> dict[str, Any]:
         "syscall_self": [(cell(g), gid) for g, gid in o.syscall_self],
         "syscall_other": {m: gid for m, (gid, _) in o.syscall_other.items()},
         "iterated": o.ms.iterated,
-        "task_ends": [(ev.args[0], ev.extra) for ev in f.task_ends()],
+        "task_ends": f.task_ends(),
         "gs_state": {k: (g.status, g.seq, g.regions, g.ranges) for k, g in dict.items(o.gs)},
         "ps_state": {k: (p.status, p.seq, p.ranges) for k, p in dict.items(o.ps)},
         "tasks_state": dict(dict.items(o.tasks)),

@@ -387,9 +387,13 @@ class Fresh:
         """The proc and goroutine of the events emitted with a thread's cells left from before."""
         _patch_contexts(self.order.unknown_ctx, state)
 
-    def task_ends(self) -> list[Event]:
-        """Every TaskEnd the fresh engine emitted, in order."""
-        return self.order.task_ends
+    def task_ends(self) -> list[tuple[int, tuple[int, ...]]]:
+        """(task, (parent, derived string)) of every TaskEnd the fresh engine emitted, in order."""
+        return [(ev.args[0], ev.extra) for ev in self.order.task_ends]
+
+    def set_task_end(self, k: int, extra: tuple[int, int]) -> None:
+        """The k-th TaskEnd's parent and derived string."""
+        self.order.task_ends[k].extra = extra
 
     def batches(self) -> list[EventBatch]:
         """The events, patched, cut into batches as the sequential engine cuts them."""
@@ -663,14 +667,17 @@ def _patch_task_ends(o: FreshOrdering, state: Carried, gen: Generation, fresh: F
         return
     old = list(gen.extra_strings)
     gen.extra_strings[1:] = []
-    for ev in fresh.task_ends():
-        tid = ev.args[0]
-        if tid in ended and ev.extra == (NO_TASK, 0):
+    for k, (tid, extra) in enumerate(fresh.task_ends()):
+        if tid in ended and extra == (NO_TASK, 0):
             name, parent = state.tasks[tid]
             ended.discard(tid)  # a second end finds nothing, as in the carried engine
-            ev.extra = (parent, gen.add_extra_string(name))
-        elif ev.extra[1]:
-            ev.extra = (ev.extra[0], gen.add_extra_string(old[ev.extra[1]]))
+            new = (parent, gen.add_extra_string(name))
+        elif extra[1]:
+            new = (extra[0], gen.add_extra_string(old[extra[1]]))
+        else:
+            continue
+        if new != extra:
+            fresh.set_task_end(k, new)
 
 
 class Carrier:

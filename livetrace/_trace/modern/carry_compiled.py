@@ -15,11 +15,11 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from livetrace._errors import TraceFormatError
 from livetrace._trace.model.batch import NEXTRA, EventBatch
-from livetrace._trace.model.events import SYNC_CODE, Event
+from livetrace._trace.model.events import SYNC_CODE
 from livetrace._trace.modern.carry import Carried, Fresh, FreshOrdering, _First, _Unk
 from livetrace._trace.modern.decoder import _CompiledEngine
 from livetrace._trace.modern.generation import Generation
@@ -150,11 +150,15 @@ class _ColumnsFresh(Fresh):
                 col, i = self._at(out, 4)
                 col[i] = g
 
-    def task_ends(self) -> list[Event]:
+    def task_ends(self) -> list[tuple[int, tuple[int, ...]]]:
         v = self._task_ends
-        rows = [_Row(signed(v[k]), NO_ID, NO_ID, NO_ID, [v[k + 1]], (v[k + 2], v[k + 3])) for k in range(0, len(v), 4)]
-        self._rows += rows
-        return cast("list[Event]", rows)  # what the carry reads and sets of an Event, a _Row has
+        return [(v[k + 1], (v[k + 2], v[k + 3])) for k in range(0, len(v), 4)]
+
+    def set_task_end(self, k: int, extra: tuple[int, int]) -> None:
+        out = signed(self._task_ends[4 * k])
+        if out >= 0:
+            col, i = self._at(out, 6)
+            col[i * NEXTRA : i * NEXTRA + 2] = array("Q", extra)
 
     def batches(self) -> list[EventBatch]:
         for r in self._rows:
