@@ -1,10 +1,11 @@
 """Generations ordered apart, then carried (livetrace/_trace/modern/carry.py),
-against the sequential decoder, on the pure-Python twin (the carry is the
-twin's only, so far): CPU seconds of the sequential ordering, of each
-generation's fresh ordering (the part a pool would run side by side), and
-of the in-order carry step, with how many generations were ordered again.
+against the sequential decoder, on the pure-Python twin or (--compiled) the
+compiled engine: CPU seconds of the sequential ordering, of each
+generation's fresh ordering (the part a pool runs side by side, its notes
+read included), and of the in-order carry step, with how many generations
+were ordered again.
 
-    .venv/bin/python bench/carry.py TRACE [TRACE ...]
+    .venv/bin/python bench/carry.py [--compiled] TRACE [TRACE ...]
 
 A trace's generations are assembled first (not timed); every phase runs
 on one thread, so its CPU time is its own.
@@ -18,8 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import kind_mask
 from livetrace._trace.modern.carry import Carried, Carrier, fresh_generation
+from livetrace._trace.modern.carry_compiled import compiled_fresh_generation
+from livetrace._trace.modern.decoder import _CompiledEngine
 
 
 def generations(data: bytes) -> list[Any]:
@@ -33,21 +37,25 @@ def generations(data: bytes) -> list[Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="+", type=Path)
+    ap.add_argument("--compiled", action="store_true", help="the compiled engine (default: the twin)")
     args = ap.parse_args()
     mask = kind_mask(None)
+    compiled = use_compiled(True) if args.compiled else False
+    fresh = compiled_fresh_generation if compiled else fresh_generation
     for path in args.traces:
         data = path.read_bytes()
+        gens = generations(data)
         t0 = time.process_time()
-        eng = Carried().engine(mask)
-        events = sum(len(b) for g in generations(data) for b in eng.generation(g))
+        eng = _CompiledEngine(mask) if compiled else Carried().engine(mask)
+        events = sum(len(b) for g in gens for b in eng.generation(g))
         seq = time.process_time() - t0
         gens = generations(data)
         fresh_s = carry_s = 0.0
-        carrier = Carrier(mask)
+        carrier = Carrier(mask, compiled=compiled)
         carried_events = longest = 0
         for g in gens:
             t0 = time.process_time()
-            f = fresh_generation(g, mask)
+            f = fresh(g, mask)
             t1 = time.process_time()
             carried_events += sum(len(b) for b in carrier.take(f))
             t2 = time.process_time()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -55,7 +55,7 @@ def _opened(source: Source) -> Iterator[BinaryIO]:
 
 
 def decode_batches(
-    source: Source, kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None
+    source: Source, kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None, jobs: int = 1
 ) -> Iterator[EventBatch | Notice]:
     """A whole trace file (a path, or a binary file object read to its end),
     of any format, as :class:`EventBatch` objects, in order, and the
@@ -68,13 +68,17 @@ def decode_batches(
     A file may hold several complete traces, one after another (what
     ``livetrace record -o -`` writes for a net/http/pprof session's
     windows): each is decoded as if it were alone, and a
-    :class:`~livetrace.TraceGap` comes between two."""
+    :class:`~livetrace.TraceGap` comes between two.
+
+    ``jobs``: a Go 1.22+ trace's generations are ordered by up to that many
+    threads at once, the same batches as with one (at most jobs + 2
+    generations are held at a time)."""
     with _opened(source) as stream:
-        yield from decode_pieces(pieces(stream), kinds, compiled=compiled)
+        yield from decode_pieces(pieces(stream), kinds, compiled=compiled, jobs=jobs)
 
 
 def decode_pieces(
-    data: Iterable[bytes], kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None
+    data: Iterable[bytes], kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None, jobs: int = 1
 ) -> Iterator[EventBatch | Notice]:
     """:func:`decode_batches` of a stream given as its pieces."""
     # Here, not at the top: `livetrace decode --dump wire` reads its file
@@ -87,22 +91,29 @@ def decode_pieces(
     for piece in split_traces(data):
         if isinstance(piece, NextTrace):
             assert decoder is not None
-            yield from between.items(decoder.close_iter())
+            yield from between.items(_called(decoder.close_iter))
             between.ended(decoder.legacy)
             decoder = None
             continue
         if decoder is None:
             try:
-                decoder = open_decoder(piece, kinds, compiled=compiled)
+                decoder = open_decoder(piece, kinds, compiled=compiled, jobs=jobs)
             except TraceFormatError:  # a header no Go wrote: after the gap, if it is not the first
                 yield from between.gap(None)
                 raise
             between.began(decoder.legacy)
-        yield from between.items(decoder.feed_iter(piece))
+        yield from between.items(_called(decoder.feed_iter, piece))
     if decoder is None:  # an empty stream: the decoder says so
         decoder = open_decoder(b"", kinds, compiled=compiled)
-    yield from between.items(decoder.close_iter())
+    yield from between.items(_called(decoder.close_iter))
     yield from between.gap(None)
+
+
+def _called(fn: Callable[..., Iterator[Item]], *args: bytes) -> Iterator[Item]:
+    """fn's items, fn called when the first is asked for: an error it raises
+    at once (a stream cut, with the events a pool of jobs still held in its
+    partial) goes through _Between.items, as one raised later does."""
+    yield from fn(*args)
 
 
 class _Between:

@@ -253,6 +253,28 @@ def text_and_span_lines(rng):  # the writers that let the GIL go, with pieces wh
                             rng.choice([None, lambda i: b"[]"]), rng.choice([0, 1, 7]))
         except ValueError:
             pass
+from livetrace._trace.model.batch import kind_mask
+from livetrace._trace.modern.carry import Carrier
+from livetrace._trace.modern.carry_compiled import compiled_fresh_generation
+from livetrace._trace.modern.generation import GenerationAssembler
+from livetrace._trace.modern.wire import FrameReader
+def fresh_and_carried(data, rng):  # each generation ordered by a fresh engine (its notes), then carried
+    frames = FrameReader(None)
+    try:
+        got = frames.feed(data)
+        if frames.minor is None: return
+        asm = GenerationAssembler(frames.minor, True)
+        gens = asm.push(got)
+        frames.close()
+        gens += asm.close(frames.offset)
+    except TraceFormatError:
+        return
+    mask = bytes(rng.choice((0, 1, 1)) for _ in range(256)) if rng.random() < 0.3 else kind_mask(None)
+    carrier = Carrier(mask, compiled=True)
+    try:
+        for f in [compiled_fresh_generation(g, mask) for g in gens]: carrier.take(f)
+    except (TraceFormatError, MemoryError):
+        pass
 while time.monotonic() < deadline:
     json_lines(rng)
     text_and_span_lines(rng)
@@ -287,6 +309,7 @@ while time.monotonic() < deadline:
         pass
     spans = sb.close()
     for p in profiles: p.feed(spans); p.records()
+    fresh_and_carried(bytes(buf), rng)
     try:
         record_columns(bytes(buf[16:16 + rng.randint(0, 300)]), 26, compiled=True)
     except TraceFormatError:

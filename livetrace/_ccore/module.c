@@ -227,18 +227,26 @@ static void Engine_dealloc(EngineObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Engine(names, mask): names {code: event name}, for messages; mask: 256
- * bytes, 1 for the codes whose events are wanted */
+/* Engine(names, mask, fresh=False): names {code: event name}, for messages;
+ * mask: 256 bytes, 1 for the codes whose events are wanted; fresh: order
+ * each generation as if it were the trace's first, and note where the state
+ * from before could have mattered (notes()) */
 static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
     PyObject *names;
     Py_buffer mask;
-    static char *kwlist[] = {"names", "mask", NULL};
+    int fresh = 0;
+    static char *kwlist[] = {"names", "mask", "fresh", NULL};
     if (!tables_ready) {
         PyErr_SetString(PyExc_RuntimeError, "init_tables() first");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!y*", kwlist, &PyDict_Type, &names, &mask))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!y*|p", kwlist, &PyDict_Type, &names, &mask, &fresh))
         return -1;
+    if (fresh && engine_make_fresh(&self->e)) {
+        PyBuffer_Release(&mask);
+        PyErr_NoMemory();
+        return -1;
+    }
     if (mask.len != 256) {
         PyBuffer_Release(&mask);
         PyErr_SetString(PyExc_ValueError, "mask must be 256 bytes");
@@ -396,6 +404,7 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
     size_t n = e->out.n;
     e->out = own;
     e->out.n = 0;
+    e->nout += n;
     if (rc) {
         for (int k = 0; k < 7; k++)
             Py_DECREF(cols[k]);
@@ -624,6 +633,61 @@ static PyObject *Engine_set_state(EngineObject *self, PyObject *st) {
     Py_RETURN_NONE;
 }
 
+/* notes() -> (notes, skips, threads, created, begun, task_ends): a fresh
+ * engine's notes of the generation it ordered (fresh.h), after its last run:
+ *   notes: [(kind, code, accepted, unk, key, (args), m, p, g, out), ...] in the order taken
+ *   skips: [(out, count), ...]: count events the filter left out came before the out-th written
+ *   threads: [(id, unk, own), ...] in order of first appearance
+ *   created, begun: goroutines and tasks first met where they were made (u64s, native order)
+ *   task_ends: (out, task, parent, derived string) of every TaskEnd (u64s)
+ * The twin's are FreshOrdering's attributes (_trace/modern/carry.py). */
+static const char *u64s_bytes(const U64s *s) { return s->v ? (const char *)s->v : ""; }
+
+static PyObject *Engine_notes(EngineObject *self, PyObject *noargs) {
+    Engine *e = &self->e;
+    Fresh *f = e->fr;
+    if (!f || e->active) {
+        PyErr_SetString(PyExc_RuntimeError, f ? "a generation is being decoded" : "not a fresh engine");
+        return NULL;
+    }
+    PyObject *notes = PyList_New((Py_ssize_t)f->len), *skips = PyList_New((Py_ssize_t)f->nskips),
+             *threads = PyList_New((Py_ssize_t)e->nms);
+    if (!notes || !skips || !threads)
+        goto fail;
+    for (size_t i = 0; i < f->len; i++) {
+        const Note *n = &f->n[i];
+        PyObject *t = Py_BuildValue("(iiiiK(KKKK)LLLL)", n->kind, n->code, n->accepted, n->unk,
+                                    (unsigned long long)n->key, (unsigned long long)n->args[0],
+                                    (unsigned long long)n->args[1], (unsigned long long)n->args[2],
+                                    (unsigned long long)n->args[3], (long long)n->m, (long long)n->p,
+                                    (long long)n->g, (long long)n->out);
+        if (!t)
+            goto fail;
+        PyList_SET_ITEM(notes, (Py_ssize_t)i, t);
+    }
+    for (size_t i = 0; i < f->nskips; i++) {
+        PyObject *t = Py_BuildValue("(KK)", (unsigned long long)f->skips[2 * i], (unsigned long long)f->skips[2 * i + 1]);
+        if (!t)
+            goto fail;
+        PyList_SET_ITEM(skips, (Py_ssize_t)i, t);
+    }
+    for (size_t i = 0; i < e->nms; i++) {
+        PyObject *t = Py_BuildValue("(Lii)", (long long)e->ms[i]->id, e->ms[i]->unk, e->ms[i]->own);
+        if (!t)
+            goto fail;
+        PyList_SET_ITEM(threads, (Py_ssize_t)i, t);
+    }
+    /* (y# makes None of a NULL array: "" for one never grown) */
+    return Py_BuildValue("(NNNy#y#y#)", notes, skips, threads, u64s_bytes(&f->created),
+                         (Py_ssize_t)(f->created.len * 8), u64s_bytes(&f->begun), (Py_ssize_t)(f->begun.len * 8),
+                         u64s_bytes(&f->task_ends), (Py_ssize_t)(f->task_ends.len * 8));
+fail:
+    Py_XDECREF(notes);
+    Py_XDECREF(skips);
+    Py_XDECREF(threads);
+    return NULL;
+}
+
 static PyMethodDef Engine_methods[] = {
     {"begin", (PyCFunction)Engine_begin, METH_VARARGS,
      "begin($self, gen, ns_per_tick, start_ticks, threads, samples, strings, stacks, /)\n--\n\n"
@@ -636,6 +700,8 @@ static PyMethodDef Engine_methods[] = {
      "state($self, /)\n--\n\nThe state carried across generations, between generations."},
     {"set_state", (PyCFunction)Engine_set_state, METH_O,
      "set_state($self, state, /)\n--\n\nGo on from a state that state() gave."},
+    {"notes", (PyCFunction)Engine_notes, METH_NOARGS,
+     "notes($self, /)\n--\n\nA fresh engine's notes of the generation it ordered."},
     {NULL},
 };
 
@@ -647,7 +713,7 @@ static PyTypeObject EngineType = {
     .tp_init = (initproc)Engine_init,
     .tp_dealloc = (destructor)Engine_dealloc,
     .tp_methods = Engine_methods,
-    .tp_doc = "Engine(names, mask)\n--\n\nThe ordering engine and frontier of the modern decoder, compiled.",
+    .tp_doc = "Engine(names, mask, fresh=False)\n--\n\nThe ordering engine and frontier of the modern decoder, compiled.",
 };
 
 /* ---- JSON lines ---- */

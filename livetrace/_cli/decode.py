@@ -72,8 +72,9 @@ def gap_line(before: int) -> str:
     return f"--- {TraceGap(0, 0, 0, 0, False, window=before).message} ---\n"
 
 
-def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> None:
-    """``binary``: the program that wrote a Go 1.5/1.6 trace, to name its PCs."""
+def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None, jobs: int = 1) -> None:
+    """``binary``: the program that wrote a Go 1.5/1.6 trace, to name its PCs;
+    ``jobs``: a Go 1.22+ trace's generations ordered that many at once."""
     from livetrace._cli.render.dumptext import ParsedText
     from livetrace._files import decode_pieces, is_trace_gap
     from livetrace._trace.decoder import open_decoder
@@ -86,7 +87,7 @@ def dump_parsed(stream: BinaryIO, out: TextIO, binary: Path | None = None) -> No
 
     dumper, sink = ParsedText(), utf8_sink(out)
     try:
-        for item in decode_pieces(rest):
+        for item in decode_pieces(rest, jobs=jobs):
             if isinstance(item, EventBatch):
                 dumper.write(item, out, sink)
             elif is_trace_gap(item):  # a stream of several traces: the next is its own

@@ -152,7 +152,7 @@ def _decode(args: argparse.Namespace, err: TextIO) -> int:
     out = whole_stdout(terminal_safe=True)
     with open_input(args.file) as stream:
         if args.dump == "parsed":
-            dump_parsed(stream, out, args.binary)
+            dump_parsed(stream, out, args.binary, args.jobs)
         else:
             {"wire": dump_wire, "legacy": dump_legacy}[args.dump](stream, out)
     return EXIT_OK

@@ -14,6 +14,7 @@ from livetrace._cli.flight_options import add_flight_parser
 from livetrace._cli.options import (
     add_jobs_option,
     duration_option,
+    jobs_option,
     megabytes_option,
     period_option,
     segment_option,
@@ -261,6 +262,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PROGRAM",
         help="Go 1.5/1.6 traces only, whose stacks are bare PCs: the program binary that wrote the "
         "trace, to name its frames in --dump parsed (with `go tool addr2line`)",
+    )
+    dec.add_argument(
+        "-j",
+        "--jobs",
+        type=jobs_option,
+        default=1,
+        metavar="N",
+        help="--dump parsed of a Go 1.22+ trace: order N generations at once, each in a thread of its own "
+        "(default 1); the output is the same for any N",
     )
 
     tail = sub.add_parser(

@@ -103,7 +103,7 @@ class FinalSync(structseq[int], tuple[int, int]):
 class Engine:
     """The ordering engine and frontier of the modern decoder."""
 
-    def __init__(self, names: dict[int, str], mask: ReadableBuffer) -> None: ...
+    def __init__(self, names: dict[int, str], mask: ReadableBuffer, fresh: bool = False) -> None: ...
     def begin(
         self,
         gen: int,
@@ -122,6 +122,8 @@ class Engine:
     def state(self) -> _EngineState:
         """The state carried across generations (between generations)."""
     def set_state(self, state: _EngineState, /) -> None: ...
+    def notes(self) -> _EngineNotes:
+        """A fresh engine's notes of the generation it ordered (after its last run)."""
 
 # (gs, ps, ms, tasks, gc_seq, gc_state, initial_gen, last, syncs): what
 # _trace/modern/carry.py's Carried holds, as plain values. Private: the
@@ -136,6 +138,21 @@ _EngineState = tuple[
     int,
     int,
     int,
+]
+
+# (notes, skips, threads, created, begun, task_ends): a fresh engine's notes,
+# as carry_compiled.py reads them: notes (kind, code, accepted, unk, key,
+# args, m, p, g, out) in the order taken, skips (out, count) of the events
+# the filter left out, threads (id, unk, own) in order of first appearance;
+# u64s: the goroutines and tasks first met where they were made, and
+# (out, task, parent, derived string) of every TaskEnd.
+_EngineNotes = tuple[
+    list[tuple[int, int, int, int, int, tuple[int, int, int, int], int, int, int, int]],
+    list[tuple[int, int]],
+    list[tuple[int, int, int]],
+    bytes,
+    bytes,
+    bytes,
 ]
 
 @final

@@ -29,10 +29,12 @@ from collections.abc import Iterable, Iterator
 
 from livetrace._errors import TraceFormatError
 from livetrace._items import Notice, Provisional
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.legacy.live import LegacyLive
-from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.batch import EventBatch, kind_mask
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._trace.modern.parallel import ParallelEngine
 from livetrace._trace.version import HEADER_SIZE, TraceVersion, header_size, sniff
 
 Item = EventBatch | Provisional | Notice
@@ -98,14 +100,26 @@ class TraceDecoder(abc.ABC):
 class _Modern(TraceDecoder):
     legacy = False
 
-    def __init__(self, kinds: frozenset[Kind] | None, compiled: bool | None, version: TraceVersion | None) -> None:
+    def __init__(
+        self, kinds: frozenset[Kind] | None, compiled: bool | None, version: TraceVersion | None, jobs: int
+    ) -> None:
         self._kinds = kinds
         self._compiled = compiled
+        self._jobs = jobs
         self.version = version
         self._header = b""  # to start afresh after a gap
         self._largest = 0
-        self._decoder = ModernDecoder(kinds, compiled=compiled, version=version)
+        self._decoder = self._new(version)
         self._ended = False  # the trace ended (end_trace), and the next has not begun
+
+    def _new(self, version: TraceVersion | None) -> ModernDecoder:
+        """A decoder for the trace, or for what follows a gap; with more than
+        one job, its generations are ordered in a pool (modern/parallel.py)."""
+        engine = None
+        if self._jobs > 1:
+            mask = kind_mask(self._kinds)
+            engine = ParallelEngine(mask, compiled=use_compiled(self._compiled), jobs=self._jobs)
+        return ModernDecoder(self._kinds, compiled=self._compiled, version=version, engine=engine)
 
     def feed_iter(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[Item]:
         self._ended = self._ended and not data
@@ -122,7 +136,7 @@ class _Modern(TraceDecoder):
         self._largest = self.largest_generation
         self._header = b""
         # The next trace (a pprof window) is a stream of its own: its header is read anew.
-        self._decoder = ModernDecoder(self._kinds, compiled=self._compiled)
+        self._decoder = self._new(None)
         self._ended = True
 
     def gap(self, discard_generation: int | None = None) -> Iterator[Item]:
@@ -130,7 +144,7 @@ class _Modern(TraceDecoder):
         # Go's reader does for a flight-recorder snapshot.
         yield from self._decoder.abandon_batches(discard_generation)
         self._largest = self.largest_generation
-        self._decoder = ModernDecoder(self._kinds, compiled=self._compiled, version=self._decoder.version)
+        self._decoder = self._new(self._decoder.version)
         for _ in self._decoder.feed_batches(self._header):
             pass
 
@@ -168,7 +182,12 @@ class _Legacy(TraceDecoder):
 
 
 def open_decoder(
-    header: bytes, kinds: Iterable[Kind] | None = None, *, provisional: bool = False, compiled: bool | None = None
+    header: bytes,
+    kinds: Iterable[Kind] | None = None,
+    *,
+    provisional: bool = False,
+    compiled: bool | None = None,
+    jobs: int = 1,
 ) -> TraceDecoder:
     """A decoder for the trace whose stream begins with ``header``: its
     first 16 bytes or more (all of a shorter stream; a gotrace stream's 8).
@@ -180,7 +199,10 @@ def open_decoder(
     and checked, but never made); ``provisional`` asks a legacy trace for
     its provisional events (live, with read times); ``compiled`` chooses the
     compiled core (True), its twin (False) or the core where it was built
-    (None).
+    (None). ``jobs``: a Go 1.22+ trace's generations are ordered by up to
+    that many threads at once (the same events, each generation's a little
+    later, as up to ``jobs`` generations are ordered before the first is
+    given); a legacy trace is ordered by one.
     """
     wanted = None if kinds is None else frozenset(kinds)
     size = header_size(header)
@@ -189,7 +211,7 @@ def open_decoder(
     version = sniff(header[:size]) if len(header) >= size else None
     if version is not None and version.is_legacy:
         return _Legacy(wanted, compiled, provisional, version)
-    return _Modern(wanted, compiled, version)
+    return _Modern(wanted, compiled, version, jobs)
 
 
 def _collect(items: Iterator[Item]) -> list[Item]:

@@ -115,7 +115,7 @@ static void task_free(void *p) {
 }
 
 M *m_new(Engine *e, i64 id) {
-    M *m = malloc(sizeof(M));
+    M *m = calloc(1, sizeof(M));
     if (!m || grow((void **)&e->ms, &e->capms, e->nms + 1, sizeof(M *)) || map_put_ptr(&e->msmap, (u64)id, m)) {
         free(m);
         fail(e, ERR_MEMORY, -1, "out of memory");
@@ -124,6 +124,19 @@ M *m_new(Engine *e, i64 id) {
     m->id = id;
     m->p = m->g = NO_ID;
     e->ms[e->nms++] = m;
+    return m;
+}
+
+/* The thread a cursor reads. A fresh engine meets a new one with its proc
+ * and goroutine left from the generation before: unknown to it. */
+static M *m_own(Engine *e, i64 id) {
+    M *m = map_get_ptr(&e->msmap, (u64)id);
+    if (m || !(m = m_new(e, id)))
+        return m;
+    if (e->fr) {
+        m->unk = UNK_P | UNK_G;
+        m->own = 1;
+    }
     return m;
 }
 
@@ -252,7 +265,7 @@ static int try_cursor(Engine *e, size_t i) {
     Ctx ctx = {NO_ID, NO_ID, NO_ID};
     M *ms = NULL;
     if (c->m != NO_ID) {
-        ms = c->ms ? c->ms : (c->ms = m_get(e, c->m));
+        ms = c->ms ? c->ms : (c->ms = m_own(e, c->m));
         if (!ms)
             return -1;
         ctx = (Ctx){c->m, ms->p, ms->g};
@@ -263,6 +276,15 @@ static int try_cursor(Engine *e, size_t i) {
     Ctx nc;
     size_t before = e->out.n;
     i64 last_before = e->last;
+    Fresh *f = e->fr;
+    size_t notes_before = 0;
+    u64 skipped_before = 0;
+    if (f) { /* what a note of this attempt records (fresh_note) */
+        f->cur = c;
+        e->cur_unk = ms ? ms->unk : 0;
+        notes_before = f->len;
+        skipped_before = f->nskipped;
+    }
     /* The handler may rewrite the arguments it emits: only when the event
      * happens or fails, so the cursor reads the next event over them. */
     int r = h(e, c->code, c->time, c->args, ctx, &nc);
@@ -273,6 +295,9 @@ static int try_cursor(Engine *e, size_t i) {
     }
     if (r != 1)
         return r;
+    /* An attempt that took no note, on a thread that restated its context, is all a busy generation has. */
+    if (f && (f->len != notes_before || e->cur_unk) && fresh_happened(e, ms, nc, before, notes_before, skipped_before))
+        return -1;
     if (ms) {
         ms->p = nc.p;
         ms->g = nc.g;
@@ -361,6 +386,19 @@ int engine_gen_prepare(Engine *e, u64 gen, double ns_per_tick, size_t nstrings, 
     engine_gen_release(e);
     e->err = 0;
     e->out.n = 0;
+    e->nout = 0;
+    if (e->fr) { /* its notes are one generation's */
+        Fresh *f = e->fr;
+        f->len = f->nskips = 0;
+        f->created.len = f->begun.len = f->task_ends.len = 0;
+        idset_clear(&f->ranged[0]);
+        idset_clear(&f->ranged[1]);
+        f->nskipped = 0;
+        f->gc_noted = 0;
+        idset_clear(&f->seen_g);
+        idset_clear(&f->seen_p);
+        idset_clear(&f->seen_task);
+    }
     e->gen = gen;
     e->ns_per_tick = ns_per_tick;
     e->strs = calloc(nstrings + 1, sizeof(Str));
@@ -489,6 +527,8 @@ int engine_put_task(Engine *e, u64 id, const char *name, size_t n, u64 parent) {
 
 void engine_free(Engine *e) {
     engine_gen_release(e);
+    fresh_free(e->fr);
+    e->fr = NULL;
     free(e->xstr);
     engine_state_clear(e);
     cols_free(&e->out);

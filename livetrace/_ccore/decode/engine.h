@@ -18,6 +18,7 @@
 #include "common/containers.h"
 #include "common/generated.h"
 #include "common/model.h"
+#include "decode/fresh.h"
 
 #define NO_ID ((i64)-1)
 
@@ -66,6 +67,9 @@ typedef struct {
 
 typedef struct {
     i64 id, p, g;
+    u8 unk; /* a fresh engine's: which of p and g are left from before (UNK_P, UNK_G) */
+    u8 own; /* a fresh engine's: first met at its own event */
+    u8 read; /* a fresh engine's: which unknown cells were noted as decided on (once is enough) */
 } M;
 
 typedef struct {
@@ -86,7 +90,7 @@ typedef struct {
     i64 offset; /* of the payload in the stream */
 } BatchRef;
 
-typedef struct {
+typedef struct Cursor_ {
     i64 m;
     M *ms; /* the thread's state, once looked up: Ms live as long as the engine */
     BatchRef *b;
@@ -121,6 +125,12 @@ typedef struct {
     u64 initial_gen;
     i64 last;
     u64 syncs;
+    /* A fresh engine's notes (fresh.h), NULL for a sequential one; and the
+     * cells of the thread being tried that are left from before (0 unless
+     * fresh), which check_ctx reads. */
+    Fresh *fr;
+    u8 cur_unk;
+    size_t nout; /* events written out by the generation's earlier runs */
     /* the generation being decoded; its strings and batches point into
      * Python objects the module keeps alive */
     int active;
@@ -169,6 +179,10 @@ void engine_free(Engine *e);
  * tasks, the GC, times and Syncs), between generations, so that another
  * one can be put in its place (the module's Engine.set_state). */
 void engine_state_clear(Engine *e);
+/* A fresh engine orders its generations as if each were the trace's first,
+ * noting where the state from before could have mattered (fresh.h): 0, or
+ * -1 when out of memory. */
+int engine_make_fresh(Engine *e);
 /* Put back one record of a carried state: 0, or -1 when out of memory. */
 G *engine_put_g(Engine *e, u64 id, int status, u64 seq_gen, u64 seq);
 int engine_put_region(G *g, u64 task, const char *name, size_t n);
@@ -181,6 +195,15 @@ int engine_put_task(Engine *e, u64 id, const char *name, size_t n, u64 parent);
 int fail(Engine *e, int kind, i64 offset, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 #define ORDER(...) fail(e, ERR_ORDER, -1, __VA_ARGS__)
 const char *ename(Engine *e, int code);
+
+/* fresh.c: a fresh engine's notes */
+void fresh_free(Fresh *f);
+void fresh_miss(Engine *e, int kind, u64 key);
+void fresh_skip(Engine *e);
+int fresh_push(Engine *e, U64s *s, u64 x);
+Note *fresh_note(Engine *e, int kind, u64 key);
+void fresh_read(Engine *e, M *m, int cell);
+int fresh_happened(Engine *e, M *ms, Ctx nc, size_t before, size_t notes_before, u64 skipped_before);
 
 G *g_new(Engine *e, u64 id, int status);
 void g_delete(Engine *e, u64 id);
@@ -195,7 +218,17 @@ static inline G *g_get(Engine *e, u64 id) {
     g = map_get_ptr(&e->gs, id);
     if (g)
         *slot = g;
+    else if (e->fr)
+        fresh_miss(e, NOTE_FIRST_G, id);
     return g;
+}
+
+/* The proc of id, or NULL. */
+static inline P *p_get(Engine *e, u64 id) {
+    P *p = map_get_ptr(&e->ps, id);
+    if (!p && e->fr)
+        fresh_miss(e, NOTE_FIRST_P, id);
+    return p;
 }
 
 static inline M *m_get(Engine *e, i64 id) {
@@ -220,8 +253,11 @@ static inline int emit(Engine *e, int code, i64 t, Ctx c, const u64 *a, u64 x0, 
     if (t <= e->last)
         t = e->last + 1;
     e->last = t;
-    if (!e->mask[code])
+    if (!e->mask[code]) {
+        if (e->fr) /* it still counts in the times a later carry clamps */
+            fresh_skip(e);
         return 0;
+    }
     Columns *o = &e->out;
     if (o->n == o->cap && cols_reserve(o, o->n + 1))
         return fail(e, ERR_MEMORY, -1, "out of memory");

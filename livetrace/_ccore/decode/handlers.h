@@ -57,8 +57,35 @@ int h_thread(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc);
 
 enum { MUST_NOT, MAY, MUST };
 
+/* A fresh engine decides on the thread's cells left from before (fresh.h). */
+static inline void fresh_reads(Engine *e) {
+    M *m = e->fr->cur->ms;
+    if (e->cur_unk & UNK_P)
+        fresh_read(e, m, 0);
+    if (e->cur_unk & UNK_G)
+        fresh_read(e, m, 1);
+}
+
+/* Whether the context has a proc, where a fresh engine notes the decision. */
+static inline int has_proc(Engine *e, Ctx c) {
+    if (e->cur_unk & UNK_P)
+        fresh_read(e, e->fr->cur->ms, 0);
+    return c.p != NO_ID;
+}
+
+/* A fresh engine's note of the attempt, with key and two arguments of its own. */
+static inline void fresh_note2(Engine *e, int kind, u64 key, u64 a0, u64 a1) {
+    Note *n = fresh_note(e, kind, key);
+    if (n) {
+        n->args[0] = a0;
+        n->args[1] = a1;
+    }
+}
+
 /* Whether the thread, proc and goroutine of the context are as required. */
 static inline int check_ctx(Engine *e, Ctx c, int rm, int rp, int rg) {
+    if (e->cur_unk) /* the twin compares all three, MAY too */
+        fresh_reads(e);
     i64 have[3] = {c.m, c.p, c.g};
     int req[3] = {rm, rp, rg};
     static const char *const what[3] = {"thread", "proc", "goroutine"};

@@ -67,7 +67,37 @@ static int range_end(Engine *e, Range *r, size_t *n, int code, u64 *desc) {
 }
 
 
+/* A fresh engine notes the GC's first event: its sequence and state are the
+ * carried state's to decide. */
+static int gc_first(Engine *e) {
+    if (!e->fr || e->fr->gc_noted)
+        return 0;
+    e->fr->gc_noted = 1;
+    return fresh_note(e, NOTE_GC, 0) ? 0 : -1;
+}
+
+/* A fresh engine notes the ranges begun or ended on a proc (0) or goroutine (1):
+ * a range open before must be restated before any of them. */
+static void ranged(Engine *e, int kind, i64 key) {
+    if (e->fr && key != NO_ID && idset_add(&e->fr->ranged[kind], (u64)key))
+        fail(e, ERR_MEMORY, -1, "out of memory");
+}
+
+/* A fresh engine notes a range restated as active on a proc (0) or goroutine
+ * (1): the carry compares it with what was open before, which must be
+ * restated before any range began or ended there. */
+static void restated(Engine *e, int kind, u64 key, int code) {
+    Note *n = fresh_note(e, NOTE_ACTIVE, key);
+    if (n) {
+        n->args[0] = (u64)kind;
+        n->args[1] = (u64)range_start_of(code);
+        n->args[2] = (u64)idset_has(&e->fr->ranged[kind], key);
+    }
+}
+
 int h_gc_active(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
+    if (gc_first(e))
+        return -1;
     u64 seq = a[0];
     *nc = c;
     if (e->gen == e->initial_gen) {
@@ -87,6 +117,8 @@ int h_gc_active(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 int h_gc_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
+    if (gc_first(e))
+        return -1;
     u64 seq = a[0];
     *nc = c;
     if (e->gc_state == 0) {
@@ -105,6 +137,8 @@ int h_gc_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 int h_gc_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
+    if (gc_first(e))
+        return -1;
     u64 seq = a[0];
     *nc = c;
     if (e->gc_seq == UINT64_MAX || seq != e->gc_seq + 1)
@@ -120,13 +154,14 @@ int h_gc_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 static P *ctx_proc(Engine *e, int code, Ctx c) {
-    P *ps = map_get_ptr(&e->ps, (u64)c.p);
+    P *ps = p_get(e, (u64)c.p);
     if (!ps)
         ORDER("uninitialized proc %lld found during %s", (long long)c.p, ename(e, code));
     return ps;
 }
 
 int h_sweep_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
+    ranged(e, 0, c.p);
     CHECK(MUST, MUST, MAY);
     P *ps = ctx_proc(e, code, c);
     if (!ps || range_begin(e, &ps->ranges, &ps->nrng, &ps->caprng, (u64)code, 0))
@@ -136,16 +171,19 @@ int h_sweep_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 int h_sweep_active(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
-    P *ps = map_get_ptr(&e->ps, a[0]);
+    P *ps = p_get(e, a[0]);
     if (!ps)
         return ORDER("encountered GCSweepActive for unknown proc %llu", (unsigned long long)a[0]);
     if (range_active(e, &ps->ranges, &ps->nrng, &ps->caprng, (u64)range_start_of(code), e->gen == e->initial_gen))
         return -1;
+    if (e->fr)
+        restated(e, 0, a[0], code);
     *nc = c;
     return emit(e, code, t, c, a, 0, 0) ? -1 : 1;
 }
 
 int h_sweep_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
+    ranged(e, 0, c.p);
     CHECK(MUST, MUST, MAY);
     P *ps = ctx_proc(e, code, c);
     u64 desc = 0;
@@ -163,6 +201,7 @@ static G *ctx_g(Engine *e, int code, Ctx c) {
 }
 
 int h_go_range_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
+    ranged(e, 1, c.g);
     CHECK(USER_GO);
     G *s = ctx_g(e, code, c);
     if (!s)
@@ -179,11 +218,14 @@ int h_go_range_active(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
         return ORDER("uninitialized goroutine %llu found during %s", (unsigned long long)a[0], ename(e, code));
     if (range_active(e, &s->ranges, &s->nrng, &s->caprng, (u64)range_start_of(code), e->gen == e->initial_gen))
         return -1;
+    if (e->fr)
+        restated(e, 1, a[0], code);
     *nc = c;
     return emit(e, code, t, c, a, 0, 0) ? -1 : 1;
 }
 
 int h_go_range_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
+    ranged(e, 1, c.g);
     CHECK(USER_GO);
     G *s = ctx_g(e, code, c);
     if (!s)

@@ -9,7 +9,7 @@ int h_proc_status(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     if (status >= PROC_STATUS_COUNT)
         return ORDER("invalid status for proc %llu: %llu", (unsigned long long)pid, (unsigned long long)status);
     int old = PROC_STATUS_STATE[status];
-    P *s = map_get_ptr(&e->ps, pid);
+    P *s = p_get(e, pid);
     if (s) {
         if (status == PROC_SYSCALL_ABANDONED && s->status == PROC_SYSCALL) {
             old = PS_RUNNING;
@@ -35,6 +35,8 @@ int h_proc_status(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     }
     *nc = (status == PROC_RUNNING || status == PROC_SYSCALL) ? (Ctx){c.m, (i64)pid, c.g} : c;
     if (status == PROC_SYSCALL_ABANDONED && old == PS_RUNNING) {
+        if (e->fr && !fresh_note(e, NOTE_ITERATED, 0))
+            return -1;
         int found = 0;
         for (size_t i = 0; i < e->nms; i++)
             if (e->ms[i]->p == (i64)pid) {
@@ -49,8 +51,8 @@ int h_proc_status(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 int h_proc_start(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
-    P *s = map_get_ptr(&e->ps, a[0]);
-    if (!s || s->status != PROC_IDLE || !next_seq(s->seq_gen, s->seq, e->gen, a[1]) || c.p != NO_ID)
+    P *s = p_get(e, a[0]);
+    if (!s || s->status != PROC_IDLE || !next_seq(s->seq_gen, s->seq, e->gen, a[1]) || has_proc(e, c))
         return 0;
     CHECK(MUST, MUST_NOT, MAY);
     s->status = PROC_RUNNING;
@@ -61,7 +63,7 @@ int h_proc_start(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 int h_proc_stop(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
-    P *s = map_get_ptr(&e->ps, (u64)c.p);
+    P *s = p_get(e, (u64)c.p);
     if (!s)
         return ORDER("event %s for proc (%lld) that doesn't exist", ename(e, code), (long long)c.p);
     if (s->status != PROC_RUNNING && s->status != PROC_SYSCALL)
@@ -74,7 +76,7 @@ int h_proc_stop(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 
 int h_proc_steal(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     u64 pid = a[0];
-    P *s = map_get_ptr(&e->ps, pid);
+    P *s = p_get(e, pid);
     if (!s || (s->status != PROC_SYSCALL && s->status != PROC_SYSCALL_ABANDONED) ||
         !next_seq(s->seq_gen, s->seq, e->gen, a[1]))
         return 0;
@@ -97,10 +99,13 @@ int h_proc_steal(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     M *vm = map_get_ptr(&e->msmap, (u64)victim);
     if (!vm)
         return ORDER("stole proc from non-existent thread %lld", (long long)victim);
+    if (vm->unk & UNK_P)
+        fresh_read(e, vm, 0);
     if (vm->p != (i64)pid)
         return ORDER("tried to steal proc %llu from thread %lld, but got proc %lld instead", (unsigned long long)pid,
                      (long long)victim, (long long)vm->p);
     vm->p = NO_ID;
+    vm->unk &= (u8)~UNK_P;
     return emit(e, code, t, c, a, (u64)old, 0) ? -1 : 1;
 }
 
@@ -132,6 +137,13 @@ int h_go_status(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
         if (mid == NO_ID)
             return ORDER("found goroutine %llu in syscall without a thread", (unsigned long long)gid);
         if (mid == c.m) {
+            /* Only a later generation checks the thread's goroutine: the carry will. */
+            if (e->fr) {
+                Note *n = fresh_note(e, NOTE_SYSCALL_SELF, gid);
+                if (!n)
+                    return -1;
+                n->unk &= UNK_G;
+            }
             if (e->gen != e->initial_gen && c.g != (i64)gid)
                 return ORDER("inconsistent thread for syscalling goroutine %llu: thread has goroutine %lld",
                              (unsigned long long)gid, (long long)c.g);
@@ -139,6 +151,8 @@ int h_go_status(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
         } else {
             M *ms = map_get_ptr(&e->msmap, (u64)mid);
             if (ms) {
+                if (ms->unk & UNK_G)
+                    fresh_read(e, ms, 1);
                 if (ms->g != (i64)gid)
                     return ORDER("inconsistent thread for syscalling goroutine %llu: thread has goroutine %lld",
                                  (unsigned long long)gid, (long long)ms->g);
@@ -148,6 +162,14 @@ int h_go_status(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
                 if (!ms)
                     return -1;
                 ms->g = (i64)gid;
+                /* First met here: its proc is the one the carried state gives it. */
+                if (e->fr) {
+                    ms->unk = UNK_P;
+                    Note *n = fresh_note(e, NOTE_SYSCALL_OTHER, gid);
+                    if (!n)
+                        return -1;
+                    n->m = mid;
+                }
             }
             c.m = mid;
         }
@@ -170,7 +192,7 @@ static G *running_g(Engine *e, int code, Ctx c, int want) {
 
 int h_go_create(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     CHECK(MUST, MUST, MAY);
-    G *s = g_get(e, (u64)c.g);
+    G *s = g_get(e, (u64)c.g); /* NO_ID, or an unknown cell, is not noted (fresh_miss) */
     if (s && s->status != GO_RUNNING)
         return ORDER("%s event for goroutine that's not Running", ename(e, code));
     if (g_get(e, a[0]))
@@ -254,7 +276,7 @@ int h_syscall_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     if (!s)
         return -1;
     s->status = GO_SYSCALL;
-    P *ps = map_get_ptr(&e->ps, (u64)c.p);
+    P *ps = p_get(e, (u64)c.p);
     if (!ps)
         return ORDER("uninitialized proc %lld found during %s", (long long)c.p, ename(e, code));
     ps->status = PROC_SYSCALL;
@@ -275,7 +297,7 @@ int h_syscall_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     if (s->status != GO_SYSCALL)
         return ORDER("%s event for goroutine that's not Running", ename(e, code));
     s->status = GO_RUNNING;
-    P *ps = map_get_ptr(&e->ps, (u64)c.p);
+    P *ps = p_get(e, (u64)c.p);
     if (!ps)
         return ORDER("uninitialized proc %lld found during %s", (long long)c.p, ename(e, code));
     if (ps->status != PROC_SYSCALL)
@@ -287,8 +309,8 @@ int h_syscall_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 }
 
 int h_syscall_end_blocked(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
-    if (c.p != NO_ID) {
-        P *ps = map_get_ptr(&e->ps, (u64)c.p);
+    if (has_proc(e, c)) {
+        P *ps = p_get(e, (u64)c.p);
         if (!ps)
             return ORDER("uninitialized proc %lld found during %s", (long long)c.p, ename(e, code));
         if (ps->status == PROC_SYSCALL)
@@ -325,7 +347,7 @@ int h_go_destroy_syscall(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     g_delete(e, (u64)c.g);
     *nc = (Ctx){c.m, c.p, NO_ID};
     if (c.p != NO_ID) {
-        P *ps = map_get_ptr(&e->ps, (u64)c.p);
+        P *ps = p_get(e, (u64)c.p);
         if (!ps)
             return ORDER("found invalid proc %lld during %s", (long long)c.p, ename(e, code));
         if (ps->status != PROC_SYSCALL)

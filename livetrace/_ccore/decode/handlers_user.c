@@ -50,6 +50,8 @@ int h_task_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     u64 tid = a[0];
     if (map_get_ptr(&e->tasks, tid))
         return ORDER("task ID conflict: %llu", (unsigned long long)tid);
+    if (e->fr)
+        fresh_miss(e, NOTE_FIRST_TASK, tid);
     if (a[1] == 0) /* the background task is no parent */
         a[1] = NO_TASK;
     const Str *name = gen_string(e, a[2]);
@@ -72,6 +74,8 @@ int h_task_begin(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
 int h_task_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
     Task *task = map_del_ptr(&e->tasks, a[0]);
     u64 parent = NO_TASK, idx = 0;
+    if (!task && e->fr)
+        fresh_miss(e, NOTE_FIRST_TASK, a[0]);
     if (task) {
         parent = task->parent;
         int r = extra_string(e, task->name, task->n, &idx);
@@ -81,6 +85,12 @@ int h_task_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
             return -1;
     }
     CHECK(USER_GO);
+    if (e->fr) { /* a task begun before ends with the carried state's type and parent */
+        U64s *s = &e->fr->task_ends;
+        i64 out = e->mask[code] ? (i64)(e->nout + e->out.n) : -1; /* where emit writes it */
+        if (fresh_push(e, s, (u64)out) || fresh_push(e, s, a[0]) || fresh_push(e, s, parent) || fresh_push(e, s, idx))
+            return -1;
+    }
     *nc = c;
     return emit(e, code, t, c, a, parent, idx) ? -1 : 1;
 }
@@ -134,6 +144,8 @@ int h_region_end(Engine *e, int code, i64 t, u64 *a, Ctx c, Ctx *nc) {
         }
         free(top->name);
         s->nreg--;
+    } else if (e->fr) { /* perhaps a region begun before: the carry matches it */
+        fresh_note2(e, NOTE_UNMATCHED, (u64)c.g, a[0], a[1]);
     }
     *nc = c;
     return emit(e, code, t, c, a, 0, 0) ? -1 : 1;

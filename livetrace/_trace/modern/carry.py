@@ -31,7 +31,11 @@ the generation is ordered again. Times: the carried engine stamps the i-th
 event of the generation max(t_fresh, last + i + 1), the fresh one's already
 being its own clamp from 0.
 
-This is the pure-Python twin's; the compiled engine's is still to come.
+A fresh result comes from either engine: the twin's ``FreshOrdering``
+notes as it goes; the compiled engine (``Engine(fresh=True)``) notes the
+same in C (decode/fresh.h) and ``carry_compiled.py`` reads its notes into
+a ``FreshOrdering``, so that one ``carry`` takes both. The generation that
+cannot be carried is ordered again by either engine (``compiled``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from livetrace._errors import TraceFormatError
+from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import (
     GO_STATUS_STATE,
@@ -53,7 +58,7 @@ from livetrace._trace.model.events import (
     Event,
     ProcState,
 )
-from livetrace._trace.modern.decoder import _PythonEngine
+from livetrace._trace.modern.decoder import _CompiledEngine, _PythonEngine
 from livetrace._trace.modern.generation import Generation
 from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.state import (
@@ -253,6 +258,10 @@ class FreshOrdering(Ordering):
         self.own: set[int] = set()  # threads first met at their own event
         self.unknown_ctx: list[Event] = []  # events emitted with a context left from before
         self.task_ends: list[Event] = []
+        # The compiled engine's: goroutines and tasks first met where they were
+        # made (the twin has them in its firsts).
+        self.created: set[int] = set()
+        self.begun: set[int] = set()
         self._attempt: _First | None = None
 
     def first(self) -> _First:
@@ -361,34 +370,88 @@ class _FreshEngine(_PythonEngine):
         return super()._stamp(ev)
 
 
-@dataclass
 class Fresh:
-    """A generation ordered by a fresh engine: its events (cut into batches
-    as the sequential engine cuts them), or the error that stopped it."""
+    """A generation ordered by a fresh engine: its notes (``order``) and
+    events, or the error that stopped it. ``stamp`` and ``batches`` are the
+    patch of what the notes do not cover: the times and the Sync."""
 
-    gen: Generation
-    chunks: list[list[Event]]
-    engine: _FreshEngine
-    error: TraceFormatError | None
+    def __init__(self, gen: Generation, order: FreshOrdering, error: TraceFormatError | None) -> None:
+        self.gen, self.order, self.error = gen, order, error
+
+    def stamp(self, last: int, syncs: int) -> int:
+        """Times as an engine that stamped ``last`` before gives them, the
+        Sync's count ``syncs``: the new last time."""
+        raise NotImplementedError
+
+    def patch_contexts(self, state: Carried) -> None:
+        """The proc and goroutine of the events emitted with a thread's cells left from before."""
+        _patch_contexts(self.order.unknown_ctx, state)
+
+    def task_ends(self) -> list[tuple[int, tuple[int, ...]]]:
+        """(task, (parent, derived string)) of every TaskEnd the fresh engine emitted, in order."""
+        return [(ev.args[0], ev.extra) for ev in self.order.task_ends]
+
+    def set_task_end(self, k: int, extra: tuple[int, int]) -> None:
+        """The k-th TaskEnd's parent and derived string."""
+        self.order.task_ends[k].extra = extra
+
+    def batches(self) -> list[EventBatch]:
+        """The events, patched, cut into batches as the sequential engine cuts them."""
+        raise NotImplementedError
+
+
+class _TwinFresh(Fresh):
+    def __init__(
+        self, gen: Generation, chunks: list[list[Event]], eng: _FreshEngine, error: TraceFormatError | None
+    ) -> None:
+        super().__init__(gen, eng._order, error)  # type: ignore[arg-type]  # a _FreshEngine's is a FreshOrdering
+        self.chunks, self.stamped = chunks, eng.stamped
+
+    def stamp(self, last: int, syncs: int) -> int:
+        for i, ev in enumerate(self.stamped):
+            floor = last + i + 1
+            if ev.time >= floor:
+                break
+            ev.time = floor
+        if self.stamped and self.stamped[0].code == SYNC_CODE:
+            self.stamped[0].args = [syncs]
+        return self.stamped[-1].time if self.stamped else last
+
+    def batches(self) -> list[EventBatch]:
+        return [EventBatch.from_events(self.gen, c) for c in self.chunks]
 
 
 def fresh_generation(gen: Generation, mask: bytes) -> Fresh:
-    """Orders a generation as if it were the trace's first (any thread)."""
+    """Orders a generation as if it were the trace's first, on the twin (any
+    thread; the compiled engine's is carry_compiled.py's)."""
     eng = _FreshEngine(mask)
     chunks: list[list[Event]] = []
     try:
         chunks.extend(eng.event_lists(gen))
     except TraceFormatError as e:
-        return Fresh(gen, chunks, eng, e)
-    return Fresh(gen, chunks, eng, None)
+        return _TwinFresh(gen, chunks, eng, e)
+    return _TwinFresh(gen, chunks, eng, None)
 
 
-def ordered_generation(gen: Generation, state: Carried, mask: bytes) -> tuple[list[EventBatch], Carried]:
+def ordered_generation(
+    gen: Generation, state: Carried, mask: bytes, *, compiled: bool | None = None
+) -> tuple[list[EventBatch], Carried]:
     """The sequential decoder's batches of a generation, from the carried state."""
     gen.extra_strings[1:] = []
-    eng = state.engine(mask)
-    batches = list(eng.generation(gen))
-    return batches, Carried.of(eng)
+    fast = use_compiled(compiled)
+    eng: _CompiledEngine | _PythonEngine
+    if fast:
+        eng = _CompiledEngine(mask)
+        eng.set_state(state.values())
+    else:
+        eng = state.engine(mask)
+    batches: list[EventBatch] = []
+    try:
+        batches.extend(eng.generation(gen))
+    except TraceFormatError as e:
+        e.partial = [ev for b in batches for ev in b] + (e.partial or [])  # as the sequential decoder's feed gives them
+        raise
+    return batches, Carried.from_values(eng.state()) if isinstance(eng, _CompiledEngine) else Carried.of(eng)
 
 
 def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | None:
@@ -397,8 +460,7 @@ def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | No
     changed the ordering (then ``ordered_generation``)."""
     if fresh.error is not None:
         return None
-    eng, gen = fresh.engine, fresh.gen
-    o: FreshOrdering = eng._order  # type: ignore[assignment]
+    gen, o = fresh.gen, fresh.order
     later = state.initial_gen != 0
     ms_out = _threads(o, state) if later else _plain_threads(o)
     if ms_out is None:
@@ -410,21 +472,14 @@ def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | No
         gc = _gc(o, state) if tasks_out is not None else None
         if gs_out is None or ps_out is None or tasks_out is None or gc is None:
             return None
-        _patch_contexts(o.unknown_ctx, state)
-        _patch_task_ends(o, state, gen)
+        fresh.patch_contexts(state)
+        _patch_task_ends(o, state, gen, fresh)
     else:
         gs_out, ps_out, tasks_out = dict(o.gs), dict(o.ps), dict(o.tasks)
         gc = (o.gc_seq, o.gc_state)
-        _patch_contexts(o.unknown_ctx, state)
+        fresh.patch_contexts(state)
     syncs = state.syncs + 1
-    for i, ev in enumerate(eng.stamped):
-        floor = state.last + i + 1
-        if ev.time >= floor:
-            break
-        ev.time = floor
-    if eng.stamped and eng.stamped[0].code == SYNC_CODE:
-        eng.stamped[0].args = [syncs]
-    last = eng.stamped[-1].time if eng.stamped else state.last
+    last = fresh.stamp(state.last, syncs)
     out = Carried(
         gs_out,
         ps_out,
@@ -436,7 +491,7 @@ def carry(fresh: Fresh, state: Carried) -> tuple[list[EventBatch], Carried] | No
         last,
         syncs,
     )
-    return [EventBatch.from_events(gen, c) for c in fresh.chunks], out
+    return fresh.batches(), out
 
 
 def _cell(state: Carried, m: int, i: int) -> int:
@@ -509,6 +564,13 @@ def _goroutines(o: FreshOrdering, state: Carried) -> dict[int, GState] | None:
         elif o.actives.get(("g", gid)):
             return None
         out[gid] = now
+    if o.created:
+        if not o.created.isdisjoint(state.gs):
+            return None  # the carried engine finds it exists already
+        for gid in o.created.intersection(dict.keys(o.gs)):
+            if o.actives.get(("g", gid)):
+                return None
+            out[gid] = dict.__getitem__(o.gs, gid)
     return out
 
 
@@ -555,6 +617,8 @@ def _procs(o: FreshOrdering, state: Carried) -> dict[int, PState] | None:
 
 
 def _tasks(o: FreshOrdering, state: Carried) -> dict[int, tuple[bytes, int]] | None:
+    if not o.begun.isdisjoint(state.tasks):
+        return None  # a task begun again: the carried engine's conflict
     out = dict(state.tasks)
     for tid, first in o.tasks.firsts.items():
         if tid in state.tasks:
@@ -595,7 +659,7 @@ def _patch_contexts(events: list[Event], state: Carried) -> None:
             ev.g = _cell(state, ev.g.m, 1)
 
 
-def _patch_task_ends(o: FreshOrdering, state: Carried, gen: Generation) -> None:
+def _patch_task_ends(o: FreshOrdering, state: Carried, gen: Generation, fresh: Fresh) -> None:
     """Tasks begun before end with their type and parent; the generation's
     derived strings are interned again in event order, as the carried engine did."""
     ended = {tid for tid, first in o.tasks.firsts.items() if tid in state.tasks}
@@ -603,22 +667,26 @@ def _patch_task_ends(o: FreshOrdering, state: Carried, gen: Generation) -> None:
         return
     old = list(gen.extra_strings)
     gen.extra_strings[1:] = []
-    for ev in o.task_ends:
-        tid = ev.args[0]
-        if tid in ended and ev.extra == (NO_TASK, 0):
+    for k, (tid, extra) in enumerate(fresh.task_ends()):
+        if tid in ended and extra == (NO_TASK, 0):
             name, parent = state.tasks[tid]
             ended.discard(tid)  # a second end finds nothing, as in the carried engine
-            ev.extra = (parent, gen.add_extra_string(name))
-        elif ev.extra[1]:
-            ev.extra = (ev.extra[0], gen.add_extra_string(old[ev.extra[1]]))
+            new = (parent, gen.add_extra_string(name))
+        elif extra[1]:
+            new = (extra[0], gen.add_extra_string(old[extra[1]]))
+        else:
+            continue
+        if new != extra:
+            fresh.set_task_end(k, new)
 
 
 class Carrier:
     """The in-order step: takes each generation's fresh result in order and
     gives the sequential decoder's batches, carrying the state between them."""
 
-    def __init__(self, mask: bytes) -> None:
+    def __init__(self, mask: bytes, *, compiled: bool | None = None) -> None:
         self.mask = mask
+        self.compiled = compiled  # which engine orders a generation again
         self.state = Carried()
         self.generations = 0
         self.reordered = 0  # generations the carry could not patch, ordered again
@@ -628,7 +696,7 @@ class Carrier:
         done = carry(fresh, self.state)
         if done is None:
             self.reordered += 1
-            batches, self.state = ordered_generation(fresh.gen, self.state, self.mask)
+            batches, self.state = ordered_generation(fresh.gen, self.state, self.mask, compiled=self.compiled)
         else:
             batches, self.state = done
         return batches

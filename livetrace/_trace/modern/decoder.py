@@ -8,6 +8,7 @@ far as the ordering engine allows. Identical output for any chunking.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
 from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import ccore, use_compiled
@@ -137,6 +138,9 @@ class _PythonEngine:
         self.syncs += 1
         return self._stamp(Event(SYNC_CODE, self.last, -1, -1, -1, [self.syncs], None))
 
+    def flush(self) -> Iterator[EventBatch]:
+        return iter(())
+
     def _stamp(self, ev: Event) -> Event:
         # Event times never go backwards, nor repeat.
         if ev.time <= self.last:
@@ -225,8 +229,12 @@ class _CompiledEngine:
     """The same, in the compiled core: a generation at a time, a batch of
     columns per call, with the GIL released while it decodes."""
 
-    def __init__(self, mask: bytes) -> None:
-        self._c = ccore.Engine(_NAMES, mask)
+    def __init__(self, mask: bytes, *, fresh: bool = False) -> None:
+        self._c = ccore.Engine(_NAMES, mask, fresh)
+
+    def notes(self) -> ccore._EngineNotes:
+        """A fresh engine's notes of the generation it ordered (carry_compiled.py reads them)."""
+        return self._c.notes()
 
     def state(self) -> ccore._EngineState:
         """The state carried across generations, as plain values (between generations)."""
@@ -238,6 +246,9 @@ class _CompiledEngine:
     def final_sync(self) -> Event:
         sync = self._c.final_sync()
         return Event(SYNC_CODE, sync.time, -1, -1, -1, [sync.syncs], None)
+
+    def flush(self) -> Iterator[EventBatch]:
+        return iter(())
 
     def generation(self, gen: Generation) -> Iterator[EventBatch]:
         threads = [
@@ -267,6 +278,16 @@ class _CompiledEngine:
                 return
 
 
+class OrderingEngine(Protocol):
+    """What orders a decoder's generations: one engine in turn (the two
+    above), or a pool of them (parallel.py's ParallelEngine), which may hold
+    generations back until ``flush``."""
+
+    def generation(self, gen: Generation) -> Iterator[EventBatch]: ...
+    def flush(self) -> Iterator[EventBatch]: ...
+    def final_sync(self) -> Event: ...
+
+
 class ModernDecoder:
     """Decodes a Go 1.22+ trace incrementally.
 
@@ -281,17 +302,24 @@ class ModernDecoder:
     checked, but never made). ``compiled`` chooses the implementation: the
     compiled core (True), the pure-Python twin (False) or the compiled core
     when it was built (None). ``version``: the format the header names,
-    where the caller read it already (``open_decoder``).
+    where the caller read it already (``open_decoder``). ``engine``: what
+    orders the generations, in place of one engine of that implementation
+    (``open_decoder``'s pool, for ``jobs``).
     """
 
     def __init__(
-        self, kinds: Iterable[Kind] | None = None, *, compiled: bool | None = None, version: TraceVersion | None = None
+        self,
+        kinds: Iterable[Kind] | None = None,
+        *,
+        compiled: bool | None = None,
+        version: TraceVersion | None = None,
+        engine: OrderingEngine | None = None,
     ) -> None:
         self._frames = FrameReader(version)
         self._asm: GenerationAssembler | None = None
         mask = kind_mask(None if kinds is None else frozenset(kinds))
         fast = use_compiled(compiled)
-        self._engine: _PythonEngine | _CompiledEngine = _CompiledEngine(mask) if fast else _PythonEngine(mask)
+        self._engine: OrderingEngine = engine or (_CompiledEngine(mask) if fast else _PythonEngine(mask))
         self._sync_wanted = bool(mask[SYNC_CODE])
         self.implementation = "compiled" if fast else "python"
         self.generations = 0
@@ -340,7 +368,7 @@ class ModernDecoder:
             e.partial = self._salvage(e.offset or 0) if self._frames.version is not None else []
             raise
         gens = self._assemble(lambda: self._asm.close(self._frames.offset) if self._asm else [])
-        return self._then_final_sync(self._decode(gens))
+        return self._then_final_sync(self._decode(gens, flush=True))
 
     def abandon_batches(self, discard_generation: int | None) -> Iterator[EventBatch]:
         """Stop at a gap in the stream (the helper shed generations).
@@ -351,11 +379,11 @@ class ModernDecoder:
         """
         asm = self._asm
         if asm is None or asm.current is None:
-            return iter(())
+            return self._decode([], flush=True)
         if asm.version.has_end_of_generation or asm.current.gen == discard_generation:
             asm.current = None
-            return iter(())
-        return self._decode(asm.close(self._frames.offset))
+            return self._decode([], flush=True)
+        return self._decode(asm.close(self._frames.offset), flush=True)
 
     def _final_sync(self) -> list[Event]:
         ev = self._engine.final_sync()
@@ -371,27 +399,29 @@ class ModernDecoder:
         """Events of the generation a cut interrupted, if it was whole but
         for its end. Its events contradicting each other is reported over the
         cut; its tables missing is just the cut."""
-        events: list[Event] = []
+        events = _collect(self._decode([], flush=True))  # the generations a pool still held
         if self._asm is not None and not self._asm.version.has_end_of_generation:
             try:
-                events = _collect(self._decode(self._asm.close(offset)))
+                events += _collect(self._decode(self._asm.close(offset), flush=True))
             except OrderingError:
                 raise
             except TraceFormatError as e:
-                events = e.partial or []
+                events += e.partial or []
         return events + self._final_sync()
 
     def _assemble(self, step: Callable[[], list[Generation]]) -> list[Generation]:
         try:
             return step()
         except TraceFormatError as e:
-            e.partial = self._final_sync()
+            e.partial = _collect(self._decode([], flush=True)) + self._final_sync()
             raise
 
-    def _decode(self, gens: list[Generation]) -> Iterator[EventBatch]:
+    def _decode(self, gens: list[Generation], *, flush: bool = False) -> Iterator[EventBatch]:
         for g in gens:
             self.generations += 1
             yield from self._engine.generation(g)
+        if flush:
+            yield from self._engine.flush()
 
 
 def _collect(batches: Iterator[EventBatch]) -> list[Event]:
