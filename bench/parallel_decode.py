@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -38,7 +39,14 @@ def main() -> None:
     ap.add_argument("traces", nargs="+", type=Path)
     ap.add_argument("--jobs", default="1,2", help="job counts, comma-separated (default 1,2)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument(
+        "--switch-interval",
+        type=float,
+        help="sys.setswitchinterval(S) first: how long a thread back from C waits for the GIL (Python's 5 ms default)",
+    )
     args = ap.parse_args()
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     counts = [int(j) for j in args.jobs.split(",")]
     for path in args.traces:
         best: dict[int, tuple[float, float]] = {}
