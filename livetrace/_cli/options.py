@@ -77,16 +77,19 @@ def jobs_option(text: str) -> int:
     return v
 
 
-def add_jobs_option(p: argparse.ArgumentParser) -> None:
-    """--jobs, for a command whose session's pipeline does the work (connect's ``jobs``)."""
+def add_jobs_option(p: argparse.ArgumentParser, default: int | None = None, why: str = "") -> None:
+    """--jobs, for a command whose session's pipeline does the work (connect's ``jobs``);
+    ``default`` (and ``why``) where the command's own differs from the cores less one."""
     p.add_argument(
         "-j",
         "--jobs",
         type=jobs_option,
         metavar="N",
+        default=default,
         help="select, build spans and write lines in N threads besides the decoder's, several "
-        "generations (legacy segments, pprof windows) at once (default: the cores this process may "
-        "use, less one; 1: all in the decoder's thread); the output is the same for any N. "
+        "generations (legacy segments, pprof windows) at once (default: "
+        + (f"{default}{why}" if default else "the cores this process may use, less one")
+        + "; 1: all in the decoder's thread); the output is the same for any N. "
         "Provisional events (a legacy trace with --segment 0) are written by one thread",
     )
     p.add_argument(

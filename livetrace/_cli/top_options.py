@@ -38,7 +38,13 @@ def add_top_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
         formatter_class=formatter,
     )
     session_arguments(p)
-    add_jobs_option(p)
+    # More jobs build each generation's spans in the pool, whole generations at a time: on 16 cores,
+    # against a service writing 13M events/s, --jobs 7 kept top to one core all the same (the
+    # decoder's ordering, and the GIL) and held 3.4 GiB, against 0.4 GiB with one job
+    # (docs/decoder.md, "On 16 cores").
+    add_jobs_option(
+        p, default=1, why=", as more have not made top faster on 16 cores and hold whole generations in memory"
+    )
     p.add_argument(
         "--once",
         action="store_true",
