@@ -2,11 +2,11 @@
 hogs beside it, and `tail --spans` and `top` against it. Do they lose
 nothing, and how far behind are they?
 
-    .venv/bin/python bench/hogs.py [--go PATH] [--seconds 10] [--workers 4] [--hogs 2] [--jobs N]
+    .venv/bin/python bench/hogs.py [--go PATH] [--seconds 10] [--workers 4] [--hogs 2] [--jobs N] [--pipe]
 
 Each view runs for --seconds, one after the other, with the hogs (busy
 processes, one a core) running throughout. `tail --spans --format jsonl`
-writes into /dev/null and says itself how far behind the service its lines
+writes into /dev/null (--pipe: a pipe `cat` reads) and says itself how far behind the service its lines
 were written (its summary); `top --format json` prints a snapshot a
 generation, and the line says how long it took past --seconds and what
 it lost (generations shed, batches lost). One run, figures printed; timing
@@ -36,9 +36,17 @@ def _hog() -> None:
         pass
 
 
-def _run(cmd: list[str], stdout: int) -> tuple[subprocess.CompletedProcess[bytes], float]:
+def _run(cmd: list[str], stdout: int, pipe: bool = False) -> tuple[subprocess.CompletedProcess[bytes], float]:
+    """The view, its output into stdout, or with pipe into `cat > /dev/null` (a reader as fast as a pipe allows)."""
     t = time.monotonic()
-    done = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, check=False, timeout=600)
+    if pipe:
+        cat = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        done = subprocess.run(cmd, stdout=cat.stdin, stderr=subprocess.PIPE, check=False, timeout=600)
+        assert cat.stdin is not None
+        cat.stdin.close()
+        cat.wait()
+    else:
+        done = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, check=False, timeout=600)
     return done, time.monotonic() - t
 
 
@@ -53,7 +61,7 @@ async def main(a: argparse.Namespace) -> None:
             how = f" --jobs {a.jobs}" if a.jobs else ""
             print(f"demo -workers {a.workers}, {a.hogs} hogs, {a.seconds:g} s a view{how}")
             cmd = [*LT, "tail", demo.trace_address, "--spans", "--format", "jsonl", "--duration", str(a.seconds), *jobs]
-            done, wall = await trio.to_thread.run_sync(_run, cmd, subprocess.DEVNULL)
+            done, wall = await trio.to_thread.run_sync(_run, cmd, subprocess.DEVNULL, a.pipe)
             err = done.stderr.decode(errors="replace")
             behind = re.search(r"behind the service by (.*)", err)
             gaps = re.search(r"(\d+) gaps?\b", err)
@@ -81,4 +89,5 @@ if __name__ == "__main__":
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--hogs", type=int, default=2)
     p.add_argument("--jobs", type=int, help="passed on to each view (default: theirs)")
+    p.add_argument("--pipe", action="store_true", help="tail's lines into a pipe that cat reads, not /dev/null")
     trio.run(main, p.parse_args())
