@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import trio
 from hypothesis import HealthCheck, settings
 
 from livetrace._go.demo import DemoProcess, run_demo
@@ -246,6 +248,15 @@ async def demo(
         args = [*LIGHT_LOAD, *args]
     async with run_demo(demo_exe(version), args=args, env=env, listen=listen) as d:
         yield d
+
+
+async def stop_and_read_log(d: DemoProcess) -> str:
+    """Stop the service (its helper logs what it still holds on Close), see it exit cleanly, and
+    return its whole log."""
+    d.process.send_signal(signal.SIGTERM)
+    with trio.fail_after(15):
+        assert await d.process.wait() == 0
+    return d.log_path.read_text(errors="replace")
 
 
 def go_tool_trace(version: str, path: Path) -> str:

@@ -6,10 +6,8 @@ columns handed straight to the C entry points."""
 from __future__ import annotations
 
 import io
-import os
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, NoReturn, TextIO
 
@@ -34,6 +32,7 @@ from livetrace._trace.spec.modern import EV_USER_LOG
 from . import textform
 from .conftest import examples, twin_on_stress
 from .mutate import mutate
+from .twinenv import twin
 
 MODERN = [t for t in textform.all_tests() if t.data]
 LEGACY_DIR = textform.CORPUS.parent / "legacy" / "go-testdata"
@@ -42,20 +41,6 @@ LEGACY = sorted(p for p in LEGACY_DIR.iterdir() if p.is_file()) if LEGACY_DIR.is
 pytestmark = pytest.mark.compiled_core
 
 Dump = Callable[[BinaryIO, TextIO], None]
-
-
-@contextmanager
-def twin(on: bool) -> Iterator[None]:
-    """Everything (decoder and formatter) on the pure-Python twin, or not."""
-    before = os.environ.get("LIVETRACE_PURE_PYTHON")
-    os.environ["LIVETRACE_PURE_PYTHON"] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["LIVETRACE_PURE_PYTHON"]
-        else:
-            os.environ["LIVETRACE_PURE_PYTHON"] = before
 
 
 def outcome(dump: Dump, data: bytes, pure: bool) -> tuple[str, str | None]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import socket
 import subprocess
 import time
@@ -17,11 +16,11 @@ import pytest
 import trio
 
 import livetrace
-from livetrace._go.demo import DemoProcess, run_demo
+from livetrace._go.demo import run_demo
 from livetrace._protocol.address import parse_address
 from livetrace._protocol.text import shown
 
-from .conftest import demo, demo_exe
+from .conftest import demo, demo_exe, stop_and_read_log
 
 # The helper's defences: no decoding, so the twin's pass would only repeat them.
 pytestmark = pytest.mark.once
@@ -42,15 +41,6 @@ def _env_without_livetrace() -> dict[str, str]:
 async def _record(address: str, path: Path, token: str | None = None) -> livetrace.Recording:
     async with livetrace.connect(address, duration=0.5, token=token) as session:
         return await livetrace.record(session, path)
-
-
-async def _stop_and_read_log(d: DemoProcess) -> str:
-    """Stop the service (its helper logs what it still holds on Close) and
-    return its whole log."""
-    d.process.send_signal(signal.SIGTERM)
-    with trio.fail_after(15):
-        assert await d.process.wait() == 0
-    return d.log_path.read_text(errors="replace")
 
 
 @pytest.mark.go
@@ -86,7 +76,7 @@ async def test_beyond_loopback_with_a_token_serves_and_warns(tmp_path: Path) -> 
         port = parse_address(d.trace_address).port
         rec = await _record(f"tcp:127.0.0.1:{port}", tmp_path / "t.trace", token="s3cret")
         assert rec.complete
-        log = await _stop_and_read_log(d)
+        log = await stop_and_read_log(d)
     assert "beyond loopback" in log and "unencrypted" in log
 
 
@@ -131,7 +121,7 @@ async def test_a_descriptor_storm_leaves_the_helper_serving(capped: bool, tmp_pa
         assert await trio.to_thread.run_sync(storm) == STORM_CONNECTIONS
         rec = await _record_when_served(d.trace_address, tmp_path / "after-storm.trace")
         assert rec.complete and rec.end is not None and rec.end.reason == "duration"
-        log = await _stop_and_read_log(d)
+        log = await stop_and_read_log(d)
     closed = sum(int(m) for m in re.findall(r"(\d+) connections? since \S+ closed unanswered", log))
     if capped:
         assert 0 < closed <= STORM_CONNECTIONS, log
@@ -155,7 +145,7 @@ async def test_a_client_name_cannot_forge_log_lines_or_messages() -> None:
                     pass
             await first.stop()
             assert [f async for f in first.chunks()]
-        log = await _stop_and_read_log(d)
+        log = await stop_and_read_log(d)
     # The helper quotes the name; the client escapes whatever a helper sends once more before showing it.
     assert shown(escaped) in str(exc.value) and "\n" not in str(exc.value)
     assert f"session 1 started for {escaped} at unix socket" in log
@@ -171,7 +161,7 @@ async def test_token_guesses_are_slowed_and_summarised(tmp_path: Path) -> None:
                     pass
         rec = await _record(d.trace_address, tmp_path / "t.trace", token="s3cret")
         assert rec.complete
-        log = await _stop_and_read_log(d)
+        log = await stop_and_read_log(d)
     counts = [int(n) for n in re.findall(r"(\d+) refused token attempts? since", log)]
     assert sum(counts) == WRONG_GUESSES and len(counts) < WRONG_GUESSES, log
     assert "wrong token" not in log

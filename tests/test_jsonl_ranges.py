@@ -12,8 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from livetrace._cli.render.jsonl import JsonlEncoder
-from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.modern import (
@@ -27,6 +25,7 @@ from livetrace._trace.spec.modern import (
 )
 
 from .conftest import examples
+from .twinenv import jsonl_of
 
 pytestmark = [
     pytest.mark.skipif(
@@ -63,23 +62,6 @@ def _i64(v: int) -> bytes:
     return v.to_bytes(8, "little", signed=True)
 
 
-def _lines(batch: EventBatch, compiled: bool, provisional: bool) -> bytes | str:
-    """The lines, or the error (a stack the tables lack: the twin's, which the core's must be)."""
-    was = os.environ.get("LIVETRACE_PURE_PYTHON")
-    os.environ["LIVETRACE_PURE_PYTHON"] = "0" if compiled else "1"
-    try:
-        if provisional:
-            return b"".join(ProvisionalJsonl().encode(batch))
-        return b"".join(JsonlEncoder().encode_batch(batch))
-    except Exception as e:
-        return f"{type(e).__name__}: {e}"
-    finally:
-        if was is None:
-            del os.environ["LIVETRACE_PURE_PYTHON"]
-        else:
-            os.environ["LIVETRACE_PURE_PYTHON"] = was
-
-
 @settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
@@ -102,6 +84,6 @@ def test_range_lines_are_the_twins(events: list[tuple[int, int, int, list[int]]]
     )
     batch = EventBatch(_tables(wall), n, cols)
     for provisional in (False, True):
-        fast = _lines(batch, True, provisional)
-        assert fast == _lines(batch, False, provisional)
+        fast = jsonl_of(batch, True, provisional)
+        assert fast == jsonl_of(batch, False, provisional)
         assert isinstance(fast, str) or fast.count(b"\n") == n

@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from livetrace._cli.render import jsonl
 from livetrace._cli.render.jsonl import JSON_PARTS, JsonlEncoder
 from livetrace._cli.render.parts import GenerationParts
-from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._trace.accel import ccore
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spec.modern import EV_GO_LABEL, EV_GO_START, EV_STW_BEGIN, EV_USER_TASK_END
 
 from .conftest import examples
+from .twinenv import jsonl_of
 
 pytestmark = [
     pytest.mark.skipif(
@@ -66,23 +66,6 @@ def _batch(events: list[tuple[int, list[int]]], wall: bool) -> EventBatch:
     return EventBatch(_tables(wall), n, cols)
 
 
-def _lines(batch: EventBatch, compiled: bool, provisional: bool) -> bytes | str:
-    """The lines, or the error (a string the tables lack: the twin's, which the core's must be)."""
-    was = os.environ.get("LIVETRACE_PURE_PYTHON")
-    os.environ["LIVETRACE_PURE_PYTHON"] = "0" if compiled else "1"
-    try:
-        if provisional:
-            return b"".join(ProvisionalJsonl().encode(batch))
-        return b"".join(JsonlEncoder().encode_batch(batch))
-    except Exception as e:
-        return f"{type(e).__name__}: {e}"
-    finally:
-        if was is None:
-            del os.environ["LIVETRACE_PURE_PYTHON"]
-        else:
-            os.environ["LIVETRACE_PURE_PYTHON"] = was
-
-
 @settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
@@ -95,8 +78,8 @@ def _lines(batch: EventBatch, compiled: bool, provisional: bool) -> bytes | str:
 def test_task_end_and_label_lines_are_the_twins(events: list[tuple[int, list[int]]], wall: bool) -> None:
     batch = _batch(events, wall)
     for provisional in (False, True):
-        fast = _lines(batch, True, provisional)
-        assert fast == _lines(batch, False, provisional)
+        fast = jsonl_of(batch, True, provisional)
+        assert fast == jsonl_of(batch, False, provisional)
         assert isinstance(fast, str) or fast.count(b"\n") == len(events)
 
 
@@ -137,7 +120,7 @@ def test_the_core_writes_them_itself() -> None:
             pieces["extra"],
         )
     )
-    assert got == _lines(batch, False, False)
+    assert got == jsonl_of(batch, False, False)
     assert b'"kind": "TaskEnd"' in got
     assert b'"kind": "Label"' in got
 
@@ -153,5 +136,5 @@ def test_a_batch_in_one_call_comes_in_pieces_of_the_lines_asked(per: int, monkey
     monkeypatch.setenv("LIVETRACE_PURE_PYTHON", "0")
     got = JsonlEncoder().encode_batch(batch)
     assert [piece.count(b"\n") for piece in got] == ([per] * (10 // per) + [10 % per] * (10 % per > 0) if per else [10])
-    assert b"".join(got) == _lines(batch, False, False)
+    assert b"".join(got) == jsonl_of(batch, False, False)
     assert b"".join(got).count(b"stop-the-world") == 3

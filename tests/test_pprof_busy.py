@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import socket
 import tempfile
 
@@ -18,7 +17,7 @@ import trio
 
 import livetrace
 
-from .conftest import demo
+from .conftest import demo, stop_and_read_log
 
 ATTEMPTS = 2000
 
@@ -48,10 +47,7 @@ async def test_busy_refusals_name_no_consumer_and_are_summarised_in_the_log() ->
                 await first.stop()
                 async for _ in first.chunks():
                     pass
-            d.process.send_signal(signal.SIGTERM)
-            with trio.fail_after(15):
-                assert await d.process.wait() == 0
-            log = d.log_path.read_text(errors="replace")
+            log = await stop_and_read_log(d)
 
     assert {code for code, _ in answers} == {503}
     bodies = {body for _, body in answers}

@@ -9,15 +9,13 @@ host, and every scan of an agent, did one or the other."""
 from __future__ import annotations
 
 import re
-import signal
 
 import pytest
-import trio
 
 import livetrace
 from livetrace._attach.processes import survey
 
-from .conftest import demo
+from .conftest import demo, stop_and_read_log
 
 
 @pytest.mark.slow
@@ -29,10 +27,7 @@ async def test_a_survey_asks_no_trace_of_a_process_with_a_helper() -> None:
             await first.stop()
             async for _ in first.chunks():
                 pass
-        d.process.send_signal(signal.SIGTERM)
-        with trio.fail_after(15):
-            assert await d.process.wait() == 0
-        log = d.log_path.read_text(errors="replace")
+        log = await stop_and_read_log(d)
     (row,) = found.processes
     # Both ways in are still listed: the helper, and the port that serves pprof.
     assert row.helper is not None and row.helper.address == d.trace_address

@@ -247,14 +247,10 @@ class Subscription:
                 item = await self._recv.receive()
             except (trio.EndOfChannel, trio.ClosedResourceError):
                 raise StopAsyncIteration from None
-            if isinstance(item, BaseException):
-                raise item
-            if not isinstance(item, Notice):
-                self._queued -= 1
-                self._room.set()
-                if self.what == "events" and isinstance(item, EventBatch):
-                    self._current = iter(item)
-                    continue
+            self._took(item)
+            if self.what == "events" and isinstance(item, EventBatch):
+                self._current = iter(item)
+                continue
             return item
 
     def next_nowait(self) -> object:
@@ -267,12 +263,17 @@ class Subscription:
             item = self._recv.receive_nowait()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise StopAsyncIteration from None
+        self._took(item)
+        return item
+
+    def _took(self, item: object) -> None:
+        """An item out of the buffer: the session's error raised, or its room given back (a notice
+        takes none)."""
         if isinstance(item, BaseException):
             raise item
         if not isinstance(item, Notice):
             self._queued -= 1
             self._room.set()
-        return item
 
     def take_buffered(self) -> list[object]:
         """What the buffer holds now, without waiting, and the notice of any
