@@ -228,7 +228,8 @@ def test_each_live_view_takes_jobs(argv: list[str], capsys: pytest.CaptureFixtur
     """--jobs reaches connect(jobs=...); 0 is refused in one line."""
     args = build_parser().parse_args([*argv, "--jobs", "3"])
     assert connect_options(args)["jobs"] == 3
-    assert "jobs" not in connect_options(build_parser().parse_args(argv))  # the default: connect's
+    # The default: connect's (the cores less one), but top's one (tests/test_top_jobs_default.py).
+    assert connect_options(build_parser().parse_args(argv)).get("jobs") == (1 if argv[0] == "top" else None)
     with pytest.raises(SystemExit):
         build_parser().parse_args([*argv, "-j", "0"])
     assert "--jobs: must be at least 1" in capsys.readouterr().err

@@ -96,8 +96,7 @@ async def test_a_recording_and_two_filtered_tails_share_one_trace(version: str, 
     # Modern Go, the case the twin's pass runs: one load generator of each kind still logs on P 0 in
     # every generation, and keeps the recording the tails are held to (decoded whole here) small. A
     # legacy trace needs the full load, or its first buffers come too late for the wait below.
-    args = [] if legacy else ["-workers", "1"]
-    async with demo(version, args=args) as d:
+    async with demo(version, full_load=legacy) as d:
         # The recording lasts until both tails are done: on a loaded machine a tail's start can
         # come late enough that a fixed-length recording would end before the tail does.
         rec = cli("record", d.trace_address, "-o", str(out), *segment)
