@@ -15,7 +15,7 @@ go=${GO:-$root/.venv/bin/go}
 git ls-files -z livetrace setup.py pyproject.toml README.md bench tests/__init__.py tests/wirechunks.py | tar --null -T - -c | tar -x -C .scale/src
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .scale/whl \
-  trio outcome sniffio construct attrs sortedcontainers idna perfetto
+  trio outcome sniffio construct attrs sortedcontainers idna perfetto protobuf==7.35.1
 cat > .scale/run.sh <<'RUN'
 #!/bin/bash
 set -u
@@ -27,4 +27,5 @@ export PYTHONPATH=$D/src:/tmp/site
 cd /tmp && python3 "$D/src/bench/many_cores.py" "$D/demo" "$@" 2>&1 | tee "${OUT:-/tmp}/many_cores.log"
 RUN
 chmod +x .scale/run.sh
+cp bench/many_cores_device.sh .scale/device.sh  # the whole of docs/decoder.md's "On 16 cores, again"
 du -sh .scale
