@@ -86,8 +86,8 @@ def add_jobs_option(p: argparse.ArgumentParser, default: int | None = None, why:
         type=jobs_option,
         metavar="N",
         default=default,
-        help="select, build spans and write lines in N threads besides the decoder's, several "
-        "generations (legacy segments, pprof windows) at once (default: "
+        help="order (Go 1.22+), select, build spans and write lines in N threads besides the decoder's, "
+        "several generations (legacy segments, pprof windows) at once (default: "
         + (f"{default}{why}" if default else "the cores this process may use, less one")
         + "; 1: all in the decoder's thread); the output is the same for any N. "
         "Provisional events (a legacy trace with --segment 0) are written by one thread",

@@ -41,6 +41,7 @@ from livetrace._session.window_gaps import WindowGaps
 from livetrace._trace.decoder import Item, TraceDecoder, open_decoder
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Kind
+from livetrace._trace.modern.parallel import SharedPool
 
 __all__ = ["Item", "LiveDecoder", "Pump"]
 
@@ -48,14 +49,30 @@ __all__ = ["Item", "LiveDecoder", "Pump"]
 DECODE_QUEUE_BYTES = 32 << 20
 
 
+class _Ordered:
+    """Among the frames to decode: a generation is ordered in the pool
+    (decode what is ready, though no frame came)."""
+
+
+_ORDERED = _Ordered()
+
+
 class LiveDecoder:
     """Feeds a session's frames to its trace's decoder. ``kinds`` keeps only
     events of those kinds; ``provisional`` asks a legacy trace for its
     provisional events too."""
 
-    def __init__(self, kinds: Iterable[Kind] | None = None, provisional: bool = True) -> None:
+    def __init__(
+        self,
+        kinds: Iterable[Kind] | None = None,
+        provisional: bool = True,
+        jobs: int = 1,
+        shared: SharedPool | None = None,
+    ) -> None:
         self._kinds = None if kinds is None else frozenset(kinds)
         self._provisional = provisional
+        self._jobs = jobs
+        self._shared = shared
         self._decoder: TraceDecoder | None = None
         self._gaps = WindowGaps()  # a pprof session's gaps, measured on the trace's clock
 
@@ -63,6 +80,11 @@ class LiveDecoder:
     def largest_generation(self) -> int:
         """Bytes of the largest generation decoded so far."""
         return self._decoder.largest_generation if self._decoder is not None else 0
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most generations in flight at once (``open_decoder``'s ``shared``)."""
+        return self._decoder.peak_in_flight if self._decoder is not None else 0
 
     def process(self, frames: list[Frame]) -> Iterator[Item]:
         """The batches (and notices) the frames complete, lazily: consume
@@ -83,7 +105,9 @@ class LiveDecoder:
                 if not isinstance(f, Chunk):
                     continue
                 # The first chunk is the trace's header.
-                d = self._decoder = open_decoder(f.data, self._kinds, provisional=self._provisional)
+                d = self._decoder = open_decoder(
+                    f.data, self._kinds, provisional=self._provisional, jobs=self._jobs, shared=self._shared
+                )
             if isinstance(f, Chunk):
                 yield from d.feed_iter(f.data, f.read_unix_ns)
             elif isinstance(f, Gap):
@@ -94,6 +118,8 @@ class LiveDecoder:
             elif isinstance(f, SegmentEnd):
                 self._gaps.segment_ended()
                 yield from d.end_segment(f.stop_unix_ns)
+        if self._decoder is not None:
+            yield from self._decoder.ready()
 
     def finish(self) -> Iterator[Item]:
         if self._decoder is not None:
@@ -134,6 +160,8 @@ class Pump:
         self._meter = _GenerationMeter(max_generation_bytes)
         self._queued = 0
         self._room = trio.Event()
+        self._to_decode: trio.MemorySendChannel[object] | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
         self.decoding = False
         self.started = False
 
@@ -142,6 +170,7 @@ class Pump:
         self.decoding = self._fanout.decoding
         self._live = LiveDecoder(None, self._fanout.provisional)
         raw_send, raw_recv = trio.open_memory_channel[object](256)
+        self._to_decode, self._token = raw_send, trio.lowlevel.current_trio_token()
         async with open_nursery() as nursery:
             nursery.start_soon(self._read, raw_send)
             if self.decoding:
@@ -180,7 +209,12 @@ class Pump:
         try:
             token = trio.lowlevel.current_trio_token()
             steps = stages(self._fanout, self._counters, token, pool, self.jobs)
-            self._line = Line(steps, pool, self.jobs + 1, self.max_pipeline_bytes, unit_bytes)
+            line = self._line = Line(steps, pool, self.jobs + 1, self.max_pipeline_bytes, unit_bytes)
+            # The generations are ordered in the same pool, and the line's are counted against
+            # the generations the pool may order ahead (parallel.py's bound).
+            held = self._held_generations
+            shared = SharedPool(pool, self._ordered, held, lambda most: line.wait_until(lambda: held() <= most))
+            self._live = LiveDecoder(None, self._fanout.provisional, self.jobs, shared)
             await self._decode_with_line(frames)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # after an error, a task still running ends alone
@@ -222,6 +256,37 @@ class Pump:
         await trio.to_thread.run_sync(self._work, None)
         return None
 
+    def _ordered(self) -> None:
+        """In a pool thread: a generation is ordered. Wake the decoder, which
+        may be waiting for frames, with a frame of its own (none is needed
+        if the queue is full: frames are waiting, and decoding them takes
+        what is ready too)."""
+        try:
+            assert self._token is not None
+            self._token.run_sync_soon(self._wake_decoder)
+        except trio.RunFinishedError:
+            pass  # the session is over
+
+    def _wake_decoder(self) -> None:
+        try:
+            assert self._to_decode is not None
+            self._to_decode.send_nowait(_ORDERED)
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # frames are queued already, or there are no more (the end takes what is left)
+
+    def _held_generations(self) -> int:
+        """Generations past the ordering: on the line (a unit each where spans
+        are built) or being cut into units."""
+        assert self._line is not None
+        return self._line.count(_whole) + self._cutter.holding()
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most generations that were in flight at once, ordered in the
+        pool or held past it (0 with one job); never above jobs + 1, plus the
+        one the decoder assembles."""
+        return self._live.peak_in_flight
+
     @property
     def peak_units(self) -> int:
         """The most units that were on the line at once (0 with one job)."""
@@ -240,7 +305,9 @@ class Pump:
         decode what is left), select, and hand over one item at a time (at
         the end, then the spans still open)."""
         live, fan, counters = self._live, self._fanout, self._counters
-        items = live.finish() if frames is None else live.process(frames)  # type: ignore[arg-type]  # _decode cut the errors off: frames only
+        # _decode cut the errors off: frames only, and the pool's wake-ups, which only ask for what is ready.
+        got = None if frames is None else [f for f in frames if f is not _ORDERED]
+        items = live.finish() if got is None else live.process(got)  # type: ignore[arg-type]
         if self._line is not None:
             self._cut(items, frames is None)
             counters.largest_generation = live.largest_generation
@@ -274,6 +341,10 @@ class Pump:
             unit = cutter.flush(end)
             if unit is not None:
                 line.put(unit)
+
+
+def _whole(u: Unit) -> bool:
+    return u.spans is not None  # a generation: its spans are built on their own
 
 
 class _GenerationMeter:

@@ -151,6 +151,12 @@ class Cutter:
         self._unit.add(item)
         return done
 
+    def holding(self) -> int:
+        """1 while it fills a unit that is a generation (spans are built from
+        it), else 0: what it holds against the generations in flight."""
+        u = self._unit
+        return int(u is not None and u.spans is not None and bool(u.batches))
+
     def _new(self) -> Unit:
         subs = self._fanout.subscribers
         if not any(s.what == "spans" for s in subs):
@@ -291,8 +297,10 @@ def mermaid() -> str:
     """The pipeline as a mermaid flowchart, from the stages :func:`stages` makes."""
     lines = [
         "flowchart LR",
-        '  read["read frames (trio)"] --> decode["decode (one thread, in order)"]',
-        '  decode --> cut["cut into units: a generation each (a few batches if no spans are built)"]',
+        '  read["read frames (trio)"] --> asm["assemble generations (the decoder\'s thread, in order)"]',
+        '  asm --> fresh[["order each generation fresh, Go 1.22+ (pool of jobs threads)"]]',
+        '  fresh --> carry["carry onto the state the one before ended in (the decoder\'s thread, in order)"]',
+        '  carry --> cut["cut into units: a generation each (a few batches if no spans are built)"]',
     ]
     prev = "cut"
     for k, stage in enumerate(stages(Fanout(), Counters(), None, None)):

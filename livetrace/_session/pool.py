@@ -149,6 +149,19 @@ class Line(Generic[U]):
         """Under the lock: whether a unit of ``size`` bytes fits beside those in the line."""
         return len(self._slots) < self._bound and (self._cap is None or self._bytes + size <= self._cap)
 
+    def count(self, which: Callable[[U], bool]) -> int:
+        """How many of the units in the line ``which`` picks."""
+        with self._cv:
+            return sum(1 for slot in self._slots if which(slot.unit))
+
+    def wait_until(self, done: Callable[[], bool]) -> bool:
+        """Wait until ``done()`` (asked again whenever a unit moves on); False
+        if the line stopped first."""
+        with self._cv:
+            while not self._stopped and not done():
+                self._cv.wait()
+            return not self._stopped
+
     def close(self) -> None:
         """No more units: :meth:`run` returns once the line is empty."""
         with self._cv:

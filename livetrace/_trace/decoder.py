@@ -34,7 +34,7 @@ from livetrace._trace.legacy.live import LegacyLive
 from livetrace._trace.model.batch import EventBatch, kind_mask
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.modern.decoder import ModernDecoder
-from livetrace._trace.modern.parallel import ParallelEngine
+from livetrace._trace.modern.parallel import ParallelEngine, SharedPool
 from livetrace._trace.version import HEADER_SIZE, TraceVersion, header_size, sniff
 
 Item = EventBatch | Provisional | Notice
@@ -78,6 +78,12 @@ class TraceDecoder(abc.ABC):
         away (a :class:`Gap`'s ``first_generation`` if ``discard_received``)."""
         return iter(())
 
+    def ready(self) -> Iterator[Item]:
+        """What a pool ordered since the last call, with nothing more fed
+        (generations ordered apart: ``open_decoder``'s ``jobs``); the rest
+        come from later calls, as they are ordered."""
+        return iter(())
+
     def end_segment(self, stopped_unix_ns: int) -> Iterator[Item]:
         """A live legacy segment is over and complete (segment mode), and
         tracing stopped at ``stopped_unix_ns`` until the next segment's
@@ -96,16 +102,30 @@ class TraceDecoder(abc.ABC):
         """Bytes of the largest generation (or legacy segment) decoded so far."""
         return 0
 
+    @property
+    def peak_in_flight(self) -> int:
+        """The most generations that were in flight at once, ordered in a
+        pool or held by its user (``shared``), when one was given to it."""
+        return 0
+
 
 class _Modern(TraceDecoder):
     legacy = False
 
     def __init__(
-        self, kinds: frozenset[Kind] | None, compiled: bool | None, version: TraceVersion | None, jobs: int
+        self,
+        kinds: frozenset[Kind] | None,
+        compiled: bool | None,
+        version: TraceVersion | None,
+        jobs: int,
+        shared: SharedPool | None,
     ) -> None:
         self._kinds = kinds
         self._compiled = compiled
         self._jobs = jobs
+        self._shared = shared
+        self._pool: ParallelEngine | None = None
+        self._peak = 0  # the engines' before this one
         self.version = version
         self._header = b""  # to start afresh after a gap
         self._largest = 0
@@ -115,11 +135,20 @@ class _Modern(TraceDecoder):
     def _new(self, version: TraceVersion | None) -> ModernDecoder:
         """A decoder for the trace, or for what follows a gap; with more than
         one job, its generations are ordered in a pool (modern/parallel.py)."""
-        engine = None
+        self._peak = self.peak_in_flight
+        self._pool = None
         if self._jobs > 1:
             mask = kind_mask(self._kinds)
-            engine = ParallelEngine(mask, compiled=use_compiled(self._compiled), jobs=self._jobs)
-        return ModernDecoder(self._kinds, compiled=self._compiled, version=version, engine=engine)
+            compiled = use_compiled(self._compiled)
+            self._pool = ParallelEngine(mask, compiled=compiled, jobs=self._jobs, shared=self._shared)
+        return ModernDecoder(self._kinds, compiled=self._compiled, version=version, engine=self._pool)
+
+    def ready(self) -> Iterator[Item]:
+        return iter(()) if self._pool is None else self._pool.ready()
+
+    @property
+    def peak_in_flight(self) -> int:
+        return max(self._peak, 0 if self._pool is None else self._pool.peak)
 
     def feed_iter(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[Item]:
         self._ended = self._ended and not data
@@ -188,6 +217,7 @@ def open_decoder(
     provisional: bool = False,
     compiled: bool | None = None,
     jobs: int = 1,
+    shared: SharedPool | None = None,
 ) -> TraceDecoder:
     """A decoder for the trace whose stream begins with ``header``: its
     first 16 bytes or more (all of a shorter stream; a gotrace stream's 8).
@@ -202,7 +232,8 @@ def open_decoder(
     (None). ``jobs``: a Go 1.22+ trace's generations are ordered by up to
     that many threads at once (the same events, each generation's a little
     later, as up to ``jobs`` generations are ordered before the first is
-    given); a legacy trace is ordered by one.
+    given); a legacy trace is ordered by one. ``shared``: the pool they are
+    ordered in, its user's (a live session's), in place of one of their own.
     """
     wanted = None if kinds is None else frozenset(kinds)
     size = header_size(header)
@@ -211,7 +242,7 @@ def open_decoder(
     version = sniff(header[:size]) if len(header) >= size else None
     if version is not None and version.is_legacy:
         return _Legacy(wanted, compiled, provisional, version)
-    return _Modern(wanted, compiled, version, jobs)
+    return _Modern(wanted, compiled, version, jobs, shared)
 
 
 def _collect(items: Iterator[Item]) -> list[Item]:

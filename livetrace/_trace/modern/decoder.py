@@ -355,7 +355,7 @@ class ModernDecoder:
         if asm is None:
             assert self._frames.minor is not None
             asm = self._asm = GenerationAssembler(self._frames.minor, self.implementation == "compiled")
-        return self._decode(self._assemble(lambda: asm.push(frames)))
+        return self._assembled(lambda: asm.push(frames))
 
     def close_batches(self) -> Iterator[EventBatch]:
         try:
@@ -365,10 +365,16 @@ class ModernDecoder:
             # whole but for its end is delivered (as Go's reader does), if its
             # tables made it; either way the cut is what gets reported. A
             # stream cut before its header ends has no events, not even a Sync.
-            e.partial = self._salvage(e.offset or 0) if self._frames.version is not None else []
+            if self._frames.version is None:
+                e.partial = []
+                raise
+            yield from self._decode([], flush=True)  # the generations a pool still held
+            e.partial = self._salvage(e.offset or 0)
             raise
-        gens = self._assemble(lambda: self._asm.close(self._frames.offset) if self._asm else [])
-        return self._then_final_sync(self._decode(gens, flush=True))
+        yield from self._assembled(lambda: self._asm.close(self._frames.offset) if self._asm else [], flush=True)
+        sync = self._final_sync()
+        if sync:
+            yield EventBatch.from_events(None, sync)
 
     def abandon_batches(self, discard_generation: int | None) -> Iterator[EventBatch]:
         """Stop at a gap in the stream (the helper shed generations).
@@ -383,23 +389,17 @@ class ModernDecoder:
         if asm.version.has_end_of_generation or asm.current.gen == discard_generation:
             asm.current = None
             return self._decode([], flush=True)
-        return self._decode(asm.close(self._frames.offset), flush=True)
+        return self._assembled(lambda: asm.close(self._frames.offset), flush=True)
 
     def _final_sync(self) -> list[Event]:
         ev = self._engine.final_sync()
         return [ev] if self._sync_wanted else []
 
-    def _then_final_sync(self, batches: Iterator[EventBatch]) -> Iterator[EventBatch]:
-        yield from batches
-        sync = self._final_sync()
-        if sync:
-            yield EventBatch.from_events(None, sync)
-
     def _salvage(self, offset: int) -> list[Event]:
         """Events of the generation a cut interrupted, if it was whole but
         for its end. Its events contradicting each other is reported over the
         cut; its tables missing is just the cut."""
-        events = _collect(self._decode([], flush=True))  # the generations a pool still held
+        events: list[Event] = []
         if self._asm is not None and not self._asm.version.has_end_of_generation:
             try:
                 events += _collect(self._decode(self._asm.close(offset), flush=True))
@@ -409,12 +409,17 @@ class ModernDecoder:
                 events += e.partial or []
         return events + self._final_sync()
 
-    def _assemble(self, step: Callable[[], list[Generation]]) -> list[Generation]:
+    def _assembled(self, step: Callable[[], list[Generation]], *, flush: bool = False) -> Iterator[EventBatch]:
+        """The batches of the generations ``step`` assembles. If it fails,
+        those a pool still held come first (they came before the problem, and
+        a live session delivers them), then the error."""
         try:
-            return step()
+            gens = step()
         except TraceFormatError as e:
-            e.partial = _collect(self._decode([], flush=True)) + self._final_sync()
+            yield from self._decode([], flush=True)
+            e.partial = self._final_sync()
             raise
+        yield from self._decode(gens, flush=flush)
 
     def _decode(self, gens: list[Generation], *, flush: bool = False) -> Iterator[EventBatch]:
         for g in gens:
