@@ -354,8 +354,8 @@ static PyObject *Engine_begin(EngineObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* The n events written (into cols: columns_in_bytes), and the error that stopped the generation if any. */
-static PyObject *take(Engine *e, size_t n, PyObject *cols[7]) {
+/* The generation's derived strings so far, as a list of bytes. */
+static PyObject *extra_strings(Engine *e) {
     PyObject *xs = PyList_New((Py_ssize_t)e->nx);
     for (size_t i = 0; xs && i < e->nx; i++) {
         PyObject *b = bytes_of(e->xstr[i].p, e->xstr[i].n);
@@ -364,9 +364,16 @@ static PyObject *take(Engine *e, size_t n, PyObject *cols[7]) {
         else
             PyList_SET_ITEM(xs, (Py_ssize_t)i, b);
     }
+    return xs;
+}
+
+/* An EngineBatch of n events, taking the references to columns and xs
+ * (either NULL: a failure); last: the generation's run ended with it, and
+ * the engine says whether it is done and what error stopped it. */
+static PyObject *engine_batch(Engine *e, size_t n, PyObject *columns, PyObject *xs, int last) {
     PyObject *err = Py_None;
     Py_INCREF(err);
-    if (e->err) {
+    if (last && e->err) {
         Py_DECREF(err);
         PyObject *offset = Py_None;
         if (e->err_offset >= 0)
@@ -377,10 +384,16 @@ static PyObject *take(Engine *e, size_t n, PyObject *cols[7]) {
                           "replace"), offset};
         err = make_struct(EngineErrorType, 3, v);
     }
-    PyObject *done = (e->active && !e->err) ? Py_False : Py_True;
+    PyObject *done = (last && (!e->active || e->err)) ? Py_True : Py_False;
     Py_INCREF(done);
-    PyObject *v[5] = {PyLong_FromSize_t(n), event_columns(cols, n), xs, done, err};
+    PyObject *v[5] = {PyLong_FromSize_t(n), columns, xs, done, err};
     return make_struct(EngineBatchType, 5, v);
+}
+
+/* The n events written (into cols: columns_in_bytes), and the error that stopped the generation if any. */
+static PyObject *take(Engine *e, size_t n, PyObject *cols[7]) {
+    PyObject *columns = event_columns(cols, n);
+    return engine_batch(e, n, columns, extra_strings(e), 1);
 }
 
 /* run(max_events) -> EngineBatch: decode on, with the GIL released, until
@@ -414,6 +427,108 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
     if (!e->active || e->err)
         Engine_release(self);
     return r;
+}
+
+/* A column of run_all's: memory the engine wrote without the GIL (no bytes
+ * object can be made there), given to Python as it is, read-only; it frees
+ * the memory when the last view of it goes. Not in the module: only the
+ * memoryviews over it are handed out. */
+typedef struct {
+    PyObject_HEAD
+    void *p;
+    Py_ssize_t n;
+} ColumnObject;
+
+static int Column_getbuffer(ColumnObject *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p, self->n, 1, flags);
+}
+
+static void Column_dealloc(ColumnObject *self) {
+    free(self->p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs Column_as_buffer = {(getbufferproc)Column_getbuffer, NULL};
+
+static PyTypeObject ColumnType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "livetrace._trace._ccore._Column",
+    .tp_basicsize = sizeof(ColumnObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Column_dealloc,
+    .tp_as_buffer = &Column_as_buffer,
+    .tp_doc = "A column of events Engine.run_all wrote, read through a memoryview.",
+};
+
+/* A read-only memoryview of the n bytes at *p, which it takes (*p is then
+ * NULL, and freed with the view; on a failure, freed at once). */
+static PyObject *column_view(void **p, size_t n) {
+    ColumnObject *c = PyObject_New(ColumnObject, &ColumnType);
+    if (!c) {
+        free(*p);
+        *p = NULL;
+        return NULL;
+    }
+    c->p = *p;
+    c->n = (Py_ssize_t)n;
+    *p = NULL;
+    PyObject *v = PyMemoryView_FromObject((PyObject *)c);
+    Py_DECREF(c);
+    return v;
+}
+
+/* The columns of a batch of run_all as EventColumns of memoryviews, taking their memory. */
+static PyObject *run_columns(Columns *c) {
+    void **p[7] = {(void **)&c->code, (void **)&c->time, (void **)&c->m, (void **)&c->p,
+                   (void **)&c->g,    (void **)&c->args, (void **)&c->extra};
+    PyObject *v[7];
+    for (int k = 0; k < 7; k++)
+        v[k] = column_view(p[k], c->n * COL_WIDTH[k]);
+    return make_struct(EventColumnsType, 7, v);
+}
+
+/* run_all(max_events) -> [EngineBatch]: decode the rest of the generation,
+ * with the GIL released once, in the batches repeated run(max_events) calls
+ * give (their columns memoryviews, not bytes): a pool thread that orders a
+ * whole generation then never waits for the GIL between batches */
+static PyObject *Engine_run_all(EngineObject *self, PyObject *args) {
+    Py_ssize_t max;
+    if (!PyArg_ParseTuple(args, "n", &max))
+        return NULL;
+    if (max <= 0) {
+        PyErr_SetString(PyExc_ValueError, "max_events must be positive");
+        return NULL;
+    }
+    Engine *e = &self->e;
+    RunBatch *b = NULL;
+    size_t nb = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = engine_run_all(e, (size_t)max, &b, &nb);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL, *xs = NULL;
+    if (rc) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    xs = extra_strings(e);
+    result = xs ? PyList_New((Py_ssize_t)nb) : NULL;
+    for (size_t k = 0; result && k < nb; k++) {
+        /* each batch's strings: those there were at its end, the same objects */
+        PyObject *x = PyList_GetSlice(xs, 0, (Py_ssize_t)b[k].nx);
+        PyObject *batch = engine_batch(e, b[k].c.n, run_columns(&b[k].c), x, k + 1 == nb);
+        if (!batch)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, (Py_ssize_t)k, batch);
+    }
+    if (result)
+        Engine_release(self);
+done:
+    for (size_t k = 0; k < nb; k++)
+        cols_free(&b[k].c);
+    free(b);
+    Py_XDECREF(xs);
+    return result;
 }
 
 /* final_sync() -> FinalSync: the Sync event the stream's end makes */
@@ -694,6 +809,9 @@ static PyMethodDef Engine_methods[] = {
      "Start decoding a complete generation."},
     {"run", (PyCFunction)Engine_run, METH_VARARGS,
      "run($self, max_events, /)\n--\n\nDecode up to max_events more events of the generation."},
+    {"run_all", (PyCFunction)Engine_run_all, METH_VARARGS,
+     "run_all($self, max_events, /)\n--\n\nDecode the rest of the generation, with the GIL released once, in "
+     "the batches repeated run(max_events) calls give."},
     {"final_sync", (PyCFunction)Engine_final_sync, METH_NOARGS,
      "final_sync($self, /)\n--\n\nThe Sync that ends the stream."},
     {"state", (PyCFunction)Engine_state, METH_NOARGS,
@@ -842,6 +960,8 @@ PyMODINIT_FUNC PyInit__ccore(void) {
     if (legacy_dump_register(m) < 0 || legacy_stream_register(m) < 0)
         goto fail;
     if (pprof_register(m) < 0 || top_register(m) < 0 || table_columns_register(m) < 0)
+        goto fail;
+    if (PyType_Ready(&ColumnType) < 0)
         goto fail;
     if (add_type(m, &EngineType, "Engine") < 0 || PyModule_AddObject(m, "WireError", WireError) < 0)
         goto fail;

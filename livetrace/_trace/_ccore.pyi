@@ -3,7 +3,7 @@ compiled twin of the decoders' hot loops. Results are struct sequences:
 tuples whose items also have names."""
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, final
+from typing import Any, Final, Generic, TypeVar, final
 
 from _typeshed import ReadableBuffer, structseq
 
@@ -41,26 +41,30 @@ class WireRecords(structseq[bytes], tuple[bytes, bytes, bytes]):
     def args(self) -> bytes:
         """Native unsigned 64-bit ints."""
 
+# A column's type: bytes from Engine.run, memoryviews from Engine.run_all
+# (memory written without the GIL, where no bytes object can be made).
+_Col = TypeVar("_Col", bytes, memoryview)
+
 @final
-class EventColumns(structseq[bytes], tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]):
+class EventColumns(structseq[_Col], tuple[_Col, _Col, _Col, _Col, _Col, _Col, _Col], Generic[_Col]):
     """Events as an EventBatch's columns: native int64 times, threads, procs
     and goroutines, NARGS uint64 args and NEXTRA uint64 extra per event."""
 
     __match_args__: Final = ("codes", "times", "threads", "procs", "goroutines", "args", "extra")
     @property
-    def codes(self) -> bytes: ...
+    def codes(self) -> _Col: ...
     @property
-    def times(self) -> bytes: ...
+    def times(self) -> _Col: ...
     @property
-    def threads(self) -> bytes: ...
+    def threads(self) -> _Col: ...
     @property
-    def procs(self) -> bytes: ...
+    def procs(self) -> _Col: ...
     @property
-    def goroutines(self) -> bytes: ...
+    def goroutines(self) -> _Col: ...
     @property
-    def args(self) -> bytes: ...
+    def args(self) -> _Col: ...
     @property
-    def extra(self) -> bytes: ...
+    def extra(self) -> _Col: ...
 
 @final
 class EngineError(structseq[Any], tuple[int, str, int | None]):
@@ -75,12 +79,12 @@ class EngineError(structseq[Any], tuple[int, str, int | None]):
         """Byte offset in the stream, when known."""
 
 @final
-class EngineBatch(structseq[Any], tuple[int, EventColumns, list[bytes], bool, EngineError | None]):
+class EngineBatch(structseq[Any], tuple[int, EventColumns[_Col], list[bytes], bool, EngineError | None], Generic[_Col]):
     __match_args__: Final = ("n_events", "columns", "extra_strings", "done", "error")
     @property
     def n_events(self) -> int: ...
     @property
-    def columns(self) -> EventColumns: ...
+    def columns(self) -> EventColumns[_Col]: ...
     @property
     def extra_strings(self) -> list[bytes]:
         """The generation's derived strings so far (task types), extra string ids 1, 2, ..."""
@@ -117,7 +121,11 @@ class Engine:
     ) -> None:
         """threads: (m, [(payload, ticks, payload offset), ...]) in order of
         first appearance; samples: (ns, m, p, g, stack) in time order."""
-    def run(self, max_events: int, /) -> EngineBatch: ...
+    def run(self, max_events: int, /) -> EngineBatch[bytes]: ...
+    def run_all(self, max_events: int, /) -> list[EngineBatch[memoryview]]:
+        """The rest of the generation with the GIL released once, in the
+        batches repeated ``run(max_events)`` calls give (the last one done,
+        or stopped by its error; it may be empty)."""
     def final_sync(self) -> FinalSync: ...
     def state(self) -> _EngineState:
         """The state carried across generations (between generations)."""

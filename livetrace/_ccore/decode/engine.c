@@ -356,6 +356,77 @@ int engine_run(Engine *e, size_t max) {
     return 0;
 }
 
+/* Columns with room for room events, each in memory of its own that the
+ * engine never grows (a batch of engine_run has room enough): 0, or -1. */
+static int cols_alloc(Columns *c, size_t room) {
+    *c = (Columns){0,
+                   room,
+                   malloc(room),
+                   malloc(room * 8),
+                   malloc(room * 8),
+                   malloc(room * 8),
+                   malloc(room * 8),
+                   malloc(room * 8 * NARGS),
+                   malloc(room * 8 * NEXTRA),
+                   1};
+    if (c->code && c->time && c->m && c->p && c->g && c->args && c->extra)
+        return 0;
+    cols_free(c);
+    return -1;
+}
+
+/* Gives back the room past c's events (a column keeps a byte at least, so none is NULL). */
+static void cols_fit(Columns *c) {
+#define FIT(f, w)                                         \
+    {                                                     \
+        void *q = realloc(c->f, c->n ? c->n * (w) : 1);   \
+        if (q)                                            \
+            c->f = q;                                     \
+    }
+    FIT(code, 1) FIT(time, 8) FIT(m, 8) FIT(p, 8) FIT(g, 8) FIT(args, 8 * NARGS) FIT(extra, 8 * NEXTRA)
+#undef FIT
+    c->cap = c->n;
+}
+
+int engine_run_all(Engine *e, size_t max, RunBatch **out, size_t *n) {
+    RunBatch *b = NULL;
+    size_t nb = 0, cap = 0;
+    int rc = 0;
+    for (;;) {
+        /* As the module's run: the engine's own columns hold what begin wrote
+         * (its Sync), which goes first in the first batch. */
+        Columns own = e->out, c;
+        if (grow((void **)&b, &cap, nb + 1, sizeof *b) || cols_alloc(&c, own.n + max + 4)) {
+            rc = -1;
+            break;
+        }
+        const void *src[7] = {own.code, own.time, own.m, own.p, own.g, own.args, own.extra};
+        void *dst[7] = {c.code, c.time, c.m, c.p, c.g, c.args, c.extra};
+        static const size_t width[7] = {1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA};
+        for (int k = 0; k < 7 && own.n; k++)
+            memcpy(dst[k], src[k], own.n * width[k]);
+        c.n = own.n;
+        e->out = c;
+        int r = engine_run(e, max);
+        c = e->out;
+        e->out = own;
+        e->out.n = 0;
+        e->nout += c.n;
+        if (r) {
+            cols_free(&c);
+            rc = -1;
+            break;
+        }
+        cols_fit(&c);
+        b[nb++] = (RunBatch){c, e->nx};
+        if (!e->active || e->err)
+            break;
+    }
+    *out = b;
+    *n = nb;
+    return rc;
+}
+
 /* ---- a generation's life ---- */
 
 void engine_gen_release(Engine *e) {

@@ -171,6 +171,19 @@ Cursor *engine_add_thread(Engine *e, i64 m, size_t nb);
 void engine_gen_start(Engine *e, u64 start_ticks);
 /* Decodes until the generation is done, an error, or max events are out: 0, or -1 when out of memory. */
 int engine_run(Engine *e, size_t max);
+/* A batch of engine_run_all: its columns (n events, in memory of their own,
+ * which the caller frees) and how many derived strings (xstr) there were at
+ * its end. */
+typedef struct {
+    Columns c;
+    size_t nx;
+} RunBatch;
+/* Decodes the rest of the generation, cut into batches as repeated
+ * engine_run(e, max) calls cut it (the first holds what engine_gen_start
+ * wrote, the last is where it is done or stopped by an error, and may be
+ * empty): 0, or -1 when out of memory. Either way *out holds the *n batches
+ * made, to free. Touches no Python object: it runs without the GIL. */
+int engine_run_all(Engine *e, size_t max, RunBatch **out, size_t *n);
 /* The Sync event the stream's end makes: its count, and its time in *time. */
 u64 engine_final_sync(Engine *e, i64 *time);
 void engine_gen_release(Engine *e);

@@ -44,7 +44,7 @@ class EventBatch(Sequence[Event]):
     __slots__ = ("_cols", "_events", "_n", "gen")
 
     def __init__(
-        self, gen: Tables | None, n: int, cols: tuple[bytes, ...] | None, events: list[Event] | None = None
+        self, gen: Tables | None, n: int, cols: tuple[bytes | memoryview, ...] | None, events: list[Event] | None = None
     ) -> None:
         self.gen = gen
         self._n = n

@@ -188,16 +188,13 @@ class _ColumnsFresh(Fresh):
 
 def compiled_fresh_generation(gen: Generation, mask: bytes) -> Fresh:
     """Orders a generation as if it were the trace's first on the compiled
-    engine (any thread; the GIL released while it orders)."""
+    engine (any thread; the GIL released once, while it orders the whole
+    generation: a pool thread never waits for it between batches)."""
     eng = _CompiledEngine(mask, fresh=True)
-    batches: list[EventBatch] = []
-    error: TraceFormatError | None = None
     try:
-        batches.extend(eng.generation(gen))
+        batches = eng.whole_generation(gen)
     except TraceFormatError as e:
-        error = e
-    if error is not None:
-        return Fresh(gen, FreshOrdering(), error)
+        return Fresh(gen, FreshOrdering(), e)
     notes, skips, threads, created, begun, task_ends = eng.notes()
     state = eng.state()
     order, read = _read_notes(gen, Carried.from_values(state), notes, threads, batches)

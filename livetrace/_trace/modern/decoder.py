@@ -251,31 +251,55 @@ class _CompiledEngine:
         return iter(())
 
     def generation(self, gen: Generation) -> Iterator[EventBatch]:
+        """The generation's batches, lazily: a batch of columns per call, so a
+        sequential decoder's reader has the first ones while the rest are
+        ordered, and need not hold the generation's columns all at once."""
+        self._begin(gen)
+        while True:
+            out = self._c.run(BATCH_EVENTS)
+            batch = self._batch(gen, out)
+            if out.n_events:
+                yield batch
+            if out.done:
+                return
+
+    def whole_generation(self, gen: Generation) -> list[EventBatch]:
+        """The generation's batches, the same, ordered in one call with the
+        GIL released once (``Engine.run_all``): for a pool thread, which
+        would otherwise wait for the GIL after every batch while the
+        decoder's thread holds it."""
+        self._begin(gen)
+        batches: list[EventBatch] = []
+        for out in self._c.run_all(BATCH_EVENTS):
+            batch = self._batch(gen, out)
+            if out.n_events:
+                batches.append(batch)
+        return batches
+
+    def _begin(self, gen: Generation) -> None:
         threads = [
             (m - (1 << 64) if m >= 1 << 63 else m, [(b.payload, b.time, b.payload_offset) for b in batches])
             for m, batches in gen.batches.items()
         ]
         samples = [(s.time, s.m, s.p, s.g, s.stack) for s in gen.cpu_samples]
         self._c.begin(gen.gen, gen.ns_per_tick, gen.min_ticks, threads, samples, gen.strings, gen.stacks.keys())
-        while True:
-            out = self._c.run(BATCH_EVENTS)
-            # Only the new ones are added: a reader of this generation in another
-            # thread (a span builder, a writer of lines, without the GIL) holds the
-            # strings already there, which must stay the same objects.
-            gen.extra_strings.extend(out.extra_strings[len(gen.extra_strings) - 1 :])
-            batch = EventBatch(gen, out.n_events, out.columns)
-            err = out.error
-            if err is not None:
-                if err.kind == ccore.ERR_MEMORY:
-                    raise MemoryError(err.message)
-                exc = (OrderingError if err.kind == ccore.ERR_ORDER else TraceFormatError)(
-                    err.message, offset=err.offset, generation=gen.gen, partial=list(batch)
-                )
-                raise exc
-            if out.n_events:
-                yield batch
-            if out.done:
-                return
+
+    @staticmethod
+    def _batch(gen: Generation, out: ccore.EngineBatch[bytes] | ccore.EngineBatch[memoryview]) -> EventBatch:
+        """An EventBatch of what a run gave; its error raised, with the run's events in its ``partial``."""
+        # Only the new ones are added: a reader of this generation in another
+        # thread (a span builder, a writer of lines, without the GIL) holds the
+        # strings already there, which must stay the same objects.
+        gen.extra_strings.extend(out.extra_strings[len(gen.extra_strings) - 1 :])
+        batch = EventBatch(gen, out.n_events, out.columns)
+        err = out.error
+        if err is not None:
+            if err.kind == ccore.ERR_MEMORY:
+                raise MemoryError(err.message)
+            raise (OrderingError if err.kind == ccore.ERR_ORDER else TraceFormatError)(
+                err.message, offset=err.offset, generation=gen.gen, partial=list(batch)
+            )
+        return batch
 
 
 class OrderingEngine(Protocol):
