@@ -41,7 +41,7 @@ from livetrace._session.window_gaps import WindowGaps
 from livetrace._trace.decoder import Item, TraceDecoder, open_decoder
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Kind
-from livetrace._trace.modern.parallel import SharedPool
+from livetrace._trace.modern.parallel import Holding, SharedPool
 
 __all__ = ["Item", "LiveDecoder", "Pump"]
 
@@ -82,9 +82,9 @@ class LiveDecoder:
         return self._decoder.largest_generation if self._decoder is not None else 0
 
     @property
-    def peak_in_flight(self) -> int:
-        """The most generations in flight at once (``open_decoder``'s ``shared``)."""
-        return self._decoder.peak_in_flight if self._decoder is not None else 0
+    def peak_in_flight(self) -> tuple[int, int]:
+        """The most generations, and bytes, in flight at once (``open_decoder``'s ``shared``)."""
+        return self._decoder.peak_in_flight if self._decoder is not None else (0, 0)
 
     def process(self, frames: list[Frame]) -> Iterator[Item]:
         """The batches (and notices) the frames complete, lazily: consume
@@ -212,8 +212,9 @@ class Pump:
             line = self._line = Line(steps, pool, self.jobs + 1, self.max_pipeline_bytes, unit_bytes)
             # The generations are ordered in the same pool, and the line's are counted against
             # the generations the pool may order ahead (parallel.py's bound).
-            held = self._held_generations
-            shared = SharedPool(pool, self._ordered, held, lambda most: line.wait_until(lambda: held() <= most))
+            held = self._holding
+            cap = self.max_pipeline_bytes
+            shared = SharedPool(pool, self._ordered, held, lambda fits: line.wait_until(lambda: fits(held())), cap)
             self._live = LiveDecoder(None, self._fanout.provisional, self.jobs, shared)
             await self._decode_with_line(frames)
         finally:
@@ -274,18 +275,27 @@ class Pump:
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
             pass  # frames are queued already, or there are no more (the end takes what is left)
 
-    def _held_generations(self) -> int:
-        """Generations past the ordering: on the line (a unit each where spans
-        are built) or being cut into units."""
+    def _holding(self) -> Holding:
+        """What is past the ordering: on the line (a generation in each unit
+        where spans are built) or being cut into units."""
         assert self._line is not None
-        return self._line.count(_whole) + self._cutter.holding()
+        whole, units, size = self._line.holding(_whole)
+        cut_whole, cut_size = self._cutter.holding()
+        return Holding(whole + cut_whole, size + cut_size, units == 0)
 
     @property
     def peak_in_flight(self) -> int:
         """The most generations that were in flight at once, ordered in the
         pool or held past it (0 with one job); never above jobs + 1, plus the
         one the decoder assembles."""
-        return self._live.peak_in_flight
+        return self._live.peak_in_flight[0]
+
+    @property
+    def peak_bytes_in_flight(self) -> int:
+        """The most bytes (as ordered columns) that were in flight at once
+        while more than one generation was; never above
+        ``max_pipeline_bytes``."""
+        return self._live.peak_in_flight[1]
 
     @property
     def peak_units(self) -> int:

@@ -151,11 +151,14 @@ class Cutter:
         self._unit.add(item)
         return done
 
-    def holding(self) -> int:
-        """1 while it fills a unit that is a generation (spans are built from
-        it), else 0: what it holds against the generations in flight."""
+    def holding(self) -> tuple[int, int]:
+        """What it holds against what is in flight: 1 while it fills a unit
+        that is a generation (spans are built from it), else 0; and the
+        unit's bytes (:func:`unit_bytes`)."""
         u = self._unit
-        return int(u is not None and u.spans is not None and bool(u.batches))
+        if u is None:
+            return 0, 0
+        return int(u.spans is not None and bool(u.batches)), unit_bytes(u)
 
     def _new(self) -> Unit:
         subs = self._fanout.subscribers

@@ -149,10 +149,11 @@ class Line(Generic[U]):
         """Under the lock: whether a unit of ``size`` bytes fits beside those in the line."""
         return len(self._slots) < self._bound and (self._cap is None or self._bytes + size <= self._cap)
 
-    def count(self, which: Callable[[U], bool]) -> int:
-        """How many of the units in the line ``which`` picks."""
+    def holding(self, which: Callable[[U], bool]) -> tuple[int, int, int]:
+        """How many of the units in the line ``which`` picks, how many there
+        are, and the bytes they hold."""
         with self._cv:
-            return sum(1 for slot in self._slots if which(slot.unit))
+            return sum(1 for slot in self._slots if which(slot.unit)), len(self._slots), self._bytes
 
     def wait_until(self, done: Callable[[], bool]) -> bool:
         """Wait until ``done()`` (asked again whenever a unit moves on); False

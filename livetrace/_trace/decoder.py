@@ -103,10 +103,11 @@ class TraceDecoder(abc.ABC):
         return 0
 
     @property
-    def peak_in_flight(self) -> int:
+    def peak_in_flight(self) -> tuple[int, int]:
         """The most generations that were in flight at once, ordered in a
-        pool or held by its user (``shared``), when one was given to it."""
-        return 0
+        pool or held by its user (``shared``), when one was given to it; and
+        the most bytes, when more than one was."""
+        return 0, 0
 
 
 class _Modern(TraceDecoder):
@@ -125,7 +126,7 @@ class _Modern(TraceDecoder):
         self._jobs = jobs
         self._shared = shared
         self._pool: ParallelEngine | None = None
-        self._peak = 0  # the engines' before this one
+        self._peak = (0, 0)  # the engines' before this one
         self.version = version
         self._header = b""  # to start afresh after a gap
         self._largest = 0
@@ -147,8 +148,9 @@ class _Modern(TraceDecoder):
         return iter(()) if self._pool is None else self._pool.ready()
 
     @property
-    def peak_in_flight(self) -> int:
-        return max(self._peak, 0 if self._pool is None else self._pool.peak)
+    def peak_in_flight(self) -> tuple[int, int]:
+        now = (0, 0) if self._pool is None else (self._pool.peak, self._pool.peak_bytes)
+        return max(self._peak[0], now[0]), max(self._peak[1], now[1])
 
     def feed_iter(self, data: bytes, read_unix_ns: int | None = None) -> Iterator[Item]:
         self._ended = self._ended and not data
