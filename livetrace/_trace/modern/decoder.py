@@ -21,7 +21,7 @@ from livetrace._trace.modern.wire import Batch, FrameReader, read_uvarint
 from livetrace._trace.spec.modern import EV_CPU_SAMPLE, MAX_CODE, SPECS, timed_specs
 from livetrace._trace.version import TraceVersion
 
-BATCH_EVENTS = 1 << 12  # events per EventBatch: small columns are reused warm, and a batch waits less
+BATCH_EVENTS = 1 << 14  # events per EventBatch: each costs the live views Python around it (docs/decoder.md)
 MAX_TIME = (1 << 63) - 1
 
 # Codes that may stand in a thread's event batch, with their argument
