@@ -10,6 +10,10 @@ interleaved rounds runs, for --seconds each:
   untraced     no agent
   tracer       no agent: `livetrace record` of the whole trace to a file, the runtime
                tracer's own cost and reading its frames (the floor for continuous and flight)
+  decode       no agent: a session (one job, as the agent's) with one batch subscription, its
+               batches dropped: what decoding every event costs live
+  subscribe    no agent: a session with the agent's summary subscriptions (summarized batches,
+               spans with marks), their items dropped: the session's part of the agent's cost
   continuous   the agent, the demo's whole trace: a summary per generation, spans over thresholds
   sampled      the agent, a 5 s window every 30 s
   flight       the agent, the flight recorder (10 s kept, a trigger that rarely fires)
@@ -47,15 +51,21 @@ import duckdb
 import psutil
 import trio
 
+from livetrace._agent.policies import summaries
 from livetrace._agent.sinks import lake_glob
 from livetrace._go.demo import DemoProcess, run_demo
 from livetrace._go.toolchain import build_demo, find_go
+from livetrace._session.connect import connect
+from livetrace._session.subscribers import Subscription
 
 POLICIES = {
     "continuous": 'policy = "continuous"\nspans_over = { gc = "1ms", stw = "1ms", runnable = "5ms" }\n',
     "sampled": 'policy = "sampled"\nwindow = "5s"\nevery = "30s"\n',
     "flight": 'policy = "flight"\nkeep = "10s"\ntriggers = ["stw>500ms"]\n',
 }
+
+
+SESSIONS = ("decode", "subscribe")
 
 
 def ops(demo: DemoProcess) -> int:
@@ -87,6 +97,14 @@ async def one(
             stderr=subprocess.DEVNULL,
         )
         await trio.sleep(3)
+    elif policy in SESSIONS:
+        agent = subprocess.Popen(
+            [sys.executable, __file__, "--consume", policy, demo.trace_address, str(where / "events")],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        await trio.sleep(3)
     elif policy != "untraced":
         agent = subprocess.Popen(
             [sys.executable, "-m", "livetrace", "agent", str(config(where, name, policy))],
@@ -97,6 +115,7 @@ async def one(
         await trio.sleep(3)  # started, scanned, attached
     proc = psutil.Process(agent.pid) if agent else None
     cpu0 = sum(proc.cpu_times()[:2]) if proc else 0.0
+    decoded0 = decoded(where)
     before, t0, wall0 = ops(demo), time.monotonic(), time.time()
     peak = 0
     while time.monotonic() - t0 < seconds:
@@ -105,12 +124,14 @@ async def one(
             peak = max(peak, proc.memory_info().rss)
     after, t1, wall1 = ops(demo), time.monotonic(), time.time()
     cpu = (sum(proc.cpu_times()[:2]) - cpu0) / (t1 - t0) if proc else 0.0
-    events = 0
+    events = decoded(where) - decoded0 if policy in SESSIONS else 0
     if agent:
         agent.terminate()
         agent.wait(60)
-        events = summarized(where / policy / "lake", wall0, wall1) if policy in POLICIES else 0
+        if policy in POLICIES:
+            events = summarized(where / policy / "lake", wall0, wall1)
         (where / "tracer.trace").unlink(missing_ok=True)
+        (where / "events").unlink(missing_ok=True)
     per_m = cpu * (t1 - t0) / (events / 1e6) if events else math.nan
     return {
         "ops_per_s": (after - before) / (t1 - t0),
@@ -119,6 +140,41 @@ async def one(
         "events_per_s": events / (t1 - t0),
         "cpu_s_per_m_events": per_m,
     }
+
+
+def decoded(where: Path) -> int:
+    """The events a --consume session has decoded so far (0 if none runs)."""
+    try:
+        return int((where / "events").read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+async def consume(mode: str, address: str, out: Path) -> None:
+    """A session as the agent's (one job), its items dropped, its decoded events written to ``out``."""
+    async with connect(address, client_name="bench-agent", jobs=1) as session:
+        if mode == "decode":
+            subs = [session.subscribe(what="batches", lossless=True, buffer=64)]
+        else:
+            feed = summaries(session)
+            subs = [feed.events, feed.spans]
+
+        async def drain(sub: Subscription) -> None:
+            async with sub:
+                async for _ in sub:
+                    pass
+
+        async def count() -> None:
+            while True:
+                tmp = out.with_suffix(".part")
+                tmp.write_text(str(session.counters.events))
+                tmp.replace(out)
+                await trio.sleep(0.2)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(count)
+            for sub in subs:
+                nursery.start_soon(drain, sub)
 
 
 def summarized(lake: Path, start: float, end: float) -> int:
@@ -134,18 +190,23 @@ def summarized(lake: Path, start: float, end: float) -> int:
 
 
 async def main() -> None:
+    if sys.argv[1:2] == ["--consume"]:
+        await consume(sys.argv[2], sys.argv[3], Path(sys.argv[4]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--go", help="the go binary to build the demo with")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--policies", default=",".join(["tracer", *POLICIES]), help="which to run (and untraced)")
+    ap.add_argument(
+        "--policies", default=",".join(["tracer", *SESSIONS, *POLICIES]), help="which to run (and untraced)"
+    )
     ap.add_argument("--pace", type=float, default=1.0, help="the demo's -pace: 10 is a tenth of its load")
     ap.add_argument("--before", help="a livetrace checkout whose agent runs each policy too, for comparison")
     args = ap.parse_args()
     plan: list[tuple[str, str, str | None]] = [("untraced", "untraced", None)]
     for policy in args.policies.split(","):
         plan.append((policy, policy, None))
-        if args.before and policy != "tracer":
+        if args.before and policy in POLICIES:
             plan.append((f"{policy} before", policy, str(Path(args.before).resolve())))
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp:
         where = Path(tmp)
