@@ -1,8 +1,7 @@
 """A stopping agent whose summaries are far behind its sessions loses
 nothing unrecorded: what it had decoded when the stop's grace ran out is
 summarized, and what it had received and not summarized, what the helper
-shed and what its summarizer missed, are each an ``agent_log`` row
-(``cut_off``, ``generations_shed``, ``batches_lost``)."""
+shed, are each an ``agent_log`` row (``cut_off``, ``generations_shed``)."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import io
 import os
 import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +21,13 @@ from livetrace._agent.agent import Agent
 from livetrace._agent.budget import Budget
 from livetrace._agent.config import Budget as BudgetConfig
 from livetrace._agent.config import Target, parse_config
-from livetrace._agent.policies import Summaries, Traced, summarize
+from livetrace._agent.policies import Summaries, Traced, summaries, summarize
 from livetrace._files import decode_batches
 from livetrace._go.demo import run_demo
-from livetrace._items import Gap, SubscriberGap
+from livetrace._items import Gap, SpanMark
 from livetrace._nursery import open_nursery
 from livetrace._session.limits import Counters
 from livetrace._session.subscribers import Fanout
-from livetrace._trace.model.batch import EventBatch
 from tests.agentrun import lake_rows, named_copy
 from tests.conftest import demo_exe
 
@@ -58,40 +57,43 @@ class Recorded:
         return [(r["first_generation"], r["last_generation"]) for r in self.rows]
 
 
+async def publish(fanout: Fanout, items: Iterable[object]) -> None:
+    for item in items:
+        await fanout.publish(item)
+
+
 @pytest.mark.once
 async def test_a_summarizer_cut_off_summarizes_what_it_was_handed_and_counts_the_rest(tmp_path: Path) -> None:
     fanout = Fanout()
-    sub = fanout.subscribe(what="batches", buffer=3)  # lossy: generations 4, 5 and the end marker are lost
-    for item in decode_batches(GENERATIONS):
-        await fanout.publish(item)
+    feed = summaries(fanout)
+    await publish(fanout, list(decode_batches(GENERATIONS))[:3])  # handed over: generations 1 to 3
     counters = Counters(last_generation=5, events=5188 + 40)  # what it received; 40 events in flight
     got = Recorded(tmp_path)
     with trio.CancelScope() as scope:  # the agent's stop grace is over
         scope.cancel()
-        await summarize(sub, got.traced, counters)
+        await summarize(feed, got.traced, counters)
     assert got.generations() == [(1, 1), (2, 2), (3, 3)]  # decoded and handed over: summarized
-    assert got.rows[-1]["lost_batches"] == 3
-    assert [(e, n) for e, n, _ in got.notes] == [("batches_lost", 3), ("cut_off", 2)], got.notes
+    assert [(e, n) for e, n, _ in got.notes] == [("cut_off", 2)], got.notes
     assert got.notes[-1][2].endswith(
-        "2 generations received and not summarized after generation 3, and 40 events decoded and not summarized"
+        "2 generations received and not summarized after generation 3, and 1,826 events decoded and not summarized"
     )
 
 
 @pytest.mark.once
-async def test_the_losses_a_session_tells_of_are_the_agents_records(tmp_path: Path) -> None:
+async def test_the_generations_a_helper_shed_are_the_agents_records(tmp_path: Path) -> None:
     fanout = Fanout()
-    sub = fanout.subscribe(what="batches", buffer=64)
+    feed = summaries(fanout)
     items = list(decode_batches(GENERATIONS))
     shed = Gap(first_generation=6, last_generation=8, chunks=9, bytes=4096, discard_received=False)
-    for item in [*items[:2], shed, *items[2:], SubscriberGap(2, 300, None, 5)]:
-        await fanout.publish(item)
+    await publish(fanout, [*items[:2], shed, *items[2:]])
+    await fanout.publish_end()
     fanout.finish()
     got = Recorded(tmp_path)
-    await summarize(sub, got.traced, Counters(last_generation=5))
+    await summarize(feed, got.traced, Counters(last_generation=5))
     assert got.generations() == [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]
-    assert [(e, n) for e, n, _ in got.notes] == [("generations_shed", 3), ("batches_lost", 2)], got.notes
+    assert got.rows[1]["shed_generations"] == 3  # the summary before them counts them
+    assert [(e, n) for e, n, _ in got.notes] == [("generations_shed", 3)], got.notes
     assert "generations 6 to 8 shed by the helper" in got.notes[0][2]
-    assert "2 batches (300 events) from generation 5" in got.notes[1][2]
 
 
 def shed_ranges(notes: list[tuple[Any, ...]]) -> set[int]:
@@ -119,10 +121,10 @@ async def test_an_agent_stopped_far_behind_records_every_generation_it_did_not_s
     stalled = [False]
 
     def slow(self: Summaries, item: object) -> list[dict[str, Any]]:
-        if isinstance(item, EventBatch) and not stalled[0]:
+        if isinstance(item, SpanMark) and not stalled[0]:
             stalled[0] = True
             time.sleep(4.0)
-        elif isinstance(item, EventBatch) and stop.is_set():
+        elif isinstance(item, SpanMark) and stop.is_set():
             time.sleep(0.2)
         return feed(self, item)
 

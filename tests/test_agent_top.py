@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from livetrace._agent.policies import Summaries
+from livetrace._agent.policies import Feed, Summaries, summaries
 from livetrace._cli.top import _Display, _feed
 from livetrace._nursery import open_nursery
 from livetrace._session.connect import connect
-from livetrace._session.subscribers import Subscription
 from livetrace._views.top import TopStats
 from livetrace._views.top_screen import View
 from tests.conftest import demo
@@ -25,12 +24,12 @@ from tests.conftest import demo
 pytestmark = [pytest.mark.slow, pytest.mark.once]
 
 
-async def summarize(sub: Subscription, rows: list[dict[str, Any]]) -> None:
-    summaries = Summaries()
-    async with sub:
-        async for item in sub:
-            rows += summaries.feed(item)
-    rows += summaries.end()
+async def summarize(feed: Feed, rows: list[dict[str, Any]]) -> None:
+    got = Summaries(feed.events.take_buffered)
+    async with feed.events, feed.spans:
+        async for item in feed.spans:
+            rows += got.feed(item)
+    rows += got.end()
 
 
 @pytest.mark.parametrize("version", ["1.26", "1.21"])
@@ -40,7 +39,7 @@ async def test_each_summary_is_tops_snapshot_of_its_generation(version: str) -> 
     async with demo(version) as d, connect(d.trace_address, duration=8, advance=1.0, segment=1.0) as session:
         async with open_nursery() as nursery:
             # Both subscribe before the first frame is read: nothing checkpoints in between.
-            nursery.start_soon(summarize, session.subscribe(what="batches", buffer=64), rows)
+            nursery.start_soon(summarize, summaries(session), rows)
             # top --interval 0.1: a refresh is due at each generation (they come a second apart)
             await _feed(session, TopStats(), _Display(out, "json", View(), redraw=False), False, 0.1)
     shown = [json.loads(line) for line in out.getvalue().splitlines()]

@@ -4,6 +4,7 @@ picks, and how the budget stretches sampling and says so."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,11 +12,12 @@ from livetrace._agent.agent import match
 from livetrace._agent.budget import MAX_STRETCH, Budget
 from livetrace._agent.config import Budget as BudgetConfig
 from livetrace._agent.config import Target
-from livetrace._agent.policies import Summaries
+from livetrace._agent.policies import Summaries, summaries
 from livetrace._attach.buildinfo import BuildInfo, Module
 from livetrace._attach.processes import Kind, ProcessInfo
 from livetrace._files import decode_batches
-from livetrace._items import SegmentGap, SubscriberGap
+from livetrace._items import Gap, SegmentGap
+from livetrace._session.subscribers import Fanout
 
 pytestmark = pytest.mark.once
 CORPUS = Path(__file__).parent / "corpus" / "runtime"
@@ -72,14 +74,18 @@ def test_over_budget_it_samples_less_and_says_so_and_never_more_than_the_cap() -
     assert budget.stretch() == MAX_STRETCH / 2 and notes[-1][0] == "budget_restored"
 
 
-def test_a_loss_after_the_last_row_still_makes_a_row() -> None:
-    """Batches a subscriber lost after a segment's end, with none after them (a session ending far
-    behind), are a row of their own, not a count nobody reads."""
-    summaries = Summaries()
-    rows = [r for item in decode_batches(CORPUS / "go126-empty-stack-last.trace") for r in summaries.feed(item)]
-    rows += summaries.feed(SegmentGap(0, 1_000_000, 1_281_512))  # the last segment's row
-    assert rows and all(r["lost_batches"] == 0 for r in rows)
-    assert summaries.feed(SubscriberGap(3, 12_000, None, None)) == []
-    (last,) = summaries.end()
-    assert last["lost_batches"] == 3 and last["events"] == 0
-    assert summaries.end() == []  # counted once
+async def test_a_loss_after_the_last_row_still_makes_a_row() -> None:
+    """Generations the helper shed after a segment's end, with no batch after them (a session ending
+    far behind), are a row of their own, not a count nobody reads."""
+    fanout = Fanout()
+    feed = summaries(fanout)
+    got = Summaries(feed.events.take_buffered)
+    rows: list[dict[str, Any]] = []
+    for item in [*decode_batches(CORPUS / "go126-empty-stack-last.trace"), SegmentGap(0, 1_000_000, 1_281_512)]:
+        await fanout.publish(item)
+        rows += [r for x in feed.spans.take_buffered() for r in got.feed(x)]
+    assert rows and all(r["shed_generations"] == 0 for r in rows)
+    assert got.feed(Gap(first_generation=7, last_generation=9, chunks=3, bytes=12_000, discard_received=False)) == []
+    (last,) = got.end()
+    assert last["shed_generations"] == 3 and last["events"] == 0
+    assert got.end() == []  # counted once

@@ -16,9 +16,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ from livetrace._agent.store import Store
 from livetrace._errors import AlreadyTracingError, BusyError, LivetraceError
 from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
-from livetrace._items import Gap, Notice, SegmentGap, SubscriberGap, WindowGap
+from livetrace._items import Gap, Notice, SegmentGap, SpanMark, WindowGap
 from livetrace._nursery import open_nursery
 from livetrace._outfile import plain_name
 from livetrace._plural import plural
@@ -45,12 +47,13 @@ from livetrace._session.connect import connect
 from livetrace._session.limits import Counters
 from livetrace._session.recording import Recorder
 from livetrace._session.session import Session
-from livetrace._session.subscribers import Subscription
+from livetrace._session.subscribers import Fanout, Subscription
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
-from livetrace._trace.select.filter import Filter
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.model import SPAN_KIND_NAMES, SpanKind
-from livetrace._views.top import Snapshot, TopStats
+from livetrace._trace.spans.model import SPAN_KIND_NAMES
+from livetrace._trace.spans.select import select_rows
+from livetrace._views.top import BatchEvents, Snapshot, TopStats, events_of
 from livetrace._views.top_screen import snapshot_dict
 
 __all__ = ["Traced", "summary_row", "trace_process"]
@@ -169,42 +172,98 @@ def summary_row(snap: Snapshot) -> dict[str, Any]:
     return row
 
 
-def summaries(session: Session) -> Subscription:
-    return session.subscribe(what="batches", buffer=64)
+# What the summaries take of each batch's events are small summaries (events_of's), made in the session's
+# pipeline: they run ahead of the spans by at most the spans' buffer, which bounds them.
+EVENTS_BUFFER = 1 << 30
+SPANS_BUFFER = 64
+
+
+@dataclass
+class Feed:
+    """What a session's summaries (and its spans over thresholds) are made
+    of, as ``top`` makes its snapshots: what top needs of each batch's events
+    (``events_of``, run in the session's pipeline, off the event loop), and
+    every span, built once for all subscribers, with a mark after each
+    batch's. Both lossless: an agent behind holds the decoding up, and the
+    helper sheds whole generations (which are recorded), rather than lose
+    batches, which would break the spans open there."""
+
+    events: Subscription
+    spans: Subscription
+
+
+def _summarize(batch: EventBatch) -> Callable[[], BatchEvents]:
+    return functools.partial(events_of, batch)
+
+
+def summaries(source: Session | Fanout) -> Feed:
+    """The subscriptions a :class:`Summaries` is fed from (of a session, or
+    of a fan-out fed by hand), in this order: a batch's events are then
+    handed over before its spans."""
+    events = source.subscribe(what="batches", lossless=True, buffer=EVENTS_BUFFER, map=_summarize)
+    spans = source.subscribe(what="spans", lossless=True, buffer=SPANS_BUFFER, marks=True)
+    return Feed(events, spans)
 
 
 class Summaries:
     """``top``'s snapshots, one per generation (legacy segment, pprof
-    window), as ``summaries`` rows: feed a session's items in order; each
-    call gives the rows of the generations it completed. Sans-IO: the live
-    policies feed it a subscription, the tests a trace file."""
+    window), as ``summaries`` rows, from a :class:`Feed`: each call of
+    :meth:`feed` with an item of its span subscription, in order, gives the
+    rows of the generations it completed; ``take`` gives what the events
+    subscription holds by then (its :meth:`Subscription.take_buffered`),
+    asked for when a batch's events are wanted: at its first spans (a new
+    generation ends the summary before it) and at its mark (the events the
+    spans before it are of). Sans-IO: the live policies feed it a session's
+    subscriptions, the tests a trace file through a fan-out."""
 
-    def __init__(self) -> None:
+    def __init__(self, take: Callable[[], list[object]]) -> None:
         self.stats = TopStats()
+        self._take = take
+        self._waiting: deque[BatchEvents] = deque()
+        self._between = True  # at a mark (or the start): the next spans are a new batch's
         self._fed = False
         self._lost = False  # a loss noticed since the last row: it gets a row even with no batch after it
         self.last_generation = 0  # the latest generation fed (0: none, or a legacy trace)
         self.segments = 0  # legacy segments ended (their rows made)
-        self.events = 0  # fed, or told lost: what the session decoded (its counters' events) and got here
+        self.events = 0  # fed: what the session decoded (its counters' events) and got here
+
+    def _next_events(self) -> BatchEvents:
+        if not self._waiting:
+            self._waiting.extend(x for x in self._take() if isinstance(x, BatchEvents))
+            if not self._waiting:
+                raise RuntimeError("the summaries' spans came before the summary of their events")
+        return self._waiting[0]
 
     def feed(self, item: object) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        if isinstance(item, EventBatch):
-            # A batch of no generation's tables (a generation's end marker) is the generation's last.
-            if item.gen is not None and self.stats.unit is not None and item.gen is not self.stats.unit:
+        if self._between and (isinstance(item, SpanBatch) or (isinstance(item, SpanMark) and item.events)):
+            # A batch's first spans (or its mark): its events are in. One of another generation
+            # than the last (a generation's end marker has none) starts a new summary.
+            self._between = False
+            gen = self._next_events().gen
+            if gen is not None and self.stats.unit is not None and gen is not self.stats.unit:
                 out = self.end()
-            self.stats.feed(item)
-            self._fed = self._fed or bool(len(item))
-            self.events += len(item)
-            if item.gen is not None and len(item):
-                self.last_generation = max(self.last_generation, item.gen.gen)
+        if isinstance(item, SpanBatch):
+            self.stats.feed_spans(item)
+        elif isinstance(item, SpanMark):
+            told = item.events
+            while told > 0:
+                ev = self._next_events()
+                self._waiting.popleft()
+                self.stats.feed_events(ev)
+                told -= ev.events
+                self.events += ev.events
+                self._fed = True
+                if ev.gen is not None:
+                    self.last_generation = max(self.last_generation, ev.gen.gen)
+            self.stats.mark(item)
+            self._between = True
         elif isinstance(item, Notice):
             if isinstance(item, SegmentGap | WindowGap):
                 out = self.end()
                 self.segments += isinstance(item, SegmentGap)
             self.stats.notice(item)
-            self._lost = self._lost or isinstance(item, Gap | SubscriberGap)
-            self.events += item.events if isinstance(item, SubscriberGap) else 0
+            self._lost = self._lost or isinstance(item, Gap)
         return out
 
     def end(self) -> list[dict[str, Any]]:
@@ -225,28 +284,43 @@ class Summaries:
         return max(0, units), max(0, counters.events - self.events)
 
 
-async def summarize(sub: Subscription, traced: Traced, counters: Counters) -> None:
+async def summarize(feed: Feed, traced: Traced, counters: Counters, over: Mapping[str, int] | None = None) -> None:
     """A summary row per generation (segment, window) until the session ends
-    (``counters``: its own), and a record of each loss: generations the
-    helper shed, batches the summarizer missed, and, if the session is cut
-    off (the agent's stop grace over, the budget, the process gone), what it
-    had received and not summarized."""
-    summaries = Summaries()
+    (``counters``: its own), a ``spans`` row for each span over its kind's
+    threshold in ``over`` (if given), and a record of each generation the
+    helper shed and, if the session is cut off (the agent's stop grace over,
+    the budget, the process gone), of what it had received and not
+    summarized."""
+    summaries = Summaries(feed.events.take_buffered)
 
-    def feed(item: object) -> None:
+    def fed(item: object) -> None:
         if rows := summaries.feed(item):
             traced.rows("summaries", rows)
-        if isinstance(item, Gap | SubscriberGap):
+        if over and isinstance(item, SpanBatch) and (rows := span_rows(item, over, time.time_ns())):
+            traced.rows("spans", rows)
+        if isinstance(item, Gap):
             traced.note(*lost(item))
 
-    async with sub:
+    spans = feed.spans
+    async with feed.events, spans:
         try:
-            async for item in sub:
-                feed(item)
+            it = spans.__aiter__()
+            while True:
+                try:
+                    # What is in the buffer already, without a checkpoint each (as top reads it).
+                    item = spans.next_nowait()
+                except trio.WouldBlock:
+                    try:
+                        item = await it.__anext__()
+                    except StopAsyncIteration:
+                        break
+                except StopAsyncIteration:
+                    break
+                fed(item)
         except trio.Cancelled:
             # What is decoded already is summarized (no await here: the scope is cancelled), the rest counted.
-            for item in sub.take_buffered():
-                feed(item)
+            for item in spans.take_buffered():
+                fed(item)
             done = summaries.last_generation or summaries.segments
             if rows := summaries.end():
                 traced.rows("summaries", rows)
@@ -269,44 +343,33 @@ async def summarize(sub: Subscription, traced: Traced, counters: Counters) -> No
         traced.rows("summaries", rows)
 
 
-def lost(item: Gap | SubscriberGap) -> tuple[str, int, str]:
-    """The agent's record of a loss its session told it of."""
-    if isinstance(item, Gap):
-        n = item.last_generation - item.first_generation + 1
-        return (
-            "generations_shed",
-            n,
-            f"generations {item.first_generation} to {item.last_generation} shed by the helper "
-            "(the agent fell behind; the summary before them counts them)",
-        )
-    where = "" if item.first_generation is None else f" from generation {item.first_generation}"
+def lost(item: Gap) -> tuple[str, int, str]:
+    """The agent's record of generations its session's helper shed."""
+    n = item.last_generation - item.first_generation + 1
     return (
-        "batches_lost",
-        item.batches,
-        f"{plural(item.batches, 'batch', 'batches')} ({plural(item.events, 'event')}){where} not summarized "
-        "(the summarizer fell behind; the summary before them counts them)",
+        "generations_shed",
+        n,
+        f"generations {item.first_generation} to {item.last_generation} shed by the helper "
+        "(the agent fell behind; the summary before them counts them)",
     )
-
-
-def spans_over(session: Session, over: Mapping[str, int]) -> Subscription:
-    """The spans of the kinds in ``over``, at least as long as the least threshold."""
-    kinds = frozenset(SpanKind(SPAN_KIND_NAMES.index(k)) for k in over)
-    return session.subscribe(Filter(kinds=kinds, min_duration=min(over.values())), what="spans", buffer=64)
 
 
 def span_rows(item: SpanBatch, over: Mapping[str, int], now_ns: int) -> list[dict[str, Any]]:
     """A ``spans`` row for each span of ``item`` at least as long as its
-    kind's threshold in ``over`` (picked from the columns: a Span object only
-    for those). The wall clock comes from the trace's own where it has one
-    (its generation's clock snapshot, Go 1.25+; a live legacy session's
+    kind's threshold in ``over``: those of its kinds and at least the least
+    threshold picked in the core (a batch holds every span that ended in it,
+    most of them short), then each kind's own threshold, and a Span object
+    only for those. The wall clock comes from the trace's own where it has
+    one (its generation's clock snapshot, Go 1.25+; a live legacy session's
     estimate); else the newest span is taken as ending ``now_ns``, which is
     right to about a generation."""
     limits = [over.get(name, NEVER) for name in SPAN_KIND_NAMES]
-    keep = [i for i, (k, a, b) in enumerate(zip(item.kinds, item.starts, item.ends, strict=True)) if b - a >= limits[k]]
+    kinds, starts, ends = item.kinds, item.starts, item.ends
+    keep = [i for i in _over_least(item, limits) if ends[i] - starts[i] >= limits[kinds[i]]]
     if not keep:
         return []
     bases = {k: t.wall_base for k, t in item.tables.items()}
-    guess = now_ns - max(item.ends)
+    guess = now_ns - max(ends)
     rows = []
     for i in keep:
         s = item[i]
@@ -326,14 +389,15 @@ def span_rows(item: SpanBatch, over: Mapping[str, int], now_ns: int) -> list[dic
     return rows
 
 
-async def long_spans(sub: Subscription, traced: Traced) -> None:
-    """The ``spans`` rows of the spans over the target's thresholds."""
-    async with sub:
-        async for item in sub:
-            if isinstance(item, SpanBatch):
-                rows = span_rows(item, traced.target.spans_over, time.time_ns())
-                if rows:
-                    traced.rows("spans", rows)
+def _over_least(item: SpanBatch, limits: list[int]) -> memoryview:
+    """The rows of the spans of the kinds ``limits`` has a threshold for, at least as long as the least."""
+    mask = bytes(1 if n < NEVER else 0 for n in limits).ljust(256, b"\0")
+    least = min(limits)
+    if use_compiled(None):
+        rows = ccore.span_select([c.cast("B") for c in item.columns()], mask, None, None, None, None, least, None)
+    else:
+        rows = select_rows(item.columns(), (mask, None, None, None, None, None), least)
+    return memoryview(rows).cast("I")
 
 
 async def continuous(traced: Traced) -> None:
@@ -359,8 +423,7 @@ async def continuous_session(traced: Traced) -> bool:
     """One session until the process ends it (False), or the budget does (True)."""
     async with open_session(traced, segment=SEGMENT) as session:
         # Every subscription is made before the session's first frame is read.
-        subs = summaries(session)
-        over = spans_over(session, traced.target.spans_over) if traced.target.spans_over else None
+        feed = summaries(session)
         cut = False
         async with open_nursery() as nursery:
 
@@ -371,10 +434,8 @@ async def continuous_session(traced: Traced) -> bool:
                 cut = True
                 nursery.cancel_scope.cancel()
 
-            if over is not None:
-                nursery.start_soon(long_spans, over, traced)
             nursery.start_soon(watch_budget)
-            await summarize(subs, traced, session.counters)
+            await summarize(feed, traced, session.counters, traced.target.spans_over)
             nursery.cancel_scope.cancel()
     return cut
 
@@ -408,7 +469,7 @@ async def sample_once(traced: Traced) -> None:
     limits: dict[str, Any] = {"window": window} if traced.pprof else {"segment": max(1.0, window)}
     async with open_session(traced, duration=window, **limits) as session:
         cut = False
-        subs = summaries(session)
+        feed = summaries(session)
         recorder = Recorder(session, path)
 
         async def cap() -> None:
@@ -419,7 +480,7 @@ async def sample_once(traced: Traced) -> None:
             await session.stop()
 
         async with open_nursery() as nursery:
-            nursery.start_soon(summarize, subs, traced, session.counters)
+            nursery.start_soon(summarize, feed, traced, session.counters)
             capping = trio.CancelScope()
 
             async def capped() -> None:
@@ -488,9 +549,9 @@ async def flight(traced: Traced) -> None:
             max_files=target.max_files,
             on_capture=captured if traced.store is None else send.send_nowait,
         )
-        subs = summaries(session)
+        feed = summaries(session)
         async with open_nursery() as nursery:
-            nursery.start_soon(summarize, subs, traced, session.counters)
+            nursery.start_soon(summarize, feed, traced, session.counters)
             nursery.start_soon(move_captures)
             with send:
                 await recorder.run()
