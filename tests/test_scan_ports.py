@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import os
 import subprocess
 import threading
 from collections import Counter
@@ -100,3 +101,28 @@ async def test_a_scan_reads_no_ports_of_a_go_process_no_target_names(
                 await agent.scan(nursery)
     assert not reads
     assert not agent.traced
+
+
+@pytest.mark.slow
+@pytest.mark.once
+async def test_an_agent_reads_a_running_executable_once_not_at_every_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = Agent(parse_config(config_text(tmp_path / "state")), io.StringIO())
+    opened: Counter[str] = Counter()
+    real = os.open
+
+    def counting(path: Any, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith("/exe"):
+            opened[str(path)] += 1
+        return real(path, *args, **kwargs)
+
+    async with demo("1.26") as service:
+        exe = f"/proc/{service.pid}/exe"
+        with monkeypatch.context() as m:
+            m.setattr(os, "open", counting)
+            for _ in range(3):
+                async with open_nursery() as nursery:
+                    await agent.scan(nursery)
+                    nursery.cancel_scope.cancel()  # what it would start is not this test's
+    assert opened[exe] == 1  # three scans, one read

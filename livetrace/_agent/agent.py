@@ -33,7 +33,7 @@ from livetrace._agent.sinks import ClickHouseSink, LakeSink, Sink
 from livetrace._agent.spool import Spool, private_dir
 from livetrace._agent.store import Store, local_path
 from livetrace._attach.announce import read_announcements
-from livetrace._attach.processes import Kind, ProcessInfo, attach_routes
+from livetrace._attach.processes import BuildInfoCache, Kind, ProcessInfo, attach_routes
 from livetrace._attach.processes import scan as process_table
 from livetrace._errors import LivetraceError
 from livetrace._nursery import open_nursery
@@ -87,6 +87,7 @@ class Agent:
         self.budget = Budget(config.budget, self.note)
         self.traced: dict[tuple[int, float | None], _Process] = {}
         self._failed: dict[tuple[int, float | None], float] = {}
+        self._build_infos = BuildInfoCache()  # every executable read once while it runs, not once a scan
         self._pending: dict[str, list[dict[str, Any]]] = {}
         self.stopping = trio.Event()
         self._me = {"host": config.host, "service": "livetrace-agent", "pid": os.getpid(), "go_version": ""}
@@ -195,7 +196,7 @@ class Agent:
                 await trio.sleep(self.config.scan_interval)
 
     async def scan(self, nursery: trio.Nursery) -> None:
-        rows = await trio.to_thread.run_sync(process_table)
+        rows = await trio.to_thread.run_sync(process_table, None, self._build_infos)
         alive = {(r.pid, r.started) for r in rows}
         self._failed = {key: at for key, at in self._failed.items() if key in alive}  # gone: never tried again
         for key, proc in list(self.traced.items()):

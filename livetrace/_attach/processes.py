@@ -41,6 +41,7 @@ __all__ = [
     "HELPER_IMPORT",
     "NO_SUCH_PROCESS",
     "TRACE_FIX",
+    "BuildInfoCache",
     "Kind",
     "ProcessInfo",
     "Survey",
@@ -141,12 +142,19 @@ def _my_name() -> str:
         return str(os.getuid())
 
 
-class _BuildInfoCache:
+class BuildInfoCache:
     """Build information by the executable's identity: a hundred workers of
-    one binary are read once."""
+    one binary are read once. Given to every :func:`scan` of a caller that
+    scans again and again (the agent), an executable is read once as long as
+    each scan sees it: a scan forgets what the one before it did not use."""
 
     def __init__(self) -> None:
         self._seen: dict[tuple[int, int, int, int], BuildInfo | BuildInfoError] = {}
+        self._last: dict[tuple[int, int, int, int], BuildInfo | BuildInfoError] = {}
+
+    def next_scan(self) -> None:
+        """A scan begins: what the last one read is kept, the rest let go."""
+        self._last, self._seen = self._seen, {}
 
     def read(self, pid: int) -> BuildInfo:
         exe = f"/proc/{pid}/exe"
@@ -155,7 +163,7 @@ class _BuildInfoCache:
         except OSError as e:
             raise UnreadableBinaryError(f"cannot open it: {e.strerror or e}", path=exe) from e
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        found = self._seen.get(key)
+        found = self._seen.get(key) or self._last.get(key)
         if found is None:
             try:
                 found = read_build_info_file(exe)
@@ -163,13 +171,13 @@ class _BuildInfoCache:
                 raise  # about this process, not the file: do not remember it
             except BuildInfoError as e:
                 found = e
-            self._seen[key] = found
+        self._seen[key] = found
         if isinstance(found, BuildInfoError):
             raise found
         return found
 
 
-def _inspect(proc: psutil.Process, info: dict[str, object], cache: _BuildInfoCache) -> ProcessInfo:
+def _inspect(proc: psutil.Process, info: dict[str, object], cache: BuildInfoCache) -> ProcessInfo:
     pid = proc.pid
     cmdline = info.get("cmdline")
     command = [str(a) for a in cmdline] if isinstance(cmdline, list) else []
@@ -209,11 +217,14 @@ def _kernel_threads() -> Callable[[dict[str, object]], bool]:
     return lambda info: KTHREADD_PID in (info.get("pid"), info.get("ppid"))
 
 
-def scan(pids: Iterable[int] | None = None) -> list[ProcessInfo]:
+def scan(pids: Iterable[int] | None = None, cache: BuildInfoCache | None = None) -> list[ProcessInfo]:
     """Every process (or just pids), in pid order; blocking. Kernel threads
     and this process are left out of a full scan; a pid asked for that does
-    not exist comes back as uninspectable, "no such process"."""
-    cache = _BuildInfoCache()
+    not exist comes back as uninspectable, "no such process". ``cache``: the
+    build information of the scans before (else each executable is read)."""
+    if cache is None:
+        cache = BuildInfoCache()
+    cache.next_scan()
     rows: list[ProcessInfo] = []
     if pids is None:
         me, is_kernel_thread = os.getpid(), _kernel_threads()
