@@ -516,3 +516,8 @@ def table_lookup(
 ) -> int:
     """Each id's value by key into outs (values, validity); the null count
     (the twin of _tables/kernels.py's lookup)."""
+
+def table_span_partition(batches: Iterable[tuple[ReadableBuffer, ...]], outs: tuple[Any, ...], /) -> tuple[int, int]:
+    """SpanBatches' columns as one batch's into outs (writable buffers),
+    goroutine states first, then P spans: (states, P spans) (the twin of
+    _tables/kernels.py's span_partition)."""

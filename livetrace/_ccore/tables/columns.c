@@ -1,10 +1,11 @@
 /* The tables' per-row passes, compiled: the twin of _tables/kernels.py's
- * event_columns and lookup (which say what each column is). Each is one
- * pass in C over an EventBatch's columns or a column of ids, writing the
- * Arrow buffers (data, and a validity bitmap where a row may be null) into
- * buffers the caller allocated from pyarrow's pool: memory that pool keeps
- * warm, where fresh bytes objects would cost a page fault per 4 KiB. The
- * loops run without the GIL: their inputs and outputs are held buffers. */
+ * event_columns, lookup and span_partition (which say what each column is).
+ * Each is one pass in C over an EventBatch's columns, a column of ids or a
+ * unit's SpanBatches' columns, writing the Arrow buffers (data, and a
+ * validity bitmap where a row may be null) into buffers the caller
+ * allocated from pyarrow's pool: memory that pool keeps warm, where fresh
+ * bytes objects would cost a page fault per 4 KiB. The loops run without
+ * the GIL: their inputs and outputs are held buffers. */
 
 #include "tables/columns.h"
 #include "common/pyglue.h"
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "common/containers.h"
+#include "common/generated.h"
 
 #define NPICKS 4 /* the arguments picked per code: stack, new stack, two strings */
 #define NPLAIN (2 + NARGS + NEXTRA)
@@ -255,6 +257,108 @@ done:
     return result;
 }
 
+/* A span's part of a unit's partitioned spans: 0, a goroutine's state
+ * (running, runnable, blocked, syscall); 1, a P's; 2, any other. */
+static inline int span_part(u8 kind, u8 resource) {
+    if (resource == RES_GOROUTINE && kind <= K_SYSCALL)
+        return 0;
+    return resource == RES_PROC ? 1 : 2;
+}
+
+/* table_span_partition(batches, outs): the SpanBatch columns of batches (a
+ * sequence of tuples of SPAN_NCOLS buffers, one per batch) as one batch,
+ * into outs (SPAN_NCOLS writable buffers), its rows partitioned: every
+ * goroutine state first, then the P spans, then the rest, each part in the
+ * batches' order. Gives (goroutine states, P spans): the tables that are
+ * those parts are then slices of the spans', not copies. */
+static PyObject *span_partition(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *batches, *outs, *seq = NULL, *result = NULL;
+    if (!PyArg_ParseTuple(args, "OO:table_span_partition", &batches, &outs))
+        return NULL;
+    if (!(seq = PySequence_Fast(batches, "table_span_partition: batches must be a sequence")))
+        return NULL;
+    size_t nb = (size_t)PySequence_Fast_GET_SIZE(seq), held = 0, n = 0;
+    static const size_t widths[SPAN_NCOLS] = SPAN_COL_WIDTHS;
+    Py_buffer *in = calloc(nb * SPAN_NCOLS + 1, sizeof *in), out[SPAN_NCOLS];
+    size_t *rows = calloc(nb + 1, sizeof *rows), sizes[SPAN_NCOLS];
+    int have_out = 0;
+    if (!in || !rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t b = 0; b < nb; b++) {
+        PyObject *cols = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)b);
+        if (!PyTuple_Check(cols) || PyTuple_GET_SIZE(cols) != SPAN_NCOLS) {
+            PyErr_SetString(PyExc_ValueError, "table_span_partition: a batch is not a tuple of its columns");
+            goto done;
+        }
+        for (size_t c = 0; c < SPAN_NCOLS; c++, held++) {
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(cols, (Py_ssize_t)c), &in[held], PyBUF_SIMPLE) < 0)
+                goto done;
+            size_t len = (size_t)in[held].len / widths[c];
+            if (c == 0)
+                rows[b] = len;
+            if ((size_t)in[held].len != rows[b] * widths[c]) {
+                held++;
+                PyErr_SetString(PyExc_ValueError, "table_span_partition: column lengths do not match");
+                goto done;
+            }
+        }
+        n += rows[b];
+    }
+    for (size_t c = 0; c < SPAN_NCOLS; c++)
+        sizes[c] = n * widths[c];
+    if (hold_outputs(outs, out, sizes, SPAN_NCOLS) < 0)
+        goto done;
+    have_out = 1;
+    size_t count[3] = {0, 0, 0};
+    u8 *part = malloc(n + 1);
+    if (!part) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    for (size_t b = 0, i = 0; b < nb; b++) {
+        const u8 *k = in[b * SPAN_NCOLS + SPAN_COL_KINDS].buf, *r = in[b * SPAN_NCOLS + SPAN_COL_RESOURCE_KINDS].buf;
+        for (size_t j = 0; j < rows[b]; j++, i++)
+            count[part[i] = (u8)span_part(k[j], r[j])]++;
+    }
+    /* Each column a row at a time, each row to its part's next place. */
+    for (size_t c = 0; c < SPAN_NCOLS; c++) {
+        size_t at[3] = {0, count[0], count[0] + count[1]}, i = 0;
+        u8 *o = out[c].buf;
+        for (size_t b = 0; b < nb; b++) {
+            const u8 *v = in[b * SPAN_NCOLS + c].buf;
+            switch (widths[c]) {
+            case 1:
+                for (size_t j = 0; j < rows[b]; j++, i++)
+                    o[at[part[i]]++] = v[j];
+                break;
+            case 4:
+                for (size_t j = 0; j < rows[b]; j++, i++)
+                    memcpy(o + 4 * at[part[i]]++, v + 4 * j, 4);
+                break;
+            default:
+                for (size_t j = 0; j < rows[b]; j++, i++)
+                    memcpy(o + 8 * at[part[i]]++, v + 8 * j, 8);
+            }
+        }
+    }
+    free(part);
+    Py_END_ALLOW_THREADS;
+    result = Py_BuildValue("(nn)", (Py_ssize_t)count[0], (Py_ssize_t)count[1]);
+done:
+    if (have_out)
+        release_all(out, SPAN_NCOLS);
+    if (in)
+        release_all(in, held);
+    free(in);
+    free(rows);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"table_event_columns", event_columns, METH_VARARGS,
      "table_event_columns(codes, args, extra, kind_of, picks, outs, /)\n--\n\n"
@@ -262,6 +366,10 @@ static PyMethodDef methods[] = {
     {"table_lookup", lookup, METH_VARARGS,
      "table_lookup(ids, valid, offset, n, keys, values, width, outs, /)\n--\n\n"
      "Each id's value by key, null where none (the twin of _tables/kernels.py's lookup)."},
+    {"table_span_partition", span_partition, METH_VARARGS,
+     "table_span_partition(batches, outs, /)\n--\n\n"
+     "SpanBatches' columns as one batch's, goroutine states first, then P spans (the twin of _tables/kernels.py's "
+     "span_partition)."},
     {NULL, NULL, 0, NULL},
 };
 
