@@ -250,7 +250,9 @@ class UnitBuilder:
         out: Unit = {
             "events": event_rows,
             "goroutine_states": states,
-            "goroutine_units": goroutine_units_batch(capture, generation, event_rows, states, self.stacks.rootless),
+            "goroutine_units": goroutine_units_batch(
+                capture, generation, event_rows, states, self.stacks.rootless, compiled=self._compiled
+            ),
             "blocked_units": blocked_units_batch(capture, generation, states),
             "proc_states": procs,
             "spans": sp,

@@ -359,6 +359,169 @@ done:
     return result;
 }
 
+/* One goroutine's aggregates in table_goroutine_seen. */
+typedef struct {
+    i64 goroutine, first_seen, last_seen, last_start, last_end, first_run, forever, own, own_start;
+    u8 has_run, has_forever, has_own;
+} Seen;
+
+static inline int bit_at(const u8 *bits, size_t i) { return !bits || (bits[i >> 3] >> (i & 7)) & 1; }
+
+static inline int in_sorted(const u8 *keys, size_t n, u64 id) {
+    size_t at = search_from(keys, n, 0, id);
+    return at < n && ld_u64(keys, at) == id;
+}
+
+/* table_goroutine_seen(goroutines, starts, ends, states, reasons, forever,
+ * start_stacks, start_valid, end_stacks, end_valid, n, rootless): per
+ * goroutine of n goroutine_states rows (int64 columns and int32 state and
+ * reason indices, every one from offset 0; a stack column's validity a
+ * bitmap or None), in the order first seen, what goroutines.py's _seen
+ * gives: its first and last start, latest end, the end of its
+ * latest-starting row (the greatest of those), its first running start,
+ * its latest start of a blocked row whose reason's forever[reason] is set,
+ * and its earliest own stack (running: the end stack; runnable: none; else
+ * the start stack; none whose stable id is in rootless, sorted) with that
+ * row's start (of two at that start, the greater id). Gives a tuple of
+ * bytes: goroutine, first_seen, last_seen, last_start, last_end, first_run
+ * and its validity bitmap, forever and its bitmap, own_stack_id and its
+ * bitmap, own_stack_start (valid where own_stack_id is). */
+static PyObject *goroutine_seen(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer g, st, en, sk, rs, fv, ss, es, rl, sv = {0}, ev = {0};
+    PyObject *sv_obj, *ev_obj, *result = NULL;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*Oy*Ony*:table_goroutine_seen", &g, &st, &en, &sk, &rs, &fv, &ss,
+                          &sv_obj, &es, &ev_obj, &n, &rl))
+        return NULL;
+    Map slot = {0};
+    Seen *seen = NULL;
+    size_t m = 0, cap = 0;
+    if (sv_obj != Py_None && PyObject_GetBuffer(sv_obj, &sv, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (ev_obj != Py_None && PyObject_GetBuffer(ev_obj, &ev, PyBUF_SIMPLE) < 0)
+        goto done;
+    size_t rows = (size_t)n, bits = (rows + 7) / 8;
+    if (n < 0 || (size_t)g.len < rows * 8 || (size_t)st.len < rows * 8 || (size_t)en.len < rows * 8 ||
+        (size_t)sk.len < rows * 4 || (size_t)rs.len < rows * 4 || (size_t)ss.len < rows * 8 ||
+        (size_t)es.len < rows * 8 || (sv.obj && (size_t)sv.len < bits) || (ev.obj && (size_t)ev.len < bits) ||
+        rl.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "table_goroutine_seen: column lengths do not match");
+        goto done;
+    }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    const u8 *gb = g.buf, *stb = st.buf, *enb = en.buf, *ssb = ss.buf, *esb = es.buf, *svb = sv.obj ? sv.buf : NULL,
+             *evb = ev.obj ? ev.buf : NULL, *fvb = fv.buf, *rlb = rl.buf;
+    const int32_t *kinds = sk.buf, *reasons = rs.buf;
+    size_t nforever = (size_t)fv.len, nrootless = (size_t)rl.len / 8;
+    for (size_t i = 0; i < rows && !failed; i++) {
+        i64 gid = (i64)ld_u64(gb, i), start = (i64)ld_u64(stb, i), end = (i64)ld_u64(enb, i);
+        u64 *at = map_slot(&slot, (u64)gid, (u64)m);
+        if (!at || (*at == m && grow((void **)&seen, &cap, m + 1, sizeof *seen))) {
+            failed = 1;
+            break;
+        }
+        Seen *s = &seen[*at];
+        if (*at == m) {
+            m++;
+            *s = (Seen){gid, start, end, start, end, 0, 0, 0, 0, 0, 0, 0};
+        } else {
+            s->first_seen = start < s->first_seen ? start : s->first_seen;
+            s->last_seen = end > s->last_seen ? end : s->last_seen;
+            if (start > s->last_start || (start == s->last_start && end > s->last_end)) {
+                s->last_start = start;
+                s->last_end = end;
+            }
+        }
+        int32_t kind = kinds[i], reason = reasons[i];
+        if (kind == K_RUNNING && (!s->has_run || start < s->first_run)) {
+            s->first_run = start;
+            s->has_run = 1;
+        }
+        if (kind == K_BLOCKED && reason >= 0 && (size_t)reason < nforever && fvb[reason] &&
+            (!s->has_forever || start > s->forever)) {
+            s->forever = start;
+            s->has_forever = 1;
+        }
+        /* Its own stack: where it stopped running, where it blocked or
+         * entered a system call (a runnable interval begins at its waker's). */
+        int has = 0;
+        i64 own = 0;
+        if (kind == K_RUNNING) {
+            has = bit_at(evb, i);
+            own = (i64)ld_u64(esb, i);
+        } else if (kind != K_RUNNABLE) {
+            has = bit_at(svb, i);
+            own = (i64)ld_u64(ssb, i);
+        }
+        if (has && nrootless && in_sorted(rlb, nrootless, (u64)own))
+            has = 0;
+        if (has && (!s->has_own || start < s->own_start || (start == s->own_start && own > s->own))) {
+            s->own = own;
+            s->own_start = start;
+            s->has_own = 1;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* The columns, then the bitmaps, in the order the docstring gives. */
+    PyObject *cols[12] = {NULL};
+    size_t mbits = (m + 7) / 8;
+    for (int c = 0; c < 12; c++) {
+        int bitmap = c == 6 || c == 8 || c == 10;
+        if (!(cols[c] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(bitmap ? mbits : m * 8)))) {
+            for (int k = 0; k < c; k++)
+                Py_DECREF(cols[k]);
+            goto done;
+        }
+        if (bitmap)
+            memset(PyBytes_AS_STRING(cols[c]), 0, mbits);
+    }
+    for (size_t j = 0; j < m; j++) {
+        const Seen *s = &seen[j];
+        i64 v[9] = {s->goroutine, s->first_seen, s->last_seen, s->last_start, s->last_end,
+                    s->has_run ? s->first_run : 0, s->has_forever ? s->forever : 0, s->has_own ? s->own : 0,
+                    s->has_own ? s->own_start : 0};
+        static const int at[9] = {0, 1, 2, 3, 4, 5, 7, 9, 11};
+        for (int k = 0; k < 9; k++)
+            memcpy(PyBytes_AS_STRING(cols[at[k]]) + j * 8, &v[k], 8);
+        if (s->has_run)
+            set_valid((u8 *)PyBytes_AS_STRING(cols[6]), j);
+        if (s->has_forever)
+            set_valid((u8 *)PyBytes_AS_STRING(cols[8]), j);
+        if (s->has_own)
+            set_valid((u8 *)PyBytes_AS_STRING(cols[10]), j);
+    }
+    result = PyTuple_New(12);
+    for (int c = 0; c < 12; c++) {
+        if (result)
+            PyTuple_SET_ITEM(result, c, cols[c]);
+        else
+            Py_DECREF(cols[c]);
+    }
+done:
+    free(seen);
+    map_free(&slot);
+    PyBuffer_Release(&g);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&en);
+    PyBuffer_Release(&sk);
+    PyBuffer_Release(&rs);
+    PyBuffer_Release(&fv);
+    PyBuffer_Release(&ss);
+    PyBuffer_Release(&es);
+    PyBuffer_Release(&rl);
+    if (sv.obj)
+        PyBuffer_Release(&sv);
+    if (ev.obj)
+        PyBuffer_Release(&ev);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"table_event_columns", event_columns, METH_VARARGS,
      "table_event_columns(codes, args, extra, kind_of, picks, outs, /)\n--\n\n"
@@ -370,6 +533,11 @@ static PyMethodDef methods[] = {
      "table_span_partition(batches, outs, /)\n--\n\n"
      "SpanBatches' columns as one batch's, goroutine states first, then P spans (the twin of _tables/kernels.py's "
      "span_partition)."},
+    {"table_goroutine_seen", goroutine_seen, METH_VARARGS,
+     "table_goroutine_seen(goroutines, starts, ends, states, reasons, forever, start_stacks, start_valid, "
+     "end_stacks, end_valid, n, rootless, /)\n--\n\n"
+     "Per goroutine of goroutine_states rows, when first and last seen and its first own stack (the twin of "
+     "_tables/goroutines.py's _seen)."},
     {NULL, NULL, 0, NULL},
 };
 
