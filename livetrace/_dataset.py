@@ -44,6 +44,25 @@ COMPRESSION_LEVEL = {"zstd": 1}
 # Hive's name for a partition whose value is missing or empty (Spark and pyarrow read it as null).
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _DELTA = frozenset({"time", "wall_time", "start", "end"})  # the columns _delta_columns encodes
+# The id columns _dictionary_columns encodes.
+_IDS = frozenset(
+    {
+        "capture",
+        "generation",
+        "goroutine",
+        "proc",
+        "thread",
+        "resource_id",
+        "waker_goroutine",
+        "creator",
+        "stack_id",
+        "new_stack_id",
+        "start_stack_id",
+        "end_stack_id",
+        "create_stack_id",
+        "own_stack_id",
+    }
+)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 Partition = Sequence[tuple[str, str | None]]
@@ -60,9 +79,19 @@ def partition_dirs(partition: Partition) -> list[str]:
 
 def _dictionary_columns(schema: pa.Schema) -> list[str]:
     """The columns worth Parquet's dictionary encoding: strings (names,
-    kinds, states repeat). Numbers (times, ids) rarely do, and encoding
-    them took a third of the writing time for nothing."""
-    return [f.name for f in schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)]
+    kinds, states repeat), and the ids of few distinct values (_IDS):
+    captures, generations, goroutines, Ps, Ms, stacks, each one repeated
+    over many rows, where plain values and zstd took up to five times the
+    writing time and more space (a generation's number, one value, 0.9 MB
+    for 2.5 M rows). Other numbers (times, arguments) rarely repeat, and
+    encoding them took a third of the writing time for nothing."""
+    return [
+        f.name
+        for f in schema
+        if pa.types.is_dictionary(f.type)
+        or pa.types.is_string(f.type)
+        or (f.name in _IDS and pa.types.is_integer(f.type))
+    ]
 
 
 def _statistics_columns(schema: pa.Schema) -> list[str]:

@@ -25,9 +25,10 @@ import pyarrow.compute as pc
 from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
-from livetrace._tables.kernels import lookup
+from livetrace._tables.kernels import lookup, span_partition
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
+    STATE_COLUMNS,
     Names,
     gc_spans_batch,
     goroutine_rows,
@@ -59,9 +60,11 @@ def _empty_batch(table: str) -> pa.RecordBatch:
     return pa.record_batch([pa.array([], f.type) for f in s], schema=s)
 
 
-def _concat(table: str, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+def _concat(table: str, batches: list[pa.RecordBatch], columns: Sequence[str] | None = None) -> pa.RecordBatch:
+    """The batches as one (a table's, or those of its columns named)."""
     if not batches:
-        return _empty_batch(table)
+        empty = _empty_batch(table)
+        return empty if columns is None else empty.select(columns)
     return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
 
@@ -161,15 +164,27 @@ def _joined(parts: Sequence[memoryview]) -> bytes:
     return cast(bytes, out)  # a buffer, as EventBatch and SpanBatch take (they wrap it as a memoryview)
 
 
-def merged_spans(batches: Sequence[SpanBatch]) -> list[SpanBatch]:
+class Spans(NamedTuple):
+    """A unit's spans of one names table as one batch, partitioned (kernels.span_partition)."""
+
+    batch: SpanBatch
+    states: int  # its first rows: the goroutine states
+    procs: int  # the P spans after them
+
+
+def merged_spans(batches: Sequence[SpanBatch], *, compiled: bool | None = None) -> list[Spans]:
     """The batches as one, where they share one names table (one builder's:
-    their tables keys are that builder's too); else as they are."""
+    their tables keys are that builder's too); else each as its own. Its
+    rows partitioned while joined: the goroutine states, which are nearly
+    every span, are then a slice of the spans' columns, not a copy."""
     bs = [b for b in batches if len(b)]
-    if len(bs) <= 1 or any(b.names_table is not bs[0].names_table for b in bs):
-        return bs
-    cols = [_joined(c) for c in zip(*(b.columns() for b in bs), strict=True)]
-    tables = {k: t for b in bs for k, t in b.tables.items()}
-    return [SpanBatch(cols, tables, bs[-1].names_table)]
+    groups = [bs] if all(b.names_table is bs[0].names_table for b in bs) else [[b] for b in bs]
+    out = []
+    for group in filter(None, groups):
+        cols, states, procs = span_partition(group, compiled=use_compiled(compiled))
+        tables = {k: t for b in group for k, t in b.tables.items()}
+        out.append(Spans(SpanBatch(cols, tables, group[-1].names_table), states, procs))
+    return out
 
 
 def _note_parents(parents: dict[int, int], events: pa.RecordBatch) -> None:
@@ -221,24 +236,25 @@ class UnitBuilder:
         event_rows = _concat("events", ev)
         parents = self._parents.setdefault(capture, {})
         _note_parents(parents, event_rows)
-        sp = _concat(
-            "spans",
-            [
-                spans_batch(capture, s, self.stacks, self._names, parents, compiled=self._compiled)
-                for s in merged_spans(spans)
-            ],
-        )
+        parts = [
+            (spans_batch(capture, p.batch, self.stacks, self._names, parents, compiled=self._compiled), p)
+            for p in merged_spans(spans, compiled=self._compiled)
+        ]
+        sp = _concat("spans", [s for s, _ in parts])
         tasks = tasks_batch(sp)
         for task in tasks["task"].to_pylist():  # ended: its parent is in its row now
             parents.pop(task, None)
-        rows = goroutine_rows(sp)
+        rows = _concat("spans", [goroutine_rows(s, p.states) for s, p in parts], STATE_COLUMNS)
         states = goroutine_states_batch(rows, _blocked_wakers(rows, event_rows, compiled=self._compiled))
+        procs = _concat("proc_states", [proc_states_batch(capture, s, p.states, p.procs) for s, p in parts])
         out: Unit = {
             "events": event_rows,
             "goroutine_states": states,
-            "goroutine_units": goroutine_units_batch(capture, generation, event_rows, states, self.stacks.rootless),
+            "goroutine_units": goroutine_units_batch(
+                capture, generation, event_rows, states, self.stacks.rootless, compiled=self._compiled
+            ),
             "blocked_units": blocked_units_batch(capture, generation, states),
-            "proc_states": proc_states_batch(sp),
+            "proc_states": procs,
             "spans": sp,
             "gc_spans": gc_spans_batch(sp),
             "tasks": tasks,

@@ -20,7 +20,16 @@ def column(view: memoryview, n: int | None = None) -> pa.Array:
 
 
 def names(indices: pa.Array, dictionary: pa.Array) -> pa.DictionaryArray:
-    """A string column that is ``dictionary[indices]``, as a dictionary array."""
+    """A string column that is ``dictionary[indices]``, as a dictionary
+    array. Unsigned 32-bit indices (a span builder's names) are read as
+    int32 in place, not copied: below 2**31 they are the same numbers, and
+    from_arrays checks that each is in the dictionary (one above 2**31
+    would read as negative, and fail there)."""
+    if indices.type == pa.uint32() and indices.null_count == 0:
+        buffers = indices.buffers()
+        return pa.DictionaryArray.from_arrays(
+            pa.Array.from_buffers(pa.int32(), len(indices), [None, buffers[1]], 0, indices.offset), dictionary
+        )
     return pa.DictionaryArray.from_arrays(pc.cast(indices, pa.int32()), dictionary)
 
 

@@ -13,6 +13,7 @@ instead of scanning every event and every state of a set of traces.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Set
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 
 from livetrace._tables.columns import full
 from livetrace._tables.schema import SCHEMAS
+from livetrace._trace.accel import ccore
 from livetrace._trace.spans.model import SpanKind
 from livetrace._trace.spec.modern import EV_GO_CREATE, EV_GO_CREATE_BLOCKED, EV_GO_CREATE_SYSCALL
 
@@ -48,9 +50,12 @@ def _creations(events: pa.RecordBatch) -> pa.Table:
     return _aggregate(rows, {c: (c, "first") for c in ("created", "creator", "create_stack_id")})
 
 
-def _seen(states: pa.RecordBatch, rootless: Set[int]) -> pa.Table:
+def _seen(states: pa.RecordBatch, rootless: Set[int], *, compiled: bool) -> pa.Table:
     """Per goroutine with states in the unit: when first and last seen, its
-    latest interval, first run, forever block and first own stack."""
+    latest interval, first run, forever block and first own stack; compiled,
+    one pass over the rows (_ccore/tables/columns.c), else these kernels."""
+    if compiled:
+        return _seen_compiled(states, rootless)
     running, blocked = _state(states, SpanKind.RUNNING), _state(states, SpanKind.BLOCKED)
     # Its own stack: where it stopped running, where it blocked or entered
     # a system call (a runnable interval begins at its waker's stack).
@@ -61,7 +66,7 @@ def _seen(states: pa.RecordBatch, rootless: Set[int]) -> pa.Table:
     )
     if rootless:
         own = pc.if_else(pc.is_in(own, value_set=pa.array(sorted(rootless), pa.int64())), _NULL, own)
-    forever = pc.and_(blocked, pc.take(pc.equal(states["reason"].dictionary, "forever"), states["reason"].indices))
+    forever = pc.and_(blocked, pc.take(_forever(states["reason"]), states["reason"].indices))
     start = states["start"]
     rows = pa.table(
         {
@@ -91,6 +96,61 @@ def _seen(states: pa.RecordBatch, rootless: Set[int]) -> pa.Table:
     last = _at(rows, seen.select(["goroutine", "last_start"]), "end", "last_end")
     first_own = _at(rows, seen.select(["goroutine", "own_stack_start"]), "own_stack_id", "own_stack_id")
     return seen.join(last, "goroutine", join_type="left outer").join(first_own, "goroutine", join_type="left outer")
+
+
+def _forever(reasons: pa.DictionaryArray) -> pa.Array:
+    """Per entry of the reasons' dictionary, whether it is "forever"."""
+    return pc.equal(reasons.dictionary, "forever")
+
+
+def _whole(array: pa.Array) -> pa.Array:
+    """The array from offset 0 of its buffers (a copy only where it had an offset)."""
+    return pa.concat_arrays([array]) if array.offset else array
+
+
+def _seen_compiled(states: pa.RecordBatch, rootless: Set[int]) -> pa.Table:
+    n = states.num_rows
+    if not n:
+        return _seen(states, rootless, compiled=False)
+    g, start, end, start_stacks, end_stacks = (
+        _whole(states[c]) for c in ("goroutine", "start", "end", "start_stack_id", "end_stack_id")
+    )
+    kinds, reasons = _whole(states["state"].indices), _whole(states["reason"].indices)
+    forever = _forever(states["reason"]).fill_null(False).cast(pa.uint8())
+    ids = array("Q", sorted(i & (2**64 - 1) for i in rootless))
+    cols = ccore.table_goroutine_seen(
+        g.buffers()[1],
+        start.buffers()[1],
+        end.buffers()[1],
+        kinds.buffers()[1],
+        reasons.buffers()[1],
+        forever.buffers()[1][: len(forever)],
+        start_stacks.buffers()[1],
+        start_stacks.buffers()[0],
+        end_stacks.buffers()[1],
+        end_stacks.buffers()[0],
+        n,
+        ids,
+    )
+    m = len(cols[0]) // 8
+
+    def int64(data: bytes, valid: bytes | None = None) -> pa.Array:
+        bits = None if valid is None else pa.py_buffer(valid)
+        return pa.Array.from_buffers(pa.int64(), m, [bits, pa.py_buffer(data)])
+
+    return pa.table(
+        {
+            "goroutine": int64(cols[0]),
+            "first_seen": int64(cols[1]),
+            "last_seen": int64(cols[2]),
+            "last_start": int64(cols[3]),
+            "last_end": int64(cols[4]),
+            "first_run": int64(cols[5], cols[6]),
+            "forever": int64(cols[7], cols[8]),
+            "own_stack_id": int64(cols[9], cols[10]),
+            "own_stack_start": int64(cols[11], cols[10]),
+        }
+    )
 
 
 def _at(rows: pa.Table, times: pa.Table, column: str, name: str) -> pa.Table:
@@ -135,12 +195,18 @@ def blocked_units_batch(capture: int, generation: int, states: pa.RecordBatch) -
 
 
 def goroutine_units_batch(
-    capture: int, generation: int, events: pa.RecordBatch, states: pa.RecordBatch, rootless: Set[int]
+    capture: int,
+    generation: int,
+    events: pa.RecordBatch,
+    states: pa.RecordBatch,
+    rootless: Set[int],
+    *,
+    compiled: bool,
 ) -> pa.RecordBatch:
     """The unit's ``goroutine_units`` rows, by goroutine: from its events
     and goroutine_states rows; ``rootless``, the stack ids whose root frame
-    has no function (StackIds.rootless)."""
-    both = _creations(events).join(_seen(states, rootless), "goroutine", join_type="full outer")
+    has no function (StackIds.rootless); ``compiled``: which core's pass."""
+    both = _creations(events).join(_seen(states, rootless, compiled=compiled), "goroutine", join_type="full outer")
     both = both.sort_by("goroutine")
     n = both.num_rows
     columns = {"capture": full(capture, n, pa.int64()), "generation": full(generation, n, pa.int64())}

@@ -7,19 +7,27 @@ this twin's pyarrow kernels. Both give the same arrays.
   the arguments that per code are a stack, a created goroutine's stack and
   two strings (null where the code has none);
 - :func:`lookup`: a column of ids as the values of their keys (null where
-  an id is null or has no key), the first of equal keys counting.
+  an id is null or has no key), the first of equal keys counting;
+- :func:`span_partition`: a unit's SpanBatches' columns as one batch's,
+  its goroutine states first, then its P spans, then the rest (each part
+  in the batches' order), so that ``goroutine_states`` and ``proc_states``
+  are slices of the ``spans`` columns rather than copies of them.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import strided
+from livetrace._tables.columns import column, strided
 from livetrace._trace.accel import ccore
 from livetrace._trace.model.batch import NARGS, NEXTRA
+from livetrace._trace.spans.batch import COLUMNS as SPAN_COLUMNS
+from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.model import RES_GOROUTINE, RES_PROC, SpanKind
 
 
 class EventColumns(NamedTuple):
@@ -104,3 +112,42 @@ def lookup(ids: pa.Array, keys: pa.Array, values: pa.Array, *, compiled: bool) -
         )
         return pa.Array.from_buffers(values.type, n, [bits, data], nulls)
     return pc.take(values, pc.index_in(ids, value_set=pc.cast(keys, ids.type, safe=False)))
+
+
+_WIDTHS = {"B": 1, "I": 4, "q": 8, "Q": 8}
+
+
+class Partitioned(NamedTuple):
+    columns: list[bytes]  # a SpanBatch's (buffers of bytes), in its COLUMNS order
+    states: int  # the goroutine states: its first rows
+    procs: int  # the P spans: the rows after those
+
+
+def span_partition(batches: Sequence[SpanBatch], *, compiled: bool) -> Partitioned:
+    """The batches' columns as one batch's, its rows partitioned: goroutine
+    states (running, runnable, blocked, syscall), then P spans, then the
+    rest, each part in the batches' order."""
+    if compiled:
+        n = sum(len(b) for b in batches)
+        outs = tuple(_alloc(n * _WIDTHS[t]) for _, t in SPAN_COLUMNS)
+        states, procs = ccore.table_span_partition([b.columns() for b in batches], outs)
+        return Partitioned([_view(b, t, n) for b, (_, t) in zip(outs, SPAN_COLUMNS, strict=True)], states, procs)
+    cols = [pa.concat_arrays([column(c) for c in parts]) for parts in zip(*(b.columns() for b in batches), strict=True)]
+    kinds, resources = cols[0], cols[1]
+    state = pc.and_(
+        pc.equal(resources, pa.scalar(RES_GOROUTINE, pa.uint8())),
+        pc.less_equal(kinds, pa.scalar(int(SpanKind.SYSCALL), pa.uint8())),
+    )
+    proc = pc.equal(resources, pa.scalar(RES_PROC, pa.uint8()))
+    rest = pc.invert(pc.or_(state, proc))
+    order = pa.concat_arrays([pc.indices_nonzero(m) for m in (state, proc, rest)])
+    taken = [pc.take(c, order) for c in cols]
+    n = len(order)
+    columns = [_view(a.buffers()[1], t, n) for a, (_, t) in zip(taken, SPAN_COLUMNS, strict=True)]
+    return Partitioned(columns, pc.sum(state, min_count=0).as_py(), pc.sum(proc, min_count=0).as_py())
+
+
+def _view(buffer: pa.Buffer, typecode: str, n: int) -> bytes:
+    """The bytes of a buffer's first n items of a typecode, as a buffer
+    that SpanBatch takes (it wraps it as a memoryview: no copy)."""
+    return cast(bytes, memoryview(buffer).cast("B")[: n * _WIDTHS[typecode]])

@@ -4,20 +4,17 @@ its rows and columns: ``tasks``, ``regions``, ``goroutine_states`` and
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import column, flag, full, name_table, names
+from livetrace._tables.columns import column, flag, full, name_table, names, null_where_not
 from livetrace._tables.kernels import lookup
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import (
-    RES_GOROUTINE,
-    RES_PROC,
     RESOURCE_KINDS,
     SPAN_CLIPPED_END,
     SPAN_CLIPPED_START,
@@ -27,7 +24,6 @@ from livetrace._trace.spans.model import (
 
 _KINDS = pa.array(SPAN_KIND_NAMES, pa.string())
 _RESOURCES = pa.array(RESOURCE_KINDS, pa.string())
-_GOROUTINE_STATES = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)
 
 
 class Names:
@@ -154,7 +150,7 @@ def regions_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
 
 
 # The spans' columns goroutine_states takes (kind: its state).
-_STATE_COLUMNS = [
+STATE_COLUMNS = [
     "capture",
     "resource_id",
     "start",
@@ -173,14 +169,11 @@ _STATE_COLUMNS = [
 ]
 
 
-def goroutine_rows(spans: pa.RecordBatch) -> pa.RecordBatch:
+def goroutine_rows(spans: pa.RecordBatch, states: int) -> pa.RecordBatch:
     """The spans of goroutines' states (running, runnable, blocked, syscall),
-    in goroutine_states' columns."""
-    goroutine = _is(spans["resource"], RES_GOROUTINE)
-    state = functools.reduce(
-        pc.or_, [_is(spans["kind"], k) for k in _GOROUTINE_STATES]
-    )  # a few times faster than is_in
-    return _rows(spans, pc.and_(goroutine, state), _STATE_COLUMNS)
+    in goroutine_states' columns: the first ``states`` rows of partitioned
+    spans (kernels.span_partition), their columns shared."""
+    return spans.slice(0, states).select(STATE_COLUMNS)
 
 
 def goroutine_states_batch(rows: pa.RecordBatch, wakers: pa.Array) -> pa.RecordBatch:
@@ -211,32 +204,32 @@ def goroutine_states_batch(rows: pa.RecordBatch, wakers: pa.Array) -> pa.RecordB
 _PROC_STATES = pa.array(["running", "goroutine"], pa.string())
 
 
-def proc_states_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
-    """P intervals (held by an M), then the goroutines' running intervals on a P."""
-    interval = ["capture", "resource_id", "start", "end", "duration", "proc", "clipped_start", "clipped_end"]
-    held = _rows(spans, _is(spans["resource"], RES_PROC), interval)
-    running = pc.and_(_is(spans["kind"], SpanKind.RUNNING), _is(spans["resource"], RES_GOROUTINE))
-    ran = _rows(spans, pc.and_(running, pc.greater_equal(spans["proc"], pa.scalar(0, pa.int64()))), interval)
-    out = []
-    for rows, state, goroutine in (
-        (held, 0, full(None, held.num_rows, pa.int64())),
-        (ran, 1, ran["resource_id"]),
-    ):
-        n = rows.num_rows
-        out.append(
-            pa.record_batch(
-                [
-                    rows["capture"],
-                    rows["resource_id"] if state == 0 else rows["proc"],
-                    rows["start"],
-                    rows["end"],
-                    rows["duration"],
-                    names(full(state, n, pa.int32()), _PROC_STATES),
-                    goroutine,
-                    rows["clipped_start"],
-                    rows["clipped_end"],
-                ],
-                schema=SCHEMAS["proc_states"],
-            )
-        )
-    return pa.concat_batches(out)
+def proc_states_batch(capture: int, spans: pa.RecordBatch, states: int, procs: int) -> pa.RecordBatch:
+    """The goroutines' running intervals on a P, then the P intervals (held
+    by an M), of partitioned spans (kernels.span_partition): their first
+    ``states`` rows are goroutine states, the next ``procs`` P spans. A P
+    span's ``proc`` is its P."""
+    head = spans.slice(0, states + procs)
+    ran = pc.and_(
+        _is(head["kind"], SpanKind.RUNNING).slice(0, states),
+        pc.greater_equal(head["proc"].slice(0, states), pa.scalar(0, pa.int64())),
+    )
+    keep = pa.concat_arrays([ran, full(True, procs, pa.bool_())])
+    rows = head.select(["resource_id", "start", "end", "duration", "proc", "clipped_start", "clipped_end"]).filter(keep)
+    n, goroutines = rows.num_rows, rows.num_rows - procs
+    state = pa.concat_arrays([full(1, goroutines, pa.int32()), full(0, procs, pa.int32())])
+    on_goroutine = pa.concat_arrays([full(True, goroutines, pa.bool_()), full(False, procs, pa.bool_())])
+    return pa.record_batch(
+        [
+            full(capture, n, pa.int64()),
+            rows["proc"],
+            rows["start"],
+            rows["end"],
+            rows["duration"],
+            names(state, _PROC_STATES),
+            null_where_not(rows["resource_id"], on_goroutine),
+            rows["clipped_start"],
+            rows["clipped_end"],
+        ],
+        schema=SCHEMAS["proc_states"],
+    )

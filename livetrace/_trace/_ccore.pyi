@@ -524,3 +524,27 @@ def table_lookup(
 ) -> int:
     """Each id's value by key into outs (values, validity); the null count
     (the twin of _tables/kernels.py's lookup)."""
+
+def table_span_partition(batches: Iterable[tuple[ReadableBuffer, ...]], outs: tuple[Any, ...], /) -> tuple[int, int]:
+    """SpanBatches' columns as one batch's into outs (writable buffers),
+    goroutine states first, then P spans: (states, P spans) (the twin of
+    _tables/kernels.py's span_partition)."""
+
+def table_goroutine_seen(
+    goroutines: ReadableBuffer,
+    starts: ReadableBuffer,
+    ends: ReadableBuffer,
+    states: ReadableBuffer,
+    reasons: ReadableBuffer,
+    forever: ReadableBuffer,
+    start_stacks: ReadableBuffer,
+    start_valid: ReadableBuffer | None,
+    end_stacks: ReadableBuffer,
+    end_valid: ReadableBuffer | None,
+    n: int,
+    rootless: ReadableBuffer,
+    /,
+) -> tuple[bytes, ...]:
+    """Per goroutine of goroutine_states rows, when first and last seen and
+    its first own stack, as columns and validity bitmaps (the twin of
+    _tables/goroutines.py's _seen)."""

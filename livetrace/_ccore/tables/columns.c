@@ -1,10 +1,11 @@
 /* The tables' per-row passes, compiled: the twin of _tables/kernels.py's
- * event_columns and lookup (which say what each column is). Each is one
- * pass in C over an EventBatch's columns or a column of ids, writing the
- * Arrow buffers (data, and a validity bitmap where a row may be null) into
- * buffers the caller allocated from pyarrow's pool: memory that pool keeps
- * warm, where fresh bytes objects would cost a page fault per 4 KiB. The
- * loops run without the GIL: their inputs and outputs are held buffers. */
+ * event_columns, lookup and span_partition (which say what each column is).
+ * Each is one pass in C over an EventBatch's columns, a column of ids or a
+ * unit's SpanBatches' columns, writing the Arrow buffers (data, and a
+ * validity bitmap where a row may be null) into buffers the caller
+ * allocated from pyarrow's pool: memory that pool keeps warm, where fresh
+ * bytes objects would cost a page fault per 4 KiB. The loops run without
+ * the GIL: their inputs and outputs are held buffers. */
 
 #include "tables/columns.h"
 #include "common/pyglue.h"
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "common/containers.h"
+#include "common/generated.h"
 
 #define NPICKS 4 /* the arguments picked per code: stack, new stack, two strings */
 #define NPLAIN (2 + NARGS + NEXTRA)
@@ -255,6 +257,271 @@ done:
     return result;
 }
 
+/* A span's part of a unit's partitioned spans: 0, a goroutine's state
+ * (running, runnable, blocked, syscall); 1, a P's; 2, any other. */
+static inline int span_part(u8 kind, u8 resource) {
+    if (resource == RES_GOROUTINE && kind <= K_SYSCALL)
+        return 0;
+    return resource == RES_PROC ? 1 : 2;
+}
+
+/* table_span_partition(batches, outs): the SpanBatch columns of batches (a
+ * sequence of tuples of SPAN_NCOLS buffers, one per batch) as one batch,
+ * into outs (SPAN_NCOLS writable buffers), its rows partitioned: every
+ * goroutine state first, then the P spans, then the rest, each part in the
+ * batches' order. Gives (goroutine states, P spans): the tables that are
+ * those parts are then slices of the spans', not copies. */
+static PyObject *span_partition(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *batches, *outs, *seq = NULL, *result = NULL;
+    if (!PyArg_ParseTuple(args, "OO:table_span_partition", &batches, &outs))
+        return NULL;
+    if (!(seq = PySequence_Fast(batches, "table_span_partition: batches must be a sequence")))
+        return NULL;
+    size_t nb = (size_t)PySequence_Fast_GET_SIZE(seq), held = 0, n = 0;
+    static const size_t widths[SPAN_NCOLS] = SPAN_COL_WIDTHS;
+    Py_buffer *in = calloc(nb * SPAN_NCOLS + 1, sizeof *in), out[SPAN_NCOLS];
+    size_t *rows = calloc(nb + 1, sizeof *rows), sizes[SPAN_NCOLS];
+    int have_out = 0;
+    if (!in || !rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t b = 0; b < nb; b++) {
+        PyObject *cols = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)b);
+        if (!PyTuple_Check(cols) || PyTuple_GET_SIZE(cols) != SPAN_NCOLS) {
+            PyErr_SetString(PyExc_ValueError, "table_span_partition: a batch is not a tuple of its columns");
+            goto done;
+        }
+        for (size_t c = 0; c < SPAN_NCOLS; c++, held++) {
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(cols, (Py_ssize_t)c), &in[held], PyBUF_SIMPLE) < 0)
+                goto done;
+            size_t len = (size_t)in[held].len / widths[c];
+            if (c == 0)
+                rows[b] = len;
+            if ((size_t)in[held].len != rows[b] * widths[c]) {
+                held++;
+                PyErr_SetString(PyExc_ValueError, "table_span_partition: column lengths do not match");
+                goto done;
+            }
+        }
+        n += rows[b];
+    }
+    for (size_t c = 0; c < SPAN_NCOLS; c++)
+        sizes[c] = n * widths[c];
+    if (hold_outputs(outs, out, sizes, SPAN_NCOLS) < 0)
+        goto done;
+    have_out = 1;
+    size_t count[3] = {0, 0, 0};
+    u8 *part = malloc(n + 1);
+    if (!part) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    for (size_t b = 0, i = 0; b < nb; b++) {
+        const u8 *k = in[b * SPAN_NCOLS + SPAN_COL_KINDS].buf, *r = in[b * SPAN_NCOLS + SPAN_COL_RESOURCE_KINDS].buf;
+        for (size_t j = 0; j < rows[b]; j++, i++)
+            count[part[i] = (u8)span_part(k[j], r[j])]++;
+    }
+    /* Each column a row at a time, each row to its part's next place. */
+    for (size_t c = 0; c < SPAN_NCOLS; c++) {
+        size_t at[3] = {0, count[0], count[0] + count[1]}, i = 0;
+        u8 *o = out[c].buf;
+        for (size_t b = 0; b < nb; b++) {
+            const u8 *v = in[b * SPAN_NCOLS + c].buf;
+            switch (widths[c]) {
+            case 1:
+                for (size_t j = 0; j < rows[b]; j++, i++)
+                    o[at[part[i]]++] = v[j];
+                break;
+            case 4:
+                for (size_t j = 0; j < rows[b]; j++, i++)
+                    memcpy(o + 4 * at[part[i]]++, v + 4 * j, 4);
+                break;
+            default:
+                for (size_t j = 0; j < rows[b]; j++, i++)
+                    memcpy(o + 8 * at[part[i]]++, v + 8 * j, 8);
+            }
+        }
+    }
+    free(part);
+    Py_END_ALLOW_THREADS;
+    result = Py_BuildValue("(nn)", (Py_ssize_t)count[0], (Py_ssize_t)count[1]);
+done:
+    if (have_out)
+        release_all(out, SPAN_NCOLS);
+    if (in)
+        release_all(in, held);
+    free(in);
+    free(rows);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* One goroutine's aggregates in table_goroutine_seen. */
+typedef struct {
+    i64 goroutine, first_seen, last_seen, last_start, last_end, first_run, forever, own, own_start;
+    u8 has_run, has_forever, has_own;
+} Seen;
+
+static inline int bit_at(const u8 *bits, size_t i) { return !bits || (bits[i >> 3] >> (i & 7)) & 1; }
+
+static inline int in_sorted(const u8 *keys, size_t n, u64 id) {
+    size_t at = search_from(keys, n, 0, id);
+    return at < n && ld_u64(keys, at) == id;
+}
+
+/* table_goroutine_seen(goroutines, starts, ends, states, reasons, forever,
+ * start_stacks, start_valid, end_stacks, end_valid, n, rootless): per
+ * goroutine of n goroutine_states rows (int64 columns and int32 state and
+ * reason indices, every one from offset 0; a stack column's validity a
+ * bitmap or None), in the order first seen, what goroutines.py's _seen
+ * gives: its first and last start, latest end, the end of its
+ * latest-starting row (the greatest of those), its first running start,
+ * its latest start of a blocked row whose reason's forever[reason] is set,
+ * and its earliest own stack (running: the end stack; runnable: none; else
+ * the start stack; none whose stable id is in rootless, sorted) with that
+ * row's start (of two at that start, the greater id). Gives a tuple of
+ * bytes: goroutine, first_seen, last_seen, last_start, last_end, first_run
+ * and its validity bitmap, forever and its bitmap, own_stack_id and its
+ * bitmap, own_stack_start (valid where own_stack_id is). */
+static PyObject *goroutine_seen(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer g, st, en, sk, rs, fv, ss, es, rl, sv = {0}, ev = {0};
+    PyObject *sv_obj, *ev_obj, *result = NULL;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*Oy*Ony*:table_goroutine_seen", &g, &st, &en, &sk, &rs, &fv, &ss,
+                          &sv_obj, &es, &ev_obj, &n, &rl))
+        return NULL;
+    Map slot = {0};
+    Seen *seen = NULL;
+    size_t m = 0, cap = 0;
+    if (sv_obj != Py_None && PyObject_GetBuffer(sv_obj, &sv, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (ev_obj != Py_None && PyObject_GetBuffer(ev_obj, &ev, PyBUF_SIMPLE) < 0)
+        goto done;
+    size_t rows = (size_t)n, bits = (rows + 7) / 8;
+    if (n < 0 || (size_t)g.len < rows * 8 || (size_t)st.len < rows * 8 || (size_t)en.len < rows * 8 ||
+        (size_t)sk.len < rows * 4 || (size_t)rs.len < rows * 4 || (size_t)ss.len < rows * 8 ||
+        (size_t)es.len < rows * 8 || (sv.obj && (size_t)sv.len < bits) || (ev.obj && (size_t)ev.len < bits) ||
+        rl.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "table_goroutine_seen: column lengths do not match");
+        goto done;
+    }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    const u8 *gb = g.buf, *stb = st.buf, *enb = en.buf, *ssb = ss.buf, *esb = es.buf, *svb = sv.obj ? sv.buf : NULL,
+             *evb = ev.obj ? ev.buf : NULL, *fvb = fv.buf, *rlb = rl.buf;
+    const int32_t *kinds = sk.buf, *reasons = rs.buf;
+    size_t nforever = (size_t)fv.len, nrootless = (size_t)rl.len / 8;
+    for (size_t i = 0; i < rows && !failed; i++) {
+        i64 gid = (i64)ld_u64(gb, i), start = (i64)ld_u64(stb, i), end = (i64)ld_u64(enb, i);
+        u64 *at = map_slot(&slot, (u64)gid, (u64)m);
+        if (!at || (*at == m && grow((void **)&seen, &cap, m + 1, sizeof *seen))) {
+            failed = 1;
+            break;
+        }
+        Seen *s = &seen[*at];
+        if (*at == m) {
+            m++;
+            *s = (Seen){gid, start, end, start, end, 0, 0, 0, 0, 0, 0, 0};
+        } else {
+            s->first_seen = start < s->first_seen ? start : s->first_seen;
+            s->last_seen = end > s->last_seen ? end : s->last_seen;
+            if (start > s->last_start || (start == s->last_start && end > s->last_end)) {
+                s->last_start = start;
+                s->last_end = end;
+            }
+        }
+        int32_t kind = kinds[i], reason = reasons[i];
+        if (kind == K_RUNNING && (!s->has_run || start < s->first_run)) {
+            s->first_run = start;
+            s->has_run = 1;
+        }
+        if (kind == K_BLOCKED && reason >= 0 && (size_t)reason < nforever && fvb[reason] &&
+            (!s->has_forever || start > s->forever)) {
+            s->forever = start;
+            s->has_forever = 1;
+        }
+        /* Its own stack: where it stopped running, where it blocked or
+         * entered a system call (a runnable interval begins at its waker's). */
+        int has = 0;
+        i64 own = 0;
+        if (kind == K_RUNNING) {
+            has = bit_at(evb, i);
+            own = (i64)ld_u64(esb, i);
+        } else if (kind != K_RUNNABLE) {
+            has = bit_at(svb, i);
+            own = (i64)ld_u64(ssb, i);
+        }
+        if (has && nrootless && in_sorted(rlb, nrootless, (u64)own))
+            has = 0;
+        if (has && (!s->has_own || start < s->own_start || (start == s->own_start && own > s->own))) {
+            s->own = own;
+            s->own_start = start;
+            s->has_own = 1;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* The columns, then the bitmaps, in the order the docstring gives. */
+    PyObject *cols[12] = {NULL};
+    size_t mbits = (m + 7) / 8;
+    for (int c = 0; c < 12; c++) {
+        int bitmap = c == 6 || c == 8 || c == 10;
+        if (!(cols[c] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(bitmap ? mbits : m * 8)))) {
+            for (int k = 0; k < c; k++)
+                Py_DECREF(cols[k]);
+            goto done;
+        }
+        if (bitmap)
+            memset(PyBytes_AS_STRING(cols[c]), 0, mbits);
+    }
+    for (size_t j = 0; j < m; j++) {
+        const Seen *s = &seen[j];
+        i64 v[9] = {s->goroutine, s->first_seen, s->last_seen, s->last_start, s->last_end,
+                    s->has_run ? s->first_run : 0, s->has_forever ? s->forever : 0, s->has_own ? s->own : 0,
+                    s->has_own ? s->own_start : 0};
+        static const int at[9] = {0, 1, 2, 3, 4, 5, 7, 9, 11};
+        for (int k = 0; k < 9; k++)
+            memcpy(PyBytes_AS_STRING(cols[at[k]]) + j * 8, &v[k], 8);
+        if (s->has_run)
+            set_valid((u8 *)PyBytes_AS_STRING(cols[6]), j);
+        if (s->has_forever)
+            set_valid((u8 *)PyBytes_AS_STRING(cols[8]), j);
+        if (s->has_own)
+            set_valid((u8 *)PyBytes_AS_STRING(cols[10]), j);
+    }
+    result = PyTuple_New(12);
+    for (int c = 0; c < 12; c++) {
+        if (result)
+            PyTuple_SET_ITEM(result, c, cols[c]);
+        else
+            Py_DECREF(cols[c]);
+    }
+done:
+    free(seen);
+    map_free(&slot);
+    PyBuffer_Release(&g);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&en);
+    PyBuffer_Release(&sk);
+    PyBuffer_Release(&rs);
+    PyBuffer_Release(&fv);
+    PyBuffer_Release(&ss);
+    PyBuffer_Release(&es);
+    PyBuffer_Release(&rl);
+    if (sv.obj)
+        PyBuffer_Release(&sv);
+    if (ev.obj)
+        PyBuffer_Release(&ev);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"table_event_columns", event_columns, METH_VARARGS,
      "table_event_columns(codes, args, extra, kind_of, picks, outs, /)\n--\n\n"
@@ -262,6 +529,15 @@ static PyMethodDef methods[] = {
     {"table_lookup", lookup, METH_VARARGS,
      "table_lookup(ids, valid, offset, n, keys, values, width, outs, /)\n--\n\n"
      "Each id's value by key, null where none (the twin of _tables/kernels.py's lookup)."},
+    {"table_span_partition", span_partition, METH_VARARGS,
+     "table_span_partition(batches, outs, /)\n--\n\n"
+     "SpanBatches' columns as one batch's, goroutine states first, then P spans (the twin of _tables/kernels.py's "
+     "span_partition)."},
+    {"table_goroutine_seen", goroutine_seen, METH_VARARGS,
+     "table_goroutine_seen(goroutines, starts, ends, states, reasons, forever, start_stacks, start_valid, "
+     "end_stacks, end_valid, n, rootless, /)\n--\n\n"
+     "Per goroutine of goroutine_states rows, when first and last seen and its first own stack (the twin of "
+     "_tables/goroutines.py's _seen)."},
     {NULL, NULL, 0, NULL},
 };
 

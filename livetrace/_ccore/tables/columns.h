@@ -7,7 +7,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* Adds table_event_columns and table_lookup to the module: 0, or -1 with an exception. */
+/* Adds table_event_columns, table_lookup and table_span_partition to the module: 0, or -1 with an exception. */
 int table_columns_register(PyObject *module);
 
 #endif
