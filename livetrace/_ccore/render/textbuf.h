@@ -190,6 +190,87 @@ static inline PyObject *tb_finish(TextBuf *b) {
     return r;
 }
 
+/* A batch's lines in pieces of a few hundred lines (written in warm memory):
+ * every piece's buffer is made up front, with the GIL, so that going on to the
+ * next piece needs none. A piece a round trip for the GIL cost a batch of
+ * JSON lines eight, each a wait behind the pool's other threads. objs holds
+ * the pieces done (lens: their lengths), none for the one being written (the
+ * TextBuf's), then the ones to come. */
+typedef struct {
+    PyObject **objs;
+    size_t *lens;
+    size_t count, cur;
+} Pieces;
+
+/* count pieces (at least one) of room bytes each, the first into b as
+ * tb_init makes it; GIL held: 0, or -1 with an exception set. */
+static inline int pieces_open(Pieces *s, TextBuf *b, size_t count, size_t room) {
+    s->cur = 0;
+    s->count = count ? count : 1;
+    s->objs = PyMem_Calloc(s->count, sizeof(PyObject *));
+    s->lens = PyMem_Calloc(s->count, sizeof(size_t));
+    if (!s->objs || !s->lens) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t k = 1; k < s->count; k++)
+        if (!(s->objs[k] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(room ? room : 1))))
+            return -1;
+    return tb_init(b, room);
+}
+
+/* b's piece done, the next one into b, without the GIL: 0, or -1 (none left,
+ * or b's buffer lost to a failed growth). */
+static inline int pieces_next(Pieces *s, TextBuf *b) {
+    if (b->oom || s->cur + 1 >= s->count)
+        return -1;
+    s->objs[s->cur] = b->obj;
+    s->lens[s->cur] = b->n;
+    s->cur++;
+    b->obj = s->objs[s->cur];
+    s->objs[s->cur] = NULL;
+    b->p = PyBytes_AS_STRING(b->obj);
+    b->cap = (size_t)PyBytes_GET_SIZE(b->obj);
+    b->n = 0;
+    return 0;
+}
+
+/* The pieces written (b's the last, given up), each cut to its length, as a
+ * list; GIL held: NULL with an exception set on failure. */
+static inline PyObject *pieces_finish(Pieces *s, TextBuf *b) {
+    if (b->oom) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return NULL;
+    }
+    s->objs[s->cur] = b->obj;
+    s->lens[s->cur] = b->n;
+    b->obj = NULL;
+    PyObject *list = PyList_New((Py_ssize_t)(s->cur + 1));
+    if (!list)
+        return NULL;
+    for (size_t k = 0; k <= s->cur; k++) {
+        if (_PyBytes_Resize(&s->objs[k], (Py_ssize_t)s->lens[k])) { /* frees and clears it on failure */
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)k, s->objs[k]);
+        s->objs[k] = NULL;
+    }
+    return list;
+}
+
+/* What is left of the pieces, and b's buffer, freed; GIL held. */
+static inline void pieces_close(Pieces *s, TextBuf *b) {
+    Py_CLEAR(b->obj);
+    for (size_t k = 0; s->objs && k < s->count; k++)
+        Py_XDECREF(s->objs[k]);
+    PyMem_Free(s->objs);
+    PyMem_Free(s->lens);
+    s->objs = NULL;
+    s->lens = NULL;
+}
+
 /* The line other(i) makes (bytes, from Python: a line the core leaves to
  * its twin), and its newline; tb_room's answer, or -1 with an exception
  * (and the GIL held). */
