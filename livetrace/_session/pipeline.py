@@ -325,7 +325,7 @@ def stages(
             "deliver",
             True,
             deliver,
-            note=f"the maps' work in the pool, {MAP_GROUP} batches at a time, {window} x jobs ahead",
+            note=f"the maps' work in the pool, up to {MAP_GROUP} batches a piece, {window} x jobs ahead",
         ),
     ]
 
