@@ -216,11 +216,21 @@ static int annotation_line(TextBuf *b, int c, i64 t, i64 g, i64 p, i64 m, const 
     return line_tail(b, c, a, stacks);
 }
 
+/* The text so far onto the list of pieces (the buffer given up): 0, or -1
+ * with an exception set. */
+static int put_piece_out(TextBuf *b, PyObject *pieces) {
+    PyObject *text = tb_finish(b);
+    if (!text)
+        return -1;
+    int r = PyList_Append(pieces, text);
+    Py_DECREF(text);
+    return r;
+}
+
 PyObject *jsonl_lines(const EventView *v, size_t piece_lines, int has_wall, i64 wall_base, PyObject *strings,
                       PyObject *stacks, PyObject *extras, PyObject *miss, PyObject *other) {
-    PyObject *result = NULL;
+    PyObject *result = NULL, *pieces = NULL;
     TextBuf b = {0};
-    Pieces pieces = {0};
     PartCache sp = {0}, kp = {0}, xp = {0};
     size_t n = v->n;
     const u8 *code = v->code;
@@ -229,8 +239,9 @@ PyObject *jsonl_lines(const EventView *v, size_t piece_lines, int has_wall, i64 
     PartCache *kpp = stacks ? &kp : NULL, *xpp = stacks && extras ? &xp : NULL;
     /* Pieces of piece_lines lines (all in one, 0): a piece of a few hundred lines is written in warm memory. */
     size_t per = piece_lines && piece_lines < n ? piece_lines : n, room = per * 1024;
-    if (part_cache_open(&sp, strings, miss, "string") || (kpp && part_cache_open(kpp, stacks, miss, "stack")) ||
-        (xpp && part_cache_open(xpp, extras, miss, "extra")) || pieces_open(&pieces, &b, per ? (n + per - 1) / per : 1, room))
+    if (!(pieces = PyList_New(0)) || part_cache_open(&sp, strings, miss, "string") ||
+        (kpp && part_cache_open(kpp, stacks, miss, "stack")) || (xpp && part_cache_open(xpp, extras, miss, "extra")) ||
+        tb_init(&b, room))
         goto fail;
     /* The lines are written without the GIL (textbuf.h's Gil). */
     Gil gil = {NULL, 1};
@@ -240,8 +251,13 @@ PyObject *jsonl_lines(const EventView *v, size_t piece_lines, int has_wall, i64 
     wall_open(&wall, has_wall, wall_base);
     static const Head transition = HEAD("StateTransition");
     for (size_t i = 0; i < n; i++) {
-        if (i && i % per == 0 && pieces_next(&pieces, &b)) /* a piece full: the next */
-            goto fail;
+        if (i && i % per == 0) { /* a piece full: the next */
+            gil_hold(&gil);
+            if (put_piece_out(&b, pieces) || tb_init(&b, room))
+                goto fail;
+            b.gil = &gil;
+            gil_free(&gil);
+        }
         int c = code[i];
         const u64 *a = a_all + i * NARGS, *x = x_all + i * NEXTRA;
         int proc = 0, old, new_, has_t = 0;
@@ -341,7 +357,10 @@ PyObject *jsonl_lines(const EventView *v, size_t piece_lines, int has_wall, i64 
             goto fail;
     }
     gil_hold(&gil);
-    result = n ? pieces_finish(&pieces, &b) : PyList_New(0);
+    if (n && put_piece_out(&b, pieces))
+        goto fail;
+    result = pieces;
+    pieces = NULL;
     goto done;
 fail:
     gil_hold(b.gil);
@@ -349,7 +368,8 @@ fail:
         PyErr_NoMemory();
 done:
     gil_hold(b.gil);
-    pieces_close(&pieces, &b);
+    Py_XDECREF(pieces);
+    Py_XDECREF(b.obj);
     part_cache_close(&sp), part_cache_close(&kp), part_cache_close(&xp);
     return result;
 }

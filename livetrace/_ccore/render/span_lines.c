@@ -256,6 +256,17 @@ static int put_line(Lines *x, const Cols *c, size_t i, const char *logs, size_t 
     return 0;
 }
 
+/* The text so far onto the list of pieces (the buffer given up): 0, or -1
+ * with an exception set. */
+static int put_piece_out(TextBuf *o, PyObject *pieces) {
+    PyObject *text = tb_finish(o);
+    if (!text)
+        return -1;
+    int r = PyList_Append(pieces, text);
+    Py_DECREF(text);
+    return r;
+}
+
 PyObject *span_lines(PyObject *self, PyObject *args) {
     PyObject *cols, *kinds, *names, *stacks, *miss, *logs, *other, *log_json = Py_None;
     int json;
@@ -272,8 +283,7 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     Lines x = {0};
     Py_buffer b[NCOLS];
     int nb = 0;
-    PyObject *result = NULL;
-    Pieces pieces = {0};
+    PyObject *result = NULL, *pieces = NULL;
     char *with_logs = NULL;
     Cols c;
     for (; nb < NCOLS; nb++) {
@@ -305,8 +315,8 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     /* Pieces of piece_lines lines (all in one, 0): a piece of a few hundred lines is written in warm memory. */
     size_t per = piece_lines > 0 && piece_lines < hi - lo ? (size_t)piece_lines : (size_t)(hi - lo);
     size_t room = per * (json ? 1024 : 128) + LINE_ROOM;
-    if (part_cache_open(&x.names, names, miss, "name") || part_cache_open(&x.stacks, stacks, miss, "stack") ||
-        pieces_open(&pieces, &x.o, per ? ((size_t)(hi - lo) + per - 1) / per : 1, room))
+    if (!(pieces = PyList_New(0)) || part_cache_open(&x.names, names, miss, "name") ||
+        part_cache_open(&x.stacks, stacks, miss, "stack") || tb_init(&x.o, room))
         goto done;
     /* A text line shows no logs: only JSON's are the twin's. */
     Py_ssize_t nlogs = json ? PyObject_Size(logs) : 0;
@@ -349,11 +359,11 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     Gil gil = {NULL, 1};
     x.o.gil = x.names.gil = x.stacks.gil = &gil;
     for (size_t i = (size_t)lo; i < (size_t)hi; i++) {
-        if (i > (size_t)lo && (i - (size_t)lo) % per == 0 && pieces_next(&pieces, &x.o)) { /* the next piece */
+        if (i > (size_t)lo && (i - (size_t)lo) % per == 0) { /* a piece full: the next */
             gil_hold(&gil);
-            if (!PyErr_Occurred())
-                PyErr_NoMemory();
-            goto done;
+            if (put_piece_out(&x.o, pieces) || tb_init(&x.o, room))
+                goto done;
+            x.o.gil = &gil;
         }
         gil_free(&gil); /* a part that raised kept it for the twin's line */
         size_t start = x.o.n;
@@ -384,11 +394,15 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
         }
     }
     gil_hold(&gil);
-    result = hi > lo ? pieces_finish(&pieces, &x.o) : PyList_New(0);
+    if (hi > lo && put_piece_out(&x.o, pieces))
+        goto done;
+    result = pieces;
+    pieces = NULL;
 done:
     gil_hold(x.o.gil);
+    Py_XDECREF(pieces);
     free(with_logs);
-    pieces_close(&pieces, &x.o);
+    Py_XDECREF(x.o.obj);
     part_cache_close(&x.names), part_cache_close(&x.stacks);
     for (int k = 0; k < nb; k++)
         PyBuffer_Release(&b[k]);
