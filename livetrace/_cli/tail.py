@@ -23,7 +23,7 @@ from livetrace._cli.common import (
     window_seconds,
 )
 from livetrace._cli.output import widen_pipe, write_bytes
-from livetrace._cli.render.jsonl import JsonlEncoder, utf8
+from livetrace._cli.render.jsonl import JsonlEncoder, PartsAcross, utf8
 from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._cli.render.spans import SpanLines, first_spans
 from livetrace._cli.render.text import TextEncoder
@@ -193,9 +193,9 @@ class Formatter:
     """The bytes `tail` writes for a batch (of events, spans or a notice):
     its lines in the view's format, in pieces to write in order."""
 
-    def __init__(self, view: View) -> None:
+    def __init__(self, view: View, across: PartsAcross | None = None) -> None:
         self.view = view
-        self.jsonl = JsonlEncoder()
+        self.jsonl = JsonlEncoder(across)
         self.provisional_jsonl = ProvisionalJsonl()
         self.text = TextEncoder(view.color)
         self.spans = SpanLines(view.fmt, view.color)
@@ -244,13 +244,15 @@ class Render:
     in the pipeline's pool, with the :class:`Formatter` of the batch's
     generation (whose caches are per generation; the pool's threads share
     it: its writers keep no state per batch, and their caches only grow,
-    under the GIL)."""
+    under the GIL; the JSON of stacks and strings is kept across
+    generations, :class:`PartsAcross`)."""
 
     def __init__(self, view: View) -> None:
         self._view = view
         self._t0: int | None = None
         self._key: object = None
-        self._formatter = Formatter(view)
+        self._across = PartsAcross()
+        self._formatter = Formatter(view, self._across)
 
     def __call__(self, batch: EventBatch | SpanBatch) -> Callable[[], Rendered]:
         if self._t0 is None:
@@ -258,7 +260,7 @@ class Render:
         # A span batch's names and stacks are its generation's (or its builder's) tables.
         key = batch.names_table if isinstance(batch, SpanBatch) else batch.gen
         if key is not self._key or key is None:
-            self._formatter, self._key = Formatter(self._view), key
+            self._formatter, self._key = Formatter(self._view, self._across), key
         formatter, t0 = self._formatter, self._t0
 
         def lines() -> Rendered:
