@@ -26,7 +26,7 @@ from livetrace._cli.output import widen_pipe, write_bytes
 from livetrace._cli.render.jsonl import JsonlEncoder, PartsAcross, utf8
 from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._cli.render.spans import SpanLines, first_spans
-from livetrace._cli.render.text import TextEncoder
+from livetrace._cli.render.text import TextAcross, TextEncoder
 from livetrace._items import Notice, Provisional, SymbolsResolved, WindowGap
 from livetrace._plural import plural
 from livetrace._protocol import text as peer
@@ -193,11 +193,11 @@ class Formatter:
     """The bytes `tail` writes for a batch (of events, spans or a notice):
     its lines in the view's format, in pieces to write in order."""
 
-    def __init__(self, view: View, across: PartsAcross | None = None) -> None:
+    def __init__(self, view: View, across: PartsAcross | None = None, text_across: TextAcross | None = None) -> None:
         self.view = view
         self.jsonl = JsonlEncoder(across)
         self.provisional_jsonl = ProvisionalJsonl()
-        self.text = TextEncoder(view.color)
+        self.text = TextEncoder(view.color, across=text_across)
         self.spans = SpanLines(view.fmt, view.color)
 
     def pieces(self, batch: Sequence[object], t0: int, provisional: bool) -> list[bytes]:
@@ -244,15 +244,15 @@ class Render:
     in the pipeline's pool, with the :class:`Formatter` of the batch's
     generation (whose caches are per generation; the pool's threads share
     it: its writers keep no state per batch, and their caches only grow,
-    under the GIL; the JSON of stacks and strings is kept across
-    generations, :class:`PartsAcross`)."""
+    under the GIL; the JSON and text of stacks and strings are kept across
+    generations: :class:`PartsAcross`, :class:`TextAcross`)."""
 
     def __init__(self, view: View) -> None:
         self._view = view
         self._t0: int | None = None
         self._key: object = None
-        self._across = PartsAcross()
-        self._formatter = Formatter(view, self._across)
+        self._across, self._text_across = PartsAcross(), TextAcross()
+        self._formatter = Formatter(view, self._across, self._text_across)
 
     def __call__(self, batch: EventBatch | SpanBatch) -> Callable[[], Rendered]:
         if self._t0 is None:
@@ -260,7 +260,7 @@ class Render:
         # A span batch's names and stacks are its generation's (or its builder's) tables.
         key = batch.names_table if isinstance(batch, SpanBatch) else batch.gen
         if key is not self._key or key is None:
-            self._formatter, self._key = Formatter(self._view, self._across), key
+            self._formatter, self._key = Formatter(self._view, self._across, self._text_across), key
         formatter, t0 = self._formatter, self._t0
 
         def lines() -> Rendered:
