@@ -1,6 +1,6 @@
 """tail's lines keep the JSON (PartsAcross) and text (TextAcross) of stacks
 and strings across generations: each generation names the same stacks with
-ids of its own, and making their pieces again for each was a third of a
+ids of its own, and making their pieces again for each was a fifth of a
 tail's Python calls. The lines are the same bytes as with each generation's
 own pieces, and a stack met again in a later generation is not made again."""
 

@@ -221,7 +221,7 @@ class PartsAcross:
     """The JSON of stacks and strings by what they hold, across generations,
     for the makers of each generation's pieces: each generation names the
     same stacks and strings with ids of its own, and making their JSON again
-    for each (frames, names, ``json.dumps``) was a third of the Python calls
+    for each (frames, names, ``json.dumps``) was a fifth of the Python calls
     of `tail --format jsonl` of a busy service, made with the GIL held by
     every thread of the pool at once as a generation begins. A stack is what
     its JSON shows: its frames' functions, files and lines (as bytes); a

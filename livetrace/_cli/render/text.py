@@ -62,10 +62,10 @@ class TextAcross:
     by what it shows (a string's bytes; a stack's first frame, its function,
     file and line), as :class:`~livetrace._cli.render.jsonl.PartsAcross` keeps
     JSON: each generation names them anew, and making each again was a
-    third of the Python calls of `tail --format text`. A frame reads its
-    stack's first pc only (the decoder has checked every pc of every stack
-    against the tables). Forgotten at ``most`` entries; shared by the pool's
-    threads (read and set under the GIL)."""
+    fifth of the Python calls of `tail --format text`. A frame reads its
+    stack's first pc only (a text line shows no other). Forgotten at
+    ``most`` entries; shared by the pool's threads (read and set under the
+    GIL)."""
 
     def __init__(self, most: int = 1 << 16) -> None:
         self._quotes: dict[bytes, str] = {}
