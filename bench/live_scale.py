@@ -22,7 +22,8 @@ its threads) and wall time are measured around main().
 
 Views: tail-jsonl, tail-text (unfiltered events), tail-spans (unfiltered
 spans, JSON lines), tail-spans-text, tail-log (`-k Log`), spans-1ms
-(`--spans --min-duration 1ms`), top (`--format json`), flight (`-t
+(`--spans --min-duration 1ms`), spans-blocked (`--spans --min-duration
+5ms -k 'blocked*'`), top (`--format json`), flight (`-t
 'gc>1s'`), profile (`--kind sched`). The rate is the trace's events per
 second and per CPU-second of the view (the targets on a 2-core machine:
 3M per CPU-second for tail-jsonl and tail-text, 4M for the others).
@@ -33,7 +34,18 @@ views, alternating, with another source tree (a checkout of an older
 commit with its core built in place). --profile VIEW runs that view once
 under cProfile (the thread that runs the command: the decoding threads
 are not seen) and prints its top functions; --perf DIR records every
-view with `perf record -g` (all its threads).
+view with `perf record -g` (all its threads). --switch-interval S sets
+the view's `sys.setswitchinterval` (how long a thread that wants the GIL
+waits before the holder is asked to let go). --calls counts the
+Python functions each view calls (C ones too, in all its threads: a
+profile hook, which slows it several times): how much of its work holds
+the GIL, by a count that a loaded machine does not change. --gil DIR samples every
+view with `py-spy record --gil` (py-spy on PATH: only the thread that
+holds the GIL is sampled, 200 times a second) into DIR/VIEW-jN.txt and
+prints the seconds the GIL was held per million events (the least of
+--runs: a thread that holds it while the system runs another is sampled
+too, which a loaded machine makes noisy), and the frames that held it
+most (the modules' imports before the clock are left out).
 
 Timing is a benchmark, never a test.
 """
@@ -55,6 +67,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve()
 TREE = HERE.parent.parent
@@ -66,6 +79,7 @@ VIEWS: dict[str, list[str]] = {
     "tail-spans-text": ["tail", "{addr}", "--spans", "--format", "text"],
     "tail-log": ["tail", "{addr}", "-k", "Log", "--format", "jsonl"],
     "spans-1ms": ["tail", "{addr}", "--spans", "--min-duration", "1ms", "--format", "jsonl"],
+    "spans-blocked": ["tail", "{addr}", "--spans", "--min-duration", "5ms", "-k", "blocked*", "--format", "jsonl"],
     "top": ["top", "{addr}", "--format", "json"],
     # flight re-attaches when a session ends: -d ends it once the deadline has passed (the session, stopped
     # then, still reads every frame the fake helper sends, to its end).
@@ -191,8 +205,9 @@ class FakeHelper:
 # ---- one view, in a child process ----
 
 
-def run_view(argv: list[str], result: Path, profile: bool) -> None:
-    """In the child: main(argv), timed; the figures into result."""
+def run_view(argv: list[str], result: Path, profile: bool, calls: bool = False) -> None:
+    """In the child: main(argv), timed; the figures into result (with calls:
+    the Python functions called, in every thread, the C ones among them)."""
     import livetrace._cli.flight  # imported before the clock starts
     import livetrace._cli.profile
     import livetrace._cli.tail
@@ -207,6 +222,30 @@ def run_view(argv: list[str], result: Path, profile: bool) -> None:
         prof = cProfile.Profile()
         rc = prof.runcall(main, argv)
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+    elif calls:
+        import itertools
+        import threading
+
+        counter = itertools.count()
+        tick = counter.__next__
+        by: dict[object, int] = {}
+
+        def hook(frame: Any, event: str, arg: Any) -> None:
+            if event == "call" or event == "c_call":
+                tick()
+                # A C function by its name: the function itself may be a method bound to a batch.
+                key = frame.f_code if event == "call" else getattr(arg, "__qualname__", "?")
+                by[key] = by.get(key, 0) + 1
+
+        threading.setprofile(hook)  # type: ignore[arg-type]  # a profile function
+        sys.setprofile(hook)  # type: ignore[arg-type]
+        rc = main(argv)
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+        for key, n in sorted(by.items(), key=lambda kv: -kv[1])[:50]:
+            code = getattr(key, "co_qualname", None)
+            where = f"{code} ({key.co_filename.rsplit('/', 2)[-1]}:{key.co_firstlineno})" if code else key
+            print(f"calls {n:>10,} {where}", file=sys.stderr)
     else:
         rc = main(argv)
     sys.stdout.flush()
@@ -215,7 +254,8 @@ def run_view(argv: list[str], result: Path, profile: bool) -> None:
     # Not ru_maxrss: Linux keeps it across exec, so it starts at the parent's (which holds the trace).
     hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
     rss = int(hwm.split()[1]) / 1024
-    result.write_text(json.dumps({"rc": rc, "wall": t1 - t0, "cpu": cpu, "rss_mib": rss}))
+    n = next(counter) if calls else None
+    result.write_text(json.dumps({"rc": rc, "wall": t1 - t0, "cpu": cpu, "rss_mib": rss, "calls": n}))
 
 
 @dataclass
@@ -224,6 +264,7 @@ class Run:
     cpu: float
     rss_mib: float
     out_bytes: int
+    calls: int | None = None
 
 
 def has_jobs(tree: Path, command: str) -> bool:
@@ -234,15 +275,34 @@ def has_jobs(tree: Path, command: str) -> bool:
     return "--jobs" in out.stdout
 
 
-def once(tree: Path, view: str, addr: str, jobs: int | None, profile: bool = False, perf: Path | None = None) -> Run:
+# py-spy's samples a second under --gil.
+GIL_RATE = 200
+
+
+def once(
+    tree: Path,
+    view: str,
+    addr: str,
+    jobs: int | None,
+    profile: bool = False,
+    perf: Path | None = None,
+    gil: Path | None = None,
+    switch: float | None = None,
+    calls: bool = False,
+) -> Run:
     with tempfile.TemporaryDirectory(prefix="live-scale-") as tmp:
         argv = [a.format(addr=addr, tmp=tmp) for a in VIEWS[view]]
         if jobs is not None:
             argv += ["--jobs", str(jobs)]
         result = Path(tmp) / "result.json"
-        cmd = [sys.executable, str(HERE), "--run-view", str(result), *(["--cprofile"] if profile else []), "--", *argv]
+        cmd = [sys.executable, str(HERE), "--run-view", str(result), *(["--cprofile"] if profile else [])]
+        cmd += [*([] if switch is None else ["--switch-interval", str(switch)]), *(["--calls"] if calls else [])]
+        cmd += ["--", *argv]
         if perf is not None:
             cmd = ["perf", "record", "-q", "-g", "-F", "499", "-o", str(perf / f"{view}.data"), "--", *cmd]
+        if gil is not None:
+            out = gil / f"{view}-j{jobs}.txt"
+            cmd = ["py-spy", "record", "--gil", "-r", str(GIL_RATE), "--format", "raw", "-o", str(out), "--", *cmd]
         env = _tree_env(tree)
         proc = subprocess.Popen(cmd, env=env, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         got = 0
@@ -258,10 +318,40 @@ def once(tree: Path, view: str, addr: str, jobs: int | None, profile: bool = Fal
             raise SystemExit(f"{view} failed ({proc.returncode}): {b''.join(errs).decode(errors='replace')[-2000:]}")
         if profile:
             sys.stderr.write(b"".join(errs).decode(errors="replace"))
+        elif calls:  # the most called
+            sys.stderr.writelines(x + "\n" for x in b"".join(errs).decode().splitlines() if x.startswith("calls "))
         r = json.loads(result.read_text())
         if r["rc"]:
             raise SystemExit(f"{view} exited {r['rc']}: {b''.join(errs).decode(errors='replace')[-2000:]}")
-        return Run(r["wall"], r["cpu"], r["rss_mib"], got)
+        return Run(r["wall"], r["cpu"], r["rss_mib"], got, r.get("calls"))
+
+
+def gil_dir(given: Path | None, tree: str) -> Path | None:
+    """Where a tree's GIL samples go (each tree its own folder)."""
+    if given is None:
+        return None
+    (given / tree).mkdir(parents=True, exist_ok=True)
+    return given / tree
+
+
+# Where the GIL holder wakes a waiting thread: a loaded machine runs the woken thread there and
+# leaves the holder waiting for a core, GIL in hand (an idle one would not).
+WAKING = ("Condition.notify (threading.py",)
+
+
+def gil_held(path: Path) -> tuple[float, list[tuple[str, int]]]:
+    """From py-spy's raw samples (a stack and its count a line): the seconds
+    the GIL was held while the view ran (not the imports before main), and the
+    innermost frames that held it, most first."""
+    total, frames = 0, dict[str, int]()
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if "run_view (" in stack and "livetrace/_cli/main.py" not in stack:
+            continue  # the child's imports and setup, before the clock
+        total += int(n)
+        leaf = stack.rsplit(";", 1)[-1]
+        frames[leaf] = frames.get(leaf, 0) + int(n)
+    return total / GIL_RATE, sorted(frames.items(), key=lambda kv: -kv[1])
 
 
 # ---- main ----
@@ -287,7 +377,10 @@ def main() -> None:
     if "--run-view" in sys.argv:
         sys.path.remove(str(HERE.parent))  # bench/profile.py is no stdlib profile for cProfile
         i = sys.argv.index("--run-view")
-        run_view(sys.argv[sys.argv.index("--") + 1 :], Path(sys.argv[i + 1]), "--cprofile" in sys.argv)
+        if "--switch-interval" in sys.argv:
+            sys.setswitchinterval(float(sys.argv[sys.argv.index("--switch-interval") + 1]))
+        opts = sys.argv[: sys.argv.index("--")]
+        run_view(sys.argv[sys.argv.index("--") + 1 :], Path(sys.argv[i + 1]), "--cprofile" in opts, "--calls" in opts)
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", type=Path, help="the trace to replay (recorded into it if it does not exist)")
@@ -299,6 +392,9 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another source tree to time the same views with")
     ap.add_argument("--profile", metavar="VIEW", help="run VIEW once under cProfile and print where its time goes")
     ap.add_argument("--perf", type=Path, metavar="DIR", help="record each view with perf into DIR/VIEW.data")
+    ap.add_argument("--calls", action="store_true", help="count the Python calls of each view (all its threads)")
+    ap.add_argument("--switch-interval", type=float, help="the view's sys.setswitchinterval (s)")
+    ap.add_argument("--gil", type=Path, metavar="DIR", help="sample each view's GIL holder with py-spy into DIR")
     args = ap.parse_args()
     views = args.views.split(",")
     for v in views:
@@ -325,9 +421,22 @@ def main() -> None:
                     supported = has_jobs(tree, command)
                     for j in jobs if supported else jobs[:1]:
                         best: Run | None = None
+                        held: tuple[float, list[tuple[str, int]]] | None = None
                         for _ in range(args.runs):
-                            r = once(tree, view, addr, j if supported else None, perf=args.perf)
+                            r = once(
+                                tree,
+                                view,
+                                addr,
+                                j if supported else None,
+                                perf=args.perf,
+                                gil=gil_dir(args.gil, name),
+                                switch=args.switch_interval,
+                                calls=args.calls,
+                            )
                             best = r if best is None or r.cpu < best.cpu else best
+                            if args.gil is not None:
+                                h = gil_held(args.gil / name / f"{view}-j{j if supported else None}.txt")
+                                held = h if held is None or h[0] < held[0] else held
                         assert best is not None
                         target = TARGETS.get(view, TARGET)
                         rate = events / best.cpu
@@ -339,6 +448,17 @@ def main() -> None:
                             f"target {target / 1e6:g}M {'met' if rate >= target else 'NOT met'}){note}",
                             flush=True,
                         )
+                        if best.calls is not None:
+                            print(f"  {best.calls / events * 1e6:,.0f} Python calls per M events", flush=True)
+                        if held is not None:
+                            top = "; ".join(f"{f} {n / GIL_RATE:.2f}" for f, n in held[1][:4])
+                            waking = sum(n for f, n in held[1] if f.startswith(WAKING)) / GIL_RATE
+                            print(
+                                f"  GIL held {held[0]:.2f} s (least of {args.runs}), "
+                                f"{held[0] / events * 1e6:.3f} s per M events "
+                                f"({(held[0] - waking) / events * 1e6:.3f} s without waking a thread); most: {top}",
+                                flush=True,
+                            )
         finally:
             helper.close()
 

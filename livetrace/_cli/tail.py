@@ -23,10 +23,10 @@ from livetrace._cli.common import (
     window_seconds,
 )
 from livetrace._cli.output import widen_pipe, write_bytes
-from livetrace._cli.render.jsonl import JsonlEncoder, utf8
+from livetrace._cli.render.jsonl import JsonlEncoder, PartsAcross, utf8
 from livetrace._cli.render.provisional import ProvisionalJsonl
 from livetrace._cli.render.spans import SpanLines, first_spans
-from livetrace._cli.render.text import TextEncoder
+from livetrace._cli.render.text import TextAcross, TextEncoder
 from livetrace._items import Notice, Provisional, SymbolsResolved, WindowGap
 from livetrace._plural import plural
 from livetrace._protocol import text as peer
@@ -193,11 +193,11 @@ class Formatter:
     """The bytes `tail` writes for a batch (of events, spans or a notice):
     its lines in the view's format, in pieces to write in order."""
 
-    def __init__(self, view: View) -> None:
+    def __init__(self, view: View, across: PartsAcross | None = None, text_across: TextAcross | None = None) -> None:
         self.view = view
-        self.jsonl = JsonlEncoder()
+        self.jsonl = JsonlEncoder(across)
         self.provisional_jsonl = ProvisionalJsonl()
-        self.text = TextEncoder(view.color)
+        self.text = TextEncoder(view.color, across=text_across)
         self.spans = SpanLines(view.fmt, view.color)
 
     def pieces(self, batch: Sequence[object], t0: int, provisional: bool) -> list[bytes]:
@@ -214,13 +214,13 @@ class Formatter:
 
 
 class Rendered(NamedTuple):
-    """A batch's lines, made in the pipeline: how many, the bytes, and the
-    wall-clock time (Unix ns) of its newest event or span end, where the
-    trace's clock gives one."""
+    """A batch's lines (or several batches', joined), made in the pipeline:
+    how many, the bytes, and the wall-clock time (Unix ns) of each batch's
+    newest event or span end, where the trace's clock gives one."""
 
     lines: int
     pieces: list[bytes]
-    wall: int | None = None
+    walls: list[int]
 
 
 def newest_wall(batch: EventBatch | SpanBatch) -> int | None:
@@ -244,13 +244,15 @@ class Render:
     in the pipeline's pool, with the :class:`Formatter` of the batch's
     generation (whose caches are per generation; the pool's threads share
     it: its writers keep no state per batch, and their caches only grow,
-    under the GIL)."""
+    under the GIL; the JSON and text of stacks and strings are kept across
+    generations: :class:`PartsAcross`, :class:`TextAcross`)."""
 
     def __init__(self, view: View) -> None:
         self._view = view
         self._t0: int | None = None
         self._key: object = None
-        self._formatter = Formatter(view)
+        self._across, self._text_across = PartsAcross(), TextAcross()
+        self._formatter = Formatter(view, self._across, self._text_across)
 
     def __call__(self, batch: EventBatch | SpanBatch) -> Callable[[], Rendered]:
         if self._t0 is None:
@@ -258,13 +260,21 @@ class Render:
         # A span batch's names and stacks are its generation's (or its builder's) tables.
         key = batch.names_table if isinstance(batch, SpanBatch) else batch.gen
         if key is not self._key or key is None:
-            self._formatter, self._key = Formatter(self._view), key
+            self._formatter, self._key = Formatter(self._view, self._across, self._text_across), key
         formatter, t0 = self._formatter, self._t0
 
         def lines() -> Rendered:
-            return Rendered(len(batch), formatter.pieces(batch, t0, False), newest_wall(batch))
+            wall = newest_wall(batch)
+            return Rendered(len(batch), formatter.pieces(batch, t0, False), [] if wall is None else [wall])
 
         return lines
+
+    @staticmethod
+    def join(done: list[Rendered]) -> Rendered:
+        """Consecutive batches' lines as one item: written with one call, one hand-over each way."""
+        return Rendered(
+            sum(r.lines for r in done), [p for r in done for p in r.pieces], [w for r in done for w in r.walls]
+        )
 
 
 class Printed(NamedTuple):
@@ -319,7 +329,7 @@ async def _print_events(session: Session, view: View, writer: Writer, limit: int
     provisional = False
     async for item in view.subscribe(session):
         if isinstance(item, Rendered):
-            if await writer.write(item.lines, item.pieces, item.wall):
+            if await writer.write(item.lines, item.pieces, item.walls):
                 return True
             shown += item.lines
             continue
@@ -350,7 +360,8 @@ async def _print_events(session: Session, view: View, writer: Writer, limit: int
         pieces = formatter.pieces(batch, t0 or 0, isinstance(item, Provisional))
         counted = isinstance(batch, (EventBatch, SpanBatch))
         lines = len(batch) if counted else sum(not isinstance(e, Notice) for e in batch)
-        if await writer.write(lines, pieces, newest_wall(batch) if isinstance(batch, EventBatch | SpanBatch) else None):
+        wall = newest_wall(batch) if isinstance(batch, EventBatch | SpanBatch) else None
+        if await writer.write(lines, pieces, [] if wall is None else [wall]):
             return True
         shown += lines
         if limit is not None and shown >= limit:
@@ -373,7 +384,7 @@ class Writer:
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
-        self._queue: queue.SimpleQueue[tuple[int, list[bytes], int | None] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[int, list[bytes], list[int]] | None] = queue.SimpleQueue()
         self._room = threading.Semaphore(WRITE_AHEAD)
         self.written = 0  # lines written whole
         # How far behind the service each batch's lines were once written (ns): the
@@ -386,13 +397,13 @@ class Writer:
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            lines, pieces, wall = item
+            lines, pieces, walls = item
             try:
                 if not self.closed and self._error is None:
                     write_bytes(self._out, pieces)
                     self.written += lines
-                    if wall is not None:
-                        self.behind.append(time.time_ns() - wall)
+                    now = time.time_ns()
+                    self.behind.extend(now - w for w in walls)
             except BrokenPipeError:
                 self.closed = True
             except BaseException as e:  # raised in the task that writes, at its next write or close
@@ -404,16 +415,16 @@ class Writer:
         if self._error is not None:
             raise self._error
 
-    async def write(self, lines: int, pieces: list[bytes], wall: int | None = None) -> bool:
-        """Queue a batch's pieces (lines: how many lines they hold; wall: when
-        its newest event happened, Unix ns, if known); True once the reader of
-        out has gone away."""
+    async def write(self, lines: int, pieces: list[bytes], walls: list[int]) -> bool:
+        """Queue a batch's pieces (or several batches': lines, how many lines
+        they hold; walls, when each batch's newest event happened, Unix ns, where
+        known); True once the reader of out has gone away."""
         self._check()
         if self.closed:
             return True
         if not self._room.acquire(blocking=False):
             await trio.to_thread.run_sync(self._room.acquire, abandon_on_cancel=True)
-        self._queue.put((lines, pieces, wall))
+        self._queue.put((lines, pieces, walls))
         return self.closed
 
     async def close(self) -> bool:

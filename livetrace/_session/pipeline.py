@@ -20,9 +20,11 @@ in the trace's order, the others in the pool, units side by side):
 5. ``map order`` (ordered): each subscriber's ``map`` called on its batches;
 6. ``deliver`` (ordered): into the subscribers' buffers, on trio, each
    batch as soon as the work its map returned is done: that work runs in
-   the pool a batch at a time, at most ``window`` x jobs batches ahead of
-   the delivery (a batch's lines are megabytes, a generation's gigabytes on a
-   big service: only the window's are ever held).
+   the pool a few batches at a time (MAP_GROUP, where the map joins its
+   results), at most ``window`` x jobs pieces ahead of the delivery (a
+   batch's lines are megabytes, a generation's gigabytes on a big service:
+   only the window's are ever held); results done together are handed over
+   together.
 
 What a subscriber gets is what the one-job pipeline (``Fanout.prepare``,
 with one sequential :class:`SpanBuilder`) gives, byte for byte.
@@ -45,7 +47,7 @@ from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.join import GenerationSpans, SpanJoin, build_generation
 
-__all__ = ["EVENT_BYTES", "MAP_WINDOW", "SPAN_BYTES", "Cutter", "Unit", "mermaid", "stages", "unit_bytes"]
+__all__ = ["EVENT_BYTES", "MAP_WINDOW", "SPAN_BYTES", "Cutter", "Unit", "joined", "mermaid", "stages", "unit_bytes"]
 
 
 # Events in a unit when no spans are built (a unit is then a few batches): units cost a few
@@ -57,8 +59,13 @@ EVENT_BYTES = 1 + 8 * (4 + NARGS + NEXTRA)
 # The bytes of the spans built from an event, where they are (their columns, measured once with
 # tracemalloc on the 16-P trace's largest generation, 1.5M events; docs/decoder.md, "Bounded memory").
 SPAN_BYTES = 80
-# Batches whose maps' work runs ahead of their delivery, per job.
+# Pieces of the maps' work that run ahead of their delivery, per job.
 MAP_WINDOW = 2
+# Consecutive batches of one subscriber whose map joins its results (``map.join``) are one piece
+# of work: one task of the pool and one hand-over each way for all of them, each of which holds
+# the GIL (docs/decoder.md, "Where the GIL is held"); its results are written ahead of their
+# delivery MAP_WINDOW x MAP_GROUP batches a job at most.
+MAP_GROUP = 4
 
 
 class _Spans:
@@ -101,7 +108,8 @@ class Unit:
         self.built: GenerationSpans | None = None
         self.span_items: list[object] = []
         self.out: list[Prepared] = []
-        self.todo: list[tuple[int, Callable[[], object]]] = []
+        # The maps' work: from out[first] to out[end - 1], one piece.
+        self.todo: list[tuple[int, int, Callable[[], object]]] = []
 
     def add(self, item: object) -> None:
         self.items.append(item)
@@ -240,9 +248,24 @@ def _select_spans(u: Unit) -> None:
 
 
 def _map_order(u: Unit) -> None:
-    for k, (sub, got, _) in enumerate(u.out):
-        if sub._mapped(got):
-            u.todo.append((k, sub.map(got)))  # type: ignore[misc]  # _mapped: it has a map
+    out, k = u.out, 0
+    while k < len(out):
+        sub, got, _ = out[k]
+        if not sub._mapped(got):
+            k += 1
+            continue
+        join = getattr(sub.map, "join", None)
+        end = k + 1
+        if join is not None:  # a subscriber's items of a unit are side by side in out
+            while end < len(out) and end - k < MAP_GROUP and out[end][0] is sub and sub._mapped(out[end][1]):
+                end += 1
+        works = [sub.map(x) for _, x, _ in out[k:end]]  # type: ignore[misc]  # _mapped: it has a map
+        u.todo.append((k, end, works[0] if join is None or len(works) == 1 else _joining(join, works)))
+        k = end
+
+
+def _joining(join: Callable[[list[object]], object], works: list[Callable[[], object]]) -> Callable[[], object]:
+    return lambda: join([w() for w in works])
 
 
 def stages(
@@ -254,34 +277,49 @@ def stages(
     window: int = MAP_WINDOW,
 ) -> list[Stage[Unit]]:
     """The stages of ``fanout``'s units: ``deliver`` runs the maps' work in
-    ``pool`` (of ``jobs`` threads), ``window`` batches a job ahead, hands
+    ``pool`` (of ``jobs`` threads), ``window`` pieces a job ahead, hands
     the results to trio (``token``: its loop), and counts the spans built."""
     ahead_most = window * jobs
 
     def deliver(u: Unit) -> None:
         fanout.spans_built += sum(len(x) for x in u.span_items if isinstance(x, SpanBatch))
         counters.spans = fanout.spans_built
-        work = dict(u.todo)
+        work = {k: (end, fn) for k, end, fn in u.todo}
         u.todo.clear()
-        running: dict[int, Future[object]] = {}
+        running: dict[int, tuple[int, Future[object]]] = {}
         ahead = 0  # the next item whose work may start
         ready: list[Prepared] = []
-        for k, (sub, got, _) in enumerate(u.out):
+        k = 0
+        while k < len(u.out):
             while ahead < len(u.out) and len(running) < ahead_most:
                 if ahead in work:
                     assert pool is not None
-                    running[ahead] = pool.submit(work.pop(ahead))
-                ahead += 1
-            future = running.pop(k, None)
-            if future is None:
+                    end, fn = work.pop(ahead)
+                    running[ahead] = (end, pool.submit(fn))
+                    ahead = end
+                else:
+                    ahead += 1
+            sub, got, _ = u.out[k]
+            piece = running.pop(k, None)
+            if piece is None:
                 ready.append((sub, got, None))
+                k += 1
                 continue
-            ready.append((sub, future.result(), got))
-            u.out[k] = (sub, None, None)  # the batch's lines are the subscriber's now
-            trio.from_thread.run(fanout.deliver, ready, trio_token=token)
+            end, future = piece
+            sources = [x for _, x, _ in u.out[k:end]]
+            ready.append((sub, future.result(), got if end == k + 1 else sources))
+            for i in range(k, end):
+                u.out[i] = (sub, None, None)  # the batches' lines are the subscriber's now
+            k = end
+            # What the pool has done already goes with it: one hand-over to trio (and, where
+            # the map joins results, one item for the subscriber) for many batches.
+            following = running.get(k)
+            if following is not None and following[1].done() and len(ready) < ahead_most:
+                continue
+            trio.from_thread.run(fanout.deliver, joined(ready), trio_token=token)
             ready = []
         if ready:
-            trio.from_thread.run(fanout.deliver, ready, trio_token=token)
+            trio.from_thread.run(fanout.deliver, joined(ready), trio_token=token)
 
     def has_spans(u: Unit) -> bool:
         return u.spans is not None
@@ -292,8 +330,43 @@ def stages(
         Stage("join", True, _join, has_spans),
         Stage("select spans", False, _select_spans, has_spans),
         Stage("map order", True, _map_order, lambda u: any(s.map is not None for s in u.subs)),
-        Stage("deliver", True, deliver, note=f"the maps' work in the pool, a batch at a time, {window} x jobs ahead"),
+        Stage(
+            "deliver",
+            True,
+            deliver,
+            note=f"the maps' work in the pool, up to {MAP_GROUP} batches a piece, {window} x jobs ahead",
+        ),
     ]
+
+
+def joined(ready: list[Prepared]) -> list[Prepared]:
+    """ready, with each run of one subscriber's mapped results made one item
+    where its map can join them (``map.join``: a list of results in order,
+    to one; its source the list of their batches, as a piece of work that
+    joined several has)."""
+    out: list[Prepared] = []
+    run: list[Prepared] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            sub = run[0][0]
+            sources = [b for _, _, s in run for b in (s if isinstance(s, list) else [s])]
+            out.append((sub, sub.map.join([r for _, r, _ in run]), sources))  # type: ignore[union-attr]  # joinable
+        run.clear()
+
+    for p in ready:
+        sub, _, source = p
+        if source is None or getattr(sub.map, "join", None) is None:
+            flush()
+            out.append(p)
+            continue
+        if run and run[0][0] is not sub:
+            flush()
+        run.append(p)
+    flush()
+    return out
 
 
 def mermaid() -> str:

@@ -100,7 +100,12 @@ class Subscription:
     delivery: it must not touch state that another batch's function does
     unless that state is safe across threads (kept per thread, say), and
     must not call into trio. A legacy trace's provisional batches are not
-    mapped.
+    mapped. Where the map has a ``join`` method, results the pool made
+    before they could be handed over may come as one item:
+    ``map.join(results)`` (of consecutive batches, in order) is what the
+    subscriber receives for them, which counts as one item of its
+    buffer (a loss of it, as each of its batches): fewer hand-overs
+    between threads, each of which holds the GIL.
 
     ``marks`` (spans only): a :class:`SpanMark` after each generation's
     spans (each batch's, with one job), with how many spans are open
@@ -200,6 +205,12 @@ class Subscription:
             return
         counted = not isinstance(item, Notice)
         lost = item if source is None else source
+        if isinstance(lost, list):  # a joined item: its batches (see pipeline.joined)
+            if counted and self._queued >= self.buffer and not self.lossless:
+                for b in lost:
+                    self._lose(b)
+                return
+            lost = lost[0]
         if counted and self._queued >= self.buffer:
             if self.lossless:
                 while self._queued >= self.buffer and not self._closed:
@@ -208,11 +219,7 @@ class Subscription:
                 if self._closed:
                     return
             else:
-                if self._loss is None:
-                    self._loss = _Loss(lost)
-                self._loss.add(lost)
-                self.lost_batches += 1
-                self.lost_events += len(lost.events if isinstance(lost, Provisional) else lost)  # type: ignore[arg-type]  # batches have a length
+                self._lose(lost)
                 return
         if self._loss is not None:
             self._send.send_nowait(self._loss.notice())
@@ -220,6 +227,13 @@ class Subscription:
         if counted:
             self._queued += 1
         self._send.send_nowait(item)
+
+    def _lose(self, lost: object) -> None:
+        if self._loss is None:
+            self._loss = _Loss(lost)
+        self._loss.add(lost)
+        self.lost_batches += 1
+        self.lost_events += len(lost.events if isinstance(lost, Provisional) else lost)  # type: ignore[arg-type]  # batches have a length
 
     def _finish(self, error: BaseException | None) -> None:
         if self._closed:

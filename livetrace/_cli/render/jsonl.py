@@ -217,6 +217,45 @@ def extra_json(gen: Tables | None, index: int) -> str:
 JSON_PARTS: dict[str, Maker] = {"stack": stack_json, "string": string_json, "extra": extra_json}
 
 
+class PartsAcross:
+    """The JSON of stacks and strings by what they hold, across generations,
+    for the makers of each generation's pieces: each generation names the
+    same stacks and strings with ids of its own, and making their JSON again
+    for each (frames, names, ``json.dumps``) was a fifth of the Python calls
+    of `tail --format jsonl` of a busy service, made with the GIL held by
+    every thread of the pool at once as a generation begins. A stack is what
+    its JSON shows: its frames' functions, files and lines (as bytes); a
+    string, its bytes. Forgotten at ``most`` entries. Shared by the pool's
+    threads: the dicts are read and set under the GIL, and two threads that
+    make one piece make the same text."""
+
+    def __init__(self, most: int = 1 << 16) -> None:
+        self._stacks: dict[tuple[tuple[bytes, bytes, int], ...], str] = {}
+        self._strings: dict[bytes, str] = {}
+        self._most = most
+        self.parts: dict[str, Maker] = {"stack": self.stack, "string": self.string, "extra": extra_json}
+
+    def stack(self, gen: Tables | None, sid: int) -> str:
+        g = tables(gen)
+        frames, strings = g.frames, g.strings
+        key = tuple((strings[f[0]], strings[f[1]], f[2]) for f in map(frames.__getitem__, g.stacks[sid]))
+        text = self._stacks.get(key)
+        if text is None:
+            if len(self._stacks) >= self._most:
+                self._stacks.clear()
+            text = self._stacks[key] = stack_json(gen, sid)
+        return text
+
+    def string(self, gen: Tables | None, sid: int) -> str:
+        key = tables(gen).strings[sid]
+        text = self._strings.get(key)
+        if text is None:
+            if len(self._strings) >= self._most:
+                self._strings.clear()
+            text = self._strings[key] = string_json(gen, sid)
+        return text
+
+
 def compiled_pieces(
     batch: EventBatch,
     wall: int | None,
@@ -252,17 +291,18 @@ class JsonlEncoder:
     kinds' lines directly (a whole batch's state transitions in the compiled
     core, when there is one). Same objects as :func:`event_dict`."""
 
-    def __init__(self) -> None:
+    def __init__(self, across: PartsAcross | None = None) -> None:
         self._fast = use_compiled()
         self._gen: Tables | None = None
-        self._json = GenerationParts(None, JSON_PARTS, str.encode)
+        self._parts = JSON_PARTS if across is None else across.parts
+        self._json = GenerationParts(None, self._parts, str.encode)
         self._wall_base = 0
         self._has_wall = False
         self._sec = (-1, "")  # a second of wall time, as text: one object, read whole by any thread
 
     def _start(self, gen: Tables | None) -> None:
         base = None if gen is None else gen.wall_base
-        self._json = GenerationParts(gen, JSON_PARTS, str.encode)
+        self._json = GenerationParts(gen, self._parts, str.encode)
         self._has_wall = base is not None
         self._wall_base = base or 0
         # Last: a thread that sees the generation set sees the rest (the pool writes a

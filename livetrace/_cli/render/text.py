@@ -10,7 +10,8 @@ leaves to it (Syncs, experimental events).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from livetrace._cli.render.color import paint_line
 from livetrace._cli.render.gostr import go_quote
@@ -20,7 +21,8 @@ from livetrace._errors import TraceFormatError
 from livetrace._items import Notice
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
-from livetrace._trace.model.events import KIND_NAMES, KIND_OF_CODE, Event, stack_frames
+from livetrace._trace.model.events import KIND_NAMES, KIND_OF_CODE, Event, StackFrame, stack_frames
+from livetrace._trace.model.tables import Tables
 
 KIND_WIDTH = 15  # the kind column of text_line
 
@@ -55,16 +57,67 @@ _PARTS: dict[str, Maker] = {
 }
 
 
+class TextAcross:
+    """What text.c asks of each generation's tables, kept across generations
+    by what it shows (a string's bytes; a stack's first frame, its function,
+    file and line), as :class:`~livetrace._cli.render.jsonl.PartsAcross` keeps
+    JSON: each generation names them anew, and making each again was a
+    fifth of the Python calls of `tail --format text`. A frame reads its
+    stack's first pc only (a text line shows no other). Forgotten at
+    ``most`` entries; shared by the pool's threads (read and set under the
+    GIL)."""
+
+    def __init__(self, most: int = 1 << 16) -> None:
+        self._quotes: dict[bytes, str] = {}
+        self._frames: dict[tuple[bytes, bytes, int], str] = {}
+        self._most = most
+        self.parts: dict[str, Maker] = {"quote": self.quote, "frame": self.frame, "xquote": self.xquote}
+
+    def _kept(self, cache: dict[Any, str], key: Any, make: Callable[[], str]) -> str:
+        text = cache.get(key)
+        if text is None:
+            if len(cache) >= self._most:
+                cache.clear()
+            text = cache[key] = make()
+        return text
+
+    def quote(self, gen: Tables | None, sid: int) -> str:
+        raw = tables(gen).strings[sid]
+        return self._kept(self._quotes, raw, lambda: go_quote(raw))
+
+    def xquote(self, gen: Tables | None, index: int) -> str:
+        raw = tables(gen).extra_strings[index]
+        return self._kept(self._quotes, raw, lambda: go_quote(raw))
+
+    def frame(self, gen: Tables | None, sid: int) -> str:
+        if not sid:
+            return ""
+        g = tables(gen)
+        pcs = g.stacks[sid]
+        if not pcs:
+            return ""
+        func, file, line = g.frames[pcs[0]]
+        key = (g.strings[func], g.strings[file], line)
+        return self._kept(
+            self._frames, key, lambda: frame_text([StackFrame(_text(key[0]), _text(key[1]), line, pcs[0])])
+        )
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")  # as the frames of stack_frames hold it
+
+
 class TextEncoder:
     """Lines for whole batches, each ending in a newline, as UTF-8: on the
     compiled core, text.c writes an :class:`EventBatch`'s; anything else
     (a list of events or notices) is the twin's, line by line."""
 
-    def __init__(self, color: bool, compiled: bool | None = None) -> None:
+    def __init__(self, color: bool, compiled: bool | None = None, across: TextAcross | None = None) -> None:
         self._fast = use_compiled(compiled)
         self._color = color
         self._columns = kind_columns(color)
-        self._parts = GenerationParts(None, _PARTS, utf8)
+        self._makers = _PARTS if across is None else across.parts
+        self._parts = GenerationParts(None, self._makers, utf8)
 
     def encode(self, events: Sequence[Event | Notice], t0: int, provisional: bool = False) -> bytes:
         if not self._fast or not isinstance(events, EventBatch) or not len(events) or events.gen is None:
@@ -79,7 +132,7 @@ class TextEncoder:
             # arrive: nothing made from them is kept past the batch.
             parts = GenerationParts(gen, _PARTS, utf8)
         elif self._parts.gen is not gen:
-            parts = self._parts = GenerationParts(gen, _PARTS, utf8)
+            parts = self._parts = GenerationParts(gen, self._makers, utf8)
         else:
             parts = self._parts
         color = self._color

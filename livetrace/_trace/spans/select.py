@@ -5,6 +5,7 @@ the rest kept."""
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
@@ -20,7 +21,7 @@ def _tables(flt: Filter, spans: SpanBatch) -> tuple[bytes | None, ...]:
     """The filter as the core's lookup tables: kind mask, goroutine and P
     ids (sorted int64), task and region name masks, (tables, stack id)
     pairs (sorted uint64 pairs)."""
-    kinds = None if flt.kinds is None else bytes(1 if k in {int(x) for x in flt.kinds} else 0 for k in range(256))
+    kinds = None if flt.kinds is None else _kind_mask(flt.kinds)
     gs = None if flt.goroutines is None else array("q", sorted(flt.goroutines)).tobytes()
     ps = None if flt.procs is None else array("q", sorted(flt.procs)).tobytes()
     tasks = None if flt.tasks is None else names_matching(spans.names_table, flt.tasks)
@@ -30,6 +31,14 @@ def _tables(flt: Filter, spans: SpanBatch) -> tuple[bytes | None, ...]:
         keys = sorted((k, sid) for k, t in spans.tables.items() for sid in stack_ids_matching(t, flt.stack))
         pairs = array("Q", [v for pair in keys for v in pair]).tobytes()
     return kinds, gs, ps, tasks, regions, pairs
+
+
+@functools.lru_cache(maxsize=64)
+def _kind_mask(kinds: frozenset[int]) -> bytes:
+    """The kinds as a table of 256 flags (made once a filter: it was a set made for each of the 256,
+    for every batch of spans)."""
+    wanted = {int(k) for k in kinds}
+    return bytes(k in wanted for k in range(256))
 
 
 def _has(sorted_ids: bytes, x: int) -> bool:
