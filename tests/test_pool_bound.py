@@ -117,7 +117,9 @@ async def test_a_cap_on_bytes_holds_the_line_below_it_with_a_slow_lossless_subsc
     assert pump.peak_shared_bytes <= cap
     assert pump.peak_units < jobs + 1
     if two:
-        assert pump.peak_shared_bytes > cap // 2  # more than one generation at once
+        # More than one generation at once: on the line, or ordered in the pool beside it (which
+        # counts against the same cap: test_pool_ordering.py).
+        assert max(pump.peak_shared_bytes, pump.peak_bytes_in_flight) > cap // 2
     else:
         assert pump.peak_units == 1 and pump.peak_shared_bytes == 0
     assert session.counters.events > 5000

@@ -376,7 +376,7 @@ static inline int in_sorted(const u8 *keys, size_t n, u64 id) {
  * start_stacks, start_valid, end_stacks, end_valid, n, rootless): per
  * goroutine of n goroutine_states rows (int64 columns and int32 state and
  * reason indices, every one from offset 0; a stack column's validity a
- * bitmap or None), in the order first seen, what goroutines.py's _seen
+ * bitmap or None), in the order first seen, what _tables/goroutines.py's _seen
  * gives: its first and last start, latest end, the end of its
  * latest-starting row (the greatest of those), its first running start,
  * its latest start of a blocked row whose reason's forever[reason] is set,
