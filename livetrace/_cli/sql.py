@@ -98,6 +98,9 @@ def dataset_connection(roots: list[Path]) -> duckdb.DuckDBPyConnection:
         key = {"stacks": "stack_id", "frames": "frame_id"}.get(table)
         rows = f"SELECT DISTINCT ON ({key}) * EXCLUDE (service, date) FROM {scan}" if key else f"SELECT * FROM {scan}"
         con.execute(f"CREATE VIEW {table} AS {rows}")
+        if table == "captures" and "session" not in {r[0] for r in con.execute("DESCRIBE captures").fetchall()}:
+            # Written before captures said their session (schema version 2): unknown, each capture its own.
+            con.execute(f"CREATE OR REPLACE VIEW captures AS SELECT *, CAST(NULL AS BIGINT) AS session FROM {scan}")
     for table in derived:
         con.execute(f"CREATE VIEW {table} AS {DERIVED[table]}")
     create_views(con)

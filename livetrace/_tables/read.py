@@ -69,9 +69,12 @@ def _units(builder: UnitBuilder, name: str, stream: BinaryIO, compiled: bool | N
     if version is None:
         raise TraceFormatError(f"{name}: not a Go execution trace (it is {len(head)} bytes)", offset=0)
     index = 0
+    session = capture_id(name, 0, head)  # a file's traces are one session's: its first trace's capture
 
     def units() -> CaptureUnits:
-        cap = Capture(capture_id(name, index, head), "file", name, str(version.format), trace_index=index)
+        cap = Capture(
+            capture_id(name, index, head), "file", name, str(version.format), trace_index=index, session=session
+        )
         return CaptureUnits(builder, cap, compiled=compiled)
 
     current = units()

@@ -1,0 +1,78 @@
+"""The captures of one session (a live legacy session's segments, a
+net/http/pprof session's windows, a file's traces) say so in
+``captures.session``, and the goroutines view names a goroutine a capture
+leaves unnamed by what an earlier capture of its session said, as ``top``
+does (tests/tabletop.py checks the view against a live top)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import livetrace
+from livetrace._cli.main import main
+from livetrace._cli.sql import dataset_connection
+
+from .test_tables import LEGACY
+
+# Two Go 1.21 traces as two segments of one session: the second began
+# after goroutines 1 (main), 3 (bgsweep) and 4 (bgscavenge) did, which ran
+# in it without recording a stack; the first names them. (These are every
+# Go program's first goroutines, so the two traces agree on them as the
+# segments of one process would.)
+FIRST, SECOND = LEGACY / "http_1_21_good", LEGACY / "user_task_region_1_21_good"
+NAMED = {1: "main.main", 3: "runtime.bgsweep", 4: "runtime.bgscavenge"}
+UNNAMED = dict.fromkeys(NAMED, "")
+NAMES = "SELECT goroutine, start_function FROM goroutines WHERE capture = ? AND goroutine IN (1, 3, 4) ORDER BY ALL"
+
+
+def _two_segments(tmp_path: Path) -> Path:
+    path = tmp_path / "segments.trace"
+    path.write_bytes(FIRST.read_bytes() + SECOND.read_bytes())
+    return path
+
+
+def test_a_goroutine_unnamed_in_a_segment_keeps_the_name_an_earlier_one_gave_it(tmp_path: Path) -> None:
+    path = _two_segments(tmp_path)
+    captures = livetrace.tables(path)["captures"].to_pylist()
+    first, second = captures
+    assert first["session"] == second["session"] == first["capture"] != second["capture"]
+    assert [c["trace_index"] for c in captures] == [0, 1]
+    con = livetrace.sql(path)
+    assert dict(con.execute(NAMES, [first["capture"]]).fetchall()) == NAMED
+    assert dict(con.execute(NAMES, [second["capture"]]).fetchall()) == NAMED
+    # A goroutine neither capture names stays unnamed; its session says nothing of it.
+    assert con.execute("SELECT DISTINCT start_function FROM goroutines WHERE goroutine = 2").fetchall() == [("",)]
+    # The second alone, and the two as two files (two sessions), leave them unnamed.
+    alone = livetrace.sql(SECOND)
+    assert (
+        dict(alone.execute("SELECT goroutine, start_function FROM goroutines WHERE goroutine IN (1, 3, 4)").fetchall())
+        == UNNAMED
+    )
+    apart = livetrace.sql([FIRST, SECOND])
+    sessions = apart.execute("SELECT session FROM captures ORDER BY trace_index, capture").fetchall()
+    assert len(set(sessions)) == 2
+    last = apart.execute("SELECT capture FROM captures WHERE name = ?", [str(SECOND)]).fetchall()[0][0]
+    assert dict(apart.execute(NAMES, [last]).fetchall()) == UNNAMED
+
+
+@pytest.mark.once
+def test_a_dataset_written_before_captures_had_a_session_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Schema version 2's captures have no session: each capture is its
+    own, and the views answer as they did."""
+    path = _two_segments(tmp_path)
+    out = tmp_path / "ds"
+    assert main(["export", str(path), "--to", "parquet", "-o", str(out)]) == 0, capsys.readouterr().err
+    con = dataset_connection([out])
+    [(second,)] = con.execute("SELECT capture FROM captures WHERE trace_index = 1").fetchall()
+    assert dict(con.execute(NAMES, [second]).fetchall()) == NAMED
+    for f in (out / "captures").rglob("*.parquet"):
+        t = pq.read_table(f, partitioning=None)
+        pq.write_table(t.drop_columns(["session"]), f)
+    older = dataset_connection([out])
+    assert older.execute("SELECT count(*) FROM captures WHERE session IS NULL").fetchall() == [(2,)]
+    assert dict(older.execute(NAMES, [second]).fetchall()) == UNNAMED
