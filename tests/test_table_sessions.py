@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import trio
 
 import livetrace
 from livetrace._cli.main import main
 from livetrace._cli.sql import dataset_connection
+from livetrace._tables.live import session_tables
 
+from .conftest import demo
 from .test_tables import LEGACY
 
 # Two Go 1.21 traces as two segments of one session: the second began
@@ -76,3 +79,19 @@ def test_a_dataset_written_before_captures_had_a_session_reads(
     older = dataset_connection([out])
     assert older.execute("SELECT count(*) FROM captures WHERE session IS NULL").fetchall() == [(2,)]
     assert dict(older.execute(NAMES, [second]).fetchall()) == UNNAMED
+
+
+@pytest.mark.slow
+@pytest.mark.once  # the session's plumbing: the view's rule is checked above
+def test_a_live_legacy_sessions_segments_are_one_session() -> None:
+    async def run() -> list[dict[str, object]]:
+        async with demo("1.21", args=["-workers", "1"]) as d:
+            async with livetrace.connect(d.trace_address, duration=2.5, segment=1) as session:
+                tables = await session_tables(session)
+        return sorted(tables["captures"].to_pylist(), key=lambda c: c["trace_index"])
+
+    captures = trio.run(run)
+    assert len(captures) > 1
+    assert [c["trace_index"] for c in captures] == list(range(len(captures)))
+    assert {c["session"] for c in captures} == {captures[0]["capture"]}
+    assert len({c["capture"] for c in captures}) == len(captures)
