@@ -10,7 +10,6 @@ from typing import Any
 import pyarrow as pa
 
 import livetrace
-from livetrace._tables.sql import connect
 
 # top counts the spans that ended while the trace ran: not those still
 # open at its end (clipped_end, ending at the capture's last event), but a
@@ -38,7 +37,7 @@ def _last(counters: pa.Table, name: str) -> int | None:
 
 
 # top groups goroutines by their names, each named by all its session has
-# seen: so does the goroutines view, by the captures' session.
+# seen: so does the goroutines view, by captures.session.
 _GROUPS = """
     SELECT coalesce(nullif(g.start_function, ''), '(no stack seen)') AS name, count(DISTINCT s.goroutine),
            coalesce(sum(s.duration) FILTER (WHERE s.state = 'running'), 0),
@@ -51,23 +50,11 @@ _GROUPS = """
 """
 
 
-def one_session(captures: pa.Table) -> pa.Table:
-    """The captures as one session's, in their order: what the files of a
-    live session's recording are (one per legacy segment), which the files
-    themselves cannot say."""
-    n = captures.num_rows
-    session = pa.array([captures["capture"][0].as_py()] * n, pa.int64())
-    captures = captures.set_column(captures.schema.get_field_index("session"), "session", session)
-    return captures.set_column(
-        captures.schema.get_field_index("trace_index"), "trace_index", pa.array(range(n), pa.int32())
-    )
-
-
 def top_of_tables(paths: list[Path]) -> dict[str, Any]:
     """top's snapshot of these recordings, as SQL over their tables."""
-    tables = livetrace.tables(paths)
-    tables["captures"] = one_session(tables["captures"])
-    con = connect(tables)
+    # The files of a live session's recording: one session's (a file per legacy segment).
+    tables = livetrace.tables(paths, one_session=True)
+    con = livetrace.sql(paths, one_session=True)
     none = {"count": 0, "p50": 0, "p99": 0, "max": 0, "total": 0}
 
     def kind(k: str) -> dict[str, int]:

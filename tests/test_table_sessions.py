@@ -6,6 +6,7 @@ does (tests/tabletop.py checks the view against a live top)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -29,6 +30,10 @@ FIRST, SECOND = LEGACY / "http_1_21_good", LEGACY / "user_task_region_1_21_good"
 NAMED = {1: "main.main", 3: "runtime.bgsweep", 4: "runtime.bgscavenge"}
 UNNAMED = dict.fromkeys(NAMED, "")
 NAMES = "SELECT goroutine, start_function FROM goroutines WHERE capture = ? AND goroutine IN (1, 3, 4) ORDER BY ALL"
+
+
+def _rows(jsonl: str) -> list[tuple[int, str]]:
+    return [(r["trace_index"], r["start_function"]) for r in map(json.loads, jsonl.splitlines())]
 
 
 def _two_segments(tmp_path: Path) -> Path:
@@ -59,6 +64,39 @@ def test_a_goroutine_unnamed_in_a_segment_keeps_the_name_an_earlier_one_gave_it(
     assert len(set(sessions)) == 2
     last = apart.execute("SELECT capture FROM captures WHERE name = ?", [str(SECOND)]).fetchall()[0][0]
     assert dict(apart.execute(NAMES, [last]).fetchall()) == UNNAMED
+
+
+def test_files_read_as_one_session_are_its_captures_in_order() -> None:
+    """A recording's files (a file per legacy segment): one session's with one_session."""
+    tables = livetrace.tables([FIRST, SECOND], one_session=True)
+    first, second = tables["captures"].to_pylist()
+    assert first["session"] == second["session"] == first["capture"]
+    assert (first["trace_index"], second["trace_index"]) == (0, 1)
+    # Each file's capture is the one it is read alone.
+    assert second["capture"] == livetrace.tables(SECOND)["captures"]["capture"][0].as_py()
+    con = livetrace.sql([FIRST, SECOND], one_session=True)
+    assert dict(con.execute(NAMES, [second["capture"]]).fetchall()) == NAMED
+
+
+@pytest.mark.once
+def test_sql_reads_a_recordings_files_as_one_session_in_its_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--record rec.trace` writes rec.trace, rec.2.trace, ...: a glob's name
+    order puts rec.2.trace first, the recording's order last."""
+    (tmp_path / "rec.trace").write_bytes(FIRST.read_bytes())
+    (tmp_path / "rec.2.trace").write_bytes(SECOND.read_bytes())
+    query = (
+        "SELECT c.trace_index, g.start_function FROM goroutines g JOIN captures c USING (capture) "
+        "WHERE g.goroutine = 1 ORDER BY ALL"
+    )
+    pattern = str(tmp_path / "rec*.trace")
+    assert main(["sql", "--one-session", pattern, "-c", query, "--format", "jsonl"]) == 0
+    assert _rows(capsys.readouterr().out) == [(0, "main.main"), (1, "main.main")]
+    assert main(["sql", pattern, "-c", query, "--format", "jsonl"]) == 0
+    assert _rows(capsys.readouterr().out) == [(0, ""), (0, "main.main")]
+    assert main(["sql", "--one-session", "pid:1", "-c", "SELECT 1"]) != 0
+    assert "--one-session reads trace files as one session's: give the files" in capsys.readouterr().err
 
 
 @pytest.mark.once
