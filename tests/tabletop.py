@@ -36,22 +36,15 @@ def _last(counters: pa.Table, name: str) -> int | None:
     return values[-1] if values else None
 
 
-# top names a goroutine by all its session has seen: one a legacy segment
-# never names (it existed before the segment began, and ran and exited
-# without recording a stack) keeps the name an earlier segment gave it.
-# Each file here is a capture, in the session's order (``ordinal``).
+# top groups goroutines by their names, each named by all its session has
+# seen: so does the goroutines view, by captures.session.
 _GROUPS = """
-    WITH named AS (
-        SELECT g.capture, g.goroutine,
-               last_value(nullif(g.start_function, '') IGNORE NULLS)
-                   OVER (PARTITION BY g.goroutine ORDER BY o.ordinal) AS name
-        FROM goroutines g JOIN ordinals o USING (capture))
-    SELECT coalesce(n.name, '(no stack seen)') AS name, count(DISTINCT s.goroutine),
+    SELECT coalesce(nullif(g.start_function, ''), '(no stack seen)') AS name, count(DISTINCT s.goroutine),
            coalesce(sum(s.duration) FILTER (WHERE s.state = 'running'), 0),
            coalesce(sum(s.duration) FILTER (WHERE s.state = 'runnable'), 0),
            coalesce(sum(s.duration) FILTER (WHERE s.state = 'syscall'), 0),
            coalesce(sum(s.duration) FILTER (WHERE s.state = 'blocked'), 0)
-    FROM goroutine_states s JOIN named n USING (capture, goroutine)
+    FROM goroutine_states s JOIN goroutines g USING (capture, goroutine)
     WHERE NOT s.clipped_end AND s.duration > 0
     GROUP BY 1
 """
@@ -59,8 +52,9 @@ _GROUPS = """
 
 def top_of_tables(paths: list[Path]) -> dict[str, Any]:
     """top's snapshot of these recordings, as SQL over their tables."""
-    tables = livetrace.tables(paths)
-    con = livetrace.sql(paths)
+    # The files of a live session's recording: one session's (a file per legacy segment).
+    tables = livetrace.tables(paths, one_session=True)
+    con = livetrace.sql(paths, one_session=True)
     none = {"count": 0, "p50": 0, "p99": 0, "max": 0, "total": 0}
 
     def kind(k: str) -> dict[str, int]:
@@ -69,10 +63,7 @@ def top_of_tables(paths: list[Path]) -> dict[str, Any]:
     # The goroutines by state now: the last capture's (a legacy session's
     # segments are captures, and top forgets the open spans between two);
     # the metrics: the last any capture reported.
-    captures = tables["captures"]["capture"]
-    last_capture = captures[-1].as_py()
-    ordinals = pa.table({"capture": captures, "ordinal": pa.array(range(len(captures)), pa.int64())})
-    con.register("ordinals", ordinals)
+    last_capture = tables["captures"]["capture"][-1].as_py()
     counters = tables["counters"]
     states = counters.filter(pa.compute.equal(counters["capture"], last_capture))
     return {

@@ -98,10 +98,22 @@ def dataset_connection(roots: list[Path]) -> duckdb.DuckDBPyConnection:
         key = {"stacks": "stack_id", "frames": "frame_id"}.get(table)
         rows = f"SELECT DISTINCT ON ({key}) * EXCLUDE (service, date) FROM {scan}" if key else f"SELECT * FROM {scan}"
         con.execute(f"CREATE VIEW {table} AS {rows}")
+        if table == "captures" and "session" not in {r[0] for r in con.execute("DESCRIBE captures").fetchall()}:
+            # Written before captures said their session (schema version 2): unknown, each capture its own.
+            con.execute(f"CREATE OR REPLACE VIEW captures AS SELECT *, CAST(NULL AS BIGINT) AS session FROM {scan}")
     for table in derived:
         con.execute(f"CREATE VIEW {table} AS {DERIVED[table]}")
     create_views(con)
     return con
+
+
+def recording_order(path: Path) -> tuple[str, int]:
+    """Where a file comes in its recording: ``--record NAME.EXT`` writes
+    NAME.EXT, NAME.2.EXT, ..., NAME.10.EXT, which name order misplaces."""
+    stem, dot, number = path.stem.rpartition(".")
+    if dot and number.isdigit():
+        return str(path.with_name(stem + path.suffix)), int(number)
+    return str(path), 1
 
 
 def _literal(text: str) -> str:
@@ -120,7 +132,8 @@ def load(
         con = dataset_connection(inputs.datasets)
         say(err, f"{plural(len(inputs.datasets), 'Parquet dataset')}, read as the queries ask")
         return con, True
-    parts = [tables(inputs.files)] if inputs.files else []
+    files = sorted(inputs.files, key=recording_order) if args.one_session else inputs.files
+    parts = [tables(files, one_session=args.one_session)] if files else []
     complete = True
     if inputs.live:
         live, complete = trio.run(lambda: _live_tables(args, inputs.live, err, **limits))
@@ -159,6 +172,9 @@ def sql_command(args: argparse.Namespace, out: TextIO, err: TextIO, **limits: An
     inputs = expand(args.sources)
     if inputs.datasets and (inputs.files or inputs.live or len(inputs.datasets) < len(args.sources)):
         say(err, "error: a Parquet dataset is queried on its own (or with other datasets), not with traces")
+        return EXIT_ERROR
+    if args.one_session and (inputs.datasets or not inputs.files):
+        say(err, "error: --one-session reads trace files as one session's: give the files")
         return EXIT_ERROR
     if args.record and not inputs.live:
         say(err, "error: --record writes a live session's trace: the sources are files")

@@ -19,6 +19,7 @@ examples:
   livetrace sql pid:4242 --duration 10 -c 'SELECT * FROM blocking LIMIT 20'        a live service
   livetrace sql http://127.0.0.1:6060 -d 5 -c 'SELECT * FROM goroutine_leaks' --format jsonl
   livetrace sql svc.trace -c 'SELECT * FROM goroutine_states WHERE duration > 5e6' -o slow.parquet
+  livetrace sql --one-session 'top*.trace' -c 'SELECT * FROM sched_latency'    a recording's segment files
   echo 'SELECT count(*) FROM events;' | livetrace sql svc.trace --format csv
 
 tables: captures, events, goroutine_states, goroutine_units, blocked_units, proc_states, spans,
@@ -103,6 +104,14 @@ def add_sql_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
         default=100,
         metavar="N",
         help="rows a terminal table shows (default 100; the count left out is said on standard error)",
+    )
+    p.add_argument(
+        "--one-session",
+        action="store_true",
+        help="the trace files are one live session's, such as the files of a recording (`--record trace.out` "
+        "writes a file per legacy segment: trace.out, trace.2.out, ...), read in that order: their captures "
+        "share captures.session, and the goroutines view names a goroutine a segment leaves unnamed by the "
+        "name an earlier one gave it (docs/sql.md); without it, each file is a session of its own",
     )
     p.add_argument(
         "--record",

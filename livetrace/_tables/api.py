@@ -16,13 +16,17 @@ if TYPE_CHECKING:
     from livetrace._tables.read import Sources
 
 
-def tables(source: Sources, *, duration: float | None = None, compiled: bool | None = None) -> dict[str, pa.Table]:
+def tables(
+    source: Sources, *, duration: float | None = None, one_session: bool = False, compiled: bool | None = None
+) -> dict[str, pa.Table]:
     """Every table of the traces in ``source`` (a path, bytes, a binary
     file, or a sequence of paths), of any Go version: table name ->
     ``pyarrow.Table``. docs/sql.md lists the tables and their columns.
     With ``duration`` (seconds), ``source`` is a live service's address (as
     :func:`connect` takes it), traced that long; not from inside trio.
-    ``compiled`` as for :func:`decode`. A malformed trace raises
+    ``one_session``: the files are one session's, in order (a recording's
+    files: ``trace.out``, ``trace.2.out``, ...), where each is its own
+    else (``captures.session``). ``compiled`` as for :func:`decode`. A malformed trace raises
     :class:`TraceFormatError`; without pyarrow, :class:`MissingDependencyError`."""
     need("pyarrow")
     if duration is not None:
@@ -31,20 +35,24 @@ def tables(source: Sources, *, duration: float | None = None, compiled: bool | N
         return live_tables(str(source), duration, compiled=compiled)
     from livetrace._tables.read import tables as read_tables
 
-    return read_tables(source, compiled=compiled)
+    return read_tables(source, one_session=one_session, compiled=compiled)
 
 
-def iter_tables(source: Sources, *, compiled: bool | None = None) -> Iterator[dict[str, pa.RecordBatch]]:
+def iter_tables(
+    source: Sources, *, one_session: bool = False, compiled: bool | None = None
+) -> Iterator[dict[str, pa.RecordBatch]]:
     """The tables of :func:`tables` a unit (a generation, a legacy
     segment) at a time, in bounded memory: per unit, table name ->
     ``pyarrow.RecordBatch`` of that unit's rows."""
     need("pyarrow")
     from livetrace._tables.read import iter_tables as read_units
 
-    return read_units(source, compiled=compiled)
+    return read_units(source, one_session=one_session, compiled=compiled)
 
 
-def sql(source: Sources, *, duration: float | None = None, compiled: bool | None = None) -> duckdb.DuckDBPyConnection:
+def sql(
+    source: Sources, *, duration: float | None = None, one_session: bool = False, compiled: bool | None = None
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the tables of ``source`` (as
     for :func:`tables`, a live address with ``duration``) registered (as
     Arrow tables: no copy) and the prepared views created (docs/sql.md)."""
@@ -52,4 +60,4 @@ def sql(source: Sources, *, duration: float | None = None, compiled: bool | None
     need("duckdb")
     from livetrace._tables.sql import connect
 
-    return connect(tables(source, duration=duration, compiled=compiled))
+    return connect(tables(source, duration=duration, one_session=one_session, compiled=compiled))

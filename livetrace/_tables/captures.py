@@ -28,6 +28,7 @@ class Capture:
     name: str
     trace_format: str
     trace_index: int = 0
+    session: int | None = None
     service: str | None = None
     host: str | None = None
     pid: int | None = None
@@ -61,6 +62,7 @@ class Capture:
             self.capture,
             self.source,
             self.name,
+            self.session,
             self.trace_index,
             self.service,
             self.host,

@@ -41,6 +41,7 @@ def _capture(session: Session, index: int) -> Capture:
         address,
         trace_format,
         trace_index=index,
+        session=capture_id(address, 0, who),
         service=PurePath(info.executable).name or None,
         pid=info.pid or None,
         go_version=info.go_version or None,

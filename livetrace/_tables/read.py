@@ -7,6 +7,7 @@ import io
 import itertools
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -46,24 +47,37 @@ def _open(source: TraceSource) -> tuple[str, BinaryIO]:
     return getattr(source, "name", "<stream>"), source
 
 
-def iter_tables(source: Sources, *, compiled: bool | None = None) -> Iterator[Unit]:
+@dataclass
+class _Session:
+    """The session the captures read belong to: its id (its first
+    capture's) and how many traces it has had."""
+
+    id: int | None = None
+    traces: int = 0
+
+
+def iter_tables(source: Sources, *, one_session: bool = False, compiled: bool | None = None) -> Iterator[Unit]:
     """Every table's rows, a unit at a time: one dict of table name ->
     ``pyarrow.RecordBatch`` per generation (a legacy trace: per segment),
     each with every table's columns (a table with no rows of that unit has
     an empty batch). A capture's ``captures`` row comes with its last unit;
     a stack's and a frame's row with the first unit that refers to it.
     Memory holds one unit at a time. ``source``: a path, bytes, a binary
-    file, or a sequence of paths; ``compiled`` as for :func:`decode`. A
-    malformed trace raises :class:`TraceFormatError` after the units before
-    the problem."""
+    file, or a sequence of paths; ``one_session``: its files are one
+    session's, in order (the files of a recording), where each is its own
+    else; ``compiled`` as for :func:`decode`. A malformed trace raises
+    :class:`TraceFormatError` after the units before the problem."""
     builder = UnitBuilder(compiled=compiled)
+    shared = _Session() if one_session else None
     for one in _sources(source):
         name, stream = _open(one)
         with stream:
-            yield from _units(builder, name, stream, compiled)
+            yield from _units(builder, name, stream, shared if shared is not None else _Session(), compiled)
 
 
-def _units(builder: UnitBuilder, name: str, stream: BinaryIO, compiled: bool | None) -> Iterator[Unit]:
+def _units(
+    builder: UnitBuilder, name: str, stream: BinaryIO, session: _Session, compiled: bool | None
+) -> Iterator[Unit]:
     head = stream.read(_HEAD)
     version = sniff(head[:HEADER_SIZE]) if len(head) >= HEADER_SIZE else None
     if version is None:
@@ -71,7 +85,11 @@ def _units(builder: UnitBuilder, name: str, stream: BinaryIO, compiled: bool | N
     index = 0
 
     def units() -> CaptureUnits:
-        cap = Capture(capture_id(name, index, head), "file", name, str(version.format), trace_index=index)
+        capture = capture_id(name, index, head)
+        if session.id is None:
+            session.id = capture
+        cap = Capture(capture, "file", name, str(version.format), trace_index=session.traces, session=session.id)
+        session.traces += 1
         return CaptureUnits(builder, cap, compiled=compiled)
 
     current = units()
@@ -87,11 +105,12 @@ def _units(builder: UnitBuilder, name: str, stream: BinaryIO, compiled: bool | N
     yield current.close()
 
 
-def tables(source: Sources, *, compiled: bool | None = None) -> dict[str, pa.Table]:
+def tables(source: Sources, *, one_session: bool = False, compiled: bool | None = None) -> dict[str, pa.Table]:
     """Every table of the source's traces, whole: table name ->
-    ``pyarrow.Table`` (docs/sql.md lists the tables and their columns)."""
+    ``pyarrow.Table`` (docs/sql.md lists the tables and their columns).
+    ``one_session`` as for :func:`iter_tables`."""
     parts: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLE_NAMES}
-    for unit in iter_tables(source, compiled=compiled):
+    for unit in iter_tables(source, one_session=one_session, compiled=compiled):
         for name, batch in unit.items():
             if batch.num_rows:
                 parts[name].append(batch)

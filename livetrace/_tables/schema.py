@@ -15,8 +15,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 # Bumped when a column changes meaning, type or name; the Parquet files
-# carry it in their metadata (b"livetrace.schema_version"). 2: goroutine_units, blocked_units and gc_spans.
-SCHEMA_VERSION = 2
+# carry it in their metadata (b"livetrace.schema_version"). 2: goroutine_units, blocked_units and gc_spans;
+# 3: captures.session.
+SCHEMA_VERSION = 3
 SCHEMA_VERSION_KEY = b"livetrace.schema_version"
 
 _NAME = pa.dictionary(pa.int32(), pa.string())  # a low-cardinality string: a kind, a state, a reason
@@ -47,7 +48,14 @@ COLUMNS: dict[str, Columns] = {
         _CAPTURE,
         ("source", pa.string(), False, "file, helper, pprof window or flight dump"),
         ("name", pa.string(), False, "the file's path or the session's address"),
-        ("trace_index", pa.int32(), False, "which trace of the source (a file of pprof windows has several), from 0"),
+        (
+            "session",
+            pa.int64(),
+            True,
+            "the session it is part of: the capture id of the session's first capture, shared by a live "
+            "session's legacy segments or pprof windows and a file's traces (null: unknown)",
+        ),
+        ("trace_index", pa.int32(), False, "its place in its session (a segment, a window, a file's trace), from 0"),
         ("service", pa.string(), True, "the service's name, where a live session says it"),
         ("host", pa.string(), True, "the host, where known"),
         ("pid", pa.int64(), True, "the process id, where known"),

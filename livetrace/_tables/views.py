@@ -65,19 +65,30 @@ VIEWS: dict[str, str] = {
     # started in: the root frame of its creation's new stack, or, for one
     # created before the trace began, of the first stack it recorded itself,
     # as `top` names them), who created it, when it was first and last seen.
-    # goroutine_units has each unit's part of these: here they add up.
+    # goroutine_units has each unit's part of these: here they add up. A
+    # goroutine its capture leaves unnamed (it existed before a legacy
+    # segment began, and ran and exited without recording a stack) keeps
+    # the name the latest earlier capture of its session gave it, as `top`
+    # names it by all its session has seen: goroutine ids are the process's.
     "goroutines": """
         WITH g AS (
             SELECT capture, goroutine, min(created) AS created, arg_min(creator, created) AS creator,
                    arg_min(create_stack_id, created) AS start_stack_id, min(first_seen) AS first_seen,
                    max(last_seen) AS last_seen, arg_min(own_stack_id, own_stack_start) AS own_stack_id
-            FROM goroutine_units GROUP BY ALL)
-        SELECT g.capture, g.goroutine, coalesce(nullif(st.root, ''), own.root, '') AS start_function,
-               g.created, g.creator, g.start_stack_id, g.first_seen, g.last_seen
-        FROM g
-        LEFT JOIN stacks st ON st.stack_id = g.start_stack_id
-        LEFT JOIN stacks own ON own.stack_id = g.own_stack_id
-        WHERE g.first_seen IS NOT NULL
+            FROM goroutine_units GROUP BY ALL),
+        c AS (SELECT DISTINCT ON (capture) capture, coalesce(session, capture) AS session, trace_index FROM captures),
+        named AS (
+            SELECT g.*, last_value(nullif(coalesce(nullif(st.root, ''), own.root), '') IGNORE NULLS) OVER (
+                       PARTITION BY coalesce(c.session, g.capture), g.goroutine
+                       ORDER BY c.trace_index, g.capture ROWS UNBOUNDED PRECEDING) AS name
+            FROM g
+            LEFT JOIN c USING (capture)
+            LEFT JOIN stacks st ON st.stack_id = g.start_stack_id
+            LEFT JOIN stacks own ON own.stack_id = g.own_stack_id)
+        SELECT capture, goroutine, coalesce(name, '') AS start_function, created, creator, start_stack_id,
+               first_seen, last_seen
+        FROM named
+        WHERE first_seen IS NOT NULL
     """,
     # Scheduler latency (time runnable before running) per goroutine group.
     # (The groups made first: else DuckDB joins stacks per state row.)
