@@ -20,7 +20,7 @@ import trio
 
 from livetrace._items import Notice, SubscriberGap
 from livetrace._protocol.address import parse_address
-from livetrace._session.pipeline import MAP_GROUP
+from livetrace._session.pipeline import MAP_GROUP_EVENTS
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.modern import decoder
@@ -80,9 +80,10 @@ async def test_a_joining_map_gets_several_batches_an_item_and_what_one_job_gives
     four, _, _, events4 = await sizes(4)
     assert events == events4 > 1000
     batches = [s for x in one if isinstance(x, list) for s in x]
-    assert len(batches) > 3 * MAP_GROUP and all(len(x) == 1 for x in one if isinstance(x, list))
+    assert len(batches) > 12 and all(len(x) == 1 for x in one if isinstance(x, list))
     assert [s for x in four if isinstance(x, list) for s in x] == batches
-    assert max(len(x) for x in four if isinstance(x, list)) >= MAP_GROUP  # joined
+    assert max(len(x) for x in four if isinstance(x, list)) >= 4  # joined
+    assert all(sum(x) <= MAP_GROUP_EVENTS for x in four if isinstance(x, list) and len(x) > 1)
     assert sum(batches) == events
 
 

@@ -20,7 +20,7 @@ in the trace's order, the others in the pool, units side by side):
 5. ``map order`` (ordered): each subscriber's ``map`` called on its batches;
 6. ``deliver`` (ordered): into the subscribers' buffers, on trio, each
    batch as soon as the work its map returned is done: that work runs in
-   the pool a few batches at a time (MAP_GROUP, where the map joins its
+   the pool a few batches at a time (MAP_GROUP_EVENTS, where the map joins its
    results), at most ``window`` x jobs pieces ahead of the delivery (a
    batch's lines are megabytes, a generation's gigabytes on a big service:
    only the window's are ever held); results done together are handed over
@@ -62,10 +62,11 @@ SPAN_BYTES = 80
 # Pieces of the maps' work that run ahead of their delivery, per job.
 MAP_WINDOW = 2
 # Consecutive batches of one subscriber whose map joins its results (``map.join``) are one piece
-# of work: one task of the pool and one hand-over each way for all of them, each of which holds
-# the GIL (docs/decoder.md, "Where the GIL is held"); its results are written ahead of their
-# delivery MAP_WINDOW x MAP_GROUP batches a job at most.
-MAP_GROUP = 4
+# of work, up to MAP_GROUP_EVENTS events (a batch alone may hold more): one task of the pool and one
+# hand-over each way for all of them, each of which holds the GIL (docs/decoder.md, "Where the GIL
+# is held"). Counted in events, not batches: its results (a batch's lines) are written ahead of
+# their delivery MAP_WINDOW pieces a job at most, and a batch of a Go 1.22+ trace holds 16,384.
+MAP_GROUP_EVENTS = 16384
 
 
 class _Spans:
@@ -255,9 +256,12 @@ def _map_order(u: Unit) -> None:
             k += 1
             continue
         join = getattr(sub.map, "join", None)
-        end = k + 1
+        end, events = k + 1, len(got)  # type: ignore[arg-type]  # _mapped: a batch
         if join is not None:  # a subscriber's items of a unit are side by side in out
-            while end < len(out) and end - k < MAP_GROUP and out[end][0] is sub and sub._mapped(out[end][1]):
+            while end < len(out) and out[end][0] is sub and sub._mapped(out[end][1]):
+                events += len(out[end][1])  # type: ignore[arg-type]  # _mapped: a batch
+                if events > MAP_GROUP_EVENTS:
+                    break
                 end += 1
         works = [sub.map(x) for _, x, _ in out[k:end]]  # type: ignore[misc]  # _mapped: it has a map
         u.todo.append((k, end, works[0] if join is None or len(works) == 1 else _joining(join, works)))
@@ -334,7 +338,7 @@ def stages(
             "deliver",
             True,
             deliver,
-            note=f"the maps' work in the pool, up to {MAP_GROUP} batches a piece, {window} x jobs ahead",
+            note=f"the maps' work in the pool, up to {MAP_GROUP_EVENTS} events a piece, {window} x jobs ahead",
         ),
     ]
 
