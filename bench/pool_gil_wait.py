@@ -13,6 +13,7 @@ thread busy is mostly that wait, the rest the machine's other load.
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 import time
 from pathlib import Path
@@ -20,18 +21,10 @@ from pathlib import Path
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import kind_mask
 from livetrace._trace.modern.carry_compiled import compiled_fresh_generation
-from livetrace._trace.modern.generation import Generation, GenerationAssembler
-from livetrace._trace.modern.wire import FrameReader
+from livetrace._trace.modern.generation import Generation
 
-
-def generations(data: bytes) -> list[Generation]:
-    frames = FrameReader(None)
-    got = frames.feed(data)
-    assert frames.minor is not None
-    asm = GenerationAssembler(frames.minor, True)
-    gens = asm.push(got)
-    frames.close()
-    return gens + asm.close(frames.offset)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' trace cutter
+from tests.wirechunks import generations
 
 
 def ordered_in_a_thread(gen: Generation, mask: bytes, busy: bool) -> tuple[float, float]:
@@ -60,7 +53,7 @@ def main() -> None:
         raise SystemExit("the compiled core is not built: the twin's pool threads hold the GIL anyway")
     mask = kind_mask(None)
     for path in args.traces:
-        gens = generations(path.read_bytes())[1:4]
+        gens = generations(path.read_bytes(), compiled=True)[1:4]
         events = 0
         print(f"{path.name}: generations {', '.join(str(g.gen) for g in gens)}")
         for busy in (False, True):

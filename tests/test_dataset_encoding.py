@@ -3,7 +3,7 @@
 writing time and smaller files, and DuckDB, Polars and pyarrow read them
 back as they were; other columns (and a column of those names that is not
 a number) as before. A dictionary column is written as a dictionary even
-where its dictionary repeats a value."""
+where its dictionary repeats a value, and the id columns as dictionaries."""
 
 from __future__ import annotations
 
@@ -22,6 +22,20 @@ pytestmark = pytest.mark.once  # files: no decoder runs
 N = 5000
 
 
+def written(path: Path, batch: pa.RecordBatch) -> dict[str, tuple[str, ...]]:
+    """``batch`` written as livetrace writes its tables: each column's encodings."""
+    write_parquet(path, batch.schema, [batch])
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    return {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
+
+
+def read_back(path: Path, want: pa.Table) -> pa.Table:
+    """pyarrow and Polars read ``want`` back; what DuckDB reads (its types its own)."""
+    assert pq.read_table(path).equals(want)
+    assert pl.read_parquet(path).to_arrow().cast(want.schema).equals(want)
+    return duckdb.connect().sql(f"SELECT * FROM read_parquet('{path}')").to_arrow_table()
+
+
 def test_times_are_deltas_and_every_reader_reads_them_back(tmp_path: Path) -> None:
     times = [1_000_000_007 + 37 * i + (i % 5) for i in range(N)]
     batch = pa.record_batch(
@@ -36,18 +50,13 @@ def test_times_are_deltas_and_every_reader_reads_them_back(tmp_path: Path) -> No
         }
     )
     path = tmp_path / "t.parquet"
-    write_parquet(path, batch.schema, [batch])
-    meta = pq.ParquetFile(path).metadata.row_group(0)
-    encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
+    encodings = written(path, batch)
     for name in ("time", "wall_time", "start", "end"):
         assert "DELTA_BINARY_PACKED" in encodings[name], (name, encodings[name])
     assert "DELTA_BINARY_PACKED" not in encodings["goroutine"]
 
     want = pa.Table.from_batches([batch])
-    assert pq.read_table(path).equals(want)
-    assert pl.read_parquet(path).to_arrow().cast(want.schema).equals(want)
-    con = duckdb.connect()
-    back = con.sql(f"SELECT * FROM read_parquet('{path}')").to_arrow_table()
+    back = read_back(path, want)
     assert back.column("time").to_pylist() == times and back.column("end").to_pylist() == times
     assert (
         back.column("wall_time").cast(pa.int64()).to_pylist() == want.column("wall_time").cast(pa.int64()).to_pylist()
@@ -121,3 +130,26 @@ def test_a_narrow_dictionarys_type_is_kept(tmp_path: Path) -> None:
         out.write(table)
         out.commit()
     assert pq.read_table(tmp_path / "t.parquet").column("state").to_pylist() == ["a", "b", "a", "b", None] * 2
+
+
+# The id columns of few distinct values (capture, generation, goroutine, P, M, stacks) are
+# dictionary-encoded: cheaper to write than plain values and zstd, and smaller; other numbers
+# (arguments) stay plain.
+def test_ids_are_dictionary_encoded_and_every_reader_reads_them_back(tmp_path: Path) -> None:
+    batch = pa.record_batch(
+        {
+            "capture": pa.array([-(2**63)] * N, pa.int64()),
+            "generation": pa.array([11] * N, pa.int64()),
+            "goroutine": pa.array([i % 13 - 1 for i in range(N)], pa.int64()),
+            "stack_id": pa.array([None if i % 4 else 2**62 + i % 7 for i in range(N)], pa.int64()),
+            "arg0": pa.array([i * 2**40 for i in range(N)], pa.uint64()),
+        }
+    )
+    path = tmp_path / "ids.parquet"
+    encodings = written(path, batch)
+    for name in ("capture", "generation", "goroutine", "stack_id"):
+        assert "RLE_DICTIONARY" in encodings[name], (name, encodings[name])
+    assert "RLE_DICTIONARY" not in encodings["arg0"]
+
+    want = pa.Table.from_batches([batch])
+    assert read_back(path, want).cast(want.schema).equals(want)

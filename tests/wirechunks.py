@@ -26,12 +26,13 @@ def modern_chunks(data: bytes) -> list[tuple[int, bytes]]:
     return out
 
 
-def generations(data: bytes) -> list[Generation]:
-    """A whole modern trace's generations, each complete."""
+def generations(data: bytes, compiled: bool = False) -> list[Generation]:
+    """A whole modern trace's generations, each complete (their tables read
+    by the compiled core if ``compiled``)."""
     frames = FrameReader(None)
     got = frames.feed(data)
     assert frames.minor is not None
-    asm = GenerationAssembler(frames.minor, False)
+    asm = GenerationAssembler(frames.minor, compiled)
     gens = asm.push(got)
     frames.close()
     return gens + asm.close(frames.offset)
