@@ -13,12 +13,14 @@ reader, and so the source); the decoder takes whatever has arrived into
 its one worker thread (:meth:`Pump._work`), which decodes. With one job,
 that thread also selects for each subscriber (and runs their maps) and
 hands each item back to trio as soon as it is made, in the order of the
-trace. With more, it cuts the items into units, a generation each, and
-puts them on a line (``pipeline.py``) whose pool selects, builds spans and
-maps several generations at once, and whose sequencer thread delivers them
-in order; at most ``jobs + 1`` units are on the line, holding at most
-``max_pipeline_bytes`` of events unless one unit alone holds more, and one
-more unit is in the decoder's hands.
+trace. With more, the decoder orders each Go 1.22+ generation in the pool
+(``_trace/modern/parallel.py``: the thread only reads, assembles and
+carries), cuts the items into units, a generation each, and puts them on a
+line (``pipeline.py``) whose pool selects, builds spans and maps several
+generations at once, and whose sequencer thread delivers them in order. At
+most ``jobs + 1`` generations are in flight (ordered in the pool, on the
+line, or being cut), holding at most ``max_pipeline_bytes`` of events
+unless one alone holds more, and the decoder assembles one more.
 """
 
 from __future__ import annotations
