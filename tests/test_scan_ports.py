@@ -25,7 +25,7 @@ import pytest
 from livetrace._agent.agent import Agent
 from livetrace._agent.config import parse_config
 from livetrace._attach.announce import AnnounceScan
-from livetrace._attach.processes import Kind, ProcessInfo, attach_routes
+from livetrace._attach.processes import BuildInfoCache, Kind, ProcessInfo, attach_routes, scan
 from livetrace._nursery import open_nursery
 from tests.conftest import demo
 from tests.test_agent_review import config_text
@@ -105,24 +105,23 @@ async def test_a_scan_reads_no_ports_of_a_go_process_no_target_names(
 
 @pytest.mark.slow
 @pytest.mark.once
-async def test_an_agent_reads_a_running_executable_once_not_at_every_scan(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    agent = Agent(parse_config(config_text(tmp_path / "state")), io.StringIO())
+async def test_scans_with_one_cache_read_a_running_executable_once(monkeypatch: pytest.MonkeyPatch) -> None:
     opened: Counter[str] = Counter()
     real = os.open
 
     def counting(path: Any, *args: Any, **kwargs: Any) -> int:
-        if str(path).endswith("/exe"):
-            opened[str(path)] += 1
+        opened[str(path)] += 1
         return real(path, *args, **kwargs)
 
     async with demo("1.26") as service:
         exe = f"/proc/{service.pid}/exe"
         with monkeypatch.context() as m:
             m.setattr(os, "open", counting)
-            for _ in range(3):
-                async with open_nursery() as nursery:
-                    await agent.scan(nursery)
-                    nursery.cancel_scope.cancel()  # what it would start is not this test's
-    assert opened[exe] == 1  # three scans, one read
+            alone = [scan([service.pid])[0].kind for _ in range(3)]
+            reads_alone, opened[exe] = opened[exe], 0
+            cache = BuildInfoCache()  # as the agent keeps one (Agent._build_infos)
+            kept = [scan([service.pid], cache)[0].kind for _ in range(3)]
+            scan(None, cache)  # a full scan sees it too
+    assert alone == kept == [Kind.GO] * 3
+    assert reads_alone == 3
+    assert opened[exe] == 1  # four scans, one read
