@@ -270,6 +270,23 @@ def span_select(
     """The rows (uint32 indexes) of a SpanBatch's columns the lookup tables keep."""
 
 def span_take(columns: list[memoryview], rows: ReadableBuffer, /) -> list[bytes]: ...
+def user_logs_scan(
+    codes: ReadableBuffer,
+    goroutines: ReadableBuffer,
+    args: ReadableBuffer,
+    strings: dict[int, bytes],
+    split: bool,
+    tasks: dict[int, Any],
+    regions: dict[int, Any],
+    seq: int,
+    touched: set[int],
+    pending_tasks: dict[int, Any],
+    pops: dict[int, list[int]],
+    pending_regions: dict[int, Any],
+    prior: Callable[..., Any],
+    max_logs: int,
+    /,
+) -> tuple[dict[int, Any], list[Any], int]: ...
 def init_tables(
     timed: ReadableBuffer, nargs: ReadableBuffer, stack: ReadableBuffer, str0: ReadableBuffer, str1: ReadableBuffer, /
 ) -> None: ...

@@ -19,5 +19,7 @@
 int spans_register(PyObject *module);
 /* Adds span_select and span_take (spans_select.c): 0, or -1 with an exception. */
 int span_select_register(PyObject *module);
+/* Adds user_logs_scan (spans_logs.c): 0, or -1 with an exception. */
+int span_logs_register(PyObject *module);
 
 #endif

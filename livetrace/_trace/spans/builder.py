@@ -95,7 +95,7 @@ class SpanBuilder:
         self._tables: dict[int, Tables] = {}
         self._last: Tables | None = None
         self._token = -1
-        self._logs = UserLogs()
+        self._logs = UserLogs(compiled=compiled)
 
     def _token_of(self, gen: Tables | None) -> int:
         if gen is not None and gen is not self._last:

@@ -125,7 +125,7 @@ def build_generation(batches: Iterable[EventBatch], token: int, *, compiled: boo
     ``token`` is its key in the tables of the spans (the generation's
     number, counted from 0, in the order :class:`SpanJoin` is fed)."""
     core: SpanCore | ccore.SpanCore = ccore.SpanCore(True) if use_compiled(compiled) else SpanCore(True)
-    logs = UserLogs(split=True)
+    logs = UserLogs(split=True, compiled=compiled)
     names: list[bytes] = [b""]
     parts: list[Part] = []
     tables: Tables | None = None
