@@ -1,8 +1,9 @@
-"""The logs of tasks and regions followed in the core (user_logs_scan) and
-in Python (UserLogs.scan): the same logs out, and the same state left, batch
-after batch, sequential or split (a generation on its own, where tasks and
-regions from before are unknown), on Go's annotation traces and on hostile
-columns."""
+"""The span path's steps done in the core and their Python twins: the logs of
+tasks and regions (user_logs_scan, UserLogs.scan), the same logs out and the
+same state left, batch after batch, sequential or split (a generation on its
+own, where tasks and regions from before are unknown), on Go's annotation
+traces and on hostile columns; and whether a generation's first touches fit
+the spans carried in (span_join_fits, SpanJoin._touches_fit)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import EventBatch
+from livetrace._trace.accel import ccore
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
+from livetrace._trace.spans.join import _STATE, SpanJoin, build_generation
 from livetrace._trace.spans.logs import UserLogs
 from livetrace._trace.spans.model import MAX_SPAN_LOGS
 from livetrace._trace.spec import modern as m
 
 from .conftest import examples
-from .test_span_join import cut, named
+from .test_span_join import cut, generations, named
 from .test_spans import batches_of, hostile_batch
 
 pytestmark = [pytest.mark.once, pytest.mark.compiled_core]
@@ -103,3 +106,26 @@ def test_core_scan_caps_logs_and_ends_regions_at_exits(split: bool) -> None:
     assert tasks[7] == [(b"cat", b"msg")] * MAX_SPAN_LOGS
     inner, outer = regions[1:3]
     assert inner == [(b"", b"msg")] and outer == tasks[7]
+
+
+def fits_both_ways(batches: list[EventBatch]) -> list[bool]:
+    """Each generation's first touches against the state carried in, asked
+    of the core and of the twin before the generation is joined."""
+    j = SpanJoin(compiled=True)
+    out = []
+    for i, gen in enumerate(generations(batches)):
+        w = build_generation(gen, i, compiled=True)
+        fast = ccore.span_join_fits(
+            w.touches, j._states, j._procs, j._gc is not None, j._stw is not None, j._assists, _STATE
+        )
+        assert fast == j._touches_fit(w.touches)
+        out.append(fast)
+        j.join(w, gen)
+    return out
+
+
+def test_core_join_fits_as_the_twin() -> None:
+    seen = []
+    for name, step in [("go122-annotations-stress", 20), ("go122-gc-stress", 300), ("go122-annotations", 7)]:
+        seen += fits_both_ways(cut(batches_of(named(name).data), step))
+    assert True in seen and False in seen

@@ -287,6 +287,16 @@ def user_logs_scan(
     max_logs: int,
     /,
 ) -> tuple[dict[int, Any], list[Any], int]: ...
+def span_join_fits(
+    touches: list[tuple[int, ...]],
+    states: dict[int, Any],
+    procs: dict[int, Any],
+    gc_open: bool,
+    stw_open: bool,
+    assists: dict[int, Any],
+    state_field: int,
+    /,
+) -> bool: ...
 def init_tables(
     timed: ReadableBuffer, nargs: ReadableBuffer, stack: ReadableBuffer, str0: ReadableBuffer, str1: ReadableBuffer, /
 ) -> None: ...

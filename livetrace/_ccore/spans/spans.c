@@ -1025,5 +1025,7 @@ int spans_register(PyObject *module) {
         return -1;
     if (span_select_register(module) < 0)
         return -1;
-    return span_logs_register(module);
+    if (span_logs_register(module) < 0)
+        return -1;
+    return span_join_register(module);
 }

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
@@ -82,6 +82,7 @@ class Carried(NamedTuple):
     state: int
 
 
+_STATE = Carried._fields.index("state")  # where span_join_fits finds a carried span's state
 # The fields of an exported open span (after where and key), as twin.py's Open, and its region depth.
 _F_FIX, _F_DEP, _F_RDEPTH = 13, 14, 16
 # Span columns (spans.batch.COLUMNS) a patch writes.
@@ -311,7 +312,27 @@ class SpanJoin:
         """Whether patches express what the state carried in changes about w."""
         if w.task0 and 0 in self._tasks:
             return False
-        for _, typ, what, key, _, _, _ in w.touches:
+        if use_compiled(self._compiled):
+            if not ccore.span_join_fits(
+                w.touches, self._states, self._procs, self._gc is not None, self._stw is not None, self._assists, _STATE
+            ):
+                return False
+        elif not self._touches_fit(w.touches):
+            return False
+        for g, prior in self._regions.items():
+            pops, cleared, _ = w.core.region_meta(g)
+            if cleared and len(prior) > pops:
+                return False
+        for g in w.logs.pops.keys() | w.logs.pending_regions.keys():
+            pops, cleared, _ = w.core.region_meta(g)
+            if [pops, cleared] != w.logs.pops.get(g, [0, 0]):
+                return False
+        return True
+
+    def _touches_fit(self, touches: list[Record]) -> bool:
+        """The twin of the core's span_join_fits: whether no first touch
+        clashes with a span carried in."""
+        for _, typ, what, key, _, _, _ in touches:
             if typ == FT_G:
                 p = self._states.get(key)
                 if p is not None and p.state != what:
@@ -326,14 +347,6 @@ class SpanJoin:
                 if what == END and self._stw is not None:
                     return False
             elif typ == FT_MA and what == END and key in self._assists:
-                return False
-        for g, prior in self._regions.items():
-            pops, cleared, _ = w.core.region_meta(g)
-            if cleared and len(prior) > pops:
-                return False
-        for g in w.logs.pops.keys() | w.logs.pending_regions.keys():
-            pops, cleared, _ = w.core.region_meta(g)
-            if [pops, cleared] != w.logs.pops.get(g, [0, 0]):
                 return False
         return True
 
@@ -503,20 +516,25 @@ class _Patch:
         self, b: int, part: Part, ended_task_logs: dict[int, Logs], region_prior: dict[int, list[Logs]]
     ) -> SpanBatch:
         cols, task_logs, region_logs = part
-        tasks: dict[int, Logs] = {}
-        for task, got in task_logs.items():
-            if isinstance(got, Prior):  # logs go to a task only while it is open
-                before = ended_task_logs.get(task)
-                got = [] if before is None else _capped(before + got.pending)
-            tasks[task] = got
-        regions: list[Logs] = []
-        for got in region_logs:
-            if isinstance(got, Prior):
-                prior = region_prior.get(got.key, [])
-                k = len(prior) - 1 - got.depth
-                regions.append(prior[k] if k >= 0 else [])
-            else:
-                regions.append(got)
+        # Looked for in C (a type a log), as most batches have no Prior: thousands of regions end in some.
+        tasks = cast("dict[int, Logs]", task_logs)
+        if Prior in map(type, task_logs.values()):
+            tasks = {}
+            for task, got in task_logs.items():
+                if isinstance(got, Prior):  # logs go to a task only while it is open
+                    before = ended_task_logs.get(task)
+                    got = [] if before is None else _capped(before + got.pending)
+                tasks[task] = got
+        regions = cast("list[Logs]", region_logs)
+        if Prior in map(type, region_logs):
+            regions = []
+            for got in region_logs:
+                if isinstance(got, Prior):
+                    prior = region_prior.get(got.key, [])
+                    k = len(prior) - 1 - got.depth
+                    regions.append(prior[k] if k >= 0 else [])
+                else:
+                    regions.append(got)
         w = self.w
         tables: dict[int, Tables] = {}
         if len(cols[0]) and w.tables is not None:
