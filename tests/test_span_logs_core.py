@@ -3,7 +3,8 @@ tasks and regions (user_logs_scan, UserLogs.scan), the same logs out and the
 same state left, batch after batch, sequential or split (a generation on its
 own, where tasks and regions from before are unknown), on Go's annotation
 traces and on hostile columns; and whether a generation's first touches fit
-the spans carried in (span_join_fits, SpanJoin._touches_fit)."""
+the spans carried in and which they take (span_join_fits and
+span_join_take_states, SpanJoin._touches_fit and _Patch.take_states)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from livetrace import EventBatch
 from livetrace._trace.accel import ccore
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
-from livetrace._trace.spans.join import _STATE, SpanJoin, build_generation
+from livetrace._trace.spans.join import _STATE, SpanJoin, _Patch, build_generation
 from livetrace._trace.spans.logs import UserLogs
 from livetrace._trace.spans.model import MAX_SPAN_LOGS
 from livetrace._trace.spec import modern as m
@@ -108,9 +109,10 @@ def test_core_scan_caps_logs_and_ends_regions_at_exits(split: bool) -> None:
     assert inner == [(b"", b"msg")] and outer == tasks[7]
 
 
-def fits_both_ways(batches: list[EventBatch]) -> list[bool]:
+def fits_both_ways(batches: list[EventBatch]) -> list[tuple[bool, int]]:
     """Each generation's first touches against the state carried in, asked
-    of the core and of the twin before the generation is joined."""
+    of the core and of the twin before the generation is joined: whether
+    they fit, and the spans they take from it."""
     j = SpanJoin(compiled=True)
     out = []
     for i, gen in enumerate(generations(batches)):
@@ -119,7 +121,13 @@ def fits_both_ways(batches: list[EventBatch]) -> list[bool]:
             w.touches, j._states, j._procs, j._gc is not None, j._stw is not None, j._assists, _STATE
         )
         assert fast == j._touches_fit(w.touches)
-        out.append(fast)
+        carried = dict(j._states)
+        taken = ccore.span_join_take_states(w.touches, carried)
+        before = dict(j._states)
+        assert _Patch(j, w).take_states() == taken
+        assert j._states == carried
+        j._states = before
+        out.append((fast, sum(p is not None for _, p in taken)))
         j.join(w, gen)
     return out
 
@@ -128,4 +136,5 @@ def test_core_join_fits_as_the_twin() -> None:
     seen = []
     for name, step in [("go122-annotations-stress", 20), ("go122-gc-stress", 300), ("go122-annotations", 7)]:
         seen += fits_both_ways(cut(batches_of(named(name).data), step))
-    assert True in seen and False in seen
+    assert {fits for fits, _ in seen} == {True, False}
+    assert sum(n for _, n in seen) > 0

@@ -287,6 +287,9 @@ def user_logs_scan(
     max_logs: int,
     /,
 ) -> tuple[dict[int, Any], list[Any], int]: ...
+def span_join_take_states(
+    touches: list[tuple[int, ...]], states: dict[int, Any], /
+) -> list[tuple[tuple[int, ...], Any]]: ...
 def span_join_fits(
     touches: list[tuple[int, ...]],
     states: dict[int, Any],

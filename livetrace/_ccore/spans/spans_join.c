@@ -60,7 +60,55 @@ static PyObject *span_join_fits(PyObject *self, PyObject *args) {
     Py_RETURN_TRUE;
 }
 
+/* span_join_take_states(touches, states) -> [(touch, carried or None)]: each goroutine's first touch
+ * takes (pops) the span its goroutine carried in, if any, and is left out if none; the other touches
+ * are kept, in order, for the join's loop (_Patch.apply's, the twin of which is _Patch.take_states). */
+static PyObject *span_join_take_states(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *touches, *states;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &touches, &PyDict_Type, &states))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < PyList_GET_SIZE(touches); i++) {
+        PyObject *t = PyList_GET_ITEM(touches, i), *p = NULL;
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 4) {
+            PyErr_SetString(PyExc_TypeError, "span_join_take_states: a touch is a tuple (index, type, what, key, ...)");
+            goto fail;
+        }
+        long typ = PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+        if (typ == -1 && PyErr_Occurred())
+            goto fail;
+        if (typ == FT_G) {
+            PyObject *key = PyTuple_GET_ITEM(t, 3);
+            if (!(p = PyDict_GetItemWithError(states, key))) {
+                if (PyErr_Occurred())
+                    goto fail;
+                continue;
+            }
+            Py_INCREF(p);
+            if (PyDict_DelItem(states, key) < 0) {
+                Py_DECREF(p);
+                goto fail;
+            }
+        }
+        PyObject *pair = PyTuple_Pack(2, t, p ? p : Py_None);
+        Py_XDECREF(p);
+        if (!pair || PyList_Append(out, pair) < 0) {
+            Py_XDECREF(pair);
+            goto fail;
+        }
+        Py_DECREF(pair);
+    }
+    return out;
+fail:
+    Py_XDECREF(out);
+    return NULL;
+}
+
 static PyMethodDef join_methods[] = {
+    {"span_join_take_states", span_join_take_states, METH_VARARGS,
+     "span_join_take_states($module, touches, states, /)\n--\n\n"
+     "The touches the join must look at, each with the span its goroutine carried in (popped from states)."},
     {"span_join_fits", span_join_fits, METH_VARARGS,
      "span_join_fits($module, touches, states, procs, gc_open, stw_open, assists, state_field, /)\n--\n\n"
      "Whether no first touch of a generation clashes with the spans carried in (SpanJoin._fits's loop)."},

@@ -381,6 +381,7 @@ class _Patch:
         self.ids: dict[bytes, int] | None = None
         self.views: dict[tuple[int, int], memoryview] = {}
         self.toks: dict[int, set[int]] = {}  # batch -> tables keys its patched rows start in
+        self.fast = use_compiled(j._compiled)
 
     def nid(self, s: bytes) -> int:
         names = self.w.names
@@ -399,6 +400,19 @@ class _Patch:
         if v is None:
             v = self.views[(b, c)] = memoryview(self.w.parts[b][0][c]).cast(_TYPECODES[c])
         return v
+
+    def take_states(self) -> list[tuple[Record, Carried | None]]:
+        """The twin of the core's span_join_take_states: the first touches
+        to look at, each goroutine's with the span it carried in (taken
+        from the state), those of goroutines that carried none left out."""
+        out: list[tuple[Record, Carried | None]] = []
+        states = self.j._states
+        for t in self.w.touches:
+            if t[1] != FT_G:
+                out.append((t, None))
+            elif (p := states.pop(t[3], None)) is not None:
+                out.append((t, p))
+        return out
 
     def start_from(self, b: int, r: int, p: Carried) -> None:
         """Row r of batch b is span p, which began before the generation."""
@@ -443,10 +457,10 @@ class _Patch:
         # First touches: a span open from before goes on, or is replaced.
         fixed: dict[int, Carried] = {}
         ended_task_logs: dict[int, Logs] = {}
-        for i, typ, what, key, depth, b, r in w.touches:
-            p: Carried | None = None
+        taken = ccore.span_join_take_states(w.touches, j._states) if self.fast else self.take_states()
+        for (i, typ, what, key, depth, b, r), p in taken:
             if typ == FT_G:
-                p = j._states.pop(key, None)
+                pass  # p: the span its goroutine carried in
             elif typ == FT_P:
                 p = j._procs.pop(key, None)
             elif typ == FT_GC:
@@ -485,8 +499,8 @@ class _Patch:
                 fixed[i] = p
         # Logs of tasks and regions begun before.
         region_prior: dict[int, list[Logs]] = {}
-        for g, pending in w.logs.pending_regions.items():
-            regs, prior_logs = j._regions.get(g, []), j._region_logs.get(g, [])
+        for g in w.logs.pending_regions.keys() & j._regions.keys():  # (a log a goroutine's, on the rest)
+            pending, regs, prior_logs = w.logs.pending_regions[g], j._regions[g], j._region_logs.get(g, [])
             for d0, task, entry in pending:
                 for k in range(len(regs) - d0):
                     if regs[k].task == task and len(prior_logs[k]) < MAX_SPAN_LOGS:
