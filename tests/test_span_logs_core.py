@@ -21,6 +21,7 @@ from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.join import _STATE, SpanJoin, _Patch, build_generation
 from livetrace._trace.spans.logs import UserLogs
 from livetrace._trace.spans.model import MAX_SPAN_LOGS
+from livetrace._trace.spans.twin import END, FT_TASK
 from livetrace._trace.spec import modern as m
 
 from .conftest import examples
@@ -122,7 +123,7 @@ def fits_both_ways(batches: list[EventBatch]) -> list[tuple[bool, int]]:
         )
         assert fast == j._touches_fit(w.touches)
         carried = dict(j._states)
-        taken = ccore.span_join_take_states(w.touches, carried)
+        taken = ccore.span_join_take_states(w.touches, carried, j._tasks, j._task_logs, FT_TASK, END)
         before = dict(j._states)
         assert _Patch(j, w).take_states() == taken
         assert j._states == carried

@@ -288,7 +288,13 @@ def user_logs_scan(
     /,
 ) -> tuple[dict[int, Any], list[Any], int]: ...
 def span_join_take_states(
-    touches: list[tuple[int, ...]], states: dict[int, Any], /
+    touches: list[tuple[int, ...]],
+    states: dict[int, Any],
+    tasks: dict[int, Any],
+    task_logs: dict[int, Any],
+    ft_task: int,
+    end: int,
+    /,
 ) -> list[tuple[tuple[int, ...], Any]]: ...
 def span_join_fits(
     touches: list[tuple[int, ...]],

@@ -60,13 +60,16 @@ static PyObject *span_join_fits(PyObject *self, PyObject *args) {
     Py_RETURN_TRUE;
 }
 
-/* span_join_take_states(touches, states) -> [(touch, carried or None)]: each goroutine's first touch
- * takes (pops) the span its goroutine carried in, if any, and is left out if none; the other touches
- * are kept, in order, for the join's loop (_Patch.apply's, the twin of which is _Patch.take_states). */
+/* span_join_take_states(touches, states, tasks, task_logs, FT_TASK, END) -> [(touch, carried or None)]:
+ * each goroutine's first touch takes (pops) the span its goroutine carried in, if any, and is left out
+ * if none; a task's is left out where it is no end and the task carried nothing in; the other
+ * touches are kept, in order, for the join's loop (_Patch.apply's; the twin is _Patch.take_states). */
 static PyObject *span_join_take_states(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *touches, *states;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &touches, &PyDict_Type, &states))
+    PyObject *touches, *states, *tasks, *task_logs;
+    long ft_task, end;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!ll", &PyList_Type, &touches, &PyDict_Type, &states, &PyDict_Type, &tasks,
+                          &PyDict_Type, &task_logs, &ft_task, &end))
         return NULL;
     PyObject *out = PyList_New(0);
     for (Py_ssize_t i = 0; out && i < PyList_GET_SIZE(touches); i++) {
@@ -90,6 +93,18 @@ static PyObject *span_join_take_states(PyObject *self, PyObject *args) {
                 Py_DECREF(p);
                 goto fail;
             }
+        } else if (typ == ft_task) {
+            long what = PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+            if (what == -1 && PyErr_Occurred())
+                goto fail;
+            PyObject *key = PyTuple_GET_ITEM(t, 3);
+            int carried = what == end ? 1 : PyDict_Contains(tasks, key);
+            if (carried == 0)
+                carried = PyDict_Contains(task_logs, key);
+            if (carried < 0)
+                goto fail;
+            if (!carried)
+                continue;
         }
         PyObject *pair = PyTuple_Pack(2, t, p ? p : Py_None);
         Py_XDECREF(p);
@@ -107,7 +122,7 @@ fail:
 
 static PyMethodDef join_methods[] = {
     {"span_join_take_states", span_join_take_states, METH_VARARGS,
-     "span_join_take_states($module, touches, states, /)\n--\n\n"
+     "span_join_take_states($module, touches, states, tasks, task_logs, ft_task, end, /)\n--\n\n"
      "The touches the join must look at, each with the span its goroutine carried in (popped from states)."},
     {"span_join_fits", span_join_fits, METH_VARARGS,
      "span_join_fits($module, touches, states, procs, gc_open, stw_open, assists, state_field, /)\n--\n\n"

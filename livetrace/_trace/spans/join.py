@@ -404,14 +404,17 @@ class _Patch:
     def take_states(self) -> list[tuple[Record, Carried | None]]:
         """The twin of the core's span_join_take_states: the first touches
         to look at, each goroutine's with the span it carried in (taken
-        from the state), those of goroutines that carried none left out."""
+        from the state), those of goroutines that carried none left out, and
+        those of tasks begun here that none carried in (no state to take,
+        no end to patch)."""
         out: list[tuple[Record, Carried | None]] = []
-        states = self.j._states
+        j = self.j
         for t in self.w.touches:
-            if t[1] != FT_G:
+            if t[1] == FT_G:
+                if (p := j._states.pop(t[3], None)) is not None:
+                    out.append((t, p))
+            elif t[1] != FT_TASK or t[2] == END or t[3] in j._tasks or t[3] in j._task_logs:
                 out.append((t, None))
-            elif (p := states.pop(t[3], None)) is not None:
-                out.append((t, p))
         return out
 
     def start_from(self, b: int, r: int, p: Carried) -> None:
@@ -441,8 +444,9 @@ class _Patch:
         deps: dict[int, bytes] = {}
         prior_regions = {g: list(prior) for g, prior in j._regions.items()}
         for g, prior in j._regions.items():
+            top = len(prior) - 1
             for depth, b, r in metas[g][2]:
-                k = len(prior) - 1 - depth
+                k = top - depth
                 if k >= 0:
                     reg = prior[k]
                     self.col(b, _C_NAME)[r] = self.nid(reg.name)
@@ -457,7 +461,10 @@ class _Patch:
         # First touches: a span open from before goes on, or is replaced.
         fixed: dict[int, Carried] = {}
         ended_task_logs: dict[int, Logs] = {}
-        taken = ccore.span_join_take_states(w.touches, j._states) if self.fast else self.take_states()
+        if self.fast:
+            taken = ccore.span_join_take_states(w.touches, j._states, j._tasks, j._task_logs, FT_TASK, END)
+        else:
+            taken = self.take_states()
         for (i, typ, what, key, depth, b, r), p in taken:
             if typ == FT_G:
                 pass  # p: the span its goroutine carried in
