@@ -4,7 +4,8 @@ same state left, batch after batch, sequential or split (a generation on its
 own, where tasks and regions from before are unknown), on Go's annotation
 traces and on hostile columns; and whether a generation's first touches fit
 the spans carried in and which they take (span_join_fits and
-span_join_take_states, SpanJoin._touches_fit and _Patch.take_states)."""
+span_join_take_states, SpanJoin._touches_fit and _Patch.take_states); the
+logs of a batch's task spans by row (span_task_logs, span_logs' loop)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from livetrace import EventBatch
 from livetrace._trace.accel import ccore
 from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
+from livetrace._trace.spans.builder import span_logs
 from livetrace._trace.spans.join import _STATE, SpanJoin, _Patch, build_generation
-from livetrace._trace.spans.logs import UserLogs
+from livetrace._trace.spans.logs import Prior, UserLogs
 from livetrace._trace.spans.model import MAX_SPAN_LOGS
 from livetrace._trace.spans.twin import END, FT_TASK
 from livetrace._trace.spec import modern as m
@@ -139,3 +141,18 @@ def test_core_join_fits_as_the_twin() -> None:
         seen += fits_both_ways(cut(batches_of(named(name).data), step))
     assert {fits for fits, _ in seen} == {True, False}
     assert sum(n for _, n in seen) > 0
+
+
+def test_core_task_logs_by_row_as_the_twin() -> None:
+    found = 0
+    for name, step in [("go122-annotations", 0), ("go122-annotations-stress", 0), ("go122-annotations-stress", 20)]:
+        batches = batches_of(named(name).data)
+        for i, gen in enumerate(generations(cut(batches, step) if step else batches)):
+            for cols, task_logs, _ in build_generation(gen, i, compiled=True).parts:
+                logs = {t: got for t, got in task_logs.items() if not isinstance(got, Prior)}
+                logs[1 << 63] = [(b"a task", b"with no span")]
+                fast = span_logs(cols, logs, [], fast=True)
+                assert fast == span_logs(cols, logs, [], fast=False)
+                assert list(fast) == sorted(fast)
+                found += len(fast)
+    assert found > 0

@@ -287,6 +287,9 @@ def user_logs_scan(
     max_logs: int,
     /,
 ) -> tuple[dict[int, Any], list[Any], int]: ...
+def span_task_logs(
+    kinds: ReadableBuffer, tasks: ReadableBuffer, task_logs: dict[int, Any], task_kind: int, /
+) -> dict[int, tuple[tuple[bytes, bytes], ...]]: ...
 def span_join_take_states(
     touches: list[tuple[int, ...]],
     states: dict[int, Any],

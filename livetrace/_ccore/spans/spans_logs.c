@@ -296,7 +296,51 @@ done:
     return result;
 }
 
+/* span_task_logs(kinds, tasks, task_logs, TASK) -> {row: tuple of its logs} for each task span (kind TASK)
+ * whose task has logs in task_logs: the twin is spans/builder.py's span_logs' loop over the task spans. */
+static PyObject *span_task_logs(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer kb, tb;
+    PyObject *logs;
+    long kind;
+    if (!PyArg_ParseTuple(args, "y*y*O!l", &kb, &tb, &PyDict_Type, &logs, &kind))
+        return NULL;
+    PyObject *out = PyDict_New();
+    const u8 *kinds = kb.buf;
+    const u64 *tasks = tb.buf;
+    size_t n = (size_t)kb.len;
+    if (out && (size_t)tb.len < n * 8) {
+        PyErr_SetString(PyExc_ValueError, "span_task_logs: the tasks column is shorter than the kinds");
+        Py_CLEAR(out);
+    }
+    for (size_t i = 0; out && i < n; i++) {
+        if (kinds[i] != kind)
+            continue;
+        PyObject *id = PyLong_FromUnsignedLongLong(tasks[i]), *got = NULL;
+        int bad = !id || (!(got = PyDict_GetItemWithError(logs, id)) && PyErr_Occurred());
+        Py_XDECREF(id);
+        int some = bad || !got ? 0 : PyObject_IsTrue(got);
+        if (bad || some < 0) {
+            Py_CLEAR(out);
+            break;
+        }
+        if (!some)
+            continue;
+        PyObject *row = PyLong_FromSize_t(i), *entries = PySequence_Tuple(got);
+        if (!row || !entries || PyDict_SetItem(out, row, entries) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(row);
+        Py_XDECREF(entries);
+    }
+    PyBuffer_Release(&kb);
+    PyBuffer_Release(&tb);
+    return out;
+}
+
 static PyMethodDef logs_methods[] = {
+    {"span_task_logs", span_task_logs, METH_VARARGS,
+     "span_task_logs($module, kinds, tasks, task_logs, task_kind, /)\n--\n\n"
+     "The logs of a batch's task spans whose task has any, by row."},
     {"user_logs_scan", user_logs_scan, METH_VARARGS,
      "user_logs_scan($module, codes, goroutines, args, strings, split, tasks, regions, seq, touched, "
      "pending_tasks, pops, pending_regions, prior, max_logs, /)\n--\n\n"

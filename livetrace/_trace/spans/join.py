@@ -560,4 +560,4 @@ class _Patch:
         tables: dict[int, Tables] = {}
         if len(cols[0]) and w.tables is not None:
             tables = {k: self.j._tables[k] for k in {w.token, *self.toks.get(b, ())} if k in self.j._tables}
-        return SpanBatch(cols, tables, w.names, span_logs(cols, tasks, regions))
+        return SpanBatch(cols, tables, w.names, span_logs(cols, tasks, regions, fast=self.fast))
