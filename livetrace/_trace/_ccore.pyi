@@ -270,6 +270,45 @@ def span_select(
     """The rows (uint32 indexes) of a SpanBatch's columns the lookup tables keep."""
 
 def span_take(columns: list[memoryview], rows: ReadableBuffer, /) -> list[bytes]: ...
+def user_logs_scan(
+    codes: ReadableBuffer,
+    goroutines: ReadableBuffer,
+    args: ReadableBuffer,
+    strings: dict[int, bytes],
+    split: bool,
+    tasks: dict[int, Any],
+    regions: dict[int, Any],
+    seq: int,
+    touched: set[int],
+    pending_tasks: dict[int, Any],
+    pops: dict[int, list[int]],
+    pending_regions: dict[int, Any],
+    prior: Callable[..., Any],
+    max_logs: int,
+    /,
+) -> tuple[dict[int, Any], list[Any], int]: ...
+def span_task_logs(
+    kinds: ReadableBuffer, tasks: ReadableBuffer, task_logs: dict[int, Any], task_kind: int, /
+) -> dict[int, tuple[tuple[bytes, bytes], ...]]: ...
+def span_join_take_states(
+    touches: list[tuple[int, ...]],
+    states: dict[int, Any],
+    tasks: dict[int, Any],
+    task_logs: dict[int, Any],
+    ft_task: int,
+    end: int,
+    /,
+) -> list[tuple[tuple[int, ...], Any]]: ...
+def span_join_fits(
+    touches: list[tuple[int, ...]],
+    states: dict[int, Any],
+    procs: dict[int, Any],
+    gc_open: bool,
+    stw_open: bool,
+    assists: dict[int, Any],
+    state_field: int,
+    /,
+) -> bool: ...
 def init_tables(
     timed: ReadableBuffer, nargs: ReadableBuffer, stack: ReadableBuffer, str0: ReadableBuffer, str1: ReadableBuffer, /
 ) -> None: ...

@@ -1023,5 +1023,9 @@ int spans_register(PyObject *module) {
     IS_PROC[EV_PROC_START] = IS_PROC[EV_PROC_STOP] = IS_PROC[EV_PROC_STEAL] = IS_PROC[EV_PROC_STATUS] = 1;
     if (add_type(module, &SpanCoreType, "SpanCore") < 0)
         return -1;
-    return span_select_register(module);
+    if (span_select_register(module) < 0)
+        return -1;
+    if (span_logs_register(module) < 0)
+        return -1;
+    return span_join_register(module);
 }

@@ -11,7 +11,7 @@ A generation can also be built on its own and joined to those before it
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
@@ -43,13 +43,18 @@ def slim_tables(old: Tables, stacks: set[int]) -> Tables:
 
 
 def span_logs(
-    cols: list[bytes], task_logs: Mapping[int, Logs], region_logs: list[Logs]
+    cols: list[bytes], task_logs: dict[int, Logs], region_logs: list[Logs], *, fast: bool
 ) -> dict[int, tuple[tuple[bytes, bytes], ...]]:
     """The logs of a batch's task and region spans, by row: tasks by id, and
-    regions in the order the core emitted them."""
-    out = {}
+    regions in the order the core emitted them. ``fast``: the task spans'
+    found in the core."""
+    out: dict[int, tuple[tuple[bytes, bytes], ...]] = {}
     kinds = cols[0]
-    if task_logs:
+    if not any(task_logs.values()):  # (most tasks log nothing: no step for each)
+        pass
+    elif fast:
+        out = ccore.span_task_logs(kinds, cols[12], task_logs, SpanKind.TASK)
+    else:
         tasks = memoryview(cols[12]).cast("Q")
         i = kinds.find(_TASK)
         while i >= 0:
@@ -90,12 +95,13 @@ class SpanBuilder:
     """
 
     def __init__(self, *, compiled: bool | None = None) -> None:
-        self._core: SpanCore | ccore.SpanCore = ccore.SpanCore() if use_compiled(compiled) else SpanCore()
+        self._fast = use_compiled(compiled)
+        self._core: SpanCore | ccore.SpanCore = ccore.SpanCore() if self._fast else SpanCore()
         self.names: list[bytes] = [b""]  # the names batches' ids index; only grows
         self._tables: dict[int, Tables] = {}
         self._last: Tables | None = None
         self._token = -1
-        self._logs = UserLogs()
+        self._logs = UserLogs(compiled=compiled)
 
     def _token_of(self, gen: Tables | None) -> int:
         if gen is not None and gen is not self._last:
@@ -146,11 +152,11 @@ class SpanBuilder:
         self._logs.clear()
 
     def _batch(
-        self, cols: list[bytes], task_logs: Mapping[int, Logs], region_logs: list[Logs], final: bool = False
+        self, cols: list[bytes], task_logs: dict[int, Logs], region_logs: list[Logs], final: bool = False
     ) -> SpanBatch:
         refs = {*_keys(cols[7]), *_keys(cols[8])}
         tables = {k: self._tables[k] for k in refs if k in self._tables}
-        logs = span_logs(cols, task_logs, region_logs)
+        logs = span_logs(cols, task_logs, region_logs, fast=self._fast)
         if final:
             self._logs.clear()
             self._tables.clear()

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
@@ -82,6 +82,7 @@ class Carried(NamedTuple):
     state: int
 
 
+_STATE = Carried._fields.index("state")  # where span_join_fits finds a carried span's state
 # The fields of an exported open span (after where and key), as twin.py's Open, and its region depth.
 _F_FIX, _F_DEP, _F_RDEPTH = 13, 14, 16
 # Span columns (spans.batch.COLUMNS) a patch writes.
@@ -125,7 +126,7 @@ def build_generation(batches: Iterable[EventBatch], token: int, *, compiled: boo
     ``token`` is its key in the tables of the spans (the generation's
     number, counted from 0, in the order :class:`SpanJoin` is fed)."""
     core: SpanCore | ccore.SpanCore = ccore.SpanCore(True) if use_compiled(compiled) else SpanCore(True)
-    logs = UserLogs(split=True)
+    logs = UserLogs(split=True, compiled=compiled)
     names: list[bytes] = [b""]
     parts: list[Part] = []
     tables: Tables | None = None
@@ -311,7 +312,27 @@ class SpanJoin:
         """Whether patches express what the state carried in changes about w."""
         if w.task0 and 0 in self._tasks:
             return False
-        for _, typ, what, key, _, _, _ in w.touches:
+        if use_compiled(self._compiled):
+            if not ccore.span_join_fits(
+                w.touches, self._states, self._procs, self._gc is not None, self._stw is not None, self._assists, _STATE
+            ):
+                return False
+        elif not self._touches_fit(w.touches):
+            return False
+        for g, prior in self._regions.items():
+            pops, cleared, _ = w.core.region_meta(g)
+            if cleared and len(prior) > pops:
+                return False
+        for g in w.logs.pops.keys() | w.logs.pending_regions.keys():
+            pops, cleared, _ = w.core.region_meta(g)
+            if [pops, cleared] != w.logs.pops.get(g, [0, 0]):
+                return False
+        return True
+
+    def _touches_fit(self, touches: list[Record]) -> bool:
+        """The twin of the core's span_join_fits: whether no first touch
+        clashes with a span carried in."""
+        for _, typ, what, key, _, _, _ in touches:
             if typ == FT_G:
                 p = self._states.get(key)
                 if p is not None and p.state != what:
@@ -326,14 +347,6 @@ class SpanJoin:
                 if what == END and self._stw is not None:
                     return False
             elif typ == FT_MA and what == END and key in self._assists:
-                return False
-        for g, prior in self._regions.items():
-            pops, cleared, _ = w.core.region_meta(g)
-            if cleared and len(prior) > pops:
-                return False
-        for g in w.logs.pops.keys() | w.logs.pending_regions.keys():
-            pops, cleared, _ = w.core.region_meta(g)
-            if [pops, cleared] != w.logs.pops.get(g, [0, 0]):
                 return False
         return True
 
@@ -368,6 +381,7 @@ class _Patch:
         self.ids: dict[bytes, int] | None = None
         self.views: dict[tuple[int, int], memoryview] = {}
         self.toks: dict[int, set[int]] = {}  # batch -> tables keys its patched rows start in
+        self.fast = use_compiled(j._compiled)
 
     def nid(self, s: bytes) -> int:
         names = self.w.names
@@ -386,6 +400,22 @@ class _Patch:
         if v is None:
             v = self.views[(b, c)] = memoryview(self.w.parts[b][0][c]).cast(_TYPECODES[c])
         return v
+
+    def take_states(self) -> list[tuple[Record, Carried | None]]:
+        """The twin of the core's span_join_take_states: the first touches
+        to look at, each goroutine's with the span it carried in (taken
+        from the state), those of goroutines that carried none left out, and
+        those of tasks begun here that none carried in (no state to take,
+        no end to patch)."""
+        out: list[tuple[Record, Carried | None]] = []
+        j = self.j
+        for t in self.w.touches:
+            if t[1] == FT_G:
+                if (p := j._states.pop(t[3], None)) is not None:
+                    out.append((t, p))
+            elif t[1] != FT_TASK or t[2] == END or t[3] in j._tasks or t[3] in j._task_logs:
+                out.append((t, None))
+        return out
 
     def start_from(self, b: int, r: int, p: Carried) -> None:
         """Row r of batch b is span p, which began before the generation."""
@@ -414,8 +444,9 @@ class _Patch:
         deps: dict[int, bytes] = {}
         prior_regions = {g: list(prior) for g, prior in j._regions.items()}
         for g, prior in j._regions.items():
+            top = len(prior) - 1
             for depth, b, r in metas[g][2]:
-                k = len(prior) - 1 - depth
+                k = top - depth
                 if k >= 0:
                     reg = prior[k]
                     self.col(b, _C_NAME)[r] = self.nid(reg.name)
@@ -430,10 +461,13 @@ class _Patch:
         # First touches: a span open from before goes on, or is replaced.
         fixed: dict[int, Carried] = {}
         ended_task_logs: dict[int, Logs] = {}
-        for i, typ, what, key, depth, b, r in w.touches:
-            p: Carried | None = None
+        if self.fast:
+            taken = ccore.span_join_take_states(w.touches, j._states, j._tasks, j._task_logs, FT_TASK, END)
+        else:
+            taken = self.take_states()
+        for (i, typ, what, key, depth, b, r), p in taken:
             if typ == FT_G:
-                p = j._states.pop(key, None)
+                pass  # p: the span its goroutine carried in
             elif typ == FT_P:
                 p = j._procs.pop(key, None)
             elif typ == FT_GC:
@@ -472,8 +506,8 @@ class _Patch:
                 fixed[i] = p
         # Logs of tasks and regions begun before.
         region_prior: dict[int, list[Logs]] = {}
-        for g, pending in w.logs.pending_regions.items():
-            regs, prior_logs = j._regions.get(g, []), j._region_logs.get(g, [])
+        for g in w.logs.pending_regions.keys() & j._regions.keys():  # (a log a goroutine's, on the rest)
+            pending, regs, prior_logs = w.logs.pending_regions[g], j._regions[g], j._region_logs.get(g, [])
             for d0, task, entry in pending:
                 for k in range(len(regs) - d0):
                     if regs[k].task == task and len(prior_logs[k]) < MAX_SPAN_LOGS:
@@ -503,22 +537,27 @@ class _Patch:
         self, b: int, part: Part, ended_task_logs: dict[int, Logs], region_prior: dict[int, list[Logs]]
     ) -> SpanBatch:
         cols, task_logs, region_logs = part
-        tasks: dict[int, Logs] = {}
-        for task, got in task_logs.items():
-            if isinstance(got, Prior):  # logs go to a task only while it is open
-                before = ended_task_logs.get(task)
-                got = [] if before is None else _capped(before + got.pending)
-            tasks[task] = got
-        regions: list[Logs] = []
-        for got in region_logs:
-            if isinstance(got, Prior):
-                prior = region_prior.get(got.key, [])
-                k = len(prior) - 1 - got.depth
-                regions.append(prior[k] if k >= 0 else [])
-            else:
-                regions.append(got)
+        # Looked for in C (a type a log), as most batches have no Prior: thousands of regions end in some.
+        tasks = cast("dict[int, Logs]", task_logs)
+        if Prior in map(type, task_logs.values()):
+            tasks = {}
+            for task, got in task_logs.items():
+                if isinstance(got, Prior):  # logs go to a task only while it is open
+                    before = ended_task_logs.get(task)
+                    got = [] if before is None else _capped(before + got.pending)
+                tasks[task] = got
+        regions = cast("list[Logs]", region_logs)
+        if Prior in map(type, region_logs):
+            regions = []
+            for got in region_logs:
+                if isinstance(got, Prior):
+                    prior = region_prior.get(got.key, [])
+                    k = len(prior) - 1 - got.depth
+                    regions.append(prior[k] if k >= 0 else [])
+                else:
+                    regions.append(got)
         w = self.w
         tables: dict[int, Tables] = {}
         if len(cols[0]) and w.tables is not None:
             tables = {k: self.j._tables[k] for k in {w.token, *self.toks.get(b, ())} if k in self.j._tables}
-        return SpanBatch(cols, tables, w.names, span_logs(cols, tasks, regions))
+        return SpanBatch(cols, tables, w.names, span_logs(cols, tasks, regions, fast=self.fast))

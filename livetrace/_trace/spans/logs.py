@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import NARGS
 from livetrace._trace.spans.model import MAX_SPAN_LOGS
 from livetrace._trace.spec.modern import (
@@ -54,8 +55,12 @@ class Prior:
 
 
 class UserLogs:
-    def __init__(self, *, split: bool = False) -> None:
+    """``compiled`` as for :func:`open_decoder`: the scan in the core
+    (``user_logs_scan``, on this object's dicts), or in Python."""
+
+    def __init__(self, *, split: bool = False, compiled: bool | None = None) -> None:
         self.split = split
+        self._fast = use_compiled(compiled)
         self.tasks: dict[int, Logs] = {}  # open task -> its logs
         # goroutine -> its open regions, innermost last: (task, begin order, logs)
         self.regions: dict[int, list[tuple[int, int, Logs]]] = {}
@@ -76,6 +81,24 @@ class UserLogs:
         """Follow a batch's tasks, regions and logs: the logs of the tasks
         that end in it, by task id, and of the regions that end in it, in
         the order the core ends them."""
+        if self._fast:
+            tasks_out, regions_out, self.seq = ccore.user_logs_scan(
+                codes,
+                goroutines,
+                args,
+                strings,
+                self.split,
+                self.tasks,
+                self.regions,
+                self.seq,
+                self.touched,
+                self.pending_tasks,
+                self.pops,
+                self.pending_regions,
+                Prior,
+                MAX_SPAN_LOGS,
+            )
+            return tasks_out, regions_out
         ended_tasks: dict[int, Logs | Prior] = {}
         ended_regions: list[Logs | Prior] = []
         raw = codes.tobytes()

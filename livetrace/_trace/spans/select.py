@@ -9,6 +9,7 @@ import functools
 from array import array
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from itertools import repeat
 
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.select.filter import Filter
@@ -94,11 +95,11 @@ def select_spans(spans: SpanBatch, flt: Filter, *, compiled: bool | None = None)
     fast = use_compiled(compiled)
     tables = _tables(flt, spans)
     min_duration = -1 if flt.min_duration is None else flt.min_duration
-    raw = [c.cast("B") for c in spans.columns()]
     if not fast:
         rows = select_rows(spans.columns(), tables, min_duration)
         cols = take_rows(spans.columns(), rows)
     else:
+        raw: list[memoryview] = list(map(memoryview.cast, spans.columns(), repeat("B")))  # type: ignore[arg-type]
         kinds, gs, ps, tasks, regions, pairs = tables
         rows = ccore.span_select(raw, kinds, gs, ps, tasks, regions, min_duration, pairs)
         cols = ccore.span_take(raw, rows)
