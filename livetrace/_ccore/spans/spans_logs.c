@@ -1,4 +1,4 @@
-/* user_logs_scan: the compiled twin of _trace/spans/logs.py's UserLogs.scan.
+/* user_logs_scan: the compiled twin of _trace/spans/logs.py's UserLogs.scan:
  * The state stays the UserLogs object's dicts, lists and sets (the join reads
  * and patches them), so this does on them, in C, exactly the steps the twin
  * does in Python: a batch's task, region and log events (and goroutine exits
@@ -297,7 +297,7 @@ done:
 }
 
 /* span_task_logs(kinds, tasks, task_logs, TASK) -> {row: tuple of its logs} for each task span (kind TASK)
- * whose task has logs in task_logs: the twin is spans/builder.py's span_logs' loop over the task spans. */
+ * whose task has logs in task_logs: the twin is _trace/spans/builder.py's span_logs' loop over the task spans. */
 static PyObject *span_task_logs(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer kb, tb;
