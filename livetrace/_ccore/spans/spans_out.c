@@ -54,14 +54,25 @@ PyObject *out_take(Out *o, int mutable) {
     size_t ncols = SPAN_NCOLS;
     o->n = 0;
     PyObject *r = PyList_New((Py_ssize_t)ncols);
+    char *dst[SPAN_NCOLS];
     for (size_t k = 0; r && k < ncols; k++) {
-        const char *src = n ? cols[k] : "";
         Py_ssize_t len = (Py_ssize_t)(n * width[k]);
-        PyObject *b = mutable ? PyByteArray_FromStringAndSize(src, len) : PyBytes_FromStringAndSize(src, len);
-        if (!b)
+        PyObject *b = mutable ? PyByteArray_FromStringAndSize(NULL, len) : PyBytes_FromStringAndSize(NULL, len);
+        if (!b) {
             Py_CLEAR(r);
-        else
-            PyList_SET_ITEM(r, (Py_ssize_t)k, b);
+            break;
+        }
+        dst[k] = mutable ? PyByteArray_AS_STRING(b) : PyBytes_AS_STRING(b);
+        PyList_SET_ITEM(r, (Py_ssize_t)k, b);
+    }
+    /* The objects are made with the GIL; their bytes are copied (and their
+     * fresh pages faulted in) without it: no one else holds them yet, and on
+     * a busy generation this is most of what the span core did with the GIL. */
+    if (r && n) {
+        Py_BEGIN_ALLOW_THREADS;
+        for (size_t k = 0; k < ncols; k++)
+            memcpy(dst[k], cols[k], n * width[k]);
+        Py_END_ALLOW_THREADS;
     }
     return r;
 }
