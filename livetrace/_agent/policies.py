@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import time
@@ -49,11 +48,10 @@ from livetrace._session.recording import Recorder
 from livetrace._session.session import Session
 from livetrace._session.subscribers import Fanout, Subscription
 from livetrace._trace.accel import ccore, use_compiled
-from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import SPAN_KIND_NAMES
 from livetrace._trace.spans.select import select_rows
-from livetrace._views.top import BatchEvents, Snapshot, TopStats, events_of
+from livetrace._views.top import BatchEvents, Snapshot, TopStats, subscribe_top
 from livetrace._views.top_screen import snapshot_dict
 
 __all__ = ["Traced", "summary_row", "trace_process"]
@@ -172,9 +170,6 @@ def summary_row(snap: Snapshot) -> dict[str, Any]:
     return row
 
 
-# What the summaries take of each batch's events are small summaries (events_of's), made in the session's
-# pipeline: they run ahead of the spans by at most the spans' buffer, which bounds them.
-EVENTS_BUFFER = 1 << 30
 SPANS_BUFFER = 64
 
 
@@ -192,17 +187,11 @@ class Feed:
     spans: Subscription
 
 
-def _summarize(batch: EventBatch) -> Callable[[], BatchEvents]:
-    return functools.partial(events_of, batch)
-
-
 def summaries(source: Session | Fanout) -> Feed:
     """The subscriptions a :class:`Summaries` is fed from (of a session, or
     of a fan-out fed by hand), in this order: a batch's events are then
     handed over before its spans."""
-    events = source.subscribe(what="batches", lossless=True, buffer=EVENTS_BUFFER, map=_summarize)
-    spans = source.subscribe(what="spans", lossless=True, buffer=SPANS_BUFFER, marks=True)
-    return Feed(events, spans)
+    return Feed(*subscribe_top(source, SPANS_BUFFER))
 
 
 class Summaries:

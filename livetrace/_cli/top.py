@@ -4,7 +4,6 @@ redrawn in the terminal (rich), or printed as snapshots on a pipe."""
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import os
@@ -12,7 +11,7 @@ import sys
 import termios
 import tty
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -26,9 +25,8 @@ from livetrace._nursery import open_nursery
 from livetrace._protocol.text import json_safe
 from livetrace._session.recording import Recorder
 from livetrace._session.session import Session
-from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._views.top import BatchEvents, Snapshot, TopStats, events_of
+from livetrace._views.top import BatchEvents, Snapshot, TopStats, subscribe_top
 from livetrace._views.top_screen import SORT_KEYS, View, screen, snapshot_dict
 
 # A burst of batches (one generation decoded) is over when nothing more
@@ -100,16 +98,6 @@ def _columns(out: TextIO) -> int:
         return 120
 
 
-# What top takes of the events are small summaries (events_of's), which run ahead of the
-# spans by at most the pipeline's units in flight (a unit's batches are delivered before its
-# spans): their subscription never holds the pipeline up, the spans' does.
-EVENTS_BUFFER = 1 << 30
-
-
-def _summarize(batch: EventBatch) -> Callable[[], BatchEvents]:
-    return functools.partial(events_of, batch)
-
-
 async def _feed(session: Session, stats: TopStats, display: _Display, once: bool, interval: float) -> None:
     """Feed the session's spans and events to the stats, showing a snapshot
     at the end of a generation (segment, window) once ``interval`` has
@@ -134,8 +122,7 @@ async def _feed(session: Session, stats: TopStats, display: _Display, once: bool
     # Lossless: a top that cannot keep up holds the reading up, and the helper sheds whole
     # generations, which the snapshot counts (a lossy subscriber lost 60% of the 16-P
     # trace's batches, each loss breaking the spans open there).
-    events = session.subscribe(what="batches", lossless=True, buffer=EVENTS_BUFFER, map=_summarize)
-    spans = session.subscribe(what="spans", lossless=True, buffer=64, marks=True)
+    events, spans = subscribe_top(session)
     summaries: deque[BatchEvents] = deque()
     told = taken = 0  # events the marks told of; events of the summaries fed
     between = True  # at a mark (or the start): the next spans are a new unit's

@@ -31,12 +31,15 @@ in the interval.
 
 from __future__ import annotations
 
+import functools
 import math
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from livetrace._items import Gap, SegmentGap, SpanMark, SubscriberGap, WindowGap
+from livetrace._session.session import Session
+from livetrace._session.subscribers import Fanout, Subscription
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import NARGS, EventBatch
 from livetrace._trace.model.events import METRIC_NAMES
@@ -109,6 +112,29 @@ def events_of(batch: EventBatch) -> BatchEvents:
     # time of the trace: its span starts at the first event that has one.
     first = next((t for t in times if t >= 0), -1)
     return BatchEvents(batch.gen, n, first, times[n - 1] if n else -1, metrics, created, stacks)
+
+
+# What top takes of the events are small summaries (events_of's), which run ahead of the
+# spans by at most the pipeline's units in flight (a unit's batches are delivered before its
+# spans): their subscription never holds the pipeline up, the spans' does.
+EVENTS_BUFFER = 1 << 30
+
+
+def _summarize(batch: EventBatch) -> Callable[[], BatchEvents]:
+    return functools.partial(events_of, batch)
+
+
+def subscribe_top(source: Session | Fanout, spans_buffer: int = 64) -> tuple[Subscription, Subscription]:
+    """The two subscriptions top's numbers are made from, in this order (a
+    batch's events are then handed over before its spans): ``events_of``
+    of each batch, run in the session's pipeline, and every span with a
+    :class:`SpanMark` after each unit's. Both lossless: a reader behind holds
+    the decoding up, and the helper sheds whole generations (which are
+    counted), rather than lose batches, which would break the spans open
+    there."""
+    events = source.subscribe(what="batches", lossless=True, buffer=EVENTS_BUFFER, map=_summarize)
+    spans = source.subscribe(what="spans", lossless=True, buffer=spans_buffer, marks=True)
+    return events, spans
 
 
 def percentile(ordered: Sequence[int], p: float) -> int:
