@@ -13,6 +13,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -36,12 +37,51 @@ class OtherUser:
     def popen(self, argv: list[str], **kw: Any) -> subprocess.Popen[Any]:
         return subprocess.Popen(argv, user=self.uid, group=self.gid, extra_groups=[], **kw)
 
+    def python(self) -> str:
+        """This interpreter, with livetrace importable, for a command this
+        user runs; or skip the calling test when a directory above the
+        checkout or its virtual environment is closed to other users (a
+        checkout in a 0700 `mktemp -d` is): opening it for the test would
+        change the rights of a directory the suite does not own."""
+        why = _unreachable(self.uid, self.gid)
+        if why:
+            pytest.skip(why)
+        return sys.executable
+
     def owned_dir(self, path: Path) -> Path:
         """Make path a directory this user owns (0755), as a home or a shared folder is."""
         path.mkdir(parents=True, exist_ok=True)
         os.chown(path, self.uid, self.gid)
         path.chmod(0o755)
         return path
+
+
+@cache
+def _unreachable(uid: int, gid: int) -> str:
+    """Why a user cannot run `sys.executable -c 'import livetrace'` from the checkout; empty if it can."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        subprocess.run(
+            [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import livetrace", str(root)],
+            user=uid,
+            group=gid,
+            extra_groups=[],
+            cwd="/",
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.CalledProcessError) as e:
+        said = (
+            e.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            if isinstance(e, subprocess.CalledProcessError)
+            else [str(e)]
+        )
+        return (
+            f"the second user cannot run {sys.executable} with livetrace from {root} ({'; '.join(said)}): "
+            "a directory above them is closed to other users; run the suite from a checkout others may traverse"
+        )
+    return ""
 
 
 @cache

@@ -18,7 +18,6 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from functools import cache
@@ -123,7 +122,7 @@ def test_a_runtime_dir_swapped_for_a_symlink_gets_nothing_written_through_it(bas
     watch = _Watch(target)
 
     attacker = other.popen(
-        [sys.executable, "-I", "-c", ATTACKER, str(parent), str(target)],
+        [other.python(), "-I", "-c", ATTACKER, str(parent), str(target)],
         stdout=subprocess.PIPE,
         text=True,
         cwd="/",

@@ -56,7 +56,7 @@ def test_a_user_is_told_whose_closed_directory_it_is(sticky_tmp: Path) -> None:
     squatted = sticky_tmp / f"livetrace-{user.uid}"
     squatted.mkdir(mode=0o700)
     proc = user.popen(
-        [sys.executable, "-m", "livetrace", "ps"],
+        [user.python(), "-m", "livetrace", "ps"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -383,7 +383,9 @@ def test_ps_as_root_with_900_silent_ports(exe_dir: Path) -> None:
     script = exe_dir / "open_ports.py"
     script.write_text(OPEN_PORTS)
     script.chmod(0o644)
-    with running([sys.executable, "-I", str(script), str(path), str(SILENT_PORTS)], stdout=subprocess.PIPE) as proc:
+    with running(
+        [other_user().python(), "-I", str(script), str(path), str(SILENT_PORTS)], stdout=subprocess.PIPE
+    ) as proc:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == str(SILENT_PORTS).encode()
         _wait_exe(proc.pid, path)
