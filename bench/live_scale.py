@@ -18,7 +18,8 @@ socket takes them, then END. The view is the real command (`livetrace
 tail ...`, `top`, `flight`, `profile`) run by main() in a child process
 whose modules are imported before the clock starts; its output goes into
 a pipe this process reads and throws away. Its CPU (user and system, all
-its threads) and wall time are measured around main().
+its threads) and wall time are measured around main(), and the time
+the cyclic garbage collector ran (it holds the GIL).
 
 Views: tail-jsonl, tail-text (unfiltered events), tail-spans (unfiltered
 spans, JSON lines), tail-spans-text, tail-log (`-k Log`), spans-1ms
@@ -208,12 +209,24 @@ class FakeHelper:
 def run_view(argv: list[str], result: Path, profile: bool, calls: bool = False) -> None:
     """In the child: main(argv), timed; the figures into result (with calls:
     the Python functions called, in every thread, the C ones among them)."""
+    import gc
+
     import livetrace._cli.flight  # imported before the clock starts
     import livetrace._cli.profile
     import livetrace._cli.tail
     import livetrace._cli.top  # noqa: F401
     from livetrace._cli.main import main
 
+    collected = [0.0, 0]  # seconds in the cyclic collector (the GIL held), passes
+
+    def timing(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collected.append(time.perf_counter())
+        else:
+            collected[0] += time.perf_counter() - collected.pop()
+            collected[1] += 1
+
+    gc.callbacks.append(timing)
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     if profile:
         import cProfile
@@ -255,7 +268,9 @@ def run_view(argv: list[str], result: Path, profile: bool, calls: bool = False) 
     hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
     rss = int(hwm.split()[1]) / 1024
     n = next(counter) if calls else None
-    result.write_text(json.dumps({"rc": rc, "wall": t1 - t0, "cpu": cpu, "rss_mib": rss, "calls": n}))
+    result.write_text(
+        json.dumps({"rc": rc, "wall": t1 - t0, "cpu": cpu, "rss_mib": rss, "calls": n, "gc": collected[:2]})
+    )
 
 
 @dataclass
@@ -265,6 +280,7 @@ class Run:
     rss_mib: float
     out_bytes: int
     calls: int | None = None
+    gc: tuple[float, int] = (0.0, 0)
 
 
 def has_jobs(tree: Path, command: str) -> bool:
@@ -323,7 +339,7 @@ def once(
         r = json.loads(result.read_text())
         if r["rc"]:
             raise SystemExit(f"{view} exited {r['rc']}: {b''.join(errs).decode(errors='replace')[-2000:]}")
-        return Run(r["wall"], r["cpu"], r["rss_mib"], got, r.get("calls"))
+        return Run(r["wall"], r["cpu"], r["rss_mib"], got, r.get("calls"), tuple(r["gc"]))
 
 
 def gil_dir(given: Path | None, tree: str) -> Path | None:
@@ -444,7 +460,8 @@ def main() -> None:
                         print(
                             f"{view:<16} {name:<8} jobs={j}: {events / best.wall / 1e6:6.2f} M events/s, "
                             f"{rate / 1e6:6.2f} M events/CPU-s ({best.cpu:.2f} s CPU, {best.wall:.2f} s wall, "
-                            f"{best.rss_mib:.0f} MiB, {best.out_bytes / 1e6:.1f} MB out; "
+                            f"{best.rss_mib:.0f} MiB, {best.out_bytes / 1e6:.1f} MB out, "
+                            f"collector {best.gc[0]:.2f} s in {best.gc[1]:,} passes; "
                             f"target {target / 1e6:g}M {'met' if rate >= target else 'NOT met'}){note}",
                             flush=True,
                         )
