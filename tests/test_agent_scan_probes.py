@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.agentrun import agent, plain_named
+from tests.agentrun import agent, lake_rows, plain_named
 from tests.test_agent_fleet import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.once]
@@ -41,9 +41,10 @@ async def test_the_scan_probes_no_process_traced_already_nor_one_no_target_names
         plain_named("1.26", tmp_path, "probed-other") as other,
         agent(conf, tmp_path / "agent.log") as a,
     ):
-        # The first window's trace is kept; the next is 10 minutes away: the agent has no session open, and
-        # its only sink is the local lake.
-        await a.until(lambda t: any((state / "captures").glob("*.trace")), 60, "the first window kept")
+        # The first window's capture is recorded (its row is written once its session has closed: the
+        # trace file exists from the window's start, before its request has connected); the next window
+        # is 10 minutes away: the agent has no session open, and its only sink is the local lake.
+        await a.until(lambda t: bool(lake_rows(state / "lake", "captures", "source")), 60, "the first window kept")
         await trio.sleep(1)
         assert a.proc is not None
         # Stopped, neither service answers: a probe of either holds a socket of the agent's for its timeout
