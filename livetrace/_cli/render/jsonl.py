@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from livetrace._cli.render.dump import parsed_text
-from livetrace._cli.render.parts import GenerationParts, Maker, tables
+from livetrace._cli.render.parts import GenerationParts, Kept, Maker, tables
 from livetrace._items import Gap, Notice, SegmentGap, SymbolsResolved, TraceGap, WindowGap
 from livetrace._protocol.text import json_safe, shown
 from livetrace._trace.accel import ccore, use_compiled
@@ -218,42 +218,25 @@ JSON_PARTS: dict[str, Maker] = {"stack": stack_json, "string": string_json, "ext
 
 
 class PartsAcross:
-    """The JSON of stacks and strings by what they hold, across generations,
-    for the makers of each generation's pieces: each generation names the
-    same stacks and strings with ids of its own, and making their JSON again
-    for each (frames, names, ``json.dumps``) was a fifth of the Python calls
-    of `tail --format jsonl` of a busy service, made with the GIL held by
-    every thread of the pool at once as a generation begins. A stack is what
-    its JSON shows: its frames' functions, files and lines (as bytes); a
-    string, its bytes. Forgotten at ``most`` entries. Shared by the pool's
-    threads: the dicts are read and set under the GIL, and two threads that
-    make one piece make the same text."""
+    """The JSON of stacks and strings by what they hold (:class:`Kept`),
+    for the makers of each generation's pieces: it was made with the GIL
+    held by every thread of the pool at once as a generation begins. A
+    stack is what its JSON shows: its frames' functions, files and lines
+    (as bytes); a string, its bytes."""
 
     def __init__(self, most: int = 1 << 16) -> None:
-        self._stacks: dict[tuple[tuple[bytes, bytes, int], ...], str] = {}
-        self._strings: dict[bytes, str] = {}
-        self._most = most
+        self._stacks = Kept(most)
+        self._strings = Kept(most)
         self.parts: dict[str, Maker] = {"stack": self.stack, "string": self.string, "extra": extra_json}
 
     def stack(self, gen: Tables | None, sid: int) -> str:
         g = tables(gen)
         frames, strings = g.frames, g.strings
         key = tuple((strings[f[0]], strings[f[1]], f[2]) for f in map(frames.__getitem__, g.stacks[sid]))
-        text = self._stacks.get(key)
-        if text is None:
-            if len(self._stacks) >= self._most:
-                self._stacks.clear()
-            text = self._stacks[key] = stack_json(gen, sid)
-        return text
+        return self._stacks.get(key, lambda: stack_json(gen, sid))
 
     def string(self, gen: Tables | None, sid: int) -> str:
-        key = tables(gen).strings[sid]
-        text = self._strings.get(key)
-        if text is None:
-            if len(self._strings) >= self._most:
-                self._strings.clear()
-            text = self._strings[key] = string_json(gen, sid)
-        return text
+        return self._strings.get(tables(gen).strings[sid], lambda: string_json(gen, sid))
 
 
 def compiled_pieces(

@@ -8,7 +8,7 @@ calls ``miss(kind, id)``, then keeps the bytes in that dict.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 from livetrace._trace.model.tables import Tables
 
@@ -48,6 +48,29 @@ class GenerationParts:
         """A piece the compiled core has not met yet (it keeps it in
         ``pieces[kind]``)."""
         return self._encode(self.text(kind, id_))
+
+
+class Kept:
+    """Texts by what they show, across generations (each names the same
+    stacks and strings with ids of its own, and making their text again for
+    each was a fifth of a busy tail's Python calls). Forgotten all at once
+    at ``most`` entries: a long session names many. Shared by the pool's
+    threads: read and set under the GIL, and two threads that make one text
+    make the same."""
+
+    __slots__ = ("_most", "_texts")
+
+    def __init__(self, most: int) -> None:
+        self._texts: dict[Hashable, str] = {}
+        self._most = most
+
+    def get(self, key: Hashable, make: Callable[[], str]) -> str:
+        text = self._texts.get(key)
+        if text is None:
+            if len(self._texts) >= self._most:
+                self._texts.clear()
+            text = self._texts[key] = make()
+        return text
 
 
 def tables(gen: Tables | None) -> Tables:

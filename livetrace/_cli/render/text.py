@@ -10,13 +10,12 @@ leaves to it (Syncs, experimental events).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from livetrace._cli.render.color import paint_line
 from livetrace._cli.render.gostr import go_quote
 from livetrace._cli.render.jsonl import frame_text, text_line, utf8
-from livetrace._cli.render.parts import GenerationParts, Maker, tables
+from livetrace._cli.render.parts import GenerationParts, Kept, Maker, tables
 from livetrace._errors import TraceFormatError
 from livetrace._items import Notice
 from livetrace._trace.accel import ccore, use_compiled
@@ -59,35 +58,23 @@ _PARTS: dict[str, Maker] = {
 
 class TextAcross:
     """What text.c asks of each generation's tables, kept across generations
-    by what it shows (a string's bytes; a stack's first frame, its function,
-    file and line), as :class:`~livetrace._cli.render.jsonl.PartsAcross` keeps
-    JSON: each generation names them anew, and making each again was a
-    fifth of the Python calls of `tail --format text`. A frame reads its
-    stack's first pc only (a text line shows no other). Forgotten at
-    ``most`` entries; shared by the pool's threads (read and set under the
-    GIL)."""
+    by what it shows (:class:`Kept`: a string's bytes; a stack's first
+    frame, its function, file and line), as :class:`~livetrace._cli.render.jsonl.PartsAcross`
+    keeps JSON. A frame reads its stack's first pc only (a text line shows
+    no other)."""
 
     def __init__(self, most: int = 1 << 16) -> None:
-        self._quotes: dict[bytes, str] = {}
-        self._frames: dict[tuple[bytes, bytes, int], str] = {}
-        self._most = most
+        self._quotes = Kept(most)
+        self._frames = Kept(most)
         self.parts: dict[str, Maker] = {"quote": self.quote, "frame": self.frame, "xquote": self.xquote}
-
-    def _kept(self, cache: dict[Any, str], key: Any, make: Callable[[], str]) -> str:
-        text = cache.get(key)
-        if text is None:
-            if len(cache) >= self._most:
-                cache.clear()
-            text = cache[key] = make()
-        return text
 
     def quote(self, gen: Tables | None, sid: int) -> str:
         raw = tables(gen).strings[sid]
-        return self._kept(self._quotes, raw, lambda: go_quote(raw))
+        return self._quotes.get(raw, lambda: go_quote(raw))
 
     def xquote(self, gen: Tables | None, index: int) -> str:
         raw = tables(gen).extra_strings[index]
-        return self._kept(self._quotes, raw, lambda: go_quote(raw))
+        return self._quotes.get(raw, lambda: go_quote(raw))
 
     def frame(self, gen: Tables | None, sid: int) -> str:
         if not sid:
@@ -98,9 +85,7 @@ class TextAcross:
             return ""
         func, file, line = g.frames[pcs[0]]
         key = (g.strings[func], g.strings[file], line)
-        return self._kept(
-            self._frames, key, lambda: frame_text([StackFrame(_text(key[0]), _text(key[1]), line, pcs[0])])
-        )
+        return self._frames.get(key, lambda: frame_text([StackFrame(_text(key[0]), _text(key[1]), line, pcs[0])]))
 
 
 def _text(raw: bytes) -> str:
