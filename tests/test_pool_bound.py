@@ -21,9 +21,9 @@ from livetrace._errors import LivetraceError, TraceFormatError
 from livetrace._items import Notice, SubscriberGap
 from livetrace._protocol.address import parse_address
 from livetrace._protocol.frames import Chunk, End, Frame, SessionInfo
-from livetrace._session.pipeline import EVENT_BYTES, SPAN_BYTES
+from livetrace._session.pipeline import SPAN_BYTES
 from livetrace._session.session import Session
-from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.batch import EVENT_BYTES, EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 
 from .test_pool_identity import MODERN

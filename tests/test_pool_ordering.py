@@ -17,9 +17,9 @@ import livetrace
 from livetrace._items import SpanMark
 from livetrace._protocol.address import parse_address
 from livetrace._protocol.frames import Chunk, End, Frame
-from livetrace._session.pipeline import EVENT_BYTES, SPAN_BYTES
+from livetrace._session.pipeline import SPAN_BYTES
 from livetrace._session.session import Session
-from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.batch import EVENT_BYTES, EventBatch
 from livetrace._trace.modern.parallel import COLUMN_BYTES_PER_WIRE_BYTE
 
 from .test_pool_bound import Replay, info

@@ -43,19 +43,16 @@ from livetrace._items import Gap, Provisional, SegmentGap, SpanMark
 from livetrace._session.limits import Counters
 from livetrace._session.pool import Stage
 from livetrace._session.subscribers import Fanout, Prepared, Subscription
-from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
+from livetrace._trace.model.batch import EVENT_BYTES, EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.join import GenerationSpans, SpanJoin, build_generation
 
-__all__ = ["EVENT_BYTES", "MAP_WINDOW", "SPAN_BYTES", "Cutter", "Unit", "joined", "mermaid", "stages", "unit_bytes"]
+__all__ = ["MAP_WINDOW", "SPAN_BYTES", "Cutter", "Unit", "joined", "mermaid", "stages", "unit_bytes"]
 
 
 # Events in a unit when no spans are built (a unit is then a few batches): units cost a few
 # hand-overs between threads each, and the events they hold are memory the decoder cannot reuse.
 UNIT_EVENTS = 32768
-# The bytes of an event's columns in an EventBatch (its code; time, thread, proc and goroutine; NARGS
-# arguments and NEXTRA extras): what a unit counts as against the line's cap on bytes.
-EVENT_BYTES = 1 + 8 * (4 + NARGS + NEXTRA)
 # The bytes of the spans built from an event, where they are (their columns, measured once with
 # tracemalloc on the 16-P trace's largest generation, 1.5M events; docs/decoder.md, "Bounded memory").
 SPAN_BYTES = 80

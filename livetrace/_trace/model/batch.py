@@ -19,6 +19,9 @@ from livetrace._trace.model.tables import Tables
 
 NARGS = 4  # argument columns per event
 NEXTRA = 2  # extra columns per event: old state, a task's parent and type
+# The bytes of an event's columns (its code; time, thread, proc and goroutine; NARGS arguments and
+# NEXTRA extras): what the live pipeline counts an event as against its cap on bytes.
+EVENT_BYTES = 1 + 8 * (4 + NARGS + NEXTRA)
 KIND_TABLE = bytes(KIND_OF_CODE)  # code -> Kind, for bytes.translate
 
 

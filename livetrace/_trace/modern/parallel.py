@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.model.batch import EVENT_BYTES, EventBatch
 from livetrace._trace.model.events import Event
 from livetrace._trace.modern.carry import Carrier, Fresh, fresh_generation
 from livetrace._trace.modern.carry_compiled import compiled_fresh_generation
@@ -27,9 +27,11 @@ from livetrace._trace.modern.generation import Generation
 __all__ = ["COLUMN_BYTES_PER_WIRE_BYTE", "Holding", "ParallelEngine", "SharedPool"]
 
 
-# Bytes of ordered columns per byte of a generation's batches on the wire: an event is about 5 bytes
-# there (the 16-P demo traces: 5.2 and 5.3) and EVENT_BYTES (81) in an EventBatch's columns.
-COLUMN_BYTES_PER_WIRE_BYTE = 16
+# A generation's events per byte of its batches on the wire, before they are ordered and counted:
+# an event is about 5 bytes there (the 16-P demo traces: 5.2 and 5.3).
+WIRE_BYTES_PER_EVENT = 5.2
+# Bytes of ordered columns per byte on the wire.
+COLUMN_BYTES_PER_WIRE_BYTE = round(EVENT_BYTES / WIRE_BYTES_PER_EVENT)
 
 
 class Holding(NamedTuple):
