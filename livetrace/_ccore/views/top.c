@@ -145,10 +145,18 @@ static Name *name_of(TopSumsObject *s, i64 g, int *made) {
     return &s->names[*slot];
 }
 
+/* A method other than feed, called while feed runs (from root_of, or from
+ * another thread while feed has given up the GIL): refused. */
+static int in_use(TopSumsObject *s) {
+    if (s->busy)
+        PyErr_SetString(PyExc_RuntimeError, "TopSums is in use: its feed is running");
+    return s->busy;
+}
+
 static PyObject *TopSums_name(TopSumsObject *self, PyObject *args) {
     long long g;
     unsigned long long name, index;
-    if (!PyArg_ParseTuple(args, "LKK", &g, &name, &index))
+    if (!PyArg_ParseTuple(args, "LKK", &g, &name, &index) || in_use(self))
         return NULL;
     int made;
     Name *n = name_of(self, (i64)g, &made);
@@ -189,8 +197,11 @@ static int add_blocked(TopSumsObject *s, Acc *a, u64 reason, i128 part) {
     return 0;
 }
 
-/* root_of(tables, stack) through the cache: 0, or -1 with an exception. */
-static int root(TopSumsObject *s, PyObject *root_of, u32 tok, u64 stack, u64 *name) {
+/* root_of(tables, stack) through the cache: 0, or -1 with an exception.
+ * feed runs without the GIL (*ts: its saved state): a stack not met yet
+ * takes the GIL for the call, and gives it up again; on an error the GIL
+ * is kept (*ts NULL). */
+static int root(TopSumsObject *s, PyObject *root_of, u32 tok, u64 stack, u64 *name, PyThreadState **ts) {
     u64 key = (u64)tok << 32 | stack;
     int cached = !(stack >> 32);
     if (cached) {
@@ -200,6 +211,8 @@ static int root(TopSumsObject *s, PyObject *root_of, u32 tok, u64 stack, u64 *na
             return 0;
         }
     }
+    PyEval_RestoreThread(*ts);
+    *ts = NULL;
     PyObject *r = PyObject_CallFunction(root_of, "IK", tok, (unsigned long long)stack);
     if (!r)
         return -1;
@@ -218,6 +231,7 @@ static int root(TopSumsObject *s, PyObject *root_of, u32 tok, u64 stack, u64 *na
             return -1;
         }
     }
+    *ts = PyEval_SaveThread();
     return 0;
 }
 
@@ -242,7 +256,7 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
     int has_since = since_obj != Py_None;
     long long since = 0;
     if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "TopSums.feed called from its own callback");
+        PyErr_SetString(PyExc_RuntimeError, "TopSums.feed called while its feed runs");
         goto done;
     }
     if (idb.len % 4) {
@@ -259,13 +273,15 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
     const u8 *kind = b[0].buf, *rk = b[1].buf, *rid = b[2].buf, *st = b[3].buf, *en = b[4].buf, *rs = b[5].buf;
     const u8 *nm = b[6].buf, *ss = b[7].buf, *es = b[8].buf, *stok = b[9].buf, *etok = b[10].buf;
     self->busy = 1;
+    /* The sums are plain C: the pool's threads run meanwhile (each batch's spans pass here, on trio's thread). */
+    PyThreadState *ts = PyEval_SaveThread();
+    long long bad_start = 0, bad_end = 0;
     for (size_t i = 0; i < n; i++) {
         int k = kind[i];
         i64 s = ld_i64(st, i), e = ld_i64(en, i), d;
         if (__builtin_sub_overflow(e, s, &d)) {
-            PyErr_Format(PyExc_ValueError, "a span from %lld to %lld lasts longer than int64 nanoseconds", (long long)s,
-                         (long long)e);
-            goto fail;
+            bad_start = s, bad_end = e;
+            goto overflow;
         }
         if (k > K_SYSCALL) {
             Groups *grp = k == K_TASK ? &self->tasks : k == K_REGION ? &self->regions : &self->kinds;
@@ -290,8 +306,8 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
             u64 id = 0;
             if (own) {
                 size_t at = (size_t)(name - self->names); /* root_of may add names: keep the position */
-                if (root(self, root_of, k == K_RUNNING ? ld_u32(etok, i) : ld_u32(stok, i), own, &id))
-                    goto fail;
+                if (root(self, root_of, k == K_RUNNING ? ld_u32(etok, i) : ld_u32(stok, i), own, &id, &ts))
+                    goto fail; /* the GIL held, the exception set */
                 name = &self->names[at];
             }
             name->name = id;
@@ -313,13 +329,20 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
             a->sum[k == K_RUNNING ? 0 : k == K_RUNNABLE ? 1 : 2] += part;
         }
     }
+    PyEval_RestoreThread(ts);
     self->busy = 0;
     result = Py_NewRef(Py_None);
     goto done;
+overflow:
+    PyEval_RestoreThread(ts);
+    PyErr_Format(PyExc_ValueError, "a span from %lld to %lld lasts longer than int64 nanoseconds", bad_start, bad_end);
+    goto fail;
 badname:
+    PyEval_RestoreThread(ts);
     PyErr_SetString(PyExc_ValueError, "a span's name id is past the name ids given");
     goto fail;
 nomem:
+    PyEval_RestoreThread(ts);
     PyErr_NoMemory();
 fail:
     self->busy = 0;
@@ -521,6 +544,8 @@ static PyObject *group_row(Grouped *out, Group *grp) {
 static PyObject *TopSums_take(TopSumsObject *self, PyObject *unused) {
     Grouped grouped = {0};
     PyObject *rows = NULL, *kinds = NULL, *regions = NULL, *tasks = NULL;
+    if (in_use(self))
+        return NULL;
     if (group_goroutines(self, &grouped)) {
         PyErr_NoMemory();
         goto fail;
@@ -547,7 +572,7 @@ fail:
 
 static PyObject *TopSums_forget(TopSumsObject *self, PyObject *args) {
     unsigned long long old;
-    if (!PyArg_ParseTuple(args, "K", &old))
+    if (!PyArg_ParseTuple(args, "K", &old) || in_use(self))
         return NULL;
     if (self->nnames <= KEEP_NAMES)
         Py_RETURN_NONE;

@@ -1,0 +1,81 @@
+"""The compiled TopSums adds a batch's spans up without the GIL (the pool's
+threads run meanwhile), taking it back only to ask root_of: an answer, an
+exception and a call back into the sums all come through that hand-over,
+and the sums stay usable after."""
+
+from __future__ import annotations
+
+import os
+from array import array
+
+import pytest
+
+from livetrace._trace.accel import ccore
+from livetrace._trace.spans.model import SpanKind
+from livetrace._views.top_sums import RootOf, TopSums
+
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("LIVETRACE_PURE_PYTHON") == "1", reason="the compiled sums' GIL; runs on the compiled pass"
+    ),
+    pytest.mark.compiled_core,
+]
+
+
+def blocked(sums: TopSums | ccore.TopSums, goroutines: list[int], root_of: RootOf, index: int = 0) -> None:
+    """One blocked span of 10 ns per goroutine, each on its own stack (a root_of question each)."""
+    n = len(goroutines)
+    cols = [
+        array("B", [SpanKind.BLOCKED] * n),
+        array("B", [1] * n),  # goroutines' spans
+        array("q", goroutines),
+        array("q", [0] * n),
+        array("q", [10] * n),
+        array("I", [0] * n),
+        array("I", [0] * n),
+        array("Q", [100 + g for g in goroutines]),
+        array("Q", [0] * n),
+        array("I", [0] * n),
+        array("I", [0] * n),
+    ]
+    k, rk, rid, start, end, reason, name, ss, es, st, et = (memoryview(c) for c in cols)
+    sums.feed(k, rk, rid, start, end, reason, name, ss, es, st, et, memoryview(array("I", [0])), None, index, root_of)
+
+
+def test_answers_between_spans_give_the_twins_sums() -> None:
+    def root_of(tok: int, stack: int) -> int:
+        return stack % 3  # three names, asked of goroutine after goroutine
+
+    got = []
+    for sums in (ccore.TopSums(), TopSums()):
+        blocked(sums, list(range(1, 200)), root_of)
+        got.append(sums.take())
+    assert got[0] == got[1] and len(got[0][0]) == 3
+
+
+@pytest.mark.parametrize("at", [1, 50, 199])
+def test_an_exception_of_root_of_comes_out_and_the_sums_go_on(at: int) -> None:
+    def root_of(tok: int, stack: int) -> int:
+        if stack == 100 + at:
+            raise KeyError(stack)
+        return 1
+
+    sums = ccore.TopSums()
+    with pytest.raises(KeyError):
+        blocked(sums, list(range(1, 200)), root_of)
+    blocked(sums, [500], lambda tok, stack: 2, index=1)  # usable: fed again, and taken
+    rows, *_ = sums.take()
+    assert {r[0] for r in rows} >= {2}
+
+
+def test_root_of_calling_back_into_the_sums_is_refused() -> None:
+    sums = ccore.TopSums()
+
+    def root_of(tok: int, stack: int) -> int:
+        sums.take()
+        return 0
+
+    with pytest.raises(RuntimeError, match="in use"):
+        blocked(sums, [1], root_of)
+    blocked(sums, [2], lambda tok, stack: 0, index=1)
+    assert len(sums.take()[0]) == 1
