@@ -68,11 +68,6 @@ _METRIC_BYTES = {code: bytes([code]) for code in METRIC_NAMES}
 _CREATIONS = bytes(1 if c in (EV_GO_CREATE, EV_GO_CREATE_BLOCKED) else 0 for c in range(256))
 
 
-def _signed(v: int) -> int:
-    """A goroutine id argument (uint64) as the goroutine columns hold one."""
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
 @dataclass(frozen=True)
 class BatchEvents:
     """What top needs of a batch's events: its generation's tables, how many
@@ -374,15 +369,14 @@ class TopStats:
     def _feed_creations(self, created: array[int], stacks: array[int]) -> None:
         """A goroutine created in the batch is named by its start function
         (the creation's new stack): one that exits without ever blocking
-        records no stack of its own."""
+        records no stack of its own. The stacks are few, the creations many:
+        each stack is named once, and the creations handed over at once."""
         gen = self.unit
-        if gen is None:
+        if gen is None or not created:
             return
-        index, sums = self._index, self._sums
-        for g, stack in zip(created, stacks, strict=True):
-            name = self._root(gen, self._unit_key, stack)
-            if name:
-                sums.name(_signed(g), name, index)
+        key = self._unit_key
+        roots = {stack: self._root(gen, key, stack) for stack in set(stacks)}
+        self._sums.name_all(created, array("Q", map(roots.__getitem__, stacks)), self._index)
 
     def _root(self, tables: Tables, key: int, stack: int) -> int:
         """The id of the root frame's function of a stack of ``tables`` (cached by ``key``)."""
