@@ -161,7 +161,8 @@ class Agent:
 
     async def _spool_and_ship(self) -> None:
         while True:
-            await trio.to_thread.run_sync(self.spool_rows, self.take_pending())
+            if pending := self.take_pending():  # no thread woken for nothing (sampled: rows a window)
+                await trio.to_thread.run_sync(self.spool_rows, pending)
             await self.shipper.flush()
             await trio.sleep(self.config.flush_interval)
 
