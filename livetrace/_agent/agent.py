@@ -2,7 +2,14 @@
 re-attach when one restarts, and ship the rows.
 
 Discovery is ``livetrace ps``'s (``_attach.processes``), every
-``scan_interval`` seconds. A Go process is matched against the targets in
+``scan_interval`` seconds when the process table changed: between its full
+scans the agent looks only at each process's name and start time
+(:func:`process_table_probe`, a tenth of a scan's CPU), and scans again
+when those change (a process started, ended, or exec'd another program),
+when the last scan left something to try again (a failed session, a
+process matched with nowhere to attach yet), when a traced process's task
+ended, and every ``FULL_SCAN_EVERY`` seconds whatever it sees (a command
+line or user changed in place). A Go process is matched against the targets in
 the file's order; the first that matches traces it, if it has somewhere to
 attach (its helper, else a pprof endpoint): only a process matched and not
 traced yet is asked for that, as ``ps`` asks. A process is known by its
@@ -51,6 +58,38 @@ FINAL_FLUSH = 10.0
 STOP_GRACE = 20.0
 # How often the local lake's closed days are compacted (compact.py), the first time at start.
 COMPACT_EVERY = 3600.0
+# A full scan at least this often, even if no process's name or start time changed.
+FULL_SCAN_EVERY = 30.0
+
+Probe = dict[int, bytes]
+PF_KTHREAD = 0x00200000  # /proc/PID/stat's flags: a kernel thread (kworkers rename themselves as they work)
+
+
+def process_table_probe(proc: Path = Path("/proc")) -> Probe:
+    """Each process's name and start time (from /proc/PID/stat, one read
+    each; the time its CPU used, which changes, left out; kernel threads
+    left out, as a scan leaves them out): what a process
+    starting, ending or exec'ing another program changes, at a tenth of the
+    CPU of a scan (psutil's several files a process, and the build
+    information of new executables)."""
+    out: Probe = {}
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(os.path.join(entry.path, "stat"), "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # exited meanwhile
+        # pid (comm) state ppid pgrp session tty tpgid flags ... starttime is the 22nd field; comm may hold spaces
+        # and parentheses.
+        end = stat.rfind(b")")
+        fields = stat[end + 2 :].split(maxsplit=20)
+        if len(fields) < 20 or not fields[6].isdigit():
+            out[int(entry.name)] = stat  # not as Linux writes it: whole
+        elif not int(fields[6]) & PF_KTHREAD:
+            out[int(entry.name)] = stat[:end] + b" " + fields[19]
+    return out
 
 
 def match(target: Target, row: ProcessInfo) -> bool:
@@ -87,6 +126,9 @@ class Agent:
         self.budget = Budget(config.budget, self.note)
         self.traced: dict[tuple[int, float | None], _Process] = {}
         self._failed: dict[tuple[int, float | None], float] = {}
+        self._probe: Probe | None = None  # the process table's probe before the last full scan
+        self._last_full = -math.inf
+        self._rescan = True  # the next scan is a full one whatever the probe says
         self._build_infos = BuildInfoCache()  # every executable read once while it runs, not once a scan
         self._pending: dict[str, list[dict[str, Any]]] = {}
         self.stopping = trio.Event()
@@ -119,7 +161,8 @@ class Agent:
 
     async def _spool_and_ship(self) -> None:
         while True:
-            await trio.to_thread.run_sync(self.spool_rows, self.take_pending())
+            if pending := self.take_pending():  # no thread woken for nothing (sampled: rows a window)
+                await trio.to_thread.run_sync(self.spool_rows, pending)
             await self.shipper.flush()
             await trio.sleep(self.config.flush_interval)
 
@@ -190,12 +233,26 @@ class Agent:
     async def _scans(self, nursery: trio.Nursery, once: bool, scope: trio.CancelScope) -> None:
         with scope:
             while True:
-                await self.scan(nursery)
+                await self.scan_if_changed(nursery)
                 if once:
                     return
                 await trio.sleep(self.config.scan_interval)
 
+    async def scan_if_changed(self, nursery: trio.Nursery) -> bool:
+        """A full :meth:`scan` if the process table's probe changed since
+        the last one, or it is due anyway (see the module's doc); whether it
+        scanned."""
+        probe = await trio.to_thread.run_sync(process_table_probe)
+        now = trio.current_time()
+        # A failed session is tried again, at a full scan, while its process lives.
+        if not (self._rescan or self._failed) and probe == self._probe and now - self._last_full < FULL_SCAN_EVERY:
+            return False
+        self._probe, self._last_full = probe, now
+        await self.scan(nursery)
+        return True
+
     async def scan(self, nursery: trio.Nursery) -> None:
+        self._rescan = False
         rows = await trio.to_thread.run_sync(process_table, None, self._build_infos)
         alive = {(r.pid, r.started) for r in rows}
         self._failed = {key: at for key, at in self._failed.items() if key in alive}  # gone: never tried again
@@ -218,10 +275,12 @@ class Agent:
         # process no target names is left alone with.
         await attach_routes([row for row, _ in wanted], await trio.to_thread.run_sync(read_announcements))
         for row, target in wanted:
-            if row.attach is not None:
-                key = (row.pid, row.started)
-                self.traced[key] = _Process(row, target)
-                nursery.start_soon(self._trace, key)
+            if row.attach is None:
+                self._rescan = True  # asked again at the next scan: its helper may be starting
+                continue
+            key = (row.pid, row.started)
+            self.traced[key] = _Process(row, target)
+            nursery.start_soon(self._trace, key)
 
     async def _trace(self, key: tuple[int, float | None]) -> None:
         proc = self.traced[key]
@@ -273,6 +332,7 @@ class Agent:
         finally:
             self.budget.remove(row.pid)
             del self.traced[key]
+            self._rescan = True  # a process that exec'd itself keeps its name and start time: scanned anew
             self.note("detached", 0, f"{service} pid {row.pid}: {shown(why)}", provenance)  # no await: safe here
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from livetrace._agent.store import Store
 from livetrace._errors import AlreadyTracingError, BusyError, LivetraceError
 from livetrace._flight.capture import Capture
 from livetrace._flight.recorder import FlightRecorder
-from livetrace._items import Gap, Notice, SegmentGap, SpanMark, WindowGap
+from livetrace._items import Gap, Notice, SegmentGap
 from livetrace._nursery import open_nursery
 from livetrace._outfile import plain_name
 from livetrace._plural import plural
@@ -51,7 +50,7 @@ from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import SPAN_KIND_NAMES
 from livetrace._trace.spans.select import select_rows
-from livetrace._views.top import BatchEvents, Snapshot, TopStats, subscribe_top
+from livetrace._views.top import Snapshot, TopFeeder, TopStats, subscribe_top
 from livetrace._views.top_screen import snapshot_dict
 
 __all__ = ["Traced", "summary_row", "trace_process"]
@@ -196,62 +195,36 @@ def summaries(source: Session | Fanout) -> Feed:
 
 class Summaries:
     """``top``'s snapshots, one per generation (legacy segment, pprof
-    window), as ``summaries`` rows, from a :class:`Feed`: each call of
-    :meth:`feed` with an item of its span subscription, in order, gives the
-    rows of the generations it completed; ``take`` gives what the events
-    subscription holds by then (its :meth:`Subscription.take_buffered`),
-    asked for when a batch's events are wanted: at its first spans (a new
-    generation ends the summary before it) and at its mark (the events the
-    spans before it are of). Sans-IO: the live policies feed it a session's
-    subscriptions, the tests a trace file through a fan-out."""
+    window), as ``summaries`` rows, from a :class:`Feed`, fed as top feeds
+    them (:class:`TopFeeder`, ``take`` the events subscription's
+    :meth:`Subscription.take_buffered`): each call of :meth:`feed` with an
+    item of its span subscription, in order, gives the rows of the
+    generations it completed. Sans-IO: the live policies feed it a
+    session's subscriptions, the tests a trace file through a fan-out."""
 
     def __init__(self, take: Callable[[], list[object]]) -> None:
         self.stats = TopStats()
-        self._take = take
-        self._waiting: deque[BatchEvents] = deque()
-        self._between = True  # at a mark (or the start): the next spans are a new batch's
+        self._feeder = TopFeeder(self.stats, take, tableless_apart=False)
         self._fed = False
         self._lost = False  # a loss noticed since the last row: it gets a row even with no batch after it
-        self.last_generation = 0  # the latest generation fed (0: none, or a legacy trace)
         self.segments = 0  # legacy segments ended (their rows made)
-        self.events = 0  # fed: what the session decoded (its counters' events) and got here
 
-    def _next_events(self) -> BatchEvents:
-        if not self._waiting:
-            self._waiting.extend(x for x in self._take() if isinstance(x, BatchEvents))
-            if not self._waiting:
-                raise RuntimeError("the summaries' spans came before the summary of their events")
-        return self._waiting[0]
+    @property
+    def last_generation(self) -> int:
+        """The latest generation fed (0: none, or a legacy trace)."""
+        return self._feeder.last_generation
+
+    @property
+    def events(self) -> int:
+        """Fed: what the session decoded (its counters' events) and got here."""
+        return self._feeder.events
 
     def feed(self, item: object) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        if self._between and (isinstance(item, SpanBatch) or (isinstance(item, SpanMark) and item.events)):
-            # A batch's first spans (or its mark): its events are in. One of another generation
-            # than the last (a generation's end marker has none) starts a new summary.
-            self._between = False
-            gen = self._next_events().gen
-            if gen is not None and self.stats.unit is not None and gen is not self.stats.unit:
-                out = self.end()
-        if isinstance(item, SpanBatch):
-            self.stats.feed_spans(item)
-        elif isinstance(item, SpanMark):
-            told = item.events
-            while told > 0:
-                ev = self._next_events()
-                self._waiting.popleft()
-                self.stats.feed_events(ev)
-                told -= ev.events
-                self.events += ev.events
-                self._fed = True
-                if ev.gen is not None:
-                    self.last_generation = max(self.last_generation, ev.gen.gen)
-            self.stats.mark(item)
-            self._between = True
-        elif isinstance(item, Notice):
-            if isinstance(item, SegmentGap | WindowGap):
-                out = self.end()
-                self.segments += isinstance(item, SegmentGap)
-            self.stats.notice(item)
+        out = self.end() if self._feeder.ends_unit(item) else []
+        if self._feeder.feed(item):
+            self._fed = True
+        if isinstance(item, Notice):
+            self.segments += isinstance(item, SegmentGap)
             self._lost = self._lost or isinstance(item, Gap)
         return out
 

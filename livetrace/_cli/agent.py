@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 from typing import TextIO
@@ -66,6 +67,10 @@ def agent_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _compact(config, out, err)
 
     from livetrace._agent.agent import Agent  # pyarrow, trio's sessions: only to run
+
+    # What is loaded by now (modules, classes: most of the process's objects) lives as long as the agent: out of
+    # the collector's way, its full collections look only at what the agent makes as it runs.
+    gc.freeze()
 
     async def run() -> None:
         agent = Agent(config, err)

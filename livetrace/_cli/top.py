@@ -10,7 +10,6 @@ import os
 import sys
 import termios
 import tty
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
@@ -20,13 +19,11 @@ from rich.console import Console
 from rich.live import Live
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, live_pass, say
-from livetrace._items import Notice, SegmentGap, SpanMark, WindowGap
 from livetrace._nursery import open_nursery
 from livetrace._protocol.text import json_safe
 from livetrace._session.recording import Recorder
 from livetrace._session.session import Session
-from livetrace._trace.spans.batch import SpanBatch
-from livetrace._views.top import BatchEvents, Snapshot, TopStats, subscribe_top
+from livetrace._views.top import Snapshot, TopFeeder, TopStats, subscribe_top
 from livetrace._views.top_screen import SORT_KEYS, View, screen, snapshot_dict
 
 # A burst of batches (one generation decoded) is over when nothing more
@@ -123,12 +120,7 @@ async def _feed(session: Session, stats: TopStats, display: _Display, once: bool
     # generations, which the snapshot counts (a lossy subscriber lost 60% of the 16-P
     # trace's batches, each loss breaking the spans open there).
     events, spans = subscribe_top(session)
-    summaries: deque[BatchEvents] = deque()
-    told = taken = 0  # events the marks told of; events of the summaries fed
-    between = True  # at a mark (or the start): the next spans are a new unit's
-
-    def take_summaries() -> None:
-        summaries.extend(x for x in events.take_buffered() if isinstance(x, BatchEvents))
+    feeder = TopFeeder(stats, events.take_buffered)
 
     async with events, spans:
         it = spans.__aiter__()
@@ -150,34 +142,13 @@ async def _feed(session: Session, stats: TopStats, display: _Display, once: bool
                     except StopAsyncIteration:
                         break
                 if quiet.cancelled_caught:  # the burst is over: the generation is all in
-                    if due() and between:
+                    if due() and feeder.between:
                         show()
                     continue
-            if between and (isinstance(item, SpanBatch) or (isinstance(item, SpanMark) and item.events)):
-                # A unit's first spans (or mark): its events' summaries are in already.
-                between = False
-                take_summaries()
-                if not summaries:
-                    raise RuntimeError("top: spans came before the summary of their events")
-                if due() and stats.unit is not None and summaries[0].gen is not stats.unit:
-                    show()
-            if isinstance(item, SpanBatch):
-                stats.feed_spans(item)
-            elif isinstance(item, SpanMark):
-                told += item.events
-                if taken < told:
-                    take_summaries()
-                    fed = True
-                while taken < told:
-                    ev = summaries.popleft()
-                    stats.feed_events(ev)
-                    taken += ev.events
-                stats.mark(item)
-                between = True
-            elif isinstance(item, Notice):
-                if isinstance(item, SegmentGap | WindowGap) and due():
-                    show()
-                stats.notice(item)
+            if feeder.ends_unit(item) and due():
+                show()
+            if feeder.feed(item):
+                fed = True
         if fed or once:
             show()
 

@@ -34,10 +34,11 @@ from __future__ import annotations
 import functools
 import math
 from array import array
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from livetrace._items import Gap, SegmentGap, SpanMark, SubscriberGap, WindowGap
+from livetrace._items import Gap, Notice, SegmentGap, SpanMark, SubscriberGap, WindowGap
 from livetrace._session.session import Session
 from livetrace._session.subscribers import Fanout, Subscription
 from livetrace._trace.accel import ccore, use_compiled
@@ -65,11 +66,6 @@ GOROUTINE_STATES = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanK
 _METRIC_BYTES = {code: bytes([code]) for code in METRIC_NAMES}
 # (A translate table marks the creations 1, then memchr finds them.)
 _CREATIONS = bytes(1 if c in (EV_GO_CREATE, EV_GO_CREATE_BLOCKED) else 0 for c in range(256))
-
-
-def _signed(v: int) -> int:
-    """A goroutine id argument (uint64) as the goroutine columns hold one."""
-    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 @dataclass(frozen=True)
@@ -135,6 +131,79 @@ def subscribe_top(source: Session | Fanout, spans_buffer: int = 64) -> tuple[Sub
     events = source.subscribe(what="batches", lossless=True, buffer=EVENTS_BUFFER, map=_summarize)
     spans = source.subscribe(what="spans", lossless=True, buffer=spans_buffer, marks=True)
     return events, spans
+
+
+class TopFeeder:
+    """Feeds a :class:`TopStats` from :func:`subscribe_top`'s two
+    subscriptions, as ``top`` and the agent's summaries read them: each
+    item of the span subscription, in order, to :meth:`feed`; ``take``
+    gives what the events subscription holds by then (its
+    :meth:`~livetrace._session.subscribers.Subscription.take_buffered`),
+    asked for when a batch's events are wanted: at its first spans (they are
+    in by then: a batch's events are handed over before its spans) and at
+    its mark, which says how many events its spans are of. Before feeding
+    an item, :meth:`ends_unit` says whether a snapshot taken then covers a
+    whole unit (generation, legacy segment, pprof window). Sans-IO.
+
+    A batch of no generation's tables (the Sync that ends a live modern
+    trace) is a unit of its own with ``tableless_apart`` (top shows it
+    apart, as a TopStats fed the batches does), else part of the one before
+    (the agent's summaries: no row of one event and no generation)."""
+
+    def __init__(self, stats: TopStats, take: Callable[[], list[object]], *, tableless_apart: bool = True) -> None:
+        self.stats = stats
+        self._take = take
+        self._tableless_apart = tableless_apart
+        self._waiting: deque[BatchEvents] = deque()
+        self.between = True  # at a mark (or the start): the next spans are a new batch's
+        self.events = 0  # of the batches fed
+        self.last_generation = 0  # the latest generation fed (0: none, or a legacy trace)
+
+    def _next_events(self) -> BatchEvents:
+        if not self._waiting:
+            self._waiting.extend(x for x in self._take() if isinstance(x, BatchEvents))
+            if not self._waiting:
+                raise RuntimeError("top: spans came before the summary of their events")
+        return self._waiting[0]
+
+    def ends_unit(self, item: object) -> bool:
+        """Whether ``item`` is past the unit fed so far: a segment or window
+        gap, or a batch's first spans (or its mark: a batch may have none) of
+        other tables than the last batch fed. A mark of no events (a
+        generation's end has one) is of no batch."""
+        if isinstance(item, SegmentGap | WindowGap):
+            return True
+        if self.between and (isinstance(item, SpanBatch) or (isinstance(item, SpanMark) and item.events)):
+            gen = self._next_events().gen
+            if gen is None and not self._tableless_apart:
+                return False
+            return self.stats.unit is not None and gen is not self.stats.unit
+        return False
+
+    def feed(self, item: object) -> int:
+        """One item of the span subscription; the events it fed (a mark's)."""
+        stats = self.stats
+        if isinstance(item, SpanBatch):
+            if self.between:
+                self._next_events()  # its events are in
+                self.between = False
+            stats.feed_spans(item)
+        elif isinstance(item, SpanMark):
+            told = item.events
+            while told > 0:
+                self._next_events()
+                ev = self._waiting.popleft()
+                stats.feed_events(ev)
+                told -= ev.events
+                self.events += ev.events
+                if ev.gen is not None:
+                    self.last_generation = max(self.last_generation, ev.gen.gen)
+            stats.mark(item)
+            self.between = True
+            return item.events
+        elif isinstance(item, Notice):
+            stats.notice(item)
+        return 0
 
 
 def percentile(ordered: Sequence[int], p: float) -> int:
@@ -300,15 +369,14 @@ class TopStats:
     def _feed_creations(self, created: array[int], stacks: array[int]) -> None:
         """A goroutine created in the batch is named by its start function
         (the creation's new stack): one that exits without ever blocking
-        records no stack of its own."""
+        records no stack of its own. The stacks are few, the creations many:
+        each stack is named once, and the creations handed over at once."""
         gen = self.unit
-        if gen is None:
+        if gen is None or not created:
             return
-        index, sums = self._index, self._sums
-        for g, stack in zip(created, stacks, strict=True):
-            name = self._root(gen, self._unit_key, stack)
-            if name:
-                sums.name(_signed(g), name, index)
+        key = self._unit_key
+        roots = {stack: self._root(gen, key, stack) for stack in set(stacks)}
+        self._sums.name_all(created, array("Q", map(roots.__getitem__, stacks)), self._index)
 
     def _root(self, tables: Tables, key: int, stack: int) -> int:
         """The id of the root frame's function of a stack of ``tables`` (cached by ``key``)."""

@@ -85,6 +85,17 @@ class TopSums:
         """A creation in snapshot ``index`` names goroutine g."""
         self._names[g] = (name, index)
 
+    def name_all(self, created: array[int], names: array[int], index: int) -> None:
+        """Creations in snapshot ``index`` name goroutines: ``created[i]``
+        (a u64 id, as a creation's argument holds it) ``names[i]`` (a u64;
+        0: not named), in order."""
+        gs, ns = memoryview(created).cast("B"), memoryview(names).cast("B")
+        if len(gs) % 8 or len(gs) != len(ns):
+            raise ValueError("name_all takes as many 8-byte names as 8-byte goroutine ids")
+        for g, name in zip(gs.cast("Q"), ns.cast("Q"), strict=True):
+            if name:
+                self._names[g - (1 << 64) if g >> 63 else g] = (name, index)
+
     def feed(
         self,
         kinds: memoryview,

@@ -166,6 +166,39 @@ static PyObject *TopSums_name(TopSumsObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* name_all(created, names, index): names[i] (u64; 0: none) names goroutine created[i] (u64 ids, as the
+ * creations' arguments hold them), as name() each, in a batch's order: a busy service creates some
+ * thousands of goroutines a second, and a call each was most of top's work on its creations. */
+static PyObject *TopSums_name_all(TopSumsObject *self, PyObject *args) {
+    Py_buffer cb, nb;
+    unsigned long long index;
+    if (!PyArg_ParseTuple(args, "y*y*K", &cb, &nb, &index))
+        return NULL;
+    PyObject *result = NULL;
+    if (cb.len % 8 || cb.len != nb.len) {
+        PyErr_SetString(PyExc_ValueError, "name_all takes as many 8-byte names as 8-byte goroutine ids");
+        goto done;
+    }
+    size_t n = (size_t)cb.len / 8;
+    for (size_t i = 0; i < n; i++) {
+        u64 name = ld_u64(nb.buf, i);
+        if (!name)
+            continue;
+        int made;
+        Name *rec = name_of(self, (i64)ld_u64(cb.buf, i), &made);
+        if (!rec) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        rec->name = name, rec->last = index;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&cb);
+    PyBuffer_Release(&nb);
+    return result;
+}
+
 /* The goroutine's running sums, made if new: NULL when out of memory. */
 static Acc *acc_of(TopSumsObject *s, i64 g) {
     u64 *slot = map_slot(&s->acc_index, (u64)g, (u64)s->nacc);
@@ -595,6 +628,9 @@ static PyMethodDef TopSums_methods[] = {
      "start_tables, end_tables, ids, since, index, root_of, /)\n--\n\nAdd a SpanBatch's columns to the sums (ids: "
      "the name id, u32, each of its name ids stands for)."},
     {"name", (PyCFunction)TopSums_name, METH_VARARGS, "name($self, g, name, index, /)\n--\n\nA creation names goroutine g."},
+    {"name_all", (PyCFunction)TopSums_name_all, METH_VARARGS,
+     "name_all($self, created, names, index, /)\n--\n\nCreations name goroutines: created[i] (u64) named names[i] (u64; "
+     "0: not named)."},
     {"take", (PyCFunction)TopSums_take, METH_NOARGS, "take($self, /)\n--\n\nThe sums since the last take (the goroutines' by name id)."},
     {"forget", (PyCFunction)TopSums_forget, METH_VARARGS,
      "forget($self, old, /)\n--\n\nDrop the names of goroutines last seen before snapshot old, when there are many."},
