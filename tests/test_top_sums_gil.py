@@ -68,11 +68,13 @@ def test_an_exception_of_root_of_comes_out_and_the_sums_go_on(at: int) -> None:
     assert {r[0] for r in rows} >= {2}
 
 
-def test_root_of_calling_back_into_the_sums_is_refused() -> None:
+@pytest.mark.parametrize("call", ["take", "name", "name_all", "forget"])
+def test_root_of_calling_back_into_the_sums_is_refused(call: str) -> None:
     sums = ccore.TopSums()
+    args = {"take": (), "name": (5, 1, 0), "name_all": (bytes(8), bytes(8), 0), "forget": (0,)}[call]
 
     def root_of(tok: int, stack: int) -> int:
-        sums.take()
+        getattr(sums, call)(*args)
         return 0
 
     with pytest.raises(RuntimeError, match="in use"):

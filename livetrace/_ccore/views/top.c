@@ -175,6 +175,8 @@ static PyObject *TopSums_name_all(TopSumsObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*K", &cb, &nb, &index))
         return NULL;
     PyObject *result = NULL;
+    if (in_use(self))
+        goto done;
     if (cb.len % 8 || cb.len != nb.len) {
         PyErr_SetString(PyExc_ValueError, "name_all takes as many 8-byte names as 8-byte goroutine ids");
         goto done;
