@@ -3,6 +3,7 @@ traced process, and the traced service's throughput with and without it.
 
     .venv/bin/python bench/agent.py [--go PATH] [--seconds 30] [--rounds 1]
                                     [--policies continuous,flight] [--before DIR] [--pace 1]
+                                    [--warmup 12]
 
 Starts the demo service (its full load) under a name of its own, and in
 interleaved rounds runs, for --seconds each:
@@ -18,9 +19,10 @@ interleaved rounds runs, for --seconds each:
   sampled      the agent, a 5 s window every 30 s
   flight       the agent, the flight recorder (10 s kept, a trigger that rarely fires)
 
-(--policies: only those, and untraced; with --before DIR each policy again
-with the livetrace package of DIR, an older checkout: before and after in
-the same sitting, interleaved), measuring the demo's work (its /stats
+Each agent runs --warmup seconds before it is measured (its first rows
+flushed: every 5 s by default). (--policies: only those, and untraced; with
+--before DIR each policy again with the livetrace package of DIR, an older
+checkout: before and after in the same sitting, interleaved), measuring the demo's work (its /stats
 counter) over the run, the agent's CPU time (all its threads) and peak
 resident memory, and the trace events of the summaries it made in the run:
 so CPU-seconds per million events, which other work on the machine disturbs
@@ -85,7 +87,7 @@ def config(where: Path, name: str, policy: str) -> Path:
 
 
 async def one(
-    demo: DemoProcess, where: Path, name: str, policy: str, seconds: float, tree: str | None
+    demo: DemoProcess, where: Path, name: str, policy: str, seconds: float, tree: str | None, warmup: float
 ) -> dict[str, float]:
     env = None if tree is None else {**os.environ, "PYTHONPATH": tree}
     agent = None
@@ -112,7 +114,9 @@ async def one(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        await trio.sleep(3)  # started, scanned, attached
+        # Started, scanned, attached, and its first rows made: pyarrow's first table imports pandas (a third of
+        # a second of CPU, once), which in a sampled agent's first window weighed as much as the window.
+        await trio.sleep(warmup)
     proc = psutil.Process(agent.pid) if agent else None
     cpu0 = sum(proc.cpu_times()[:2]) if proc else 0.0
     decoded0 = decoded(where)
@@ -202,6 +206,7 @@ async def main() -> None:
     )
     ap.add_argument("--pace", type=float, default=1.0, help="the demo's -pace: 10 is a tenth of its load")
     ap.add_argument("--before", help="a livetrace checkout whose agent runs each policy too, for comparison")
+    ap.add_argument("--warmup", type=float, default=12.0, help="seconds an agent runs before it is measured")
     args = ap.parse_args()
     plan: list[tuple[str, str, str | None]] = [("untraced", "untraced", None)]
     for policy in args.policies.split(","):
@@ -217,7 +222,7 @@ async def main() -> None:
         async with run_demo(exe, args=["-pace", str(args.pace)]) as demo:
             for r in range(args.rounds):
                 for label, policy, tree in plan if r % 2 == 0 else reversed(plan):
-                    res = await one(demo, where, name, policy, args.seconds, tree)
+                    res = await one(demo, where, name, policy, args.seconds, tree, args.warmup)
                     results.setdefault(label, []).append(res)
                     print(f"round {r + 1} {label:17} {json.dumps({k: round(v, 3) for k, v in res.items()})}")
         base = statistics.median(x["ops_per_s"] for x in results["untraced"])
