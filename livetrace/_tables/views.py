@@ -60,19 +60,16 @@ _PROFILE = f"""CASE WHEN state = 'runnable' THEN 'sched'
                     WHEN state = 'blocked' AND reason = 'network' THEN 'net'
                     WHEN state = 'blocked' AND {_SYNC} THEN 'sync' END"""
 
-# A capture as one unit: an interval alone where it began before its
-# goroutine's first run (livetrace/_tables/profiles.py says why).
+# Every interval a row alone: what pprof makes of a row alone is what
+# pprof_intervals makes of the interval, so the answers are the same, and
+# pprof reads the states as it did before the build summed them (summing
+# them here first, as the build does, took twice as long).
 PPROF_UNITS = f"""
-    WITH runs AS (
-        SELECT capture, goroutine, min(start) AS first_run FROM goroutine_states WHERE state = 'running' GROUP BY ALL),
-    counted AS (
-        SELECT {_PROFILE} AS profile, s.capture, s.goroutine, s.start_stack_id AS stack_id, s.start, s."end",
-               CASE WHEN r.first_run IS NULL OR s.start < r.first_run THEN s.start END AS alone
-        FROM goroutine_states s LEFT JOIN runs r USING (capture, goroutine)
-        WHERE NOT s.clipped_end AND s."end" > s.start)
-    SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, profile, stack_id, count(*) AS intervals,
-           CAST(sum("end" - start) AS BIGINT) AS total_ns, min(start) AS first_start, max("end") AS last_end
-    FROM counted WHERE profile IS NOT NULL GROUP BY capture, goroutine, profile, stack_id, alone
+    SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, profile, stack_id, 1::BIGINT AS intervals,
+           "end" - start AS total_ns, start AS first_start, "end" AS last_end
+    FROM (SELECT {_PROFILE} AS profile, capture, goroutine, start_stack_id AS stack_id, start, "end"
+          FROM goroutine_states WHERE NOT clipped_end AND "end" > start)
+    WHERE profile IS NOT NULL
 """
 
 # The tables made at build time for the views, each as SQL over the others:
@@ -291,7 +288,7 @@ VIEWS: dict[str, str] = {
     # unread: a join to nothing).
     "pprof": f"""
         WITH life AS ({_LIFE}),
-        u AS (
+        u AS NOT MATERIALIZED (
             SELECT p.profile, p.capture, p.goroutine, p.stack_id, p.intervals, p.total_ns,
                    coalesce(l.lo <= p.first_start AND p.last_end <= l.hi, false) AS whole,
                    least(l.hi, p.last_end) - greatest(l.lo, p.first_start) AS ns
