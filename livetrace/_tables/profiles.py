@@ -56,27 +56,27 @@ def sched_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> 
     return _with_unit(capture, generation, _renamed(counts, {"duration_count": "waits"}), "sched_units")
 
 
+def _profile_of(state: str, reason: str) -> int:
+    """The profile Go's ``-pprof`` counts a state in, as an index into
+    PPROF_PROFILES (-1: none): what the views' _PROFILE says in SQL."""
+    if state == "runnable":
+        return PPROF_PROFILES.index("sched")
+    if state == "syscall":
+        return PPROF_PROFILES.index("syscall")
+    if state == "blocked" and reason == "network":
+        return PPROF_PROFILES.index("net")
+    if state == "blocked" and any(word in reason for word in ("chan", "sync", "select")):
+        return PPROF_PROFILES.index("sync")
+    return _NO_PROFILE
+
+
 def _profiles(states: pa.RecordBatch) -> pa.Array:
-    """Each state's profile, as an index into PPROF_PROFILES (-1: none), as
-    Go's ``-pprof`` counts them: runnable sched, syscall syscall, blocked on
-    the network net, blocked on a channel, a select or a sync primitive
-    sync (what the views' _SYNC says in SQL)."""
-    reasons = states["reason"].dictionary
-    sync = pc.or_(
-        pc.or_(pc.match_substring(reasons, "chan"), pc.match_substring(reasons, "sync")),
-        pc.match_substring(reasons, "select"),
-    )
-    blocked_as = pc.if_else(
-        pc.equal(reasons, "network"), PPROF_PROFILES.index("net"), pc.if_else(sync, PPROF_PROFILES.index("sync"), -1)
-    )
-    per_reason = pc.take(blocked_as.cast(pa.int32()), states["reason"].indices)
-    state = states["state"].indices
-    by_state = pc.if_else(
-        pc.equal(state, int(SpanKind.RUNNABLE)),
-        PPROF_PROFILES.index("sched"),
-        pc.if_else(pc.equal(state, int(SpanKind.SYSCALL)), PPROF_PROFILES.index("syscall"), _NO_PROFILE),
-    )
-    return pc.if_else(pc.equal(state, int(SpanKind.BLOCKED)), per_reason, by_state.cast(pa.int32()))
+    """Each state's profile (_profile_of), looked up by its state's and its
+    reason's dictionary indices together: one take, whatever the rows."""
+    kinds, reasons = states["state"].dictionary.to_pylist(), states["reason"].dictionary.to_pylist()
+    table = pa.array([_profile_of(k, r) for k in kinds for r in reasons], pa.int32())
+    at = pc.add(pc.multiply(states["state"].indices, len(reasons)), states["reason"].indices)
+    return pc.take(table, at)
 
 
 def pprof_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> pa.RecordBatch:
@@ -85,13 +85,11 @@ def pprof_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> 
     clipping only shortens it), summed per goroutine, profile and stack;
     each that began before its goroutine's first run in the unit (or of a
     goroutine that did not run in it) a row of its own."""
-    running = _kind(states, SpanKind.RUNNING)
-    first_run = (
-        pa.table({"goroutine": states["goroutine"], "first_run": states["start"]})
-        .filter(running)
+    runs = (
+        pa.table({"goroutine": states["goroutine"], "start": states["start"]})
+        .filter(_kind(states, SpanKind.RUNNING))
         .group_by("goroutine", use_threads=False)
-        .aggregate([("first_run", "min")])
-        .rename_columns(["goroutine", "first_run"])
+        .aggregate([("start", "min")])
     )
     profile = _profiles(states)
     ns = pc.subtract(states["end"], states["start"])
@@ -106,16 +104,29 @@ def pprof_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> 
             "ns": ns,
         }
     ).filter(counted)
-    rows = rows.join(first_run, "goroutine", join_type="left outer", use_threads=False)
-    inside = pc.fill_null(pc.greater_equal(rows["start"], rows["first_run"]), False)
-    rows = rows.append_column("alone", pc.if_else(inside, pa.scalar(None, pa.int64()), rows["start"]))
-    sums = rows.group_by(["goroutine", "profile", "stack_id", "alone"], use_threads=False).aggregate(
-        [("ns", "count"), ("ns", "sum"), ("start", "min"), ("end", "max")]
+    first_run = pc.take(runs["start_min"], pc.index_in(rows["goroutine"], value_set=runs["goroutine"]))
+    inside = pc.fill_null(pc.greater_equal(rows["start"], first_run), False)
+    sums = (
+        rows.filter(inside)
+        .group_by(["goroutine", "profile", "stack_id"], use_threads=False)
+        .aggregate([("ns", "count"), ("ns", "sum"), ("start", "min"), ("end", "max")])
     )
-    sums = _renamed(
-        sums.drop_columns(["alone"]),
-        {"ns_count": "intervals", "ns_sum": "total_ns", "start_min": "first_start", "end_max": "last_end"},
+    alone = rows.filter(pc.invert(inside))
+    alone = pa.table(
+        {
+            "goroutine": alone["goroutine"],
+            "profile": alone["profile"],
+            "stack_id": alone["stack_id"],
+            "ns_count": full(1, alone.num_rows, pa.int64()),
+            "ns_sum": alone["ns"],
+            "start_min": alone["start"],
+            "end_max": alone["end"],
+        }
     )
-    names = pa.DictionaryArray.from_arrays(sums["profile"].combine_chunks(), _PROFILES)
-    sums = sums.set_column(sums.column_names.index("profile"), "profile", names)
-    return _with_unit(capture, generation, sums, "pprof_units")
+    both = pa.concat_tables([sums.select(alone.column_names).cast(alone.schema), alone])
+    both = _renamed(
+        both, {"ns_count": "intervals", "ns_sum": "total_ns", "start_min": "first_start", "end_max": "last_end"}
+    )
+    names = pa.DictionaryArray.from_arrays(both["profile"].combine_chunks(), _PROFILES)
+    both = both.set_column(both.column_names.index("profile"), "profile", names)
+    return _with_unit(capture, generation, both, "pprof_units")
