@@ -106,6 +106,7 @@ _LIFE = """
 # waits; `upto`: its waits no longer than the row's duration.
 _QUANTILES = {"p50_ns": "0.5", "p99_ns": "0.99"}
 _UNIT = "CAST(9007199254740992 AS DOUBLE)"  # 2^53
+_UP, _DOWN = "'inf'::DOUBLE", "'-inf'::DOUBLE"
 
 
 def _units(x: str) -> str:
@@ -128,11 +129,9 @@ def _quantile_steps() -> list[str]:
             f"{q}_a * {q}_b + {q}_c AS {q}_s",
             f"CAST({q}_a AS HUGEINT) * {_units(f'{q}_b')} + {_units(f'{q}_c')} AS {q}_x",
         ]
-        steps[2] += [
-            f"nextafter({q}_s, CASE WHEN {q}_x > {_units(f'{q}_s')} THEN 'inf' ELSE '-inf' END::DOUBLE) AS {q}_t"
-        ]
+        steps[2] += [f"nextafter({q}_s, CASE WHEN {q}_x > {_units(f'{q}_s')} THEN {_UP} ELSE {_DOWN} END) AS {q}_t"]
         near, far = f"abs({q}_x - {_units(f'{q}_s')})", f"abs({q}_x - {_units(f'{q}_t')})"
-        ulp = f"({_units(f'nextafter({q}_s, {chr(39)}inf{chr(39)}::DOUBLE)')} - {_units(f'{q}_s')})"
+        ulp = f"({_units(f'nextafter({q}_s, {_UP})')} - {_units(f'{q}_s')})"
         steps[3] += [
             f"CASE WHEN floor({q}_r) = ceil({q}_r) THEN {q}_a WHEN {near} = 0 OR {near} < {far} THEN {q}_s "
             f"WHEN {far} < {near} THEN {q}_t WHEN ({_units(f'{q}_s')} // {ulp}) % 2 = 0 THEN {q}_s "
