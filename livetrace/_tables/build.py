@@ -26,6 +26,7 @@ from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
 from livetrace._tables.kernels import lookup, span_partition
+from livetrace._tables.profiles import pprof_units_batch, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     STATE_COLUMNS,
@@ -254,6 +255,8 @@ class UnitBuilder:
                 capture, generation, event_rows, states, self.stacks.rootless, compiled=self._compiled
             ),
             "blocked_units": blocked_units_batch(capture, generation, states),
+            "sched_units": sched_units_batch(capture, generation, states),
+            "pprof_units": pprof_units_batch(capture, generation, states),
             "proc_states": procs,
             "spans": sp,
             "gc_spans": gc_spans_batch(sp),

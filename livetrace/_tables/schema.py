@@ -16,11 +16,13 @@ import pyarrow as pa
 
 # Bumped when a column changes meaning, type or name; the Parquet files
 # carry it in their metadata (b"livetrace.schema_version"). 2: goroutine_units, blocked_units and gc_spans;
-# 3: captures.session.
-SCHEMA_VERSION = 3
+# 3: captures.session; 4: sched_units and pprof_units.
+SCHEMA_VERSION = 4
 SCHEMA_VERSION_KEY = b"livetrace.schema_version"
 
 _NAME = pa.dictionary(pa.int32(), pa.string())  # a low-cardinality string: a kind, a state, a reason
+# The profiles of Go's `go tool trace -pprof=KIND` that pprof_units sums (livetrace/_tables/profiles.py).
+PPROF_PROFILES = ("sched", "syscall", "net", "sync")
 _TIME = pa.int64()
 _WALL = pa.timestamp("ns", tz="UTC")
 
@@ -140,6 +142,34 @@ COLUMNS: dict[str, Columns] = {
         ("total_ns", pa.int64(), False, "their total duration"),
         ("min_ns", pa.int64(), False, "the shortest"),
         ("max_ns", pa.int64(), False, "the longest"),
+    ),
+    # Runnable waits counted per unit, goroutine and duration: what the
+    # sched_latency view counts and takes quantiles of, without a scan of every state.
+    "sched_units": (
+        _CAPTURE,
+        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        ("goroutine", pa.int64(), False, "the goroutine that waited"),
+        ("duration", pa.int64(), False, "how long it waited (goroutine_states.duration of a runnable row)"),
+        ("waits", pa.int64(), False, "how many of its runnable intervals of the unit (their end seen) lasted so"),
+    ),
+    # The intervals Go's profiles count, summed per unit, goroutine, profile
+    # and stack as far as their clipping to the goroutine's lifetime allows:
+    # what the pprof view adds up, without a scan of every state.
+    "pprof_units": (
+        _CAPTURE,
+        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        ("goroutine", pa.int64(), False, "the goroutine"),
+        ("profile", _NAME, False, "the profile that counts them: sched, syscall, net or sync"),
+        ("stack_id", pa.int64(), True, "where they began (goroutine_states.start_stack_id)"),
+        (
+            "intervals",
+            pa.int64(),
+            False,
+            "how many: those that began at or after its first run in the unit; else 1, an interval alone",
+        ),
+        ("total_ns", pa.int64(), False, "their total duration (end - start)"),
+        ("first_start", _TIME, False, "the earliest start of them"),
+        ("last_end", _TIME, False, "the latest end of them"),
     ),
     "proc_states": (
         _CAPTURE,

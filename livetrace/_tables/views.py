@@ -49,9 +49,128 @@ GC_SPANS = """
     FROM spans WHERE kind IN ('gc', 'stw')
 """
 
+SCHED_UNITS = """
+    SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, duration, count(*) AS waits
+    FROM goroutine_states WHERE state = 'runnable' AND NOT clipped_end GROUP BY ALL
+"""
+
+# The profile Go's `-pprof=KIND` counts a goroutine state in (NULL: none).
+_PROFILE = f"""CASE WHEN state = 'runnable' THEN 'sched'
+                    WHEN state = 'syscall' THEN 'syscall'
+                    WHEN state = 'blocked' AND reason = 'network' THEN 'net'
+                    WHEN state = 'blocked' AND {_SYNC} THEN 'sync' END"""
+
+# Every interval a row alone: what pprof makes of a row alone is what
+# pprof_intervals makes of the interval, so the answers are the same, and
+# pprof reads the states as it did before the build summed them (summing
+# them here first, as the build does, took twice as long).
+PPROF_UNITS = f"""
+    SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, profile, stack_id, 1::BIGINT AS intervals,
+           "end" - start AS total_ns, start AS first_start, "end" AS last_end
+    FROM (SELECT {_PROFILE} AS profile, capture, goroutine, start_stack_id AS stack_id, start, "end"
+          FROM goroutine_states WHERE NOT clipped_end AND "end" > start)
+    WHERE profile IS NOT NULL
+"""
+
 # The tables made at build time for the views, each as SQL over the others:
-# a dataset written before the build made them (schema version 1) has them so.
-DERIVED: dict[str, str] = {"goroutine_units": GOROUTINE_UNITS, "blocked_units": BLOCKED_UNITS, "gc_spans": GC_SPANS}
+# a dataset written before the build made them (schema version 1, and 3 for
+# sched_units and pprof_units) has them so.
+DERIVED: dict[str, str] = {
+    "goroutine_units": GOROUTINE_UNITS,
+    "blocked_units": BLOCKED_UNITS,
+    "gc_spans": GC_SPANS,
+    "sched_units": SCHED_UNITS,
+    "pprof_units": PPROF_UNITS,
+}
+
+# A goroutine's lifetime, to which Go's profiles clip its intervals: from
+# its first run (or 0, the trace's start, if it never ran) to when it
+# blocked forever, or its latest interval's end (goroutine_units has each
+# unit's part of it).
+_LIFE = """
+    SELECT capture, goroutine, coalesce(min(first_run), 0) AS lo,
+           coalesce(max(forever), arg_max(last_end, last_start)) AS hi
+    FROM goroutine_units WHERE first_seen IS NOT NULL GROUP BY ALL
+"""
+
+
+# sched_latency's quantiles, from the counts of each wait's duration: as
+# DuckDB's quantile_cont(duration, q) computes them over every wait, to the
+# bit. Between the waits at 0-based places floor(r) and ceil(r), r = (n -
+# 1) * q, it interpolates lo * (1 - d) + hi * d (d = r - floor(r)), which
+# its build fuses into one rounding: fma(lo, 1 - d, hi * d). SQL's doubles
+# round lo * (1 - d) first, so the sum is taken exactly, in HUGEINT units
+# of 2^-53 (every term is a multiple: d, 1 - d and hi * d are, for r >=
+# 0.5), and the double nearest it chosen: the sum in doubles (`s`) or its
+# neighbour towards the exact sum, ties to the even one. `n`: the group's
+# waits; `upto`: its waits no longer than the row's duration.
+_QUANTILES = {"p50_ns": "0.5", "p99_ns": "0.99"}
+_UNIT = "CAST(9007199254740992 AS DOUBLE)"  # 2^53
+_UP, _DOWN = "'inf'::DOUBLE", "'-inf'::DOUBLE"
+
+
+def _units(x: str) -> str:
+    return f"CAST({x} * {_UNIT} AS HUGEINT)"
+
+
+def _quantile_steps() -> list[str]:
+    """The select lists of the CTEs that take the quantiles, in order (each
+    reads the columns of the one before: ``lo``, ``hi``, ``r`` per quantile
+    come from the first, made by _quantile_bounds)."""
+    steps: list[list[str]] = [[], [], [], []]
+    for name in _QUANTILES:
+        q = name.removesuffix("_ns")
+        steps[0] += [
+            f"CAST({q}_lo AS DOUBLE) AS {q}_a",
+            f"1 - ({q}_r - floor({q}_r)) AS {q}_b",
+            f"CAST({q}_hi AS DOUBLE) * ({q}_r - floor({q}_r)) AS {q}_c",
+        ]
+        steps[1] += [
+            f"{q}_a * {q}_b + {q}_c AS {q}_s",
+            f"CAST({q}_a AS HUGEINT) * {_units(f'{q}_b')} + {_units(f'{q}_c')} AS {q}_x",
+        ]
+        steps[2] += [f"nextafter({q}_s, CASE WHEN {q}_x > {_units(f'{q}_s')} THEN {_UP} ELSE {_DOWN} END) AS {q}_t"]
+        near, far = f"abs({q}_x - {_units(f'{q}_s')})", f"abs({q}_x - {_units(f'{q}_t')})"
+        ulp = f"({_units(f'nextafter({q}_s, {_UP})')} - {_units(f'{q}_s')})"
+        steps[3] += [
+            f"CASE WHEN floor({q}_r) = ceil({q}_r) THEN {q}_a WHEN {near} = 0 OR {near} < {far} THEN {q}_s "
+            f"WHEN {far} < {near} THEN {q}_t WHEN ({_units(f'{q}_s')} // {ulp}) % 2 = 0 THEN {q}_s "
+            f"ELSE {q}_t END AS {name}"
+        ]
+    return [", ".join(step) for step in steps]
+
+
+def _quantile_bounds() -> str:
+    out = []
+    for name, q in _QUANTILES.items():
+        p, r = name.removesuffix("_ns"), f"CAST(n - 1 AS DOUBLE) * CAST({q} AS DOUBLE)"
+        out += [
+            f"{r} AS {p}_r",
+            f"min(duration) FILTER (WHERE upto > floor({r})) AS {p}_lo",
+            f"min(duration) FILTER (WHERE upto > ceil({r})) AS {p}_hi",
+        ]
+    return ", ".join(out)
+
+
+_STEPS = _quantile_steps()
+
+# The goroutine_states rows of pprof's odd goroutines (none, mostly).
+_ODD_STATES = "(FROM goroutine_states SEMI JOIN odd USING (capture, goroutine))"
+
+
+def _clipped(states: str) -> str:
+    """pprof_intervals' rows of these goroutine states."""
+    return f"""
+        WITH life AS ({_LIFE}),
+        counted AS (
+            SELECT {_PROFILE} AS profile, capture, goroutine, start, "end", start_stack_id
+            FROM {states} WHERE NOT clipped_end)
+        SELECT c.profile, c.capture, c.goroutine, c.start_stack_id AS stack_id,
+               least(l.hi, c."end") - greatest(l.lo, c.start) AS ns
+        FROM counted c JOIN life l USING (capture, goroutine)
+        WHERE c.profile IS NOT NULL AND least(l.hi, c."end") - greatest(l.lo, c.start) > 0
+    """
+
 
 VIEWS: dict[str, str] = {
     # Each stack's frames, one row per frame, innermost (position 1) first.
@@ -90,16 +209,29 @@ VIEWS: dict[str, str] = {
         FROM named
         WHERE first_seen IS NOT NULL
     """,
-    # Scheduler latency (time runnable before running) per goroutine group.
-    # (The groups made first: else DuckDB joins stacks per state row.)
-    "sched_latency": """
-        WITH g AS MATERIALIZED (SELECT capture, goroutine, start_function FROM goroutines)
-        SELECT g.start_function, count(*) AS waits, sum(s.duration) AS total_ns,
-               avg(s.duration) AS mean_ns, quantile_cont(s.duration, 0.5) AS p50_ns,
-               quantile_cont(s.duration, 0.99) AS p99_ns, max(s.duration) AS max_ns
-        FROM goroutine_states s JOIN g USING (capture, goroutine)
-        WHERE s.state = 'runnable' AND NOT s.clipped_end
-        GROUP BY ALL ORDER BY total_ns DESC
+    # Scheduler latency (time runnable before running) per goroutine group:
+    # sched_units' counts of each duration per goroutine added up per group
+    # (the groups made first: else DuckDB joins stacks per row), and the
+    # quantiles of those counts, which are exactly those of the waits.
+    "sched_latency": f"""
+        WITH g AS MATERIALIZED (SELECT capture, goroutine, start_function FROM goroutines),
+        d AS (
+            SELECT g.start_function, s.duration, sum(s.waits) AS waits
+            FROM sched_units s JOIN g USING (capture, goroutine) GROUP BY ALL),
+        w AS (
+            SELECT *, sum(waits) OVER (PARTITION BY start_function ORDER BY duration) AS upto,
+                   CAST(sum(waits) OVER (PARTITION BY start_function) AS BIGINT) AS n
+            FROM d),
+        s AS (
+            SELECT start_function, n, sum(CAST(duration AS HUGEINT) * waits) AS total_ns, max(duration) AS max_ns,
+                   {_quantile_bounds()}
+            FROM w GROUP BY start_function, n),
+        q1 AS (SELECT *, {_STEPS[0]} FROM s),
+        q2 AS (SELECT *, {_STEPS[1]} FROM q1),
+        q3 AS (SELECT *, {_STEPS[2]} FROM q2),
+        q AS (SELECT *, {_STEPS[3]} FROM q3)
+        SELECT start_function, n AS waits, total_ns, total_ns / n AS mean_ns, p50_ns, p99_ns, max_ns
+        FROM q ORDER BY total_ns DESC
     """,
     # Time goroutines spent blocked, by reason and by where they blocked.
     # (blocked_units has each unit's sums; joined to stacks per group.)
@@ -143,29 +275,32 @@ VIEWS: dict[str, str] = {
     # The intervals Go's pprof-like profiles (`go tool trace -pprof=KIND`)
     # count, as Go counts them (livetrace/_views/pprof.py says what that
     # is): those of the profile's state, ended, clipped to their
-    # goroutine's lifetime (from its first run, or the trace's start if it
-    # never ran, to when it blocked forever, or its last interval's end:
-    # goroutine_units has each unit's part of it).
-    "pprof_intervals": f"""
-        WITH life AS (
-            SELECT capture, goroutine, coalesce(min(first_run), 0) AS lo,
-                   coalesce(max(forever), arg_max(last_end, last_start)) AS hi
-            FROM goroutine_units WHERE first_seen IS NOT NULL GROUP BY ALL),
-        counted AS (
-            SELECT CASE WHEN state = 'runnable' THEN 'sched'
-                        WHEN state = 'syscall' THEN 'syscall'
-                        WHEN state = 'blocked' AND reason = 'network' THEN 'net'
-                        WHEN state = 'blocked' AND {_SYNC} THEN 'sync' END AS profile,
-                   capture, goroutine, start, "end", start_stack_id
-            FROM goroutine_states WHERE NOT clipped_end)
-        SELECT c.profile, c.capture, c.goroutine, c.start_stack_id AS stack_id,
-               least(l.hi, c."end") - greatest(l.lo, c.start) AS ns
-        FROM counted c JOIN life l USING (capture, goroutine)
-        WHERE c.profile IS NOT NULL AND least(l.hi, c."end") - greatest(l.lo, c.start) > 0
-    """,
-    # Per profile and stack: how many intervals and their total time.
-    "pprof": """
-        SELECT profile, stack_id, count(*) AS count, sum(ns) AS ns
-        FROM pprof_intervals GROUP BY ALL ORDER BY profile, ns DESC
+    # goroutine's lifetime (_LIFE).
+    "pprof_intervals": _clipped("goroutine_states"),
+    # Per profile and stack: how many intervals and their total time, as
+    # pprof_intervals' rows add up, from pprof_units' rows: a row whose
+    # intervals lie in their goroutine's lifetime counts whole, an interval
+    # alone is clipped here. A goroutine with a row of several intervals
+    # that its lifetime would clip (none, as Go's runtime runs: a
+    # goroutine's states follow one another, and none comes after a forever
+    # block) is counted from its goroutine_states rows instead (else
+    # unread: a join to nothing).
+    "pprof": f"""
+        WITH life AS ({_LIFE}),
+        u AS NOT MATERIALIZED (
+            SELECT p.profile, p.capture, p.goroutine, p.stack_id, p.intervals, p.total_ns,
+                   coalesce(l.lo <= p.first_start AND p.last_end <= l.hi, false) AS whole,
+                   least(l.hi, p.last_end) - greatest(l.lo, p.first_start) AS ns
+            FROM pprof_units p JOIN life l USING (capture, goroutine)),
+        odd AS MATERIALIZED (SELECT DISTINCT capture, goroutine FROM u WHERE NOT whole AND intervals > 1),
+        parts AS (
+            SELECT CAST(profile AS VARCHAR) AS profile, stack_id, CASE WHEN whole THEN intervals ELSE 1 END AS count,
+                   CASE WHEN whole THEN total_ns ELSE ns END AS ns
+            FROM u ANTI JOIN odd USING (capture, goroutine)
+            WHERE whole OR ns > 0
+            UNION ALL
+            SELECT profile, stack_id, 1, ns FROM ({_clipped(_ODD_STATES)}))
+        SELECT profile, stack_id, CAST(sum(count) AS BIGINT) AS count, sum(ns) AS ns
+        FROM parts GROUP BY ALL ORDER BY profile, ns DESC
     """,
 }

@@ -1,0 +1,132 @@
+"""``sched_units`` and ``pprof_units``: per unit, the goroutine states that
+the ``sched_latency`` and ``pprof`` views count, summed as far as their
+answers allow (docs/sql.md, "The prepared views"), so that the views read
+these few rows rather than every state of a set of traces.
+
+``sched_latency`` takes exact quantiles of the runnable waits per goroutine
+group: it needs each wait's duration, but not each wait, so the waits are
+counted per goroutine and duration. ``pprof`` clips each interval to its
+goroutine's lifetime, which only the whole capture knows (its first run, its
+forever block, its latest interval): an interval that begins at or after
+the goroutine's first run in its own unit begins in its lifetime, so those
+are summed per goroutine, profile and stack, with their earliest start and
+latest end for the view to check against the lifetime's end; each other
+interval (before the goroutine's first run in the unit, where the lifetime
+may begin later) is a row of its own, for the view to clip.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from livetrace._tables.columns import full
+from livetrace._tables.schema import PPROF_PROFILES, SCHEMAS
+from livetrace._trace.spans.model import SpanKind
+
+_PROFILE_TYPE = pa.dictionary(pa.int32(), pa.string())
+_PROFILES = pa.array(PPROF_PROFILES, pa.string())
+_NO_PROFILE = -1
+
+
+def _kind(states: pa.RecordBatch, kind: SpanKind) -> pa.Array:
+    return pc.equal(states["state"].indices, pa.scalar(int(kind), pa.int32()))
+
+
+def _with_unit(capture: int, generation: int, rows: pa.Table, table: str) -> pa.RecordBatch:
+    n = rows.num_rows
+    columns = {"capture": full(capture, n, pa.int64()), "generation": full(generation, n, pa.int64())}
+    schema = SCHEMAS[table]
+    return pa.record_batch(
+        [columns[f.name] if f.name in columns else rows[f.name].combine_chunks().cast(f.type) for f in schema],
+        schema=schema,
+    )
+
+
+def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
+    return table.rename_columns([names.get(n, n) for n in table.column_names])
+
+
+def sched_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> pa.RecordBatch:
+    """The unit's ``sched_units`` rows: its runnable intervals whose end was
+    seen, counted per goroutine and duration."""
+    waits = pc.and_(_kind(states, SpanKind.RUNNABLE), pc.invert(states["clipped_end"]))
+    rows = pa.table({"goroutine": states["goroutine"], "duration": states["duration"]}).filter(waits)
+    counts = rows.group_by(["goroutine", "duration"], use_threads=False).aggregate([("duration", "count")])
+    return _with_unit(capture, generation, _renamed(counts, {"duration_count": "waits"}), "sched_units")
+
+
+def _profile_of(state: str, reason: str) -> int:
+    """The profile Go's ``-pprof`` counts a state in, as an index into
+    PPROF_PROFILES (-1: none): what the views' _PROFILE says in SQL."""
+    if state == "runnable":
+        return PPROF_PROFILES.index("sched")
+    if state == "syscall":
+        return PPROF_PROFILES.index("syscall")
+    if state == "blocked" and reason == "network":
+        return PPROF_PROFILES.index("net")
+    if state == "blocked" and any(word in reason for word in ("chan", "sync", "select")):
+        return PPROF_PROFILES.index("sync")
+    return _NO_PROFILE
+
+
+def _profiles(states: pa.RecordBatch) -> pa.Array:
+    """Each state's profile (_profile_of), looked up by its state's and its
+    reason's dictionary indices together: one take, whatever the rows."""
+    kinds, reasons = states["state"].dictionary.to_pylist(), states["reason"].dictionary.to_pylist()
+    table = pa.array([_profile_of(k, r) for k in kinds for r in reasons], pa.int32())
+    at = pc.add(pc.multiply(states["state"].indices, len(reasons)), states["reason"].indices)
+    return pc.take(table, at)
+
+
+def pprof_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> pa.RecordBatch:
+    """The unit's ``pprof_units`` rows: its intervals of a profile whose end
+    was seen and that last a while (one that does not is never counted:
+    clipping only shortens it), summed per goroutine, profile and stack;
+    each that began before its goroutine's first run in the unit (or of a
+    goroutine that did not run in it) a row of its own."""
+    runs = (
+        pa.table({"goroutine": states["goroutine"], "start": states["start"]})
+        .filter(_kind(states, SpanKind.RUNNING))
+        .group_by("goroutine", use_threads=False)
+        .aggregate([("start", "min")])
+    )
+    profile = _profiles(states)
+    ns = pc.subtract(states["end"], states["start"])
+    counted = pc.and_(pc.and_(pc.not_equal(profile, _NO_PROFILE), pc.invert(states["clipped_end"])), pc.greater(ns, 0))
+    rows = pa.table(
+        {
+            "goroutine": states["goroutine"],
+            "profile": profile,
+            "stack_id": states["start_stack_id"],
+            "start": states["start"],
+            "end": states["end"],
+            "ns": ns,
+        }
+    ).filter(counted)
+    first_run = pc.take(runs["start_min"], pc.index_in(rows["goroutine"], value_set=runs["goroutine"]))
+    inside = pc.fill_null(pc.greater_equal(rows["start"], first_run), False)
+    sums = (
+        rows.filter(inside)
+        .group_by(["goroutine", "profile", "stack_id"], use_threads=False)
+        .aggregate([("ns", "count"), ("ns", "sum"), ("start", "min"), ("end", "max")])
+    )
+    alone = rows.filter(pc.invert(inside))
+    alone = pa.table(
+        {
+            "goroutine": alone["goroutine"],
+            "profile": alone["profile"],
+            "stack_id": alone["stack_id"],
+            "ns_count": full(1, alone.num_rows, pa.int64()),
+            "ns_sum": alone["ns"],
+            "start_min": alone["start"],
+            "end_max": alone["end"],
+        }
+    )
+    both = pa.concat_tables([sums.select(alone.column_names).cast(alone.schema), alone])
+    both = _renamed(
+        both, {"ns_count": "intervals", "ns_sum": "total_ns", "start_min": "first_start", "end_max": "last_end"}
+    )
+    names = pa.DictionaryArray.from_arrays(both["profile"].combine_chunks(), _PROFILES)
+    both = both.set_column(both.column_names.index("profile"), "profile", names)
+    return _with_unit(capture, generation, both, "pprof_units")
