@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace._tables.kernels import event_columns, lookup
-from livetrace._trace.model.batch import NARGS, NEXTRA
+from livetrace._trace.accel import ccore
+from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 
 pytestmark = pytest.mark.compiled_core  # it names both cores, so the compiled pass alone runs it
 
@@ -60,30 +61,48 @@ def test_lookup_on_both_cores_alike(keys: list[int], ids: list[int | None], offs
     assert lookup(signed, k.cast(pa.int64(), safe=False), values, compiled=True).to_pylist() == compiled.to_pylist()
 
 
-@given(
-    rows=st.lists(st.tuples(st.integers(0, 255), st.lists(_U64, min_size=NARGS + NEXTRA, max_size=NARGS + NEXTRA))),
-    step=st.integers(1, 7),
-)
-def test_event_columns_on_both_cores_alike(rows: list[tuple[int, list[int]]], step: int) -> None:
-    """Each picker names every argument, and none (-1), for some codes."""
-    pickers = [[(c * step + p) % (NARGS + 1) - 1 for c in range(256)] for p in range(4)]
+def _batch(rows: list[tuple[int, list[int]]]) -> EventBatch:
     n = len(rows)
-    codes = pa.py_buffer(bytes(c for c, _ in rows))
-    args = array("Q", [v for _, vs in rows for v in vs[:NARGS]])
-    extra = array("Q", [v for _, vs in rows for v in vs[NARGS:]])
+    cols = (
+        array("B", [c for c, _ in rows]),
+        array("q", [1000 + i for i in range(n)]),
+        array("q", [-1 - i for i in range(n)]),
+        array("q", [i % 3 for i in range(n)]),
+        array("q", [7 * i for i in range(n)]),
+        array("Q", [v for _, vs in rows for v in vs[:NARGS]]),
+        array("Q", [v for _, vs in rows for v in vs[NARGS:]]),
+    )
+    return EventBatch(None, n, tuple(c.tobytes() for c in cols))
+
+
+_ROWS = st.lists(st.tuples(st.integers(0, 255), st.lists(_U64, min_size=NARGS + NEXTRA, max_size=NARGS + NEXTRA)))
+
+
+@given(parts=st.lists(_ROWS, max_size=4), step=st.integers(1, 7))
+def test_event_columns_on_both_cores_alike(parts: list[list[tuple[int, list[int]]]], step: int) -> None:
+    """Each picker names every argument, and none (-1), for some codes; the
+    events of several batches (an empty one among them) one after another."""
+    pickers = [[(c * step + p) % (NARGS + 1) - 1 for c in range(256)] for p in range(4)]
+    batches = [_batch(rows) for rows in parts]
+    rows = [r for part in parts for r in part]
     kind_of = [(c * 7) % 13 for c in range(256)]
-    cols = [
-        event_columns(
-            pa.Array.from_buffers(pa.uint8(), n, [None, codes]),
-            pa.array(args, pa.uint64()),
-            pa.array(extra, pa.uint64()),
-            kind_of,
-            pickers,
-            compiled=compiled,
-        )
-        for compiled in (True, False)
-    ]
-    a, b = ([c.to_pylist() for c in (x.kinds, x.codes, *x.args, *x.extra, *x.picked)] for x in cols)
+    cols = [event_columns(batches, kind_of, pickers, compiled=compiled) for compiled in (True, False)]
+    a, b = (
+        [
+            c.to_pylist()
+            for c in (x.kinds, x.codes, x.times, x.threads, x.procs, x.goroutines, *x.args, *x.extra, *x.picked)
+        ]
+        for x in cols
+    )
     assert a == b
     assert a[1] == [c for c, _ in rows] and a[0] == [kind_of[c] for c, _ in rows]
-    assert a[2 + NARGS + NEXTRA] == [vs[p] if (p := pickers[0][c]) >= 0 else None for c, vs in rows]
+    assert a[2] == [1000 + i for part in parts for i in range(len(part))]
+    assert a[6] == [vs[0] for _, vs in rows]
+    assert a[6 + NARGS + NEXTRA] == [vs[p] if (p := pickers[0][c]) >= 0 else None for c, vs in rows]
+
+
+def test_event_columns_refuses_a_batch_whose_columns_disagree() -> None:
+    good = _batch([(1, [0] * (NARGS + NEXTRA))] * 3).columns()
+    short = (good[0], good[1][:2], *good[2:])
+    with pytest.raises(ValueError, match="lengths"):
+        ccore.table_event_columns([good, short], bytes(1024), bytes(1024), tuple(bytearray(64) for _ in range(20)))

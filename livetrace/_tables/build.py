@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,6 +42,7 @@ from livetrace._tables.stacks import StackIds
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import NO_TASK
+from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import SPAN_KIND_NAMES, SpanKind
 from livetrace._trace.spec.modern import EV_GO_SWITCH, EV_GO_SWITCH_DESTROY, EV_GO_UNBLOCK, EV_USER_TASK_BEGIN
@@ -112,19 +113,21 @@ def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: b
 
 
 class Run(NamedTuple):
-    """Consecutive batches of a unit as one batch. ``tabled``: per row,
-    whether its batch had the run's tables (None: every row's did)."""
+    """Consecutive batches of a unit that share one tables (``gen``; a
+    batch with none among them). ``tabled``: per row, whether its batch
+    had the run's tables (None: every row's did)."""
 
-    batch: EventBatch
+    batches: list[EventBatch]
+    gen: Tables | None
     tabled: pa.Array | None
 
 
 def merged_events(batches: Sequence[EventBatch]) -> list[Run]:
-    """Consecutive batches of one tables as one batch: the kernels then run
+    """Consecutive batches of one tables as one run: the kernels then run
     once per unit, not once per (often small) batch, whose fixed cost would
-    dominate. A batch with no tables (a trace's closing Sync) joins the run
-    it follows, its rows marked, rather than making a run of its own that
-    would cost a copy of the unit's every column to join."""
+    dominate, and read each batch where it is (kernels.event_columns). A
+    batch with no tables (a trace's closing Sync) joins the run it follows,
+    its rows marked, rather than making a run of its own."""
     out: list[Run] = []
     run: list[EventBatch] = []
     for b in batches:
@@ -132,36 +135,20 @@ def merged_events(batches: Sequence[EventBatch]) -> list[Run]:
             continue
         gen = next((r.gen for r in run if r.gen is not None), None)
         if b.gen is not None and gen is not None and b.gen is not gen:
-            out.append(_merge_events(run))
+            out.append(_run(run))
             run = []
         run.append(b)
     if run:
-        out.append(_merge_events(run))
+        out.append(_run(run))
     return out
 
 
-def _merge_events(run: list[EventBatch]) -> Run:
+def _run(run: list[EventBatch]) -> Run:
     gen = next((b.gen for b in run if b.gen is not None), None)
     tabled = None
     if gen is not None and any(b.gen is None for b in run):
         tabled = pa.concat_arrays([full(b.gen is not None, len(b), pa.bool_()) for b in run])
-    if len(run) == 1:
-        return Run(run[0], tabled)
-    cols = tuple(_joined(c) for c in zip(*(b.columns() for b in run), strict=True))
-    return Run(EventBatch(gen, sum(len(b) for b in run), cols), tabled)
-
-
-def _joined(parts: Sequence[memoryview]) -> bytes:
-    """The parts one after another, in memory from pyarrow's pool: it stays
-    warm from unit to unit, where a fresh bytes object of a unit's size
-    costs a page fault per 4 KiB; the columns are then wrapped, not copied."""
-    lengths = [len(p) for p in parts]  # one column's parts: items of one format
-    out = memoryview(pa.allocate_buffer(sum(lengths) * parts[0].itemsize)).cast("B")
-    items, at = out.cast(parts[0].format), 0  # type: ignore[call-overload]  # a column's format, not a literal
-    for p, n in zip(parts, lengths, strict=True):
-        items[at : at + n] = p
-        at += n
-    return cast(bytes, out)  # a buffer, as EventBatch and SpanBatch take (they wrap it as a memoryview)
+    return Run(run, gen, tabled)
 
 
 class Spans(NamedTuple):
@@ -225,7 +212,7 @@ class UnitBuilder:
         capture's row is made once, at its end (captures.py)."""
         generation = next((b.gen.gen for b in events if b.gen is not None), 0)
         ev = [
-            events_batch(capture, r.batch, self.stacks, self._strings, generation, r.tabled)
+            events_batch(capture, r.batches, self.stacks, self._strings, generation, r.tabled)
             for r in merged_events(events)
         ]
         per_batch = {

@@ -2,8 +2,9 @@
 _ccore/tables/columns.c, whose buffers pyarrow wraps without a copy) or
 this twin's pyarrow kernels. Both give the same arrays.
 
-- :func:`event_columns`: an EventBatch's flat columns as the ``events``
-  table's: kind and code, each argument and extra as its own column, and
+- :func:`event_columns`: EventBatches' flat columns as the ``events``
+  table's, one after another: kind and code, time, thread, proc and
+  goroutine, each argument and extra as its own column, and
   the arguments that per code are a stack, a created goroutine's stack and
   two strings (null where the code has none);
 - :func:`lookup`: a column of ids as the values of their keys (null where
@@ -24,7 +25,7 @@ import pyarrow.compute as pc
 
 from livetrace._tables.columns import column, strided
 from livetrace._trace.accel import ccore
-from livetrace._trace.model.batch import NARGS, NEXTRA
+from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.spans.batch import COLUMNS as SPAN_COLUMNS
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import RES_GOROUTINE, RES_PROC, SpanKind
@@ -33,9 +34,17 @@ from livetrace._trace.spans.model import RES_GOROUTINE, RES_PROC, SpanKind
 class EventColumns(NamedTuple):
     kinds: pa.Array  # int32: per code, its kind (the kind_of lookup)
     codes: pa.Array  # int32
+    times: pa.Array  # int64, and so the next three
+    threads: pa.Array
+    procs: pa.Array
+    goroutines: pa.Array
     args: list[pa.Array]  # NARGS uint64 columns
     extra: list[pa.Array]  # NEXTRA uint64 columns
     picked: list[pa.Array]  # per picker, uint64 (null: the code has none)
+
+
+# An EventBatch's columns' types, in its columns() order.
+_EVENT_TYPES = (pa.uint8(), pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.uint64(), pa.uint64())
 
 
 def _selector(index_of: list[int]) -> pa.Array:
@@ -43,28 +52,34 @@ def _selector(index_of: list[int]) -> pa.Array:
 
 
 def event_columns(
-    codes: pa.Array, args: pa.Array, extra: pa.Array, kind_of: list[int], pickers: list[list[int]], *, compiled: bool
+    batches: Sequence[EventBatch], kind_of: list[int], pickers: list[list[int]], *, compiled: bool
 ) -> EventColumns:
-    """``codes`` (uint8), ``args`` (NARGS uint64 per event) and ``extra``
-    (NEXTRA per event) as columns; ``kind_of`` per code (256) its kind,
-    ``pickers`` per code (256 each) which argument to pick (-1: none)."""
-    n = len(codes)
+    """The batches' events, one after another, as columns: ``kind_of`` per
+    code (256) its kind, ``pickers`` per code (256 each) which argument to
+    pick (-1: none). The batches' own columns are read where they are: a
+    unit's are not joined first (a copy of every column, made to be read
+    once)."""
+    n = sum(len(b) for b in batches)
     if compiled:
         nbits = (n + 7) // 8
-        plain = [_alloc(4 * n), _alloc(4 * n), *(_alloc(8 * n) for _ in range(NARGS + NEXTRA))]
+        plain = [_alloc(4 * n), _alloc(4 * n), *(_alloc(8 * n) for _ in range(4 + NARGS + NEXTRA))]
         picked = [(_alloc(8 * n), _alloc(nbits)) for _ in pickers]
         nulls = ccore.table_event_columns(
-            _data(codes, 1),
-            _data(args, 8),
-            _data(extra, 8),
+            [b.columns() for b in batches],
             pa.array(kind_of, pa.int32()).buffers()[1],
             bytes(i & 0xFF for p in pickers for i in p),
             (*plain, *(b for pair in picked for b in pair)),
         )
-        wide = [pa.Array.from_buffers(pa.uint64(), n, [None, b]) for b in plain[2:]]
+        kinds, codes = (pa.Array.from_buffers(pa.int32(), n, [None, b]) for b in plain[:2])
+        times, threads, procs, goroutines = (pa.Array.from_buffers(pa.int64(), n, [None, b]) for b in plain[2:6])
+        wide = [pa.Array.from_buffers(pa.uint64(), n, [None, b]) for b in plain[6:]]
         return EventColumns(
-            pa.Array.from_buffers(pa.int32(), n, [None, plain[0]]),
-            pa.Array.from_buffers(pa.int32(), n, [None, plain[1]]),
+            kinds,
+            codes,
+            times,
+            threads,
+            procs,
+            goroutines,
             wide[:NARGS],
             wide[NARGS:],
             [
@@ -72,6 +87,10 @@ def event_columns(
                 for (values, bits), k in zip(picked, nulls, strict=True)
             ],
         )
+    parts = [[column(c) for c in b.columns()] for b in batches]
+    codes, times, threads, procs, goroutines, args, extra = (
+        pa.concat_arrays([p[k] for p in parts]) if parts else pa.array([], t) for k, t in enumerate(_EVENT_TYPES)
+    )
     # Gathers from the flat columns (each event's NARGS in a row): a take is
     # several times faster than list_element or choose.
     at_args, at_extra = strided(n, NARGS), strided(n, NEXTRA)
@@ -82,6 +101,10 @@ def event_columns(
     return EventColumns(
         pc.take(pa.array(kind_of, pa.int32()), codes),
         pc.cast(codes, pa.int32()),
+        times,
+        threads,
+        procs,
+        goroutines,
         [pc.take(args, pc.add(at_args, k)) for k in range(NARGS)],
         [pc.take(extra, pc.add(at_extra, k)) for k in range(NEXTRA)],
         [pick(_selector(p)) for p in pickers],

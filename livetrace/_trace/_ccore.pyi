@@ -538,17 +538,15 @@ class LegacyLiveCore:
     ) -> tuple[tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes], int]: ...
 
 def table_event_columns(
-    codes: ReadableBuffer,
-    args: ReadableBuffer,
-    extra: ReadableBuffer,
+    batches: Iterable[tuple[ReadableBuffer, ...]],
     kind_of: ReadableBuffer,
     picks: ReadableBuffer,
     outs: tuple[Any, ...],
     /,
 ) -> tuple[int, int, int, int]:
-    """An EventBatch's columns as the events table's, into outs (writable
-    buffers); the pickers' null counts (the twin of _tables/kernels.py's
-    event_columns)."""
+    """EventBatches' columns (each batch's tuple of them) as the events
+    table's, one after another, into outs (writable buffers); the pickers'
+    null counts (the twin of _tables/kernels.py's event_columns)."""
 
 def table_lookup(
     ids: ReadableBuffer,

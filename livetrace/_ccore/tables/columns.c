@@ -18,8 +18,6 @@
 #include "common/generated.h"
 
 #define NPICKS 4 /* the arguments picked per code: stack, new stack, two strings */
-#define NPLAIN (2 + NARGS + NEXTRA)
-#define NOUTS (NPLAIN + 2 * NPICKS)
 
 static inline u64 ld_u64(const u8 *p, size_t i) {
     u64 v;
@@ -59,74 +57,137 @@ static void release_all(Py_buffer *bufs, size_t n) {
         PyBuffer_Release(&bufs[i]);
 }
 
-/* table_event_columns(codes, args, extra, kind_of, picks, outs): per event
- * its kind (kind_of[code], int32), its code (int32), each of its NARGS
- * arguments and NEXTRA extras as a column (uint64), and per picker p the
- * argument picks[p * 256 + code] names (-1: none, a null) as values and a
- * validity bitmap; into outs, in that order. Gives the pickers' null counts. */
+/* Holds the columns of a sequence of EventBatch column tuples (codes,
+ * times, threads, procs, goroutines, args, extra: EVENT_NCOLS buffers each)
+ * into in (EVENT_NCOLS per batch) and each batch's events into rows: how
+ * many buffers it held (all, nb * EVENT_NCOLS), or -1 with an exception set
+ * and none held. */
+#define EVENT_NCOLS 7
+static const size_t EVENT_WIDTHS[EVENT_NCOLS] = {1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA};
+
+static int hold_event_batches(PyObject *seq, Py_buffer *in, size_t *rows) {
+    size_t nb = (size_t)PySequence_Fast_GET_SIZE(seq), held = 0;
+    for (size_t b = 0; b < nb; b++) {
+        PyObject *cols = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)b);
+        if (!PyTuple_Check(cols) || PyTuple_GET_SIZE(cols) != EVENT_NCOLS) {
+            PyErr_SetString(PyExc_ValueError, "table_event_columns: a batch is not a tuple of its columns");
+            goto fail;
+        }
+        for (size_t c = 0; c < EVENT_NCOLS; c++, held++) {
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(cols, (Py_ssize_t)c), &in[held], PyBUF_SIMPLE) < 0)
+                goto fail;
+            if (c == 0)
+                rows[b] = (size_t)in[held].len;
+            if ((size_t)in[held].len != rows[b] * EVENT_WIDTHS[c]) {
+                held++;
+                PyErr_SetString(PyExc_ValueError, "table_event_columns: column lengths do not match");
+                goto fail;
+            }
+        }
+    }
+    return (int)held;
+fail:
+    release_all(in, held);
+    return -1;
+}
+
+/* table_event_columns(batches, kind_of, picks, outs): the events of
+ * batches (a sequence of EventBatch column tuples) one after another, per
+ * event its kind (kind_of[code], int32), its code (int32), its time,
+ * thread, proc and goroutine (int64), each of its NARGS arguments and NEXTRA
+ * extras as a column (uint64), and per picker p the argument
+ * picks[p * 256 + code] names (-1: none, a null) as values and a validity
+ * bitmap; into outs, in that order: the batches' columns are read where
+ * they are, never joined first. Gives the pickers' null counts. */
+#define NPLAIN (6 + NARGS + NEXTRA)
+#define NOUTS (NPLAIN + 2 * NPICKS)
 static PyObject *event_columns(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer codes, argv, extra, kind_of, picks, out[NOUTS];
-    PyObject *outs, *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*O:table_event_columns", &codes, &argv, &extra, &kind_of, &picks, &outs))
+    Py_buffer kind_of, picks, out[NOUTS], *in = NULL;
+    PyObject *batches, *outs, *seq = NULL, *result = NULL;
+    size_t *rows = NULL;
+    int held = -1, have_out = 0;
+    if (!PyArg_ParseTuple(args, "Oy*y*O:table_event_columns", &batches, &kind_of, &picks, &outs))
         return NULL;
-    size_t n = (size_t)codes.len, nbits = (n + 7) / 8, sizes[NOUTS];
-    for (size_t i = 0; i < NOUTS; i++)
-        sizes[i] = i < 2 ? n * 4 : i < NPLAIN ? n * 8 : (i - NPLAIN) % 2 ? nbits : n * 8;
-    if ((size_t)argv.len != n * 8 * NARGS || (size_t)extra.len != n * 8 * NEXTRA || kind_of.len != 256 * 4 ||
-        picks.len != NPICKS * 256) {
-        PyErr_SetString(PyExc_ValueError, "table_event_columns: column lengths do not match");
+    if (!(seq = PySequence_Fast(batches, "table_event_columns: batches must be a sequence")))
+        goto done;
+    size_t nb = (size_t)PySequence_Fast_GET_SIZE(seq), n = 0;
+    in = calloc(nb * EVENT_NCOLS + 1, sizeof *in);
+    rows = calloc(nb + 1, sizeof *rows);
+    if (!in || !rows) {
+        PyErr_NoMemory();
         goto done;
     }
+    if (kind_of.len != 256 * 4 || picks.len != NPICKS * 256) {
+        PyErr_SetString(PyExc_ValueError, "table_event_columns: kind_of or picks is not per code");
+        goto done;
+    }
+    if ((held = hold_event_batches(seq, in, rows)) < 0)
+        goto done;
+    for (size_t b = 0; b < nb; b++)
+        n += rows[b];
+    size_t nbits = (n + 7) / 8, sizes[NOUTS];
+    for (size_t i = 0; i < NOUTS; i++)
+        sizes[i] = i < 2 ? n * 4 : i < NPLAIN ? n * 8 : (i - NPLAIN) % 2 ? nbits : n * 8;
     if (hold_outputs(outs, out, sizes, NOUTS) < 0)
         goto done;
+    have_out = 1;
     Py_ssize_t nulls[NPICKS] = {0};
     Py_BEGIN_ALLOW_THREADS;
-    const u8 *c = codes.buf, *av = argv.buf, *xv = extra.buf;
     const signed char *pk = picks.buf;
     int32_t kinds[256];
     memcpy(kinds, kind_of.buf, sizeof kinds);
     u8 *kind = out[0].buf, *code = out[1].buf, *a[NARGS], *x[NEXTRA], *pv[NPICKS], *pb[NPICKS];
     for (int j = 0; j < NARGS; j++)
-        a[j] = out[2 + j].buf;
+        a[j] = out[6 + j].buf;
     for (int j = 0; j < NEXTRA; j++)
-        x[j] = out[2 + NARGS + j].buf;
+        x[j] = out[6 + NARGS + j].buf;
     for (int p = 0; p < NPICKS; p++) {
         pv[p] = out[NPLAIN + 2 * p].buf;
         pb[p] = out[NPLAIN + 2 * p + 1].buf;
         memset(pb[p], 0, nbits);
     }
-    for (size_t i = 0; i < n; i++) {
-        u8 ci = c[i];
-        int32_t k = kinds[ci], ce = ci;
-        memcpy(kind + i * 4, &k, 4);
-        memcpy(code + i * 4, &ce, 4);
-        u64 row[NARGS], more[NEXTRA];
-        memcpy(row, av + i * sizeof row, sizeof row);
-        memcpy(more, xv + i * sizeof more, sizeof more);
-        for (int j = 0; j < NARGS; j++)
-            memcpy(a[j] + i * 8, &row[j], 8);
-        for (int j = 0; j < NEXTRA; j++)
-            memcpy(x[j] + i * 8, &more[j], 8);
-        for (int p = 0; p < NPICKS; p++) {
-            int at = pk[p * 256 + ci];
-            u64 v = 0;
-            if (at >= 0 && at < NARGS) {
-                v = row[at];
-                set_valid(pb[p], i);
-            } else {
-                nulls[p]++;
+    for (size_t b = 0, i0 = 0; b < nb; i0 += rows[b++]) {
+        const Py_buffer *cols = &in[b * EVENT_NCOLS];
+        /* The columns of one item per event are copied whole. */
+        for (int k = 1; k <= 4; k++)
+            memcpy((u8 *)out[1 + k].buf + i0 * 8, cols[k].buf, rows[b] * 8);
+        const u8 *c = cols[0].buf, *av = cols[5].buf, *xv = cols[6].buf;
+        for (size_t j = 0, i = i0; j < rows[b]; j++, i++) {
+            u8 ci = c[j];
+            int32_t k = kinds[ci], ce = ci;
+            memcpy(kind + i * 4, &k, 4);
+            memcpy(code + i * 4, &ce, 4);
+            u64 row[NARGS], more[NEXTRA];
+            memcpy(row, av + j * sizeof row, sizeof row);
+            memcpy(more, xv + j * sizeof more, sizeof more);
+            for (int q = 0; q < NARGS; q++)
+                memcpy(a[q] + i * 8, &row[q], 8);
+            for (int q = 0; q < NEXTRA; q++)
+                memcpy(x[q] + i * 8, &more[q], 8);
+            for (int p = 0; p < NPICKS; p++) {
+                int at = pk[p * 256 + ci];
+                u64 v = 0;
+                if (at >= 0 && at < NARGS) {
+                    v = row[at];
+                    set_valid(pb[p], i);
+                } else {
+                    nulls[p]++;
+                }
+                memcpy(pv[p] + i * 8, &v, 8);
             }
-            memcpy(pv[p] + i * 8, &v, 8);
         }
     }
     Py_END_ALLOW_THREADS;
-    release_all(out, NOUTS);
     result = Py_BuildValue("(nnnn)", nulls[0], nulls[1], nulls[2], nulls[3]);
 done:
-    PyBuffer_Release(&codes);
-    PyBuffer_Release(&argv);
-    PyBuffer_Release(&extra);
+    if (have_out)
+        release_all(out, NOUTS);
+    if (held > 0)
+        release_all(in, (size_t)held);
+    free(in);
+    free(rows);
+    Py_XDECREF(seq);
     PyBuffer_Release(&kind_of);
     PyBuffer_Release(&picks);
     return result;
@@ -524,8 +585,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"table_event_columns", event_columns, METH_VARARGS,
-     "table_event_columns(codes, args, extra, kind_of, picks, outs, /)\n--\n\n"
-     "An EventBatch's columns as the events table's (the twin of _tables/kernels.py's event_columns)."},
+     "table_event_columns(batches, kind_of, picks, outs, /)\n--\n\n"
+     "EventBatches' columns as the events table's (the twin of _tables/kernels.py's event_columns)."},
     {"table_lookup", lookup, METH_VARARGS,
      "table_lookup(ids, valid, offset, n, keys, values, width, outs, /)\n--\n\n"
      "Each id's value by key, null where none (the twin of _tables/kernels.py's lookup)."},
