@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
-from livetrace._tables.kernels import lookup, span_partition
+from livetrace._tables.kernels import Scratch, lookup, span_partition
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     STATE_COLUMNS,
@@ -159,16 +159,21 @@ class Spans(NamedTuple):
     procs: int  # the P spans after them
 
 
-def merged_spans(batches: Sequence[SpanBatch], *, compiled: bool | None = None) -> list[Spans]:
+def merged_spans(
+    batches: Sequence[SpanBatch], *, compiled: bool | None = None, scratch: Scratch | None = None
+) -> list[Spans]:
     """The batches as one, where they share one names table (one builder's:
     their tables keys are that builder's too); else each as its own. Its
     rows partitioned while joined: the goroutine states, which are nearly
-    every span, are then a slice of the spans' columns, not a copy."""
+    every span, are then a slice of the spans' columns, not a copy.
+    ``scratch``: as for kernels.span_partition, where there is one group
+    (groups are all made before any is read)."""
     bs = [b for b in batches if len(b)]
     groups = [bs] if all(b.names_table is bs[0].names_table for b in bs) else [[b] for b in bs]
+    kept = scratch if len(groups) == 1 else None
     out = []
     for group in filter(None, groups):
-        cols, states, procs = span_partition(group, compiled=use_compiled(compiled))
+        cols, states, procs = span_partition(group, compiled=use_compiled(compiled), scratch=kept)
         tables = {k: t for b in group for k, t in b.tables.items()}
         out.append(Spans(SpanBatch(cols, tables, group[-1].names_table), states, procs))
     return out
@@ -191,6 +196,8 @@ class UnitBuilder:
         self.stacks = stacks or StackIds(compiled=self._compiled)
         self._strings = Strings(compiled=self._compiled)
         self._names = Names()
+        # Memory for the columns read only while a unit is built, kept for the next.
+        self._scratch = Scratch()
         # Per capture, the parents of its tasks begun and not yet ended.
         self._parents: dict[int, dict[int, int]] = {}
 
@@ -212,7 +219,7 @@ class UnitBuilder:
         capture's row is made once, at its end (captures.py)."""
         generation = next((b.gen.gen for b in events if b.gen is not None), 0)
         ev = [
-            events_batch(capture, r.batches, self.stacks, self._strings, generation, r.tabled)
+            events_batch(capture, r.batches, self.stacks, self._strings, generation, r.tabled, self._scratch)
             for r in merged_events(events)
         ]
         per_batch = {
@@ -225,7 +232,7 @@ class UnitBuilder:
         _note_parents(parents, event_rows)
         parts = [
             (spans_batch(capture, p.batch, self.stacks, self._names, parents, compiled=self._compiled), p)
-            for p in merged_spans(spans, compiled=self._compiled)
+            for p in merged_spans(spans, compiled=self._compiled, scratch=self._scratch)
         ]
         sp = _concat("spans", [s for s, _ in parts])
         tasks = tasks_batch(sp)

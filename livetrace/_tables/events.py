@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from livetrace._tables.columns import full, name_table, names, null_where_not
-from livetrace._tables.kernels import event_columns, lookup
+from livetrace._tables.kernels import Scratch, event_columns, lookup
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
 from livetrace._trace.model.batch import EventBatch
@@ -77,15 +77,17 @@ def events_batch(
     strings: Strings,
     generation: int,
     tabled: pa.Array | None = None,
+    scratch: Scratch | None = None,
 ) -> pa.RecordBatch:
     """The ``events`` rows of consecutive batches of one tables (or of none:
     the first batch that has tables names them); ``generation``: their
     unit's (a trace's final Sync has no tables of its own); ``tabled``: per
     row, whether its batch's tables are the run's (None: every row's are):
     the columns read from the tables (wall time, stacks, strings) are null
-    on the others."""
+    on the others. ``scratch``: kept memory for what is read only while
+    the rows are made (kernels.Scratch)."""
     gen = next((b.gen for b in batches if b.gen is not None), None)
-    cols = event_columns(batches, _KIND_OF, _PICKERS, compiled=strings.compiled)
+    cols = event_columns(batches, _KIND_OF, _PICKERS, compiled=strings.compiled, scratch=scratch)
     n = len(cols.codes)
     times = cols.times
     stack_of, new_stack_of, string1_of, string2_of = cols.picked

@@ -52,18 +52,25 @@ def _selector(index_of: list[int]) -> pa.Array:
 
 
 def event_columns(
-    batches: Sequence[EventBatch], kind_of: list[int], pickers: list[list[int]], *, compiled: bool
+    batches: Sequence[EventBatch],
+    kind_of: list[int],
+    pickers: list[list[int]],
+    *,
+    compiled: bool,
+    scratch: Scratch | None = None,
 ) -> EventColumns:
     """The batches' events, one after another, as columns: ``kind_of`` per
     code (256) its kind, ``pickers`` per code (256 each) which argument to
     pick (-1: none). The batches' own columns are read where they are: a
     unit's are not joined first (a copy of every column, made to be read
-    once)."""
+    once). Compiled, the picked columns are in ``scratch``'s memory where
+    one is given: they are ids to look up, not a table's columns."""
     n = sum(len(b) for b in batches)
     if compiled:
         nbits = (n + 7) // 8
         plain = [_alloc(4 * n), _alloc(4 * n), *(_alloc(8 * n) for _ in range(4 + NARGS + NEXTRA))]
-        picked = [(_alloc(8 * n), _alloc(nbits)) for _ in pickers]
+        get = scratch.get if scratch is not None else lambda _, size: _alloc(size)
+        picked = [(get(f"pick{p}", 8 * n), get(f"pick{p}bits", nbits)) for p in range(len(pickers))]
         nulls = ccore.table_event_columns(
             [b.columns() for b in batches],
             pa.array(kind_of, pa.int32()).buffers()[1],
@@ -112,8 +119,28 @@ def event_columns(
 
 
 def _alloc(size: int) -> pa.Buffer:
-    """A writable buffer from pyarrow's pool (which keeps its memory warm)."""
+    """A writable buffer from pyarrow's pool."""
     return pa.allocate_buffer(size)
+
+
+class Scratch:
+    """Buffers kept from unit to unit, for the compiled kernels' columns
+    that do not outlive a unit's build (ids to look up, a span's stacks and
+    flags): a unit's fresh memory costs a page fault per page, each zeroing
+    it, where kept memory is written over as it is. Each is grown to the
+    largest unit's size, so what is kept is bounded by a unit. Not for two
+    threads at once."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, pa.Buffer] = {}
+
+    def get(self, name: str, size: int) -> pa.Buffer:
+        """The buffer kept as ``name``, of ``size`` bytes at least; what an
+        earlier call gave under that name is written over from now on."""
+        kept = self._buffers.get(name)
+        if kept is None or kept.size < size:
+            kept = self._buffers[name] = _alloc(size + size // 8)  # room for a unit a little bigger
+        return kept
 
 
 def _data(array: pa.Array, width: int) -> memoryview:
@@ -146,13 +173,27 @@ class Partitioned(NamedTuple):
     procs: int  # the P spans: the rows after those
 
 
-def span_partition(batches: Sequence[SpanBatch], *, compiled: bool) -> Partitioned:
+# The span columns no table keeps as they are: read while a unit is built
+# (stacks and their tables looked up, kinds and flags made into columns).
+_SPAN_SCRATCH = frozenset(
+    {"kinds", "resource_kinds", "start_stacks", "end_stacks", "start_tables", "end_tables", "flags"}
+)
+
+
+def span_partition(batches: Sequence[SpanBatch], *, compiled: bool, scratch: Scratch | None = None) -> Partitioned:
     """The batches' columns as one batch's, its rows partitioned: goroutine
     states (running, runnable, blocked, syscall), then P spans, then the
-    rest, each part in the batches' order."""
+    rest, each part in the batches' order. Compiled, the columns no table
+    keeps as they are (_SPAN_SCRATCH) are in ``scratch``'s memory where one
+    is given."""
     if compiled:
         n = sum(len(b) for b in batches)
-        outs = tuple(_alloc(n * _WIDTHS[t]) for _, t in SPAN_COLUMNS)
+        outs = tuple(
+            scratch.get(name, n * _WIDTHS[t])
+            if scratch is not None and name in _SPAN_SCRATCH
+            else _alloc(n * _WIDTHS[t])
+            for name, t in SPAN_COLUMNS
+        )
         states, procs = ccore.table_span_partition([b.columns() for b in batches], outs)
         return Partitioned([_view(b, t, n) for b, (_, t) in zip(outs, SPAN_COLUMNS, strict=True)], states, procs)
     cols = [pa.concat_arrays([column(c) for c in parts]) for parts in zip(*(b.columns() for b in batches), strict=True)]
