@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
-from livetrace._tables.kernels import Scratch, lookup, span_partition
+from livetrace._tables.kernels import Scratch, span_partition, wakers_at_ends
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     STATE_COLUMNS,
@@ -84,15 +84,14 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool | No
     times = wakes["time"]
     if not len(times) or not len(ends):
         return full(None, len(ends), pa.int64())
-    woken = pc.cast(wakes["arg0"], pa.int64(), safe=False)
-    wakers = wakes["goroutine"]
+    woken, wakers = wakes["arg0"], wakes["goroutine"]
     # A lookup by time: the first wake at the row's end, kept where it
     # woke the row's goroutine. Where it woke another, two wakes may share
     # that time (a legacy trace's ties): then the join on both.
-    at = lookup(ends, times, strided(len(times), 1), compiled=use_compiled(compiled))
-    mine = pc.equal(pc.take(woken, at), goroutines)
-    if not pc.any(pc.invert(mine)).as_py():
-        return pc.if_else(mine, pc.take(wakers, at), pa.scalar(None, pa.int64()))
+    got = wakers_at_ends(ends, goroutines, times, woken, wakers, compiled=use_compiled(compiled))
+    if got is not None:
+        return got
+    woken = pc.cast(woken, pa.int64(), safe=False)
     right = (
         pa.table({"goroutine": woken, "end": times, "waker": wakers})
         .group_by(["goroutine", "end"])

@@ -9,6 +9,8 @@ this twin's pyarrow kernels. Both give the same arrays.
   two strings (null where the code has none);
 - :func:`lookup`: a column of ids as the values of their keys (null where
   an id is null or has no key), the first of equal keys counting;
+- :func:`wakers_at_ends`: per goroutine state, the goroutine whose wake
+  at its end made it runnable (a lookup by time, checked);
 - :func:`span_partition`: a unit's SpanBatches' columns as one batch's,
   its goroutine states first, then its P spans, then the rest (each part
   in the batches' order), so that ``goroutine_states`` and ``proc_states``
@@ -162,6 +164,40 @@ def lookup(ids: pa.Array, keys: pa.Array, values: pa.Array, *, compiled: bool) -
         )
         return pa.Array.from_buffers(values.type, n, [bits, data], nulls)
     return pc.take(values, pc.index_in(ids, value_set=pc.cast(keys, ids.type, safe=False)))
+
+
+def wakers_at_ends(
+    ends: pa.Array, goroutines: pa.Array, times: pa.Array, woken: pa.Array, wakers: pa.Array, *, compiled: bool
+) -> pa.Array | None:
+    """Per row (``ends`` and ``goroutines``, int64), the waker (``wakers``,
+    int64) of the first wake whose time (``times``, int64) is the row's
+    end, where that wake woke the row's goroutine (``woken``, 64-bit);
+    null where no wake is at its end (or the end is null). None where a
+    row's first wake at its end woke another goroutine (two wakes at one
+    time): then only a join on both answers."""
+    n = len(ends)
+    if compiled and not any(a.null_count for a in (goroutines, times, woken, wakers)):
+        data, bits = _alloc(n * 8), _alloc((n + 7) // 8)
+        nulls = ccore.table_wakers(
+            ends.buffers()[1],
+            ends.buffers()[0],
+            ends.offset,
+            n,
+            goroutines.buffers()[1],
+            goroutines.offset,
+            _data(times, 8),
+            _data(woken, 8),
+            _data(wakers, 8),
+            (data, bits),
+        )
+        if nulls is not None:
+            return pa.Array.from_buffers(pa.int64(), n, [bits, data], nulls)
+        # (times out of order: the lookup's hash map answers)
+    at = lookup(ends, times, strided(len(times), 1), compiled=compiled)
+    mine = pc.equal(pc.take(pc.cast(woken, pa.int64(), safe=False), at), goroutines)
+    if pc.any(pc.invert(mine)).as_py():
+        return None
+    return pc.if_else(mine, pc.take(wakers, at), pa.scalar(None, pa.int64()))
 
 
 _WIDTHS = {"B": 1, "I": 4, "q": 8, "Q": 8}

@@ -562,6 +562,23 @@ def table_lookup(
     """Each id's value by key into outs (values, validity); the null count
     (the twin of _tables/kernels.py's lookup)."""
 
+def table_wakers(
+    ends: ReadableBuffer,
+    valid: ReadableBuffer | None,
+    offset: int,
+    n: int,
+    goroutines: ReadableBuffer,
+    g_offset: int,
+    times: ReadableBuffer,
+    woken: ReadableBuffer,
+    wakers: ReadableBuffer,
+    outs: tuple[Any, Any],
+    /,
+) -> int | None:
+    """Each row's waker into outs (values, validity): the null count, or
+    None where a row's first wake at its end woke another goroutine or the
+    times are not in order (the twin of _tables/kernels.py's wakers_at_ends)."""
+
 def table_span_partition(batches: Iterable[tuple[ReadableBuffer, ...]], outs: tuple[Any, ...], /) -> tuple[int, int]:
     """SpanBatches' columns as one batch's into outs (writable buffers),
     goroutine states first, then P spans: (states, P spans) (the twin of

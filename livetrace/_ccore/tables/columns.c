@@ -318,6 +318,107 @@ done:
     return result;
 }
 
+/* table_wakers(ends, valid, offset, n, goroutines, g_offset, times, woken,
+ * wakers, outs): per row i of the n from offset (int64 ends, validity a
+ * bitmap or None; goroutines from g_offset), the waker of the first wake
+ * whose time (times: the wakes', int64) is the row's end, where that wake
+ * woke the row's goroutine (woken[at] == goroutines[i], compared as bits):
+ * the lookup, take, compare and take of _tables/kernels.py's
+ * wakers_at_ends in one pass, into outs (int64 values, validity bitmap).
+ * Gives the null count, or None where that answer would not do: the times
+ * are not in order, or a row's first wake at its end woke another
+ * goroutine (two wakes at one time: the caller joins on both). */
+static PyObject *wakers(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer ends, goroutines, times, woken, wakers, valid = {0}, out[2];
+    PyObject *valid_obj, *outs, *result = NULL;
+    Py_ssize_t offset, n, g_offset;
+    if (!PyArg_ParseTuple(args, "y*Onny*ny*y*y*O:table_wakers", &ends, &valid_obj, &offset, &n, &goroutines,
+                          &g_offset, &times, &woken, &wakers, &outs))
+        return NULL;
+    size_t nkeys = (size_t)times.len / 8;
+    if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (offset < 0 || n < 0 || g_offset < 0 || (size_t)ends.len < (size_t)(offset + n) * 8 ||
+        (size_t)goroutines.len < (size_t)(g_offset + n) * 8 ||
+        (valid.obj && (size_t)valid.len * 8 < (size_t)(offset + n)) || (size_t)times.len != nkeys * 8 ||
+        (size_t)woken.len != nkeys * 8 || (size_t)wakers.len != nkeys * 8) {
+        PyErr_SetString(PyExc_ValueError, "table_wakers: column lengths do not match");
+        goto done;
+    }
+    size_t sizes[2] = {(size_t)n * 8, ((size_t)n + 7) / 8};
+    if (hold_outputs(outs, out, sizes, 2) < 0)
+        goto done;
+    int ordered = 1, other = 0;
+    Py_ssize_t nulls = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    const u8 *kb = times.buf, *ev = (const u8 *)ends.buf + offset * 8, *gv = (const u8 *)goroutines.buf + g_offset * 8,
+             *wo = woken.buf, *wk = wakers.buf, *vb = valid.obj ? valid.buf : NULL;
+    for (size_t j = 1; j < nkeys && ordered; j++)
+        ordered = (i64)ld_u64(kb, j - 1) <= (i64)ld_u64(kb, j);
+    u8 *d = out[0].buf, *b = out[1].buf;
+    memset(b, 0, sizes[1]);
+    size_t from = 0;
+    i64 last = INT64_MIN;
+    for (size_t i = 0; i < (size_t)n && ordered && !other; i++) {
+        size_t bit = (size_t)offset + i;
+        i64 v = 0;
+        int has = 0;
+        if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) {
+            i64 end = (i64)ld_u64(ev, i);
+            /* As search_from, over signed keys: ends mostly ascend, as the wakes' times do. */
+            if (end < last)
+                from = 0;
+            last = end;
+            size_t lo = from, hi = from, step = 1;
+            while (hi < nkeys && (i64)ld_u64(kb, hi) < end) {
+                lo = hi + 1;
+                hi += step;
+                step *= 2;
+            }
+            hi = hi < nkeys ? hi : nkeys;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if ((i64)ld_u64(kb, mid) < end)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            from = lo;
+            if (lo < nkeys && (i64)ld_u64(kb, lo) == end) {
+                if (ld_u64(wo, lo) == ld_u64(gv, i)) {
+                    v = (i64)ld_u64(wk, lo);
+                    has = 1;
+                } else {
+                    other = 1;
+                }
+            }
+        }
+        memcpy(d + i * 8, &v, 8);
+        if (has)
+            set_valid(b, i);
+        else
+            nulls++;
+    }
+    Py_END_ALLOW_THREADS;
+    release_all(out, 2);
+    if (!ordered || other) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else {
+        result = PyLong_FromSsize_t(nulls);
+    }
+done:
+    PyBuffer_Release(&ends);
+    if (valid.obj)
+        PyBuffer_Release(&valid);
+    PyBuffer_Release(&goroutines);
+    PyBuffer_Release(&times);
+    PyBuffer_Release(&woken);
+    PyBuffer_Release(&wakers);
+    return result;
+}
+
 /* A span's part of a unit's partitioned spans: 0, a goroutine's state
  * (running, runnable, blocked, syscall); 1, a P's; 2, any other. */
 static inline int span_part(u8 kind, u8 resource) {
@@ -590,6 +691,10 @@ static PyMethodDef methods[] = {
     {"table_lookup", lookup, METH_VARARGS,
      "table_lookup(ids, valid, offset, n, keys, values, width, outs, /)\n--\n\n"
      "Each id's value by key, null where none (the twin of _tables/kernels.py's lookup)."},
+    {"table_wakers", wakers, METH_VARARGS,
+     "table_wakers(ends, valid, offset, n, goroutines, g_offset, times, woken, wakers, outs, /)\n--\n\n"
+     "Each row's waker: the first wake at its end, where it woke the row's goroutine (the twin of "
+     "_tables/kernels.py's wakers_at_ends)."},
     {"table_span_partition", span_partition, METH_VARARGS,
      "table_span_partition(batches, outs, /)\n--\n\n"
      "SpanBatches' columns as one batch's, goroutine states first, then P spans (the twin of _tables/kernels.py's "
