@@ -56,16 +56,28 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
     if lo == hi:  # the usual case: one table for every row (a min and max: cheaper than unique)
         t = spans.tables.get(lo.as_py())
         return full(None, n, pa.int64()) if t is None else stacks.stable(t, local)
-    distinct = pc.unique(keys).to_pylist()
-    out = full(None, n, pa.int64())
-    for key in distinct:
+    # Else nearly every row has the unit's table, and a few an earlier one
+    # (spans begun in an earlier generation): the many rows are looked up
+    # as they are, the few taken out and put back, not every row per table.
+    # The tables are asked in the order they first appear (the order new
+    # stacks get their rows).
+    counts = pc.value_counts(keys)
+    main = counts.field("values")[pc.index(counts.field("counts"), pc.max(counts.field("counts"))).as_py()]
+    here = pc.equal(keys, main)
+    others = pc.invert(here)
+    at = pc.indices_nonzero(others)
+    few_keys, few_local = keys.take(at), local.take(at)
+    many, few = full(None, n, pa.int64()), full(None, len(at), pa.int64())
+    for key in pc.unique(keys).to_pylist():
         t = spans.tables.get(key)
         if t is None:
             continue
-        here = pc.equal(keys, pa.scalar(key, pa.uint32()))
-        mine = stacks.stable(t, pc.if_else(here, local, pa.scalar(0, pa.uint64())))
-        out = pc.coalesce(out, mine)
-    return out
+        if key == main.as_py():
+            many = stacks.stable(t, null_where_not(local, here))  # its values shared, a bitmap made
+        else:
+            mine = pc.equal(few_keys, pa.scalar(key, pa.uint32()))
+            few = pc.coalesce(few, stacks.stable(t, pc.if_else(mine, few_local, pa.scalar(0, pa.uint64()))))
+    return pc.replace_with_mask(many, others, few)
 
 
 def spans_batch(
