@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from livetrace._tables.kernels import event_columns, lookup
+from livetrace._tables.kernels import event_columns, lookup, missing
 from livetrace._trace.accel import ccore
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 
@@ -106,3 +106,20 @@ def test_event_columns_refuses_a_batch_whose_columns_disagree() -> None:
     short = (good[0], good[1][:2], *good[2:])
     with pytest.raises(ValueError, match="lengths"):
         ccore.table_event_columns([good, short], bytes(1024), bytes(1024), tuple(bytearray(64) for _ in range(20)))
+
+
+@settings(max_examples=100)
+@given(
+    keys=st.lists(st.integers(0, 300) | _U64, max_size=20),
+    ids=st.lists(st.none() | st.integers(0, 300) | _U64, max_size=60),
+    offset=st.integers(0, 9),
+)
+def test_missing_on_both_cores_alike(keys: list[int], ids: list[int | None], offset: int) -> None:
+    """The distinct ids no key is, 0 and nulls left out, in the order they first appear."""
+    k = pa.array(keys, pa.uint64())
+    column = pa.array([None] * offset + ids, pa.uint64()).slice(offset)
+    expected = list(dict.fromkeys(i for i in ids if i and i not in keys))
+    assert missing(column, k, compiled=True) == missing(column, k, compiled=False) == expected
+    signed = column.cast(pa.int64(), safe=False)
+    as_signed = [i - (1 << 64) if i >= 1 << 63 else i for i in expected]
+    assert missing(signed, k, compiled=True) == missing(signed, k, compiled=False) == as_signed

@@ -9,6 +9,7 @@ this twin's pyarrow kernels. Both give the same arrays.
   two strings (null where the code has none);
 - :func:`lookup`: a column of ids as the values of their keys (null where
   an id is null or has no key), the first of equal keys counting;
+- :func:`missing`: the distinct ids of a column that no key is;
 - :func:`wakers_at_ends`: per goroutine state, the goroutine whose wake
   at its end made it runnable (a lookup by time, checked);
 - :func:`span_partition`: a unit's SpanBatches' columns as one batch's,
@@ -19,6 +20,7 @@ this twin's pyarrow kernels. Both give the same arrays.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from typing import NamedTuple, cast
 
@@ -164,6 +166,18 @@ def lookup(ids: pa.Array, keys: pa.Array, values: pa.Array, *, compiled: bool) -
         )
         return pa.Array.from_buffers(values.type, n, [bits, data], nulls)
     return pc.take(values, pc.index_in(ids, value_set=pc.cast(keys, ids.type, safe=False)))
+
+
+def missing(ids: pa.Array, keys: pa.Array, *, compiled: bool) -> list[int]:
+    """The distinct ids (a 64-bit integer column) that are not null, not 0
+    and no key (64-bit, compared as bits), in the order they first appear:
+    the ids a lookup by ``keys`` would leave null that more keys could
+    fill, found without making its column."""
+    if compiled:
+        found = ccore.table_missing(ids.buffers()[1], ids.buffers()[0], ids.offset, len(ids), _data(keys, 8))
+        return [i if ids.type == pa.uint64() else i - (1 << 64) * (i >> 63) for i in array("Q", found)]
+    out = ids.filter(pc.invert(pc.is_in(ids, value_set=pc.cast(keys, ids.type, safe=False))))
+    return [i for i in pc.unique(out).to_pylist() if i]
 
 
 def wakers_at_ends(

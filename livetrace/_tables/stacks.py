@@ -15,9 +15,8 @@ import struct
 import weakref
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from livetrace._tables.kernels import lookup
+from livetrace._tables.kernels import lookup, missing
 from livetrace._tables.schema import SCHEMAS
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.tables import Tables
@@ -60,18 +59,12 @@ class StackIds:
         known = self._local.get(tables)
         if known is None:
             known = self._local[tables] = {}
-        if known:
-            # Every id known already (the usual case past a unit's first
-            # column): the lookup alone tells, where a unique costs more.
-            out = self._lookup(known, ids)
-            no_stack = ids.null_count + pc.sum(pc.equal(ids, pa.scalar(0, ids.type)), min_count=0).as_py()
-            if out.null_count == no_stack:
-                return out
-        for i in pc.unique(ids).to_pylist():
-            if i and i not in known:
-                pcs = tables.stacks.get(i)
-                if pcs is not None:
-                    known[i] = self._stack(tables, pcs)
+        # The ids not known yet (every one, the first time), then one lookup:
+        # a lookup to find them would make a column only to make it again.
+        for i in missing(ids, pa.array(list(known), pa.uint64()), compiled=self._compiled):
+            pcs = tables.stacks.get(i)
+            if pcs is not None:
+                known[i] = self._stack(tables, pcs)
         return self._lookup(known, ids)
 
     def _lookup(self, known: dict[int, int], ids: pa.Array) -> pa.Array:

@@ -562,6 +562,12 @@ def table_lookup(
     """Each id's value by key into outs (values, validity); the null count
     (the twin of _tables/kernels.py's lookup)."""
 
+def table_missing(
+    ids: ReadableBuffer, valid: ReadableBuffer | None, offset: int, n: int, keys: ReadableBuffer, /
+) -> bytes:
+    """The distinct ids, valid and not 0, that no key is, in the order they
+    first appear, as uint64 bytes (the twin of _tables/kernels.py's missing)."""
+
 def table_wakers(
     ends: ReadableBuffer,
     valid: ReadableBuffer | None,

@@ -214,6 +214,70 @@ static size_t search_from(const u8 *keys, size_t n, size_t from, u64 id) {
     return lo;
 }
 
+/* The keys of a lookup, indexed: keys that are small ints (a generation's
+ * stack and string ids count up from 1) index a table of positions
+ * directly; keys in order (a unit's times) are searched, from where the
+ * last id's search ended while the ids ascend too: a merge, in memory's
+ * order, where a hash map's probes miss the cache; others go through a
+ * hash map. */
+typedef struct {
+    const u8 *keys;
+    size_t n, from;
+    u64 top, last;
+    int ordered;
+    u64 *dense;
+    Map map;
+} KeyIndex;
+
+/* 0, or -1 (out of memory: free it with key_index_free all the same). Without the GIL. */
+static int key_index_build(KeyIndex *x, const u8 *keys, size_t nkeys) {
+    *x = (KeyIndex){keys, nkeys, 0, 0, 0, 1, NULL, {0}};
+    for (size_t j = 0; j < nkeys; j++) {
+        u64 k = ld_u64(keys, j);
+        x->top = k > x->top ? k : x->top;
+        x->ordered = x->ordered && (j == 0 || ld_u64(keys, j - 1) <= k);
+    }
+    if (nkeys && x->top < 4 * nkeys + 4096) {
+        if (!(x->dense = malloc(((size_t)x->top + 1) * sizeof *x->dense)))
+            return -1;
+        memset(x->dense, 0xff, ((size_t)x->top + 1) * sizeof *x->dense); /* UINT64_MAX: no key */
+        for (size_t j = nkeys; j-- > 0;) /* from the last: the first of equal keys stays */
+            x->dense[ld_u64(keys, j)] = j;
+    } else if (!x->ordered) {
+        /* Sized for every key at once: growing by doubling rehashes a unit's
+         * keys a score of times. */
+        size_t cap = 16;
+        while (cap < 2 * nkeys + 2)
+            cap *= 2;
+        if (map_resize(&x->map, cap) != 0)
+            return -1;
+        for (size_t j = 0; j < nkeys; j++)
+            if (!map_slot(&x->map, ld_u64(keys, j), j)) /* the first of equal keys stays */
+                return -1;
+    }
+    return 0;
+}
+
+/* The position of the first key equal to id, or UINT64_MAX. */
+static inline u64 key_index_find(KeyIndex *x, u64 id) {
+    if (x->dense)
+        return id <= x->top ? x->dense[id] : UINT64_MAX;
+    if (x->ordered) {
+        if (id < x->last)
+            x->from = 0;
+        x->from = search_from(x->keys, x->n, x->from, id);
+        x->last = id;
+        return x->from < x->n && ld_u64(x->keys, x->from) == id ? x->from : UINT64_MAX;
+    }
+    const u64 *at = map_find(&x->map, id);
+    return at ? *at : UINT64_MAX;
+}
+
+static void key_index_free(KeyIndex *x) {
+    free(x->dense);
+    map_free(&x->map);
+}
+
 /* table_lookup(ids, valid, offset, n, keys, values, width, outs): per row i
  * of the n from offset, the value of the first key equal to ids[i] (values:
  * width 4 or 8 byte ints), null where valid (a bitmap, or None: every row)
@@ -228,7 +292,7 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*Onny*y*iO:table_lookup", &ids, &valid_obj, &offset, &n, &keys, &values, &width,
                           &outs))
         return NULL;
-    Map index = {0};
+    KeyIndex index = {0};
     size_t nkeys = (size_t)keys.len / 8;
     if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
         goto done;
@@ -243,59 +307,16 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
     int failed = 0;
     Py_ssize_t nulls = 0;
     Py_BEGIN_ALLOW_THREADS;
-    /* Keys that are small ints (a generation's stack and string ids count
-     * up from 1) index a table of positions directly; keys in order (a
-     * unit's times) are searched, from where the last id's search ended
-     * while the ids ascend too: a merge, in memory's order, where a hash
-     * map's probes miss the cache; others go through a hash map. */
-    const u8 *kb = keys.buf;
-    u64 top = 0;
-    int ordered = 1;
-    for (size_t j = 0; j < nkeys; j++) {
-        u64 k = ld_u64(kb, j);
-        top = k > top ? k : top;
-        ordered = ordered && (j == 0 || ld_u64(kb, j - 1) <= k);
-    }
-    int dense_keys = nkeys && top < 4 * nkeys + 4096;
-    u64 *dense = dense_keys ? malloc(((size_t)top + 1) * sizeof *dense) : NULL;
-    failed = dense_keys && !dense;
-    if (dense) {
-        memset(dense, 0xff, ((size_t)top + 1) * sizeof *dense); /* UINT64_MAX: no key */
-        for (size_t j = nkeys; j-- > 0;)                          /* from the last: the first of equal keys stays */
-            dense[ld_u64(kb, j)] = j;
-    } else if (!failed && !ordered) {
-        /* Sized for every key at once: growing by doubling rehashes a unit's
-         * keys a score of times. */
-        size_t cap = 16;
-        while (cap < 2 * nkeys + 2)
-            cap *= 2;
-        failed = map_resize(&index, cap) != 0;
-        for (size_t j = 0; j < nkeys && !failed; j++)
-            failed = !map_slot(&index, ld_u64(kb, j), j); /* the first of equal keys stays */
-    }
+    failed = key_index_build(&index, keys.buf, nkeys) != 0;
     const u8 *iv = (const u8 *)ids.buf + offset * 8, *vb = valid.obj ? valid.buf : NULL, *vals = values.buf;
     u8 *d = out[0].buf, *b = out[1].buf;
-    size_t w = (size_t)width, from = 0;
-    u64 last = 0;
+    size_t w = (size_t)width;
     memset(b, 0, sizes[1]);
     for (size_t i = 0; i < (size_t)n && !failed; i++) {
         size_t bit = (size_t)offset + i;
         u64 pos = UINT64_MAX;
-        if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) {
-            u64 id = ld_u64(iv, i);
-            if (dense) {
-                pos = id <= top ? dense[id] : UINT64_MAX;
-            } else if (ordered) {
-                if (id < last)
-                    from = 0;
-                from = search_from(kb, nkeys, from, id);
-                last = id;
-                pos = from < nkeys && ld_u64(kb, from) == id ? from : UINT64_MAX;
-            } else {
-                const u64 *at = map_find(&index, id);
-                pos = at ? *at : UINT64_MAX;
-            }
-        }
+        if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1)
+            pos = key_index_find(&index, ld_u64(iv, i));
         if (pos != UINT64_MAX) {
             memcpy(d + i * w, vals + pos * w, w);
             set_valid(b, i);
@@ -304,17 +325,74 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
             nulls++;
         }
     }
-    free(dense);
     Py_END_ALLOW_THREADS;
     release_all(out, 2);
     result = failed ? PyErr_NoMemory() : PyLong_FromSsize_t(nulls);
 done:
-    map_free(&index);
+    key_index_free(&index);
     PyBuffer_Release(&ids);
     if (valid.obj)
         PyBuffer_Release(&valid);
     PyBuffer_Release(&keys);
     PyBuffer_Release(&values);
+    return result;
+}
+
+/* table_missing(ids, valid, offset, n, keys): the distinct ids of the n
+ * rows from offset that are valid, not 0 and no key's, in the order they
+ * first appear (bytes of uint64): what a lookup by those keys would leave
+ * null that more keys could fill, found without writing its column. */
+static PyObject *missing(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer ids, keys, valid = {0};
+    PyObject *valid_obj, *result = NULL;
+    Py_ssize_t offset, n;
+    if (!PyArg_ParseTuple(args, "y*Onny*:table_missing", &ids, &valid_obj, &offset, &n, &keys))
+        return NULL;
+    KeyIndex index = {0};
+    Map seen = {0};
+    u64 *found = NULL;
+    size_t nfound = 0, cap = 0;
+    if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (offset < 0 || n < 0 || (size_t)ids.len < (size_t)(offset + n) * 8 ||
+        (valid.obj && (size_t)valid.len * 8 < (size_t)(offset + n)) || keys.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "table_missing: column lengths do not match");
+        goto done;
+    }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    failed = key_index_build(&index, keys.buf, (size_t)keys.len / 8) != 0;
+    const u8 *iv = (const u8 *)ids.buf + offset * 8, *vb = valid.obj ? valid.buf : NULL;
+    u64 last = 0; /* the last id missed: runs of one id ask the map once */
+    for (size_t i = 0; i < (size_t)n && !failed; i++) {
+        size_t bit = (size_t)offset + i;
+        if (vb && !((vb[bit >> 3] >> (bit & 7)) & 1))
+            continue;
+        u64 id = ld_u64(iv, i);
+        if (!id || id == last || key_index_find(&index, id) != UINT64_MAX)
+            continue;
+        last = id;
+        u64 *at = map_slot(&seen, id, 0);
+        if (!at) {
+            failed = 1;
+        } else if (!*at) {
+            *at = 1;
+            failed = grow((void **)&found, &cap, nfound + 1, sizeof *found) != 0;
+            if (!failed)
+                found[nfound++] = id;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    result = failed ? PyErr_NoMemory() : PyBytes_FromStringAndSize((const char *)found, (Py_ssize_t)(nfound * 8));
+done:
+    key_index_free(&index);
+    map_free(&seen);
+    free(found);
+    PyBuffer_Release(&ids);
+    if (valid.obj)
+        PyBuffer_Release(&valid);
+    PyBuffer_Release(&keys);
     return result;
 }
 
@@ -691,6 +769,10 @@ static PyMethodDef methods[] = {
     {"table_lookup", lookup, METH_VARARGS,
      "table_lookup(ids, valid, offset, n, keys, values, width, outs, /)\n--\n\n"
      "Each id's value by key, null where none (the twin of _tables/kernels.py's lookup)."},
+    {"table_missing", missing, METH_VARARGS,
+     "table_missing(ids, valid, offset, n, keys, /)\n--\n\n"
+     "The distinct ids, not 0, that no key is, in the order they first appear (the twin of _tables/kernels.py's "
+     "missing)."},
     {"table_wakers", wakers, METH_VARARGS,
      "table_wakers(ends, valid, offset, n, goroutines, g_offset, times, woken, wakers, outs, /)\n--\n\n"
      "Each row's waker: the first wake at its end, where it woke the row's goroutine (the twin of "
