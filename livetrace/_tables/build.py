@@ -211,10 +211,14 @@ class UnitBuilder:
         events: Sequence[EventBatch],
         spans: Sequence[SpanBatch],
         open_counts: tuple[int, Mapping[SpanKind, int]] | None = None,
+        *,
+        names_upto: int | None = None,
     ) -> Unit:
         """Every table's rows of one unit: its event batches, the spans that
         ended in them, and (time, SpanBuilder.open_counts()) at its end for
-        the goroutines-by-state counters. ``captures`` is left empty: a
+        the goroutines-by-state counters. ``names_upto``: how many names the
+        spans' names table had at the unit's end (None: all it has; it
+        grows while a later unit's batches are fed). ``captures`` is left empty: a
         capture's row is made once, at its end (captures.py)."""
         generation = next((b.gen.gen for b in events if b.gen is not None), 0)
         ev = [
@@ -230,7 +234,12 @@ class UnitBuilder:
         parents = self._parents.setdefault(capture, {})
         _note_parents(parents, event_rows)
         parts = [
-            (spans_batch(capture, p.batch, self.stacks, self._names, parents, compiled=self._compiled), p)
+            (
+                spans_batch(
+                    capture, p.batch, self.stacks, self._names, parents, compiled=self._compiled, names_upto=names_upto
+                ),
+                p,
+            )
             for p in merged_spans(spans, compiled=self._compiled, scratch=self._scratch)
         ]
         sp = _concat("spans", [s for s, _ in parts])

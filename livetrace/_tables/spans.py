@@ -36,15 +36,17 @@ class Names:
         self._n = -1
         self._array = pa.array([], pa.string())
 
-    def array(self, table: Sequence[bytes]) -> pa.Array:
-        if table is self._of and len(table) > self._n:
+    def array(self, table: Sequence[bytes], n: int | None = None) -> pa.Array:
+        """The first ``n`` names of the table (None: all it has)."""
+        n = len(table) if n is None else n
+        if table is self._of and n > self._n:
             # The same table, grown (names are only appended): only its new tail is converted.
-            tail = name_table(list(table[self._n :]))
+            tail = name_table(list(table[self._n : n]))
             self._array = pa.concat_arrays([self._array, tail])
-            self._n = len(table)
-        elif table is not self._of or len(table) != self._n:
-            self._of, self._n = table, len(table)
-            self._array = name_table(list(table))
+            self._n = n
+        elif table is not self._of or n != self._n:
+            self._of, self._n = table, n
+            self._array = name_table(list(table[:n]))
         return self._array
 
 
@@ -88,13 +90,16 @@ def spans_batch(
     parents: Mapping[int, int],
     *,
     compiled: bool,
+    names_upto: int | None = None,
 ) -> pa.RecordBatch:
+    """The ``spans`` rows of a batch; ``names_upto``: how many names of its
+    names table are its (None: all)."""
     n = len(spans)
     kinds = column(spans.kinds)
     starts, ends = column(spans.starts), column(spans.ends)
     flags = column(spans.flags)
     tasks = column(spans.tasks)
-    table = span_names.array(spans.names_table)
+    table = span_names.array(spans.names_table, names_upto)
     is_task = pc.equal(kinds, pa.scalar(int(SpanKind.TASK), pa.uint8()))
     if parents and pc.any(is_task).as_py():
         keys = pa.array(list(parents), pa.uint64())
