@@ -11,7 +11,7 @@ this twin's pyarrow kernels. Both give the same arrays.
   an id is null or has no key), the first of equal keys counting;
 - :func:`missing`: the distinct ids of a column that no key is;
 - :func:`wakers_at_ends`: per goroutine state, the goroutine whose wake
-  at its end made it runnable (a lookup by time, checked);
+  event at its end made it runnable (a lookup by time, checked);
 - :func:`span_partition`: a unit's SpanBatches' columns as one batch's,
   its goroutine states first, then its P spans, then the rest (each part
   in the batches' order), so that ``goroutine_states`` and ``proc_states``
@@ -20,6 +20,7 @@ this twin's pyarrow kernels. Both give the same arrays.
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Sequence
 from typing import NamedTuple, cast
@@ -27,7 +28,7 @@ from typing import NamedTuple, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import column, strided
+from livetrace._tables.columns import column, full, strided
 from livetrace._trace.accel import ccore
 from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
 from livetrace._trace.spans.batch import COLUMNS as SPAN_COLUMNS
@@ -180,17 +181,34 @@ def missing(ids: pa.Array, keys: pa.Array, *, compiled: bool) -> list[int]:
     return [i for i in pc.unique(out).to_pylist() if i]
 
 
+def codes_in(codes: pa.Array, wanted: Sequence[int]) -> pa.Array:
+    """Where an event's code (int32) is one of ``wanted``: compares, a few times faster than is_in's hash."""
+    return functools.reduce(pc.or_, [pc.equal(codes, pa.scalar(c, pa.int32())) for c in wanted])
+
+
 def wakers_at_ends(
-    ends: pa.Array, goroutines: pa.Array, times: pa.Array, woken: pa.Array, wakers: pa.Array, *, compiled: bool
+    ends: pa.Array,
+    goroutines: pa.Array,
+    codes: pa.Array,
+    times: pa.Array,
+    woken: pa.Array,
+    wakers: pa.Array,
+    wakes: Sequence[int],
+    *,
+    compiled: bool,
 ) -> pa.Array | None:
-    """Per row (``ends`` and ``goroutines``, int64), the waker (``wakers``,
-    int64) of the first wake whose time (``times``, int64) is the row's
-    end, where that wake woke the row's goroutine (``woken``, 64-bit);
-    null where no wake is at its end (or the end is null). None where a
-    row's first wake at its end woke another goroutine (two wakes at one
-    time): then only a join on both answers."""
+    """Per row (``ends`` and ``goroutines``, int64), the waker of the first
+    wake event (of the events' ``codes``, int32, those in ``wakes``) whose
+    time (``times``, int64) is the row's end, where that wake woke the
+    row's goroutine (``woken``, 64-bit; ``wakers``, int64, its waker); null
+    where no wake is at its end (or the end is null). None where a row's
+    first wake at its end woke another goroutine (two wakes at one time):
+    then only a join on both answers. Compiled, one pass over the events
+    as they are, not the wakes filtered out of them first."""
     n = len(ends)
-    if compiled and not any(a.null_count for a in (goroutines, times, woken, wakers)):
+    if not n:
+        return full(None, 0, pa.int64())
+    if compiled and not any(a.null_count for a in (goroutines, codes, times, woken, wakers)):
         data, bits = _alloc(n * 8), _alloc((n + 7) // 8)
         nulls = ccore.table_wakers(
             ends.buffers()[1],
@@ -199,14 +217,20 @@ def wakers_at_ends(
             n,
             goroutines.buffers()[1],
             goroutines.offset,
+            _data(codes, 4),
             _data(times, 8),
             _data(woken, 8),
             _data(wakers, 8),
+            bytes(1 if c in wakes else 0 for c in range(256)),
             (data, bits),
         )
         if nulls is not None:
             return pa.Array.from_buffers(pa.int64(), n, [bits, data], nulls)
         # (times out of order: the lookup's hash map answers)
+    is_wake = codes_in(codes, wakes)
+    times, woken, wakers = (a.filter(is_wake) for a in (times, woken, wakers))
+    if not len(times):
+        return full(None, n, pa.int64())
     at = lookup(ends, times, strided(len(times), 1), compiled=compiled)
     mine = pc.equal(pc.take(pc.cast(woken, pa.int64(), safe=False), at), goroutines)
     if pc.any(pc.invert(mine)).as_py():

@@ -575,15 +575,18 @@ def table_wakers(
     n: int,
     goroutines: ReadableBuffer,
     g_offset: int,
+    codes: ReadableBuffer,
     times: ReadableBuffer,
     woken: ReadableBuffer,
     wakers: ReadableBuffer,
+    is_wake: ReadableBuffer,
     outs: tuple[Any, Any],
     /,
 ) -> int | None:
-    """Each row's waker into outs (values, validity): the null count, or
-    None where a row's first wake at its end woke another goroutine or the
-    times are not in order (the twin of _tables/kernels.py's wakers_at_ends)."""
+    """Each row's waker (the first wake event at its end) into outs
+    (values, validity): the null count, or None where a row's first wake at
+    its end woke another goroutine or the times are not in order (the twin
+    of _tables/kernels.py's wakers_at_ends)."""
 
 def table_span_partition(batches: Iterable[tuple[ReadableBuffer, ...]], outs: tuple[Any, ...], /) -> tuple[int, int]:
     """SpanBatches' columns as one batch's into outs (writable buffers),

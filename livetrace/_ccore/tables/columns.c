@@ -396,31 +396,34 @@ done:
     return result;
 }
 
-/* table_wakers(ends, valid, offset, n, goroutines, g_offset, times, woken,
- * wakers, outs): per row i of the n from offset (int64 ends, validity a
- * bitmap or None; goroutines from g_offset), the waker of the first wake
- * whose time (times: the wakes', int64) is the row's end, where that wake
- * woke the row's goroutine (woken[at] == goroutines[i], compared as bits):
- * the lookup, take, compare and take of _tables/kernels.py's
- * wakers_at_ends in one pass, into outs (int64 values, validity bitmap).
- * Gives the null count, or None where that answer would not do: the times
- * are not in order, or a row's first wake at its end woke another
- * goroutine (two wakes at one time: the caller joins on both). */
+/* table_wakers(ends, valid, offset, n, goroutines, g_offset, codes, times,
+ * woken, wakers, is_wake, outs): per row i of the n from offset (int64
+ * ends, validity a bitmap or None; goroutines from g_offset), the waker of
+ * the first wake event (of the events' int32 codes, those is_wake[code]
+ * names) whose time (int64, the events') is the row's end, where that
+ * wake woke the row's goroutine (woken[at] == goroutines[i], compared as
+ * bits; wakers[at] its waker): the filter, lookup, takes and compare of
+ * _tables/kernels.py's wakers_at_ends in one pass over the events as they
+ * are, into outs (int64 values, validity bitmap). Gives the null count,
+ * or None where that answer would not do: the times are not in order, or
+ * a row's first wake at its end woke another goroutine (two wakes at one
+ * time: the caller joins on both). */
 static PyObject *wakers(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer ends, goroutines, times, woken, wakers, valid = {0}, out[2];
+    Py_buffer ends, goroutines, codes, times, woken, wakers, is_wake, valid = {0}, out[2];
     PyObject *valid_obj, *outs, *result = NULL;
     Py_ssize_t offset, n, g_offset;
-    if (!PyArg_ParseTuple(args, "y*Onny*ny*y*y*O:table_wakers", &ends, &valid_obj, &offset, &n, &goroutines,
-                          &g_offset, &times, &woken, &wakers, &outs))
+    if (!PyArg_ParseTuple(args, "y*Onny*ny*y*y*y*y*O:table_wakers", &ends, &valid_obj, &offset, &n, &goroutines,
+                          &g_offset, &codes, &times, &woken, &wakers, &is_wake, &outs))
         return NULL;
-    size_t nkeys = (size_t)times.len / 8;
+    size_t nev = (size_t)times.len / 8;
     if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
         goto done;
     if (offset < 0 || n < 0 || g_offset < 0 || (size_t)ends.len < (size_t)(offset + n) * 8 ||
         (size_t)goroutines.len < (size_t)(g_offset + n) * 8 ||
-        (valid.obj && (size_t)valid.len * 8 < (size_t)(offset + n)) || (size_t)times.len != nkeys * 8 ||
-        (size_t)woken.len != nkeys * 8 || (size_t)wakers.len != nkeys * 8) {
+        (valid.obj && (size_t)valid.len * 8 < (size_t)(offset + n)) || (size_t)times.len != nev * 8 ||
+        (size_t)codes.len != nev * 4 || (size_t)woken.len != nev * 8 || (size_t)wakers.len != nev * 8 ||
+        is_wake.len != 256) {
         PyErr_SetString(PyExc_ValueError, "table_wakers: column lengths do not match");
         goto done;
     }
@@ -431,8 +434,9 @@ static PyObject *wakers(PyObject *self, PyObject *args) {
     Py_ssize_t nulls = 0;
     Py_BEGIN_ALLOW_THREADS;
     const u8 *kb = times.buf, *ev = (const u8 *)ends.buf + offset * 8, *gv = (const u8 *)goroutines.buf + g_offset * 8,
-             *wo = woken.buf, *wk = wakers.buf, *vb = valid.obj ? valid.buf : NULL;
-    for (size_t j = 1; j < nkeys && ordered; j++)
+             *wo = woken.buf, *wk = wakers.buf, *vb = valid.obj ? valid.buf : NULL, *wake = is_wake.buf;
+    const int32_t *code = codes.buf;
+    for (size_t j = 1; j < nev && ordered; j++)
         ordered = (i64)ld_u64(kb, j - 1) <= (i64)ld_u64(kb, j);
     u8 *d = out[0].buf, *b = out[1].buf;
     memset(b, 0, sizes[1]);
@@ -444,17 +448,17 @@ static PyObject *wakers(PyObject *self, PyObject *args) {
         int has = 0;
         if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) {
             i64 end = (i64)ld_u64(ev, i);
-            /* As search_from, over signed keys: ends mostly ascend, as the wakes' times do. */
+            /* As search_from, over signed times: ends mostly ascend, as the events' times do. */
             if (end < last)
                 from = 0;
             last = end;
             size_t lo = from, hi = from, step = 1;
-            while (hi < nkeys && (i64)ld_u64(kb, hi) < end) {
+            while (hi < nev && (i64)ld_u64(kb, hi) < end) {
                 lo = hi + 1;
                 hi += step;
                 step *= 2;
             }
-            hi = hi < nkeys ? hi : nkeys;
+            hi = hi < nev ? hi : nev;
             while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 if ((i64)ld_u64(kb, mid) < end)
@@ -463,13 +467,17 @@ static PyObject *wakers(PyObject *self, PyObject *args) {
                     hi = mid;
             }
             from = lo;
-            if (lo < nkeys && (i64)ld_u64(kb, lo) == end) {
-                if (ld_u64(wo, lo) == ld_u64(gv, i)) {
-                    v = (i64)ld_u64(wk, lo);
+            /* The first wake among the events at that time. */
+            for (size_t at = lo; at < nev && (i64)ld_u64(kb, at) == end; at++) {
+                if (!wake[(u32)code[at] & 0xff] || code[at] < 0 || code[at] > 255)
+                    continue;
+                if (ld_u64(wo, at) == ld_u64(gv, i)) {
+                    v = (i64)ld_u64(wk, at);
                     has = 1;
                 } else {
                     other = 1;
                 }
+                break;
             }
         }
         memcpy(d + i * 8, &v, 8);
@@ -491,9 +499,11 @@ done:
     if (valid.obj)
         PyBuffer_Release(&valid);
     PyBuffer_Release(&goroutines);
+    PyBuffer_Release(&codes);
     PyBuffer_Release(&times);
     PyBuffer_Release(&woken);
     PyBuffer_Release(&wakers);
+    PyBuffer_Release(&is_wake);
     return result;
 }
 
@@ -774,7 +784,7 @@ static PyMethodDef methods[] = {
      "The distinct ids, not 0, that no key is, in the order they first appear (the twin of _tables/kernels.py's "
      "missing)."},
     {"table_wakers", wakers, METH_VARARGS,
-     "table_wakers(ends, valid, offset, n, goroutines, g_offset, times, woken, wakers, outs, /)\n--\n\n"
+     "table_wakers(ends, valid, offset, n, goroutines, g_offset, codes, times, woken, wakers, is_wake, outs, /)\n--\n\n"
      "Each row's waker: the first wake at its end, where it woke the row's goroutine (the twin of "
      "_tables/kernels.py's wakers_at_ends)."},
     {"table_span_partition", span_partition, METH_VARARGS,
