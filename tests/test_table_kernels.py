@@ -123,3 +123,27 @@ def test_missing_on_both_cores_alike(keys: list[int], ids: list[int | None], off
     signed = column.cast(pa.int64(), safe=False)
     as_signed = [i - (1 << 64) if i >= 1 << 63 else i for i in expected]
     assert missing(signed, k, compiled=True) == missing(signed, k, compiled=False) == as_signed
+
+
+@settings(max_examples=50)
+@given(
+    ids=st.lists(st.none() | st.integers(0, 20), min_size=1, max_size=40),
+    put=st.lists(st.tuples(st.integers(0, 39), st.none() | st.integers(-5, 5)), max_size=6),
+    narrow=st.booleans(),
+)
+def test_lookup_puts_a_few_rows_answers_on_both_cores_alike(
+    ids: list[int | None], put: list[tuple[int, int | None]], narrow: bool
+) -> None:
+    """The rows given take the values given (null where None), valid or
+    null before; the null count follows."""
+    keys = pa.array(range(1, 15, 2), pa.uint64())
+    values = pa.array([100 + k for k in range(1, 15, 2)], pa.int32() if narrow else pa.int64())
+    given = {r: v for r, v in put if r < len(ids)}  # one value a row, in row order
+    rows = pa.array(sorted(given), pa.int64())
+    put_values = pa.array([given[r] for r in sorted(given)], pa.int64())
+    column = pa.array(ids, pa.uint64())
+    plain = lookup(column, keys, values, compiled=False).to_pylist()
+    expected = [given.get(i, v) for i, v in enumerate(plain)]
+    for compiled in (True, False):
+        got = lookup(column, keys, values, compiled=compiled, put=(rows, put_values))
+        assert got.to_pylist() == expected and got.null_count == expected.count(None)

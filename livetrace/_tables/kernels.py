@@ -153,10 +153,14 @@ def _data(array: pa.Array, width: int) -> memoryview:
     return memoryview(array.buffers()[1])[array.offset * width : (array.offset + len(array)) * width]
 
 
-def lookup(ids: pa.Array, keys: pa.Array, values: pa.Array, *, compiled: bool) -> pa.Array:
+def lookup(
+    ids: pa.Array, keys: pa.Array, values: pa.Array, *, compiled: bool, put: tuple[pa.Array, pa.Array] | None = None
+) -> pa.Array:
     """Per id (a 64-bit integer column), the value (int32 or int64) of the
     first key (64-bit, compared as bits) equal to it; null where the id is
-    null or no key is."""
+    null or no key is. ``put``: (rows, values), a few rows (int64
+    positions, ascending) whose answers are those values instead (null
+    where one is): written into the column made, not a copy of it."""
     if compiled:
         n = len(ids)
         valid = ids.buffers()[0]
@@ -165,8 +169,29 @@ def lookup(ids: pa.Array, keys: pa.Array, values: pa.Array, *, compiled: bool) -
         nulls = ccore.table_lookup(
             ids.buffers()[1], valid, ids.offset, n, _data(keys, 8), _data(values, width), width, (data, bits)
         )
+        if put is not None:
+            nulls += _put(data, bits, "q" if width == 8 else "i", *put)
         return pa.Array.from_buffers(values.type, n, [bits, data], nulls)
-    return pc.take(values, pc.index_in(ids, value_set=pc.cast(keys, ids.type, safe=False)))
+    out = pc.take(values, pc.index_in(ids, value_set=pc.cast(keys, ids.type, safe=False)))
+    if put is None:
+        return out
+    rows, given = put
+    return pc.replace_with_mask(out, pc.is_in(strided(len(ids), 1), value_set=rows), given.cast(values.type))
+
+
+def _put(data: pa.Buffer, bits: pa.Buffer, typecode: str, rows: pa.Array, values: pa.Array) -> int:
+    """Writes the values at the rows of a column's buffers (a few: one by
+    one); how many more nulls it has now."""
+    items, valid, more = memoryview(data).cast(typecode), memoryview(bits).cast("B"), 0  # type: ignore[call-overload]
+    for row, value in zip(rows.to_pylist(), values.to_pylist(), strict=True):
+        byte, bit = row >> 3, 1 << (row & 7)
+        was = bool(valid[byte] & bit)
+        if value is None:
+            items[row], valid[byte] = 0, valid[byte] & ~bit
+        else:
+            items[row], valid[byte] = value, valid[byte] | bit
+        more += (value is None) - (not was)
+    return more
 
 
 def missing(ids: pa.Array, keys: pa.Array, *, compiled: bool) -> list[int]:

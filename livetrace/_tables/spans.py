@@ -60,26 +60,29 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
         return full(None, n, pa.int64()) if t is None else stacks.stable(t, local)
     # Else nearly every row has the unit's table, and a few an earlier one
     # (spans begun in an earlier generation): the many rows are looked up
-    # as they are, the few taken out and put back, not every row per table.
-    # The tables are asked in the order they first appear (the order new
-    # stacks get their rows).
+    # as they are, the few apart and written into that column, not every
+    # row per table. The tables are asked in the order they first appear
+    # (the order new stacks get their rows).
     counts = pc.value_counts(keys)
     main = counts.field("values")[pc.index(counts.field("counts"), pc.max(counts.field("counts"))).as_py()]
     here = pc.equal(keys, main)
-    others = pc.invert(here)
-    at = pc.indices_nonzero(others)
+    at = pc.indices_nonzero(pc.invert(here))
     few_keys, few_local = keys.take(at), local.take(at)
-    many, few = full(None, n, pa.int64()), full(None, len(at), pa.int64())
+    many = null_where_not(local, here)  # its values shared, a bitmap made
+    few = full(None, len(at), pa.int64())
     for key in pc.unique(keys).to_pylist():
         t = spans.tables.get(key)
         if t is None:
             continue
         if key == main.as_py():
-            many = stacks.stable(t, null_where_not(local, here))  # its values shared, a bitmap made
+            stacks.note(t, many)
         else:
             mine = pc.equal(few_keys, pa.scalar(key, pa.uint32()))
             few = pc.coalesce(few, stacks.stable(t, pc.if_else(mine, few_local, pa.scalar(0, pa.uint64()))))
-    return pc.replace_with_mask(many, others, few)
+    t = spans.tables.get(main.as_py())
+    if t is None:
+        return pc.replace_with_mask(full(None, n, pa.int64()), pc.invert(here), few)
+    return stacks.stable(t, many, put=(pc.cast(at, pa.int64()), few))
 
 
 def spans_batch(
