@@ -1,5 +1,6 @@
 """Units built in a thread of their own while the next are decoded
-(livetrace/_tables/read.py's iter_tables, units.py's feed_pending): a unit
+(livetrace/_tables/read.py's iter_tables with build_ahead, as tables()
+reads them; units.py's feed_pending): a unit
 made ready and built later is the unit built at once, though the span
 builder's names table grew in between; a malformed trace still gives the
 units before the problem, then its error."""
@@ -14,6 +15,7 @@ import livetrace
 from livetrace import TraceFormatError
 from livetrace._tables.build import Unit, UnitBuilder
 from livetrace._tables.captures import Capture
+from livetrace._tables.read import iter_tables
 from livetrace._tables.units import CaptureUnits, PendingUnit
 
 TRACE = Path(__file__).resolve().parent / "corpus" / "runtime" / "go126-generations.trace"
@@ -58,7 +60,7 @@ def test_a_cut_trace_gives_its_whole_units_then_its_error(cut: float) -> None:
     data = TRACE.read_bytes()
     whole = [_uncaptured(u) for u in livetrace.iter_tables(data)]
     got: list[dict[str, object]] = []
-    units = livetrace.iter_tables(data[: int(len(data) * cut)])
+    units = iter_tables(data[: int(len(data) * cut)], build_ahead=True)
     with pytest.raises(TraceFormatError):
         got.extend(_uncaptured(u) for u in units)
     assert got and got == whole[: len(got)]

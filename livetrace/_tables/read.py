@@ -58,28 +58,31 @@ class _Session:
     traces: int = 0
 
 
-def iter_tables(source: Sources, *, one_session: bool = False, compiled: bool | None = None) -> Iterator[Unit]:
+def iter_tables(
+    source: Sources, *, one_session: bool = False, compiled: bool | None = None, build_ahead: bool = False
+) -> Iterator[Unit]:
     """Every table's rows, a unit at a time: one dict of table name ->
     ``pyarrow.RecordBatch`` per generation (a legacy trace: per segment),
     each with every table's columns (a table with no rows of that unit has
     an empty batch). A capture's ``captures`` row comes with its last unit;
     a stack's and a frame's row with the first unit that refers to it.
-    Memory holds a few units at a time: one is built (in a thread of its
-    own) while the next is decoded. ``source``: a path, bytes, a binary
-    file, or a sequence of paths; ``one_session``: its files are one
-    session's, in order (the files of a recording), where each is its own
-    else; ``compiled`` as for :func:`decode`. A malformed trace raises
-    :class:`TraceFormatError` after the units before the problem."""
+    Memory holds one unit at a time; with ``build_ahead``, two: each is
+    built in a thread of its own while the next is decoded. ``source``: a
+    path, bytes, a binary file, or a sequence of paths; ``one_session``:
+    its files are one session's, in order (the files of a recording), where
+    each is its own else; ``compiled`` as for :func:`decode`. A malformed
+    trace raises :class:`TraceFormatError` after the units before the
+    problem."""
     builder = UnitBuilder(compiled=compiled)
     shared = _Session() if one_session else None
-    # One thread builds the units, in order, while this one decodes the
-    # next: the kernels and pyarrow's let go of the GIL.
+    # The kernels and pyarrow's let go of the GIL: a thread of its own
+    # builds the units, in order, while this one decodes the next.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="livetrace-tables") as pool:
         for one in _sources(source):
             name, stream = _open(one)
             with stream:
                 pending = _units(builder, name, stream, shared if shared is not None else _Session(), compiled)
-                yield from _built(pending, pool)
+                yield from (_built(pending, pool) if build_ahead else (unit() for unit in pending))
 
 
 def _built(pending: Iterator[PendingUnit], pool: ThreadPoolExecutor) -> Iterator[Unit]:
@@ -141,7 +144,9 @@ def tables(source: Sources, *, one_session: bool = False, compiled: bool | None 
     ``pyarrow.Table`` (docs/sql.md lists the tables and their columns).
     ``one_session`` as for :func:`iter_tables`."""
     parts: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLE_NAMES}
-    for unit in iter_tables(source, one_session=one_session, compiled=compiled):
+    # Every unit is kept: one more being built at a time costs little, and
+    # it is built while the next is decoded.
+    for unit in iter_tables(source, one_session=one_session, compiled=compiled, build_ahead=True):
         for name, batch in unit.items():
             if batch.num_rows:
                 parts[name].append(batch)
