@@ -16,9 +16,9 @@ from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
 
-# A unit made ready to build: building it is all that is left, and needs
-# nothing the capture's later batches change (so another thread may do it
-# while they are decoded).
+# A unit made ready to build: building it (once) is all that is left, and
+# needs nothing the capture's later batches change (so another thread may
+# do it while they are decoded).
 PendingUnit = Callable[[], Unit]
 
 
@@ -73,12 +73,15 @@ class CaptureUnits:
         counts = (times[-1], self._spans.open_counts()) if times else None  # before close() empties the builder
         if last:
             self._span_batches.append(self._spans.close())
-        batches, span_batches = self._batches, self._span_batches
+        # The batches, let go of once built: whoever still holds this unit
+        # (a loop's variable while the next unit is decoded) holds no more.
+        held = [(self._batches, self._span_batches)]
         # The span names there are now: the builder's list grows as the next batches are fed.
         names_upto = len(self._spans.names)
         self._batches, self._span_batches = [], []
 
         def build() -> Unit:
+            batches, span_batches = held.pop()
             unit = self._builder.build(self.capture.capture, batches, span_batches, counts, names_upto=names_upto)
             self.capture.saw(unit["events"])
             if last:
