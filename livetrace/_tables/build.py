@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
-from livetrace._tables.kernels import Scratch, codes_in, span_partition, wakers_at_ends
+from livetrace._tables.kernels import Scratch, one_of, span_partition, wakers_at_ends
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     STATE_COLUMNS,
@@ -80,7 +80,7 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool | No
     got = wakers_at_ends(ends, goroutines, codes, times, woken, wakers, _WAKES, compiled=use_compiled(compiled))
     if got is not None:
         return got
-    is_wake = codes_in(codes, _WAKES)
+    is_wake = one_of(codes, _WAKES)
     times, wakers = times.filter(is_wake), wakers.filter(is_wake)
     woken = pc.cast(woken.filter(is_wake), pa.int64(), safe=False)
     right = (

@@ -206,9 +206,10 @@ def missing(ids: pa.Array, keys: pa.Array, *, compiled: bool) -> list[int]:
     return [i for i in pc.unique(out).to_pylist() if i]
 
 
-def codes_in(codes: pa.Array, wanted: Sequence[int]) -> pa.Array:
-    """Where an event's code (int32) is one of ``wanted``: compares, a few times faster than is_in's hash."""
-    return functools.reduce(pc.or_, [pc.equal(codes, pa.scalar(c, pa.int32())) for c in wanted])
+def one_of(values: pa.Array, wanted: Sequence[int]) -> pa.Array:
+    """Where an int32 column (an event's code, a dictionary's indices) is one
+    of a few ``wanted``: compares, four times faster than is_in's hash."""
+    return functools.reduce(pc.or_, [pc.equal(values, pa.scalar(c, pa.int32())) for c in wanted])
 
 
 def wakers_at_ends(
@@ -252,7 +253,7 @@ def wakers_at_ends(
         if nulls is not None:
             return pa.Array.from_buffers(pa.int64(), n, [bits, data], nulls)
         # (times out of order: the lookup's hash map answers)
-    is_wake = codes_in(codes, wakes)
+    is_wake = one_of(codes, wakes)
     times, woken, wakers = (a.filter(is_wake) for a in (times, woken, wakers))
     if not len(times):
         return full(None, n, pa.int64())

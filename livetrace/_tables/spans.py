@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from livetrace._tables.columns import column, flag, full, name_table, names, null_where_not
-from livetrace._tables.kernels import lookup
+from livetrace._tables.kernels import lookup, one_of
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
 from livetrace._trace.spans.batch import SpanBatch
@@ -151,13 +151,13 @@ def _select(spans: pa.RecordBatch, kind: SpanKind, table: str, renames: Mapping[
     return pa.record_batch(rows.columns, schema=SCHEMAS[table])
 
 
-_GC_KINDS = pa.array([int(SpanKind.GC), int(SpanKind.STW)], pa.int32())
+_GC_KINDS = (int(SpanKind.GC), int(SpanKind.STW))
 
 
 def gc_spans_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
     """The GC cycles and stop-the-world pauses of the spans."""
     columns = [f.name for f in SCHEMAS["gc_spans"]]
-    rows = _rows(spans, pc.is_in(spans["kind"].indices, value_set=_GC_KINDS), columns)
+    rows = _rows(spans, one_of(spans["kind"].indices, _GC_KINDS), columns)
     return pa.record_batch(rows.columns, schema=SCHEMAS["gc_spans"])
 
 
