@@ -338,6 +338,8 @@ done:
     return result;
 }
 
+#define MISSING_SMALL ((size_t)1 << 20) /* calloc'd: only the pages of the ids seen are touched */
+
 /* table_missing(ids, valid, offset, n, keys): the distinct ids of the n
  * rows from offset that are valid, not 0 and no key's, in the order they
  * first appear (bytes of uint64): what a lookup by those keys would leave
@@ -352,6 +354,7 @@ static PyObject *missing(PyObject *self, PyObject *args) {
     KeyIndex index = {0};
     Map seen = {0};
     u64 *found = NULL;
+    u8 *small = NULL; /* ids below MISSING_SMALL seen: a byte each, where the map hashed every row */
     size_t nfound = 0, cap = 0;
     if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
         goto done;
@@ -362,9 +365,9 @@ static PyObject *missing(PyObject *self, PyObject *args) {
     }
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS;
-    failed = key_index_build(&index, keys.buf, (size_t)keys.len / 8) != 0;
+    failed = key_index_build(&index, keys.buf, (size_t)keys.len / 8) != 0 || !(small = calloc(MISSING_SMALL, 1));
     const u8 *iv = (const u8 *)ids.buf + offset * 8, *vb = valid.obj ? valid.buf : NULL;
-    u64 last = 0; /* the last id missed: runs of one id ask the map once */
+    u64 last = 0; /* the last id missed: runs of one id ask once */
     for (size_t i = 0; i < (size_t)n && !failed; i++) {
         size_t bit = (size_t)offset + i;
         if (vb && !((vb[bit >> 3] >> (bit & 7)) & 1))
@@ -373,11 +376,18 @@ static PyObject *missing(PyObject *self, PyObject *args) {
         if (!id || id == last || key_index_find(&index, id) != UINT64_MAX)
             continue;
         last = id;
-        u64 *at = map_slot(&seen, id, 0);
-        if (!at) {
-            failed = 1;
-        } else if (!*at) {
-            *at = 1;
+        int fresh = 0;
+        if (id < MISSING_SMALL) {
+            fresh = !small[id];
+            small[id] = 1;
+        } else {
+            u64 *at = map_slot(&seen, id, 0);
+            failed = !at;
+            fresh = at && !*at;
+            if (fresh)
+                *at = 1;
+        }
+        if (fresh) {
             failed = grow((void **)&found, &cap, nfound + 1, sizeof *found) != 0;
             if (!failed)
                 found[nfound++] = id;
@@ -389,6 +399,7 @@ done:
     key_index_free(&index);
     map_free(&seen);
     free(found);
+    free(small);
     PyBuffer_Release(&ids);
     if (valid.obj)
         PyBuffer_Release(&valid);
