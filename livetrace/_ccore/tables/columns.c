@@ -1,11 +1,13 @@
 /* The tables' per-row passes, compiled: the twin of _tables/kernels.py's
- * event_columns, lookup and span_partition (which say what each column is).
- * Each is one pass in C over an EventBatch's columns, a column of ids or a
- * unit's SpanBatches' columns, writing the Arrow buffers (data, and a
- * validity bitmap where a row may be null) into buffers the caller
- * allocated from pyarrow's pool: memory that pool keeps warm, where fresh
- * bytes objects would cost a page fault per 4 KiB. The loops run without
- * the GIL: their inputs and outputs are held buffers. */
+ * event_columns, lookup, missing, wakers_at_ends and span_partition (which
+ * say what each column is), and of _tables/goroutines.py's _seen.
+ * Each is one pass in C over a run's EventBatches' columns, a column of
+ * ids or a unit's SpanBatches' columns, writing the Arrow buffers (data,
+ * and a validity bitmap where a row may be null) into buffers the caller
+ * allocated from pyarrow's pool (or kept from unit to unit, for what no
+ * table keeps: kernels.Scratch), which pyarrow then wraps as they are.
+ * The loops run without the GIL: their inputs and outputs are held
+ * buffers. */
 
 #include "tables/columns.h"
 #include "common/pyglue.h"
