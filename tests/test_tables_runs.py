@@ -33,8 +33,9 @@ def test_a_batch_without_tables_joins_the_run_it_ends() -> None:
     runs = merged_events(batches)
     assert len(runs) == 1
     run = runs[0]
-    assert run.batch.gen is batches[0].gen and len(run.batch) == sum(len(b) for b in batches)
-    assert run.tabled is not None and run.tabled.to_pylist() == [True] * (len(run.batch) - 1) + [False]
+    assert run.gen is batches[0].gen and run.batches == batches
+    n = sum(len(b) for b in batches)
+    assert run.tabled is not None and run.tabled.to_pylist() == [True] * (n - 1) + [False]
     assert merged_events(batches[:-1])[0].tabled is None  # every row has the tables: no mask
 
 

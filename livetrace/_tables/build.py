@@ -15,9 +15,8 @@ through another worker has a null ``parent_task``.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +24,7 @@ import pyarrow.compute as pc
 from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
-from livetrace._tables.kernels import lookup, span_partition
+from livetrace._tables.kernels import Scratch, one_of, span_partition, wakers_at_ends
 from livetrace._tables.profiles import pprof_units_batch, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
@@ -43,6 +42,7 @@ from livetrace._tables.stacks import StackIds
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import NO_TASK
+from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import SPAN_KIND_NAMES, SpanKind
 from livetrace._trace.spec.modern import EV_GO_SWITCH, EV_GO_SWITCH_DESTROY, EV_GO_UNBLOCK, EV_USER_TASK_BEGIN
@@ -69,30 +69,21 @@ def _concat(table: str, batches: list[pa.RecordBatch], columns: Sequence[str] | 
     return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
 
-def _is_wake(codes: pa.Array) -> pa.Array:
-    """Where an event's code is one of _WAKES: compares, a few times faster than is_in's hash."""
-    masks = [pc.equal(codes, pa.scalar(c, pa.int32())) for c in _WAKES]
-    return functools.reduce(pc.or_, masks)
-
-
 def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool | None = None) -> pa.Array:
     """Per goroutine-state row, the goroutine whose event ended it by making
     it runnable (an unblock at the row's end, of the row's goroutine); null
     where the row's end is (a row not asked about)."""
     ends, goroutines = rows["end"], rows["resource_id"]
-    wakes = events.select(["time", "arg0", "goroutine"]).filter(_is_wake(events["event"].indices))
-    times = wakes["time"]
-    if not len(times) or not len(ends):
-        return full(None, len(ends), pa.int64())
-    woken = pc.cast(wakes["arg0"], pa.int64(), safe=False)
-    wakers = wakes["goroutine"]
+    codes, times, woken, wakers = events["event"].indices, events["time"], events["arg0"], events["goroutine"]
     # A lookup by time: the first wake at the row's end, kept where it
     # woke the row's goroutine. Where it woke another, two wakes may share
     # that time (a legacy trace's ties): then the join on both.
-    at = lookup(ends, times, strided(len(times), 1), compiled=use_compiled(compiled))
-    mine = pc.equal(pc.take(woken, at), goroutines)
-    if not pc.any(pc.invert(mine)).as_py():
-        return pc.if_else(mine, pc.take(wakers, at), pa.scalar(None, pa.int64()))
+    got = wakers_at_ends(ends, goroutines, codes, times, woken, wakers, _WAKES, compiled=use_compiled(compiled))
+    if got is not None:
+        return got
+    is_wake = one_of(codes, _WAKES)
+    times, wakers = times.filter(is_wake), wakers.filter(is_wake)
+    woken = pc.cast(woken.filter(is_wake), pa.int64(), safe=False)
     right = (
         pa.table({"goroutine": woken, "end": times, "waker": wakers})
         .group_by(["goroutine", "end"])
@@ -113,19 +104,21 @@ def _blocked_wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: b
 
 
 class Run(NamedTuple):
-    """Consecutive batches of a unit as one batch. ``tabled``: per row,
-    whether its batch had the run's tables (None: every row's did)."""
+    """Consecutive batches of a unit that share one tables (``gen``; a
+    batch with none among them). ``tabled``: per row, whether its batch
+    had the run's tables (None: every row's did)."""
 
-    batch: EventBatch
+    batches: list[EventBatch]
+    gen: Tables | None
     tabled: pa.Array | None
 
 
 def merged_events(batches: Sequence[EventBatch]) -> list[Run]:
-    """Consecutive batches of one tables as one batch: the kernels then run
+    """Consecutive batches of one tables as one run: the kernels then run
     once per unit, not once per (often small) batch, whose fixed cost would
-    dominate. A batch with no tables (a trace's closing Sync) joins the run
-    it follows, its rows marked, rather than making a run of its own that
-    would cost a copy of the unit's every column to join."""
+    dominate, and read each batch where it is (kernels.event_columns). A
+    batch with no tables (a trace's closing Sync) joins the run it follows,
+    its rows marked, rather than making a run of its own."""
     out: list[Run] = []
     run: list[EventBatch] = []
     for b in batches:
@@ -133,36 +126,20 @@ def merged_events(batches: Sequence[EventBatch]) -> list[Run]:
             continue
         gen = next((r.gen for r in run if r.gen is not None), None)
         if b.gen is not None and gen is not None and b.gen is not gen:
-            out.append(_merge_events(run))
+            out.append(_run(run))
             run = []
         run.append(b)
     if run:
-        out.append(_merge_events(run))
+        out.append(_run(run))
     return out
 
 
-def _merge_events(run: list[EventBatch]) -> Run:
+def _run(run: list[EventBatch]) -> Run:
     gen = next((b.gen for b in run if b.gen is not None), None)
     tabled = None
     if gen is not None and any(b.gen is None for b in run):
         tabled = pa.concat_arrays([full(b.gen is not None, len(b), pa.bool_()) for b in run])
-    if len(run) == 1:
-        return Run(run[0], tabled)
-    cols = tuple(_joined(c) for c in zip(*(b.columns() for b in run), strict=True))
-    return Run(EventBatch(gen, sum(len(b) for b in run), cols), tabled)
-
-
-def _joined(parts: Sequence[memoryview]) -> bytes:
-    """The parts one after another, in memory from pyarrow's pool: it stays
-    warm from unit to unit, where a fresh bytes object of a unit's size
-    costs a page fault per 4 KiB; the columns are then wrapped, not copied."""
-    lengths = [len(p) for p in parts]  # one column's parts: items of one format
-    out = memoryview(pa.allocate_buffer(sum(lengths) * parts[0].itemsize)).cast("B")
-    items, at = out.cast(parts[0].format), 0  # type: ignore[call-overload]  # a column's format, not a literal
-    for p, n in zip(parts, lengths, strict=True):
-        items[at : at + n] = p
-        at += n
-    return cast(bytes, out)  # a buffer, as EventBatch and SpanBatch take (they wrap it as a memoryview)
+    return Run(run, gen, tabled)
 
 
 class Spans(NamedTuple):
@@ -173,16 +150,21 @@ class Spans(NamedTuple):
     procs: int  # the P spans after them
 
 
-def merged_spans(batches: Sequence[SpanBatch], *, compiled: bool | None = None) -> list[Spans]:
+def merged_spans(
+    batches: Sequence[SpanBatch], *, compiled: bool | None = None, scratch: Scratch | None = None
+) -> list[Spans]:
     """The batches as one, where they share one names table (one builder's:
     their tables keys are that builder's too); else each as its own. Its
     rows partitioned while joined: the goroutine states, which are nearly
-    every span, are then a slice of the spans' columns, not a copy."""
+    every span, are then a slice of the spans' columns, not a copy.
+    ``scratch``: as for kernels.span_partition, where there is one group
+    (groups are all made before any is read)."""
     bs = [b for b in batches if len(b)]
     groups = [bs] if all(b.names_table is bs[0].names_table for b in bs) else [[b] for b in bs]
+    kept = scratch if len(groups) == 1 else None
     out = []
     for group in filter(None, groups):
-        cols, states, procs = span_partition(group, compiled=use_compiled(compiled))
+        cols, states, procs = span_partition(group, compiled=use_compiled(compiled), scratch=kept)
         tables = {k: t for b in group for k, t in b.tables.items()}
         out.append(Spans(SpanBatch(cols, tables, group[-1].names_table), states, procs))
     return out
@@ -205,6 +187,8 @@ class UnitBuilder:
         self.stacks = stacks or StackIds(compiled=self._compiled)
         self._strings = Strings(compiled=self._compiled)
         self._names = Names()
+        # Memory for the columns read only while a unit is built, kept for the next.
+        self._scratch = Scratch()
         # Per capture, the parents of its tasks begun and not yet ended.
         self._parents: dict[int, dict[int, int]] = {}
 
@@ -219,14 +203,18 @@ class UnitBuilder:
         events: Sequence[EventBatch],
         spans: Sequence[SpanBatch],
         open_counts: tuple[int, Mapping[SpanKind, int]] | None = None,
+        *,
+        names_upto: int | None = None,
     ) -> Unit:
         """Every table's rows of one unit: its event batches, the spans that
         ended in them, and (time, SpanBuilder.open_counts()) at its end for
-        the goroutines-by-state counters. ``captures`` is left empty: a
+        the goroutines-by-state counters. ``names_upto``: how many names the
+        spans' names table had at the unit's end (None: all it has; it
+        grows while a later unit's batches are fed). ``captures`` is left empty: a
         capture's row is made once, at its end (captures.py)."""
         generation = next((b.gen.gen for b in events if b.gen is not None), 0)
         ev = [
-            events_batch(capture, r.batch, self.stacks, self._strings, generation, r.tabled)
+            events_batch(capture, r.batches, self.stacks, self._strings, generation, r.tabled, self._scratch)
             for r in merged_events(events)
         ]
         per_batch = {
@@ -238,8 +226,13 @@ class UnitBuilder:
         parents = self._parents.setdefault(capture, {})
         _note_parents(parents, event_rows)
         parts = [
-            (spans_batch(capture, p.batch, self.stacks, self._names, parents, compiled=self._compiled), p)
-            for p in merged_spans(spans, compiled=self._compiled)
+            (
+                spans_batch(
+                    capture, p.batch, self.stacks, self._names, parents, compiled=self._compiled, names_upto=names_upto
+                ),
+                p,
+            )
+            for p in merged_spans(spans, compiled=self._compiled, scratch=self._scratch)
         ]
         sp = _concat("spans", [s for s, _ in parts])
         tasks = tasks_batch(sp)

@@ -1,4 +1,4 @@
-"""The ``events`` table of one EventBatch, and the tables that are a choice
+"""The ``events`` table of a run of EventBatches, and the tables that are a choice
 of its rows: ``logs``, ``counters`` (the runtime's metric events) and
 ``cpu_samples``. Every column is computed over the batch's columns: the
 per-code facts (kind, name, which argument is the stack or a string) are
@@ -6,14 +6,16 @@ lookup arrays indexed by the codes column."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import column, full, name_table, names, null_where_not
-from livetrace._tables.kernels import event_columns, lookup
+from livetrace._tables.columns import full, name_table, names, null_where_not
+from livetrace._tables.kernels import Scratch, event_columns, lookup
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
-from livetrace._trace.model.batch import NARGS, NEXTRA, EventBatch
+from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import (
     KIND_NAMES,
     KIND_OF_CODE,
@@ -70,28 +72,24 @@ class Strings:
 
 def events_batch(
     capture: int,
-    batch: EventBatch,
+    batches: Sequence[EventBatch],
     stacks: StackIds,
     strings: Strings,
     generation: int,
     tabled: pa.Array | None = None,
+    scratch: Scratch | None = None,
 ) -> pa.RecordBatch:
-    """The ``events`` rows of a batch; ``generation``: its unit's (a trace's
-    final Sync has no tables of its own); ``tabled``: per row, whether the
-    batch's tables are its own (None: every row's are): the columns read
-    from the tables (wall time, stacks, strings) are null on the others."""
-    n = len(batch)
-    gen = batch.gen
-    codes_v, times_v, m_v, p_v, g_v, args_v, extra_v = batch.columns()
-    times = column(times_v, n)
-    cols = event_columns(
-        column(codes_v, n),
-        column(args_v, n * NARGS),
-        column(extra_v, n * NEXTRA),
-        _KIND_OF,
-        _PICKERS,
-        compiled=strings.compiled,
-    )
+    """The ``events`` rows of consecutive batches of one tables (or of none:
+    the first batch that has tables names them); ``generation``: their
+    unit's (a trace's final Sync has no tables of its own); ``tabled``: per
+    row, whether its batch's tables are the run's (None: every row's are):
+    the columns read from the tables (wall time, stacks, strings) are null
+    on the others. ``scratch``: kept memory for what is read only while
+    the rows are made (kernels.Scratch)."""
+    gen = next((b.gen for b in batches if b.gen is not None), None)
+    cols = event_columns(batches, _KIND_OF, _PICKERS, compiled=strings.compiled, scratch=scratch)
+    n = len(cols.codes)
+    times = cols.times
     stack_of, new_stack_of, string1_of, string2_of = cols.picked
     base = gen.wall_base if gen is not None else None
     wall = (
@@ -116,9 +114,9 @@ def events_batch(
             wall,
             pa.DictionaryArray.from_arrays(cols.kinds, _KINDS),
             pa.DictionaryArray.from_arrays(cols.codes, _EVENT_NAMES),
-            column(g_v, n),
-            column(p_v, n),
-            column(m_v, n),
+            cols.goroutines,
+            cols.procs,
+            cols.threads,
             stack_ids,
             new_stack_ids,
             *cols.args,

@@ -20,12 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from livetrace._tables.columns import full
+from livetrace._tables.kernels import one_of
 from livetrace._tables.schema import SCHEMAS
 from livetrace._trace.accel import ccore
 from livetrace._trace.spans.model import SpanKind
 from livetrace._trace.spec.modern import EV_GO_CREATE, EV_GO_CREATE_BLOCKED, EV_GO_CREATE_SYSCALL
 
-_CREATES = pa.array([EV_GO_CREATE, EV_GO_CREATE_BLOCKED, EV_GO_CREATE_SYSCALL], pa.int32())
+_CREATES = (EV_GO_CREATE, EV_GO_CREATE_BLOCKED, EV_GO_CREATE_SYSCALL)
 _NULL = pa.scalar(None, pa.int64())
 
 
@@ -37,7 +38,7 @@ def _creations(events: pa.RecordBatch) -> pa.Table:
     """Per goroutine created in the unit: its earliest creation (the first
     in event order of those at that time), and the first non-null new stack
     of its creations in time order, as SQL's arg_min gives it."""
-    created = pc.is_in(events["event"].indices, value_set=_CREATES)
+    created = one_of(events["event"].indices, _CREATES)
     rows = pa.table(
         {
             "goroutine": pc.cast(events["arg0"].filter(created), pa.int64(), safe=False),

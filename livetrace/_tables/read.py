@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 import itertools
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -18,7 +20,7 @@ from livetrace._files import decode_pieces, is_trace_gap, pieces
 from livetrace._tables.build import Unit, UnitBuilder
 from livetrace._tables.captures import Capture, capture_id
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
-from livetrace._tables.units import CaptureUnits
+from livetrace._tables.units import CaptureUnits, PendingUnit
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.version import HEADER_SIZE, sniff
 
@@ -56,28 +58,60 @@ class _Session:
     traces: int = 0
 
 
-def iter_tables(source: Sources, *, one_session: bool = False, compiled: bool | None = None) -> Iterator[Unit]:
+def iter_tables(
+    source: Sources, *, one_session: bool = False, compiled: bool | None = None, build_ahead: bool = False
+) -> Iterator[Unit]:
     """Every table's rows, a unit at a time: one dict of table name ->
     ``pyarrow.RecordBatch`` per generation (a legacy trace: per segment),
     each with every table's columns (a table with no rows of that unit has
     an empty batch). A capture's ``captures`` row comes with its last unit;
     a stack's and a frame's row with the first unit that refers to it.
-    Memory holds one unit at a time. ``source``: a path, bytes, a binary
-    file, or a sequence of paths; ``one_session``: its files are one
-    session's, in order (the files of a recording), where each is its own
-    else; ``compiled`` as for :func:`decode`. A malformed trace raises
-    :class:`TraceFormatError` after the units before the problem."""
+    Memory holds one unit at a time; with ``build_ahead``, two: each is
+    built in a thread of its own while the next is decoded. ``source``: a
+    path, bytes, a binary file, or a sequence of paths; ``one_session``:
+    its files are one session's, in order (the files of a recording), where
+    each is its own else; ``compiled`` as for :func:`decode`. A malformed
+    trace raises :class:`TraceFormatError` after the units before the
+    problem."""
     builder = UnitBuilder(compiled=compiled)
     shared = _Session() if one_session else None
-    for one in _sources(source):
-        name, stream = _open(one)
-        with stream:
-            yield from _units(builder, name, stream, shared if shared is not None else _Session(), compiled)
+    # The kernels and pyarrow's let go of the GIL: a thread of its own
+    # builds the units, in order, while this one decodes the next.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="livetrace-tables") as pool:
+        for one in _sources(source):
+            name, stream = _open(one)
+            with stream:
+                pending = _units(builder, name, stream, shared if shared is not None else _Session(), compiled)
+                yield from (_built(pending, pool) if build_ahead else (unit() for unit in pending))
+
+
+def _built(pending: Iterator[PendingUnit], pool: ThreadPoolExecutor) -> Iterator[Unit]:
+    """The units, each built in ``pool`` while the next is made ready (at
+    most one building and one waiting). Where making one ready fails (a
+    malformed trace), the units before it come first."""
+    building: deque[Future[Unit]] = deque()
+    try:
+        while True:
+            try:
+                unit = next(pending)
+            except StopIteration:
+                break
+            except Exception:
+                while building:
+                    yield building.popleft().result()
+                raise
+            building.append(pool.submit(unit))
+            if len(building) > 1:
+                yield building.popleft().result()
+        while building:
+            yield building.popleft().result()
+    finally:
+        wait(building)  # (a consumer that stopped, or a build that failed: none goes on after)
 
 
 def _units(
     builder: UnitBuilder, name: str, stream: BinaryIO, session: _Session, compiled: bool | None
-) -> Iterator[Unit]:
+) -> Iterator[PendingUnit]:
     head = stream.read(_HEAD)
     version = sniff(head[:HEADER_SIZE]) if len(head) >= HEADER_SIZE else None
     if version is None:
@@ -95,14 +129,14 @@ def _units(
     current = units()
     for item in decode_pieces(itertools.chain([head], pieces(stream)), compiled=compiled):
         if isinstance(item, EventBatch):
-            unit = current.feed(item)
+            unit = current.feed_pending(item)
             if unit is not None:
                 yield unit
         elif is_trace_gap(item):  # the next trace of the stream is its own capture
-            yield current.close()
+            yield current.close_pending()
             index += 1
             current = units()
-    yield current.close()
+    yield current.close_pending()
 
 
 def tables(source: Sources, *, one_session: bool = False, compiled: bool | None = None) -> dict[str, pa.Table]:
@@ -110,7 +144,9 @@ def tables(source: Sources, *, one_session: bool = False, compiled: bool | None 
     ``pyarrow.Table`` (docs/sql.md lists the tables and their columns).
     ``one_session`` as for :func:`iter_tables`."""
     parts: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLE_NAMES}
-    for unit in iter_tables(source, one_session=one_session, compiled=compiled):
+    # Every unit is kept: one more being built at a time costs little, and
+    # it is built while the next is decoded.
+    for unit in iter_tables(source, one_session=one_session, compiled=compiled, build_ahead=True):
         for name, batch in unit.items():
             if batch.num_rows:
                 parts[name].append(batch)

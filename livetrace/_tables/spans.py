@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from livetrace._tables.columns import column, flag, full, name_table, names, null_where_not
-from livetrace._tables.kernels import lookup
+from livetrace._tables.kernels import lookup, one_of
 from livetrace._tables.schema import SCHEMAS
 from livetrace._tables.stacks import StackIds
 from livetrace._trace.spans.batch import SpanBatch
@@ -36,15 +36,17 @@ class Names:
         self._n = -1
         self._array = pa.array([], pa.string())
 
-    def array(self, table: Sequence[bytes]) -> pa.Array:
-        if table is self._of and len(table) > self._n:
+    def array(self, table: Sequence[bytes], n: int | None = None) -> pa.Array:
+        """The first ``n`` names of the table (None: all it has)."""
+        n = len(table) if n is None else n
+        if table is self._of and n > self._n:
             # The same table, grown (names are only appended): only its new tail is converted.
-            tail = name_table(list(table[self._n :]))
+            tail = name_table(list(table[self._n : n]))
             self._array = pa.concat_arrays([self._array, tail])
-            self._n = len(table)
-        elif table is not self._of or len(table) != self._n:
-            self._of, self._n = table, len(table)
-            self._array = name_table(list(table))
+            self._n = n
+        elif table is not self._of or n != self._n:
+            self._of, self._n = table, n
+            self._array = name_table(list(table[:n]))
         return self._array
 
 
@@ -56,16 +58,31 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
     if lo == hi:  # the usual case: one table for every row (a min and max: cheaper than unique)
         t = spans.tables.get(lo.as_py())
         return full(None, n, pa.int64()) if t is None else stacks.stable(t, local)
-    distinct = pc.unique(keys).to_pylist()
-    out = full(None, n, pa.int64())
-    for key in distinct:
+    # Else nearly every row has the unit's table, and a few an earlier one
+    # (spans begun in an earlier generation): the many rows are looked up
+    # as they are, the few apart and written into that column, not every
+    # row per table. The tables are asked in the order they first appear
+    # (the order new stacks get their rows).
+    counts = pc.value_counts(keys)
+    main = counts.field("values")[pc.index(counts.field("counts"), pc.max(counts.field("counts"))).as_py()]
+    here = pc.equal(keys, main)
+    at = pc.indices_nonzero(pc.invert(here))
+    few_keys, few_local = keys.take(at), local.take(at)
+    many = null_where_not(local, here)  # its values shared, a bitmap made
+    few = full(None, len(at), pa.int64())
+    for key in pc.unique(keys).to_pylist():
         t = spans.tables.get(key)
         if t is None:
             continue
-        here = pc.equal(keys, pa.scalar(key, pa.uint32()))
-        mine = stacks.stable(t, pc.if_else(here, local, pa.scalar(0, pa.uint64())))
-        out = pc.coalesce(out, mine)
-    return out
+        if key == main.as_py():
+            stacks.note(t, many)
+        else:
+            mine = pc.equal(few_keys, pa.scalar(key, pa.uint32()))
+            few = pc.coalesce(few, stacks.stable(t, pc.if_else(mine, few_local, pa.scalar(0, pa.uint64()))))
+    t = spans.tables.get(main.as_py())
+    if t is None:
+        return pc.replace_with_mask(full(None, n, pa.int64()), pc.invert(here), few)
+    return stacks.stable(t, many, put=(pc.cast(at, pa.int64()), few))
 
 
 def spans_batch(
@@ -76,13 +93,16 @@ def spans_batch(
     parents: Mapping[int, int],
     *,
     compiled: bool,
+    names_upto: int | None = None,
 ) -> pa.RecordBatch:
+    """The ``spans`` rows of a batch; ``names_upto``: how many names of its
+    names table are its (None: all)."""
     n = len(spans)
     kinds = column(spans.kinds)
     starts, ends = column(spans.starts), column(spans.ends)
     flags = column(spans.flags)
     tasks = column(spans.tasks)
-    table = span_names.array(spans.names_table)
+    table = span_names.array(spans.names_table, names_upto)
     is_task = pc.equal(kinds, pa.scalar(int(SpanKind.TASK), pa.uint8()))
     if parents and pc.any(is_task).as_py():
         keys = pa.array(list(parents), pa.uint64())
@@ -131,13 +151,13 @@ def _select(spans: pa.RecordBatch, kind: SpanKind, table: str, renames: Mapping[
     return pa.record_batch(rows.columns, schema=SCHEMAS[table])
 
 
-_GC_KINDS = pa.array([int(SpanKind.GC), int(SpanKind.STW)], pa.int32())
+_GC_KINDS = (int(SpanKind.GC), int(SpanKind.STW))
 
 
 def gc_spans_batch(spans: pa.RecordBatch) -> pa.RecordBatch:
     """The GC cycles and stop-the-world pauses of the spans."""
     columns = [f.name for f in SCHEMAS["gc_spans"]]
-    rows = _rows(spans, pc.is_in(spans["kind"].indices, value_set=_GC_KINDS), columns)
+    rows = _rows(spans, one_of(spans["kind"].indices, _GC_KINDS), columns)
     return pa.record_batch(rows.columns, schema=SCHEMAS["gc_spans"])
 
 

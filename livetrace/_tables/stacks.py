@@ -15,9 +15,8 @@ import struct
 import weakref
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from livetrace._tables.kernels import lookup
+from livetrace._tables.kernels import lookup, missing
 from livetrace._tables.schema import SCHEMAS
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.tables import Tables
@@ -54,30 +53,29 @@ class StackIds:
         # the goroutines view does not name a goroutine by them.
         self.rootless: set[int] = set()
 
-    def stable(self, tables: Tables, ids: pa.Array) -> pa.Array:
+    def stable(self, tables: Tables, ids: pa.Array, put: tuple[pa.Array, pa.Array] | None = None) -> pa.Array:
         """The stable ids (int64) of a column of stack ids of ``tables``;
-        null for 0 (no stack) and for an id the tables do not hold."""
+        null for 0 (no stack) and for an id the tables do not hold.
+        ``put``: a few rows' answers given instead (kernels.lookup)."""
+        self.note(tables, ids)
+        known = self._local[tables]
+        keys = pa.array(list(known), pa.uint64())
+        values = pa.array(list(known.values()), pa.int64())
+        return lookup(ids, keys, values, compiled=self._compiled, put=put)
+
+    def note(self, tables: Tables, ids: pa.Array) -> None:
+        """The stacks of a column of stack ids of ``tables`` given their
+        stable ids (and rows, each stack once), as :meth:`stable` does
+        first: the ids not known yet (every one, the first time), then one
+        lookup, where a lookup to find them would make a column only to
+        make it again."""
         known = self._local.get(tables)
         if known is None:
             known = self._local[tables] = {}
-        if known:
-            # Every id known already (the usual case past a unit's first
-            # column): the lookup alone tells, where a unique costs more.
-            out = self._lookup(known, ids)
-            no_stack = ids.null_count + pc.sum(pc.equal(ids, pa.scalar(0, ids.type)), min_count=0).as_py()
-            if out.null_count == no_stack:
-                return out
-        for i in pc.unique(ids).to_pylist():
-            if i and i not in known:
-                pcs = tables.stacks.get(i)
-                if pcs is not None:
-                    known[i] = self._stack(tables, pcs)
-        return self._lookup(known, ids)
-
-    def _lookup(self, known: dict[int, int], ids: pa.Array) -> pa.Array:
-        keys = pa.array(list(known), pa.uint64())
-        values = pa.array(list(known.values()), pa.int64())
-        return lookup(ids, keys, values, compiled=self._compiled)
+        for i in missing(ids, pa.array(list(known), pa.uint64()), compiled=self._compiled):
+            pcs = tables.stacks.get(i)
+            if pcs is not None:
+                known[i] = self._stack(tables, pcs)
 
     def _stack(self, tables: Tables, pcs: tuple[int, ...]) -> int:
         own = self._frame_ids.get(tables)

@@ -7,6 +7,8 @@ batches."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from livetrace._tables.build import Unit, UnitBuilder
 from livetrace._tables.captures import Capture
 from livetrace._trace.model.batch import EventBatch
@@ -14,13 +16,20 @@ from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
 
+# A unit made ready to build: building it (once) is all that is left, and
+# needs nothing the capture's later batches change (so another thread may
+# do it while they are decoded).
+PendingUnit = Callable[[], Unit]
+
 
 class CaptureUnits:
     """:meth:`feed` a capture's EventBatches in order and get each unit as
     the next one begins; :meth:`close` at the capture's end gives the last
     (the spans still open cut there, and the capture's ``captures`` row).
-    ``builder`` may be shared by several captures (one stacks table);
-    ``compiled`` as for :func:`livetrace.open_decoder`."""
+    :meth:`feed_pending` and :meth:`close_pending` give each unit ready to
+    build instead, to be built in order (by one thread at a time) while
+    the next batches are fed. ``builder`` may be shared by several captures
+    (one stacks table); ``compiled`` as for :func:`livetrace.open_decoder`."""
 
     def __init__(self, builder: UnitBuilder, capture: Capture, *, compiled: bool | None = None) -> None:
         self.capture = capture
@@ -32,10 +41,15 @@ class CaptureUnits:
 
     def feed(self, batch: EventBatch) -> Unit | None:
         """The unit that ended before this batch, if it began a new one."""
+        pending = self.feed_pending(batch)
+        return None if pending is None else pending()
+
+    def feed_pending(self, batch: EventBatch) -> PendingUnit | None:
+        """As :meth:`feed`, the unit ready to build."""
         unit = None
         if batch.gen is not None and batch.gen is not self._gen:
             if self._batches:
-                unit = self._flush(last=False)
+                unit = self._take(last=False)
             self._gen = batch.gen
         self._batches.append(batch)
         self._span_batches.append(self._spans.feed(batch))
@@ -48,17 +62,31 @@ class CaptureUnits:
 
     def close(self) -> Unit:
         """The capture's last unit, with its ``captures`` row."""
-        return self._flush(last=True)
+        return self.close_pending()()
 
-    def _flush(self, *, last: bool) -> Unit:
+    def close_pending(self) -> PendingUnit:
+        """As :meth:`close`, the unit ready to build."""
+        return self._take(last=True)
+
+    def _take(self, *, last: bool) -> PendingUnit:
         times = [b.times[-1] for b in self._batches if len(b)]
         counts = (times[-1], self._spans.open_counts()) if times else None  # before close() empties the builder
         if last:
             self._span_batches.append(self._spans.close())
-        unit = self._builder.build(self.capture.capture, self._batches, self._span_batches, counts)
-        self.capture.saw(unit["events"])
-        if last:
-            unit["captures"] = self.capture.row()
-            self._builder.forget(self.capture.capture)
+        # The batches, let go of once built: whoever still holds this unit
+        # (a loop's variable while the next unit is decoded) holds no more.
+        held = [(self._batches, self._span_batches)]
+        # The span names there are now: the builder's list grows as the next batches are fed.
+        names_upto = len(self._spans.names)
         self._batches, self._span_batches = [], []
-        return unit
+
+        def build() -> Unit:
+            batches, span_batches = held.pop()
+            unit = self._builder.build(self.capture.capture, batches, span_batches, counts, names_upto=names_upto)
+            self.capture.saw(unit["events"])
+            if last:
+                unit["captures"] = self.capture.row()
+                self._builder.forget(self.capture.capture)
+            return unit
+
+        return build

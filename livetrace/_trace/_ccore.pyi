@@ -539,17 +539,15 @@ class LegacyLiveCore:
     ) -> tuple[tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes], int]: ...
 
 def table_event_columns(
-    codes: ReadableBuffer,
-    args: ReadableBuffer,
-    extra: ReadableBuffer,
+    batches: Iterable[tuple[ReadableBuffer, ...]],
     kind_of: ReadableBuffer,
     picks: ReadableBuffer,
     outs: tuple[Any, ...],
     /,
 ) -> tuple[int, int, int, int]:
-    """An EventBatch's columns as the events table's, into outs (writable
-    buffers); the pickers' null counts (the twin of _tables/kernels.py's
-    event_columns)."""
+    """EventBatches' columns (each batch's tuple of them) as the events
+    table's, one after another, into outs (writable buffers); the pickers'
+    null counts (the twin of _tables/kernels.py's event_columns)."""
 
 def table_lookup(
     ids: ReadableBuffer,
@@ -564,6 +562,32 @@ def table_lookup(
 ) -> int:
     """Each id's value by key into outs (values, validity); the null count
     (the twin of _tables/kernels.py's lookup)."""
+
+def table_missing(
+    ids: ReadableBuffer, valid: ReadableBuffer | None, offset: int, n: int, keys: ReadableBuffer, /
+) -> bytes:
+    """The distinct ids, valid and not 0, that no key is, in the order they
+    first appear, as uint64 bytes (the twin of _tables/kernels.py's missing)."""
+
+def table_wakers(
+    ends: ReadableBuffer,
+    valid: ReadableBuffer | None,
+    offset: int,
+    n: int,
+    goroutines: ReadableBuffer,
+    g_offset: int,
+    codes: ReadableBuffer,
+    times: ReadableBuffer,
+    woken: ReadableBuffer,
+    wakers: ReadableBuffer,
+    is_wake: ReadableBuffer,
+    outs: tuple[Any, Any],
+    /,
+) -> int | None:
+    """Each row's waker (the first wake event at its end) into outs
+    (values, validity): the null count, or None where a row's first wake at
+    its end woke another goroutine or the times are not in order (the twin
+    of _tables/kernels.py's wakers_at_ends)."""
 
 def table_span_partition(batches: Iterable[tuple[ReadableBuffer, ...]], outs: tuple[Any, ...], /) -> tuple[int, int]:
     """SpanBatches' columns as one batch's into outs (writable buffers),

@@ -1,11 +1,13 @@
 /* The tables' per-row passes, compiled: the twin of _tables/kernels.py's
- * event_columns, lookup and span_partition (which say what each column is).
- * Each is one pass in C over an EventBatch's columns, a column of ids or a
- * unit's SpanBatches' columns, writing the Arrow buffers (data, and a
- * validity bitmap where a row may be null) into buffers the caller
- * allocated from pyarrow's pool: memory that pool keeps warm, where fresh
- * bytes objects would cost a page fault per 4 KiB. The loops run without
- * the GIL: their inputs and outputs are held buffers. */
+ * event_columns, lookup, missing, wakers_at_ends and span_partition (which
+ * say what each column is), and of _tables/goroutines.py's _seen.
+ * Each is one pass in C over a run's EventBatches' columns, a column of
+ * ids or a unit's SpanBatches' columns, writing the Arrow buffers (data,
+ * and a validity bitmap where a row may be null) into buffers the caller
+ * allocated from pyarrow's pool (or kept from unit to unit, for what no
+ * table keeps: kernels.Scratch), which pyarrow then wraps as they are.
+ * The loops run without the GIL: their inputs and outputs are held
+ * buffers. */
 
 #include "tables/columns.h"
 #include "common/pyglue.h"
@@ -18,8 +20,6 @@
 #include "common/generated.h"
 
 #define NPICKS 4 /* the arguments picked per code: stack, new stack, two strings */
-#define NPLAIN (2 + NARGS + NEXTRA)
-#define NOUTS (NPLAIN + 2 * NPICKS)
 
 static inline u64 ld_u64(const u8 *p, size_t i) {
     u64 v;
@@ -59,74 +59,137 @@ static void release_all(Py_buffer *bufs, size_t n) {
         PyBuffer_Release(&bufs[i]);
 }
 
-/* table_event_columns(codes, args, extra, kind_of, picks, outs): per event
- * its kind (kind_of[code], int32), its code (int32), each of its NARGS
- * arguments and NEXTRA extras as a column (uint64), and per picker p the
- * argument picks[p * 256 + code] names (-1: none, a null) as values and a
- * validity bitmap; into outs, in that order. Gives the pickers' null counts. */
+/* Holds the columns of a sequence of EventBatch column tuples (codes,
+ * times, threads, procs, goroutines, args, extra: EVENT_NCOLS buffers each)
+ * into in (EVENT_NCOLS per batch) and each batch's events into rows: how
+ * many buffers it held (all, nb * EVENT_NCOLS), or -1 with an exception set
+ * and none held. */
+#define EVENT_NCOLS 7
+static const size_t EVENT_WIDTHS[EVENT_NCOLS] = {1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA};
+
+static int hold_event_batches(PyObject *seq, Py_buffer *in, size_t *rows) {
+    size_t nb = (size_t)PySequence_Fast_GET_SIZE(seq), held = 0;
+    for (size_t b = 0; b < nb; b++) {
+        PyObject *cols = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)b);
+        if (!PyTuple_Check(cols) || PyTuple_GET_SIZE(cols) != EVENT_NCOLS) {
+            PyErr_SetString(PyExc_ValueError, "table_event_columns: a batch is not a tuple of its columns");
+            goto fail;
+        }
+        for (size_t c = 0; c < EVENT_NCOLS; c++, held++) {
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(cols, (Py_ssize_t)c), &in[held], PyBUF_SIMPLE) < 0)
+                goto fail;
+            if (c == 0)
+                rows[b] = (size_t)in[held].len;
+            if ((size_t)in[held].len != rows[b] * EVENT_WIDTHS[c]) {
+                held++;
+                PyErr_SetString(PyExc_ValueError, "table_event_columns: column lengths do not match");
+                goto fail;
+            }
+        }
+    }
+    return (int)held;
+fail:
+    release_all(in, held);
+    return -1;
+}
+
+/* table_event_columns(batches, kind_of, picks, outs): the events of
+ * batches (a sequence of EventBatch column tuples) one after another, per
+ * event its kind (kind_of[code], int32), its code (int32), its time,
+ * thread, proc and goroutine (int64), each of its NARGS arguments and NEXTRA
+ * extras as a column (uint64), and per picker p the argument
+ * picks[p * 256 + code] names (-1: none, a null) as values and a validity
+ * bitmap; into outs, in that order: the batches' columns are read where
+ * they are, never joined first. Gives the pickers' null counts. */
+#define NPLAIN (6 + NARGS + NEXTRA)
+#define NOUTS (NPLAIN + 2 * NPICKS)
 static PyObject *event_columns(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer codes, argv, extra, kind_of, picks, out[NOUTS];
-    PyObject *outs, *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*O:table_event_columns", &codes, &argv, &extra, &kind_of, &picks, &outs))
+    Py_buffer kind_of, picks, out[NOUTS], *in = NULL;
+    PyObject *batches, *outs, *seq = NULL, *result = NULL;
+    size_t *rows = NULL;
+    int held = -1, have_out = 0;
+    if (!PyArg_ParseTuple(args, "Oy*y*O:table_event_columns", &batches, &kind_of, &picks, &outs))
         return NULL;
-    size_t n = (size_t)codes.len, nbits = (n + 7) / 8, sizes[NOUTS];
-    for (size_t i = 0; i < NOUTS; i++)
-        sizes[i] = i < 2 ? n * 4 : i < NPLAIN ? n * 8 : (i - NPLAIN) % 2 ? nbits : n * 8;
-    if ((size_t)argv.len != n * 8 * NARGS || (size_t)extra.len != n * 8 * NEXTRA || kind_of.len != 256 * 4 ||
-        picks.len != NPICKS * 256) {
-        PyErr_SetString(PyExc_ValueError, "table_event_columns: column lengths do not match");
+    if (!(seq = PySequence_Fast(batches, "table_event_columns: batches must be a sequence")))
+        goto done;
+    size_t nb = (size_t)PySequence_Fast_GET_SIZE(seq), n = 0;
+    in = calloc(nb * EVENT_NCOLS + 1, sizeof *in);
+    rows = calloc(nb + 1, sizeof *rows);
+    if (!in || !rows) {
+        PyErr_NoMemory();
         goto done;
     }
+    if (kind_of.len != 256 * 4 || picks.len != NPICKS * 256) {
+        PyErr_SetString(PyExc_ValueError, "table_event_columns: kind_of or picks is not per code");
+        goto done;
+    }
+    if ((held = hold_event_batches(seq, in, rows)) < 0)
+        goto done;
+    for (size_t b = 0; b < nb; b++)
+        n += rows[b];
+    size_t nbits = (n + 7) / 8, sizes[NOUTS];
+    for (size_t i = 0; i < NOUTS; i++)
+        sizes[i] = i < 2 ? n * 4 : i < NPLAIN ? n * 8 : (i - NPLAIN) % 2 ? nbits : n * 8;
     if (hold_outputs(outs, out, sizes, NOUTS) < 0)
         goto done;
+    have_out = 1;
     Py_ssize_t nulls[NPICKS] = {0};
     Py_BEGIN_ALLOW_THREADS;
-    const u8 *c = codes.buf, *av = argv.buf, *xv = extra.buf;
     const signed char *pk = picks.buf;
     int32_t kinds[256];
     memcpy(kinds, kind_of.buf, sizeof kinds);
     u8 *kind = out[0].buf, *code = out[1].buf, *a[NARGS], *x[NEXTRA], *pv[NPICKS], *pb[NPICKS];
     for (int j = 0; j < NARGS; j++)
-        a[j] = out[2 + j].buf;
+        a[j] = out[6 + j].buf;
     for (int j = 0; j < NEXTRA; j++)
-        x[j] = out[2 + NARGS + j].buf;
+        x[j] = out[6 + NARGS + j].buf;
     for (int p = 0; p < NPICKS; p++) {
         pv[p] = out[NPLAIN + 2 * p].buf;
         pb[p] = out[NPLAIN + 2 * p + 1].buf;
         memset(pb[p], 0, nbits);
     }
-    for (size_t i = 0; i < n; i++) {
-        u8 ci = c[i];
-        int32_t k = kinds[ci], ce = ci;
-        memcpy(kind + i * 4, &k, 4);
-        memcpy(code + i * 4, &ce, 4);
-        u64 row[NARGS], more[NEXTRA];
-        memcpy(row, av + i * sizeof row, sizeof row);
-        memcpy(more, xv + i * sizeof more, sizeof more);
-        for (int j = 0; j < NARGS; j++)
-            memcpy(a[j] + i * 8, &row[j], 8);
-        for (int j = 0; j < NEXTRA; j++)
-            memcpy(x[j] + i * 8, &more[j], 8);
-        for (int p = 0; p < NPICKS; p++) {
-            int at = pk[p * 256 + ci];
-            u64 v = 0;
-            if (at >= 0 && at < NARGS) {
-                v = row[at];
-                set_valid(pb[p], i);
-            } else {
-                nulls[p]++;
+    for (size_t b = 0, i0 = 0; b < nb; i0 += rows[b++]) {
+        const Py_buffer *cols = &in[b * EVENT_NCOLS];
+        /* The columns of one item per event are copied whole. */
+        for (int k = 1; k <= 4; k++)
+            memcpy((u8 *)out[1 + k].buf + i0 * 8, cols[k].buf, rows[b] * 8);
+        const u8 *c = cols[0].buf, *av = cols[5].buf, *xv = cols[6].buf;
+        for (size_t j = 0, i = i0; j < rows[b]; j++, i++) {
+            u8 ci = c[j];
+            int32_t k = kinds[ci], ce = ci;
+            memcpy(kind + i * 4, &k, 4);
+            memcpy(code + i * 4, &ce, 4);
+            u64 row[NARGS], more[NEXTRA];
+            memcpy(row, av + j * sizeof row, sizeof row);
+            memcpy(more, xv + j * sizeof more, sizeof more);
+            for (int q = 0; q < NARGS; q++)
+                memcpy(a[q] + i * 8, &row[q], 8);
+            for (int q = 0; q < NEXTRA; q++)
+                memcpy(x[q] + i * 8, &more[q], 8);
+            for (int p = 0; p < NPICKS; p++) {
+                int at = pk[p * 256 + ci];
+                u64 v = 0;
+                if (at >= 0 && at < NARGS) {
+                    v = row[at];
+                    set_valid(pb[p], i);
+                } else {
+                    nulls[p]++;
+                }
+                memcpy(pv[p] + i * 8, &v, 8);
             }
-            memcpy(pv[p] + i * 8, &v, 8);
         }
     }
     Py_END_ALLOW_THREADS;
-    release_all(out, NOUTS);
     result = Py_BuildValue("(nnnn)", nulls[0], nulls[1], nulls[2], nulls[3]);
 done:
-    PyBuffer_Release(&codes);
-    PyBuffer_Release(&argv);
-    PyBuffer_Release(&extra);
+    if (have_out)
+        release_all(out, NOUTS);
+    if (held > 0)
+        release_all(in, (size_t)held);
+    free(in);
+    free(rows);
+    Py_XDECREF(seq);
     PyBuffer_Release(&kind_of);
     PyBuffer_Release(&picks);
     return result;
@@ -153,6 +216,70 @@ static size_t search_from(const u8 *keys, size_t n, size_t from, u64 id) {
     return lo;
 }
 
+/* The keys of a lookup, indexed: keys that are small ints (a generation's
+ * stack and string ids count up from 1) index a table of positions
+ * directly; keys in order (a unit's times) are searched, from where the
+ * last id's search ended while the ids ascend too: a merge, in memory's
+ * order, where a hash map's probes miss the cache; others go through a
+ * hash map. */
+typedef struct {
+    const u8 *keys;
+    size_t n, from;
+    u64 top, last;
+    int ordered;
+    u64 *dense;
+    Map map;
+} KeyIndex;
+
+/* 0, or -1 (out of memory: free it with key_index_free all the same). Without the GIL. */
+static int key_index_build(KeyIndex *x, const u8 *keys, size_t nkeys) {
+    *x = (KeyIndex){keys, nkeys, 0, 0, 0, 1, NULL, {0}};
+    for (size_t j = 0; j < nkeys; j++) {
+        u64 k = ld_u64(keys, j);
+        x->top = k > x->top ? k : x->top;
+        x->ordered = x->ordered && (j == 0 || ld_u64(keys, j - 1) <= k);
+    }
+    if (nkeys && x->top < 4 * nkeys + 4096) {
+        if (!(x->dense = malloc(((size_t)x->top + 1) * sizeof *x->dense)))
+            return -1;
+        memset(x->dense, 0xff, ((size_t)x->top + 1) * sizeof *x->dense); /* UINT64_MAX: no key */
+        for (size_t j = nkeys; j-- > 0;) /* from the last: the first of equal keys stays */
+            x->dense[ld_u64(keys, j)] = j;
+    } else if (!x->ordered) {
+        /* Sized for every key at once: growing by doubling rehashes a unit's
+         * keys a score of times. */
+        size_t cap = 16;
+        while (cap < 2 * nkeys + 2)
+            cap *= 2;
+        if (map_resize(&x->map, cap) != 0)
+            return -1;
+        for (size_t j = 0; j < nkeys; j++)
+            if (!map_slot(&x->map, ld_u64(keys, j), j)) /* the first of equal keys stays */
+                return -1;
+    }
+    return 0;
+}
+
+/* The position of the first key equal to id, or UINT64_MAX. */
+static inline u64 key_index_find(KeyIndex *x, u64 id) {
+    if (x->dense)
+        return id <= x->top ? x->dense[id] : UINT64_MAX;
+    if (x->ordered) {
+        if (id < x->last)
+            x->from = 0;
+        x->from = search_from(x->keys, x->n, x->from, id);
+        x->last = id;
+        return x->from < x->n && ld_u64(x->keys, x->from) == id ? x->from : UINT64_MAX;
+    }
+    const u64 *at = map_find(&x->map, id);
+    return at ? *at : UINT64_MAX;
+}
+
+static void key_index_free(KeyIndex *x) {
+    free(x->dense);
+    map_free(&x->map);
+}
+
 /* table_lookup(ids, valid, offset, n, keys, values, width, outs): per row i
  * of the n from offset, the value of the first key equal to ids[i] (values:
  * width 4 or 8 byte ints), null where valid (a bitmap, or None: every row)
@@ -167,7 +294,7 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*Onny*y*iO:table_lookup", &ids, &valid_obj, &offset, &n, &keys, &values, &width,
                           &outs))
         return NULL;
-    Map index = {0};
+    KeyIndex index = {0};
     size_t nkeys = (size_t)keys.len / 8;
     if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
         goto done;
@@ -182,59 +309,16 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
     int failed = 0;
     Py_ssize_t nulls = 0;
     Py_BEGIN_ALLOW_THREADS;
-    /* Keys that are small ints (a generation's stack and string ids count
-     * up from 1) index a table of positions directly; keys in order (a
-     * unit's times) are searched, from where the last id's search ended
-     * while the ids ascend too: a merge, in memory's order, where a hash
-     * map's probes miss the cache; others go through a hash map. */
-    const u8 *kb = keys.buf;
-    u64 top = 0;
-    int ordered = 1;
-    for (size_t j = 0; j < nkeys; j++) {
-        u64 k = ld_u64(kb, j);
-        top = k > top ? k : top;
-        ordered = ordered && (j == 0 || ld_u64(kb, j - 1) <= k);
-    }
-    int dense_keys = nkeys && top < 4 * nkeys + 4096;
-    u64 *dense = dense_keys ? malloc(((size_t)top + 1) * sizeof *dense) : NULL;
-    failed = dense_keys && !dense;
-    if (dense) {
-        memset(dense, 0xff, ((size_t)top + 1) * sizeof *dense); /* UINT64_MAX: no key */
-        for (size_t j = nkeys; j-- > 0;)                          /* from the last: the first of equal keys stays */
-            dense[ld_u64(kb, j)] = j;
-    } else if (!failed && !ordered) {
-        /* Sized for every key at once: growing by doubling rehashes a unit's
-         * keys a score of times. */
-        size_t cap = 16;
-        while (cap < 2 * nkeys + 2)
-            cap *= 2;
-        failed = map_resize(&index, cap) != 0;
-        for (size_t j = 0; j < nkeys && !failed; j++)
-            failed = !map_slot(&index, ld_u64(kb, j), j); /* the first of equal keys stays */
-    }
+    failed = key_index_build(&index, keys.buf, nkeys) != 0;
     const u8 *iv = (const u8 *)ids.buf + offset * 8, *vb = valid.obj ? valid.buf : NULL, *vals = values.buf;
     u8 *d = out[0].buf, *b = out[1].buf;
-    size_t w = (size_t)width, from = 0;
-    u64 last = 0;
+    size_t w = (size_t)width;
     memset(b, 0, sizes[1]);
     for (size_t i = 0; i < (size_t)n && !failed; i++) {
         size_t bit = (size_t)offset + i;
         u64 pos = UINT64_MAX;
-        if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) {
-            u64 id = ld_u64(iv, i);
-            if (dense) {
-                pos = id <= top ? dense[id] : UINT64_MAX;
-            } else if (ordered) {
-                if (id < last)
-                    from = 0;
-                from = search_from(kb, nkeys, from, id);
-                last = id;
-                pos = from < nkeys && ld_u64(kb, from) == id ? from : UINT64_MAX;
-            } else {
-                const u64 *at = map_find(&index, id);
-                pos = at ? *at : UINT64_MAX;
-            }
-        }
+        if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1)
+            pos = key_index_find(&index, ld_u64(iv, i));
         if (pos != UINT64_MAX) {
             memcpy(d + i * w, vals + pos * w, w);
             set_valid(b, i);
@@ -243,17 +327,196 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
             nulls++;
         }
     }
-    free(dense);
     Py_END_ALLOW_THREADS;
     release_all(out, 2);
     result = failed ? PyErr_NoMemory() : PyLong_FromSsize_t(nulls);
 done:
-    map_free(&index);
+    key_index_free(&index);
     PyBuffer_Release(&ids);
     if (valid.obj)
         PyBuffer_Release(&valid);
     PyBuffer_Release(&keys);
     PyBuffer_Release(&values);
+    return result;
+}
+
+#define MISSING_SMALL ((size_t)1 << 20) /* calloc'd: only the pages of the ids seen are touched */
+
+/* table_missing(ids, valid, offset, n, keys): the distinct ids of the n
+ * rows from offset that are valid, not 0 and no key's, in the order they
+ * first appear (bytes of uint64): what a lookup by those keys would leave
+ * null that more keys could fill, found without writing its column. */
+static PyObject *missing(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer ids, keys, valid = {0};
+    PyObject *valid_obj, *result = NULL;
+    Py_ssize_t offset, n;
+    if (!PyArg_ParseTuple(args, "y*Onny*:table_missing", &ids, &valid_obj, &offset, &n, &keys))
+        return NULL;
+    KeyIndex index = {0};
+    Map seen = {0};
+    u64 *found = NULL;
+    u8 *small = NULL; /* ids below MISSING_SMALL seen: a byte each, where the map hashed every row */
+    size_t nfound = 0, cap = 0;
+    if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (offset < 0 || n < 0 || (size_t)ids.len < (size_t)(offset + n) * 8 ||
+        (valid.obj && (size_t)valid.len * 8 < (size_t)(offset + n)) || keys.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "table_missing: column lengths do not match");
+        goto done;
+    }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    failed = key_index_build(&index, keys.buf, (size_t)keys.len / 8) != 0 || !(small = calloc(MISSING_SMALL, 1));
+    const u8 *iv = (const u8 *)ids.buf + offset * 8, *vb = valid.obj ? valid.buf : NULL;
+    u64 last = 0; /* the last id missed: runs of one id ask once */
+    for (size_t i = 0; i < (size_t)n && !failed; i++) {
+        size_t bit = (size_t)offset + i;
+        if (vb && !((vb[bit >> 3] >> (bit & 7)) & 1))
+            continue;
+        u64 id = ld_u64(iv, i);
+        if (!id || id == last || key_index_find(&index, id) != UINT64_MAX)
+            continue;
+        last = id;
+        int fresh = 0;
+        if (id < MISSING_SMALL) {
+            fresh = !small[id];
+            small[id] = 1;
+        } else {
+            u64 *at = map_slot(&seen, id, 0);
+            failed = !at;
+            fresh = at && !*at;
+            if (fresh)
+                *at = 1;
+        }
+        if (fresh) {
+            failed = grow((void **)&found, &cap, nfound + 1, sizeof *found) != 0;
+            if (!failed)
+                found[nfound++] = id;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    result = failed ? PyErr_NoMemory() : PyBytes_FromStringAndSize((const char *)found, (Py_ssize_t)(nfound * 8));
+done:
+    key_index_free(&index);
+    map_free(&seen);
+    free(found);
+    free(small);
+    PyBuffer_Release(&ids);
+    if (valid.obj)
+        PyBuffer_Release(&valid);
+    PyBuffer_Release(&keys);
+    return result;
+}
+
+/* table_wakers(ends, valid, offset, n, goroutines, g_offset, codes, times,
+ * woken, wakers, is_wake, outs): per row i of the n from offset (int64
+ * ends, validity a bitmap or None; goroutines from g_offset), the waker of
+ * the first wake event (of the events' int32 codes, those is_wake[code]
+ * names) whose time (int64, the events') is the row's end, where that
+ * wake woke the row's goroutine (woken[at] == goroutines[i], compared as
+ * bits; wakers[at] its waker): the filter, lookup, takes and compare of
+ * _tables/kernels.py's wakers_at_ends in one pass over the events as they
+ * are, into outs (int64 values, validity bitmap). Gives the null count,
+ * or None where that answer would not do: the times are not in order, or
+ * a row's first wake at its end woke another goroutine (two wakes at one
+ * time: the caller joins on both). */
+static PyObject *wakers(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer ends, goroutines, codes, times, woken, wakers, is_wake, valid = {0}, out[2];
+    PyObject *valid_obj, *outs, *result = NULL;
+    Py_ssize_t offset, n, g_offset;
+    if (!PyArg_ParseTuple(args, "y*Onny*ny*y*y*y*y*O:table_wakers", &ends, &valid_obj, &offset, &n, &goroutines,
+                          &g_offset, &codes, &times, &woken, &wakers, &is_wake, &outs))
+        return NULL;
+    size_t nev = (size_t)times.len / 8;
+    if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (offset < 0 || n < 0 || g_offset < 0 || (size_t)ends.len < (size_t)(offset + n) * 8 ||
+        (size_t)goroutines.len < (size_t)(g_offset + n) * 8 ||
+        (valid.obj && (size_t)valid.len * 8 < (size_t)(offset + n)) || (size_t)times.len != nev * 8 ||
+        (size_t)codes.len != nev * 4 || (size_t)woken.len != nev * 8 || (size_t)wakers.len != nev * 8 ||
+        is_wake.len != 256) {
+        PyErr_SetString(PyExc_ValueError, "table_wakers: column lengths do not match");
+        goto done;
+    }
+    size_t sizes[2] = {(size_t)n * 8, ((size_t)n + 7) / 8};
+    if (hold_outputs(outs, out, sizes, 2) < 0)
+        goto done;
+    int ordered = 1, other = 0;
+    Py_ssize_t nulls = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    const u8 *kb = times.buf, *ev = (const u8 *)ends.buf + offset * 8, *gv = (const u8 *)goroutines.buf + g_offset * 8,
+             *wo = woken.buf, *wk = wakers.buf, *vb = valid.obj ? valid.buf : NULL, *wake = is_wake.buf;
+    const int32_t *code = codes.buf;
+    for (size_t j = 1; j < nev && ordered; j++)
+        ordered = (i64)ld_u64(kb, j - 1) <= (i64)ld_u64(kb, j);
+    u8 *d = out[0].buf, *b = out[1].buf;
+    memset(b, 0, sizes[1]);
+    size_t from = 0;
+    i64 last = INT64_MIN;
+    for (size_t i = 0; i < (size_t)n && ordered && !other; i++) {
+        size_t bit = (size_t)offset + i;
+        i64 v = 0;
+        int has = 0;
+        if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) {
+            i64 end = (i64)ld_u64(ev, i);
+            /* As search_from, over signed times: ends mostly ascend, as the events' times do. */
+            if (end < last)
+                from = 0;
+            last = end;
+            size_t lo = from, hi = from, step = 1;
+            while (hi < nev && (i64)ld_u64(kb, hi) < end) {
+                lo = hi + 1;
+                hi += step;
+                step *= 2;
+            }
+            hi = hi < nev ? hi : nev;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if ((i64)ld_u64(kb, mid) < end)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            from = lo;
+            /* The first wake among the events at that time. */
+            for (size_t at = lo; at < nev && (i64)ld_u64(kb, at) == end; at++) {
+                if (!wake[(u32)code[at] & 0xff] || code[at] < 0 || code[at] > 255)
+                    continue;
+                if (ld_u64(wo, at) == ld_u64(gv, i)) {
+                    v = (i64)ld_u64(wk, at);
+                    has = 1;
+                } else {
+                    other = 1;
+                }
+                break;
+            }
+        }
+        memcpy(d + i * 8, &v, 8);
+        if (has)
+            set_valid(b, i);
+        else
+            nulls++;
+    }
+    Py_END_ALLOW_THREADS;
+    release_all(out, 2);
+    if (!ordered || other) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else {
+        result = PyLong_FromSsize_t(nulls);
+    }
+done:
+    PyBuffer_Release(&ends);
+    if (valid.obj)
+        PyBuffer_Release(&valid);
+    PyBuffer_Release(&goroutines);
+    PyBuffer_Release(&codes);
+    PyBuffer_Release(&times);
+    PyBuffer_Release(&woken);
+    PyBuffer_Release(&wakers);
+    PyBuffer_Release(&is_wake);
     return result;
 }
 
@@ -524,11 +787,19 @@ done:
 
 static PyMethodDef methods[] = {
     {"table_event_columns", event_columns, METH_VARARGS,
-     "table_event_columns(codes, args, extra, kind_of, picks, outs, /)\n--\n\n"
-     "An EventBatch's columns as the events table's (the twin of _tables/kernels.py's event_columns)."},
+     "table_event_columns(batches, kind_of, picks, outs, /)\n--\n\n"
+     "EventBatches' columns as the events table's (the twin of _tables/kernels.py's event_columns)."},
     {"table_lookup", lookup, METH_VARARGS,
      "table_lookup(ids, valid, offset, n, keys, values, width, outs, /)\n--\n\n"
      "Each id's value by key, null where none (the twin of _tables/kernels.py's lookup)."},
+    {"table_missing", missing, METH_VARARGS,
+     "table_missing(ids, valid, offset, n, keys, /)\n--\n\n"
+     "The distinct ids, not 0, that no key is, in the order they first appear (the twin of _tables/kernels.py's "
+     "missing)."},
+    {"table_wakers", wakers, METH_VARARGS,
+     "table_wakers(ends, valid, offset, n, goroutines, g_offset, codes, times, woken, wakers, is_wake, outs, /)\n--\n\n"
+     "Each row's waker: the first wake at its end, where it woke the row's goroutine (the twin of "
+     "_tables/kernels.py's wakers_at_ends)."},
     {"table_span_partition", span_partition, METH_VARARGS,
      "table_span_partition(batches, outs, /)\n--\n\n"
      "SpanBatches' columns as one batch's, goroutine states first, then P spans (the twin of _tables/kernels.py's "

@@ -1,5 +1,5 @@
 /* Arrow columns of the tables, compiled (columns.c): the twin of
- * _tables/kernels.py's event_columns and lookup. */
+ * _tables/kernels.py's kernels and _tables/goroutines.py's _seen. */
 
 #ifndef LIVETRACE_TABLE_COLUMNS_H
 #define LIVETRACE_TABLE_COLUMNS_H
@@ -7,7 +7,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* Adds table_event_columns, table_lookup and table_span_partition to the module: 0, or -1 with an exception. */
+/* Adds the table_* functions to the module: 0, or -1 with an exception. */
 int table_columns_register(PyObject *module);
 
 #endif
