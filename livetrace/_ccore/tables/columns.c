@@ -1,7 +1,7 @@
 /* The tables' per-row passes, compiled: the twin of _tables/kernels.py's
  * event_columns, lookup, missing, wakers_at_ends and span_partition (which
- * say what each column is), and of _tables/goroutines.py's _seen.
- * Each is one pass in C over a run's EventBatches' columns, a column of
+ * say what each column is), and of _tables/goroutines.py's _seen: each
+ * is one pass in C over a run's EventBatches' columns, a column of
  * ids or a unit's SpanBatches' columns, writing the Arrow buffers (data,
  * and a validity bitmap where a row may be null) into buffers the caller
  * allocated from pyarrow's pool (or kept from unit to unit, for what no

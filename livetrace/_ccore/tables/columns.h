@@ -1,5 +1,5 @@
-/* Arrow columns of the tables, compiled (columns.c): the twin of
- * _tables/kernels.py's kernels and _tables/goroutines.py's _seen. */
+/* Arrow columns of the tables, compiled (columns.c): the twin of the
+ * kernels of _tables/kernels.py and of _tables/goroutines.py's _seen */
 
 #ifndef LIVETRACE_TABLE_COLUMNS_H
 #define LIVETRACE_TABLE_COLUMNS_H
