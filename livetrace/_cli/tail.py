@@ -223,18 +223,20 @@ class Rendered(NamedTuple):
     walls: list[int]
 
 
-def newest_wall(batch: EventBatch | SpanBatch) -> int | None:
+def newest_wall(batch: object) -> list[int]:
     """When (Unix ns) the batch's last event happened, or its last span
     ended, by the clock of the generation it is in: what `tail` is behind
-    the service by, once the line is written."""
-    if not len(batch):
-        return None
-    if isinstance(batch, SpanBatch):
+    the service by, once the line is written. As a list of one (none for
+    an empty batch, a notice, or a trace with no clock), as a joined
+    item's :attr:`Rendered.walls` holds each batch's."""
+    if isinstance(batch, SpanBatch) and len(batch):
         tables = batch.tables.get(batch.end_tables[-1])
         base = None if tables is None else tables.wall_base
-        return None if base is None else base + batch.ends[-1]
-    base = None if batch.gen is None else batch.gen.wall_base
-    return None if base is None else base + batch.times[-1]
+        return [] if base is None else [base + batch.ends[-1]]
+    if isinstance(batch, EventBatch) and len(batch):
+        base = None if batch.gen is None else batch.gen.wall_base
+        return [] if base is None else [base + batch.times[-1]]
+    return []
 
 
 class Render:
@@ -264,8 +266,7 @@ class Render:
         formatter, t0 = self._formatter, self._t0
 
         def lines() -> Rendered:
-            wall = newest_wall(batch)
-            return Rendered(len(batch), formatter.pieces(batch, t0, False), [] if wall is None else [wall])
+            return Rendered(len(batch), formatter.pieces(batch, t0, False), newest_wall(batch))
 
         return lines
 
@@ -360,8 +361,7 @@ async def _print_events(session: Session, view: View, writer: Writer, limit: int
         pieces = formatter.pieces(batch, t0 or 0, isinstance(item, Provisional))
         counted = isinstance(batch, (EventBatch, SpanBatch))
         lines = len(batch) if counted else sum(not isinstance(e, Notice) for e in batch)
-        wall = newest_wall(batch) if isinstance(batch, EventBatch | SpanBatch) else None
-        if await writer.write(lines, pieces, [] if wall is None else [wall]):
+        if await writer.write(lines, pieces, newest_wall(batch)):
             return True
         shown += lines
         if limit is not None and shown >= limit:
