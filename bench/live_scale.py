@@ -1,7 +1,7 @@
 """Every live view against a big service's trace, replayed as fast as the
 view takes it: events per second and per CPU-second of the view.
 
-    .venv/bin/python bench/live_scale.py [--trace FILE] [--go PATH] [--seconds 10]
+    .venv/bin/python bench/live_scale.py [--trace FILE] [--go PATH] [--seconds 10] [--advance 0.5]
                                          [--views tail-jsonl,top,...] [--jobs 1,2] [--runs 1]
                                          [--baseline DIR] [--profile VIEW]
 
@@ -9,7 +9,10 @@ The trace: --trace names a file; if it does not exist, the demo service
 (built with --go, default as `livetrace demo` finds it) runs with
 GOMAXPROCS=16 and -workers 12 and is recorded into it for --seconds (a
 trace of 16 Ps on any machine), so the next run replays the same trace.
-Without --trace it is recorded into a temporary file.
+Without --trace it is recorded into a temporary file. The helper closes a
+generation every --advance seconds, as it does for the views by default
+(their --period); 0 leaves the runtime's own, about a second: fewer,
+larger generations, which the pool has fewer of to run side by side.
 
 The replay: a fake helper here (a thread serving a unix socket) sends the
 trace's frames as the helper sends them (the header, then each batch and
@@ -18,8 +21,11 @@ socket takes them, then END. The view is the real command (`livetrace
 tail ...`, `top`, `flight`, `profile`) run by main() in a child process
 whose modules are imported before the clock starts; its output goes into
 a pipe this process reads and throws away. Its CPU (user and system, all
-its threads) and wall time are measured around main(), and the time
-the cyclic garbage collector ran (it holds the GIL).
+its threads) and wall time are measured around main(), the time the
+cyclic garbage collector ran (it holds the GIL), and the page faults (each
+page of memory touched for the first time, or again after it was given
+back, costs the kernel a fault and a page cleared: what memory in flight
+costs in CPU).
 
 Views: tail-jsonl, tail-text (unfiltered events), tail-spans (unfiltered
 spans, JSON lines), tail-spans-text, tail-log (`-k Log`), spans-1ms
@@ -111,14 +117,14 @@ HANDSHAKE = {
 # ---- the trace ----
 
 
-async def _record(go: Path, path: Path, seconds: float) -> None:
+async def _record(go: Path, path: Path, seconds: float, advance: float | None) -> None:
     import livetrace
     from livetrace._go.demo import run_demo
     from livetrace._go.toolchain import build_demo
 
     exe = build_demo(go)
     async with run_demo(exe, args=["-workers", "12"], env={"GOMAXPROCS": "16"}) as demo:
-        async with livetrace.connect(demo.trace_address, duration=seconds) as session:
+        async with livetrace.connect(demo.trace_address, duration=seconds, advance=advance) as session:
             rec = await livetrace.record(session, path)
     if not rec.complete:
         raise SystemExit(f"the recording of {path} is incomplete")
@@ -264,12 +270,15 @@ def run_view(argv: list[str], result: Path, profile: bool, calls: bool = False) 
     sys.stdout.flush()
     t1, r1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    faults = r1.ru_minflt - r0.ru_minflt + r1.ru_majflt - r0.ru_majflt
     # Not ru_maxrss: Linux keeps it across exec, so it starts at the parent's (which holds the trace).
     hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
     rss = int(hwm.split()[1]) / 1024
     n = next(counter) if calls else None
     result.write_text(
-        json.dumps({"rc": rc, "wall": t1 - t0, "cpu": cpu, "rss_mib": rss, "calls": n, "gc": collected[:2]})
+        json.dumps(
+            {"rc": rc, "wall": t1 - t0, "cpu": cpu, "rss_mib": rss, "calls": n, "gc": collected[:2], "faults": faults}
+        )
     )
 
 
@@ -281,6 +290,7 @@ class Run:
     out_bytes: int
     calls: int | None = None
     gc: tuple[float, int] = (0.0, 0)
+    faults: int = 0  # page faults: pages first touched, or touched again after being given back
 
 
 def has_jobs(tree: Path, command: str) -> bool:
@@ -339,7 +349,7 @@ def once(
         r = json.loads(result.read_text())
         if r["rc"]:
             raise SystemExit(f"{view} exited {r['rc']}: {b''.join(errs).decode(errors='replace')[-2000:]}")
-        return Run(r["wall"], r["cpu"], r["rss_mib"], got, r.get("calls"), tuple(r["gc"]))
+        return Run(r["wall"], r["cpu"], r["rss_mib"], got, r.get("calls"), tuple(r["gc"]), r.get("faults", 0))
 
 
 def gil_dir(given: Path | None, tree: str) -> Path | None:
@@ -374,7 +384,7 @@ def gil_held(path: Path) -> tuple[float, list[tuple[str, int]]]:
 
 
 @contextmanager
-def the_trace(given: Path | None, go: Path | None, seconds: float) -> Iterator[Path]:
+def the_trace(given: Path | None, go: Path | None, seconds: float, advance: float | None) -> Iterator[Path]:
     import trio
 
     from livetrace._go.toolchain import find_go
@@ -384,8 +394,9 @@ def the_trace(given: Path | None, go: Path | None, seconds: float) -> Iterator[P
         return
     with tempfile.TemporaryDirectory() as tmp:
         path = given or Path(tmp) / "demo16.trace"
-        print(f"recording the demo (GOMAXPROCS=16, -workers 12) for {seconds:g} s into {path}", flush=True)
-        trio.run(_record, go or find_go(), path, seconds)
+        every = f"a generation every {advance:g} s" if advance else "the runtime's generations"
+        print(f"recording the demo (GOMAXPROCS=16, -workers 12) for {seconds:g} s, {every}, into {path}", flush=True)
+        trio.run(_record, go or find_go(), path, seconds, advance)
         yield path
 
 
@@ -402,6 +413,13 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, help="the trace to replay (recorded into it if it does not exist)")
     ap.add_argument("--go", type=Path, help="the go binary to build the demo with")
     ap.add_argument("--seconds", type=float, default=10.0, help="how long to record the demo (default 10)")
+    ap.add_argument(
+        "--advance",
+        type=float,
+        default=0.5,
+        help="the recording's generations: the helper closes one this often (s; default 0.5, what the views "
+        "ask for by default, their --period; 0: the runtime's own, about a second)",
+    )
     ap.add_argument("--views", default=",".join(VIEWS), help="comma-separated (default: all)")
     ap.add_argument("--jobs", default="1,2", help="comma-separated job counts (default 1,2)")
     ap.add_argument("--runs", type=int, default=1, help="best of N (default 1)")
@@ -417,7 +435,7 @@ def main() -> None:
         if v not in VIEWS:
             raise SystemExit(f"unknown view {v!r}: one of {', '.join(VIEWS)}")
     jobs = [int(j) for j in args.jobs.split(",")]
-    with the_trace(args.trace, args.go, args.seconds) as path:
+    with the_trace(args.trace, args.go, args.seconds, args.advance or None) as path:
         data = path.read_bytes()
         events = count_events(path)
     chunks = chunks_of(data)
@@ -460,7 +478,8 @@ def main() -> None:
                         print(
                             f"{view:<16} {name:<8} jobs={j}: {events / best.wall / 1e6:6.2f} M events/s, "
                             f"{rate / 1e6:6.2f} M events/CPU-s ({best.cpu:.2f} s CPU, {best.wall:.2f} s wall, "
-                            f"{best.rss_mib:.0f} MiB, {best.out_bytes / 1e6:.1f} MB out, "
+                            f"{best.rss_mib:.0f} MiB, {best.faults / 1e3:.0f}k faults, "
+                            f"{best.out_bytes / 1e6:.1f} MB out, "
                             f"collector {best.gc[0]:.2f} s in {best.gc[1]:,} passes; "
                             f"target {target / 1e6:g}M {'met' if rate >= target else 'NOT met'}){note}",
                             flush=True,
