@@ -53,9 +53,11 @@ __all__ = ["MAP_WINDOW", "SPAN_BYTES", "Cutter", "Unit", "joined", "mermaid", "s
 # Events in a unit when no spans are built (a unit is then a few batches): units cost a few
 # hand-overs between threads each, and the events they hold are memory the decoder cannot reuse.
 UNIT_EVENTS = 32768
-# The bytes of the spans built from an event, where they are (their columns, measured once with
-# tracemalloc on the 16-P trace's largest generation, 1.5M events; docs/decoder.md, "Bounded memory").
-SPAN_BYTES = 80
+# The bytes of the spans built from an event, where they are: their columns (77.5) and what the
+# builder keeps for the join (18.6), measured once with glibc's mallinfo2, which counts the compiled
+# core's own allocations as tracemalloc does not, on the 16-P trace's largest generation, 2.2M
+# events (docs/decoder.md, "Bounded memory").
+SPAN_BYTES = 96
 # Pieces of the maps' work that run ahead of their delivery, per job.
 MAP_WINDOW = 2
 # Consecutive batches of one subscriber whose map joins its results (``map.join``) are one piece

@@ -58,10 +58,13 @@ typedef struct {
     int cleared;
 } Regions;
 
-/* Split mode: a span emitted whose names may be those of a region begun before. */
+/* Split mode: a span emitted whose names may be those of a region begun
+ * before. Nearly every state span has one, so it is packed (16 bytes, not
+ * 32: a generation's were most of what its builder held besides the spans). */
 typedef struct {
-    i64 depth, batch, row;
-    u64 next; /* the goroutine's previous RDep + 1 */
+    i32 depth;
+    u32 batch, row;
+    u32 next; /* the goroutine's previous RDep + 1 */
 } RDep;
 
 #define NAME_CACHE 4096 /* string ids below this have their name id cached per tables */
@@ -296,9 +299,10 @@ static int emit_in(SpanCoreObject *self, const Open *o, Regions *regs, i64 end, 
         if (!regs)
             regs = map_get_ptr(&self->regions, (u64)o->rid);
         if (regs) { /* (always, in split mode) */
-            if (grow((void **)&self->rdeps, &self->rdeps_cap, self->n_rdeps + 1, sizeof *self->rdeps) < 0)
+            if (self->n_rdeps >= UINT32_MAX || (u64)self->nbatch > UINT32_MAX || self->out.n > UINT32_MAX ||
+                grow((void **)&self->rdeps, &self->rdeps_cap, self->n_rdeps + 1, sizeof *self->rdeps) < 0)
                 return -1;
-            self->rdeps[self->n_rdeps] = (RDep){o->rdepth, self->nbatch, (i64)self->out.n, regs->rchain};
+            self->rdeps[self->n_rdeps] = (RDep){o->rdepth, (u32)self->nbatch, (u32)self->out.n, (u32)regs->rchain};
             regs->rchain = ++self->n_rdeps;
         }
     }
@@ -853,6 +857,14 @@ static int append_new(PyObject *l, PyObject *x) {
 }
 
 static PyObject *SpanCore_export(SpanCoreObject *self, PyObject *unused) {
+    /* A split builder is done: the join reads its RDeps, while the generation
+     * waits its turn, and none is added, so they keep no room to grow (up to
+     * as much again, from doubling). */
+    if (self->rdeps_cap > self->n_rdeps && self->n_rdeps) {
+        RDep *fit = realloc(self->rdeps, self->n_rdeps * sizeof *self->rdeps);
+        if (fit)
+            self->rdeps = fit, self->rdeps_cap = self->n_rdeps;
+    }
     OpenList l;
     if (all_open(self, &l) < 0)
         return PyErr_NoMemory();
