@@ -11,7 +11,9 @@
   only policy for a pprof endpoint, whose single tracer the service's own
   users need between windows;
 - flight: the flight recorder over a helper session, each capture kept and
-  recorded, with the summaries as continuous has them.
+  recorded, with the summaries as continuous has them (unless the target
+  has ``summaries = false``: then the session decodes only what the
+  triggers need).
 """
 
 from __future__ import annotations
@@ -520,9 +522,11 @@ async def flight(traced: Traced) -> None:
             max_files=target.max_files,
             on_capture=captured if traced.store is None else send.send_nowait,
         )
-        feed = summaries(session)
+        # Without summaries, the session decodes only what the triggers need, if anything.
+        feed = summaries(session) if target.summaries else None
         async with open_nursery() as nursery:
-            nursery.start_soon(summarize, feed, traced, session.counters)
+            if feed is not None:
+                nursery.start_soon(summarize, feed, traced, session.counters)
             nursery.start_soon(move_captures)
             with send:
                 await recorder.run()
