@@ -217,7 +217,7 @@ async def main() -> None:
     plan: list[tuple[str, str, str | None]] = [("untraced", "untraced", None)]
     for policy in args.policies.split(","):
         plan.append((policy, policy, None))
-        if args.before and policy in POLICIES:
+        if args.before and policy in POLICIES and policy not in UNCOUNTED:  # options newer than most checkouts
             plan.append((f"{policy} before", policy, str(Path(args.before).resolve())))
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp:
         where = Path(tmp)
