@@ -18,6 +18,8 @@ interleaved rounds runs, for --seconds each:
   continuous   the agent, the demo's whole trace: a summary per generation, spans over thresholds
   sampled      the agent, a 5 s window every 30 s
   flight       the agent, the flight recorder (10 s kept, a trigger that rarely fires)
+  flight-bare  the same without summaries (summaries = false): the trigger's decoding only
+  flight-rss   the same with a trigger on the process's RSS (which never fires): nothing decoded
 
 Each agent runs --warmup seconds before it is measured (its first rows
 flushed: every 5 s by default). (--policies: only those, and untraced; with
@@ -64,7 +66,11 @@ POLICIES = {
     "continuous": 'policy = "continuous"\nspans_over = { gc = "1ms", stw = "1ms", runnable = "5ms" }\n',
     "sampled": 'policy = "sampled"\nwindow = "5s"\nevery = "30s"\n',
     "flight": 'policy = "flight"\nkeep = "10s"\ntriggers = ["stw>500ms"]\n',
+    "flight-bare": 'policy = "flight"\nkeep = "10s"\ntriggers = ["stw>500ms"]\nsummaries = false\n',
+    "flight-rss": 'policy = "flight"\nkeep = "10s"\ntriggers = ["rss>64GiB"]\nsummaries = false\n',
 }
+# Of no summaries: their CPU per million events is taken at the events a second of the rounds that count them.
+UNCOUNTED = ("flight-bare", "flight-rss")
 
 
 SESSIONS = ("decode", "subscribe")
@@ -211,7 +217,7 @@ async def main() -> None:
     plan: list[tuple[str, str, str | None]] = [("untraced", "untraced", None)]
     for policy in args.policies.split(","):
         plan.append((policy, policy, None))
-        if args.before and policy in POLICIES:
+        if args.before and policy in POLICIES and policy not in UNCOUNTED:  # options newer than most checkouts
             plan.append((f"{policy} before", policy, str(Path(args.before).resolve())))
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp:
         where = Path(tmp)
@@ -226,6 +232,7 @@ async def main() -> None:
                     results.setdefault(label, []).append(res)
                     print(f"round {r + 1} {label:17} {json.dumps({k: round(v, 3) for k, v in res.items()})}")
         base = statistics.median(x["ops_per_s"] for x in results["untraced"])
+        counted = [x["events_per_s"] for label, runs in results.items() for x in runs if x["events_per_s"]]
         head = f"{'policy':17} {'ops/s':>12} {'vs untraced':>12} {'agent CPU':>10} {'agent RSS':>10}"
         print(f"\n{head} {'events/s':>10} {'CPU-s/M events':>15}")
         for policy, runs in results.items():
@@ -235,7 +242,13 @@ async def main() -> None:
             ev = statistics.median(x["events_per_s"] for x in runs)
             per_m = statistics.median(x["cpu_s_per_m_events"] for x in runs)
             line = f"{policy:17} {o:12,.0f} {o / base - 1:+12.1%} {cpu:10.1%} {rss:8.0f} MiB"
+            if policy.split()[0] in UNCOUNTED and counted:
+                ev = statistics.median(counted)
+                print(f"{line} {ev:9,.0f}* {cpu / (ev / 1e6):15.3f}")
+                continue
             print(f"{line} {ev:10,.0f} {per_m:15.3f}")
+        if any(p.split()[0] in UNCOUNTED for p in results):
+            print("* no summaries: the events a second of the rounds that count them (the same demo)")
 
 
 if __name__ == "__main__":

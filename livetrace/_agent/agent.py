@@ -4,12 +4,14 @@ re-attach when one restarts, and ship the rows.
 Discovery is ``livetrace ps``'s (``_attach.processes``), every
 ``scan_interval`` seconds when the process table changed: between its full
 scans the agent looks only at each process's name and start time
-(:func:`process_table_probe`, a tenth of a scan's CPU), and scans again
-when those change (a process started, ended, or exec'd another program),
-when the last scan left something to try again (a failed session, a
-process matched with nowhere to attach yet), when a traced process's task
-ended, and every ``FULL_SCAN_EVERY`` seconds whatever it sees (a command
-line or user changed in place). A Go process is matched against the targets in
+(:func:`process_table_probe`, a tenth of a scan's CPU), and scans the
+processes whose probe changed (a process started, or exec'd another
+program; one that ended is gone from the table), keeping what the last
+scan saw of the rest. It scans the whole table when the last scan left
+something to try again (a failed session, a process matched with nowhere
+to attach yet), when a traced process's task ended, and every
+``FULL_SCAN_EVERY`` seconds whatever it sees (a command line or user
+changed in place). A Go process is matched against the targets in
 the file's order; the first that matches traces it, if it has somewhere to
 attach (its helper, else a pprof endpoint): only a process matched and not
 traced yet is asked for that, as ``ps`` asks. A process is known by its
@@ -40,7 +42,7 @@ from livetrace._agent.sinks import ClickHouseSink, LakeSink, Sink
 from livetrace._agent.spool import Spool, private_dir
 from livetrace._agent.store import Store, local_path
 from livetrace._attach.announce import read_announcements
-from livetrace._attach.processes import BuildInfoCache, Kind, ProcessInfo, attach_routes
+from livetrace._attach.processes import NO_SUCH_PROCESS, BuildInfoCache, Kind, ProcessInfo, attach_routes
 from livetrace._attach.processes import scan as process_table
 from livetrace._errors import LivetraceError
 from livetrace._nursery import open_nursery
@@ -130,6 +132,8 @@ class Agent:
         self._last_full = -math.inf
         self._rescan = True  # the next scan is a full one whatever the probe says
         self._build_infos = BuildInfoCache()  # every executable read once while it runs, not once a scan
+        self._new_infos = BuildInfoCache()  # of the processes that scans between two full ones look at
+        self._rows: dict[int, ProcessInfo] = {}  # the process table as the last scan left it
         self._pending: dict[str, list[dict[str, Any]]] = {}
         self.stopping = trio.Event()
         self._me = {"host": config.host, "service": "livetrace-agent", "pid": os.getpid(), "go_version": ""}
@@ -239,21 +243,41 @@ class Agent:
                 await trio.sleep(self.config.scan_interval)
 
     async def scan_if_changed(self, nursery: trio.Nursery) -> bool:
-        """A full :meth:`scan` if the process table's probe changed since
-        the last one, or it is due anyway (see the module's doc); whether it
-        scanned."""
+        """A :meth:`scan` if the process table's probe changed since the
+        last one (of only the processes whose probe changed), or a full one
+        when it is due anyway (see the module's doc); whether it scanned."""
         probe = await trio.to_thread.run_sync(process_table_probe)
         now = trio.current_time()
         # A failed session is tried again, at a full scan, while its process lives.
-        if not (self._rescan or self._failed) and probe == self._probe and now - self._last_full < FULL_SCAN_EVERY:
+        full = self._rescan or bool(self._failed) or self._probe is None or now - self._last_full >= FULL_SCAN_EVERY
+        if not full and probe == self._probe:
             return False
-        self._probe, self._last_full = probe, now
-        await self.scan(nursery)
+        old, self._probe = self._probe or {}, probe
+        if full:
+            self._last_full = now
+            await self.scan(nursery)
+        else:
+            await self.scan(nursery, {pid: stat for pid, stat in probe.items() if old.get(pid) != stat})
         return True
 
-    async def scan(self, nursery: trio.Nursery) -> None:
+    async def scan(self, nursery: trio.Nursery, changed: Probe | None = None) -> None:
+        """Scan the process table (``changed``: only those processes, the
+        rest as the last scan saw them, those the probe no longer has gone),
+        attach to the processes to trace, and end the tasks of those gone."""
         self._rescan = False
-        rows = await trio.to_thread.run_sync(process_table, None, self._build_infos)
+        if changed is None:
+            rows = await trio.to_thread.run_sync(process_table, None, self._build_infos)
+        else:
+            # A process new since the last full scan is looked at with a cache of its own: the full scans'
+            # keeps what the last full scan read (it forgets what a scan does not use).
+            fresh = await trio.to_thread.run_sync(process_table, list(changed), self._new_infos) if changed else []
+            me, probe = os.getpid(), self._probe or {}
+            rows = sorted(
+                [r for pid, r in self._rows.items() if pid in probe and pid not in changed]
+                + [r for r in fresh if r.pid != me and r.reason != NO_SUCH_PROCESS],
+                key=lambda r: r.pid,
+            )
+        self._rows = {r.pid: r for r in rows}
         alive = {(r.pid, r.started) for r in rows}
         self._failed = {key: at for key, at in self._failed.items() if key in alive}  # gone: never tried again
         for key, proc in list(self.traced.items()):

@@ -69,6 +69,9 @@ class Target:
     after: float = 2.0  # flight: seconds of trace after a trigger
     cooldown: float = 60.0
     max_files: int = 20
+    # flight: a summary per generation, which decodes every event and builds every span; false: only what
+    # the triggers need (a trigger on the process's RSS alone decodes nothing)
+    summaries: bool = True
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,12 @@ def _count(v: Any) -> int:
     return v
 
 
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError(f"must be true or false, not {v!r}")
+    return v
+
+
 def _labels(v: Any) -> dict[str, str]:
     if not isinstance(v, dict):
         raise TypeError(f'must be a table of strings, such as {{ team = "payments" }}, not {v!r}')
@@ -281,8 +290,9 @@ _TARGET_KEYS = {
     "after",
     "cooldown",
     "max_files",
+    "summaries",
 }
-_FLIGHT_ONLY = {"keep", "triggers", "after", "cooldown", "max_files"}
+_FLIGHT_ONLY = {"keep", "triggers", "after", "cooldown", "max_files", "summaries"}
 _SAMPLED_ONLY = {"window", "every", "max_bytes"}
 _CONTINUOUS_ONLY = {"spans_over"}
 
@@ -326,6 +336,7 @@ def _target(c: _Checker, t: Any, i: int) -> Target | None:
         after=c.get(t, w, "after", Target.after, _seconds),
         cooldown=c.get(t, w, "cooldown", Target.cooldown, _seconds),
         max_files=c.get(t, w, "max_files", Target.max_files, _count),
+        summaries=c.get(t, w, "summaries", Target.summaries, _flag),
     )
     if policy is not Policy.FLIGHT and target.window >= target.every:
         c.problem(

@@ -11,7 +11,9 @@
   only policy for a pprof endpoint, whose single tracer the service's own
   users need between windows;
 - flight: the flight recorder over a helper session, each capture kept and
-  recorded, with the summaries as continuous has them.
+  recorded, with the summaries as continuous has them (unless the target
+  has ``summaries = false``: then the session decodes only what the
+  triggers need).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from livetrace._session.session import Session
 from livetrace._session.subscribers import Fanout, Subscription
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.model import SPAN_KIND_NAMES
+from livetrace._trace.spans.model import RESOURCE_KINDS, SPAN_KIND_NAMES
 from livetrace._trace.spans.select import select_rows
 from livetrace._views.top import Snapshot, TopFeeder, TopStats, subscribe_top
 from livetrace._views.top_screen import snapshot_dict
@@ -61,6 +63,7 @@ SEGMENT = 2.0
 CAP_POLL = 0.1  # how often a sampled window's bytes are checked against its cap
 BUDGET_POLL = 1.0  # how often a continuous session looks at the budget
 NEVER = 1 << 62  # the threshold of a span kind the target does not keep
+GOROUTINE = RESOURCE_KINDS.index("Goroutine")  # a span's resource kind
 SERVICE_BYTES = 100  # of the service's name in a capture's file name (the rest: pid, time, suffix)
 
 Emit = Callable[[str, list[dict[str, Any]]], None]
@@ -320,9 +323,10 @@ def span_rows(item: SpanBatch, over: Mapping[str, int], now_ns: int) -> list[dic
     """A ``spans`` row for each span of ``item`` at least as long as its
     kind's threshold in ``over``: those of its kinds and at least the least
     threshold picked in the core (a batch holds every span that ended in it,
-    most of them short), then each kind's own threshold, and a Span object
-    only for those. The wall clock comes from the trace's own where it has
-    one (its generation's clock snapshot, Go 1.25+; a live legacy session's
+    most of them short), then each kind's own threshold, each row read from
+    the columns (a Span object would also read its stacks, which no row
+    holds). The wall clock comes from the trace's own where it has one (its
+    generation's clock snapshot, Go 1.25+; a live legacy session's
     estimate); else the newest span is taken as ending ``now_ns``, which is
     right to about a generation."""
     limits = [over.get(name, NEVER) for name in SPAN_KIND_NAMES]
@@ -331,21 +335,28 @@ def span_rows(item: SpanBatch, over: Mapping[str, int], now_ns: int) -> list[dic
     if not keep:
         return []
     bases = {k: t.wall_base for k, t in item.tables.items()}
-    guess = now_ns - max(ends)
+    guess: int | None = None  # the newest span's end taken as now_ns: only where a span's tables have no clock
+    rkinds, rids, start_tables = item.resource_kinds, item.resource_ids, item.start_tables
+    names, reasons, task_names, table = item.names, item.reasons, item.task_names, item.names_table
     rows = []
     for i in keep:
-        s = item[i]
-        base = bases.get(item.start_tables[i])
+        start = starts[i]
+        base = bases.get(start_tables[i])
+        if base is None:
+            if guess is None:
+                guess = now_ns - max(ends)
+            base = guess
         rows.append(
             {
-                "kind": str(s.kind),
-                "start_ns": s.start,
-                "duration_ns": s.duration,
-                "wall_start": ((base if base is not None else guess) + s.start) // 1000,  # µs
-                "goroutine": s.resource.id if s.resource.kind == "Goroutine" else 0,
-                "reason": s.reason,
-                "name": s.name,
-                "task_name": s.task_name,
+                "kind": SPAN_KIND_NAMES[kinds[i]],
+                "start_ns": start,
+                "duration_ns": ends[i] - start,
+                "wall_start": (base + start) // 1000,  # µs
+                "goroutine": rids[i] if rkinds[i] == GOROUTINE else 0,
+                # As a Span's text: bytes that are not UTF-8 kept (escaped)
+                "reason": table[reasons[i]].decode("utf-8", "surrogateescape"),
+                "name": table[names[i]].decode("utf-8", "surrogateescape"),
+                "task_name": table[task_names[i]].decode("utf-8", "surrogateescape"),
             }
         )
     return rows
@@ -511,9 +522,11 @@ async def flight(traced: Traced) -> None:
             max_files=target.max_files,
             on_capture=captured if traced.store is None else send.send_nowait,
         )
-        feed = summaries(session)
+        # Without summaries, the session decodes only what the triggers need, if anything.
+        feed = summaries(session) if target.summaries else None
         async with open_nursery() as nursery:
-            nursery.start_soon(summarize, feed, traced, session.counters)
+            if feed is not None:
+                nursery.start_soon(summarize, feed, traced, session.counters)
             nursery.start_soon(move_captures)
             with send:
                 await recorder.run()

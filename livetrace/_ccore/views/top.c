@@ -31,6 +31,10 @@ typedef struct {
 typedef struct {
     i64 g;
     u64 name, last;
+    /* acc: the position of this goroutine's sums if epoch is TopSums.epoch + 1 (0: never counted), which
+     * saves a lookup of the goroutine a span */
+    u64 epoch;
+    size_t acc;
 } Name;
 
 /* A goroutine counted since the last take. */
@@ -62,7 +66,8 @@ typedef struct {
     Map roots;      /* tables << 32 | stack -> name id */
     Acc *acc;
     size_t nacc, capacc;
-    Map acc_index; /* goroutine -> position in acc */
+    u64 epoch;    /* the interval's number (take starts a new one) */
+    Map orphans;  /* goroutine -> position in acc, of the counted goroutines whose names forget dropped */
     Reason *reasons;
     size_t nreasons, capreasons;
     Groups kinds, regions, tasks;
@@ -113,8 +118,9 @@ static int groups_add(Groups *g, u64 key, i64 d) {
 
 static void reset_interval(TopSumsObject *s) {
     s->nacc = s->nreasons = 0;
-    map_free(&s->acc_index);
-    memset(&s->acc_index, 0, sizeof s->acc_index);
+    s->epoch++;
+    map_free(&s->orphans);
+    memset(&s->orphans, 0, sizeof s->orphans);
     groups_free(&s->kinds), groups_free(&s->regions), groups_free(&s->tasks);
 }
 
@@ -127,7 +133,7 @@ static int TopSums_init(TopSumsObject *self, PyObject *args, PyObject *kw) {
 static void TopSums_dealloc(TopSumsObject *self) {
     reset_interval(self);
     free(self->names), free(self->acc), free(self->reasons);
-    map_free(&self->name_index), map_free(&self->roots);
+    map_free(&self->name_index), map_free(&self->roots), map_free(&self->orphans);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -140,7 +146,7 @@ static Name *name_of(TopSumsObject *s, i64 g, int *made) {
     if (*made) {
         if (grow((void **)&s->names, &s->capnames, s->nnames + 1, sizeof(Name)))
             return NULL;
-        s->names[s->nnames++] = (Name){g, 0, 0};
+        s->names[s->nnames++] = (Name){g, 0, 0, 0, 0};
     }
     return &s->names[*slot];
 }
@@ -201,17 +207,21 @@ done:
     return result;
 }
 
-/* The goroutine's running sums, made if new: NULL when out of memory. */
-static Acc *acc_of(TopSumsObject *s, i64 g) {
-    u64 *slot = map_slot(&s->acc_index, (u64)g, (u64)s->nacc);
-    if (!slot)
-        return NULL;
-    if (*slot == s->nacc) {
-        if (grow((void **)&s->acc, &s->capacc, s->nacc + 1, sizeof(Acc)))
-            return NULL;
-        s->acc[s->nacc++] = (Acc){.g = g, .first = -1, .last_reason = -1};
+/* The running sums of the goroutine whose name record is n, made if new: NULL when out of memory. */
+static Acc *acc_of(TopSumsObject *s, Name *n) {
+    if (n->epoch != s->epoch + 1) {
+        u64 at;
+        if (s->orphans.len && map_del(&s->orphans, (u64)n->g, &at)) {
+            n->acc = (size_t)at; /* counted before forget dropped its name */
+        } else {
+            if (grow((void **)&s->acc, &s->capacc, s->nacc + 1, sizeof(Acc)))
+                return NULL;
+            s->acc[s->nacc] = (Acc){.g = n->g, .first = -1, .last_reason = -1};
+            n->acc = s->nacc++;
+        }
+        n->epoch = s->epoch + 1;
     }
-    return &s->acc[*slot];
+    return &s->acc[n->acc];
 }
 
 static int add_blocked(TopSumsObject *s, Acc *a, u64 reason, i128 part) {
@@ -351,7 +361,7 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
         i128 part = (i128)e - (!has_since || s >= since ? (i128)s : (i128)since);
         if (part <= 0)
             continue;
-        Acc *a = acc_of(self, g);
+        Acc *a = acc_of(self, name);
         if (!a)
             goto nomem;
         if (k == K_BLOCKED) {
@@ -611,6 +621,12 @@ static PyObject *TopSums_forget(TopSumsObject *self, PyObject *args) {
         return NULL;
     if (self->nnames <= KEEP_NAMES)
         Py_RETURN_NONE;
+    /* A goroutine counted since the last take whose name goes: its sums are found by its goroutine again. */
+    for (size_t i = 0; i < self->nnames; i++) {
+        Name *n = &self->names[i];
+        if (n->last < old && n->epoch == self->epoch + 1 && map_put(&self->orphans, (u64)n->g, n->acc))
+            return PyErr_NoMemory();
+    }
     size_t kept = 0;
     for (size_t i = 0; i < self->nnames; i++)
         if (self->names[i].last >= old)
