@@ -51,8 +51,6 @@ _SPLIT = frozenset(
     {
         "start",
         "duration",
-        "resource_id",
-        "waker_goroutine",
         "arg0",
         "arg1",
         "arg2",
@@ -75,6 +73,8 @@ _IDS = frozenset(
         "goroutine",
         "proc",
         "thread",
+        "resource_id",
+        "waker_goroutine",
         "creator",
         "stack_id",
         "new_stack_id",
@@ -104,8 +104,10 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     captures, generations, goroutines, Ps, Ms, stacks, each one repeated
     over many rows, where plain values and zstd took up to five times the
     writing time and more space (a generation's number, one value, 0.9 MB
-    for 2.5 M rows). Other numbers (times, arguments) rarely repeat, and
-    encoding them took a third of the writing time for nothing."""
+    for 2.5 M rows), and a query that filters on one (a waker, a span's
+    goroutine) is answered from the dictionary (DuckDB: a tenth of the CPU
+    of a scan of byte streams). Other numbers (times, arguments) rarely
+    repeat, and encoding them took a third of the writing time for nothing."""
     return [
         f.name
         for f in schema
@@ -137,10 +139,10 @@ def _encoded_columns(schema: pa.Schema) -> dict[str, str]:
     made it cheapest to write and smallest after zstd (docs/sql.md, "A
     fifth pass"): times in order (``time``, ``wall_time``, the spans'
     ``end``) as deltas; numbers in no order (a span's ``start``, durations,
-    the events' arguments, a span's goroutine or P, wakers) split into byte
-    streams, a stream per byte of the value, whose high bytes, nearly all
-    alike, zstd packs: a third to a half of plain values' writing time
-    for such a column, and 20 to 60 % smaller. DuckDB, Polars and pyarrow
+    the events' arguments) split into byte streams, a stream per byte of
+    the value, whose high bytes, nearly all alike, zstd packs: a third to
+    a half of plain values' writing time for such a column, and 20 to 60 %
+    smaller. DuckDB, Polars and pyarrow
     read both encodings (tested)."""
     encodings = {}
     for f in schema:

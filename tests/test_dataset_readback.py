@@ -73,7 +73,7 @@ def test_byte_streams_keep_every_value(tmp_path: Path) -> None:
             "start": pa.array(signed, pa.int64()),
             "duration": pa.array([abs(v or 0) % 2**40 for v in signed], pa.int64()),
             "arg0": pa.array(unsigned, pa.uint64()),
-            "waker_goroutine": pa.array(signed, pa.int64()),
+            "extra1": pa.array([(v or 0) % 2**64 for v in signed], pa.uint64()),
             "value": pa.array([v if v is None else v % 2**31 for v in signed], pa.int32()),
         }
     )
