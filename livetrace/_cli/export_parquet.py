@@ -33,7 +33,18 @@ if TYPE_CHECKING:
     from livetrace._session.session import Session
 
 LIVE_SEGMENT = 5.0  # seconds
-WRITERS = min(8, os.cpu_count() or 1)  # threads writing a unit's tables
+MAX_WRITERS = 8
+
+
+def writers() -> int:
+    """Threads writing a unit's tables: one per core this process may use
+    (pyarrow's writer lets go of the GIL while it encodes), up to
+    MAX_WRITERS; on one core, one (threads there only take turns)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity to ask (macOS): the machine's
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_WRITERS, cores))
 
 
 def _first_wall(unit: dict[str, pa.RecordBatch]) -> dt.datetime | None:
@@ -62,7 +73,7 @@ def export_file(ds: ParquetDataset, path: Path, service: str | None) -> tuple[in
     files: dict[str, ParquetFile] = {}
     writing: list[Future[None]] = []
     events = 0
-    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+    with ThreadPoolExecutor(max_workers=writers()) as pool:
         try:
             for unit in iter_tables([path]):
                 if not files:
@@ -130,7 +141,7 @@ async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO
 
     # A legacy runtime's trace is only read whole: restart it every LIVE_SEGMENT s, a file each.
     limits["segment"] = args.segment or LIVE_SEGMENT
-    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+    with ThreadPoolExecutor(max_workers=writers()) as pool:
         complete = await live_pass(args.address, args.duration, args.token, err, "exporting", collect, **limits)
     return complete, rows
 
