@@ -110,3 +110,28 @@ def test_bounds_for_the_columns_queries_filter_on(tmp_path: Path) -> None:
         stats = group.column(i).statistics
         bounds[group.column(i).path_in_schema] = (stats.min, stats.max) if stats and stats.has_min_max else None
     assert bounds == {"time": (100, 199), "goroutine": (0, 99), "start": (1, 100), "arg0": None, "clipped_end": None}
+
+
+def test_a_querys_columns_of_other_types_under_our_names(tmp_path: Path) -> None:
+    """``livetrace sql -o FILE.parquet`` writes a query's result through the
+    same writer: a column that has a table's name and another type (a
+    small integer, a timestamp in seconds, a float, a date, a string) is
+    written and read back as it was."""
+    import datetime as dt
+
+    batch = pa.record_batch(
+        {
+            "start": pa.array([3, -1, None, 127], pa.int8()),
+            "duration": pa.array([0.5, None, 2.25, -1.0], pa.float64()),
+            "time": pa.array([0, 1, 2, None], pa.timestamp("s")),
+            "end": pa.array([dt.date(2026, 11, 27)] * 4, pa.date32()),
+            "arg0": pa.array(["a", "b", None, "a"]),
+            "value": pa.array([1, 2, 3, 2**31 - 1], pa.uint32()),
+        }
+    )
+    path = tmp_path / "q.parquet"
+    write_parquet(path, batch.schema, [batch])
+    want = pa.Table.from_batches([batch])
+    assert pq.read_table(path).cast(want.schema).equals(want)  # (seconds come back as ms: Parquet has no seconds)
+    assert duckdb.connect().sql(f"SELECT * FROM read_parquet('{path}')").to_arrow_table().cast(want.schema).equals(want)
+    assert pl.read_parquet(path).to_arrow().cast(want.schema).equals(want)
