@@ -7,7 +7,9 @@ does without livetrace. One run, no timed test.
    clock, and CPU time: user and system, every thread), best
    of --runs, and the first run on a line of its own (target: 20M events/s).
 2. A trace to a Parquet dataset (what ``export --to parquet`` writes):
-   events per second (target: 10M events/s).
+   events per second (target: 10M events/s); and the same units built
+   and not written (``iter_tables``), so that the writer's share is the
+   difference.
 3. A set of traces of about --set-gb GB (the trace, linked under as many
    names as it takes: each is a capture of its own) exported to one
    Parquet dataset, then every prepared view answered over it in DuckDB,
@@ -102,6 +104,22 @@ def step_parquet(out: str, runs: str, *traces: str) -> dict[str, Any]:
     return {"seconds": best, "cpu": cpu, "events": events, "rows": rows, "bytes": size, "first": first}
 
 
+def step_units(trace: str, runs: str) -> dict[str, Any]:
+    """The units the Parquet export writes, built and dropped: the export's
+    CPU less this is the writer's."""
+    from livetrace._tables.read import iter_tables
+
+    best, cpu, first = float("inf"), float("inf"), None
+    for _ in range(int(runs)):
+        t, c = time.perf_counter(), cpu_seconds()
+        for _unit in iter_tables([Path(trace)]):
+            pass
+        took = (time.perf_counter() - t, cpu_seconds() - c)
+        first = first or took
+        best, cpu = min(best, took[0]), min(cpu, took[1])
+    return {"seconds": best, "cpu": cpu, "first": first}
+
+
 def step_views(dataset: str) -> dict[str, Any]:
     from livetrace._cli.sql import dataset_connection  # what `livetrace sql DATASET` reads
     from livetrace._tables.views import VIEWS
@@ -150,6 +168,7 @@ def step_livetrace_question(trace: str) -> dict[str, Any]:
 STEPS = {
     "tables": step_tables,
     "parquet": step_parquet,
+    "units": step_units,
     "views": step_views,
     "xexp": step_xexp,
     "question": step_livetrace_question,
@@ -246,6 +265,11 @@ def main() -> None:
             f" {r['cpu']:8.3f} {events / r['cpu']:13,.0f}   ({r['bytes'] / 1e6:.1f} MB of Parquet, {r['rows']:,} rows)"
         )
         print(_first(r, events))
+        r, rss = child("units", str(trace), str(args.runs))
+        print(
+            f"{'  its units built, not written (iter_tables)':<48} {r['seconds']:8.3f} {events / r['seconds']:12,.0f}"
+            f" {rss:8.0f} {r['cpu']:8.3f} {events / r['cpu']:13,.0f}"
+        )
         if args.set_gb <= 0:  # the trace's own figures only
             return
 

@@ -33,7 +33,18 @@ if TYPE_CHECKING:
     from livetrace._session.session import Session
 
 LIVE_SEGMENT = 5.0  # seconds
-WRITERS = min(8, os.cpu_count() or 1)  # threads writing a unit's tables
+MAX_WRITERS = 8
+
+
+def writers() -> int:
+    """Threads writing a unit's tables: one per core this process may use
+    (pyarrow's writer lets go of the GIL while it encodes), up to
+    MAX_WRITERS; on one core, one (threads there only take turns)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity to ask (macOS): the machine's
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_WRITERS, cores))
 
 
 def _first_wall(unit: dict[str, pa.RecordBatch]) -> dt.datetime | None:
@@ -62,7 +73,7 @@ def export_file(ds: ParquetDataset, path: Path, service: str | None) -> tuple[in
     files: dict[str, ParquetFile] = {}
     writing: list[Future[None]] = []
     events = 0
-    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+    with ThreadPoolExecutor(max_workers=writers()) as pool:
         try:
             for unit in iter_tables([path]):
                 if not files:
@@ -99,13 +110,28 @@ async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO
         seq = 0
 
         def write(unit: dict[str, pa.RecordBatch]) -> None:
+            """A generation's files, each table's in a thread of the pool;
+            put in place once every one is whole."""
             nonlocal seq, rows
             seq += 1
             partition = [("service", service), ("date", _day(_first_wall(unit) or dt.datetime.now(dt.UTC)))]
-            for table, batch in unit.items():
-                if batch.num_rows or seq == 1:
-                    ds.write(table, partition, f"{base}-{seq:06d}", batch)
-                    rows += batch.num_rows
+            chosen = [(t, batch) for t, batch in unit.items() if batch.num_rows or seq == 1]
+            files: list[ParquetFile] = []
+            try:
+                for table, batch in chosen:  # (the directories made here, one after another)
+                    files.append(ds.open(table, partition, f"{base}-{seq:06d}", batch.schema))
+                writing = [pool.submit(f.write, batch) for f, (_, batch) in zip(files, chosen, strict=True)]
+                try:
+                    for done in writing:
+                        done.result()
+                finally:
+                    wait(writing)  # (a failure: the other writes end before their files go)
+                for f in files:
+                    ds.committed(f.commit())
+                    rows += f.rows
+            finally:
+                for f in files:
+                    f.discard()  # (after a commit: nothing left to do)
 
         async def sink(unit: dict[str, pa.RecordBatch]) -> None:
             await trio.to_thread.run_sync(write, unit)  # the files in a worker: the session reads on meanwhile
@@ -115,7 +141,8 @@ async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO
 
     # A legacy runtime's trace is only read whole: restart it every LIVE_SEGMENT s, a file each.
     limits["segment"] = args.segment or LIVE_SEGMENT
-    complete = await live_pass(args.address, args.duration, args.token, err, "exporting", collect, **limits)
+    with ThreadPoolExecutor(max_workers=writers()) as pool:
+        complete = await live_pass(args.address, args.duration, args.token, err, "exporting", collect, **limits)
     return complete, rows
 
 
