@@ -45,24 +45,8 @@ COMPRESSION_LEVEL = {"zstd": 1}
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Rows encoded per call into the writer (pyarrow's default: 1024): fewer calls, 5 % less writing time.
 WRITE_BATCH_ROWS = 1 << 16
-_DELTA = frozenset({"time", "wall_time", "end"})  # sorted, or nearly: the columns _delta_columns encodes
-# Numbers that neither sort nor repeat much: written as byte streams (_split_columns).
-_SPLIT = frozenset(
-    {
-        "start",
-        "duration",
-        "arg0",
-        "arg1",
-        "arg2",
-        "arg3",
-        "extra0",
-        "extra1",
-        "value",
-        "total_ns",
-        "min_ns",
-        "max_ns",
-    }
-)
+# Sorted, or nearly: the columns _encoded_columns writes as deltas.
+_DELTA = frozenset({"time", "wall_time", "start", "end"})
 # Arguments: no query skips a row group on them, so no min and max (_statistics_columns).
 _NO_BOUNDS = frozenset({"arg0", "arg1", "arg2", "arg3", "extra0", "extra1"})
 # The id columns _dictionary_columns encodes.
@@ -135,22 +119,15 @@ def _is_number(f: pa.Field) -> bool:
 
 
 def _encoded_columns(schema: pa.Schema) -> dict[str, str]:
-    """The numbers that are not dictionaries, each in the encoding that
-    made it cheapest to write and smallest after zstd (docs/sql.md, "A
-    fifth pass"): times in order (``time``, ``wall_time``, the spans'
-    ``end``) as deltas; numbers in no order (a span's ``start``, durations,
-    the events' arguments) split into byte streams, a stream per byte of
-    the value, whose high bytes, nearly all alike, zstd packs: a third to
-    a half of plain values' writing time for such a column, and 20 to 60 %
-    smaller. DuckDB, Polars and pyarrow
-    read both encodings (tested)."""
-    encodings = {}
-    for f in schema:
-        if f.name in _DELTA and _is_number(f):
-            encodings[f.name] = "DELTA_BINARY_PACKED"
-        elif f.name in _SPLIT and _is_number(f):
-            encodings[f.name] = "BYTE_STREAM_SPLIT"
-    return encodings
+    """Times (sorted in ``events``, close to it in the spans' tables) as
+    deltas: smaller before compression, so a tenth less time writing and
+    smaller files. Every reader named above reads Parquet's delta encoding.
+    Not byte streams (``BYTE_STREAM_SPLIT``), though they wrote the
+    numbers in no order in a third to a half of the time (docs/sql.md, "A
+    fifth pass"): for integers they are Parquet 2.11 (2024), which Spark
+    3.5's reader and DuckDB's before 2026 cannot read, and a dataset is
+    for any of them."""
+    return {f.name: "DELTA_BINARY_PACKED" for f in schema if f.name in _DELTA and _is_number(f)}
 
 
 def _distinct(array: pa.DictionaryArray) -> pa.DictionaryArray:

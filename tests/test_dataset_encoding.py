@@ -1,7 +1,7 @@
 """The Parquet writer's encodings (livetrace/_dataset.py): the trace times
-in order (``time``, ``wall_time``, ``end``) as deltas, a span's ``start``
-as byte streams, each cheaper to write and smaller, and DuckDB, Polars and
-pyarrow read them back as they were; other columns (and a column of those names that is not
+in order (``time``, ``wall_time``, ``start``, ``end``) as deltas, each
+cheaper to write and smaller, and DuckDB, Polars and pyarrow read them back
+as they were; other columns (and a column of those names that is not
 a number) as before. A dictionary column is written as a dictionary even
 where its dictionary repeats a value, and the id columns as dictionaries."""
 
@@ -51,9 +51,8 @@ def test_times_are_deltas_and_every_reader_reads_them_back(tmp_path: Path) -> No
     )
     path = tmp_path / "t.parquet"
     encodings = written(path, batch)
-    for name in ("time", "wall_time", "end"):
+    for name in ("time", "wall_time", "start", "end"):
         assert "DELTA_BINARY_PACKED" in encodings[name], (name, encodings[name])
-    assert "BYTE_STREAM_SPLIT" in encodings["start"]
     assert "DELTA_BINARY_PACKED" not in encodings["goroutine"]
 
     want = pa.Table.from_batches([batch])
