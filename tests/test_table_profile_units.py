@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import livetrace
-from livetrace._tables.profiles import pprof_units_batch, sched_units_batch
+from livetrace._tables.profiles import pprof_batches, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.sql import create_views
 from livetrace._tables.views import DERIVED, VIEWS
@@ -141,7 +141,12 @@ ODD = [
 def test_pprof_counts_a_goroutine_its_lifetime_clips_from_its_states() -> None:
     states = _states(ODD)
     con = duckdb.connect(":memory:")
-    built = {"sched_units": sched_units_batch(1, 0, states), "pprof_units": pprof_units_batch(1, 0, states)}
+    pprof_units, pprof_interval_units = pprof_batches(1, 0, states)
+    built = {
+        "sched_units": sched_units_batch(1, 0, states),
+        "pprof_units": pprof_units,
+        "pprof_interval_units": pprof_interval_units,
+    }
     given = {"goroutine_states": states, **built}
     for name in TABLE_NAMES:
         if name not in DERIVED or name in given:

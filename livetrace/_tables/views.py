@@ -60,9 +60,9 @@ _PROFILE = f"""CASE WHEN state = 'runnable' THEN 'sched'
                     WHEN state = 'blocked' AND reason = 'network' THEN 'net'
                     WHEN state = 'blocked' AND {_SYNC} THEN 'sync' END"""
 
-# Every interval a row alone: what pprof makes of a row alone is what
-# pprof_intervals makes of the interval, so the answers are the same, and
-# pprof reads the states as it did before the build summed them (summing
+# Every interval a row alone: what pprof (pprof_intervals) makes of a row
+# alone is what it makes of the interval, so the answers are the same, and
+# they read the states as they did before the build summed them (summing
 # them here first, as the build does, took twice as long).
 PPROF_UNITS = f"""
     SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, profile, stack_id, 1::BIGINT AS intervals,
@@ -72,15 +72,24 @@ PPROF_UNITS = f"""
     WHERE profile IS NOT NULL
 """
 
+PPROF_INTERVAL_UNITS = f"""
+    SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, profile, stack_id, "end" - start AS ns,
+           1::BIGINT AS intervals, start AS first_start, "end" AS last_end
+    FROM (SELECT {_PROFILE} AS profile, capture, goroutine, start_stack_id AS stack_id, start, "end"
+          FROM goroutine_states WHERE NOT clipped_end AND "end" > start)
+    WHERE profile IS NOT NULL
+"""
+
 # The tables made at build time for the views, each as SQL over the others:
-# a dataset written before the build made them (schema version 1, and 3 for
-# sched_units and pprof_units) has them so.
+# a dataset written before the build made them (schema version 1, 3 for
+# sched_units and pprof_units, 4 for pprof_interval_units) has them so.
 DERIVED: dict[str, str] = {
     "goroutine_units": GOROUTINE_UNITS,
     "blocked_units": BLOCKED_UNITS,
     "gc_spans": GC_SPANS,
     "sched_units": SCHED_UNITS,
     "pprof_units": PPROF_UNITS,
+    "pprof_interval_units": PPROF_INTERVAL_UNITS,
 }
 
 # A goroutine's lifetime, to which Go's profiles clip its intervals: from
@@ -275,8 +284,28 @@ VIEWS: dict[str, str] = {
     # The intervals Go's pprof-like profiles (`go tool trace -pprof=KIND`)
     # count, as Go counts them (livetrace/_views/pprof.py says what that
     # is): those of the profile's state, ended, clipped to their
-    # goroutine's lifetime (_LIFE).
-    "pprof_intervals": _clipped("goroutine_states"),
+    # goroutine's lifetime (_LIFE). From pprof_interval_units, as pprof
+    # reads pprof_units: a row whose intervals lie in their goroutine's
+    # lifetime is that many rows of its duration, an interval alone is
+    # clipped here, and a goroutine with a row of several intervals that its
+    # lifetime would clip is listed from its goroutine_states rows.
+    "pprof_intervals": f"""
+        WITH life AS ({_LIFE}),
+        u AS NOT MATERIALIZED (
+            SELECT p.profile, p.capture, p.goroutine, p.stack_id, p.ns, p.intervals,
+                   coalesce(l.lo <= p.first_start AND p.last_end <= l.hi, false) AS whole,
+                   least(l.hi, p.last_end) - greatest(l.lo, p.first_start) AS clipped
+            FROM pprof_interval_units p JOIN life l USING (capture, goroutine)),
+        odd AS MATERIALIZED (SELECT DISTINCT capture, goroutine FROM u WHERE NOT whole AND intervals > 1),
+        kept AS (
+            SELECT CAST(profile AS VARCHAR) AS profile, capture, goroutine, stack_id,
+                   CASE WHEN whole THEN ns ELSE clipped END AS ns, CASE WHEN whole THEN intervals ELSE 1 END AS n
+            FROM u ANTI JOIN odd USING (capture, goroutine)
+            WHERE whole OR clipped > 0)
+        SELECT profile, capture, goroutine, stack_id, ns FROM (SELECT *, unnest(range(n)) FROM kept)
+        UNION ALL
+        SELECT * FROM ({_clipped(_ODD_STATES)})
+    """,
     # Per profile and stack: how many intervals and their total time, as
     # pprof_intervals' rows add up, from pprof_units' rows: a row whose
     # intervals lie in their goroutine's lifetime counts whole, an interval
