@@ -1,8 +1,9 @@
 """``pprof_intervals`` reads ``pprof_interval_units`` (the profiles'
 intervals counted per goroutine, stack and duration, made a unit at a time
-as the tables are built): it lists what it listed when it clipped every
-goroutine state to its goroutine's lifetime, which tests/test_tables_go.py
-checks against Go's own profiles through ``pprof``."""
+as the tables are built): it counts what it listed, a row per interval,
+when it clipped every goroutine state to its goroutine's lifetime, which
+tests/test_tables_go.py checks against Go's own profiles through
+``pprof``."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ from livetrace._tables.views import DERIVED, _clipped
 from .test_table_profile_units import ODD, _states
 from .test_table_views import SOURCES
 
-# pprof_intervals as it was: every goroutine state of a profile, clipped.
-EVERY_STATE = _clipped("goroutine_states")
-LISTED = "SELECT profile, capture, goroutine, stack_id, ns FROM pprof_intervals"
+# pprof_intervals as it was, a row per interval (every goroutine state of a
+# profile, clipped), with those of one duration counted together.
+EVERY_STATE = f"""
+    SELECT profile, capture, goroutine, stack_id, ns, count(*) AS intervals
+    FROM ({_clipped("goroutine_states")}) GROUP BY ALL
+"""
+LISTED = "FROM pprof_intervals"
 
 
 def rows(con: duckdb.DuckDBPyConnection, query: str) -> list[tuple[object, ...]]:
@@ -32,11 +37,7 @@ def test_pprof_intervals_are_those_of_every_state(name: str, data: bytes) -> Non
     con = livetrace.sql(data)
     listed = rows(con, LISTED)
     assert listed == rows(con, EVERY_STATE)
-    # Fewer rows than intervals: the units count those of one duration together.
-    [(units, intervals)] = con.execute(
-        "SELECT count(*), coalesce(sum(intervals), 0) FROM pprof_interval_units"
-    ).fetchall()
-    assert intervals >= len(listed) and units <= intervals
+    assert len({r[:5] for r in listed}) == len(listed)  # a row per goroutine, profile, stack and duration
 
 
 def test_pprof_intervals_of_a_goroutine_its_lifetime_clips_are_its_states() -> None:
@@ -74,8 +75,7 @@ def test_pprof_intervals_of_a_goroutine_its_lifetime_clips_are_its_states() -> N
     listed = rows(con, LISTED)
     assert listed == rows(con, EVERY_STATE)
     assert [r for r in listed if r[0] == "sync" and r[2] == 1] == [
-        ("sync", 1, 1, 8, 5),  # 45 to 90, clipped
-        ("sync", 1, 1, 8, 10),  # 10 to 20 (chan receive)
-        ("sync", 1, 1, 8, 10),  # 40 to 70, clipped
+        ("sync", 1, 1, 8, 5, 1),  # 45 to 90, clipped
+        ("sync", 1, 1, 8, 10, 2),  # 10 to 20 (chan receive); 40 to 70, clipped
     ]
-    assert [r for r in listed if r[2] == 5] == [("sync", 1, 5, 12, 6)]
+    assert [r for r in listed if r[2] == 5] == [("sync", 1, 5, 12, 6, 1)]

@@ -18,7 +18,7 @@ import livetrace
 from livetrace._tables.profiles import pprof_batches, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.sql import create_views
-from livetrace._tables.views import DERIVED, VIEWS
+from livetrace._tables.views import DERIVED, VIEWS, _clipped
 from livetrace._trace.spans.model import SPAN_KIND_NAMES
 
 from .test_table_views import SOURCES
@@ -33,8 +33,10 @@ EVERY_WAIT = """
     WHERE s.state = 'runnable' AND NOT s.clipped_end
     GROUP BY ALL
 """
-# pprof as it was: pprof_intervals' rows added up.
-EVERY_INTERVAL = "SELECT profile, stack_id, count(*) AS count, sum(ns) AS ns FROM pprof_intervals GROUP BY ALL"
+# pprof as it was: every state's clipped interval added up.
+EVERY_INTERVAL = f"""
+    SELECT profile, stack_id, count(*) AS count, sum(ns) AS ns FROM ({_clipped("goroutine_states")}) GROUP BY ALL
+"""
 
 
 def rows(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
