@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 
 import livetrace
-from livetrace._tables.profiles import pprof_units_batch, sched_units_batch
+from livetrace._tables.profiles import pprof_batches, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.sql import create_views
-from livetrace._tables.views import DERIVED, VIEWS
+from livetrace._tables.views import DERIVED, VIEWS, _clipped
 from livetrace._trace.spans.model import SPAN_KIND_NAMES
 
 from .test_table_views import SOURCES
@@ -33,8 +33,10 @@ EVERY_WAIT = """
     WHERE s.state = 'runnable' AND NOT s.clipped_end
     GROUP BY ALL
 """
-# pprof as it was: pprof_intervals' rows added up.
-EVERY_INTERVAL = "SELECT profile, stack_id, count(*) AS count, sum(ns) AS ns FROM pprof_intervals GROUP BY ALL"
+# pprof as it was: every state's clipped interval added up.
+EVERY_INTERVAL = f"""
+    SELECT profile, stack_id, count(*) AS count, sum(ns) AS ns FROM ({_clipped("goroutine_states")}) GROUP BY ALL
+"""
 
 
 def rows(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
@@ -141,7 +143,12 @@ ODD = [
 def test_pprof_counts_a_goroutine_its_lifetime_clips_from_its_states() -> None:
     states = _states(ODD)
     con = duckdb.connect(":memory:")
-    built = {"sched_units": sched_units_batch(1, 0, states), "pprof_units": pprof_units_batch(1, 0, states)}
+    pprof_units, pprof_interval_units = pprof_batches(1, 0, states)
+    built = {
+        "sched_units": sched_units_batch(1, 0, states),
+        "pprof_units": pprof_units,
+        "pprof_interval_units": pprof_interval_units,
+    }
     given = {"goroutine_states": states, **built}
     for name in TABLE_NAMES:
         if name not in DERIVED or name in given:

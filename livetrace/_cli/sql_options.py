@@ -23,8 +23,8 @@ examples:
   echo 'SELECT count(*) FROM events;' | livetrace sql svc.trace --format csv
 
 tables: captures, events, goroutine_states, goroutine_units, blocked_units, sched_units, pprof_units,
-proc_states, spans, gc_spans, tasks, regions, logs, counters, cpu_samples, stacks, frames (times in
-ns; every row but stacks' and frames' has its capture).
+pprof_interval_units, proc_states, spans, gc_spans, tasks, regions, logs, counters, cpu_samples,
+stacks, frames (times in ns; every row but stacks' and frames' has its capture).
 prepared views: sched_latency, blocking, gc_pauses, slowest_regions, slowest_tasks,
 goroutine_leaks, goroutines, stack_frames, pprof (go tool trace -pprof's sums per stack).
 docs/sql.md has every column and a cookbook of questions and their queries.

@@ -25,7 +25,7 @@ from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
 from livetrace._tables.kernels import Scratch, one_of, span_partition, wakers_at_ends
-from livetrace._tables.profiles import pprof_units_batch, sched_units_batch
+from livetrace._tables.profiles import pprof_batches, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     STATE_COLUMNS,
@@ -241,6 +241,7 @@ class UnitBuilder:
         rows = _concat("spans", [goroutine_rows(s, p.states) for s, p in parts], STATE_COLUMNS)
         states = goroutine_states_batch(rows, _blocked_wakers(rows, event_rows, compiled=self._compiled))
         procs = _concat("proc_states", [proc_states_batch(capture, s, p.states, p.procs) for s, p in parts])
+        pprof_units, pprof_interval_units = pprof_batches(capture, generation, states)
         out: Unit = {
             "events": event_rows,
             "goroutine_states": states,
@@ -249,7 +250,8 @@ class UnitBuilder:
             ),
             "blocked_units": blocked_units_batch(capture, generation, states),
             "sched_units": sched_units_batch(capture, generation, states),
-            "pprof_units": pprof_units_batch(capture, generation, states),
+            "pprof_units": pprof_units,
+            "pprof_interval_units": pprof_interval_units,
             "proc_states": procs,
             "spans": sp,
             "gc_spans": gc_spans_batch(sp),

@@ -1,7 +1,8 @@
-"""``sched_units`` and ``pprof_units``: per unit, the goroutine states that
-the ``sched_latency`` and ``pprof`` views count, summed as far as their
-answers allow (docs/sql.md, "The prepared views"), so that the views read
-these few rows rather than every state of a set of traces.
+"""``sched_units``, ``pprof_units`` and ``pprof_interval_units``: per unit,
+the goroutine states that the ``sched_latency``, ``pprof`` and
+``pprof_intervals`` views count, summed as far as their answers allow
+(docs/sql.md, "The prepared views"), so that the views read these few rows
+rather than every state of a set of traces.
 
 ``sched_latency`` takes exact quantiles of the runnable waits per goroutine
 group: it needs each wait's duration, but not each wait, so the waits are
@@ -13,6 +14,8 @@ are summed per goroutine, profile and stack, with their earliest start and
 latest end for the view to check against the lifetime's end; each other
 interval (before the goroutine's first run in the unit, where the lifetime
 may begin later) is a row of its own, for the view to clip.
+``pprof_interval_units`` counts the same intervals per duration too, for
+``pprof_intervals``, which lists each interval's (clipped) duration.
 """
 
 from __future__ import annotations
@@ -79,12 +82,11 @@ def _profiles(states: pa.RecordBatch) -> pa.Array:
     return pc.take(table, at)
 
 
-def pprof_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> pa.RecordBatch:
-    """The unit's ``pprof_units`` rows: its intervals of a profile whose end
-    was seen and that last a while (one that does not is never counted:
-    clipping only shortens it), summed per goroutine, profile and stack;
-    each that began before its goroutine's first run in the unit (or of a
-    goroutine that did not run in it) a row of its own."""
+def _pprof_rows(states: pa.RecordBatch) -> tuple[pa.Table, pa.Table]:
+    """The unit's intervals of a profile whose end was seen and that last a
+    while (one that does not is never counted: clipping only shortens it):
+    those that began at or after their goroutine's first run in the unit,
+    and the others (of a goroutine that did not run in it, too)."""
     runs = (
         pa.table({"goroutine": states["goroutine"], "start": states["start"]})
         .filter(_kind(states, SpanKind.RUNNING))
@@ -106,18 +108,21 @@ def pprof_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> 
     ).filter(counted)
     first_run = pc.take(runs["start_min"], pc.index_in(rows["goroutine"], value_set=runs["goroutine"]))
     inside = pc.fill_null(pc.greater_equal(rows["start"], first_run), False)
-    sums = (
-        rows.filter(inside)
-        .group_by(["goroutine", "profile", "stack_id"], use_threads=False)
-        .aggregate([("ns", "count"), ("ns", "sum"), ("start", "min"), ("end", "max")])
+    return rows.filter(inside), rows.filter(pc.invert(inside))
+
+
+def _pprof_batch(capture: int, generation: int, inside: pa.Table, alone: pa.Table, table: str) -> pa.RecordBatch:
+    """``table``'s rows: the intervals ``inside`` summed per its key
+    (goroutine, profile, stack, and for pprof_interval_units their
+    duration), each of ``alone`` a row of its own."""
+    keys = ["goroutine", "profile", "stack_id", *(["ns"] if table == "pprof_interval_units" else [])]
+    sums = inside.group_by(keys, use_threads=False).aggregate(
+        [("start", "count"), ("ns", "sum"), ("start", "min"), ("end", "max")]
     )
-    alone = rows.filter(pc.invert(inside))
     alone = pa.table(
         {
-            "goroutine": alone["goroutine"],
-            "profile": alone["profile"],
-            "stack_id": alone["stack_id"],
-            "ns_count": full(1, alone.num_rows, pa.int64()),
+            **{k: alone[k] for k in keys},
+            "start_count": full(1, alone.num_rows, pa.int64()),
             "ns_sum": alone["ns"],
             "start_min": alone["start"],
             "end_max": alone["end"],
@@ -125,8 +130,20 @@ def pprof_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> 
     )
     both = pa.concat_tables([sums.select(alone.column_names).cast(alone.schema), alone])
     both = _renamed(
-        both, {"ns_count": "intervals", "ns_sum": "total_ns", "start_min": "first_start", "end_max": "last_end"}
+        both, {"start_count": "intervals", "ns_sum": "total_ns", "start_min": "first_start", "end_max": "last_end"}
     )
     names = pa.DictionaryArray.from_arrays(both["profile"].combine_chunks(), _PROFILES)
     both = both.set_column(both.column_names.index("profile"), "profile", names)
-    return _with_unit(capture, generation, both, "pprof_units")
+    return _with_unit(capture, generation, both, table)
+
+
+def pprof_batches(capture: int, generation: int, states: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+    """The unit's ``pprof_units`` and ``pprof_interval_units`` rows: its
+    intervals that the profiles count (_pprof_rows) summed per goroutine,
+    profile and stack, and counted per those and their duration; each that
+    began before its goroutine's first run in the unit a row of its own."""
+    inside, alone = _pprof_rows(states)
+    return (
+        _pprof_batch(capture, generation, inside, alone, "pprof_units"),
+        _pprof_batch(capture, generation, inside, alone, "pprof_interval_units"),
+    )

@@ -16,12 +16,13 @@ import pyarrow as pa
 
 # Bumped when a column changes meaning, type or name; the Parquet files
 # carry it in their metadata (b"livetrace.schema_version"). 2: goroutine_units, blocked_units and gc_spans;
-# 3: captures.session; 4: sched_units and pprof_units.
-SCHEMA_VERSION = 4
+# 3: captures.session; 4: sched_units and pprof_units; 5: pprof_interval_units.
+SCHEMA_VERSION = 5
 SCHEMA_VERSION_KEY = b"livetrace.schema_version"
 
 _NAME = pa.dictionary(pa.int32(), pa.string())  # a low-cardinality string: a kind, a state, a reason
-# The profiles of Go's `go tool trace -pprof=KIND` that pprof_units sums (livetrace/_tables/profiles.py).
+# The profiles of Go's `go tool trace -pprof=KIND` that pprof_units and
+# pprof_interval_units count (livetrace/_tables/profiles.py).
 PPROF_PROFILES = ("sched", "syscall", "net", "sync")
 _TIME = pa.int64()
 _WALL = pa.timestamp("ns", tz="UTC")
@@ -168,6 +169,24 @@ COLUMNS: dict[str, Columns] = {
             "how many: those that began at or after its first run in the unit; else 1, an interval alone",
         ),
         ("total_ns", pa.int64(), False, "their total duration (end - start)"),
+        ("first_start", _TIME, False, "the earliest start of them"),
+        ("last_end", _TIME, False, "the latest end of them"),
+    ),
+    # The same intervals counted per duration too: what the pprof_intervals
+    # view lists, without a scan of every state.
+    "pprof_interval_units": (
+        _CAPTURE,
+        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        ("goroutine", pa.int64(), False, "the goroutine"),
+        ("profile", _NAME, False, "the profile that counts them: sched, syscall, net or sync"),
+        ("stack_id", pa.int64(), True, "where they began (goroutine_states.start_stack_id)"),
+        ("ns", pa.int64(), False, "how long each lasted (end - start)"),
+        (
+            "intervals",
+            pa.int64(),
+            False,
+            "how many lasted so: those that began at or after its first run in the unit; else 1, an interval alone",
+        ),
         ("first_start", _TIME, False, "the earliest start of them"),
         ("last_end", _TIME, False, "the latest end of them"),
     ),

@@ -60,9 +60,9 @@ _PROFILE = f"""CASE WHEN state = 'runnable' THEN 'sched'
                     WHEN state = 'blocked' AND reason = 'network' THEN 'net'
                     WHEN state = 'blocked' AND {_SYNC} THEN 'sync' END"""
 
-# Every interval a row alone: what pprof makes of a row alone is what
-# pprof_intervals makes of the interval, so the answers are the same, and
-# pprof reads the states as it did before the build summed them (summing
+# Every interval a row alone: what pprof (pprof_intervals) makes of a row
+# alone is what it makes of the interval, so the answers are the same, and
+# they read the states as they did before the build summed them (summing
 # them here first, as the build does, took twice as long).
 PPROF_UNITS = f"""
     SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, profile, stack_id, 1::BIGINT AS intervals,
@@ -72,15 +72,24 @@ PPROF_UNITS = f"""
     WHERE profile IS NOT NULL
 """
 
+PPROF_INTERVAL_UNITS = f"""
+    SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, profile, stack_id, "end" - start AS ns,
+           1::BIGINT AS intervals, start AS first_start, "end" AS last_end
+    FROM (SELECT {_PROFILE} AS profile, capture, goroutine, start_stack_id AS stack_id, start, "end"
+          FROM goroutine_states WHERE NOT clipped_end AND "end" > start)
+    WHERE profile IS NOT NULL
+"""
+
 # The tables made at build time for the views, each as SQL over the others:
-# a dataset written before the build made them (schema version 1, and 3 for
-# sched_units and pprof_units) has them so.
+# a dataset written before the build made them (schema version 1, 3 for
+# sched_units and pprof_units, 4 for pprof_interval_units) has them so.
 DERIVED: dict[str, str] = {
     "goroutine_units": GOROUTINE_UNITS,
     "blocked_units": BLOCKED_UNITS,
     "gc_spans": GC_SPANS,
     "sched_units": SCHED_UNITS,
     "pprof_units": PPROF_UNITS,
+    "pprof_interval_units": PPROF_INTERVAL_UNITS,
 }
 
 # A goroutine's lifetime, to which Go's profiles clip its intervals: from
@@ -158,18 +167,22 @@ _STEPS = _quantile_steps()
 _ODD_STATES = "(FROM goroutine_states SEMI JOIN odd USING (capture, goroutine))"
 
 
-def _clipped(states: str) -> str:
-    """pprof_intervals' rows of these goroutine states."""
+def _clipped_in(states: str) -> str:
+    """Each of these goroutine states that a profile counts, clipped to its
+    goroutine's lifetime (a CTE ``life`` of _LIFE's rows): its profile,
+    capture, goroutine, stack_id and ns."""
     return f"""
-        WITH life AS ({_LIFE}),
-        counted AS (
-            SELECT {_PROFILE} AS profile, capture, goroutine, start, "end", start_stack_id
-            FROM {states} WHERE NOT clipped_end)
-        SELECT c.profile, c.capture, c.goroutine, c.start_stack_id AS stack_id,
+        SELECT {_PROFILE} AS profile, c.capture, c.goroutine, c.start_stack_id AS stack_id,
                least(l.hi, c."end") - greatest(l.lo, c.start) AS ns
-        FROM counted c JOIN life l USING (capture, goroutine)
-        WHERE c.profile IS NOT NULL AND least(l.hi, c."end") - greatest(l.lo, c.start) > 0
+        FROM {states} c JOIN life l USING (capture, goroutine)
+        WHERE NOT c.clipped_end AND ns > 0 AND profile IS NOT NULL
     """
+
+
+def _clipped(states: str) -> str:
+    """_clipped_in with the lifetimes of its own: pprof_intervals' rows of
+    these states, before those of one duration are counted together."""
+    return f"WITH life AS ({_LIFE}) {_clipped_in(states)}"
 
 
 VIEWS: dict[str, str] = {
@@ -275,10 +288,42 @@ VIEWS: dict[str, str] = {
     # The intervals Go's pprof-like profiles (`go tool trace -pprof=KIND`)
     # count, as Go counts them (livetrace/_views/pprof.py says what that
     # is): those of the profile's state, ended, clipped to their
-    # goroutine's lifetime (_LIFE).
-    "pprof_intervals": _clipped("goroutine_states"),
+    # goroutine's lifetime (_LIFE); a row per goroutine, profile, stack and
+    # (clipped) duration, with how many lasted so: a row per interval was
+    # 113 M rows for a 1 GB set, whose fetching alone took longer than any
+    # question over them (docs/sql.md, "Speed"). From pprof_interval_units,
+    # as pprof reads pprof_units: a row whose intervals lie in their
+    # goroutine's lifetime counts whole, an interval alone is clipped here,
+    # and a goroutine with a row of several intervals that its lifetime
+    # would clip is counted from its goroutine_states rows. Those are found
+    # in pprof_units (fewer rows), whose rows of several intervals hold
+    # those of pprof_interval_units: a goroutine pprof counts so, which is
+    # every one that needs it here. The units' rows of a goroutine of many
+    # generations are counted together here, so the rows are the same
+    # whatever the units.
+    "pprof_intervals": f"""
+        WITH life AS MATERIALIZED ({_LIFE}),
+        odd AS MATERIALIZED (
+            SELECT DISTINCT p.capture, p.goroutine FROM pprof_units p JOIN life l USING (capture, goroutine)
+            WHERE p.intervals > 1 AND NOT (l.lo <= p.first_start AND p.last_end <= l.hi)),
+        u AS (
+            SELECT p.profile, p.capture, p.goroutine, p.stack_id, p.ns, p.intervals,
+                   l.lo <= p.first_start AND p.last_end <= l.hi AS whole,
+                   least(l.hi, p.last_end) - greatest(l.lo, p.first_start) AS clipped
+            FROM pprof_interval_units p JOIN life l USING (capture, goroutine)
+            ANTI JOIN odd USING (capture, goroutine)),
+        parts AS (
+            SELECT CAST(profile AS VARCHAR) AS profile, capture, goroutine, stack_id,
+                   CASE WHEN whole THEN ns ELSE clipped END AS ns,
+                   CASE WHEN whole THEN intervals ELSE 1 END AS intervals
+            FROM u WHERE whole OR clipped > 0
+            UNION ALL
+            SELECT *, 1 FROM ({_clipped_in(_ODD_STATES)}))
+        SELECT profile, capture, goroutine, stack_id, ns, CAST(sum(intervals) AS BIGINT) AS intervals
+        FROM parts GROUP BY ALL
+    """,
     # Per profile and stack: how many intervals and their total time, as
-    # pprof_intervals' rows add up, from pprof_units' rows: a row whose
+    # pprof_intervals' rows add up (intervals, ns * intervals), from pprof_units' rows: a row whose
     # intervals lie in their goroutine's lifetime counts whole, an interval
     # alone is clipped here. A goroutine with a row of several intervals
     # that its lifetime would clip (none, as Go's runtime runs: a

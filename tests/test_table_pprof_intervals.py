@@ -1,0 +1,81 @@
+"""``pprof_intervals`` reads ``pprof_interval_units`` (the profiles'
+intervals counted per goroutine, stack and duration, made a unit at a time
+as the tables are built): it counts what it listed, a row per interval,
+when it clipped every goroutine state to its goroutine's lifetime, which
+tests/test_tables_go.py checks against Go's own profiles through
+``pprof``."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import livetrace
+from livetrace._tables.profiles import pprof_batches, sched_units_batch
+from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
+from livetrace._tables.sql import create_views
+from livetrace._tables.views import DERIVED, _clipped
+
+from .test_table_profile_units import ODD, _states
+from .test_table_views import SOURCES
+
+# pprof_intervals as it was, a row per interval (every goroutine state of a
+# profile, clipped), with those of one duration counted together.
+EVERY_STATE = f"""
+    SELECT profile, capture, goroutine, stack_id, ns, count(*) AS intervals
+    FROM ({_clipped("goroutine_states")}) GROUP BY ALL
+"""
+LISTED = "FROM pprof_intervals"
+
+
+def rows(con: duckdb.DuckDBPyConnection, query: str) -> list[tuple[object, ...]]:
+    return sorted(con.execute(query).fetchall(), key=lambda r: [(x is None, x or 0) for x in r])
+
+
+@pytest.mark.parametrize(("name", "data"), SOURCES)
+def test_pprof_intervals_are_those_of_every_state(name: str, data: bytes) -> None:
+    con = livetrace.sql(data)
+    listed = rows(con, LISTED)
+    assert listed == rows(con, EVERY_STATE)
+    assert len({r[:5] for r in listed}) == len(listed)  # a row per goroutine, profile, stack and duration
+
+
+def test_pprof_intervals_of_a_goroutine_its_lifetime_clips_are_its_states() -> None:
+    """Goroutine 1's three sync waits at one stack, two of them of one
+    duration, end after its forever block at 50: a row of two intervals
+    that its lifetime clips, so they come from its goroutine_states rows,
+    clipped each (the one from 60 to nothing: left out). Goroutine 5
+    never runs: its wait, a row alone, ends at its forever block, at 6."""
+    states = _states(
+        [
+            *ODD,
+            (1, 60, 90, "blocked", "sync.Mutex.Lock", 8),
+            (5, 0, 10, "blocked", "sync.WaitGroup.Wait", 12),
+            (5, 6, 20, "blocked", "forever", 13),
+        ]
+    )
+    pprof_units, pprof_interval_units = pprof_batches(1, 0, states)
+    given = {
+        "goroutine_states": states,
+        "sched_units": sched_units_batch(1, 0, states),
+        "pprof_units": pprof_units,
+        "pprof_interval_units": pprof_interval_units,
+    }
+    con = duckdb.connect(":memory:")
+    for name in TABLE_NAMES:
+        if name not in DERIVED or name in given:
+            con.register(name, given.get(name, SCHEMAS[name].empty_table()))
+    for name in DERIVED.keys() - given:
+        con.execute(f"CREATE VIEW {name} AS {DERIVED[name]}")
+    create_views(con)
+    [(summed,)] = con.execute(
+        "SELECT intervals FROM pprof_interval_units WHERE goroutine = 1 AND profile = 'sync' AND ns = 30"
+    ).fetchall()
+    assert summed == 2
+    listed = rows(con, LISTED)
+    assert listed == rows(con, EVERY_STATE)
+    assert [r for r in listed if r[0] == "sync" and r[2] == 1] == [
+        ("sync", 1, 1, 8, 5, 1),  # 45 to 90, clipped
+        ("sync", 1, 1, 8, 10, 2),  # 10 to 20 (chan receive); 40 to 70, clipped
+    ]
+    assert [r for r in listed if r[2] == 5] == [("sync", 1, 5, 12, 6, 1)]
