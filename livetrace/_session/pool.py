@@ -55,12 +55,13 @@ def keep_freed_memory() -> None:
     """Once per process, where the C library is glibc: keep freed memory for
     the next allocation rather than give it back to the system at once.
 
-    A pool's threads allocate in arenas of their own, and glibc trims each
-    thread's heap, and unmaps each buffer past its mmap threshold, as soon
-    as it is freed: every batch's columns and lines then fault their pages
-    in again. `tail --format jsonl --jobs 2` spent 60% more CPU than with
-    one job so, 11% more with these settings (docs/decoder.md). What is
-    kept is bounded by what the pipeline holds at once."""
+    Each thread allocates in an arena of its own, and glibc trims each
+    heap, and unmaps each buffer past its mmap threshold, as soon as it is
+    freed: every batch's columns and lines then fault their pages in again.
+    `tail --format jsonl --jobs 2` spent 60% more CPU than with one job so,
+    11% more with these settings, and one job's `tail --format text` 12%
+    more than with them (docs/decoder.md). What is kept is bounded by what
+    the pipeline holds at once."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
