@@ -18,6 +18,7 @@ from livetrace._cli.options import connect_options
 from livetrace._cli.output import TerminalWriter, WholeWriter
 from livetrace._cli.parser import build_parser
 from livetrace._errors import LivetraceError, TraceFormatError
+from livetrace._session.pool import keep_freed_memory
 
 
 def whole_stdout(terminal_safe: bool = False) -> TextIO:
@@ -190,9 +191,16 @@ def _quiet_collector() -> None:
     gc.set_threshold(GC_YOUNGEST, *gc.get_threshold()[1:])
 
 
+# Commands that run for weeks within a memory budget they check by their own RSS: what they free
+# goes back to the system, so that the RSS they see comes down after a peak.
+GIVES_MEMORY_BACK = frozenset({"agent"})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _quiet_collector()
+    if args.command not in GIVES_MEMORY_BACK:
+        keep_freed_memory()
     err = sys.stderr
     try:
         return COMMANDS[args.command](args, err)

@@ -207,10 +207,10 @@ class Pump:
                 self._fanout.finish()
 
     async def _decode(self, frames: trio.MemoryReceiveChannel[object]) -> None:
-        keep_freed_memory()
         if self.jobs == 1:
             await self._decode_with_line(frames)
             return
+        keep_freed_memory()
         pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="livetrace-pool")
         try:
             token = trio.lowlevel.current_trio_token()

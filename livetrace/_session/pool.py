@@ -60,8 +60,11 @@ def keep_freed_memory() -> None:
     freed: every batch's columns and lines then fault their pages in again.
     `tail --format jsonl --jobs 2` spent 60% more CPU than with one job so,
     11% more with these settings, and one job's `tail --format text` 12%
-    more than with them (docs/decoder.md). What is kept is bounded by what
-    the pipeline holds at once."""
+    more than with them (docs/decoder.md): the CLI calls it for every
+    command but the agent, a pool when it starts. What is kept is bounded
+    by what the pipeline holds at once, but stays the process's: a
+    program that watches its own RSS comes down after a peak only
+    without it."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
