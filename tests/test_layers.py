@@ -25,7 +25,8 @@ PACKAGE = ROOT / "livetrace"
 # The layers, lowest first: a module may import its own layer and those
 # below. A package stands for every module in it; the longest prefix wins.
 LAYERS: list[tuple[str, ...]] = [
-    # The base, shared by every layer: errors, the stream's items, buffers, output files, trio's nursery, plurals.
+    # The base, shared by every layer: errors, the stream's items, buffers, output files, trio's nursery, plurals,
+    # the C library's memory.
     (
         "livetrace._errors",
         "livetrace._items",
@@ -34,6 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
         "livetrace._dataset",
         "livetrace._nursery",
         "livetrace._plural",
+        "livetrace._memory",
         "livetrace._version",
     ),
     # The sans-IO core: trace decoding and the session protocol.

@@ -32,12 +32,13 @@ import trio
 
 from livetrace._errors import LimitExceededError, LivetraceError
 from livetrace._items import Gap, SegmentEnd, WindowEnd, WindowGap
+from livetrace._memory import keep_freed_memory
 from livetrace._nursery import open_nursery
 from livetrace._protocol.frames import Chunk, Frame
 from livetrace._session.defaults import MAX_PIPELINE_BYTES
 from livetrace._session.limits import Counters
 from livetrace._session.pipeline import Cutter, Unit, stages, unit_bytes
-from livetrace._session.pool import Line, keep_freed_memory
+from livetrace._session.pool import Line
 from livetrace._session.subscribers import Fanout
 from livetrace._session.window_gaps import WindowGaps
 from livetrace._trace.decoder import Item, TraceDecoder, open_decoder

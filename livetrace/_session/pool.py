@@ -22,8 +22,6 @@ producer's business).
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import os
 import threading
 from collections import deque
@@ -32,10 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["Line", "Stage", "default_jobs", "keep_freed_memory"]
-
-# glibc's mallopt parameters (malloc.h).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+__all__ = ["Line", "Stage", "default_jobs"]
 
 U = TypeVar("U")
 
@@ -48,30 +43,6 @@ def default_jobs() -> int:
     except AttributeError:  # no affinity to ask (macOS): the machine's
         cores = os.cpu_count() or 1
     return max(1, cores - 1)
-
-
-@functools.cache
-def keep_freed_memory() -> None:
-    """Once per process, where the C library is glibc: keep freed memory for
-    the next allocation rather than give it back to the system at once.
-
-    Each thread allocates in an arena of its own, and glibc trims each
-    heap, and unmaps each buffer past its mmap threshold, as soon as it is
-    freed: every batch's columns and lines then fault their pages in again.
-    `tail --format jsonl --jobs 2` spent 60% more CPU than with one job so,
-    11% more with these settings, and one job's `tail --format text` 12%
-    more than with them (docs/decoder.md): the CLI calls it for every
-    command but the agent, a pool when it starts. What is kept is bounded
-    by what the pipeline holds at once, but stays the process's: a
-    program that watches its own RSS comes down after a peak only
-    without it."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
-        return
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    mallopt(_M_TRIM_THRESHOLD, 1 << 30)
-    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
 
 
 @dataclass(frozen=True)
