@@ -12,11 +12,9 @@ import pytest
 
 import livetrace
 from livetrace._tables.profiles import pprof_batches, sched_units_batch
-from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
-from livetrace._tables.sql import create_views
-from livetrace._tables.views import DERIVED, _clipped
+from livetrace._tables.views import _clipped
 
-from .test_table_profile_units import ODD, _states
+from .test_table_profile_units import ODD, _states, views_over
 from .test_table_views import SOURCES
 
 # pprof_intervals as it was, a row per interval (every goroutine state of a
@@ -62,12 +60,7 @@ def test_pprof_intervals_of_a_goroutine_its_lifetime_clips_are_its_states() -> N
         "pprof_interval_units": pprof_interval_units,
     }
     con = duckdb.connect(":memory:")
-    for name in TABLE_NAMES:
-        if name not in DERIVED or name in given:
-            con.register(name, given.get(name, SCHEMAS[name].empty_table()))
-    for name in DERIVED.keys() - given:
-        con.execute(f"CREATE VIEW {name} AS {DERIVED[name]}")
-    create_views(con)
+    views_over(con, given)
     [(summed,)] = con.execute(
         "SELECT intervals FROM pprof_interval_units WHERE goroutine = 1 AND profile = 'sync' AND ns = 30"
     ).fetchall()

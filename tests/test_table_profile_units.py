@@ -140,6 +140,16 @@ ODD = [
 ]
 
 
+def views_over(con: duckdb.DuckDBPyConnection, given: dict[str, pa.Table | pa.RecordBatch]) -> None:
+    """The prepared views in ``con`` over the tables ``given`` (the others empty, or derived in SQL)."""
+    for name in TABLE_NAMES:
+        if name not in DERIVED or name in given:
+            con.register(name, given.get(name, SCHEMAS[name].empty_table()))
+    for name in DERIVED.keys() - given:
+        con.execute(f"CREATE VIEW {name} AS {DERIVED[name]}")
+    create_views(con)
+
+
 def test_pprof_counts_a_goroutine_its_lifetime_clips_from_its_states() -> None:
     states = _states(ODD)
     con = duckdb.connect(":memory:")
@@ -149,13 +159,7 @@ def test_pprof_counts_a_goroutine_its_lifetime_clips_from_its_states() -> None:
         "pprof_units": pprof_units,
         "pprof_interval_units": pprof_interval_units,
     }
-    given = {"goroutine_states": states, **built}
-    for name in TABLE_NAMES:
-        if name not in DERIVED or name in given:
-            con.register(name, given.get(name, SCHEMAS[name].empty_table()))
-    for name in DERIVED.keys() - given:
-        con.execute(f"CREATE VIEW {name} AS {DERIVED[name]}")
-    create_views(con)
+    views_over(con, {"goroutine_states": states, **built})
     # The build's waits are those of SQL over the states.
     assert rows(con, "FROM sched_units").to_pylist() == rows(con, DERIVED["sched_units"]).to_pylist()
     [(summed,)] = con.execute("SELECT intervals FROM pprof_units WHERE goroutine = 1 AND profile = 'sync'").fetchall()
