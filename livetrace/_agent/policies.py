@@ -50,7 +50,7 @@ from livetrace._session.session import Session
 from livetrace._session.subscribers import Fanout, Subscription
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.model import RESOURCE_KINDS, SPAN_KIND_NAMES
+from livetrace._trace.spans.model import RES_GOROUTINE, SPAN_KIND_NAMES
 from livetrace._trace.spans.select import select_rows
 from livetrace._views.top import Snapshot, TopFeeder, TopStats, subscribe_top
 from livetrace._views.top_screen import snapshot_dict
@@ -63,7 +63,6 @@ SEGMENT = 2.0
 CAP_POLL = 0.1  # how often a sampled window's bytes are checked against its cap
 BUDGET_POLL = 1.0  # how often a continuous session looks at the budget
 NEVER = 1 << 62  # the threshold of a span kind the target does not keep
-GOROUTINE = RESOURCE_KINDS.index("Goroutine")  # a span's resource kind
 SERVICE_BYTES = 100  # of the service's name in a capture's file name (the rest: pid, time, suffix)
 
 Emit = Callable[[str, list[dict[str, Any]]], None]
@@ -352,7 +351,7 @@ def span_rows(item: SpanBatch, over: Mapping[str, int], now_ns: int) -> list[dic
                 "start_ns": start,
                 "duration_ns": ends[i] - start,
                 "wall_start": (base + start) // 1000,  # µs
-                "goroutine": rids[i] if rkinds[i] == GOROUTINE else 0,
+                "goroutine": rids[i] if rkinds[i] == RES_GOROUTINE else 0,
                 # As a Span's text: bytes that are not UTF-8 kept (escaped)
                 "reason": table[reasons[i]].decode("utf-8", "surrogateescape"),
                 "name": table[names[i]].decode("utf-8", "surrogateescape"),
