@@ -132,7 +132,6 @@ class Agent:
         self._last_full = -math.inf
         self._rescan = True  # the next scan is a full one whatever the probe says
         self._build_infos = BuildInfoCache()  # every executable read once while it runs, not once a scan
-        self._new_infos = BuildInfoCache()  # of the processes that scans between two full ones look at
         self._rows: dict[int, ProcessInfo] = {}  # the process table as the last scan left it
         self._pending: dict[str, list[dict[str, Any]]] = {}
         self.stopping = trio.Event()
@@ -268,9 +267,7 @@ class Agent:
         if changed is None:
             rows = await trio.to_thread.run_sync(process_table, None, self._build_infos)
         else:
-            # A process new since the last full scan is looked at with a cache of its own: the full scans'
-            # keeps what the last full scan read (it forgets what a scan does not use).
-            fresh = await trio.to_thread.run_sync(process_table, list(changed), self._new_infos) if changed else []
+            fresh = await trio.to_thread.run_sync(process_table, list(changed), self._build_infos) if changed else []
             me, probe = os.getpid(), self._probe or {}
             rows = sorted(
                 [r for pid, r in self._rows.items() if pid in probe and pid not in changed]

@@ -146,14 +146,15 @@ class BuildInfoCache:
     """Build information by the executable's identity: a hundred workers of
     one binary are read once. Given to every :func:`scan` of a caller that
     scans again and again (the agent), an executable is read once as long as
-    each scan sees it: a scan forgets what the one before it did not use."""
+    each full scan sees it: a full scan forgets what the one before it did
+    not use (scans of some pids in between add to what it keeps)."""
 
     def __init__(self) -> None:
         self._seen: dict[tuple[int, int, int, int], BuildInfo | BuildInfoError] = {}
         self._last: dict[tuple[int, int, int, int], BuildInfo | BuildInfoError] = {}
 
     def next_scan(self) -> None:
-        """A scan begins: what the last one read is kept, the rest let go."""
+        """A full scan begins: what the last one read is kept, the rest let go."""
         self._last, self._seen = self._seen, {}
 
     def read(self, pid: int) -> BuildInfo:
@@ -221,12 +222,13 @@ def scan(pids: Iterable[int] | None = None, cache: BuildInfoCache | None = None)
     """Every process (or just pids), in pid order; blocking. Kernel threads
     and this process are left out of a full scan; a pid asked for that does
     not exist comes back as uninspectable, "no such process". ``cache``: the
-    build information of the scans before (else each executable is read)."""
+    build information of the scans before (else each executable is read);
+    a scan of just some pids forgets nothing of it, only a full one does."""
     if cache is None:
         cache = BuildInfoCache()
-    cache.next_scan()
     rows: list[ProcessInfo] = []
     if pids is None:
+        cache.next_scan()
         me, is_kernel_thread = os.getpid(), _kernel_threads()
         for proc in psutil.process_iter(_ATTRS, ad_value=None):
             info = proc.info
