@@ -30,8 +30,21 @@ _CREATES = (EV_GO_CREATE, EV_GO_CREATE_BLOCKED, EV_GO_CREATE_SYSCALL)
 _NULL = pa.scalar(None, pa.int64())
 
 
-def _state(states: pa.RecordBatch, kind: SpanKind) -> pa.Array:
+def state_is(states: pa.RecordBatch, kind: SpanKind) -> pa.Array:
+    """Which of the goroutine_states rows are in the state of span kind ``kind``."""
     return pc.equal(states["state"].indices, pa.scalar(int(kind), pa.int32()))
+
+
+def unit_batch(capture: int, generation: int, rows: pa.Table, table: str) -> pa.RecordBatch:
+    """``table``'s rows of a unit: ``rows``' columns as its schema has them,
+    with the unit's capture and generation."""
+    n = rows.num_rows
+    columns = {"capture": full(capture, n, pa.int64()), "generation": full(generation, n, pa.int64())}
+    schema = SCHEMAS[table]
+    return pa.record_batch(
+        [columns[f.name] if f.name in columns else rows[f.name].combine_chunks().cast(f.type) for f in schema],
+        schema=schema,
+    )
 
 
 def _creations(events: pa.RecordBatch) -> pa.Table:
@@ -57,13 +70,13 @@ def _seen(states: pa.RecordBatch, rootless: Set[int], *, compiled: bool) -> pa.T
     one pass over the rows (_ccore/tables/columns.c), else these kernels."""
     if compiled:
         return _seen_compiled(states, rootless)
-    running, blocked = _state(states, SpanKind.RUNNING), _state(states, SpanKind.BLOCKED)
+    running, blocked = state_is(states, SpanKind.RUNNING), state_is(states, SpanKind.BLOCKED)
     # Its own stack: where it stopped running, where it blocked or entered
     # a system call (a runnable interval begins at its waker's stack).
     own = pc.if_else(
         running,
         states["end_stack_id"],
-        pc.if_else(_state(states, SpanKind.RUNNABLE), _NULL, states["start_stack_id"]),
+        pc.if_else(state_is(states, SpanKind.RUNNABLE), _NULL, states["start_stack_id"]),
     )
     if rootless:
         own = pc.if_else(pc.is_in(own, value_set=pa.array(sorted(rootless), pa.int64())), _NULL, own)
@@ -181,18 +194,12 @@ def blocked_units_batch(capture: int, generation: int, states: pa.RecordBatch) -
             "clipped_end": states["clipped_end"],
             "duration": states["duration"],
         }
-    ).filter(_state(states, SpanKind.BLOCKED))
+    ).filter(state_is(states, SpanKind.BLOCKED))
     sums = rows.group_by(["reason", "stack_id", "clipped_end"], use_threads=False).aggregate(
         [("duration", f) for f in ("count", "sum", "min", "max")]
     )
-    n = sums.num_rows
     sums = sums.rename_columns(["reason", "stack_id", "clipped_end", "intervals", "total_ns", "min_ns", "max_ns"])
-    columns = {"capture": full(capture, n, pa.int64()), "generation": full(generation, n, pa.int64())}
-    schema = SCHEMAS["blocked_units"]
-    return pa.record_batch(
-        [columns[f.name] if f.name in columns else sums[f.name].combine_chunks().cast(f.type) for f in schema],
-        schema=schema,
-    )
+    return unit_batch(capture, generation, sums, "blocked_units")
 
 
 def goroutine_units_batch(
@@ -208,10 +215,4 @@ def goroutine_units_batch(
     and goroutine_states rows; ``rootless``, the stack ids whose root frame
     has no function (StackIds.rootless); ``compiled``: which core's pass."""
     both = _creations(events).join(_seen(states, rootless, compiled=compiled), "goroutine", join_type="full outer")
-    both = both.sort_by("goroutine")
-    n = both.num_rows
-    columns = {"capture": full(capture, n, pa.int64()), "generation": full(generation, n, pa.int64())}
-    schema = SCHEMAS["goroutine_units"]
-    return pa.record_batch(
-        [columns[f.name] if f.name in columns else both[f.name].combine_chunks() for f in schema], schema=schema
-    )
+    return unit_batch(capture, generation, both.sort_by("goroutine"), "goroutine_units")

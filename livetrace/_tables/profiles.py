@@ -24,26 +24,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from livetrace._tables.columns import full
-from livetrace._tables.schema import PPROF_PROFILES, SCHEMAS
+from livetrace._tables.goroutines import state_is, unit_batch
+from livetrace._tables.schema import PPROF_PROFILES
 from livetrace._trace.spans.model import SpanKind
 
 _PROFILE_TYPE = pa.dictionary(pa.int32(), pa.string())
 _PROFILES = pa.array(PPROF_PROFILES, pa.string())
 _NO_PROFILE = -1
-
-
-def _kind(states: pa.RecordBatch, kind: SpanKind) -> pa.Array:
-    return pc.equal(states["state"].indices, pa.scalar(int(kind), pa.int32()))
-
-
-def _with_unit(capture: int, generation: int, rows: pa.Table, table: str) -> pa.RecordBatch:
-    n = rows.num_rows
-    columns = {"capture": full(capture, n, pa.int64()), "generation": full(generation, n, pa.int64())}
-    schema = SCHEMAS[table]
-    return pa.record_batch(
-        [columns[f.name] if f.name in columns else rows[f.name].combine_chunks().cast(f.type) for f in schema],
-        schema=schema,
-    )
 
 
 def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
@@ -53,10 +40,10 @@ def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
 def sched_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> pa.RecordBatch:
     """The unit's ``sched_units`` rows: its runnable intervals whose end was
     seen, counted per goroutine and duration."""
-    waits = pc.and_(_kind(states, SpanKind.RUNNABLE), pc.invert(states["clipped_end"]))
+    waits = pc.and_(state_is(states, SpanKind.RUNNABLE), pc.invert(states["clipped_end"]))
     rows = pa.table({"goroutine": states["goroutine"], "duration": states["duration"]}).filter(waits)
     counts = rows.group_by(["goroutine", "duration"], use_threads=False).aggregate([("duration", "count")])
-    return _with_unit(capture, generation, _renamed(counts, {"duration_count": "waits"}), "sched_units")
+    return unit_batch(capture, generation, _renamed(counts, {"duration_count": "waits"}), "sched_units")
 
 
 def _profile_of(state: str, reason: str) -> int:
@@ -89,12 +76,12 @@ def _pprof_rows(states: pa.RecordBatch) -> tuple[pa.Table, pa.Table]:
     and the others (of a goroutine that did not run in it, too)."""
     runs = (
         pa.table({"goroutine": states["goroutine"], "start": states["start"]})
-        .filter(_kind(states, SpanKind.RUNNING))
+        .filter(state_is(states, SpanKind.RUNNING))
         .group_by("goroutine", use_threads=False)
         .aggregate([("start", "min")])
     )
     profile = _profiles(states)
-    ns = pc.subtract(states["end"], states["start"])
+    ns = states["duration"]
     counted = pc.and_(pc.and_(pc.not_equal(profile, _NO_PROFILE), pc.invert(states["clipped_end"])), pc.greater(ns, 0))
     rows = pa.table(
         {
@@ -134,7 +121,7 @@ def _pprof_batch(capture: int, generation: int, inside: pa.Table, alone: pa.Tabl
     )
     names = pa.DictionaryArray.from_arrays(both["profile"].combine_chunks(), _PROFILES)
     both = both.set_column(both.column_names.index("profile"), "profile", names)
-    return _with_unit(capture, generation, both, table)
+    return unit_batch(capture, generation, both, table)
 
 
 def pprof_batches(capture: int, generation: int, states: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.RecordBatch]:
