@@ -1,5 +1,5 @@
 """The CLI keeps the memory its batches free for the next ones (glibc's
-trim and mmap thresholds, ``_memory.keep_freed_memory``), with one job as
+trim and mmap thresholds, ``_host.keep_freed_memory``), with one job as
 with many: given back at once, every batch's columns and lines fault their
 pages in again, which cost one job's `tail --format text` 12% of its CPU
 (docs/decoder.md). The agent gives it back: it checks its memory budget by

@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
         "livetrace._dataset",
         "livetrace._nursery",
         "livetrace._plural",
-        "livetrace._memory",
+        "livetrace._host",
         "livetrace._version",
     ),
     # The sans-IO core: trace decoding and the session protocol.

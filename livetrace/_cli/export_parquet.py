@@ -22,6 +22,7 @@ import trio
 
 from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say, units_recorded
 from livetrace._cli.sql_inputs import expand
+from livetrace._host import usable_cores
 from livetrace._outfile import plain_name
 from livetrace._plural import plural
 from livetrace._tables.deps import need
@@ -40,11 +41,7 @@ def writers() -> int:
     """Threads writing a unit's tables: one per core this process may use
     (pyarrow's writer lets go of the GIL while it encodes), up to
     MAX_WRITERS; on one core, one (threads there only take turns)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity to ask (macOS): the machine's
-        cores = os.cpu_count() or 1
-    return max(1, min(MAX_WRITERS, cores))
+    return max(1, min(MAX_WRITERS, usable_cores()))
 
 
 def _first_wall(unit: dict[str, pa.RecordBatch]) -> dt.datetime | None:

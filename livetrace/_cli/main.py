@@ -18,7 +18,7 @@ from livetrace._cli.options import connect_options
 from livetrace._cli.output import TerminalWriter, WholeWriter
 from livetrace._cli.parser import build_parser
 from livetrace._errors import LivetraceError, TraceFormatError
-from livetrace._memory import keep_freed_memory
+from livetrace._host import keep_freed_memory
 
 
 def whole_stdout(terminal_safe: bool = False) -> TextIO:

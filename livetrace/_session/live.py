@@ -31,8 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 import trio
 
 from livetrace._errors import LimitExceededError, LivetraceError
+from livetrace._host import keep_freed_memory
 from livetrace._items import Gap, SegmentEnd, WindowEnd, WindowGap
-from livetrace._memory import keep_freed_memory
 from livetrace._nursery import open_nursery
 from livetrace._protocol.frames import Chunk, Frame
 from livetrace._session.defaults import MAX_PIPELINE_BYTES

@@ -22,13 +22,14 @@ producer's business).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from livetrace._host import usable_cores
 
 __all__ = ["Line", "Stage", "default_jobs"]
 
@@ -38,11 +39,7 @@ U = TypeVar("U")
 def default_jobs() -> int:
     """The pool's size when none is given: the cores this process may use,
     less one (for the decoder and the event loop), at least 1."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity to ask (macOS): the machine's
-        cores = os.cpu_count() or 1
-    return max(1, cores - 1)
+    return max(1, usable_cores() - 1)
 
 
 @dataclass(frozen=True)

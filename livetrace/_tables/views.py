@@ -64,20 +64,20 @@ _PROFILE = f"""CASE WHEN state = 'runnable' THEN 'sched'
 # alone is what it makes of the interval, so the answers are the same, and
 # they read the states as they did before the build summed them (summing
 # them here first, as the build does, took twice as long).
+_COUNTED_STATES = f"""
+    (SELECT * FROM (SELECT {_PROFILE} AS profile, capture, goroutine, start_stack_id AS stack_id, start, "end"
+                    FROM goroutine_states WHERE NOT clipped_end AND "end" > start)
+     WHERE profile IS NOT NULL)
+"""
 PPROF_UNITS = f"""
     SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, profile, stack_id, 1::BIGINT AS intervals,
            "end" - start AS total_ns, start AS first_start, "end" AS last_end
-    FROM (SELECT {_PROFILE} AS profile, capture, goroutine, start_stack_id AS stack_id, start, "end"
-          FROM goroutine_states WHERE NOT clipped_end AND "end" > start)
-    WHERE profile IS NOT NULL
+    FROM {_COUNTED_STATES}
 """
-
 PPROF_INTERVAL_UNITS = f"""
     SELECT capture, CAST(0 AS BIGINT) AS generation, goroutine, profile, stack_id, "end" - start AS ns,
            1::BIGINT AS intervals, start AS first_start, "end" AS last_end
-    FROM (SELECT {_PROFILE} AS profile, capture, goroutine, start_stack_id AS stack_id, start, "end"
-          FROM goroutine_states WHERE NOT clipped_end AND "end" > start)
-    WHERE profile IS NOT NULL
+    FROM {_COUNTED_STATES}
 """
 
 # The tables made at build time for the views, each as SQL over the others:

@@ -1,13 +1,25 @@
-"""How the process's C library keeps the memory it is given back: a
-tuning for a program that decodes batch after batch (the CLI's commands, a
-session's pool), where every page given back is faulted in again."""
+"""What this process may use of its host: the cores it may run on, and
+how its C library keeps the memory it is given back (a tuning for a
+program that decodes batch after batch, where every page given back is
+faulted in again)."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
 
-__all__ = ["keep_freed_memory"]
+__all__ = ["keep_freed_memory", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity; the machine's where
+    there is none to ask, as on macOS)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
 
 # glibc's mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
