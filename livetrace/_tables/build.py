@@ -214,7 +214,7 @@ class UnitBuilder:
         capture's row is made once, at its end (captures.py)."""
         generation = next((b.gen.gen for b in events if b.gen is not None), 0)
         ev = [
-            events_batch(capture, r.batches, self.stacks, self._strings, generation, r.tabled, self._scratch)
+            events_batch(capture, r.batches, r.gen, self.stacks, self._strings, generation, r.tabled, self._scratch)
             for r in merged_events(events)
         ]
         per_batch = {

@@ -73,20 +73,20 @@ class Strings:
 def events_batch(
     capture: int,
     batches: Sequence[EventBatch],
+    gen: Tables | None,
     stacks: StackIds,
     strings: Strings,
     generation: int,
     tabled: pa.Array | None = None,
     scratch: Scratch | None = None,
 ) -> pa.RecordBatch:
-    """The ``events`` rows of consecutive batches of one tables (or of none:
-    the first batch that has tables names them); ``generation``: their
-    unit's (a trace's final Sync has no tables of its own); ``tabled``: per
+    """The ``events`` rows of consecutive batches of one tables, ``gen``
+    (the first batch's that has tables; None: none has); ``generation``:
+    their unit's (a trace's final Sync has no tables of its own); ``tabled``: per
     row, whether its batch's tables are the run's (None: every row's are):
     the columns read from the tables (wall time, stacks, strings) are null
     on the others. ``scratch``: kept memory for what is read only while
     the rows are made (kernels.Scratch)."""
-    gen = next((b.gen for b in batches if b.gen is not None), None)
     cols = event_columns(batches, _KIND_OF, _PICKERS, compiled=strings.compiled, scratch=scratch)
     n = len(cols.codes)
     times = cols.times
