@@ -211,7 +211,7 @@ done:
 static Acc *acc_of(TopSumsObject *s, Name *n) {
     if (n->epoch != s->epoch + 1) {
         u64 at;
-        if (s->orphans.len && map_del(&s->orphans, (u64)n->g, &at)) {
+        if ((s->orphans.len || s->orphans.has_zero) && map_del(&s->orphans, (u64)n->g, &at)) {
             n->acc = (size_t)at; /* counted before forget dropped its name */
         } else {
             if (grow((void **)&s->acc, &s->capacc, s->nacc + 1, sizeof(Acc)))
