@@ -157,6 +157,10 @@ static inline void idset_clear(IdSet *s) {
  * 0) and NEXTRA extra values. */
 #define NARGS 4  /* the most arguments any event has */
 #define NEXTRA 2
+/* An EventBatch's columns as Python hands them over: codes, times,
+ * threads, procs, goroutines, args, extra; each one's bytes per event. */
+#define EVENT_NCOLS 7
+#define EVENT_COL_WIDTHS {1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA}
 
 typedef struct {
     size_t n, cap;

@@ -150,16 +150,16 @@ static PyObject *gather(const Py_buffer *src, size_t width, const i64 *idx, size
 }
 
 PyObject *take_columns(PyObject *self, PyObject *args) {
-    Py_buffer ib, col[7];
+    Py_buffer ib, col[EVENT_NCOLS];
     if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*", &ib, &col[0], &col[1], &col[2], &col[3], &col[4], &col[5],
                           &col[6]))
         return NULL;
-    static const size_t width[7] = {1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA};
+    static const size_t width[EVENT_NCOLS] = EVENT_COL_WIDTHS;
     PyObject *result = NULL;
     size_t n = (size_t)col[0].len, k = (size_t)ib.len / 8;
     const i64 *idx = ib.buf;
     int good = ib.len % 8 == 0;
-    for (int c = 1; c < 7; c++)
+    for (int c = 1; c < EVENT_NCOLS; c++)
         good &= (size_t)col[c].len == n * width[c];
     for (size_t j = 0; good && j < k; j++)
         good &= idx[j] >= 0 && (size_t)idx[j] < n;
@@ -167,8 +167,8 @@ PyObject *take_columns(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "columns of different lengths, or an index out of range");
         goto done;
     }
-    result = PyTuple_New(7);
-    for (int c = 0; result && c < 7; c++) {
+    result = PyTuple_New(EVENT_NCOLS);
+    for (int c = 0; result && c < EVENT_NCOLS; c++) {
         PyObject *g = gather(&col[c], width[c], idx, k);
         if (!g)
             Py_CLEAR(result);
@@ -177,7 +177,7 @@ PyObject *take_columns(PyObject *self, PyObject *args) {
     }
 done:
     PyBuffer_Release(&ib);
-    for (int c = 0; c < 7; c++)
+    for (int c = 0; c < EVENT_NCOLS; c++)
         PyBuffer_Release(&col[c]);
     return result;
 }

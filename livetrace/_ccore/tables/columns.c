@@ -59,30 +59,28 @@ static void release_all(Py_buffer *bufs, size_t n) {
         PyBuffer_Release(&bufs[i]);
 }
 
-/* Holds the columns of a sequence of EventBatch column tuples (codes,
- * times, threads, procs, goroutines, args, extra: EVENT_NCOLS buffers each)
- * into in (EVENT_NCOLS per batch) and each batch's events into rows: how
- * many buffers it held (all, nb * EVENT_NCOLS), or -1 with an exception set
- * and none held. */
-#define EVENT_NCOLS 7
-static const size_t EVENT_WIDTHS[EVENT_NCOLS] = {1, 8, 8, 8, 8, 8 * NARGS, 8 * NEXTRA};
-
-static int hold_event_batches(PyObject *seq, Py_buffer *in, size_t *rows) {
+/* Holds the columns of a sequence of batches' column tuples (ncols
+ * buffers each, the first a byte per row, the others widths[c] bytes per
+ * row) into in (ncols per batch) and each batch's rows into rows: how many
+ * buffers it held (all, nb * ncols), or -1 with an exception set (which
+ * names fn) and none held. */
+static int hold_batches(PyObject *seq, size_t ncols, const size_t *widths, const char *fn, Py_buffer *in,
+                        size_t *rows) {
     size_t nb = (size_t)PySequence_Fast_GET_SIZE(seq), held = 0;
     for (size_t b = 0; b < nb; b++) {
         PyObject *cols = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)b);
-        if (!PyTuple_Check(cols) || PyTuple_GET_SIZE(cols) != EVENT_NCOLS) {
-            PyErr_SetString(PyExc_ValueError, "table_event_columns: a batch is not a tuple of its columns");
+        if (!PyTuple_Check(cols) || (size_t)PyTuple_GET_SIZE(cols) != ncols) {
+            PyErr_Format(PyExc_ValueError, "%s: a batch is not a tuple of its columns", fn);
             goto fail;
         }
-        for (size_t c = 0; c < EVENT_NCOLS; c++, held++) {
+        for (size_t c = 0; c < ncols; c++, held++) {
             if (PyObject_GetBuffer(PyTuple_GET_ITEM(cols, (Py_ssize_t)c), &in[held], PyBUF_SIMPLE) < 0)
                 goto fail;
             if (c == 0)
                 rows[b] = (size_t)in[held].len;
-            if ((size_t)in[held].len != rows[b] * EVENT_WIDTHS[c]) {
+            if ((size_t)in[held].len != rows[b] * widths[c]) {
                 held++;
-                PyErr_SetString(PyExc_ValueError, "table_event_columns: column lengths do not match");
+                PyErr_Format(PyExc_ValueError, "%s: column lengths do not match", fn);
                 goto fail;
             }
         }
@@ -92,6 +90,8 @@ fail:
     release_all(in, held);
     return -1;
 }
+
+static const size_t EVENT_WIDTHS[EVENT_NCOLS] = EVENT_COL_WIDTHS;
 
 /* table_event_columns(batches, kind_of, picks, outs): the events of
  * batches (a sequence of EventBatch column tuples) one after another, per
@@ -124,7 +124,7 @@ static PyObject *event_columns(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "table_event_columns: kind_of or picks is not per code");
         goto done;
     }
-    if ((held = hold_event_batches(seq, in, rows)) < 0)
+    if ((held = hold_batches(seq, EVENT_NCOLS, EVENT_WIDTHS, "table_event_columns", in, rows)) < 0)
         goto done;
     for (size_t b = 0; b < nb; b++)
         n += rows[b];
@@ -550,26 +550,12 @@ static PyObject *span_partition(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    for (size_t b = 0; b < nb; b++) {
-        PyObject *cols = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)b);
-        if (!PyTuple_Check(cols) || PyTuple_GET_SIZE(cols) != SPAN_NCOLS) {
-            PyErr_SetString(PyExc_ValueError, "table_span_partition: a batch is not a tuple of its columns");
-            goto done;
-        }
-        for (size_t c = 0; c < SPAN_NCOLS; c++, held++) {
-            if (PyObject_GetBuffer(PyTuple_GET_ITEM(cols, (Py_ssize_t)c), &in[held], PyBUF_SIMPLE) < 0)
-                goto done;
-            size_t len = (size_t)in[held].len / widths[c];
-            if (c == 0)
-                rows[b] = len;
-            if ((size_t)in[held].len != rows[b] * widths[c]) {
-                held++;
-                PyErr_SetString(PyExc_ValueError, "table_span_partition: column lengths do not match");
-                goto done;
-            }
-        }
+    int got = hold_batches(seq, SPAN_NCOLS, widths, "table_span_partition", in, rows);
+    if (got < 0)
+        goto done;
+    held = (size_t)got;
+    for (size_t b = 0; b < nb; b++)
         n += rows[b];
-    }
     for (size_t c = 0; c < SPAN_NCOLS; c++)
         sizes[c] = n * widths[c];
     if (hold_outputs(outs, out, sizes, SPAN_NCOLS) < 0)
