@@ -197,10 +197,13 @@ done:
 
 /* The first position from `from` on whose key (of n, in order) is not
  * below id: every key before `from` is. Steps out by doubling, then halves
- * back: a few steps where the ids ascend as the keys do. */
-static size_t search_from(const u8 *keys, size_t n, size_t from, u64 id) {
+ * back: a few steps where the ids ascend as the keys do. Keys and id are
+ * compared as unsigned once xored with flip (SIGNED: as signed). */
+#define SIGNED ((u64)1 << 63)
+static size_t search_from(const u8 *keys, size_t n, size_t from, u64 id, u64 flip) {
     size_t lo = from, hi = from, step = 1;
-    while (hi < n && ld_u64(keys, hi) < id) {
+    id ^= flip;
+    while (hi < n && (ld_u64(keys, hi) ^ flip) < id) {
         lo = hi + 1;
         hi += step;
         step *= 2;
@@ -208,7 +211,7 @@ static size_t search_from(const u8 *keys, size_t n, size_t from, u64 id) {
     hi = hi < n ? hi : n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ld_u64(keys, mid) < id)
+        if ((ld_u64(keys, mid) ^ flip) < id)
             lo = mid + 1;
         else
             hi = mid;
@@ -267,7 +270,7 @@ static inline u64 key_index_find(KeyIndex *x, u64 id) {
     if (x->ordered) {
         if (id < x->last)
             x->from = 0;
-        x->from = search_from(x->keys, x->n, x->from, id);
+        x->from = search_from(x->keys, x->n, x->from, id, 0);
         x->last = id;
         return x->from < x->n && ld_u64(x->keys, x->from) == id ? x->from : UINT64_MAX;
     }
@@ -461,28 +464,14 @@ static PyObject *wakers(PyObject *self, PyObject *args) {
         int has = 0;
         if (!vb || (vb[bit >> 3] >> (bit & 7)) & 1) {
             i64 end = (i64)ld_u64(ev, i);
-            /* As search_from, over signed times: ends mostly ascend, as the events' times do. */
+            /* Ends mostly ascend, as the events' times do: each search goes on from the last. */
             if (end < last)
                 from = 0;
             last = end;
-            size_t lo = from, hi = from, step = 1;
-            while (hi < nev && (i64)ld_u64(kb, hi) < end) {
-                lo = hi + 1;
-                hi += step;
-                step *= 2;
-            }
-            hi = hi < nev ? hi : nev;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if ((i64)ld_u64(kb, mid) < end)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            from = lo;
+            size_t lo = from = search_from(kb, nev, from, (u64)end, SIGNED);
             /* The first wake among the events at that time. */
             for (size_t at = lo; at < nev && (i64)ld_u64(kb, at) == end; at++) {
-                if (!wake[(u32)code[at] & 0xff] || code[at] < 0 || code[at] > 255)
+                if ((u32)code[at] > 255 || !wake[code[at]])
                     continue;
                 if (ld_u64(wo, at) == ld_u64(gv, i)) {
                     v = (i64)ld_u64(wk, at);
@@ -617,7 +606,7 @@ typedef struct {
 static inline int bit_at(const u8 *bits, size_t i) { return !bits || (bits[i >> 3] >> (i & 7)) & 1; }
 
 static inline int in_sorted(const u8 *keys, size_t n, u64 id) {
-    size_t at = search_from(keys, n, 0, id);
+    size_t at = search_from(keys, n, 0, id, 0);
     return at < n && ld_u64(keys, at) == id;
 }
 
