@@ -343,8 +343,6 @@ done:
     return result;
 }
 
-#define MISSING_SMALL ((size_t)1 << 20) /* calloc'd: only the pages of the ids seen are touched */
-
 /* table_missing(ids, valid, offset, n, keys): the distinct ids of the n
  * rows from offset that are valid, not 0 and no key's, in the order they
  * first appear (bytes of uint64): what a lookup by those keys would leave
@@ -357,9 +355,8 @@ static PyObject *missing(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*Onny*:table_missing", &ids, &valid_obj, &offset, &n, &keys))
         return NULL;
     KeyIndex index = {0};
-    Map seen = {0};
+    IdSet *seen = NULL; /* a generation's ids count up from 1: bits, where a map hashed every row */
     u64 *found = NULL;
-    u8 *small = NULL; /* ids below MISSING_SMALL seen: a byte each, where the map hashed every row */
     size_t nfound = 0, cap = 0;
     if (valid_obj != Py_None && PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0)
         goto done;
@@ -370,7 +367,7 @@ static PyObject *missing(PyObject *self, PyObject *args) {
     }
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS;
-    failed = key_index_build(&index, keys.buf, (size_t)keys.len / 8) != 0 || !(small = calloc(MISSING_SMALL, 1));
+    failed = key_index_build(&index, keys.buf, (size_t)keys.len / 8) != 0 || !(seen = calloc(1, sizeof *seen));
     const u8 *iv = (const u8 *)ids.buf + offset * 8, *vb = valid.obj ? valid.buf : NULL;
     u64 last = 0; /* the last id missed: runs of one id ask once */
     for (size_t i = 0; i < (size_t)n && !failed; i++) {
@@ -381,19 +378,8 @@ static PyObject *missing(PyObject *self, PyObject *args) {
         if (!id || id == last || key_index_find(&index, id) != UINT64_MAX)
             continue;
         last = id;
-        int fresh = 0;
-        if (id < MISSING_SMALL) {
-            fresh = !small[id];
-            small[id] = 1;
-        } else {
-            u64 *at = map_slot(&seen, id, 0);
-            failed = !at;
-            fresh = at && !*at;
-            if (fresh)
-                *at = 1;
-        }
-        if (fresh) {
-            failed = grow((void **)&found, &cap, nfound + 1, sizeof *found) != 0;
+        if (!idset_has(seen, id)) {
+            failed = idset_add(seen, id) != 0 || grow((void **)&found, &cap, nfound + 1, sizeof *found) != 0;
             if (!failed)
                 found[nfound++] = id;
         }
@@ -402,9 +388,10 @@ static PyObject *missing(PyObject *self, PyObject *args) {
     result = failed ? PyErr_NoMemory() : PyBytes_FromStringAndSize((const char *)found, (Py_ssize_t)(nfound * 8));
 done:
     key_index_free(&index);
-    map_free(&seen);
+    if (seen)
+        idset_clear(seen);
+    free(seen);
     free(found);
-    free(small);
     PyBuffer_Release(&ids);
     if (valid.obj)
         PyBuffer_Release(&valid);
