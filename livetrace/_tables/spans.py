@@ -70,7 +70,7 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
     few_keys, few_local = keys.take(at), local.take(at)
     many = null_where_not(local, here)  # its values shared, a bitmap made
     few = full(None, len(at), pa.int64())
-    for key in pc.unique(keys).to_pylist():
+    for key in counts.field("values").to_pylist():
         t = spans.tables.get(key)
         if t is None:
             continue
@@ -82,7 +82,7 @@ def _stacks(spans: SpanBatch, ids: memoryview, tables: memoryview, stacks: Stack
     t = spans.tables.get(main.as_py())
     if t is None:
         return pc.replace_with_mask(full(None, n, pa.int64()), pc.invert(here), few)
-    return stacks.stable(t, many, put=(pc.cast(at, pa.int64()), few))
+    return stacks.noted(t, many, put=(pc.cast(at, pa.int64()), few))  # (noted in the loop, in its turn)
 
 
 def spans_batch(

@@ -58,6 +58,10 @@ class StackIds:
         null for 0 (no stack) and for an id the tables do not hold.
         ``put``: a few rows' answers given instead (kernels.lookup)."""
         self.note(tables, ids)
+        return self.noted(tables, ids, put)
+
+    def noted(self, tables: Tables, ids: pa.Array, put: tuple[pa.Array, pa.Array] | None = None) -> pa.Array:
+        """:meth:`stable` of ids :meth:`note` was given already."""
         known = self._local[tables]
         keys = pa.array(list(known), pa.uint64())
         values = pa.array(list(known.values()), pa.int64())
