@@ -133,7 +133,7 @@ static int TopSums_init(TopSumsObject *self, PyObject *args, PyObject *kw) {
 static void TopSums_dealloc(TopSumsObject *self) {
     reset_interval(self);
     free(self->names), free(self->acc), free(self->reasons);
-    map_free(&self->name_index), map_free(&self->roots), map_free(&self->orphans);
+    map_free(&self->name_index), map_free(&self->roots); /* (reset_interval freed the orphans) */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -349,12 +349,9 @@ static PyObject *TopSums_feed(TopSumsObject *self, PyObject *args) {
             goto nomem;
         if (made || (own && !name->name)) {
             u64 id = 0;
-            if (own) {
-                size_t at = (size_t)(name - self->names); /* root_of may add names: keep the position */
-                if (root(self, root_of, k == K_RUNNING ? ld_u32(etok, i) : ld_u32(stok, i), own, &id, &ts))
-                    goto fail; /* the GIL held, the exception set */
-                name = &self->names[at];
-            }
+            /* (root_of cannot add names meanwhile: the sums refuse every call while a feed runs) */
+            if (own && root(self, root_of, k == K_RUNNING ? ld_u32(etok, i) : ld_u32(stok, i), own, &id, &ts))
+                goto fail; /* the GIL held, the exception set */
             name->name = id;
         }
         name->last = index;
