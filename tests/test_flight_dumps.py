@@ -157,6 +157,12 @@ async def test_triggers_that_never_stop_join_the_pending_capture(
             run.fire()
             fired += 1
             await trio.sleep(0.02)
+            # Hold trio's clock while a capture is written: the write takes real time, and on a loaded
+            # machine the autojump clock would otherwise run the 10 s out, and the stop's bound after
+            # them, before the first capture is on disk (CI saw one abandoned and none written).
+            while run.rec.capture_writer.writing:
+                time.sleep(0.002)
+                await trio.sleep(0)
         _, real = await run.stop()
     st = run.rec.state
     # one capture at a time: each waits its 2 s of tail (and the generation then arriving)

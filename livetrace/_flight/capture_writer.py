@@ -135,6 +135,11 @@ class CaptureWriter:
         """Captures waiting for their tail or being written: 0 or 1."""
         return 0 if self._pending is None else 1
 
+    @property
+    def writing(self) -> bool:
+        """A capture has its tail and its files are being written."""
+        return self._pending is not None and self._pending.snapped
+
     def fire(self, firing: Firing, pin: int) -> bool:
         """Start a capture, join the pending one, or count the firing as in the
         cooldown. Returns whether a capture was started."""
