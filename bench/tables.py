@@ -5,7 +5,11 @@ does without livetrace. One run, no timed test.
 
 1. A trace to Arrow tables (``livetrace.tables``): events per second (wall
    clock, and CPU time: user and system, every thread), best
-   of --runs, and the first run on a line of its own (target: 20M events/s).
+   of --runs, and the first run on a line of its own (target: 20M events/s);
+   in a process as a program that calls the API has it (pyarrow's own
+   memory pool), then as the CLI sets its process up (pyarrow's buffers
+   from malloc, freed memory kept: livetrace/_host.py), which every other
+   step has.
 2. A trace to a Parquet dataset (what ``export --to parquet`` writes):
    events per second (target: 10M events/s); and the same units built
    and not written (``iter_tables``), so that the writer's share is the
@@ -41,8 +45,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from livetrace._host import ARROW_POOL_VARIABLE, keep_freed_memory
+
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+AS_CLI = "LIVETRACE_BENCH_AS_CLI"  # a step's process set up as the CLI's
 
 BLOCKED_BY_REASON_X = """
     WITH t AS (SELECT goroutine, time, to_state, reason,
@@ -175,9 +182,17 @@ STEPS = {
 }
 
 
-def child(name: str, *args: str) -> tuple[dict[str, Any], float]:
-    """Run a step in a child process: its result and its peak RSS in MB."""
-    p = subprocess.Popen([sys.executable, __file__, "--step", name, *args], stdout=subprocess.PIPE, text=True)
+def child(name: str, *args: str, as_cli: bool = True) -> tuple[dict[str, Any], float]:
+    """Run a step in a child process: its result and its peak RSS in MB.
+    ``as_cli``: with the process settings the CLI makes (pyarrow's buffers
+    from malloc, freed memory kept: livetrace/_host.py), where a program
+    that calls the API has pyarrow's and glibc's own."""
+    env = dict(os.environ)
+    env.pop(ARROW_POOL_VARIABLE, None)
+    if as_cli:
+        env[ARROW_POOL_VARIABLE] = "system"
+        env[AS_CLI] = "1"
+    p = subprocess.Popen([sys.executable, __file__, "--step", name, *args], stdout=subprocess.PIPE, text=True, env=env)
     assert p.stdout is not None
     out = p.stdout.read()
     _, status, usage = os.wait4(p.pid, 0)
@@ -231,6 +246,8 @@ def main() -> None:
     p.add_argument("--step", help=argparse.SUPPRESS)
     args, rest = p.parse_known_args()
     if args.step:
+        if os.environ.get(AS_CLI):
+            keep_freed_memory()
         print(json.dumps(STEPS[args.step](*rest)))
         return
 
@@ -251,14 +268,14 @@ def main() -> None:
         print(f"trace: {trace.name}, {mb:.1f} MB; go: {go_version(go)}; runs: best of {args.runs}")
         print(f"{'step':<48} {'seconds':>8} {'events/s':>12} {'peak MB':>8} {'CPU s':>8} {'events/CPU s':>13}")
 
-        r, rss = child("tables", str(trace), str(args.runs))
-        events = r["events"]
-        rate = events / r["seconds"]
-        print(
-            f"{'trace -> Arrow tables (livetrace.tables)':<48} {r['seconds']:8.3f} {rate:12,.0f} {rss:8.0f}"
-            f" {r['cpu']:8.3f} {events / r['cpu']:13,.0f}"
-        )
-        print(_first(r, events))
+        for label, as_cli in (("trace -> Arrow tables (livetrace.tables)", False), ("  as the CLI runs it", True)):
+            r, rss = child("tables", str(trace), str(args.runs), as_cli=as_cli)
+            events = r["events"]
+            print(
+                f"{label:<48} {r['seconds']:8.3f} {events / r['seconds']:12,.0f} {rss:8.0f}"
+                f" {r['cpu']:8.3f} {events / r['cpu']:13,.0f}"
+            )
+            print(_first(r, events))
         r, rss = child("parquet", str(work / "one"), str(args.runs), str(trace))
         print(
             f"{'trace -> Parquet dataset':<48} {r['seconds']:8.3f} {events / r['seconds']:12,.0f} {rss:8.0f}"

@@ -1,7 +1,7 @@
-"""What this process may use of its host: the cores it may run on, and
-how its C library keeps the memory it is given back (a tuning for a
-program that decodes batch after batch, where every page given back is
-faulted in again)."""
+"""What this process may use of its host: the cores it may run on, how
+its C library keeps the memory it is given back (a tuning for a program
+that decodes batch after batch, where every page given back is faulted in
+again), and where pyarrow's buffers come from."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import ctypes
 import functools
 import os
 
-__all__ = ["keep_freed_memory", "usable_cores"]
+__all__ = ["arrow_from_malloc", "keep_freed_memory", "usable_cores"]
 
 
 def usable_cores() -> int:
@@ -47,3 +47,24 @@ def keep_freed_memory() -> None:
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     mallopt(_M_TRIM_THRESHOLD, 1 << 30)
     mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+
+
+# pyarrow reads it when its default pool is first asked for (apache/arrow's memory_pool.cc).
+ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def arrow_from_malloc() -> None:
+    """Before pyarrow is imported: its buffers come from the C library's
+    malloc ("system"), unless the user chose a pool in the environment.
+
+    pyarrow's default on Linux, mimalloc, commits its arenas whole, and the
+    kernel backs them with transparent huge pages: each first touch clears
+    2 MiB. On the machines we measured this cost more than the 4 KiB pages
+    malloc's buffers fault in as they are used: ``livetrace.tables`` of a
+    92 MB trace (61.8M rows) spent 8 to 9 s of system time, most of it
+    clearing huge pages, and took 14.7 s; with malloc, 2.7 s and 6.6 s
+    (docs/sql.md, "Speed"). A Parquet export, which holds one unit at a
+    time, ran alike under both. For this process alone (the CLI calls it;
+    a program that uses the API chooses its own pool): its children
+    inherit the variable, and only pyarrow reads it."""
+    os.environ.setdefault(ARROW_POOL_VARIABLE, "system")
