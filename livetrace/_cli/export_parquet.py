@@ -55,6 +55,49 @@ def _day(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).date().isoformat()
 
 
+class _Writes:
+    """Files of a dataset written by a pool of threads, then put in place
+    together: a write's failure lets the others end first, and a file not
+    committed is removed when this closes."""
+
+    def __init__(self, ds: ParquetDataset, pool: ThreadPoolExecutor) -> None:
+        self.ds, self.pool = ds, pool
+        self.files: list[ParquetFile] = []
+        self._pending: list[Future[None]] = []
+
+    def __enter__(self) -> _Writes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wait(self._pending)
+        for f in self.files:
+            f.discard()  # (after a commit: nothing left to do)
+
+    def open(self, table: str, partition: list[tuple[str, str | None]], name: str, schema: pa.Schema) -> ParquetFile:
+        f = self.ds.open(table, partition, name, schema)
+        self.files.append(f)
+        return f
+
+    def write(self, writes: list[tuple[ParquetFile, pa.RecordBatch]]) -> None:
+        """Write each batch into its file, once the writes before are done
+        (so that a file gets its row groups in order)."""
+        self.settle()
+        self._pending = [self.pool.submit(f.write, batch) for f, batch in writes]
+
+    def settle(self) -> None:
+        """Wait for the writes; the first failure raises."""
+        for done in self._pending:
+            done.result()
+        self._pending = []
+
+    def commit(self) -> int:
+        """Put every file in place once its writes are done: the rows they hold."""
+        self.settle()
+        for f in self.files:
+            self.ds.committed(f.commit())
+        return sum(f.rows for f in self.files)
+
+
 def export_file(ds: ParquetDataset, path: Path, service: str | None) -> tuple[int, int]:
     """One trace file's tables, a file each: (events, rows written).
 
@@ -68,29 +111,16 @@ def export_file(ds: ParquetDataset, path: Path, service: str | None) -> tuple[in
     where = hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()
     name = f"{plain_name(path.stem, 60) or 'trace'}-{where}"
     files: dict[str, ParquetFile] = {}
-    writing: list[Future[None]] = []
     events = 0
-    with ThreadPoolExecutor(max_workers=writers()) as pool:
-        try:
-            for unit in iter_tables([path]):
-                if not files:
-                    when = _first_wall(unit) or dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC)
-                    partition = [("service", service), ("date", _day(when))]
-                    files = {table: ds.open(table, partition, name, SCHEMAS[table]) for table in unit}
-                for done in writing:
-                    done.result()
-                writing = [pool.submit(files[t].write, batch) for t, batch in unit.items() if batch.num_rows]
-                events += unit["events"].num_rows
-            for done in writing:
-                done.result()
-            rows = sum(f.rows for f in files.values())
-            for f in files.values():
-                ds.committed(f.commit())
-        finally:
-            wait(writing)  # (a failure: the other writes end before their files go)
-            for f in files.values():
-                f.discard()  # (after a commit: nothing left to do)
-    return events, rows
+    with ThreadPoolExecutor(max_workers=writers()) as pool, _Writes(ds, pool) as writes:
+        for unit in iter_tables([path]):
+            if not files:
+                when = _first_wall(unit) or dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC)
+                partition = [("service", service), ("date", _day(when))]
+                files = {table: writes.open(table, partition, name, SCHEMAS[table]) for table in unit}
+            writes.write([(files[t], batch) for t, batch in unit.items() if batch.num_rows])
+            events += unit["events"].num_rows
+        return events, writes.commit()
 
 
 async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO, **limits: Any) -> tuple[bool, int]:
@@ -113,22 +143,10 @@ async def _export_live(ds: ParquetDataset, args: argparse.Namespace, err: TextIO
             seq += 1
             partition = [("service", service), ("date", _day(_first_wall(unit) or dt.datetime.now(dt.UTC)))]
             chosen = [(t, batch) for t, batch in unit.items() if batch.num_rows or seq == 1]
-            files: list[ParquetFile] = []
-            try:
-                for table, batch in chosen:  # (the directories made here, one after another)
-                    files.append(ds.open(table, partition, f"{base}-{seq:06d}", batch.schema))
-                writing = [pool.submit(f.write, batch) for f, (_, batch) in zip(files, chosen, strict=True)]
-                try:
-                    for done in writing:
-                        done.result()
-                finally:
-                    wait(writing)  # (a failure: the other writes end before their files go)
-                for f in files:
-                    ds.committed(f.commit())
-                    rows += f.rows
-            finally:
-                for f in files:
-                    f.discard()  # (after a commit: nothing left to do)
+            with _Writes(ds, pool) as writes:
+                # (the directories made here, one after another)
+                writes.write([(writes.open(t, partition, f"{base}-{seq:06d}", b.schema), b) for t, b in chosen])
+                rows += writes.commit()
 
         async def sink(unit: dict[str, pa.RecordBatch]) -> None:
             await trio.to_thread.run_sync(write, unit)  # the files in a worker: the session reads on meanwhile

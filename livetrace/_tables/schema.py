@@ -31,6 +31,7 @@ _WALL = pa.timestamp("ns", tz="UTC")
 Columns = tuple[tuple[str, pa.DataType, bool, str], ...]
 
 _CAPTURE = ("capture", pa.int64(), False, "the capture (captures.capture) the row belongs to")
+_UNIT_GENERATION = ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)")
 
 _STACK_PAIR: Columns = (
     ("start_stack_id", pa.int64(), True, "stack of the event that began it (stacks.stack_id)"),
@@ -111,7 +112,7 @@ COLUMNS: dict[str, Columns] = {
     # goroutine_states, made with the tables so that they read this instead.
     "goroutine_units": (
         _CAPTURE,
-        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        _UNIT_GENERATION,
         ("goroutine", pa.int64(), False, "the goroutine"),
         ("created", _TIME, True, "its earliest creation (GoCreate) in the unit"),
         ("creator", pa.int64(), True, "the goroutine that created it then"),
@@ -135,7 +136,7 @@ COLUMNS: dict[str, Columns] = {
     # blocking and goroutine_leaks views count, without a scan of every state.
     "blocked_units": (
         _CAPTURE,
-        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        _UNIT_GENERATION,
         ("reason", _NAME, False, "why they blocked (goroutine_states.reason)"),
         ("stack_id", pa.int64(), True, "where they blocked (goroutine_states.start_stack_id)"),
         ("clipped_end", pa.bool_(), False, "still blocked when the trace ended (goroutine_states.clipped_end)"),
@@ -148,7 +149,7 @@ COLUMNS: dict[str, Columns] = {
     # sched_latency view counts and takes quantiles of, without a scan of every state.
     "sched_units": (
         _CAPTURE,
-        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        _UNIT_GENERATION,
         ("goroutine", pa.int64(), False, "the goroutine that waited"),
         ("duration", pa.int64(), False, "how long it waited (goroutine_states.duration of a runnable row)"),
         ("waits", pa.int64(), False, "how many of its runnable intervals of the unit (their end seen) lasted so"),
@@ -158,7 +159,7 @@ COLUMNS: dict[str, Columns] = {
     # what the pprof view adds up, without a scan of every state.
     "pprof_units": (
         _CAPTURE,
-        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        _UNIT_GENERATION,
         ("goroutine", pa.int64(), False, "the goroutine"),
         ("profile", _NAME, False, "the profile that counts them: sched, syscall, net or sync"),
         ("stack_id", pa.int64(), True, "where they began (goroutine_states.start_stack_id)"),
@@ -176,7 +177,7 @@ COLUMNS: dict[str, Columns] = {
     # view lists, without a scan of every state.
     "pprof_interval_units": (
         _CAPTURE,
-        ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)"),
+        _UNIT_GENERATION,
         ("goroutine", pa.int64(), False, "the goroutine"),
         ("profile", _NAME, False, "the profile that counts them: sched, syscall, net or sync"),
         ("stack_id", pa.int64(), True, "where they began (goroutine_states.start_stack_id)"),
