@@ -12,7 +12,7 @@ import pytest
 
 import livetrace
 from livetrace._tables.profiles import pprof_batches, sched_units_batch
-from livetrace._tables.views import _clipped
+from livetrace._tables.views import _LIFE, _clipped_in
 
 from .test_table_profile_units import ODD, _states, views_over
 from .test_table_views import SOURCES
@@ -21,7 +21,7 @@ from .test_table_views import SOURCES
 # profile, clipped), with those of one duration counted together.
 EVERY_STATE = f"""
     SELECT profile, capture, goroutine, stack_id, ns, count(*) AS intervals
-    FROM ({_clipped("goroutine_states")}) GROUP BY ALL
+    FROM (WITH life AS ({_LIFE}) {_clipped_in("goroutine_states")}) GROUP BY ALL
 """
 LISTED = "FROM pprof_intervals"
 

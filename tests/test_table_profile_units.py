@@ -18,7 +18,7 @@ import livetrace
 from livetrace._tables.profiles import pprof_batches, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.sql import create_views
-from livetrace._tables.views import DERIVED, VIEWS, _clipped
+from livetrace._tables.views import _LIFE, DERIVED, VIEWS, _clipped_in
 from livetrace._trace.spans.model import SPAN_KIND_NAMES
 
 from .test_table_views import SOURCES
@@ -35,7 +35,8 @@ EVERY_WAIT = """
 """
 # pprof as it was: every state's clipped interval added up.
 EVERY_INTERVAL = f"""
-    SELECT profile, stack_id, count(*) AS count, sum(ns) AS ns FROM ({_clipped("goroutine_states")}) GROUP BY ALL
+    SELECT profile, stack_id, count(*) AS count, sum(ns) AS ns
+    FROM (WITH life AS ({_LIFE}) {_clipped_in("goroutine_states")}) GROUP BY ALL
 """
 
 

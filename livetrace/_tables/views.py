@@ -179,12 +179,6 @@ def _clipped_in(states: str) -> str:
     """
 
 
-def _clipped(states: str) -> str:
-    """_clipped_in with the lifetimes of its own: pprof_intervals' rows of
-    these states, before those of one duration are counted together."""
-    return f"WITH life AS ({_LIFE}) {_clipped_in(states)}"
-
-
 VIEWS: dict[str, str] = {
     # Each stack's frames, one row per frame, innermost (position 1) first.
     "stack_frames": """
@@ -331,7 +325,7 @@ VIEWS: dict[str, str] = {
     # block) is counted from its goroutine_states rows instead (else
     # unread: a join to nothing).
     "pprof": f"""
-        WITH life AS ({_LIFE}),
+        WITH life AS MATERIALIZED ({_LIFE}),
         u AS NOT MATERIALIZED (
             SELECT p.profile, p.capture, p.goroutine, p.stack_id, p.intervals, p.total_ns,
                    coalesce(l.lo <= p.first_start AND p.last_end <= l.hi, false) AS whole,
@@ -344,7 +338,7 @@ VIEWS: dict[str, str] = {
             FROM u ANTI JOIN odd USING (capture, goroutine)
             WHERE whole OR ns > 0
             UNION ALL
-            SELECT profile, stack_id, 1, ns FROM ({_clipped(_ODD_STATES)}))
+            SELECT profile, stack_id, 1, ns FROM ({_clipped_in(_ODD_STATES)}))
         SELECT profile, stack_id, CAST(sum(count) AS BIGINT) AS count, sum(ns) AS ns
         FROM parts GROUP BY ALL ORDER BY profile, ns DESC
     """,
