@@ -11,10 +11,10 @@ import duckdb
 import pytest
 
 import livetrace
-from livetrace._tables.profiles import pprof_batches, sched_units_batch
+from livetrace._tables.profiles import sched_units_batch
 from livetrace._tables.views import _LIFE, _clipped_in
 
-from .test_table_profile_units import ODD, _states, views_over
+from .test_table_profile_units import ODD, _states, pprof_of, views_over
 from .test_table_views import SOURCES
 
 # pprof_intervals as it was, a row per interval (every goroutine state of a
@@ -52,7 +52,7 @@ def test_pprof_intervals_of_a_goroutine_its_lifetime_clips_are_its_states() -> N
             (5, 6, 20, "blocked", "forever", 13),
         ]
     )
-    pprof_units, pprof_interval_units = pprof_batches(1, 0, states)
+    pprof_units, pprof_interval_units = pprof_of(states)
     given = {
         "goroutine_states": states,
         "sched_units": sched_units_batch(1, 0, states),

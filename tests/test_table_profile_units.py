@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import livetrace
+from livetrace._tables.goroutines import goroutine_units_batch
 from livetrace._tables.profiles import pprof_batches, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.sql import create_views
@@ -117,6 +118,12 @@ def _states(rows: list[tuple[int, int, int, str, str, int]]) -> pa.RecordBatch:
     return pa.record_batch([columns[f.name] for f in schema], schema=schema)
 
 
+def pprof_of(states: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+    """pprof_units and pprof_interval_units of these states alone (no events), as the build makes them."""
+    events = pa.RecordBatch.from_pylist([], SCHEMAS["events"])
+    return pprof_batches(1, 0, states, goroutine_units_batch(1, 0, events, states, set(), compiled=False))
+
+
 # Goroutine 1 blocks forever at 50, and then (as no runtime writes it) has
 # two sync waits that end after that, at the stack of an earlier one:
 # pprof_units sums the three in one row that its lifetime clips. Goroutine 2's states overlap its latest
@@ -154,7 +161,7 @@ def views_over(con: duckdb.DuckDBPyConnection, given: dict[str, pa.Table | pa.Re
 def test_pprof_counts_a_goroutine_its_lifetime_clips_from_its_states() -> None:
     states = _states(ODD)
     con = duckdb.connect(":memory:")
-    pprof_units, pprof_interval_units = pprof_batches(1, 0, states)
+    pprof_units, pprof_interval_units = pprof_of(states)
     built = {
         "sched_units": sched_units_batch(1, 0, states),
         "pprof_units": pprof_units,

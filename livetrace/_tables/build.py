@@ -241,13 +241,14 @@ class UnitBuilder:
         rows = _concat("spans", [goroutine_rows(s, p.states) for s, p in parts], STATE_COLUMNS)
         states = goroutine_states_batch(rows, _blocked_wakers(rows, event_rows, compiled=self._compiled))
         procs = _concat("proc_states", [proc_states_batch(capture, s, p.states, p.procs) for s, p in parts])
-        pprof_units, pprof_interval_units = pprof_batches(capture, generation, states)
+        units = goroutine_units_batch(
+            capture, generation, event_rows, states, self.stacks.rootless, compiled=self._compiled
+        )
+        pprof_units, pprof_interval_units = pprof_batches(capture, generation, states, units)
         out: Unit = {
             "events": event_rows,
             "goroutine_states": states,
-            "goroutine_units": goroutine_units_batch(
-                capture, generation, event_rows, states, self.stacks.rootless, compiled=self._compiled
-            ),
+            "goroutine_units": units,
             "blocked_units": blocked_units_batch(capture, generation, states),
             "sched_units": sched_units_batch(capture, generation, states),
             "pprof_units": pprof_units,

@@ -69,17 +69,12 @@ def _profiles(states: pa.RecordBatch) -> pa.Array:
     return pc.take(table, at)
 
 
-def _pprof_rows(states: pa.RecordBatch) -> tuple[pa.Table, pa.Table]:
+def _pprof_rows(states: pa.RecordBatch, units: pa.RecordBatch) -> tuple[pa.Table, pa.Table]:
     """The unit's intervals of a profile whose end was seen and that last a
     while (one that does not is never counted: clipping only shortens it):
-    those that began at or after their goroutine's first run in the unit,
-    and the others (of a goroutine that did not run in it, too)."""
-    runs = (
-        pa.table({"goroutine": states["goroutine"], "start": states["start"]})
-        .filter(state_is(states, SpanKind.RUNNING))
-        .group_by("goroutine", use_threads=False)
-        .aggregate([("start", "min")])
-    )
+    those that began at or after their goroutine's first run in the unit
+    (``units``: its goroutine_units rows), and the others (of a goroutine
+    that did not run in it, too)."""
     profile = _profiles(states)
     ns = states["duration"]
     counted = pc.and_(pc.and_(pc.not_equal(profile, _NO_PROFILE), pc.invert(states["clipped_end"])), pc.greater(ns, 0))
@@ -93,7 +88,7 @@ def _pprof_rows(states: pa.RecordBatch) -> tuple[pa.Table, pa.Table]:
             "ns": ns,
         }
     ).filter(counted)
-    first_run = pc.take(runs["start_min"], pc.index_in(rows["goroutine"], value_set=runs["goroutine"]))
+    first_run = pc.take(units["first_run"], pc.index_in(rows["goroutine"], value_set=units["goroutine"]))
     inside = pc.fill_null(pc.greater_equal(rows["start"], first_run), False)
     return rows.filter(inside), rows.filter(pc.invert(inside))
 
@@ -124,12 +119,15 @@ def _pprof_batch(capture: int, generation: int, inside: pa.Table, alone: pa.Tabl
     return unit_batch(capture, generation, both, table)
 
 
-def pprof_batches(capture: int, generation: int, states: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+def pprof_batches(
+    capture: int, generation: int, states: pa.RecordBatch, units: pa.RecordBatch
+) -> tuple[pa.RecordBatch, pa.RecordBatch]:
     """The unit's ``pprof_units`` and ``pprof_interval_units`` rows: its
     intervals that the profiles count (_pprof_rows) summed per goroutine,
     profile and stack, and counted per those and their duration; each that
-    began before its goroutine's first run in the unit a row of its own."""
-    inside, alone = _pprof_rows(states)
+    began before its goroutine's first run in the unit (``units``: its
+    goroutine_units rows) a row of its own."""
+    inside, alone = _pprof_rows(states, units)
     return (
         _pprof_batch(capture, generation, inside, alone, "pprof_units"),
         _pprof_batch(capture, generation, inside, alone, "pprof_interval_units"),
