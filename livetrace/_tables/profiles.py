@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 from livetrace._tables.columns import full
 from livetrace._tables.goroutines import state_is, unit_batch
 from livetrace._tables.schema import PPROF_PROFILES
-from livetrace._trace.spans.model import SpanKind
+from livetrace._trace.spans.model import SPAN_KIND_NAMES, SpanKind
+from livetrace._views.pprof import PROFILE_RULES
 
 _PROFILE_TYPE = pa.dictionary(pa.int32(), pa.string())
 _PROFILES = pa.array(PPROF_PROFILES, pa.string())
@@ -48,15 +49,11 @@ def sched_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> 
 
 def _profile_of(state: str, reason: str) -> int:
     """The profile Go's ``-pprof`` counts a state in, as an index into
-    PPROF_PROFILES (-1: none): what the views' _PROFILE says in SQL."""
-    if state == "runnable":
-        return PPROF_PROFILES.index("sched")
-    if state == "syscall":
-        return PPROF_PROFILES.index("syscall")
-    if state == "blocked" and reason == "network":
-        return PPROF_PROFILES.index("net")
-    if state == "blocked" and any(word in reason for word in ("chan", "sync", "select")):
-        return PPROF_PROFILES.index("sync")
+    PPROF_PROFILES (-1: none): _views/pprof.py's PROFILE_RULES."""
+    for i, name in enumerate(PPROF_PROFILES):
+        rule = PROFILE_RULES[name]
+        if state == SPAN_KIND_NAMES[rule.state] and rule.counts(reason.encode()):
+            return i
     return _NO_PROFILE
 
 

@@ -4,9 +4,8 @@ questions (docs/sql.md shows each). DuckDB's dialect; plain text, so that
 
 from __future__ import annotations
 
-# The blocking reasons Go's `-pprof=sync` counts (cmd/trace's pprof.go: a
-# reason naming a channel, a select or a sync primitive), and `-pprof=net`.
-_SYNC = "(reason LIKE '%chan%' OR reason LIKE '%sync%' OR reason LIKE '%select%')"
+from livetrace._trace.spans.model import SPAN_KIND_NAMES
+from livetrace._views.pprof import PROFILE_RULES
 
 # goroutine_units made from events and goroutine_states, a row per
 # goroutine of a capture (its units as one): what the build makes per unit
@@ -54,11 +53,22 @@ SCHED_UNITS = """
     FROM goroutine_states WHERE state = 'runnable' AND NOT clipped_end GROUP BY ALL
 """
 
-# The profile Go's `-pprof=KIND` counts a goroutine state in (NULL: none).
-_PROFILE = f"""CASE WHEN state = 'runnable' THEN 'sched'
-                    WHEN state = 'syscall' THEN 'syscall'
-                    WHEN state = 'blocked' AND reason = 'network' THEN 'net'
-                    WHEN state = 'blocked' AND {_SYNC} THEN 'sync' END"""
+
+def _profile_case() -> str:
+    """The profile Go's `-pprof=KIND` counts a goroutine state in (NULL:
+    none), in SQL: _views/pprof.py's PROFILE_RULES."""
+    whens = []
+    for name, rule in PROFILE_RULES.items():
+        test = f"state = '{SPAN_KIND_NAMES[rule.state]}'"
+        if rule.reason is not None:
+            test += f" AND reason = '{rule.reason.decode()}'"
+        elif rule.words:
+            test += " AND (" + " OR ".join(f"reason LIKE '%{w.decode()}%'" for w in rule.words) + ")"
+        whens.append(f"WHEN {test} THEN '{name}'")
+    return f"CASE {' '.join(whens)} END"
+
+
+_PROFILE = _profile_case()
 
 # Every interval a row alone: what pprof (pprof_intervals) makes of a row
 # alone is what it makes of the interval, so the answers are the same, and

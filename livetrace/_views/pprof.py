@@ -45,8 +45,6 @@ from livetrace._trace.spans.model import RES_GOROUTINE, SPAN_CLIPPED_END, SpanKi
 
 MAX_STACK = 128  # Go's profiles tell stacks apart, and keep them, to this many frames
 
-PROFILE_KINDS = ("sched", "sync", "net", "syscall")
-
 Totals = dict[tuple[int, ...], tuple[int, int]]  # stack PCs -> (count, ns)
 Counted = tuple[tuple[int, ...], int, int, tuple[int, int]]  # stack, count, ns, when last counted (trace, end)
 
@@ -55,17 +53,32 @@ _FOREVER = b"forever"
 REASON_COUNTS, REASON_FOREVER = 1, 2  # the bits of a _ReasonMask entry (_ccore/views/pprof.c's)
 
 
-def _sync(reason: bytes) -> bool:
-    return b"chan" in reason or b"sync" in reason or b"select" in reason
+@dataclass(frozen=True, slots=True)
+class ProfileRule:
+    """The goroutine states a profile counts: those of one span kind, with
+    a blocking reason that is ``reason``, or that holds one of ``words``
+    (neither: any reason). The one statement of them: the tables' build and
+    their SQL (for datasets written before the build counted them) read
+    them too."""
+
+    state: SpanKind
+    reason: bytes | None = None
+    words: tuple[bytes, ...] = ()
+
+    def counts(self, reason: bytes) -> bool:
+        if self.reason is not None:
+            return reason == self.reason
+        return not self.words or any(word in reason for word in self.words)
 
 
-# Per profile: the span kind it counts and which blocking reasons.
-_COUNTS: dict[str, tuple[SpanKind, Callable[[bytes], bool]]] = {
-    "sched": (SpanKind.RUNNABLE, lambda reason: True),
-    "sync": (SpanKind.BLOCKED, _sync),
-    "net": (SpanKind.BLOCKED, lambda reason: reason == b"network"),
-    "syscall": (SpanKind.SYSCALL, lambda reason: True),
+# In the order `livetrace profile --kind` lists them.
+PROFILE_RULES: dict[str, ProfileRule] = {
+    "sched": ProfileRule(SpanKind.RUNNABLE),
+    "sync": ProfileRule(SpanKind.BLOCKED, words=(b"chan", b"sync", b"select")),
+    "net": ProfileRule(SpanKind.BLOCKED, reason=b"network"),
+    "syscall": ProfileRule(SpanKind.SYSCALL),
 }
+PROFILE_KINDS = tuple(PROFILE_RULES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +156,11 @@ class ProfileBuilder:
     profiles each file on its own."""
 
     def __init__(self, kind: str, *, compiled: bool | None = None) -> None:
-        if kind not in _COUNTS:
+        if kind not in PROFILE_RULES:
             raise ValueError(f"unknown profile kind {kind!r}: one of {', '.join(PROFILE_KINDS)}")
         self.kind = kind
-        self._state, self._reason_counts = _COUNTS[kind]
+        rule = PROFILE_RULES[kind]
+        self._state, self._reason_counts = rule.state, rule.counts
         self._trace = _Trace()
         self._traces = 0  # end_trace calls so far
         # stack -> [count, ns, trace, end] (the last two: when last counted), first counted first
