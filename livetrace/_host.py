@@ -58,13 +58,12 @@ def arrow_from_malloc() -> None:
     malloc ("system"), unless the user chose a pool in the environment.
 
     pyarrow's default on Linux, mimalloc, commits its arenas whole, and the
-    kernel backs them with transparent huge pages: each first touch clears
-    2 MiB. On the machines we measured this cost more than the 4 KiB pages
-    malloc's buffers fault in as they are used: ``livetrace.tables`` of a
-    92 MB trace (61.8M rows) spent 8 to 9 s of system time, most of it
-    clearing huge pages, and took 14.7 s; with malloc, 2.7 s and 6.6 s
-    (docs/sql.md, "Speed"). A Parquet export, which holds one unit at a
-    time, ran alike under both. For this process alone (the CLI calls it;
-    a program that uses the API chooses its own pool): its children
-    inherit the variable, and only pyarrow reads it."""
+    kernel backs them with transparent huge pages, which cost more to fault
+    in than the 4 KiB pages malloc's buffers fault in as they are written
+    (docs/sql.md, "A sixth pass"). The tables' kernels take their columns
+    from malloc's pool in any process (``_tables.kernels._alloc``); this is
+    for the rest of what pyarrow allocates, where `livetrace sql` and
+    `export --to parquet` then took 10% less. For this process alone (the
+    CLI calls it; a program that uses the API chooses its own pool): its
+    children inherit the variable, and only pyarrow reads it."""
     os.environ.setdefault(ARROW_POOL_VARIABLE, "system")
