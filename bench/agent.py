@@ -107,11 +107,15 @@ async def one(
     demo: DemoProcess, where: Path, name: str, policy: str, seconds: float, tree: str | None, warmup: float
 ) -> dict[str, float]:
     env = None if tree is None else {**os.environ, "PYTHONPATH": tree}
+    # `python -m` puts its working directory first on the path: run in the tree whose livetrace is meant, or a
+    # checkout given by --before loses to the one the bench was started in.
+    cwd = tree or str(Path(__file__).resolve().parent.parent)
     agent = None
     if policy == "tracer":
         agent = subprocess.Popen(
             [sys.executable, "-m", "livetrace", "record", demo.trace_address, "-o", str(where / "tracer.trace")],
             env=env,
+            cwd=cwd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -124,6 +128,7 @@ async def one(
         agent = subprocess.Popen(
             [sys.executable, __file__, "--consume", policy, demo.trace_address, str(where / "events")],
             env=env,
+            cwd=cwd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -132,6 +137,7 @@ async def one(
         agent = subprocess.Popen(
             [sys.executable, "-m", "livetrace", "agent", str(config(where, name, policy))],
             env=env,
+            cwd=cwd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
