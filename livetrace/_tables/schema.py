@@ -33,6 +33,19 @@ Columns = tuple[tuple[str, pa.DataType, bool, str], ...]
 _CAPTURE = ("capture", pa.int64(), False, "the capture (captures.capture) the row belongs to")
 _UNIT_GENERATION = ("generation", pa.int64(), False, "the unit's generation (a legacy trace: its segment, from 1)")
 
+# The pprof unit tables' rows: their key, and when their intervals began and ended.
+_PPROF_KEY: Columns = (
+    _CAPTURE,
+    _UNIT_GENERATION,
+    ("goroutine", pa.int64(), False, "the goroutine"),
+    ("profile", _NAME, False, "the profile that counts them: sched, syscall, net or sync"),
+    ("stack_id", pa.int64(), True, "where they began (goroutine_states.start_stack_id)"),
+)
+_PPROF_SPAN: Columns = (
+    ("first_start", _TIME, False, "the earliest start of them"),
+    ("last_end", _TIME, False, "the latest end of them"),
+)
+
 _STACK_PAIR: Columns = (
     ("start_stack_id", pa.int64(), True, "stack of the event that began it (stacks.stack_id)"),
     ("end_stack_id", pa.int64(), True, "stack of the event that ended it (a waker's, for a blocked goroutine)"),
@@ -158,11 +171,7 @@ COLUMNS: dict[str, Columns] = {
     # and stack as far as their clipping to the goroutine's lifetime allows:
     # what the pprof view adds up, without a scan of every state.
     "pprof_units": (
-        _CAPTURE,
-        _UNIT_GENERATION,
-        ("goroutine", pa.int64(), False, "the goroutine"),
-        ("profile", _NAME, False, "the profile that counts them: sched, syscall, net or sync"),
-        ("stack_id", pa.int64(), True, "where they began (goroutine_states.start_stack_id)"),
+        *_PPROF_KEY,
         (
             "intervals",
             pa.int64(),
@@ -170,17 +179,12 @@ COLUMNS: dict[str, Columns] = {
             "how many: those that began at or after its first run in the unit; else 1, an interval alone",
         ),
         ("total_ns", pa.int64(), False, "their total duration (end - start)"),
-        ("first_start", _TIME, False, "the earliest start of them"),
-        ("last_end", _TIME, False, "the latest end of them"),
+        *_PPROF_SPAN,
     ),
     # The same intervals counted per duration too: what the pprof_intervals
     # view lists, without a scan of every state.
     "pprof_interval_units": (
-        _CAPTURE,
-        _UNIT_GENERATION,
-        ("goroutine", pa.int64(), False, "the goroutine"),
-        ("profile", _NAME, False, "the profile that counts them: sched, syscall, net or sync"),
-        ("stack_id", pa.int64(), True, "where they began (goroutine_states.start_stack_id)"),
+        *_PPROF_KEY,
         ("ns", pa.int64(), False, "how long each lasted (end - start)"),
         (
             "intervals",
@@ -188,8 +192,7 @@ COLUMNS: dict[str, Columns] = {
             False,
             "how many lasted so: those that began at or after its first run in the unit; else 1, an interval alone",
         ),
-        ("first_start", _TIME, False, "the earliest start of them"),
-        ("last_end", _TIME, False, "the latest end of them"),
+        *_PPROF_SPAN,
     ),
     "proc_states": (
         _CAPTURE,
