@@ -30,8 +30,8 @@ costs in CPU).
 Views: tail-jsonl, tail-text (unfiltered events), tail-spans (unfiltered
 spans, JSON lines), tail-spans-text, tail-log (`-k Log`), spans-1ms
 (`--spans --min-duration 1ms`), spans-blocked (`--spans --min-duration
-5ms -k 'blocked*'`), top (`--format json`), flight (`-t
-'gc>1s'`), profile (`--kind sched`). The rate is the trace's events per
+5ms -k 'blocked*'`), spans-gc (`--spans -k gc -k stw`), top (`--format
+json`), flight (`-t 'gc>1s'`), profile (`--kind sched`). The rate is the trace's events per
 second and per CPU-second of the view (the targets on a 2-core machine:
 3M per CPU-second for tail-jsonl and tail-text, 4M for the others).
 
@@ -87,6 +87,7 @@ VIEWS: dict[str, list[str]] = {
     "tail-log": ["tail", "{addr}", "-k", "Log", "--format", "jsonl"],
     "spans-1ms": ["tail", "{addr}", "--spans", "--min-duration", "1ms", "--format", "jsonl"],
     "spans-blocked": ["tail", "{addr}", "--spans", "--min-duration", "5ms", "-k", "blocked*", "--format", "jsonl"],
+    "spans-gc": ["tail", "{addr}", "--spans", "-k", "gc", "-k", "stw", "--format", "jsonl"],
     "top": ["top", "{addr}", "--format", "json"],
     # flight re-attaches when a session ends: -d ends it once the deadline has passed (the session, stopped
     # then, still reads every frame the fake helper sends, to its end).

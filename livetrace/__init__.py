@@ -163,8 +163,10 @@ if TYPE_CHECKING:
         SpanBuilder as SpanBuilder,
     )
     from livetrace._trace.spans.model import (
+        Follow as Follow,
         Span as Span,
         SpanKind as SpanKind,
+        follow_for as follow_for,
     )
     from livetrace._trace.spans.select import (
         select_spans as select_spans,
@@ -285,8 +287,10 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "livetrace._trace.spans.batch": ("SpanBatch",),
     "livetrace._trace.spans.builder": ("SpanBuilder",),
     "livetrace._trace.spans.model": (
+        "Follow",
         "Span",
         "SpanKind",
+        "follow_for",
     ),
     "livetrace._trace.spans.select": ("select_spans",),
 }

@@ -54,7 +54,8 @@ VIEWS = [
     ("spans", "jsonl", True, None),
     ("spans", "text", True, None),
     ("long", "jsonl", True, Filter(min_duration=1_000_000)),
-    ("regions", "text", True, Filter(kinds=frozenset({SpanKind.REGION, SpanKind.TASK}))),
+    ("regions", "text", True, Filter(kinds=frozenset({SpanKind.REGION, SpanKind.TASK}))),  # no state followed
+    ("blocked", "jsonl", True, Filter(kinds=frozenset({SpanKind.BLOCKED}))),  # no P followed
 ]
 IDS = [f"{n}-{f}" for n, f, _, _ in VIEWS]
 

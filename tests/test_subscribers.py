@@ -129,7 +129,8 @@ async def test_a_span_subscriber_gets_the_spans_of_the_full_stream_its_filter_ke
     assert len(want) > 100
     got = spans_of(results["waits"])
     assert got == long_waits(want) and got
-    assert session.counters.spans == len(want)
+    # Built: the goroutines' spans; no P's (its kinds need none followed: spans/model.py's Follow).
+    assert session.counters.spans == sum(s.resource.kind != "Proc" for s in want) < len(want)
 
 
 @pytest.mark.slow

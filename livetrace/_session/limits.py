@@ -49,4 +49,4 @@ class Counters:
     segments: int = 0  # legacy trace segments completed (segment mode)
     last_generation: int = 0  # the latest generation a chunk arrived of (0: none, or a legacy trace)
     events: int = 0  # events decoded (when subscribers asked for them)
-    spans: int = 0  # spans built (when subscribers asked for them)
+    spans: int = 0  # spans built (when subscribers asked for them; of the kinds their filters need followed)

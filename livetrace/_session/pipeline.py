@@ -42,10 +42,11 @@ import trio
 from livetrace._items import Gap, Provisional, SegmentGap, SpanMark
 from livetrace._session.limits import Counters
 from livetrace._session.pool import Stage
-from livetrace._session.subscribers import Fanout, Prepared, Subscription
+from livetrace._session.subscribers import Fanout, Prepared, Subscription, follows
 from livetrace._trace.model.batch import EVENT_BYTES, EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.join import GenerationSpans, SpanJoin, build_generation
+from livetrace._trace.spans.model import Follow
 
 __all__ = ["MAP_WINDOW", "SPAN_BYTES", "Cutter", "Unit", "joined", "mermaid", "stages", "unit_bytes"]
 
@@ -70,11 +71,13 @@ MAP_GROUP_EVENTS = 16384
 
 class _Spans:
     """The span subscribers' join, while there are some; ``token`` is the
-    last generation's key, counted as :class:`SpanBuilder` counts them."""
+    last generation's key, counted as :class:`SpanBuilder` counts them;
+    ``follow``, what the builders of its generations follow."""
 
     def __init__(self) -> None:
         self.join = SpanJoin()
         self.token = -1
+        self.follow = Follow(0)  # what its generations' builders follow: only widens, as SharedSpans'
 
 
 class Unit:
@@ -86,6 +89,7 @@ class Unit:
         "built",
         "end",
         "events",
+        "follow",
         "items",
         "ordered",
         "out",
@@ -99,6 +103,7 @@ class Unit:
     def __init__(self, subs: tuple[Subscription, ...], spans: _Spans | None) -> None:
         self.subs = subs
         self.spans = spans
+        self.follow = spans.follow if spans is not None else Follow(0)  # (as it was when the unit began)
         self.items: list[object] = []  # as decoded: batches, provisional batches, notices
         self.batches: list[EventBatch] = []  # the exact ones: one generation's
         self.events = 0  # in them
@@ -174,6 +179,8 @@ class Cutter:
             self._spans = None  # as Fanout forgets its builder: a later span subscriber starts afresh
         elif self._spans is None:
             self._spans = _Spans()
+        if self._spans is not None:
+            self._spans.follow |= follows(subs)
         return Unit(subs, self._spans)
 
     def flush(self, end: bool = False) -> Unit | None:
@@ -206,7 +213,7 @@ def _select(u: Unit) -> None:
             if got is not None:
                 u.out.append((sub, got, None))
     if u.spans is not None and u.batches:
-        u.built = build_generation(u.batches, u.token)
+        u.built = build_generation(u.batches, u.token, follow=u.follow)
 
 
 def _join(u: Unit) -> None:

@@ -28,7 +28,7 @@ be fed from a file (bench/fanout.py does).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
 import trio
@@ -41,6 +41,7 @@ from livetrace._trace.select.events import EventSelector
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._trace.spans.model import Follow, follow_for
 from livetrace._trace.spans.select import select_spans
 
 What = Literal["events", "batches", "spans", "frames"]
@@ -145,6 +146,8 @@ class Subscription:
         self.provisional = provisional and what == "batches"
         self.map = map
         self.marks = marks
+        # What the span builder must follow for it (marks count the goroutines in each state).
+        self.follows = Follow(0) if what != "spans" else Follow.ALL if marks else follow_for(self.filter.kinds)
         self.lost_batches = 0
         self.lost_events = 0
         self._fanout = fanout
@@ -402,8 +405,13 @@ class _SharedSpans:
     them at the trace's (or segment's) last event. Provisional batches
     (estimated times, a legacy trace's) make none."""
 
-    def __init__(self) -> None:
-        self._builder = SpanBuilder()
+    def __init__(self, follow: Follow) -> None:
+        self._builder = SpanBuilder(follow=follow)
+
+    def widen(self, follow: Follow) -> None:
+        """A subscriber that wants more came: what it adds is followed from now on."""
+        if follow & ~self._builder.follow:
+            self._builder.widen(follow)
 
     def step(self, item: object, marks: bool) -> list[object]:
         """What item makes (with ``marks``: a mark after each batch's spans)."""
@@ -422,6 +430,15 @@ class _SharedSpans:
 
     def end(self) -> list[object]:
         return [self._builder.close()]
+
+
+def follows(subs: Iterable[Subscription]) -> Follow:
+    """What a span builder must follow for these subscribers (model.Follow):
+    a view of GC pauses needs no goroutine's transitions, most of a trace."""
+    f = Follow(0)
+    for s in subs:
+        f |= s.follows
+    return f
 
 
 # What a subscriber is handed: the item, and the batch it was mapped from (None: not mapped).
@@ -487,7 +504,9 @@ class Fanout:
         if not any(s.what == "spans" for s in self._subs):
             self._spans = None
         elif self._spans is None:
-            self._spans = _SharedSpans()
+            self._spans = _SharedSpans(follows(self._subs))
+        else:
+            self._spans.widen(follows(self._subs))
         return self._spans
 
     def prepare(self, item: object) -> list[Prepared]:

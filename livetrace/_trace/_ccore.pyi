@@ -169,7 +169,8 @@ class SpanCore:
     across batches; spans out as a list of bytes columns, in
     spans.batch.COLUMNS order (bytearrays when split)."""
 
-    def __init__(self, split: bool = False, /) -> None: ...
+    def __init__(self, split: bool = False, follow: int = 3, /) -> None: ...
+    def widen(self, more: int, /) -> int: ...
     def feed(
         self,
         codes: ReadableBuffer,

@@ -224,6 +224,11 @@
 #define CLIPPED_START 1
 #define CLIPPED_END   2
 
+/* what a span builder follows beside the ranges: spans.model.Follow */
+#define FOLLOW_GOROUTINES 1
+#define FOLLOW_PROCS      2
+#define FOLLOW_ALL        3
+
 /* a SpanBatch's columns, in spans.batch.COLUMNS order, and each one's item size in bytes */
 #define SPAN_COL_KINDS          0
 #define SPAN_COL_RESOURCE_KINDS 1

@@ -104,6 +104,9 @@ typedef struct {
     Map strings;
     PyObject **extra;
     size_t extra_cap, n_extra; /* n_extra: the list's length when synced (it may grow since) */
+    /* What it follows (FOLLOW_*): its subscribers may want neither
+     * goroutines' states nor Ps', most of the events; it only widens. */
+    int follow;
     /* Split mode. */
     int split, task0, touched_gc, touched_stw;
     Fix *fixes;
@@ -445,11 +448,38 @@ static Regions *regions_of(SpanCoreObject *self, u64 g) {
     return r;
 }
 
+/* Goroutine gid exits at t: the regions it left open end with it, as Go's
+ * goroutine analysis ends them (regs: its entry, looked up in split mode). */
+static int exit_regions(SpanCoreObject *self, Regions *regs, i64 gid, i64 t) {
+    int bad = 0;
+    Regions *r = self->split ? regs : map_del_ptr(&self->regions, (u64)gid);
+    for (size_t k = r ? r->len : 0; !bad && k-- > 0;)
+        bad = emit(self, &r->v[k], t, 0, (u32)self->token, CLIPPED_END) < 0;
+    if (r && self->split)
+        r->len = 0, r->cleared = 1; /* (split: the entry stays, with what the join needs) */
+    else if (r)
+        free_regions(r);
+    return bad ? -1 : 0;
+}
+
+/* A transition where goroutines' states are not followed: only an exit
+ * matters, to the regions (which are followed whatever the kinds). */
+static int on_exit_only(SpanCoreObject *self, const Batch *b, size_t i) {
+    const Transition *tr = &TRANSITIONS[b->code[i]];
+    if (tr->new_state != NOT_EXIST)
+        return 0;
+    i64 gid = tr->whose ? (i64)b->args[i * NARGS] : b->g[i];
+    Regions *regs = NULL;
+    if (self->split && !(regs = regions_of(self, (u64)gid)))
+        return -1;
+    return exit_regions(self, regs, gid, b->time[i]);
+}
+
 static int on_transition(SpanCoreObject *self, const Batch *b, size_t i) {
     const Transition *tr = &TRANSITIONS[b->code[i]];
     const u64 *a = &b->args[i * NARGS];
     i64 t = b->time[i], gid = tr->whose ? (i64)a[0] : b->g[i];
-    int new_state = tr->new_state, bad = 0;
+    int new_state = tr->new_state;
     if (!new_state) {
         if (!(a[2] > 0 && a[2] < sizeof STATUS_STATE))
             return 0;
@@ -472,17 +502,8 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i) {
         if (r)
             FAIL_IF(!(first = add_fix(self, FT_G, new_state, (u64)gid, 0)));
     }
-    if (new_state == NOT_EXIST) {
-        /* Regions it left open end with it, as Go's goroutine analysis ends them. */
-        Regions *r = self->split ? regs : map_del_ptr(&self->regions, (u64)gid);
-        for (size_t k = r ? r->len : 0; !bad && k-- > 0;)
-            bad = emit(self, &r->v[k], t, 0, (u32)self->token, CLIPPED_END) < 0;
-        if (r && self->split)
-            r->len = 0, r->cleared = 1; /* (split: the entry stays, with what the join needs) */
-        else if (r)
-            free_regions(r);
-        return bad ? -1 : 0;
-    }
+    if (new_state == NOT_EXIST)
+        return exit_regions(self, regs, gid, t);
     u8 code = b->code[i];
     u8 clipped = !known && (code == EV_GO_STATUS || code == EV_GO_STATUS_STACK) ? CLIPPED_START : 0;
     const Open *inner = regs && regs->len ? &regs->v[regs->len - 1] : NULL;
@@ -726,7 +747,7 @@ static PyObject *SpanCore_feed(SpanCoreObject *self, PyObject *args) {
     Batch b = {n, cb.buf, tb.buf, pb.buf, gb.buf, ab.buf, xb.buf};
     if (n && self->origin < 0)
         self->origin = b.time[0];
-    int r = 0;
+    int r = 0, follow = self->follow;
     /* The batch is read from its buffers and named from the held tables:
      * nothing here needs the GIL, so other threads run (a generation
      * built in each). */
@@ -734,9 +755,9 @@ static PyObject *SpanCore_feed(SpanCoreObject *self, PyObject *args) {
     for (size_t i = 0; r >= 0 && i < n; i++) {
         u8 code = b.code[i];
         self->last = b.time[i];
-        r = TRANSITIONS[code].is ? on_transition(self, &b, i)
+        r = TRANSITIONS[code].is ? (follow & FOLLOW_GOROUTINES ? on_transition : on_exit_only)(self, &b, i)
             : IS_RANGE[code]     ? on_range(self, &b, i)
-            : IS_PROC[code]      ? on_proc(self, &b, i)
+            : IS_PROC[code]      ? (follow & FOLLOW_PROCS ? on_proc(self, &b, i) : 0)
                                  : 0;
     }
     Py_END_ALLOW_THREADS;
@@ -966,13 +987,30 @@ static PyObject *SpanCore_load(SpanCoreObject *self, PyObject *args) {
 }
 
 static int SpanCore_init(SpanCoreObject *self, PyObject *args, PyObject *kw) {
-    int split = 0;
-    if (!PyArg_ParseTuple(args, "|p:SpanCore", &split))
+    int split = 0, follow = FOLLOW_ALL;
+    if (!PyArg_ParseTuple(args, "|pi:SpanCore", &split, &follow))
         return -1;
+    if (follow & ~FOLLOW_ALL) {
+        PyErr_Format(PyExc_ValueError, "follow flags %d: only %d (goroutines) and %d (Ps)", follow, FOLLOW_GOROUTINES,
+                     FOLLOW_PROCS);
+        return -1;
+    }
     core_clear(self);
     self->token = -1;
     self->split = split;
+    self->follow = follow;
     return 0;
+}
+
+static PyObject *SpanCore_widen(SpanCoreObject *self, PyObject *arg) {
+    long more = PyLong_AsLong(arg);
+    if (more == -1 && PyErr_Occurred())
+        return NULL;
+    if (more & ~(long)FOLLOW_ALL)
+        return PyErr_Format(PyExc_ValueError, "follow flags %ld: only %d (goroutines) and %d (Ps)", more,
+                            FOLLOW_GOROUTINES, FOLLOW_PROCS);
+    self->follow |= (int)more;
+    return PyLong_FromLong(self->follow);
 }
 
 static void SpanCore_dealloc(SpanCoreObject *self) {
@@ -1009,6 +1047,8 @@ static PyMethodDef SpanCore_methods[] = {
      "(depth, batch, row) of the spans emitted whose names may be a region's from before."},
     {"task_deps", (PyCFunction)SpanCore_task_deps, METH_O,
      "task_deps($self, task, /)\n--\n\nThe records of the spans that took task's name unseen."},
+    {"widen", (PyCFunction)SpanCore_widen, METH_O,
+     "widen($self, more, /)\n--\n\nFollow these too (FOLLOW_* flags) from now on; the flags now followed."},
     {"load", (PyCFunction)SpanCore_load, METH_VARARGS,
      "load($self, opens, origin, last, seq, /)\n--\n\nThe open spans to go on from."},
     {NULL},
@@ -1022,7 +1062,7 @@ static PyTypeObject SpanCoreType = {
     .tp_init = (initproc)SpanCore_init,
     .tp_dealloc = (destructor)SpanCore_dealloc,
     .tp_methods = SpanCore_methods,
-    .tp_doc = "SpanCore(split=False, /)\n--\n\nOpen spans across batches; the compiled twin of spans.twin.SpanCore.",
+    .tp_doc = "SpanCore(split=False, follow=3, /)\n--\n\nOpen spans across batches; the compiled twin of spans.twin.SpanCore.",
 };
 
 int spans_register(PyObject *module) {

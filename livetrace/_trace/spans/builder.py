@@ -18,7 +18,7 @@ from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.logs import Logs, UserLogs
-from livetrace._trace.spans.model import SpanKind
+from livetrace._trace.spans.model import Follow, SpanKind
 from livetrace._trace.spans.twin import SpanCore
 
 _TASK = bytes([SpanKind.TASK])
@@ -91,12 +91,18 @@ class SpanBuilder:
     that shed some) forgets the open spans, whose ends would be wrong.
 
     ``compiled`` as for :func:`open_decoder`: None takes the compiled core
-    when there is one.
+    when there is one. ``follow`` (:class:`Follow`, from ``follow_for``
+    of the kinds wanted): what it follows beside the ranges; the spans of
+    the kinds that needs are the same as a builder that follows all gives,
+    and no others are made. :meth:`widen` follows more from then on (the
+    goroutines, Ps, met after that start as a new builder would meet them).
     """
 
-    def __init__(self, *, compiled: bool | None = None) -> None:
+    def __init__(self, *, compiled: bool | None = None, follow: Follow = Follow.ALL) -> None:
         self._fast = use_compiled(compiled)
-        self._core: SpanCore | ccore.SpanCore = ccore.SpanCore() if self._fast else SpanCore()
+        self._core: SpanCore | ccore.SpanCore = (
+            ccore.SpanCore(False, int(follow)) if self._fast else SpanCore(False, follow)
+        )
         self.names: list[bytes] = [b""]  # the names batches' ids index; only grows
         self._tables: dict[int, Tables] = {}
         self._last: Tables | None = None
@@ -145,6 +151,14 @@ class SpanBuilder:
         state, whether a GC or a stop-the-world is under way, the tasks
         and regions begun and not yet ended."""
         return {SpanKind(k): n for k, n in enumerate(self._core.open_counts())}
+
+    @property
+    def follow(self) -> Follow:
+        return Follow(self._core.widen(0))
+
+    def widen(self, more: Follow) -> None:
+        """Follow ``more`` too, from the next batch on."""
+        self._core.widen(int(more))
 
     def gap(self) -> None:
         """Generations were lost: forget every open span."""

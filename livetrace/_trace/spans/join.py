@@ -40,7 +40,7 @@ from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder, slim_tables, span_logs
 from livetrace._trace.spans.logs import Logs, Prior, UserLogs
-from livetrace._trace.spans.model import MAX_SPAN_LOGS, SPAN_CLIPPED_END, SpanKind
+from livetrace._trace.spans.model import MAX_SPAN_LOGS, SPAN_CLIPPED_END, Follow, SpanKind
 from livetrace._trace.spans.twin import (
     ACTIVE,
     END,
@@ -119,13 +119,20 @@ class GenerationSpans:
     last: int
     seq: int
     events: int
+    follow: Follow  # what its builder followed (model.Follow)
 
 
-def build_generation(batches: Iterable[EventBatch], token: int, *, compiled: bool | None = None) -> GenerationSpans:
+def build_generation(
+    batches: Iterable[EventBatch], token: int, *, compiled: bool | None = None, follow: Follow = Follow.ALL
+) -> GenerationSpans:
     """The spans of one generation's batches, with no state from before it;
     ``token`` is its key in the tables of the spans (the generation's
-    number, counted from 0, in the order :class:`SpanJoin` is fed)."""
-    core: SpanCore | ccore.SpanCore = ccore.SpanCore(True) if use_compiled(compiled) else SpanCore(True)
+    number, counted from 0, in the order :class:`SpanJoin` is fed);
+    ``follow`` as for :class:`SpanBuilder`, never less than the generations
+    joined before it followed."""
+    core: SpanCore | ccore.SpanCore = (
+        ccore.SpanCore(True, int(follow)) if use_compiled(compiled) else SpanCore(True, follow)
+    )
     logs = UserLogs(split=True, compiled=compiled)
     names: list[bytes] = [b""]
     parts: list[Part] = []
@@ -145,7 +152,9 @@ def build_generation(batches: Iterable[EventBatch], token: int, *, compiled: boo
         parts.append((cols, task_logs, region_logs))
         events += len(batch)
     opens, touches, task0, origin, last, seq = core.export()
-    return GenerationSpans(token, tables, core, logs, names, parts, opens, touches, task0, origin, last, seq, events)
+    return GenerationSpans(
+        token, tables, core, logs, names, parts, opens, touches, task0, origin, last, seq, events, follow
+    )
 
 
 def _capped(logs: Logs) -> Logs:
@@ -175,6 +184,7 @@ class SpanJoin:
         self._tables: dict[int, Tables] = {}
         self._token = -1
         self.fallbacks = 0  # generations built again, in order
+        self._follow = Follow.ALL  # what the last generation joined followed
 
     # -- the state carried across boundaries --
 
@@ -205,7 +215,7 @@ class SpanJoin:
 
     def _builder(self) -> SpanBuilder:
         """A sequential builder that goes on from here."""
-        b = SpanBuilder(compiled=self._compiled)
+        b = SpanBuilder(compiled=self._compiled, follow=self._follow)
         names, ids = b.names, {b"": 0}
 
         def nid(s: bytes) -> int:
@@ -355,6 +365,7 @@ class SpanJoin:
         per batch, as SpanBuilder would have given them."""
         if w.token != self._token + 1 and w.tables is not None:
             raise ValueError(f"generation {w.token} joined after {self._token}")
+        self._follow = w.follow
         if not self._fits(w):
             self.fallbacks += 1
             b = self._builder()

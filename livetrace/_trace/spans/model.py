@@ -9,7 +9,9 @@ ranges; ``spans.batch`` stores them as columns.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from enum import IntFlag
 
 from livetrace._trace.model.events import Resource, StackFrame
 from livetrace._trace.spec.kinds import NamedEnum
@@ -35,6 +37,37 @@ SPAN_KIND_NAMES = ["running", "runnable", "blocked", "syscall", "gc", "stw", "ma
 # What a span's resource is, by SpanBatch.resource_kinds value.
 RESOURCE_KINDS = ("None", "Goroutine", "Proc")
 RES_NONE, RES_GOROUTINE, RES_PROC = 0, 1, 2
+
+
+class Follow(IntFlag):
+    """What a span builder follows beside the ranges (GCs, stop-the-worlds,
+    mark assists, regions and tasks, which it always follows): most of a
+    trace's events are goroutines' and Ps' transitions, and a view of GC
+    pauses or of tasks needs none of them."""
+
+    GOROUTINES = 1  # goroutines' states: their running, runnable, blocked and syscall spans
+    PROCS = 2  # Ps' running spans
+    ALL = 3
+
+
+# The spans of each kind come from: a kind not here, from the ranges alone.
+_FOLLOWED_FOR = {
+    SpanKind.RUNNING: Follow.ALL,  # (a goroutine's, and a P's)
+    SpanKind.RUNNABLE: Follow.GOROUTINES,
+    SpanKind.BLOCKED: Follow.GOROUTINES,
+    SpanKind.SYSCALL: Follow.GOROUTINES,
+}
+
+
+def follow_for(kinds: Collection[int] | None) -> Follow:
+    """What a builder must follow for spans of ``kinds`` (None: every kind)."""
+    if kinds is None:
+        return Follow.ALL
+    f = Follow(0)
+    for k in kinds:
+        f |= _FOLLOWED_FOR.get(k, Follow(0))  # type: ignore[call-overload]  # an int finds its SpanKind
+    return f
+
 
 # SpanBatch.flags bits.
 SPAN_CLIPPED_START = 1  # under way when the trace (or a gap) began: start is when it was first seen

@@ -43,6 +43,7 @@ from livetrace._trace.spans.model import (
     RES_PROC,
     SPAN_CLIPPED_END,
     SPAN_CLIPPED_START,
+    Follow,
     SpanKind,
 )
 from livetrace._trace.spec import modern as m
@@ -124,12 +125,19 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
+def _check_follow(flags: int) -> None:
+    if int(flags) & ~int(Follow.ALL):
+        raise ValueError(f"follow flags {flags}: only {Follow.GOROUTINES:d} (goroutines) and {Follow.PROCS:d} (Ps)")
+
+
 class SpanCore:
     """Open spans across batches and generations; ``feed`` returns the
     spans that ended, as columns."""
 
-    def __init__(self, split: bool = False) -> None:
+    def __init__(self, split: bool = False, follow: int = Follow.ALL) -> None:
+        _check_follow(follow)
         self.split = split
+        self.follow = int(follow)
         self.fixes: list[Fix] = []
         self.touched_g: set[int] = set()
         self.touched_p: set[int] = set()
@@ -290,13 +298,18 @@ class SpanCore:
         self._extra_strings = extra_strings
         if codes and self.origin < 0:
             self.origin = times[0]
+        states, ps = self.follow & Follow.GOROUTINES, self.follow & Follow.PROCS
         for i, code in enumerate(codes):
             t = times[i]
             self.last = t
             if code in TRANSITIONS:
-                self._transition(code, t, procs[i], goroutines[i], args[i * NARGS : i * NARGS + NARGS])
+                if states:
+                    self._transition(code, t, procs[i], goroutines[i], args[i * NARGS : i * NARGS + NARGS])
+                else:
+                    self._exit_only(code, t, goroutines[i], args[i * NARGS])
             elif code in PROC_CODES:
-                self._proc(code, t, procs[i], args[i * NARGS : i * NARGS + NARGS])
+                if ps:
+                    self._proc(code, t, procs[i], args[i * NARGS : i * NARGS + NARGS])
             elif code in RANGE_CODES:
                 self._range(code, t, goroutines[i], args[i * NARGS : i * NARGS + NARGS], extra[i * NEXTRA + 1])
         return self._columns()
@@ -320,11 +333,7 @@ class SpanCore:
             self.touched_g.add(gid)
             first = self._fix(FT_G, new, gid)
         if new == NOT_EXIST:
-            # Regions it left open end with it, as Go's goroutine analysis ends them.
-            for o in reversed(self.regions.pop(gid, [])):
-                self._emit(o, t, 0, self._token, SPAN_CLIPPED_END)
-            if self.split:
-                self._pops(gid)[1] = 1
+            self._exit(gid, t)
             return
         clipped = SPAN_CLIPPED_START if st is None and code in (m.EV_GO_STATUS, m.EV_GO_STATUS_STACK) else 0
         regs = self.regions.get(gid)
@@ -343,6 +352,25 @@ class SpanCore:
             o[_PROC] = p
         o[_STATE] = new
         self.states[gid] = o
+
+    def _exit(self, gid: int, t: int) -> None:
+        """Goroutine gid exits: the regions it left open end with it, as Go's goroutine analysis ends them."""
+        for o in reversed(self.regions.pop(gid, [])):
+            self._emit(o, t, 0, self._token, SPAN_CLIPPED_END)
+        if self.split:
+            self._pops(gid)[1] = 1
+
+    def _exit_only(self, code: int, t: int, g: int, arg0: int) -> None:
+        """A transition where goroutines' states are not followed: only an exit matters, to the regions."""
+        whose, new, _, _ = TRANSITIONS[code]
+        if new == NOT_EXIST:
+            self._exit(_signed(arg0) if whose else g, t)
+
+    def widen(self, more: int) -> int:
+        """Follow these too (:class:`Follow` flags) from now on; the flags now followed."""
+        _check_follow(more)
+        self.follow |= int(more)
+        return self.follow
 
     def _proc(self, code: int, t: int, p: int, a: list[int]) -> None:
         if code == m.EV_PROC_STOP:

@@ -114,6 +114,10 @@ def _spans() -> list[str]:
             "SpanBatch.flags bits: spans.model.SPAN_CLIPPED_*",
         ),
         *_defines(
+            [(f"FOLLOW_{n}", int(f)) for n, f in span_model.Follow.__members__.items()],
+            "what a span builder follows beside the ranges: spans.model.Follow",
+        ),
+        *_defines(
             [
                 *((f"SPAN_COL_{n.upper()}", i) for i, n in enumerate(names)),
                 ("SPAN_NCOLS", len(names)),
