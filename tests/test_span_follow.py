@@ -7,6 +7,7 @@ need. Sans-IO."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -31,19 +32,25 @@ STATES = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCAL
 RUNTIME = Path(__file__).parent / "corpus" / "runtime" / "go126-generations.trace"
 
 
-def served(follow: Follow) -> Callable[[Span], bool]:
-    """The spans a builder that follows ``follow`` makes as a full one does."""
+def served(follow: Follow) -> Callable[[Span], Span | None]:
+    """What a builder that follows ``follow`` makes of a full builder's span
+    (None: not made alike): a task's or region's without its logs where
+    the logs are not followed."""
 
-    def keep(s: Span) -> bool:
+    def view(s: Span) -> Span | None:
         if s.kind == SpanKind.RUNNING and s.resource.kind == "Proc":
-            return bool(follow & Follow.PROCS)
-        return s.kind not in STATES or bool(follow & Follow.GOROUTINES)
+            return s if follow & Follow.PROCS else None
+        if s.kind in STATES:
+            return s if follow & Follow.GOROUTINES else None
+        if s.kind in (SpanKind.TASK, SpanKind.REGION) and not follow & Follow.LOGS:
+            return dataclasses.replace(s, logs=())
+        return s
 
-    return keep
+    return view
 
 
-def spans(out: list[SpanBatch], keep: Callable[[Span], bool]) -> list[Span]:
-    return [s for sb in out for s in sb if keep(s)]
+def spans(out: list[SpanBatch], view: Callable[[Span], Span | None]) -> list[Span]:
+    return [v for sb in out for s in sb if (v := view(s)) is not None]
 
 
 def sequential(batches: list[EventBatch], compiled: bool, follow: Follow, gap: int = -1) -> list[SpanBatch]:
@@ -72,21 +79,24 @@ def traces() -> list[tuple[str, list[EventBatch]]]:
     return [*out, ("legacy", legacy), ("legacy cut", cut(legacy, 50))]
 
 
+FOLLOWS = [Follow(0), Follow.GOROUTINES, Follow.PROCS, Follow.LOGS, Follow.GOROUTINES | Follow.LOGS]
+
+
 @pytest.mark.parametrize("compiled", BOTH)
-@pytest.mark.parametrize("follow", [Follow(0), Follow.GOROUTINES, Follow.PROCS], ids=lambda f: f"follow{int(f)}")
+@pytest.mark.parametrize("follow", FOLLOWS, ids=lambda f: f"follow{int(f)}")
 def test_what_is_followed_is_what_a_full_builder_gives(compiled: bool, follow: Follow) -> None:
-    keep = served(follow)
+    view = served(follow)
     for name, batches in traces():
-        full = spans(sequential(batches, compiled, Follow.ALL), keep)
+        full = spans(sequential(batches, compiled, Follow.ALL), view)
         assert full, name
-        assert spans(sequential(batches, compiled, follow), keep) == full, name
+        assert spans(sequential(batches, compiled, follow), view) == full, name
         # a generation at a time, joined (regions and tasks across the cuts: some built again)
-        assert spans(joined(batches, compiled, follow), keep) == full, name
+        assert spans(joined(batches, compiled, follow), view) == full, name
         n = len(generations(batches))
         if n > 1:
-            gapped = spans(sequential(batches, compiled, Follow.ALL, n // 2), keep)
-            assert spans(sequential(batches, compiled, follow, n // 2), keep) == gapped, name
-            assert spans(joined(batches, compiled, follow, n // 2), keep) == gapped, name
+            gapped = spans(sequential(batches, compiled, Follow.ALL, n // 2), view)
+            assert spans(sequential(batches, compiled, follow, n // 2), view) == gapped, name
+            assert spans(joined(batches, compiled, follow, n // 2), view) == gapped, name
 
 
 @pytest.mark.parametrize("compiled", BOTH)
@@ -109,20 +119,50 @@ def test_widened_it_follows_the_new_kinds_from_then_on(compiled: bool) -> None:
     b.widen(Follow.ALL)
     assert b.follow == Follow.ALL
     got += [s for x in batches[half:] for s in b.feed(x)] + list(b.close())
-    # The ranges throughout, as the full builder's.
-    assert [s for s in got if s.kind not in STATES] == [s for s in want if s.kind not in STATES]
-    # The states begun since, as the full builder's; none begun before is made up.
+    # The ranges throughout, as the full builder's; their logs from then on (each open task and
+    # region starts with none: a region's logs are never another's).
+    ranges = [(g, w) for g, w in zip(ranged(got), ranged(want), strict=True)]
+    assert [dataclasses.replace(g, logs=()) for g, _ in ranges] == [dataclasses.replace(w, logs=()) for _, w in ranges]
     since = min(e.time for e in batches[half])
+    for g, w in ranges:
+        assert g.logs == (w.logs if g.start >= since else w.logs[len(w.logs) - len(g.logs) :])
+    assert any(0 < len(g.logs) < len(w.logs) for g, w in ranges)  # (logs on both sides of the widening)
+    # The states begun since, as the full builder's; none begun before is made up.
     late = sorted((s.start, s.resource.id, s.kind) for s in want if s.kind in STATES and s.start >= since)
     assert sorted((s.start, s.resource.id, s.kind) for s in got if s.kind in STATES) == late != []
     states = {(s.start, s.resource.id, s.kind): s for s in want if s.kind in STATES}
     assert all(states[(s.start, s.resource.id, s.kind)] == s for s in got if s.kind in STATES)
 
 
+def ranged(spans: list[Span]) -> list[Span]:
+    return [s for s in spans if s.kind not in STATES]
+
+
+@pytest.mark.parametrize("compiled", BOTH)
+def test_widened_at_a_generation_split_is_sequential(compiled: bool) -> None:
+    """Widened where a generation begins, a generation at a time, joined:
+    what the sequential builder widened there gives, logs included."""
+    for name, batches in traces():
+        gens = generations(batches)
+        if len(gens) < 3:
+            continue
+        half = len(gens) // 2
+        b, seq = SpanBuilder(compiled=compiled, follow=Follow(0)), []
+        j, split = SpanJoin(compiled=compiled), []
+        for i, gen in enumerate(gens):
+            follow = Follow(0) if i < half else Follow.ALL
+            if i == half:
+                b.widen(Follow.ALL)
+            seq += [b.feed(x) for x in gen]
+            split += j.join(build_generation(gen, i, compiled=compiled, follow=follow), gen)
+        every = served(Follow.ALL)
+        assert spans([*split, j.close()], every) == spans([*seq, b.close()], every), name
+
+
 @pytest.mark.parametrize("compiled", BOTH)
 def test_follow_flags_are_checked(compiled: bool) -> None:
-    with pytest.raises(ValueError, match="follow flags 4"):
-        SpanBuilder(compiled=compiled, follow=Follow(4))
+    with pytest.raises(ValueError, match="follow flags 16"):
+        SpanBuilder(compiled=compiled, follow=Follow(16))
     b = SpanBuilder(compiled=compiled, follow=Follow.PROCS)
     with pytest.raises(ValueError, match="follow flags 8"):
         b.widen(Follow(8))
@@ -131,9 +171,10 @@ def test_follow_flags_are_checked(compiled: bool) -> None:
 
 def test_what_each_kind_needs() -> None:
     assert follow_for(None) == Follow.ALL
-    assert follow_for({SpanKind.GC, SpanKind.STW, SpanKind.TASK, SpanKind.REGION, SpanKind.MARK_ASSIST}) == Follow(0)
+    assert follow_for({SpanKind.GC, SpanKind.STW, SpanKind.MARK_ASSIST}) == Follow(0)
+    assert follow_for({SpanKind.TASK, SpanKind.GC}) == follow_for({SpanKind.REGION}) == Follow.LOGS
     assert follow_for({SpanKind.BLOCKED}) == follow_for({SpanKind.SYSCALL, SpanKind.GC}) == Follow.GOROUTINES
-    assert follow_for({SpanKind.RUNNING}) == Follow.ALL
+    assert follow_for({SpanKind.RUNNING}) == Follow.GOROUTINES | Follow.PROCS
 
 
 def test_a_fanouts_builder_follows_what_its_span_subscribers_need() -> None:
@@ -149,8 +190,7 @@ def test_a_fanouts_builder_follows_what_its_span_subscribers_need() -> None:
     every = [s for b in batches for s in reference.feed(b)] + list(reference.close())
     want = [s for s in every if s.kind in (SpanKind.GC, SpanKind.STW)]
     assert [s for x in got if isinstance(x, SpanBatch) for s in x] == want != []
-    ranges = sum(s.kind not in STATES for s in every)
-    assert fan.spans_built == ranges < len(every)  # no goroutine's or P's span was made
+    assert fan.spans_built == len(ranged(every)) < len(every)  # no goroutine's or P's span was made
 
     assert fan.subscribe(what="spans", marks=True).follows == Follow.ALL
     assert fan.subscribe(Filter(kinds=frozenset({SpanKind.BLOCKED})), what="spans").follows == Follow.GOROUTINES

@@ -227,7 +227,8 @@
 /* what a span builder follows beside the ranges: spans.model.Follow */
 #define FOLLOW_GOROUTINES 1
 #define FOLLOW_PROCS      2
-#define FOLLOW_ALL        3
+#define FOLLOW_LOGS       4
+#define FOLLOW_ALL        7
 
 /* a SpanBatch's columns, in spans.batch.COLUMNS order, and each one's item size in bytes */
 #define SPAN_COL_KINDS          0

@@ -986,15 +986,21 @@ static PyObject *SpanCore_load(SpanCoreObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Whether flags are not FOLLOW_* flags (then with the exception set). */
+static int bad_follow(long flags) {
+    if (!(flags & ~(long)FOLLOW_ALL))
+        return 0;
+    PyErr_Format(PyExc_ValueError, "follow flags %ld: only %d (goroutines), %d (Ps) and %d (logs)", flags,
+                 FOLLOW_GOROUTINES, FOLLOW_PROCS, FOLLOW_LOGS);
+    return 1;
+}
+
 static int SpanCore_init(SpanCoreObject *self, PyObject *args, PyObject *kw) {
     int split = 0, follow = FOLLOW_ALL;
     if (!PyArg_ParseTuple(args, "|pi:SpanCore", &split, &follow))
         return -1;
-    if (follow & ~FOLLOW_ALL) {
-        PyErr_Format(PyExc_ValueError, "follow flags %d: only %d (goroutines) and %d (Ps)", follow, FOLLOW_GOROUTINES,
-                     FOLLOW_PROCS);
+    if (bad_follow(follow))
         return -1;
-    }
     core_clear(self);
     self->token = -1;
     self->split = split;
@@ -1006,9 +1012,8 @@ static PyObject *SpanCore_widen(SpanCoreObject *self, PyObject *arg) {
     long more = PyLong_AsLong(arg);
     if (more == -1 && PyErr_Occurred())
         return NULL;
-    if (more & ~(long)FOLLOW_ALL)
-        return PyErr_Format(PyExc_ValueError, "follow flags %ld: only %d (goroutines) and %d (Ps)", more,
-                            FOLLOW_GOROUTINES, FOLLOW_PROCS);
+    if (bad_follow(more))
+        return NULL;
     self->follow |= (int)more;
     return PyLong_FromLong(self->follow);
 }
@@ -1062,7 +1067,7 @@ static PyTypeObject SpanCoreType = {
     .tp_init = (initproc)SpanCore_init,
     .tp_dealloc = (destructor)SpanCore_dealloc,
     .tp_methods = SpanCore_methods,
-    .tp_doc = "SpanCore(split=False, follow=3, /)\n--\n\nOpen spans across batches; the compiled twin of spans.twin.SpanCore.",
+    .tp_doc = "SpanCore(split=False, follow=7, /)\n--\n\nOpen spans across batches; the compiled twin of spans.twin.SpanCore.",
 };
 
 int spans_register(PyObject *module) {

@@ -147,7 +147,7 @@ def build_generation(
         codes, times, _, procs, goroutines, args, extra = batch.columns()
         strings = gen.strings if gen is not None else {}
         extra_strings = gen.extra_strings if gen is not None else [b""]
-        task_logs, region_logs = logs.scan(codes, goroutines, args, strings)
+        task_logs, region_logs = logs.scan(codes, goroutines, args, strings) if follow & Follow.LOGS else ({}, [])
         cols = core.feed(codes, times, procs, goroutines, args, extra, token, strings, extra_strings, names)
         parts.append((cols, task_logs, region_logs))
         events += len(batch)
@@ -235,12 +235,13 @@ class SpanJoin:
         opens += [fields(IN_GC, 0, self._gc)] if self._gc is not None else []
         opens += [fields(IN_STW, 0, self._stw)] if self._stw is not None else []
         b._core.load(opens, self._origin, self._last, self._seq)
-        b._logs.tasks = {k: list(v) for k, v in self._task_logs.items()}
-        b._logs.regions = {
-            g: [(o.task, o.seq, list(lg)) for o, lg in zip(rs, self._region_logs[g], strict=True)]
-            for g, rs in self._regions.items()
-        }
-        b._logs.seq = self._seq
+        if self._follow & Follow.LOGS:
+            b._logs.tasks = {k: list(v) for k, v in self._task_logs.items()}
+            b._logs.regions = {
+                g: [(o.task, o.seq, list(lg)) for o, lg in zip(rs, self._region_logs[g], strict=True)]
+                for g, rs in self._regions.items()
+            }
+            b._logs.seq = self._seq
         b._tables, b._token, b._last = dict(self._tables), self._token, self._tables.get(self._token)
         return b
 
@@ -262,6 +263,18 @@ class SpanJoin:
         for g, rs in b._logs.regions.items():
             self._region_logs[g] = [lg for _, _, lg in rs]
         self._tables, self._token = b._tables, b._token
+        if not b.follow & Follow.LOGS:  # (b's logs are empty: it never followed them)
+            self._no_logs()
+
+    def _no_logs(self) -> None:
+        """No logs were followed: each task and region carried on has none
+        (not a missing entry), as many as the spans open, so that a generation
+        that follows them (widened) finds one for each."""
+        for g, carried in self._regions.items():
+            got = self._region_logs.setdefault(g, [])
+            got += [[] for _ in range(len(carried) - len(got))]
+        for task in self._tasks:
+            self._task_logs.setdefault(task, [])
 
     def _put_opens(
         self,
@@ -539,6 +552,8 @@ class _Patch:
         for g, rs in w.logs.regions.items():
             j._region_logs.setdefault(g, []).extend(lg for _, _, lg in rs)
         j._task_logs.update(w.logs.tasks)
+        if not w.follow & Follow.LOGS:
+            j._no_logs()
         j._origin = j._origin if j._origin >= 0 else w.origin
         j._last = w.last if w.events else j._last
         j._seq = base + w.seq

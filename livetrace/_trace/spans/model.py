@@ -43,19 +43,22 @@ class Follow(IntFlag):
     """What a span builder follows beside the ranges (GCs, stop-the-worlds,
     mark assists, regions and tasks, which it always follows): most of a
     trace's events are goroutines' and Ps' transitions, and a view of GC
-    pauses or of tasks needs none of them."""
+    pauses or of blocked goroutines needs none of them, nor the logs."""
 
     GOROUTINES = 1  # goroutines' states: their running, runnable, blocked and syscall spans
     PROCS = 2  # Ps' running spans
-    ALL = 3
+    LOGS = 4  # the logs of tasks and regions (without: their spans have none)
+    ALL = 7
 
 
-# The spans of each kind come from: a kind not here, from the ranges alone.
+# What the spans of each kind need followed: a kind not here, the ranges alone.
 _FOLLOWED_FOR = {
-    SpanKind.RUNNING: Follow.ALL,  # (a goroutine's, and a P's)
+    SpanKind.RUNNING: Follow.GOROUTINES | Follow.PROCS,  # (a goroutine's, and a P's)
     SpanKind.RUNNABLE: Follow.GOROUTINES,
     SpanKind.BLOCKED: Follow.GOROUTINES,
     SpanKind.SYSCALL: Follow.GOROUTINES,
+    SpanKind.REGION: Follow.LOGS,
+    SpanKind.TASK: Follow.LOGS,
 }
 
 

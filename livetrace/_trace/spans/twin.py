@@ -107,6 +107,8 @@ _KIND, _RKIND, _RID, _START, _STACK, _TOK, _REASON, _NAME, _TNAME, _TASK, _FLAGS
     range(16)
 )
 Open = list[int]
+# An open span's task and seq where export gives them (after where and key).
+OPEN_TASK, OPEN_SEQ = _TASK, _SEQ
 
 # Where an open span is kept (export and load): its map, keyed by goroutine,
 # task or P (regions: one entry per region, innermost last).
@@ -127,7 +129,8 @@ def _signed(v: int) -> int:
 
 def _check_follow(flags: int) -> None:
     if int(flags) & ~int(Follow.ALL):
-        raise ValueError(f"follow flags {flags}: only {Follow.GOROUTINES:d} (goroutines) and {Follow.PROCS:d} (Ps)")
+        only = f"{Follow.GOROUTINES:d} (goroutines), {Follow.PROCS:d} (Ps) and {Follow.LOGS:d} (logs)"
+        raise ValueError(f"follow flags {flags}: only {only}")
 
 
 class SpanCore:
