@@ -193,5 +193,11 @@ def test_a_fanouts_builder_follows_what_its_span_subscribers_need() -> None:
     assert fan.spans_built == len(ranged(every)) < len(every)  # no goroutine's or P's span was made
 
     assert fan.subscribe(what="spans", marks=True).follows == Follow.ALL
+    # Said outright (top: it reads no logs); marks count the goroutines' and Ps' open spans.
+    top = Follow.GOROUTINES | Follow.PROCS
+    assert fan.subscribe(what="spans", marks=True, follow=Follow(0)).follows == top
+    assert fan.subscribe(what="spans", follow=Follow.LOGS).follows == Follow.LOGS
+    with pytest.raises(ValueError, match="only a subscriber of spans"):
+        fan.subscribe(what="batches", follow=Follow.LOGS)
     assert fan.subscribe(Filter(kinds=frozenset({SpanKind.BLOCKED})), what="spans").follows == Follow.GOROUTINES
     assert follows(fan.subscribers) == Follow.ALL

@@ -29,6 +29,7 @@ from livetrace._trace.decoder import Item
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.select.filter import Filter
+from livetrace._trace.spans.model import Follow
 
 __all__ = ["Counters", "Frame", "FrameSource", "Limits", "Session"]
 
@@ -137,6 +138,7 @@ class Session:
         provisional: bool = False,
         map: Map | None = None,
         marks: bool = False,
+        follow: Follow | None = None,
     ) -> Subscription:
         """A new subscriber of this session's trace: its own filter, its own
         buffer of ``buffer`` batches, and ``what`` it gets ("events",
@@ -150,14 +152,23 @@ class Session:
         provisional batches too. ``map`` runs work on each batch in the
         pipeline, in parallel across generations, and the subscriber gets
         its results (see :class:`Subscription`); ``marks`` gives a span
-        subscriber a :class:`SpanMark` after each generation's spans.
+        subscriber a :class:`SpanMark` after each generation's spans;
+        ``follow`` says what a span subscriber's spans need built, where its
+        filter's kinds say more than it reads.
         Subscribe to decoded items before the session's first frame is read
         (in the same step as the first subscription): the trace is decoded
         only if some subscriber wanted it then."""
         if self._pump is not None and what != "frames" and not self._pump.decoding and self._pump.started:
             raise ValueError("this session's trace is not being decoded: subscribe to events before it starts")
         sub = self._fanout.subscribe(
-            filter, what=what, buffer=buffer, lossless=lossless, provisional=provisional, map=map, marks=marks
+            filter,
+            what=what,
+            buffer=buffer,
+            lossless=lossless,
+            provisional=provisional,
+            map=map,
+            marks=marks,
+            follow=follow,
         )
         if self._pump is None:
             self._pump = Pump(

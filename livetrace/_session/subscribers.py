@@ -114,6 +114,13 @@ class Subscription:
     did not end: what ``top`` reads, which takes the events it needs from
     a batch subscription and counts the goroutines' states at each mark.
 
+    ``follow`` (spans only, :class:`Follow`): what the span builder must
+    follow for this subscriber, where its filter's kinds say more than it
+    reads (``top`` reads the tasks' and regions' spans, not their logs);
+    its spans of kinds that need more than that are made without it. None:
+    what its filter's kinds need (``follow_for``). Marks count the
+    goroutines' and Ps' open spans: they add those.
+
     Notices (a helper's :class:`Gap`, a legacy trace's notices, and this
     subscriber's own :class:`SubscriberGap`) always come through. An error
     that ends the session is raised here, after what came before it.
@@ -130,6 +137,7 @@ class Subscription:
         provisional: bool,
         map: Map | None = None,
         marks: bool = False,
+        follow: Follow | None = None,
     ) -> None:
         if what not in ("events", "batches", "spans", "frames"):
             raise ValueError(f"what must be 'events', 'batches', 'spans' or 'frames', not {what!r}")
@@ -137,6 +145,8 @@ class Subscription:
             raise ValueError("only a subscriber of batches or spans may map them")
         if marks and what != "spans":
             raise ValueError("only a subscriber of spans may ask for marks")
+        if follow is not None and what != "spans":
+            raise ValueError("only a subscriber of spans may say what their builder follows")
         if buffer < 1:
             raise ValueError("a subscriber's buffer holds at least one batch")
         self.filter = flt or Filter()
@@ -146,8 +156,12 @@ class Subscription:
         self.provisional = provisional and what == "batches"
         self.map = map
         self.marks = marks
-        # What the span builder must follow for it (marks count the goroutines in each state).
-        self.follows = Follow(0) if what != "spans" else Follow.ALL if marks else follow_for(self.filter.kinds)
+        # What the span builder must follow for it.
+        self.follows = Follow(0)
+        if what == "spans":
+            self.follows = follow_for(self.filter.kinds) if follow is None else Follow(follow)
+            if marks:
+                self.follows |= Follow.GOROUTINES | Follow.PROCS
         self.lost_batches = 0
         self.lost_events = 0
         self._fanout = fanout
@@ -470,8 +484,9 @@ class Fanout:
         provisional: bool = False,
         map: Map | None = None,
         marks: bool = False,
+        follow: Follow | None = None,
     ) -> Subscription:
-        sub = Subscription(self, flt, what, buffer, lossless, provisional, map, marks)
+        sub = Subscription(self, flt, what, buffer, lossless, provisional, map, marks, follow)
         self._subs = (*self._subs, sub)
         return sub
 

@@ -47,7 +47,7 @@ from livetrace._trace.model.events import METRIC_NAMES
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
-from livetrace._trace.spans.model import SpanKind
+from livetrace._trace.spans.model import Follow, SpanKind
 from livetrace._trace.spec.modern import (
     EV_GO_CREATE,
     EV_GO_CREATE_BLOCKED,
@@ -120,6 +120,10 @@ def _summarize(batch: EventBatch) -> Callable[[], BatchEvents]:
     return functools.partial(events_of, batch)
 
 
+# Top sums every span but the logs of tasks and regions, which it never reads.
+TOP_FOLLOWS = Follow.GOROUTINES | Follow.PROCS
+
+
 def subscribe_top(source: Session | Fanout, spans_buffer: int = 64) -> tuple[Subscription, Subscription]:
     """The two subscriptions top's numbers are made from, in this order (a
     batch's events are then handed over before its spans): ``events_of``
@@ -129,7 +133,7 @@ def subscribe_top(source: Session | Fanout, spans_buffer: int = 64) -> tuple[Sub
     counted), rather than lose batches, which would break the spans open
     there."""
     events = source.subscribe(what="batches", lossless=True, buffer=EVENTS_BUFFER, map=_summarize)
-    spans = source.subscribe(what="spans", lossless=True, buffer=spans_buffer, marks=True)
+    spans = source.subscribe(what="spans", lossless=True, buffer=spans_buffer, marks=True, follow=TOP_FOLLOWS)
     return events, spans
 
 
@@ -286,7 +290,7 @@ class TopStats:
     wants one (``top`` does at the end of a generation, segment or window)."""
 
     def __init__(self, *, compiled: bool | None = None) -> None:
-        self._spans = SpanBuilder(compiled=compiled)
+        self._spans = SpanBuilder(compiled=compiled, follow=TOP_FOLLOWS)
         # The per-span sums, and each goroutine's start function (an id into _root_names).
         self._sums: TopSums | ccore.TopSums = ccore.TopSums() if use_compiled(compiled) else TopSums()
         self._root_names: list[str] = [""]
