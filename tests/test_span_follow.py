@@ -199,5 +199,7 @@ def test_a_fanouts_builder_follows_what_its_span_subscribers_need() -> None:
     assert fan.subscribe(what="spans", follow=Follow.LOGS).follows == Follow.LOGS
     with pytest.raises(ValueError, match="only a subscriber of spans"):
         fan.subscribe(what="batches", follow=Follow.LOGS)
+    with pytest.raises(ValueError, match="follow must be Follow flags"):
+        fan.subscribe(what="spans", follow=Follow(8))
     assert fan.subscribe(Filter(kinds=frozenset({SpanKind.BLOCKED})), what="spans").follows == Follow.GOROUTINES
     assert follows(fan.subscribers) == Follow.ALL

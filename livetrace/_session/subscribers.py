@@ -147,6 +147,8 @@ class Subscription:
             raise ValueError("only a subscriber of spans may ask for marks")
         if follow is not None and what != "spans":
             raise ValueError("only a subscriber of spans may say what their builder follows")
+        if follow is not None and int(follow) & ~int(Follow.ALL):
+            raise ValueError(f"follow must be Follow flags, not {follow!r}")
         if buffer < 1:
             raise ValueError("a subscriber's buffer holds at least one batch")
         self.filter = flt or Filter()

@@ -105,7 +105,9 @@ typedef struct {
     PyObject **extra;
     size_t extra_cap, n_extra; /* n_extra: the list's length when synced (it may grow since) */
     /* What it follows (FOLLOW_*): its subscribers may want neither
-     * goroutines' states nor Ps', most of the events; it only widens. */
+     * goroutines' states nor Ps', most of the events; it only widens.
+     * FOLLOW_LOGS is the Python builder's (the logs' scan): kept here to be
+     * said back. */
     int follow;
     /* Split mode. */
     int split, task0, touched_gc, touched_stw;

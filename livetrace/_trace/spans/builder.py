@@ -93,9 +93,11 @@ class SpanBuilder:
     ``compiled`` as for :func:`open_decoder`: None takes the compiled core
     when there is one. ``follow`` (:class:`Follow`, from ``follow_for``
     of the kinds wanted): what it follows beside the ranges; the spans of
-    the kinds that needs are the same as a builder that follows all gives,
-    and no others are made. :meth:`widen` follows more from then on (the
-    goroutines, Ps, met after that start as a new builder would meet them).
+    the kinds that needs are those a builder that follows all gives, and
+    no other goroutine's or P's span is made (nor, without the logs, any
+    task's or region's logs). :meth:`widen` follows more from then on: the
+    goroutines and Ps met after that start as a new builder meets them,
+    and the tasks and regions open then with no logs from before.
     """
 
     def __init__(self, *, compiled: bool | None = None, follow: Follow = Follow.ALL) -> None:
