@@ -32,8 +32,10 @@ async def _collect(session: Session, builder: ProfileBuilder) -> bool:
     """Feed the session's spans to the builder until it ends (True)."""
     from livetrace._items import SegmentGap, WindowGap
     from livetrace._trace.spans.batch import SpanBatch
+    from livetrace._trace.spans.model import Follow
 
-    async with session.subscribe(what="spans", lossless=True, buffer=4) as spans:
+    # A profile reads the goroutines' states alone: no P's spans, no logs.
+    async with session.subscribe(what="spans", lossless=True, buffer=4, follow=Follow.GOROUTINES) as spans:
         async for item in spans:
             if isinstance(item, SpanBatch):
                 builder.feed(item)
