@@ -161,15 +161,9 @@ class Session:
         if self._pump is not None and what != "frames" and not self._pump.decoding and self._pump.started:
             raise ValueError("this session's trace is not being decoded: subscribe to events before it starts")
         sub = self._fanout.subscribe(
-            filter,
-            what=what,
-            buffer=buffer,
-            lossless=lossless,
-            provisional=provisional,
-            map=map,
-            marks=marks,
+            filter, what=what, buffer=buffer, lossless=lossless, provisional=provisional, map=map, marks=marks,
             follow=follow,
-        )
+        )  # fmt: skip
         if self._pump is None:
             self._pump = Pump(
                 self.chunks(),
