@@ -1,9 +1,9 @@
-"""A span builder that follows less (``follow``: neither goroutines' states
-nor Ps', or one of them) gives the spans of the kinds it still serves
-exactly as one that follows everything does, sequential and a generation
-at a time, on both twins; widened midway, it follows the new kinds from
-then on; a fan-out's builder follows what its span subscribers' kinds
-need. Sans-IO."""
+"""A span builder that follows less (``follow``: goroutines' states, Ps',
+the logs of tasks and regions, some or none of them) gives the spans of
+the kinds it still serves exactly as one that follows everything does,
+sequential and a generation at a time, on both twins; widened midway, it
+follows the new kinds from then on, alike both ways; a fan-out's builder
+follows what its span subscribers' kinds need, or what they say. Sans-IO."""
 
 from __future__ import annotations
 
