@@ -19,11 +19,11 @@ from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
-from livetrace._views.perfetto import Timeline, TimelineCollector
+from livetrace._views.perfetto import TIMELINE_FOLLOWS, Timeline, TimelineCollector
 
 
 def file_timeline(source: str) -> Timeline:
-    collector, spans = TimelineCollector(), SpanBuilder()
+    collector, spans = TimelineCollector(), SpanBuilder(follow=TIMELINE_FOLLOWS)
     with open_input(source) as stream:
         for item in decode_batches(stream):
             if isinstance(item, EventBatch):
@@ -41,7 +41,7 @@ async def _collect(session: Session, collector: TimelineCollector) -> bool:
 
     async def spans() -> None:
         try:
-            async with session.subscribe(what="spans", lossless=True, buffer=4) as sub:
+            async with session.subscribe(what="spans", lossless=True, buffer=4, follow=TIMELINE_FOLLOWS) as sub:
                 async for item in sub:
                     if isinstance(item, SpanBatch):
                         collector.feed_spans(item)

@@ -53,7 +53,7 @@ from operator import and_, attrgetter, eq, ge, getitem, itemgetter, lshift, lt, 
 from livetrace._trace.model.batch import NARGS, EventBatch
 from livetrace._trace.model.events import METRIC_NAMES, NO_TASK
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.model import RES_GOROUTINE, RES_PROC, SPAN_KIND_NAMES, SpanKind
+from livetrace._trace.spans.model import RES_GOROUTINE, RES_PROC, SPAN_KIND_NAMES, Follow, SpanKind
 from livetrace._trace.spec.modern import (
     EV_GO_SWITCH,
     EV_GO_SWITCH_DESTROY,
@@ -81,6 +81,10 @@ _ANY = re.compile(b"[^\x00]")
 
 # Counter tracks, by metric code: (name, unit of the track).
 _METRIC_TRACKS = {code: name.split(":")[0] for code, name in METRIC_NAMES.items()}
+
+# What the timeline's span builder follows: every span, but no logs (the timeline takes them from the events).
+TIMELINE_FOLLOWS = Follow.GOROUTINES | Follow.PROCS
+
 _GOROUTINE_STATES = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)
 _IS_STATE = _table(_GOROUTINE_STATES)
 _IS_RUNNING = _table((SpanKind.RUNNING,))
