@@ -15,6 +15,7 @@ from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._trace.spans.model import Follow
 
 # A unit made ready to build: building it (once) is all that is left, and
 # needs nothing the capture's later batches change (so another thread may
@@ -34,7 +35,8 @@ class CaptureUnits:
     def __init__(self, builder: UnitBuilder, capture: Capture, *, compiled: bool | None = None) -> None:
         self.capture = capture
         self._builder = builder
-        self._spans = SpanBuilder(compiled=compiled)
+        # Every span, but not their logs: the logs table is made of the events.
+        self._spans = SpanBuilder(compiled=compiled, follow=Follow.GOROUTINES | Follow.PROCS)
         self._batches: list[EventBatch] = []
         self._span_batches: list[SpanBatch] = []
         self._gen: Tables | None = None
