@@ -203,3 +203,14 @@ def test_a_fanouts_builder_follows_what_its_span_subscribers_need() -> None:
         fan.subscribe(what="spans", follow=Follow(8))
     assert fan.subscribe(Filter(kinds=frozenset({SpanKind.BLOCKED})), what="spans").follows == Follow.GOROUTINES
     assert follows(fan.subscribers) == Follow.ALL
+
+
+def test_a_text_tail_of_spans_follows_no_logs() -> None:
+    """A text line shows no logs: tail's text span view needs them only to filter by them."""
+    from livetrace._cli.tail import View
+
+    assert View("text", None, True, False).follows() == Follow.GOROUTINES | Follow.PROCS
+    assert View("text", Filter(kinds=frozenset({SpanKind.TASK})), True, False).follows() == Follow(0)
+    assert View("text", Filter(logs=("status",)), True, False).follows() is None  # (its filter's: all)
+    assert View("jsonl", None, True, False).follows() is None
+    assert View("text", None, False, False).follows() is None  # events

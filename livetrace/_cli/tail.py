@@ -37,6 +37,7 @@ from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import KIND_NAMES, Event, Kind
 from livetrace._trace.select.filter import Filter
 from livetrace._trace.spans.batch import SpanBatch
+from livetrace._trace.spans.model import Follow, follow_for
 
 
 async def tail_command(
@@ -169,7 +170,17 @@ class View:
             lossless=True,
             provisional=not session.info.restarts,
             map=Render(self) if self.render else None,
+            follow=self.follows(),
         )
+
+    def follows(self) -> Follow | None:
+        """What the span builder must follow for this view (None: what its
+        filter's kinds need): a text line shows no logs, so a text view
+        needs them only to filter by them."""
+        flt = self.filter or Filter()
+        if not self.spans or self.fmt != "text" or flt.logs is not None or flt.predicate is not None:
+            return None
+        return follow_for(flt.kinds) & ~Follow.LOGS
 
     def summary(self, seen: int, shown: int, built: int = 0) -> str:
         if self.spans:
