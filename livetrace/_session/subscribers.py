@@ -163,7 +163,7 @@ class Subscription:
         if what == "spans":
             self.follows = follow_for(self.filter.kinds) if follow is None else Follow(follow)
             if marks:
-                self.follows |= Follow.GOROUTINES | Follow.PROCS
+                self.follows |= Follow.STATES
         self.lost_batches = 0
         self.lost_events = 0
         self._fanout = fanout

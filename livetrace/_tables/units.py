@@ -36,7 +36,7 @@ class CaptureUnits:
         self.capture = capture
         self._builder = builder
         # Every span, but not their logs: the logs table is made of the events.
-        self._spans = SpanBuilder(compiled=compiled, follow=Follow.GOROUTINES | Follow.PROCS)
+        self._spans = SpanBuilder(compiled=compiled, follow=Follow.STATES)
         self._batches: list[EventBatch] = []
         self._span_batches: list[SpanBatch] = []
         self._gen: Tables | None = None

@@ -83,7 +83,7 @@ _ANY = re.compile(b"[^\x00]")
 _METRIC_TRACKS = {code: name.split(":")[0] for code, name in METRIC_NAMES.items()}
 
 # What the timeline's span builder follows: every span, but no logs (the timeline takes them from the events).
-TIMELINE_FOLLOWS = Follow.GOROUTINES | Follow.PROCS
+TIMELINE_FOLLOWS = Follow.STATES
 
 _GOROUTINE_STATES = (SpanKind.RUNNING, SpanKind.RUNNABLE, SpanKind.BLOCKED, SpanKind.SYSCALL)
 _IS_STATE = _table(_GOROUTINE_STATES)

@@ -121,7 +121,7 @@ def _summarize(batch: EventBatch) -> Callable[[], BatchEvents]:
 
 
 # Top sums every span but the logs of tasks and regions, which it never reads.
-TOP_FOLLOWS = Follow.GOROUTINES | Follow.PROCS
+TOP_FOLLOWS = Follow.STATES
 
 
 def subscribe_top(source: Session | Fanout, spans_buffer: int = 64) -> tuple[Subscription, Subscription]:

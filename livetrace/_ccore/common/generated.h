@@ -228,6 +228,7 @@
 #define FOLLOW_GOROUTINES 1
 #define FOLLOW_PROCS      2
 #define FOLLOW_LOGS       4
+#define FOLLOW_STATES     3
 #define FOLLOW_ALL        7
 
 /* a SpanBatch's columns, in spans.batch.COLUMNS order, and each one's item size in bytes */

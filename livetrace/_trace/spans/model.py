@@ -48,12 +48,13 @@ class Follow(IntFlag):
     GOROUTINES = 1  # goroutines' states: their running, runnable, blocked and syscall spans
     PROCS = 2  # Ps' running spans
     LOGS = 4  # the logs of tasks and regions (without: their spans have none)
+    STATES = 3  # every span, but no logs
     ALL = 7
 
 
 # What the spans of each kind need followed: a kind not here, the ranges alone.
 _FOLLOWED_FOR = {
-    SpanKind.RUNNING: Follow.GOROUTINES | Follow.PROCS,  # (a goroutine's, and a P's)
+    SpanKind.RUNNING: Follow.STATES,  # (a goroutine's, and a P's)
     SpanKind.RUNNABLE: Follow.GOROUTINES,
     SpanKind.BLOCKED: Follow.GOROUTINES,
     SpanKind.SYSCALL: Follow.GOROUTINES,
