@@ -26,6 +26,7 @@ from livetrace._views.pprof_file import encode_profile
 
 from . import textform
 from .conftest import examples, twin_on_stress
+from .gilcheck import lets_the_gil_go
 from .mutate import mutate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,6 +214,14 @@ def test_the_core_checks_its_callers() -> None:
 
     with pytest.raises(RuntimeError, match="busy"):
         feed_core(core, spans, again)
+
+    def read_totals(tab: int, stack: int) -> int:
+        core.totals()  # what feed is growing, from its callback (or another thread while it runs)
+        return 0
+
+    core = ccore.ProfileCounts(1)
+    with pytest.raises(RuntimeError, match="busy"):
+        feed_core(core, spans, read_totals)
     with pytest.raises(TypeError):
         feed_core(ccore.ProfileCounts(1), spans, lambda tab, stack: 0, mask=5)
     core = ccore.ProfileCounts(1)
@@ -232,3 +241,18 @@ def test_a_files_profile_imports_no_live_layer(tmp_path: Path) -> None:
     assert code == 0 and out.stat().st_size > 0
     # protobuf writes the file (docs/dependencies.md); nothing of the live commands is loaded
     assert [m for m in heavy_in(modules) if not m.startswith("google.protobuf")] == []
+
+
+@both
+def test_feed_lets_the_gil_go() -> None:
+    """ProfileCounts.feed counts without the GIL: a live profile's batches
+    are fed on the event loop's thread, and the pipeline's threads need the
+    GIL meanwhile."""
+    from livetrace._trace.accel import ccore
+
+    n = 1 << 16
+    cols = [array(code, [0]) * n for _, code in COLUMNS]
+    cols[0] = cols[1] = array("B", [1]) * n  # runnable goroutines' spans: counted, ProfileCounts(1)
+    cols[2] = array("q", range(n))  # a goroutine each: a lifetime made per span
+    columns = counted_columns(SpanBatch([c.tobytes() for c in cols], {}, NAMES))
+    assert lets_the_gil_go(lambda: ccore.ProfileCounts(1).feed(*columns, b"\1\1", lambda tab, stack: 0))

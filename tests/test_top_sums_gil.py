@@ -1,7 +1,7 @@
 """The compiled TopSums adds a batch's spans up without the GIL (the pool's
 threads run meanwhile), taking it back only to ask root_of: an answer, an
 exception and a call back into the sums all come through that hand-over,
-and the sums stay usable after."""
+and the sums stay usable after. Its take groups and sorts without it too."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 from livetrace._trace.accel import ccore
 from livetrace._trace.spans.model import SpanKind
 from livetrace._views.top_sums import RootOf, TopSums
+
+from .gilcheck import lets_the_gil_go
 
 pytestmark = [
     pytest.mark.skipif(
@@ -81,3 +83,32 @@ def test_root_of_calling_back_into_the_sums_is_refused(call: str) -> None:
         blocked(sums, [1], root_of)
     blocked(sums, [2], lambda tok, stack: 0, index=1)
     assert len(sums.take()[0]) == 1
+
+
+def test_take_lets_the_gil_go() -> None:
+    """take groups the goroutines and sorts the durations without the GIL
+    (a generation's are millions): long enough here for another thread to
+    be run on a loaded machine."""
+    n = 1 << 17
+    cols = [
+        array("B", [SpanKind.RUNNABLE]) * n,  # sorted, for the scheduler latency
+        array("B", [1]) * n,
+        array("q", range(1, n + 1)),  # a goroutine each, grouped
+        array("q", [0]) * n,
+        array("q", range(n, 0, -1)),  # durations in reverse order
+        *(array("I", [0]) * n for _ in range(2)),
+        array("Q", [100]) * n,  # one stack: root_of asked once
+        array("Q", [0]) * n,
+        *(array("I", [0]) * n for _ in range(2)),
+    ]
+
+    def fed() -> ccore.TopSums:
+        sums = ccore.TopSums()
+        sums.feed(*map(memoryview, cols), memoryview(array("I", [0])), None, 0, lambda tok, stack: 1)
+        return sums
+
+    ready = [fed() for _ in range(20)]  # fed beforehand: only take is tried
+    got = []
+    assert lets_the_gil_go(lambda: got.append(ready.pop().take()))
+    rows, kinds, _, _ = got[0]
+    assert [r[1] for r in rows] == [n] and memoryview(kinds[SpanKind.RUNNABLE][0]).cast("q")[-1] == n

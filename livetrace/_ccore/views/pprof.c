@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/containers.h"
+#include "common/gil.h"
 #include "spans/spans.h"
 
 /* The bits of a names-table entry in feed's reason mask. */
@@ -131,12 +132,14 @@ static Life *life_of(ProfileCountsObject *self, i64 g, i64 start, i64 end) {
 }
 
 /* The id of the key of stack (tab, stack), asked of key_of the first time
- * this trace meets it: the id, or -1 with an exception. */
-static long long key_for(ProfileCountsObject *self, u32 tab, u64 stack, PyObject *key_of) {
+ * this trace meets it (the GIL taken for that, and let go again): the id,
+ * or -1 with an exception (the GIL held). */
+static long long key_for(ProfileCountsObject *self, u32 tab, u64 stack, PyObject *key_of, Gil *gil) {
     Map *m = map_get_ptr(&self->tables, tab);
     if (!m) {
         if (!(m = calloc(1, sizeof *m)) || map_put_ptr(&self->tables, tab, m) < 0) {
             free(m);
+            gil_hold(gil);
             PyErr_NoMemory();
             return -1;
         }
@@ -144,6 +147,7 @@ static long long key_for(ProfileCountsObject *self, u32 tab, u64 stack, PyObject
     u64 *known = map_find(m, stack);
     if (known)
         return (long long)*known;
+    gil_hold(gil);
     PyObject *r = PyObject_CallFunction(key_of, "IK", (unsigned)tab, (unsigned long long)stack);
     if (!r)
         return -1;
@@ -170,11 +174,15 @@ static long long key_for(ProfileCountsObject *self, u32 tab, u64 stack, PyObject
         PyErr_NoMemory();
         return -1;
     }
+    gil_free(gil);
     return id;
 }
 
 enum { C_KIND, C_RKIND, C_RID, C_START, C_END, C_REASON, C_FLAGS, C_STACK, C_TAB, C_MASK, N_BUFS };
 
+/* The loop runs without the GIL (feed's busy flag keeps this object's
+ * other methods out meanwhile); it is taken for a new key or an error, and
+ * is held when this returns. */
 static int feed_columns(ProfileCountsObject *self, Py_buffer *b, PyObject *key_of) {
     size_t n = (size_t)b[C_KIND].len;
     static const size_t width[N_BUFS - 1] = {1, 1, 8, 8, 8, 4, 1, 8, 4};
@@ -187,6 +195,8 @@ static int feed_columns(ProfileCountsObject *self, Py_buffer *b, PyObject *key_o
     const u8 *rids = b[C_RID].buf, *starts = b[C_START].buf, *ends = b[C_END].buf, *reasons = b[C_REASON].buf;
     const u8 *stacks = b[C_STACK].buf, *tabs = b[C_TAB].buf;
     size_t nmask = (size_t)b[C_MASK].len;
+    Gil gil = {NULL, 1};
+    gil_free(&gil);
     for (size_t i = 0; i < n; i++) {
         u8 kind = kinds[i];
         if (kind > K_SYSCALL || rkinds[i] != RES_GOROUTINE)
@@ -194,6 +204,7 @@ static int feed_columns(ProfileCountsObject *self, Py_buffer *b, PyObject *key_o
         i64 start = ld_i64(starts, i), end = ld_i64(ends, i);
         Life *l = life_of(self, ld_i64(rids, i), start, end);
         if (!l) {
+            gil_hold(&gil);
             PyErr_NoMemory();
             return -1;
         }
@@ -205,6 +216,7 @@ static int feed_columns(ProfileCountsObject *self, Py_buffer *b, PyObject *key_o
         /* The twin reads the reason's name here, and fails alike on one
          * the names table does not have. */
         if ((kind == K_BLOCKED || (kind == self->state && !(flags[i] & CLIPPED_END))) && reason >= nmask) {
+            gil_hold(&gil);
             PyErr_SetString(PyExc_IndexError, "list index out of range");
             return -1;
         }
@@ -213,15 +225,17 @@ static int feed_columns(ProfileCountsObject *self, Py_buffer *b, PyObject *key_o
         if (kind != self->state || flags[i] & CLIPPED_END || !(mask[reason] & REASON_COUNTS))
             continue;
         u32 life = (u32)(l - self->life);
-        long long key = key_for(self, ld_u32(tabs, i), ld_u64(stacks, i), key_of);
+        long long key = key_for(self, ld_u32(tabs, i), ld_u64(stacks, i), key_of, &gil);
         if (key < 0)
             return -1;
         if (grow((void **)&self->pend, &self->cappend, self->npend + 1, sizeof(Pending)) < 0) {
+            gil_hold(&gil);
             PyErr_NoMemory();
             return -1;
         }
         self->pend[self->npend++] = (Pending){start, end, life, (u32)key};
     }
+    gil_hold(&gil);
     return 0;
 }
 
@@ -289,6 +303,10 @@ static PyObject *u128_long(u128 v) {
 }
 
 static PyObject *PC_totals(ProfileCountsObject *self, PyObject *unused) {
+    if (self->busy) { /* feed may be growing what this reads, in another thread */
+        PyErr_SetString(PyExc_RuntimeError, "ProfileCounts is busy feeding");
+        return NULL;
+    }
     PyObject *out = PyList_New((Py_ssize_t)self->norder);
     for (size_t i = 0; out && i < self->norder; i++) {
         u32 k = self->order[i];

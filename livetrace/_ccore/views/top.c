@@ -151,11 +151,11 @@ static Name *name_of(TopSumsObject *s, i64 g, int *made) {
     return &s->names[*slot];
 }
 
-/* A method other than feed, called while feed runs (from root_of, or from
- * another thread while feed has given up the GIL): refused. */
+/* A method called while feed or take runs (from root_of, or from another
+ * thread while they have given up the GIL): refused. */
 static int in_use(TopSumsObject *s) {
     if (s->busy)
-        PyErr_SetString(PyExc_RuntimeError, "TopSums is in use: its feed is running");
+        PyErr_SetString(PyExc_RuntimeError, "TopSums is in use: its feed or take is running");
     return s->busy;
 }
 
@@ -465,21 +465,31 @@ static int sort_i64(i64 *v, size_t n) {
     return 0;
 }
 
-/* {key: (sorted durations as int64 bytes, their sum)}, keys as first met. */
-static PyObject *groups_dict(Groups *g) {
+/* Each group's durations sorted, and their sums into *totals (made here):
+ * no Python, so without the GIL. 0, or -1 if out of memory. */
+static int groups_sort(Groups *g, i128 **totals) {
+    if (!(*totals = malloc((g->n ? g->n : 1) * sizeof(i128))))
+        return -1;
+    for (size_t i = 0; i < g->n; i++) {
+        Vec *v = &g->vecs[i];
+        if (sort_i64(v->v, v->n))
+            return -1;
+        i128 total = 0;
+        for (size_t j = 0; j < v->n; j++)
+            total += v->v[j];
+        (*totals)[i] = total;
+    }
+    return 0;
+}
+
+/* {key: (sorted durations as int64 bytes, their sum)}, keys as first met (groups_sort's groups and sums). */
+static PyObject *groups_dict(Groups *g, const i128 *totals) {
     PyObject *d = PyDict_New();
     if (!d)
         return NULL;
     for (size_t i = 0; i < g->n; i++) {
         Vec *v = &g->vecs[i]; /* made in the order of keys */
-        if (sort_i64(v->v, v->n)) {
-            Py_DECREF(d);
-            PyErr_NoMemory();
-            return NULL;
-        }
-        i128 total = 0;
-        for (size_t j = 0; j < v->n; j++)
-            total += v->v[j];
+        i128 total = totals[i];
         PyObject *key = PyLong_FromUnsignedLongLong(g->keys[i]);
         PyObject *bytes = PyBytes_FromStringAndSize((const char *)v->v, (Py_ssize_t)(v->n * sizeof(i64)));
         PyObject *sum = py_i128(total);
@@ -586,9 +596,20 @@ static PyObject *group_row(Grouped *out, Group *grp) {
 static PyObject *TopSums_take(TopSumsObject *self, PyObject *unused) {
     Grouped grouped = {0};
     PyObject *rows = NULL, *kinds = NULL, *regions = NULL, *tasks = NULL;
+    i128 *totals[3] = {NULL, NULL, NULL};
     if (in_use(self))
         return NULL;
-    if (group_goroutines(self, &grouped)) {
+    /* The goroutines grouped and the durations sorted without the GIL (a
+     * generation's are millions: the pool's threads run meanwhile); busy
+     * keeps this object's other methods out until then. */
+    int bad;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    bad = group_goroutines(self, &grouped) || groups_sort(&self->kinds, &totals[0]) ||
+          groups_sort(&self->regions, &totals[1]) || groups_sort(&self->tasks, &totals[2]);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (bad) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -600,14 +621,16 @@ static PyObject *TopSums_take(TopSumsObject *self, PyObject *unused) {
             goto fail;
         PyList_SET_ITEM(rows, (Py_ssize_t)i, row);
     }
-    if (!(kinds = groups_dict(&self->kinds)) || !(regions = groups_dict(&self->regions)) ||
-        !(tasks = groups_dict(&self->tasks)))
+    if (!(kinds = groups_dict(&self->kinds, totals[0])) || !(regions = groups_dict(&self->regions, totals[1])) ||
+        !(tasks = groups_dict(&self->tasks, totals[2])))
         goto fail;
     grouped_free(&grouped);
+    free(totals[0]), free(totals[1]), free(totals[2]);
     reset_interval(self);
     return Py_BuildValue("(NNNN)", rows, kinds, regions, tasks);
 fail:
     grouped_free(&grouped);
+    free(totals[0]), free(totals[1]), free(totals[2]);
     Py_XDECREF(rows), Py_XDECREF(kinds), Py_XDECREF(regions), Py_XDECREF(tasks);
     return NULL;
 }
