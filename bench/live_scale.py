@@ -36,7 +36,11 @@ second and per CPU-second of the view (the targets on a 2-core machine:
 3M per CPU-second for tail-jsonl and tail-text, 4M for the others).
 
 --jobs is passed on as `--jobs N` to a command that has it; one that
-does not runs once, and the line says so. --baseline DIR times the same
+does not runs once, and the line says so. Where --jobs has 1 first, each
+view's run with more jobs is followed by its speed-up over one job, and
+the most the machine's cores allow at one job's CPU: one job's threads
+(the decoder, the event loop, the pool's) already overlap, so one job
+keeps more than a core busy. --baseline DIR times the same
 views, alternating, with another source tree (a checkout of an older
 commit with its core built in place). --profile VIEW runs that view once
 under cProfile (the thread that runs the command: the decoding threads
@@ -454,6 +458,7 @@ def main() -> None:
                 command = VIEWS[view][0]
                 for name, tree in trees:
                     supported = has_jobs(tree, command)
+                    one: Run | None = None  # the view's run with one job, for the speed-up of more
                     for j in jobs if supported else jobs[:1]:
                         best: Run | None = None
                         held: tuple[float, list[tuple[str, int]]] | None = None
@@ -485,6 +490,10 @@ def main() -> None:
                             f"target {target / 1e6:g}M {'met' if rate >= target else 'NOT met'}){note}",
                             flush=True,
                         )
+                        if j == 1:
+                            one = best
+                        elif one is not None:
+                            print(f"  {speed_up(one, best, j)}", flush=True)
                         if best.calls is not None:
                             print(f"  {best.calls / events * 1e6:,.0f} Python calls per M events", flush=True)
                         if held is not None:
@@ -498,6 +507,19 @@ def main() -> None:
                             )
         finally:
             helper.close()
+
+
+def speed_up(one: Run, more: Run, jobs: int) -> str:
+    """What ``jobs`` jobs gave against one, and the most this machine's
+    cores allow: one job's threads (the decoder, the event loop, the
+    pool's thread) already overlap, so it uses more than a core, and with
+    the same CPU per event the cores bound the ratio at cores / that."""
+    cores = os.cpu_count() or 1
+    used = one.cpu / one.wall
+    return (
+        f"jobs={jobs}: {one.wall / more.wall:.2f}x the events/s of jobs=1 at {more.cpu / one.cpu:.2f}x its CPU; "
+        f"jobs=1 kept {used:.2f} cores busy, so {cores} cores allow at most {cores / used:.2f}x at its CPU"
+    )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
  * _trace/spans/select.py's select_rows, and span_take, which gathers the rows
  * chosen. The Python side turns a Filter into lookup tables (a mask per
  * kind, per name id; sorted arrays of goroutine ids, of (tables, stack id)
- * pairs), so no object is made per span here. */
+ * pairs), so no object is made per span here; both loops run without the
+ * GIL (a span view selects every batch of a generation in the pool's
+ * threads at once), their buffers held. */
 
 #include "spans/spans.h"
 
@@ -89,12 +91,10 @@ static PyObject *span_select(PyObject *self, PyObject *args) {
     size_t ngs = f[1].given ? (size_t)f[1].b.len / 8 : 0, nps = f[2].given ? (size_t)f[2].b.len / 8 : 0;
     const u64 *pairs = f[5].given ? f[5].b.buf : NULL;
     size_t npairs = f[5].given ? (size_t)f[5].b.len / 16 : 0;
-    if (!(idx = malloc((n ? n : 1) * sizeof *idx))) {
-        PyErr_NoMemory();
-        goto done;
-    }
     size_t kept = 0;
-    for (size_t i = 0; i < n; i++) {
+    Py_BEGIN_ALLOW_THREADS
+    idx = malloc((n ? n : 1) * sizeof *idx);
+    for (size_t i = 0; idx && i < n; i++) {
         if (f[0].given && !mask_has(&f[0], kind[i]))
             continue;
         if (gs && !(rkind[i] == RES_GOROUTINE && has_i64(gs, ngs, rid[i])))
@@ -111,6 +111,11 @@ static PyObject *span_select(PyObject *self, PyObject *args) {
                        (estack[i] && has_pair(pairs, npairs, etok[i], estack[i]))))
             continue;
         idx[kept++] = (u32)i;
+    }
+    Py_END_ALLOW_THREADS
+    if (!idx) {
+        PyErr_NoMemory();
+        goto done;
     }
     result = PyBytes_FromStringAndSize((const char *)idx, (Py_ssize_t)(kept * sizeof *idx));
 done:
@@ -129,6 +134,9 @@ static PyObject *span_take(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!y*", &PyList_Type, &cols, &rb))
         return NULL;
     PyObject *out = NULL;
+    Py_buffer cb[NCOLS];
+    char *to[NCOLS];
+    int nc = 0, bad = 0;
     size_t m = (size_t)rb.len / 4;
     const u32 *rows = rb.buf;
     if (PyList_GET_SIZE(cols) != NCOLS) {
@@ -137,32 +145,38 @@ static PyObject *span_take(PyObject *self, PyObject *args) {
     }
     if (!(out = PyList_New(NCOLS)))
         goto done;
-    for (int k = 0; k < NCOLS; k++) {
-        Py_buffer cb;
-        if (PyObject_GetBuffer(PyList_GET_ITEM(cols, k), &cb, PyBUF_SIMPLE) < 0)
+    /* The columns' buffers and the new columns first, with the GIL; then the rows gathered without it. */
+    for (; nc < NCOLS; nc++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(cols, nc), &cb[nc], PyBUF_SIMPLE) < 0)
             goto fail;
-        size_t w = (size_t)WIDTH[k], n = (size_t)cb.len / w;
-        PyObject *col = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(m * w));
-        int bad = !col;
-        for (size_t j = 0; !bad && j < m; j++) {
+        PyObject *col = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(m * (size_t)WIDTH[nc]));
+        if (!col) {
+            PyBuffer_Release(&cb[nc]);
+            goto fail;
+        }
+        PyList_SET_ITEM(out, nc, col);
+        to[nc] = PyBytes_AS_STRING(col);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (int k = 0; !bad && k < NCOLS; k++) {
+        size_t w = (size_t)WIDTH[k], n = (size_t)cb[k].len / w;
+        for (size_t j = 0; j < m; j++) {
             if (rows[j] >= n) {
-                PyErr_SetString(PyExc_IndexError, "span row out of range");
                 bad = 1;
                 break;
             }
-            memcpy(PyBytes_AS_STRING(col) + j * w, (const char *)cb.buf + rows[j] * w, w);
+            memcpy(to[k] + j * w, (const char *)cb[k].buf + rows[j] * w, w);
         }
-        PyBuffer_Release(&cb);
-        if (bad) {
-            Py_XDECREF(col);
-            goto fail;
-        }
-        PyList_SET_ITEM(out, k, col);
     }
-    goto done;
+    Py_END_ALLOW_THREADS
+    if (!bad)
+        goto done;
+    PyErr_SetString(PyExc_IndexError, "span row out of range");
 fail:
     Py_CLEAR(out);
 done:
+    for (int k = 0; k < nc; k++)
+        PyBuffer_Release(&cb[k]);
     PyBuffer_Release(&rb);
     return out;
 }
