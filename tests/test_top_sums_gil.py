@@ -104,7 +104,8 @@ def test_take_lets_the_gil_go() -> None:
 
     def fed() -> ccore.TopSums:
         sums = ccore.TopSums()
-        sums.feed(*map(memoryview, cols), memoryview(array("I", [0])), None, 0, lambda tok, stack: 1)
+        k, rk, rid, start, end, reason, name, ss, es, st, et = cols
+        sums.feed(k, rk, rid, start, end, reason, name, ss, es, st, et, array("I", [0]), None, 0, lambda tok, stack: 1)
         return sums
 
     ready = [fed() for _ in range(20)]  # fed beforehand: only take is tried
