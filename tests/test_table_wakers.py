@@ -2,8 +2,8 @@
 wakers_at_ends): the compiled pass over the events (_ccore/tables/columns.c)
 gives the twin's answer, on ends with nulls and an offset, ends that do
 not ascend, events at one time (wakes and others), times out of order, and
-a first wake at a row's end that woke another goroutine (None: the caller
-joins)."""
+a first wake at a row's end that woke another goroutine (the wakes alone,
+for the caller's join)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from livetrace._tables.kernels import wakers_at_ends
+from livetrace._tables.kernels import Wakes, wakers_at_ends
 from livetrace._trace.accel import ccore
 
 pytestmark = pytest.mark.compiled_core  # it names both cores, so the compiled pass alone runs it
@@ -30,7 +30,7 @@ def _both(ends: pa.Array, goroutines: pa.Array, events: list[tuple[int, int, int
     woken = pa.array([e[2] for e in events], pa.uint64())
     wakers = pa.array([e[3] for e in events], pa.int64())
     out = [wakers_at_ends(ends, goroutines, codes, times, woken, wakers, (_WAKE, 4), compiled=c) for c in (True, False)]
-    return [None if o is None else o.to_pylist() for o in out]
+    return [o if isinstance(o, Wakes) else o.to_pylist() for o in out]
 
 
 def test_the_first_wake_at_the_end_names_the_waker() -> None:
@@ -50,8 +50,9 @@ def test_the_first_wake_at_the_end_names_the_waker() -> None:
     valid, values = ends.buffers()[0], ends.buffers()[1]
     args = (values, valid, 0, len(ends), goroutines.buffers()[1], 0, *columns, wakes, (data, bits))
     assert ccore.table_wakers(*args) == 3
-    # the first wake at 20 woke another: only a join answers
-    assert _both(ends, goroutines, [(20, _WAKE, 8, 1), (20, _WAKE, 3, 2)]) == [None, None]
+    # the first wake at 20 woke another: only a join answers, given the wakes alone (the other event left out)
+    both = _both(ends, goroutines, [(20, _WAKE, 8, 1), (5, _OTHER, 4, 1), (20, 4, 3, 2)])
+    assert both[0] == both[1] == Wakes(*(pa.array(v, pa.int64()) for v in ([20, 20], [8, 3], [1, 2])))
     assert _both(pa.array([], pa.int64()), pa.array([], pa.int64()), events) == [[], []]
 
 

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
 from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
-from livetrace._tables.kernels import Scratch, one_of, span_partition, wakers_at_ends
+from livetrace._tables.kernels import Scratch, Wakes, span_partition, wakers_at_ends
 from livetrace._tables.profiles import pprof_batches, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
@@ -79,13 +79,10 @@ def _wakers(rows: pa.RecordBatch, events: pa.RecordBatch, *, compiled: bool | No
     # woke the row's goroutine. Where it woke another, two wakes may share
     # that time (a legacy trace's ties): then the join on both.
     got = wakers_at_ends(ends, goroutines, codes, times, woken, wakers, _WAKES, compiled=use_compiled(compiled))
-    if got is not None:
+    if not isinstance(got, Wakes):
         return got
-    is_wake = one_of(codes, _WAKES)
-    times, wakers = times.filter(is_wake), wakers.filter(is_wake)
-    woken = pc.cast(woken.filter(is_wake), pa.int64(), safe=False)
     right = (
-        pa.table({"goroutine": woken, "end": times, "waker": wakers})
+        pa.table({"goroutine": got.woken, "end": got.times, "waker": got.wakers})
         .group_by(["goroutine", "end"])
         .aggregate([("waker", "min")])
     )

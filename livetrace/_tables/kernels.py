@@ -215,6 +215,16 @@ def one_of(values: pa.Array, wanted: Sequence[int]) -> pa.Array:
     return functools.reduce(pc.or_, [pc.equal(values, pa.scalar(c, pa.int32())) for c in wanted])
 
 
+class Wakes(NamedTuple):
+    """The wake events alone (what :func:`wakers_at_ends` filtered out of
+    the events, where only a join answers): their times, the goroutines
+    they woke (int64) and their wakers."""
+
+    times: pa.Array
+    woken: pa.Array
+    wakers: pa.Array
+
+
 def wakers_at_ends(
     ends: pa.Array,
     goroutines: pa.Array,
@@ -225,15 +235,16 @@ def wakers_at_ends(
     wakes: Sequence[int],
     *,
     compiled: bool,
-) -> pa.Array | None:
+) -> pa.Array | Wakes:
     """Per row (``ends`` and ``goroutines``, int64), the waker of the first
     wake event (of the events' ``codes``, int32, those in ``wakes``) whose
     time (``times``, int64) is the row's end, where that wake woke the
     row's goroutine (``woken``, 64-bit; ``wakers``, int64, its waker); null
-    where no wake is at its end (or the end is null). None where a row's
-    first wake at its end woke another goroutine (two wakes at one time):
-    then only a join on both answers. Compiled, one pass over the events
-    as they are, not the wakes filtered out of them first."""
+    where no wake is at its end (or the end is null). Where a row's first
+    wake at its end woke another goroutine (two wakes at one time, a legacy
+    trace's ties), only a join on both answers: the wakes, for the caller's
+    join. Compiled, one pass over the events as they are, not the wakes
+    filtered out of them first."""
     n = len(ends)
     if not n:
         return full(None, 0, pa.int64())
@@ -257,13 +268,14 @@ def wakers_at_ends(
             return pa.Array.from_buffers(pa.int64(), n, [bits, data], nulls)
         # (times out of order: the lookup's hash map answers)
     is_wake = one_of(codes, wakes)
-    times, woken, wakers = (a.filter(is_wake) for a in (times, woken, wakers))
+    times, wakers = times.filter(is_wake), wakers.filter(is_wake)
+    woken = pc.cast(woken.filter(is_wake), pa.int64(), safe=False)
     if not len(times):
         return full(None, n, pa.int64())
     at = lookup(ends, times, strided(len(times), 1), compiled=compiled)
-    mine = pc.equal(pc.take(pc.cast(woken, pa.int64(), safe=False), at), goroutines)
+    mine = pc.equal(pc.take(woken, at), goroutines)
     if pc.any(pc.invert(mine)).as_py():
-        return None
+        return Wakes(times, woken, wakers)
     return pc.if_else(mine, pc.take(wakers, at), pa.scalar(None, pa.int64()))
 
 
