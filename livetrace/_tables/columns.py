@@ -56,7 +56,9 @@ def flag(flags: pa.Array, bit: int) -> pa.Array:
 
 # Columns of one value, kept and sliced: a unit's capture, generation and
 # unknown wall times are each the same few values, and a slice of a kept
-# array costs no memory (arrays are immutable). Grown by doubling.
+# array costs no memory (arrays are immutable). Grown by doubling; the
+# least recently used goes first (each unit's generation is a new value, and
+# must not push out the capture that every unit's rows share).
 _full: dict[tuple[object, pa.DataType], pa.Array] = {}
 _KEEP_FULL = 16
 
@@ -64,13 +66,13 @@ _KEEP_FULL = 16
 def full(value: object, n: int, type: pa.DataType) -> pa.Array:
     """n copies of one value (null: None)."""
     key = (value, type)
-    kept = _full.get(key)
+    kept = _full.pop(key, None)
     if kept is None or len(kept) < n:
         size = max(n, 2 * len(kept)) if kept is not None else n
         kept = pa.nulls(size, type) if value is None else pa.repeat(pa.scalar(value, type), size)
-        if len(_full) >= _KEEP_FULL and key not in _full:
-            del _full[next(iter(_full))]  # the oldest: a capture long gone
-        _full[key] = kept
+        if len(_full) >= _KEEP_FULL:
+            del _full[next(iter(_full))]  # the least recently used: a capture long gone
+    _full[key] = kept  # last: the most recently used
     return kept.slice(0, n)
 
 
