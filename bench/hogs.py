@@ -1,6 +1,6 @@
 """Issue 27's check on a busy small machine: the demo at full load, two CPU
-hogs beside it, and `tail --spans` and `top` against it. Do they lose
-nothing, and how far behind are they?
+hogs beside it, and `tail --spans`, `top` and `profile` against it. Do
+they lose nothing, and how far behind are they?
 
     .venv/bin/python bench/hogs.py [--go PATH] [--seconds 10] [--workers 4] [--hogs 2] [--jobs N] [--pipe]
 
@@ -9,7 +9,8 @@ processes, one a core) running throughout. `tail --spans --format jsonl`
 writes into /dev/null (--pipe: a pipe `cat` reads) and says itself how far behind the service its lines
 were written (its summary); `top --format json` prints a snapshot a
 generation, and the line says how long it took past --seconds and what
-it lost (generations shed, batches lost). One run, figures printed; timing
+it lost (generations shed, batches lost); `profile --kind sched` writes
+its profile, and the line says how long it took and what it holds. One run, figures printed; timing
 is a benchmark, never a test.
 """
 
@@ -21,12 +22,15 @@ import multiprocessing
 import re
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import trio
 
 from livetrace._go.demo import run_demo
 from livetrace._go.toolchain import build_demo, find_go
+from livetrace._views.pprof_file import read_profile
 
 LT = [sys.executable, "-m", "livetrace"]
 
@@ -77,6 +81,22 @@ async def main(a: argparse.Namespace) -> None:
                 f"top: rc {done.returncode}, {wall:.1f} s wall for {a.seconds:g} s; {len(snaps)} snapshots, "
                 f"{sum(s.get('events', 0) for s in snaps):,} events; lost {lost}"
             )
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "sched.pb.gz"
+                cmd = [*LT, "profile", demo.trace_address, "--kind", "sched", "-o", str(out)]
+                done, wall = await trio.to_thread.run_sync(
+                    _run, [*cmd, "--duration", str(a.seconds), *jobs], subprocess.DEVNULL
+                )
+                prof = read_profile(out.read_bytes()) if out.exists() else None
+                held = (
+                    "no profile"
+                    if prof is None
+                    else (
+                        f"{len(prof.sample):,} stacks, {sum(x.value[0] for x in prof.sample):,} intervals, "
+                        f"{sum(x.value[1] for x in prof.sample) / 1e9:.1f} s waited"
+                    )
+                )
+                print(f"profile: rc {done.returncode}, {wall:.1f} s wall for {a.seconds:g} s; {held}")
         finally:
             for h in hogs:
                 h.kill()
