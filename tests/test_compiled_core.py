@@ -206,10 +206,17 @@ from livetrace._trace.select.filter import Filter
 import re
 SPAN_FILTER = Filter(min_duration=1, stack=re.compile("main"), regions=("*",))
 from livetrace._views.pprof import PROFILE_KINDS, ProfileBuilder
-def spans_of(builder, batch, profiles):
+from array import array
+def top_of(sums, spans):  # top's sums, fed without the GIL (and taken without it)
+    ids = array("I", range(len(spans.names_table)))
+    sums.feed(spans.kinds, spans.resource_kinds, spans.resource_ids, spans.starts, spans.ends, spans.reasons,
+              spans.names, spans.start_stacks, spans.end_stacks, spans.start_tables, spans.end_tables, ids, None, 0,
+              lambda tok, stack: stack % 5)
+def spans_of(builder, batch, profiles, sums):
     spans = builder.feed(batch)
     list(select_spans(spans, SPAN_FILTER, compiled=True))
     for p in profiles: p.feed(spans)
+    top_of(sums, spans)
 seeds = [open(p, "rb").read() for p in sys.argv[3:]]
 seed = random.randrange(1 << 32)
 print("seed", seed, flush=True)
@@ -301,14 +308,17 @@ while time.monotonic() < deadline:
         continue
     d, sb = ModernDecoder(compiled=True), SpanBuilder(compiled=True)
     profiles = [ProfileBuilder(k, compiled=True) for k in PROFILE_KINDS]
+    sums = core.TopSums()
     try:
         for i in range(0, len(buf), 997):
-            for b in d.feed_batches(bytes(buf[i:i + 997])): list(b); spans_of(sb, b, profiles)
-        for b in d.close_batches(): list(b); spans_of(sb, b, profiles)
+            for b in d.feed_batches(bytes(buf[i:i + 997])): list(b); spans_of(sb, b, profiles, sums)
+        for b in d.close_batches(): list(b); spans_of(sb, b, profiles, sums)
     except (TraceFormatError, MemoryError):
         pass
     spans = sb.close()
     for p in profiles: p.feed(spans); p.records()
+    top_of(sums, spans)
+    sums.take()
     fresh_and_carried(bytes(buf), rng)
     try:
         record_columns(bytes(buf[16:16 + rng.randint(0, 300)]), 26, compiled=True)
