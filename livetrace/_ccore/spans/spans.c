@@ -493,11 +493,15 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i) {
     FAIL_IF(self->split && !regs);
     int known = st != NULL;
     u32 first = 0;
+    Open *reuse = NULL;
     if (st) {
         if (st->state == new_state)
             return 0;
         FAIL_IF(emit_in(self, st, regs, t, stack, (u32)self->token, 0) < 0);
-        free(map_del_ptr(&self->states, (u64)gid));
+        if (new_state == NOT_EXIST)
+            free(map_del_ptr(&self->states, (u64)gid));
+        else /* the goroutine's next span takes the ended one's place: no map delete and put, no free and malloc */
+            reuse = st;
     } else if (self->split) {
         int r = first_touch(&self->touched_g, (u64)gid);
         FAIL_IF(r < 0);
@@ -529,7 +533,10 @@ static int on_transition(SpanCoreObject *self, const Batch *b, size_t i) {
     if (new_state == RUNNING)
         o.proc = b->p[i];
     o.state = (u8)new_state;
-    FAIL_IF(!new_open(&self->states, (u64)gid, o));
+    if (reuse)
+        *reuse = o;
+    else
+        FAIL_IF(!new_open(&self->states, (u64)gid, o));
     return 0;
 }
 
