@@ -19,7 +19,7 @@ from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.logs import Logs, UserLogs
 from livetrace._trace.spans.model import Follow, SpanKind
-from livetrace._trace.spans.twin import IN_REGIONS, IN_TASKS, OPEN_SEQ, OPEN_TASK, SpanCore
+from livetrace._trace.spans.twin import SpanCore
 
 _TASK = bytes([SpanKind.TASK])
 _REGION = bytes([SpanKind.REGION])
@@ -105,12 +105,11 @@ class SpanBuilder:
         self._core: SpanCore | ccore.SpanCore = (
             ccore.SpanCore(False, int(follow)) if self._fast else SpanCore(False, follow)
         )
-        self._follow = Follow(follow)  # (the core checked it)
         self.names: list[bytes] = [b""]  # the names batches' ids index; only grows
         self._tables: dict[int, Tables] = {}
         self._last: Tables | None = None
         self._token = -1
-        self._logs = UserLogs(compiled=compiled)
+        self._logs = UserLogs(compiled=compiled, following=bool(follow & Follow.LOGS))
 
     def _token_of(self, gen: Tables | None) -> int:
         if gen is not None and gen is not self._last:
@@ -139,9 +138,7 @@ class SpanBuilder:
         codes, times, _, procs, goroutines, args, extra = batch.columns()
         strings = gen.strings if gen is not None else {}
         extra_strings = gen.extra_strings if gen is not None else [b""]
-        task_logs, region_logs = (
-            self._logs.scan(codes, goroutines, args, strings) if self._follow & Follow.LOGS else ({}, [])
-        )
+        task_logs, region_logs = self._logs.scan(codes, goroutines, args, strings)
         cols = self._core.feed(codes, times, procs, goroutines, args, extra, token, strings, extra_strings, self.names)
         return self._batch(cols, task_logs, region_logs)  # type: ignore[arg-type]  # no Prior unless split
 
@@ -159,27 +156,13 @@ class SpanBuilder:
 
     @property
     def follow(self) -> Follow:
-        return self._follow
+        return Follow(self._core.widen(0))
 
     def widen(self, more: Follow) -> None:
         """Follow ``more`` too, from the next batch on."""
-        now = Follow(self._core.widen(int(more)))
-        if now & ~self._follow & Follow.LOGS:
-            self._logs_from_core()
-        self._follow = now
-
-    def _logs_from_core(self) -> None:
-        """The logs followed from now on: the tasks and regions open in the
-        core, whose logs so far are not known, start with none, so that the
-        regions the core ends are those the logs' side ends, one for one."""
-        opens = self._core.export()[0]
-        logs = self._logs
-        logs.tasks = {key: [] for where, key, *_ in opens if where == IN_TASKS}
-        logs.regions = {}
-        for where, key, *f in opens:  # (each goroutine's outermost first)
-            if where == IN_REGIONS:
-                logs.regions.setdefault(key, []).append((f[OPEN_TASK], f[OPEN_SEQ], []))
-                logs.seq = max(logs.seq, f[OPEN_SEQ])
+        before = self.follow
+        if Follow(self._core.widen(int(more))) & ~before & Follow.LOGS:
+            self._logs.follow_open(self._core.export()[0])
 
     def gap(self) -> None:
         """Generations were lost: forget every open span."""

@@ -133,7 +133,7 @@ def build_generation(
     core: SpanCore | ccore.SpanCore = (
         ccore.SpanCore(True, int(follow)) if use_compiled(compiled) else SpanCore(True, follow)
     )
-    logs = UserLogs(split=True, compiled=compiled)
+    logs = UserLogs(split=True, compiled=compiled, following=bool(follow & Follow.LOGS))
     names: list[bytes] = [b""]
     parts: list[Part] = []
     tables: Tables | None = None
@@ -147,7 +147,7 @@ def build_generation(
         codes, times, _, procs, goroutines, args, extra = batch.columns()
         strings = gen.strings if gen is not None else {}
         extra_strings = gen.extra_strings if gen is not None else [b""]
-        task_logs, region_logs = logs.scan(codes, goroutines, args, strings) if follow & Follow.LOGS else ({}, [])
+        task_logs, region_logs = logs.scan(codes, goroutines, args, strings)
         cols = core.feed(codes, times, procs, goroutines, args, extra, token, strings, extra_strings, names)
         parts.append((cols, task_logs, region_logs))
         events += len(batch)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import NARGS
 from livetrace._trace.spans.model import MAX_SPAN_LOGS
+from livetrace._trace.spans.twin import IN_REGIONS, IN_TASKS, OPEN_SEQ, OPEN_TASK
 from livetrace._trace.spec.modern import (
     EV_GO_DESTROY,
     EV_GO_DESTROY_SYSCALL,
@@ -56,10 +57,13 @@ class Prior:
 
 class UserLogs:
     """``compiled`` as for :func:`open_decoder`: the scan in the core
-    (``user_logs_scan``, on this object's dicts), or in Python."""
+    (``user_logs_scan``, on this object's dicts), or in Python.
+    ``following`` False: the logs are not followed (a builder that does
+    not follow Follow.LOGS), and a scan finds none, until :meth:`follow_open`."""
 
-    def __init__(self, *, split: bool = False, compiled: bool | None = None) -> None:
+    def __init__(self, *, split: bool = False, compiled: bool | None = None, following: bool = True) -> None:
         self.split = split
+        self.following = following
         self._fast = use_compiled(compiled)
         self.tasks: dict[int, Logs] = {}  # open task -> its logs
         # goroutine -> its open regions, innermost last: (task, begin order, logs)
@@ -75,12 +79,27 @@ class UserLogs:
         self.tasks.clear()
         self.regions.clear()
 
+    def follow_open(self, opens: list[tuple[int, ...]]) -> None:
+        """Follow the logs from now on, of the tasks and regions open in a
+        span core (``opens``, its export's): their logs so far are not
+        known, so each starts with none, and the regions the core ends are
+        those this side ends, one for one."""
+        self.tasks = {key: [] for where, key, *_ in opens if where == IN_TASKS}
+        self.regions = {}
+        for where, key, *f in opens:  # (each goroutine's outermost first)
+            if where == IN_REGIONS:
+                self.regions.setdefault(key, []).append((f[OPEN_TASK], f[OPEN_SEQ], []))
+                self.seq = max(self.seq, f[OPEN_SEQ])
+        self.following = True
+
     def scan(
         self, codes: memoryview, goroutines: memoryview, args: memoryview, strings: dict[int, bytes]
     ) -> tuple[dict[int, Logs | Prior], list[Logs | Prior]]:
         """Follow a batch's tasks, regions and logs: the logs of the tasks
         that end in it, by task id, and of the regions that end in it, in
         the order the core ends them."""
+        if not self.following:
+            return {}, []
         if self._fast:
             tasks_out, regions_out, self.seq = ccore.user_logs_scan(
                 codes,
