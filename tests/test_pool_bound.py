@@ -86,6 +86,9 @@ def two_generations(what: str) -> int:
     return 2350 * (EVENT_BYTES + (SPAN_BYTES if what == "spans" else 0))
 
 
+# once, as the test above: on the slower twin, under load, the decoder may not get two generations
+# ahead of the subscriber (a CI run's twin pass saw one, 51 kB against a cap of 190 kB).
+@pytest.mark.once
 @pytest.mark.parametrize("what", ["batches", "spans"])
 @pytest.mark.parametrize("two", [True, False])  # a cap of two generations' bytes; of 1 byte
 async def test_a_cap_on_bytes_holds_the_line_below_it_with_a_slow_lossless_subscriber(
