@@ -87,36 +87,60 @@ static const char TB_DIGITS2[201] = "0001020304050607080910111213141516171819202
                                     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                     "8081828384858687888990919293949596979899";
 
-/* u's digits into the end of tmp[24]: where they start. */
-static inline int tb_digits(char *tmp, u64 u) {
-    int k = 24;
+/* How many digits u has. */
+static inline __attribute__((always_inline)) int tb_ndigits(u64 u) {
+    static const u64 P10[20] = {1ULL,
+                                10ULL,
+                                100ULL,
+                                1000ULL,
+                                10000ULL,
+                                100000ULL,
+                                1000000ULL,
+                                10000000ULL,
+                                100000000ULL,
+                                1000000000ULL,
+                                10000000000ULL,
+                                100000000000ULL,
+                                1000000000000ULL,
+                                10000000000000ULL,
+                                100000000000000ULL,
+                                1000000000000000ULL,
+                                10000000000000000ULL,
+                                100000000000000000ULL,
+                                1000000000000000000ULL,
+                                10000000000000000000ULL};
+    /* log10 from log2 (1233 / 4096 ~ log10(2)): exact, or one over */
+    int t = ((64 - __builtin_clzll(u | 1)) * 1233) >> 12;
+    return t + (u >= P10[t]) + (u == 0);
+}
+
+/* u's nd digits written ending at end (exclusive), two at a time. */
+static inline __attribute__((always_inline)) void tb_digits_at(char *end, u64 u) {
     while (u >= 100) {
         unsigned r = (unsigned)(u % 100);
         u /= 100;
-        k -= 2;
-        memcpy(tmp + k, TB_DIGITS2 + 2 * r, 2);
+        end -= 2;
+        memcpy(end, TB_DIGITS2 + 2 * r, 2);
     }
-    if (u >= 10) {
-        k -= 2;
-        memcpy(tmp + k, TB_DIGITS2 + 2 * u, 2);
-    } else {
-        tmp[--k] = (char)('0' + u);
-    }
-    return k;
+    if (u >= 10)
+        memcpy(end - 2, TB_DIGITS2 + 2 * u, 2);
+    else
+        end[-1] = (char)('0' + u);
 }
 
-static inline void tb_u64_raw(TextBuf *b, u64 u) {
-    char tmp[24];
-    int k = tb_digits(tmp, u);
-    tb_put_raw(b, tmp + k, (size_t)(24 - k));
+/* Numbers are written in place, their length known first: a copy through
+ * a scratch buffer cost a call to memcpy of a variable length per number,
+ * most of what a JSON span line's numbers cost. */
+static inline __attribute__((always_inline)) void tb_u64_raw(TextBuf *b, u64 u) {
+    int nd = tb_ndigits(u);
+    tb_digits_at(b->p + b->n + nd, u);
+    b->n += (size_t)nd;
 }
 
-static inline void tb_i64_raw(TextBuf *b, i64 v) {
-    char tmp[24];
-    int k = tb_digits(tmp, v < 0 ? (u64)0 - (u64)v : (u64)v);
+static inline __attribute__((always_inline)) void tb_i64_raw(TextBuf *b, i64 v) {
     if (v < 0)
-        tmp[--k] = '-';
-    tb_put_raw(b, tmp + k, (size_t)(24 - k));
+        b->p[b->n++] = '-';
+    tb_u64_raw(b, v < 0 ? (u64)0 - (u64)v : (u64)v);
 }
 
 static inline int tb_u64(TextBuf *b, u64 u) {
