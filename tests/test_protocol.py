@@ -156,3 +156,35 @@ def test_fuzz_hostile_helper_streams_give_protocol_errors_only(data: st.DataObje
             conn.receive_data(buf[i : i + 7])
     except ProtocolError:
         pass
+
+
+def test_pieces_of_a_bytearray_give_the_same_events() -> None:
+    bounds = [0, 3, 30, 5000, 5001, len(STREAM) - 2, len(STREAM)]
+    pieces = [bytearray(STREAM[a:b]) for a, b in itertools.pairwise(bounds)]
+    assert decode(pieces) == decode([STREAM])  # type: ignore[arg-type]  # decode's pieces are bytes; bytearrays read alike
+
+
+def test_an_oversized_frame_is_refused_once_its_header_is_whole() -> None:
+    """A header split across reads: the length is checked when the header
+    is whole, not after the client waited for (and held) its payload."""
+    conn = proto.ClientConnection()
+    head = struct.pack(">BI", proto.CHUNK, 1 << 31)
+    good = server_preamble() + json_frame(proto.HANDSHAKE, HANDSHAKE)
+    assert [type(e).__name__ for e in conn.receive_data(good + head[:2])] == ["PeerPreamble", "SessionInfo"]
+    assert conn.buffered == 2
+    with pytest.raises(ProtocolError, match="exceeds") as err:
+        conn.receive_data(head[2:])
+    assert err.value.events == []
+    with pytest.raises(ProtocolError, match="after the end of the session"):
+        conn.receive_data(b"\x00")
+
+
+def test_a_bad_frame_after_a_held_one_keeps_the_good_frames() -> None:
+    """The frame held from the last read completes, then a bad one: the
+    error carries the completed frame, for the caller to use first."""
+    conn = proto.ClientConnection()
+    first = chunk_frame(1, 0, b"go 1.26 trace\x00\x00\x00")
+    conn.receive_data(server_preamble() + json_frame(proto.HANDSHAKE, HANDSHAKE) + first[:10])
+    with pytest.raises(ProtocolError, match="unknown frame type 0x7f") as err:
+        conn.receive_data(first[10:] + proto.encode_frame(0x7F, b"x"))
+    assert [c.seq for c in err.value.events if isinstance(c, proto.Chunk)] == [1]
