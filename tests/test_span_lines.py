@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import livetrace
 from livetrace import ModernDecoder, TraceFormatError
 from livetrace._cli.render.color import paint_line
 from livetrace._cli.render.jsonl import utf8
@@ -302,3 +303,31 @@ def hostile_rows(draw: st.DrawFn) -> SpanBatch:
 @given(hostile_rows(), st.one_of(st.just(0), ANY_I64))
 def test_twins_agree_on_hostile_columns(spans: SpanBatch, t0: int) -> None:
     assert_lines_agree([spans], t0, with_reference=False)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["compiled", "twin"])
+@pytest.mark.parametrize("fmt", ["jsonl", "text"])
+def test_a_stack_is_made_once_whatever_generations_name_it(
+    fast: bool, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each generation names its stacks with ids of its own: their pieces
+    are kept by what they show, so a stack that every generation records is
+    made into JSON (or text) once, not once per generation; and the lines
+    are those of pieces made afresh."""
+    from livetrace._cli.render import spans as render
+    from livetrace._cli.render.parts import stack_content
+
+    made: list[tuple[bytes, bytes, int]] = []
+    maker = render._stack_json if fmt == "jsonl" else render._stack_text
+
+    def counted(t: Tables, sid: int) -> bytes:
+        made.append(stack_content(t, sid))
+        return maker(t, sid)
+
+    batches = list(livetrace.decode_span_batches(RUNTIME / "go126-generations.trace"))
+    fresh = b"".join(SpanLines(fmt, compiled=fast).encode(b, 0) for b in batches)
+    monkeypatch.setattr(render, "_stack_json" if fmt == "jsonl" else "_stack_text", counted)
+    lines = SpanLines(fmt, compiled=fast)
+    assert b"".join(lines.encode(b, 0) for b in batches) == fresh
+    assert len({id(b.tables[k]) for b in batches for k in b.tables}) > 1  # stacks of several generations
+    assert made and len(made) == len(set(made))

@@ -63,7 +63,9 @@ def write_bytes(out: TextIO, pieces: list[bytes]) -> None:
         return
     # All the pieces in one system call (IOV_MAX at a time): a third less of the kernel's time
     # than a write each, on a pipe that takes hundreds of MB/s of JSON lines.
-    views = [memoryview(data) for data in pieces if data]
+    # The pieces as they are (a view only of one a write cut): a tail writes
+    # tens of thousands a second.
+    views: list[bytes | memoryview] = list(filter(None, pieces))
     first = 0
     while first < len(views):
         try:
@@ -74,7 +76,7 @@ def write_bytes(out: TextIO, pieces: list[bytes]) -> None:
         while written:
             n = len(views[first])
             if written < n:
-                views[first] = views[first][written:]
+                views[first] = memoryview(views[first])[written:]
                 break
             written -= n
             first += 1

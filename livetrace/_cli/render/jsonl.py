@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from livetrace._cli.render.dump import parsed_text
-from livetrace._cli.render.parts import GenerationParts, Kept, Maker, tables
+from livetrace._cli.render.parts import GenerationParts, Kept, Maker, stack_content, tables
 from livetrace._items import Gap, Notice, SegmentGap, SymbolsResolved, TraceGap, WindowGap
 from livetrace._protocol.text import json_safe, shown
 from livetrace._trace.accel import ccore, use_compiled
@@ -225,15 +225,12 @@ class PartsAcross:
     (as bytes); a string, its bytes."""
 
     def __init__(self, most: int = 1 << 16) -> None:
-        self._stacks = Kept(most)
-        self._strings = Kept(most)
+        self._stacks = Kept[str](most)
+        self._strings = Kept[str](most)
         self.parts: dict[str, Maker] = {"stack": self.stack, "string": self.string, "extra": extra_json}
 
     def stack(self, gen: Tables | None, sid: int) -> str:
-        g = tables(gen)
-        frames, strings = g.frames, g.strings
-        key = tuple((strings[f[0]], strings[f[1]], f[2]) for f in map(frames.__getitem__, g.stacks[sid]))
-        return self._stacks.get(key, lambda: stack_json(gen, sid))
+        return self._stacks.get(stack_content(tables(gen), sid), lambda: stack_json(gen, sid))
 
     def string(self, gen: Tables | None, sid: int) -> str:
         return self._strings.get(tables(gen).strings[sid], lambda: string_json(gen, sid))

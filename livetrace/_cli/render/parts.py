@@ -9,6 +9,7 @@ calls ``miss(kind, id)``, then keeps the bytes in that dict.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
+from typing import Generic, TypeVar
 
 from livetrace._trace.model.tables import Tables
 
@@ -50,7 +51,10 @@ class GenerationParts:
         return self._encode(self.text(kind, id_))
 
 
-class Kept:
+T = TypeVar("T")
+
+
+class Kept(Generic[T]):
     """Texts by what they show, across generations (each names the same
     stacks and strings with ids of its own, and making their text again for
     each was a fifth of a busy tail's Python calls). Forgotten all at once
@@ -61,16 +65,23 @@ class Kept:
     __slots__ = ("_most", "_texts")
 
     def __init__(self, most: int) -> None:
-        self._texts: dict[Hashable, str] = {}
+        self._texts: dict[Hashable, T] = {}
         self._most = most
 
-    def get(self, key: Hashable, make: Callable[[], str]) -> str:
+    def get(self, key: Hashable, make: Callable[[], T]) -> T:
         text = self._texts.get(key)
         if text is None:
             if len(self._texts) >= self._most:
                 self._texts.clear()
             text = self._texts[key] = make()
         return text
+
+
+def stack_content(g: Tables, sid: int) -> tuple[tuple[bytes, bytes, int], ...]:
+    """What a stack's JSON and text show, as a key: its frames' functions,
+    files and lines (a stack's id, and its frames' pcs, are its generation's)."""
+    frames, strings = g.frames, g.strings
+    return tuple((strings[f[0]], strings[f[1]], f[2]) for f in map(frames.__getitem__, g.stacks[sid]))
 
 
 def tables(gen: Tables | None) -> Tables:

@@ -17,6 +17,7 @@ from typing import Any
 
 from livetrace._cli.render.color import paint_line
 from livetrace._cli.render.jsonl import PIECE_LINES, _clean, _frames, frame_text, utf8
+from livetrace._cli.render.parts import Kept, stack_content
 from livetrace._protocol.text import json_safe, shown
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.events import stack_frames
@@ -143,17 +144,19 @@ class _Pieces:
     through the names table and the tables of the batch being written
     (given with each call: batches are written in several threads)."""
 
-    __slots__ = ("name_maker", "names_table", "pieces", "stack_maker")
+    __slots__ = ("kept", "name_maker", "names_table", "pieces", "stack_maker")
 
     def __init__(
         self,
         names_table: Sequence[bytes],
         name_maker: Callable[[bytes], bytes],
         stack_maker: Callable[[Tables, int], bytes],
+        kept: Kept[bytes],
     ) -> None:
         self.names_table = names_table
         self.name_maker = name_maker
         self.stack_maker = stack_maker
+        self.kept = kept
         self.pieces: dict[str, dict[int, bytes]] = {"name": {}, "stack": {}}
 
     def name(self, nid: int) -> bytes:
@@ -177,7 +180,7 @@ class _Pieces:
         t = tables.get(tok)
         if t is None or sid not in t.stacks:
             return b""
-        return self.stack_maker(t, sid)
+        return self.kept.get(stack_content(t, sid), partial(self.stack_maker, t, sid))
 
     def miss(self, tables: Mapping[int, Tables], kind: str, key: int) -> bytes:
         """A piece the compiled core has not met yet (it keeps it in
@@ -200,7 +203,11 @@ class SpanLines:
         self._json = fmt == "jsonl"
         self._kinds = tuple(n.encode() for n in SPAN_KIND_NAMES) if self._json else kind_columns(color)
         self._makers = (_name_json, _stack_json) if self._json else (_name_text, _stack_text)
-        self._pieces = _Pieces((), *self._makers)
+        # Each generation's stacks have ids of their own (and, built in the
+        # pool, a names table of their own): their pieces are kept by what
+        # they show, or every generation made its stacks' JSON again.
+        self._kept = Kept[bytes](MAX_PIECES)
+        self._pieces = _Pieces((), *self._makers, self._kept)
 
     def _pieces_for(self, spans: SpanBatch) -> _Pieces:
         p = self._pieces
@@ -210,7 +217,7 @@ class SpanLines:
             or len(p.pieces["stack"]) > MAX_PIECES
             or len(p.pieces["name"]) > MAX_PIECES
         ):
-            p = self._pieces = _Pieces(spans.names_table, *self._makers)
+            p = self._pieces = _Pieces(spans.names_table, *self._makers, self._kept)
         return p
 
     def encode(self, spans: SpanBatch, t0: int) -> bytes:

@@ -64,8 +64,8 @@ class TextAcross:
     no other)."""
 
     def __init__(self, most: int = 1 << 16) -> None:
-        self._quotes = Kept(most)
-        self._frames = Kept(most)
+        self._quotes = Kept[str](most)
+        self._frames = Kept[str](most)
         self.parts: dict[str, Maker] = {"quote": self.quote, "frame": self.frame, "xquote": self.xquote}
 
     def quote(self, gen: Tables | None, sid: int) -> str:
