@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import livetrace
 from livetrace import ModernDecoder, TraceFormatError
 from livetrace._cli.render.color import paint_line
 from livetrace._cli.render.jsonl import utf8
@@ -32,6 +31,8 @@ from livetrace._trace.spans.builder import SpanBuilder
 from livetrace._trace.spans.model import Span
 
 from . import textform
+from .test_span_join import split
+from .test_spans import batches_of
 
 LEGACY = textform.CORPUS.parent / "legacy" / "go-testdata"
 RUNTIME = textform.CORPUS.parent / "runtime"
@@ -307,27 +308,39 @@ def test_twins_agree_on_hostile_columns(spans: SpanBatch, t0: int) -> None:
 
 @pytest.mark.parametrize("fast", [True, False], ids=["compiled", "twin"])
 @pytest.mark.parametrize("fmt", ["jsonl", "text"])
-def test_a_stack_is_made_once_whatever_generations_name_it(
+def test_a_stack_or_name_is_made_once_whatever_generations_name_it(
     fast: bool, fmt: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each generation names its stacks with ids of its own: their pieces
-    are kept by what they show, so a stack that every generation records is
-    made into JSON (or text) once, not once per generation; and the lines
-    are those of pieces made afresh."""
+    """Each generation names its stacks with ids of its own, and built in
+    the pool, its names too: the pieces are kept by what they show, so a
+    stack or a name that every generation has is made into JSON (or text)
+    once, not once per generation; and the lines are those of pieces made
+    afresh for each batch."""
     from livetrace._cli.render import spans as render
     from livetrace._cli.render.parts import stack_content
 
-    made: list[tuple[bytes, bytes, int]] = []
-    maker = render._stack_json if fmt == "jsonl" else render._stack_text
+    made: list[object] = []
+    stack_maker, name_maker = (
+        (render._stack_json, render._name_json) if fmt == "jsonl" else (render._stack_text, render._name_text)
+    )
 
-    def counted(t: Tables, sid: int) -> bytes:
+    def stack(t: Tables, sid: int) -> bytes:
         made.append(stack_content(t, sid))
-        return maker(t, sid)
+        return stack_maker(t, sid)
 
-    batches = list(livetrace.decode_span_batches(RUNTIME / "go126-generations.trace"))
-    fresh = b"".join(SpanLines(fmt, compiled=fast).encode(b, 0) for b in batches)
-    monkeypatch.setattr(render, "_stack_json" if fmt == "jsonl" else "_stack_text", counted)
+    def name(raw: bytes) -> bytes:
+        made.append(raw)
+        return name_maker(raw)
+
+    batches, _ = split(batches_of((RUNTIME / "go126-generations.trace").read_bytes()), fast, ())
+    batches = [b for b in batches if len(b)]
+    each = b"".join(SpanLines(fmt, compiled=fast).encode(b, 0) for b in batches)  # pieces made afresh
+    suffix = "json" if fmt == "jsonl" else "text"
+    monkeypatch.setattr(render, f"_stack_{suffix}", stack)
+    monkeypatch.setattr(render, f"_name_{suffix}", name)
     lines = SpanLines(fmt, compiled=fast)
-    assert b"".join(lines.encode(b, 0) for b in batches) == fresh
-    assert len({id(b.tables[k]) for b in batches for k in b.tables}) > 1  # stacks of several generations
-    assert made and len(made) == len(set(made))
+    assert b"".join(lines.encode(b, 0) for b in batches) == each
+    assert len({id(b.names_table) for b in batches}) > 1  # names of several builders
+    assert len({id(t) for b in batches for t in b.tables.values()}) > 1  # stacks of several generations
+    assert any(isinstance(k, tuple) for k in made) and any(isinstance(k, bytes) for k in made)
+    assert len(made) == len(set(made))

@@ -162,8 +162,12 @@ class _Pieces:
     def name(self, nid: int) -> bytes:
         got = self.pieces["name"].get(nid)
         if got is None:
-            got = self.pieces["name"][nid] = self.name_maker(self.names_table[nid])
+            got = self.pieces["name"][nid] = self._make_name(nid)
         return got
+
+    def _make_name(self, nid: int) -> bytes:
+        raw = self.names_table[nid]
+        return self.kept.get(raw, partial(self.name_maker, raw))
 
     def stack(self, tables: Mapping[int, Tables], tok: int, sid: int) -> bytes:
         if not sid:
@@ -186,7 +190,7 @@ class _Pieces:
         """A piece the compiled core has not met yet (it keeps it in
         ``pieces[kind]``), from a batch with ``tables``."""
         if kind == "name":
-            return self.name_maker(self.names_table[key])
+            return self._make_name(key)
         return self._make_stack(tables, key >> 32, key & 0xFFFFFFFF)
 
 
@@ -204,8 +208,9 @@ class SpanLines:
         self._kinds = tuple(n.encode() for n in SPAN_KIND_NAMES) if self._json else kind_columns(color)
         self._makers = (_name_json, _stack_json) if self._json else (_name_text, _stack_text)
         # Each generation's stacks have ids of their own (and, built in the
-        # pool, a names table of their own): their pieces are kept by what
-        # they show, or every generation made its stacks' JSON again.
+        # pool, a names table of their own): the pieces are kept by what
+        # they show (a stack's frames, a name's bytes), or every generation
+        # made its stacks' and names' JSON again.
         self._kept = Kept[bytes](MAX_PIECES)
         self._pieces = _Pieces((), *self._makers, self._kept)
 
