@@ -260,6 +260,18 @@ def text_and_span_lines(rng):  # the writers that let the GIL go, with pieces wh
                             rng.choice([None, lambda i: b"[]"]), rng.choice([0, 1, 7]))
         except ValueError:
             pass
+from livetrace._trace.spans.logs import user_logs
+def logs_state(batches, rng):  # the logs' state in the core, split or not, read and set back now and then
+    for split in (False, True):
+        u = user_logs(split=split, compiled=True)
+        for b in batches:
+            codes, _, _, _, goroutines, args, _ = b.columns()
+            u.scan(codes, goroutines, args, b.gen.strings if b.gen is not None else {})
+            if rng.random() < 0.2:
+                u.tasks, u.regions, u.seq = u.tasks, u.regions, u.seq
+        u.pops, u.pending_regions, u.pending_tasks, u.touched
+        if rng.random() < 0.5:
+            u.clear()
 from livetrace._trace.model.batch import kind_mask
 from livetrace._trace.modern.carry import Carrier
 from livetrace._trace.modern.carry_compiled import compiled_fresh_generation
@@ -308,13 +320,14 @@ while time.monotonic() < deadline:
         continue
     d, sb = ModernDecoder(compiled=True), SpanBuilder(compiled=True)
     profiles = [ProfileBuilder(k, compiled=True) for k in PROFILE_KINDS]
-    sums = core.TopSums()
+    sums, seen = core.TopSums(), []
     try:
         for i in range(0, len(buf), 997):
-            for b in d.feed_batches(bytes(buf[i:i + 997])): list(b); spans_of(sb, b, profiles, sums)
-        for b in d.close_batches(): list(b); spans_of(sb, b, profiles, sums)
+            for b in d.feed_batches(bytes(buf[i:i + 997])): list(b); spans_of(sb, b, profiles, sums); seen.append(b)
+        for b in d.close_batches(): list(b); spans_of(sb, b, profiles, sums); seen.append(b)
     except (TraceFormatError, MemoryError):
         pass
+    logs_state(seen, rng)
     spans = sb.close()
     for p in profiles: p.feed(spans); p.records()
     top_of(sums, spans)

@@ -21,25 +21,26 @@ from livetrace._trace.model.batch import NARGS, NEXTRA
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.builder import span_logs
 from livetrace._trace.spans.join import _STATE, SpanJoin, _Patch, build_generation
-from livetrace._trace.spans.logs import Prior, UserLogs
+from livetrace._trace.spans.logs import CompiledUserLogs, Prior, Region, UserLogs, user_logs
 from livetrace._trace.spans.model import MAX_SPAN_LOGS
 from livetrace._trace.spans.twin import END, FT_TASK
 from livetrace._trace.spec import modern as m
 
 from .conftest import examples
+from .gilcheck import lets_the_gil_go
 from .test_span_join import cut, generations, named
 from .test_spans import batches_of, hostile_batch
 
 pytestmark = [pytest.mark.once, pytest.mark.compiled_core]
 
 
-def state(u: UserLogs) -> tuple[object, ...]:
+def state(u: UserLogs | CompiledUserLogs) -> tuple[object, ...]:
     return (u.tasks, u.regions, u.seq, u.touched, u.pending_tasks, u.pops, u.pending_regions)
 
 
 def assert_twins_agree(batches: list[EventBatch], split: bool) -> int:
     """Feeds both scans the batches; how many tasks and regions ended."""
-    fast, slow = UserLogs(split=split, compiled=True), UserLogs(split=split, compiled=False)
+    fast, slow = user_logs(split=split, compiled=True), user_logs(split=split, compiled=False)
     found = 0
     for b in batches:
         codes, _, _, _, goroutines, args, _ = b.columns()
@@ -104,7 +105,7 @@ def test_core_scan_caps_logs_and_ends_regions_at_exits(split: bool) -> None:
     ]
     batch = user_batch(rows)
     assert assert_twins_agree([batch, batch], split) == 12
-    u = UserLogs(split=split, compiled=True)
+    u = user_logs(split=split, compiled=True)
     codes, _, _, _, goroutines, args, _ = batch.columns()
     tasks, regions = u.scan(codes, goroutines, args, batch.gen.strings if batch.gen else {})
     assert tasks[7] == [(b"cat", b"msg")] * MAX_SPAN_LOGS
@@ -156,3 +157,86 @@ def test_core_task_logs_by_row_as_the_twin() -> None:
                 assert list(fast) == sorted(fast)
                 found += len(fast)
     assert found > 0
+
+
+def scan_of(u: UserLogs | CompiledUserLogs, batch: EventBatch) -> tuple[object, object]:
+    codes, _, _, _, goroutines, args, _ = batch.columns()
+    return u.scan(codes, goroutines, args, batch.gen.strings if batch.gen else {})
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_state_set_and_read_back_is_the_twins(split: bool) -> None:
+    """What the join sets (open tasks and regions, with their logs so far)
+    reads back as it was set, then follows a batch as the twin does; the
+    lists read are the state's own, as the twin's are: a log scanned after
+    they were read is in them."""
+    tasks = {7: [(b"a", b"b")], 1 << 63: []}
+    regions: dict[int, list[Region]] = {5: [(7, 1, []), (8, 2, [(b"c", b"d")])], -3: [(9, 3, [])], 6: []}
+    both = [user_logs(split=split, compiled=c) for c in (True, False)]
+    for u in both:
+        u.tasks = {k: list(v) for k, v in tasks.items()}
+        u.regions = {g: [(t, s, list(lg)) for t, s, lg in rs] for g, rs in regions.items()}
+        u.seq = 3
+    assert state(both[0]) == state(both[1])
+    assert both[0].tasks == tasks and both[0].regions == regions
+    read = both[0].tasks[7]
+    batch = user_batch(
+        [
+            (m.EV_USER_LOG, 5, 7, 1, 2),
+            (m.EV_USER_REGION_BEGIN, 6, 7, 0, 0),
+            (m.EV_USER_REGION_END, 5, 8, 0, 0),
+            (m.EV_GO_DESTROY, -3, 0, 0, 0),
+            (m.EV_USER_REGION_END, 6, 0, 0, 0),
+            (m.EV_USER_REGION_END, 6, 0, 0, 0),  # none left open: clipped, or (split) one from before
+        ]
+    )
+    assert scan_of(both[0], batch) == scan_of(both[1], batch)
+    assert state(both[0]) == state(both[1])
+    assert read == [(b"a", b"b"), (b"cat", b"msg")]
+
+
+@pytest.mark.parametrize(
+    ("what", "value"),
+    [
+        ("tasks", {"7": []}),
+        ("tasks", {7: ()}),
+        ("regions", {5: [(7, 1)]}),
+        ("regions", {5: [(7, 1, ())]}),
+        ("regions", {5: (7, 1, [])}),
+        ("regions", {1 << 64: []}),
+    ],
+)
+def test_state_of_the_wrong_shape_is_refused_and_the_old_kept(what: str, value: dict[object, object]) -> None:
+    u = user_logs(compiled=True)
+    u.tasks, u.regions = {1: [(b"x", b"y")]}, {2: [(1, 1, [])]}
+    with pytest.raises((TypeError, OverflowError)):
+        setattr(u, what, value)
+    assert u.tasks == {1: [(b"x", b"y")]} and u.regions == {2: [(1, 1, [])]}
+
+
+def test_a_scan_refuses_to_be_reentered() -> None:
+    """A Prior made in the scan runs Python, where another thread (here,
+    the Prior itself) may call the same state: refused, never a state
+    changed under the scan's feet."""
+    asked: list[BaseException] = []
+
+    def prior(*args: object) -> Prior:
+        try:
+            core.export()
+        except RuntimeError as e:
+            asked.append(e)
+        return Prior(*args)  # type: ignore[arg-type]  # Prior's fields, as the core passes them
+
+    core = ccore.UserLogsCore(True, MAX_SPAN_LOGS, prior)
+    batch = user_batch([(m.EV_USER_REGION_END, 5, 7, 0, 0)])  # split, none open: one from before
+    codes, _, _, _, goroutines, args, _ = batch.columns()
+    _, regions = core.scan(codes, goroutines, args, {})
+    assert regions == [Prior(5, 0)]
+    assert [str(e) for e in asked] == ["UserLogsCore is in use: its scan is running"]
+    assert core.export()[5] == {5: [1, 0]}
+
+
+def test_the_scan_lets_the_gil_go_while_it_looks_for_its_rows() -> None:
+    batch = user_batch([(m.EV_GO_CREATE, 1, 0, 0, 0)] * 2_000_000 + [(m.EV_USER_TASK_BEGIN, 1, 7, 0, 0)])
+    u = user_logs(compiled=True)
+    assert lets_the_gil_go(lambda: scan_of(u, batch))

@@ -272,23 +272,22 @@ def span_select(
     """The rows (uint32 indexes) of a SpanBatch's columns the lookup tables keep."""
 
 def span_take(columns: list[memoryview], rows: ReadableBuffer, /) -> list[bytes]: ...
-def user_logs_scan(
-    codes: ReadableBuffer,
-    goroutines: ReadableBuffer,
-    args: ReadableBuffer,
-    strings: dict[int, bytes],
-    split: bool,
-    tasks: dict[int, Any],
-    regions: dict[int, Any],
-    seq: int,
-    touched: set[int],
-    pending_tasks: dict[int, Any],
-    pops: dict[int, list[int]],
-    pending_regions: dict[int, Any],
-    prior: Callable[..., Any],
-    max_logs: int,
-    /,
-) -> tuple[dict[int, Any], list[Any], int]: ...
+
+class UserLogsCore:
+    """_trace/spans/logs.py's UserLogs state and scan, compiled (CompiledUserLogs wraps it)."""
+
+    seq: int
+    def __init__(self, split: bool, max_logs: int, prior: Callable[..., Any]) -> None: ...
+    def scan(
+        self, codes: ReadableBuffer, goroutines: ReadableBuffer, args: ReadableBuffer, strings: dict[int, bytes], /
+    ) -> tuple[dict[int, Any], list[Any]]: ...
+    def export(
+        self,
+    ) -> tuple[dict[int, Any], dict[int, Any], int, set[int], dict[int, Any], dict[int, list[int]], dict[int, Any]]: ...
+    def set_tasks(self, tasks: dict[int, Any], /) -> None: ...
+    def set_regions(self, regions: dict[int, Any], /) -> None: ...
+    def clear(self) -> None: ...
+
 def span_task_logs(
     kinds: ReadableBuffer, tasks: ReadableBuffer, task_logs: dict[int, Any], task_kind: int, /
 ) -> dict[int, tuple[tuple[bytes, bytes], ...]]: ...

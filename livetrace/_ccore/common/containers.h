@@ -122,6 +122,30 @@ static inline void *map_del_ptr(Map *m, u64 k) {
     return map_del(m, k, &v) ? (void *)(uintptr_t)v : NULL;
 }
 
+/* Walks the entries (key 0's first, then the table's, in no set order):
+ * start with *pos 0; 1 and the entry in *key, *val while there is one. The
+ * map must not change during the walk. */
+static inline int map_next(const Map *m, size_t *pos, u64 *key, u64 **val) {
+    if (*pos == 0) {
+        *pos = 1;
+        if (m->has_zero) {
+            *key = 0;
+            *val = (u64 *)&m->zero_val;
+            return 1;
+        }
+    }
+    for (; *pos - 1 < m->cap; (*pos)++) {
+        MapSlot *s = &m->s[*pos - 1];
+        if (s->key) {
+            (*pos)++;
+            *key = s->key;
+            *val = &s->val;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* A set of u64 ids. A generation numbers its stacks and strings up from 1,
  * so the small ids are bits, tested without hashing; the rest go to a map.
  * A zeroed IdSet is an empty one. */

@@ -19,7 +19,7 @@
 int spans_register(PyObject *module);
 /* Adds span_select and span_take (spans_select.c): 0, or -1 with an exception. */
 int span_select_register(PyObject *module);
-/* Adds user_logs_scan and span_task_logs (spans_logs.c): 0, or -1 with an exception. */
+/* Adds UserLogsCore and span_task_logs (spans_logs.c): 0, or -1 with an exception. */
 int span_logs_register(PyObject *module);
 /* Adds span_join_fits (spans_join.c): 0, or -1 with an exception. */
 int span_join_register(PyObject *module);

@@ -1,292 +1,380 @@
-/* user_logs_scan: the compiled twin of _trace/spans/logs.py's UserLogs.scan:
- * The state stays the UserLogs object's dicts, lists and sets (the join reads
- * and patches them), so this does on them, in C, exactly the steps the twin
- * does in Python: a batch's task, region and log events (and goroutine exits
- * while a region is or may be open) cost no Python call each. */
+/* UserLogsCore: the compiled twin of _trace/spans/logs.py's UserLogs, whose
+ * state (the open tasks and regions with their logs; split, what the join
+ * resolves: tasks and regions from before the generation) lives in hash
+ * maps here, not in Python dicts: a busy service begins and ends a region
+ * or a task per request and exits goroutines that held them, and a dict
+ * step or two for each held the GIL for a sixth of a span view's Python.
+ * Python sees the state as the twin's dicts when it asks (export), and
+ * loads what it sets (set_tasks, set_regions). The logs stay Python lists,
+ * made only for a task or region that logs, or when asked for. */
 
 #include "spans/spans.h"
 
+#include <string.h>
+
 #include "common/containers.h"
+#include "common/pyglue.h"
 
 typedef struct {
-    int split;
+    u64 task;
+    i64 seq;
+    PyObject *logs; /* a list, or NULL: none yet */
+} Region;
+
+/* A goroutine's open regions, innermost last. */
+typedef struct {
+    Region *r;
+    size_t n, cap;
+} Regions;
+
+typedef struct {
+    PyObject_HEAD int split, busy;
     Py_ssize_t max_logs;
-    PyObject *tasks, *regions, *touched, *pending_tasks, *pops, *pending_regions, *prior;
-} State;
+    PyObject *prior; /* the Prior class */
+    i64 seq;         /* regions begun so far */
+    Map tasks;       /* open task -> its logs (a list, or NULL: none yet) */
+    Map regions;     /* goroutine -> Regions* */
+    /* Split mode only: */
+    Map touched;         /* task -> 1: begun or ended in the generation */
+    Map pending_tasks;   /* task not seen begin -> list of its logs */
+    Map pops;            /* goroutine -> regions from before it ended << 1 | whether it exited */
+    Map pending_regions; /* goroutine -> list of (pops, task, log) */
+} LogsObject;
 
-static PyObject *EMPTY, *ONE; /* b"", 1 */
+static PyObject *EMPTY; /* b"" */
 
-/* d.pop(key, None), a new reference in *out (NULL when absent; out may be NULL): 0, or -1. */
-static int dict_pop(PyObject *d, PyObject *key, PyObject **out) {
-    PyObject *v = PyDict_GetItemWithError(d, key);
-    if (out)
-        *out = NULL;
-    if (!v)
-        return PyErr_Occurred() ? -1 : 0;
-    Py_INCREF(v);
-    if (PyDict_DelItem(d, key) < 0) {
-        Py_DECREF(v);
-        return -1;
-    }
-    if (out)
-        *out = v;
-    else
-        Py_DECREF(v);
-    return 0;
+static int refuse_busy(LogsObject *self) {
+    if (self->busy)
+        PyErr_SetString(PyExc_RuntimeError, "UserLogsCore is in use: its scan is running");
+    return self->busy;
 }
 
-/* d.setdefault(key, new list or [0, 0]): a borrowed reference, or NULL. */
-static PyObject *setdefault_list(PyObject *d, PyObject *key, int pair) {
-    PyObject *v = PyDict_GetItemWithError(d, key);
-    if (v || PyErr_Occurred())
-        return v;
-    PyObject *fresh = pair ? Py_BuildValue("[ii]", 0, 0) : PyList_New(0);
-    if (!fresh)
+static void regions_free(Regions *rs) {
+    for (size_t k = 0; k < rs->n; k++)
+        Py_XDECREF(rs->r[k].logs);
+    free(rs->r);
+    free(rs);
+}
+
+/* Empties a map whose values are Python references (or NULL), or with
+ * regions, Regions. */
+static void map_clear_objects(Map *m, int regions) {
+    size_t pos = 0;
+    u64 key, *val;
+    while (map_next(m, &pos, &key, &val)) {
+        if (regions)
+            regions_free((Regions *)(uintptr_t)*val);
+        else
+            Py_XDECREF((PyObject *)(uintptr_t)*val);
+    }
+    map_free(m);
+    memset(m, 0, sizeof *m);
+}
+
+static inline PyObject *obj(u64 v) { return (PyObject *)(uintptr_t)v; }
+static inline u64 val_of(PyObject *o) { return (u64)(uintptr_t)o; }
+
+/* The list in *slot (made if NULL): borrowed, or NULL with an exception. */
+static PyObject *list_in(u64 *slot) {
+    if (!*slot) {
+        PyObject *l = PyList_New(0);
+        if (!l)
+            return NULL;
+        *slot = val_of(l);
+    }
+    return obj(*slot);
+}
+
+/* entry appended to the logs in *slot, if they hold fewer than the cap. */
+static int append_capped(LogsObject *self, u64 *slot, PyObject *entry) {
+    if (*slot ? PyList_GET_SIZE(obj(*slot)) >= self->max_logs : self->max_logs <= 0)
+        return 0;
+    PyObject *logs = list_in(slot);
+    return logs ? PyList_Append(logs, entry) : -1;
+}
+
+/* The list of key in m (a map of lists), made if absent: borrowed, or NULL. */
+static PyObject *list_of(Map *m, u64 key) {
+    u64 *slot = map_slot(m, key, 0);
+    if (!slot) {
+        PyErr_NoMemory();
         return NULL;
-    v = PyDict_SetDefault(d, key, fresh);
-    Py_DECREF(fresh);
-    return v;
+    }
+    return list_in(slot);
 }
 
-/* Whether pops.get(g, [0, 0])[1] is true: 1, 0, or -1. */
-static int exited(const State *s, PyObject *g) {
-    PyObject *p = PyDict_GetItemWithError(s->pops, g);
-    if (!p)
-        return PyErr_Occurred() ? -1 : 0;
-    return PyObject_IsTrue(PyList_GET_ITEM(p, 1));
+/* The logs held by a value taken out of a map, or a fresh empty list: a new reference. */
+static PyObject *logs_out(PyObject *logs) { return logs ? logs : PyList_New(0); }
+
+static int append_steal(PyObject *list, PyObject *item) {
+    if (!item)
+        return -1;
+    int rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc;
 }
 
-static int append_capped(PyObject *logs, PyObject *entry, Py_ssize_t cap) {
-    return PyList_GET_SIZE(logs) < cap ? PyList_Append(logs, entry) : 0;
+static PyObject *string_of(PyObject *strings, u64 id) {
+    PyObject *key = PyLong_FromUnsignedLongLong(id);
+    if (!key)
+        return NULL;
+    PyObject *s = PyDict_GetItemWithError(strings, key);
+    Py_DECREF(key);
+    if (!s && !PyErr_Occurred())
+        s = EMPTY;
+    return s; /* borrowed */
 }
 
-static int on_log(const State *s, PyObject *g, PyObject *a0, const u64 *a, PyObject *strings) {
-    int rc = -1;
-    PyObject *k1 = PyLong_FromUnsignedLongLong(a[1]), *k2 = PyLong_FromUnsignedLongLong(a[2]), *entry = NULL;
-    if (!k1 || !k2)
-        goto done;
-    PyObject *cat = PyDict_GetItemWithError(strings, k1);
-    if (!cat && PyErr_Occurred())
-        goto done;
-    PyObject *msg = PyDict_GetItemWithError(strings, k2);
-    if (!msg && PyErr_Occurred())
-        goto done;
-    entry = PyTuple_Pack(2, cat ? cat : EMPTY, msg ? msg : EMPTY);
+static int on_log(LogsObject *self, u64 g, u64 task, const u64 *a, PyObject *strings) {
+    PyObject *cat = string_of(strings, a[1]), *msg = cat ? string_of(strings, a[2]) : NULL;
+    PyObject *entry = msg ? PyTuple_Pack(2, cat, msg) : NULL;
     if (!entry)
-        goto done;
-    PyObject *logs = PyDict_GetItemWithError(s->tasks, a0);
+        return -1;
+    int rc = -1;
+    u64 *logs = map_find(&self->tasks, task);
     if (logs) {
-        if (append_capped(logs, entry, s->max_logs) < 0)
+        if (append_capped(self, logs, entry) < 0)
             goto done;
-    } else if (PyErr_Occurred()) {
-        goto done;
-    } else if (s->split) {
-        int seen = PySet_Contains(s->touched, a0);
-        if (seen < 0)
-            goto done;
-        if (!seen) {
-            PyObject *pending = setdefault_list(s->pending_tasks, a0, 0);
-            if (!pending || PyList_Append(pending, entry) < 0)
-                goto done;
-        }
-    }
-    PyObject *stack = PyDict_GetItemWithError(s->regions, g);
-    if (!stack && PyErr_Occurred())
-        goto done;
-    for (Py_ssize_t k = 0; stack && k < PyList_GET_SIZE(stack); k++) {
-        PyObject *r = PyList_GET_ITEM(stack, k);
-        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(r, 0), a0, Py_EQ);
-        if (same < 0 || (same && append_capped(PyTuple_GET_ITEM(r, 2), entry, s->max_logs) < 0))
+    } else if (self->split && !map_find(&self->touched, task)) {
+        PyObject *pending = list_of(&self->pending_tasks, task);
+        if (!pending || PyList_Append(pending, entry) < 0)
             goto done;
     }
-    if (s->split) {
-        PyObject *p = PyDict_GetItemWithError(s->pops, g);
-        if (!p && PyErr_Occurred())
+    Regions *rs = map_get_ptr(&self->regions, g);
+    for (size_t k = 0; rs && k < rs->n; k++) {
+        if (rs->r[k].task != task)
+            continue;
+        u64 slot = val_of(rs->r[k].logs);
+        int bad = append_capped(self, &slot, entry) < 0;
+        rs->r[k].logs = obj(slot);
+        if (bad)
             goto done;
-        int gone = p ? PyObject_IsTrue(PyList_GET_ITEM(p, 1)) : 0;
-        if (gone < 0)
-            goto done;
-        if (!gone) {
-            PyObject *pending = setdefault_list(s->pending_regions, g, 0);
-            PyObject *depth = p ? PyList_GET_ITEM(p, 0) : NULL, *zero = NULL;
-            if (!depth)
-                depth = zero = PyLong_FromLong(0);
-            PyObject *item = depth ? PyTuple_Pack(3, depth, a0, entry) : NULL;
-            Py_XDECREF(zero);
-            int bad = !pending || !item || PyList_Append(pending, item) < 0;
-            Py_XDECREF(item);
-            if (bad)
+    }
+    if (self->split) {
+        u64 *p = map_find(&self->pops, g);
+        if (!(p && (*p & 1))) {
+            PyObject *pending = list_of(&self->pending_regions, g);
+            if (!pending ||
+                append_steal(pending, Py_BuildValue("(LKO)", (long long)(p ? *p >> 1 : 0), task, entry)) < 0)
                 goto done;
         }
     }
     rc = 0;
 done:
-    Py_XDECREF(k1);
-    Py_XDECREF(k2);
-    Py_XDECREF(entry);
+    Py_DECREF(entry);
     return rc;
 }
 
-static int on_region_end(const State *s, PyObject *g, PyObject *ended) {
-    PyObject *stack = PyDict_GetItemWithError(s->regions, g);
-    if (!stack && PyErr_Occurred())
-        return -1;
-    if (stack && PyList_GET_SIZE(stack)) {
-        Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
-        if (PyList_Append(ended, PyTuple_GET_ITEM(PyList_GET_ITEM(stack, top), 2)) < 0)
-            return -1;
-        if (PyList_SetSlice(stack, top, top + 1, NULL) < 0)
-            return -1;
-        return top ? 0 : PyDict_DelItem(s->regions, g);
+/* g's regions, made empty if it has none: NULL when out of memory. */
+static Regions *regions_at(Map *m, u64 g) {
+    u64 *slot = map_slot(m, g, 0), none;
+    if (slot && !*slot) {
+        Regions *rs = calloc(1, sizeof *rs);
+        if (!rs) {
+            map_del(m, g, &none);
+            return NULL;
+        }
+        *slot = (u64)(uintptr_t)rs;
     }
-    int gone = s->split ? exited(s, g) : 1;
-    if (gone < 0)
+    return slot ? (Regions *)(uintptr_t)*slot : NULL;
+}
+
+static int on_region_begin(LogsObject *self, u64 g, u64 task) {
+    Regions *rs = regions_at(&self->regions, g);
+    if (!rs || grow((void **)&rs->r, &rs->cap, rs->n + 1, sizeof(Region))) {
+        PyErr_NoMemory();
         return -1;
-    PyObject *got;
-    if (!gone) {
-        PyObject *p = setdefault_list(s->pops, g, 1);
-        if (!p)
-            return -1;
-        PyObject *depth = PyList_GET_ITEM(p, 0);
-        if (!(got = PyObject_CallFunctionObjArgs(s->prior, g, depth, NULL)))
-            return -1;
-        PyObject *next = PyNumber_Add(depth, ONE);
-        if (!next || PyList_SetItem(p, 0, next) < 0) {
-            Py_DECREF(got);
+    }
+    rs->r[rs->n++] = (Region){task, ++self->seq, NULL};
+    return 0;
+}
+
+static int on_region_end(LogsObject *self, u64 g, PyObject *ended) {
+    Regions *rs = map_get_ptr(&self->regions, g);
+    if (rs && rs->n) {
+        PyObject *logs = logs_out(rs->r[--rs->n].logs);
+        if (!rs->n) {
+            map_del_ptr(&self->regions, g);
+            regions_free(rs);
+        }
+        return append_steal(ended, logs);
+    }
+    u64 *p = self->split ? map_find(&self->pops, g) : NULL;
+    if (self->split && !(p && (*p & 1))) { /* one from before the generation */
+        if (!p && !(p = map_slot(&self->pops, g, 0))) {
+            PyErr_NoMemory();
             return -1;
         }
-    } else if (!(got = PyList_New(0))) { /* none open: the core clips one */
-        return -1;
+        PyObject *prior = PyObject_CallFunction(self->prior, "LL", (long long)g, (long long)(*p >> 1));
+        if (prior)
+            *p += 2;
+        return append_steal(ended, prior);
     }
-    int rc = PyList_Append(ended, got);
-    Py_DECREF(got);
-    return rc;
+    return append_steal(ended, PyList_New(0)); /* none open: the core clips one */
 }
 
-static int on_task_end(const State *s, PyObject *a0, PyObject *ended) {
-    PyObject *got = NULL, *value = NULL;
-    if (dict_pop(s->tasks, a0, &got) < 0)
-        return -1;
-    int seen = 1;
-    if (!got && s->split && (seen = PySet_Contains(s->touched, a0)) < 0)
-        return -1;
-    if (got || seen) {
-        value = got ? got : PyList_New(0);
-        got = NULL;
+static int on_task_end(LogsObject *self, u64 task, PyObject *ended) {
+    u64 v = 0;
+    int had = map_del(&self->tasks, task, &v);
+    PyObject *value;
+    if (had || !self->split || map_find(&self->touched, task)) {
+        value = logs_out(obj(v));
     } else {
-        PyObject *pending = NULL;
-        if (dict_pop(s->pending_tasks, a0, &pending) < 0)
-            return -1;
-        if (!pending && !(pending = PyList_New(0)))
-            return -1;
-        PyObject *minus = PyLong_FromLong(-1);
-        value = minus ? PyObject_CallFunctionObjArgs(s->prior, a0, minus, pending, NULL) : NULL;
-        Py_XDECREF(minus);
-        Py_DECREF(pending);
+        u64 pending = 0;
+        map_del(&self->pending_tasks, task, &pending);
+        PyObject *logs = logs_out(obj(pending));
+        value = logs ? PyObject_CallFunction(self->prior, "KLN", task, -1LL, logs) : NULL;
     }
-    if (!value)
-        return -1;
-    int rc = PyDict_SetItem(ended, a0, value);
-    Py_DECREF(value);
+    PyObject *key = value ? PyLong_FromUnsignedLongLong(task) : NULL;
+    int rc = key ? PyDict_SetItem(ended, key, value) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(value);
     if (rc < 0)
         return -1;
-    return s->split ? PySet_Add(s->touched, a0) : 0;
+    if (self->split && map_put(&self->touched, task, 1)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
 }
 
-static int on_goroutine_exit(const State *s, PyObject *g, PyObject *ended) {
-    PyObject *stack = NULL;
-    if (dict_pop(s->regions, g, &stack) < 0)
+static int on_task_begin(LogsObject *self, u64 task) {
+    u64 *slot = map_slot(&self->tasks, task, 0);
+    if (!slot || (self->split && map_put(&self->touched, task, 1))) {
+        PyErr_NoMemory();
         return -1;
-    if (stack) { /* a goroutine's exit ends its open regions, innermost first */
-        for (Py_ssize_t k = PyList_GET_SIZE(stack) - 1; k >= 0; k--) {
-            if (PyList_Append(ended, PyTuple_GET_ITEM(PyList_GET_ITEM(stack, k), 2)) < 0) {
-                Py_DECREF(stack);
-                return -1;
-            }
-        }
-        Py_DECREF(stack);
     }
-    if (!s->split)
-        return 0;
-    int known = PyDict_Contains(s->pops, g);
-    if (!known && (known = PyDict_Contains(s->pending_regions, g)) == 0)
-        return 0;
-    if (known < 0)
-        return -1;
-    PyObject *p = setdefault_list(s->pops, g, 1);
-    if (!p)
-        return -1;
-    Py_INCREF(ONE);
-    return PyList_SetItem(p, 1, ONE);
+    Py_XDECREF(obj(*slot)); /* a task begun again starts with no logs */
+    *slot = 0;
+    u64 pending = 0;
+    if (self->split && map_del(&self->pending_tasks, task, &pending))
+        Py_DECREF(obj(pending));
+    return 0;
 }
 
-/* user_logs_scan(codes, goroutines, args, strings, split, tasks, regions, seq, touched, pending_tasks, pops,
- * pending_regions, Prior, max_logs) -> (ended tasks' logs, ended regions' logs, seq) */
-static PyObject *user_logs_scan(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer cb, gb, ab;
-    PyObject *strings;
-    Py_ssize_t seq;
-    State s;
-    if (!PyArg_ParseTuple(args, "y*y*y*O!pO!O!nO!O!O!O!On", &cb, &gb, &ab, &PyDict_Type, &strings, &s.split,
-                          &PyDict_Type, &s.tasks, &PyDict_Type, &s.regions, &seq, &PySet_Type, &s.touched,
-                          &PyDict_Type, &s.pending_tasks, &PyDict_Type, &s.pops, &PyDict_Type, &s.pending_regions,
-                          &s.prior, &s.max_logs))
-        return NULL;
-    PyObject *result = NULL, *tasks_out = PyDict_New(), *regions_out = PyList_New(0);
-    const u8 *codes = cb.buf;
-    size_t n = (size_t)cb.len;
-    if (!tasks_out || !regions_out)
-        goto done;
-    if ((size_t)gb.len < n * 8 || (size_t)ab.len < n * 8 * NARGS) {
-        PyErr_SetString(PyExc_ValueError, "user_logs_scan: columns shorter than the codes");
-        goto done;
+/* A goroutine's exit ends its open regions, innermost first. */
+static int on_goroutine_exit(LogsObject *self, u64 g, PyObject *ended) {
+    Regions *rs = map_del_ptr(&self->regions, g);
+    int rc = 0;
+    while (rs && rs->n && rc == 0) {
+        rc = append_steal(ended, logs_out(rs->r[--rs->n].logs));
+        rs->r[rs->n].logs = NULL;
     }
-    /* Goroutine exits matter only while a region is open (split: or may be). */
-    int exits = PyDict_GET_SIZE(s.regions) || (n && memchr(codes, EV_USER_REGION_BEGIN, n)) ||
-                (s.split && (PyDict_GET_SIZE(s.pops) || PyDict_GET_SIZE(s.pending_regions)));
-    const i64 *gs = gb.buf;
-    const u64 *as = ab.buf;
+    if (rs)
+        regions_free(rs);
+    if (rc < 0 || !self->split || !(map_find(&self->pops, g) || map_find(&self->pending_regions, g)))
+        return rc;
+    u64 *p = map_slot(&self->pops, g, 0);
+    if (!p) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p |= 1;
+    return 0;
+}
+
+static int L_init(LogsObject *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"split", "max_logs", "prior", NULL};
+    int split;
+    Py_ssize_t max_logs;
+    PyObject *prior;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "pnO", names, &split, &max_logs, &prior))
+        return -1;
+    if (self->prior) {
+        PyErr_SetString(PyExc_RuntimeError, "UserLogsCore is made once");
+        return -1;
+    }
+    self->split = split;
+    self->max_logs = max_logs;
+    Py_INCREF(prior);
+    self->prior = prior;
+    return 0;
+}
+
+static void L_dealloc(LogsObject *self) {
+    map_clear_objects(&self->tasks, 0);
+    map_clear_objects(&self->regions, 1);
+    map_free(&self->touched);
+    map_clear_objects(&self->pending_tasks, 0);
+    map_free(&self->pops);
+    map_clear_objects(&self->pending_regions, 0);
+    Py_XDECREF(self->prior);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The rows a scan steps on: task, region and log events, and goroutine
+ * exits where they matter. A few in a thousand: found without the GIL. */
+static size_t marked_rows(const u8 *codes, size_t n, int exits, size_t *rows) {
+    size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         u8 c = codes[i];
-        int exit = c == EV_GO_DESTROY || c == EV_GO_DESTROY_SYSCALL;
-        if (!(c >= EV_USER_TASK_BEGIN && c <= EV_USER_LOG) && !(exit && exits))
-            continue;
-        PyObject *g = PyLong_FromLongLong(gs[i]), *a0 = PyLong_FromUnsignedLongLong(as[i * NARGS]);
-        int rc = -1;
-        if (!g || !a0) {
-            rc = -1;
-        } else if (c == EV_USER_LOG) {
-            rc = on_log(&s, g, a0, &as[i * NARGS], strings);
-        } else if (c == EV_USER_REGION_BEGIN) {
-            seq++;
-            PyObject *stack = setdefault_list(s.regions, g, 0), *logs = PyList_New(0);
-            PyObject *r = logs ? Py_BuildValue("(OnO)", a0, seq, logs) : NULL;
-            rc = stack && r ? PyList_Append(stack, r) : -1;
-            Py_XDECREF(r);
-            Py_XDECREF(logs);
-        } else if (c == EV_USER_REGION_END) {
-            rc = on_region_end(&s, g, regions_out);
-        } else if (c == EV_USER_TASK_BEGIN) {
-            PyObject *logs = PyList_New(0);
-            rc = logs ? PyDict_SetItem(s.tasks, a0, logs) : -1;
-            Py_XDECREF(logs);
-            if (rc == 0 && s.split) {
-                rc = PySet_Add(s.touched, a0);
-                if (rc == 0)
-                    rc = dict_pop(s.pending_tasks, a0, NULL) < 0 ? -1 : 0;
-            }
-        } else if (c == EV_USER_TASK_END) {
-            rc = on_task_end(&s, a0, tasks_out);
-        } else {
-            rc = on_goroutine_exit(&s, g, regions_out);
-        }
-        Py_XDECREF(g);
-        Py_XDECREF(a0);
-        if (rc < 0)
-            goto done;
+        int user = c >= EV_USER_TASK_BEGIN && c <= EV_USER_LOG;
+        int exit = exits && (c == EV_GO_DESTROY || c == EV_GO_DESTROY_SYSCALL);
+        rows[m] = i;
+        m += (size_t)(user | exit);
     }
-    result = Py_BuildValue("(OOn)", tasks_out, regions_out, seq);
+    return m;
+}
+
+static int scan_rows(LogsObject *self, const u8 *codes, const i64 *gs, const u64 *as, size_t n, PyObject *strings,
+                     PyObject *tasks_out, PyObject *regions_out) {
+    /* Goroutine exits matter only while a region is open (split: or may be). */
+    int exits = self->regions.len || self->regions.has_zero || (n && memchr(codes, EV_USER_REGION_BEGIN, n)) ||
+                (self->split && (self->pops.len || self->pops.has_zero || self->pending_regions.len ||
+                                 self->pending_regions.has_zero));
+    size_t *rows = malloc((n ? n : 1) * sizeof *rows), m;
+    if (!rows) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    m = marked_rows(codes, n, exits, rows);
+    Py_END_ALLOW_THREADS
+    int rc = 0;
+    for (size_t k = 0; k < m && rc == 0; k++) {
+        size_t i = rows[k];
+        u8 c = codes[i];
+        u64 g = (u64)gs[i], a0 = as[i * NARGS];
+        if (c == EV_USER_LOG)
+            rc = on_log(self, g, a0, &as[i * NARGS], strings);
+        else if (c == EV_USER_REGION_BEGIN)
+            rc = on_region_begin(self, g, a0);
+        else if (c == EV_USER_REGION_END)
+            rc = on_region_end(self, g, regions_out);
+        else if (c == EV_USER_TASK_BEGIN)
+            rc = on_task_begin(self, a0);
+        else if (c == EV_USER_TASK_END)
+            rc = on_task_end(self, a0, tasks_out);
+        else
+            rc = on_goroutine_exit(self, g, regions_out);
+    }
+    free(rows);
+    return rc;
+}
+
+/* scan(codes, goroutines, args, strings) -> (ended tasks' logs by task, ended regions' logs in order) */
+static PyObject *L_scan(LogsObject *self, PyObject *args) {
+    Py_buffer cb, gb, ab;
+    PyObject *strings;
+    if (!PyArg_ParseTuple(args, "y*y*y*O!", &cb, &gb, &ab, &PyDict_Type, &strings))
+        return NULL;
+    PyObject *result = NULL, *tasks_out = NULL, *regions_out = NULL;
+    size_t n = (size_t)cb.len;
+    if (refuse_busy(self))
+        goto done;
+    if ((size_t)gb.len < n * 8 || (size_t)ab.len < n * 8 * NARGS) {
+        PyErr_SetString(PyExc_ValueError, "UserLogsCore.scan: columns shorter than the codes");
+        goto done;
+    }
+    if (!(tasks_out = PyDict_New()) || !(regions_out = PyList_New(0)))
+        goto done;
+    /* A Prior made, or a string's hash, may run Python that lets another
+     * thread in: none of this object's calls may run meanwhile. */
+    self->busy = 1;
+    int rc = scan_rows(self, cb.buf, gb.buf, ab.buf, n, strings, tasks_out, regions_out);
+    self->busy = 0;
+    if (rc == 0)
+        result = PyTuple_Pack(2, tasks_out, regions_out);
 done:
     Py_XDECREF(tasks_out);
     Py_XDECREF(regions_out);
@@ -295,6 +383,244 @@ done:
     PyBuffer_Release(&ab);
     return result;
 }
+
+/* {key: value} of a map of lists (made where NULL, and kept: the twin's
+ * lists are the state's own), keys signed or not. */
+static PyObject *dict_of_lists(Map *m, int signed_keys) {
+    PyObject *out = PyDict_New();
+    size_t pos = 0;
+    u64 key, *val;
+    while (out && map_next(m, &pos, &key, &val)) {
+        PyObject *k = signed_keys ? PyLong_FromLongLong((i64)key) : PyLong_FromUnsignedLongLong(key);
+        PyObject *v = k ? list_in(val) : NULL;
+        if (!v || PyDict_SetItem(out, k, v) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(k);
+    }
+    return out;
+}
+
+static PyObject *regions_dict(Map *m) {
+    PyObject *out = PyDict_New();
+    size_t pos = 0;
+    u64 key, *val;
+    while (out && map_next(m, &pos, &key, &val)) {
+        Regions *rs = (Regions *)(uintptr_t)*val;
+        PyObject *k = PyLong_FromLongLong((i64)key), *l = k ? PyList_New((Py_ssize_t)rs->n) : NULL;
+        for (size_t i = 0; l && i < rs->n; i++) {
+            u64 slot = val_of(rs->r[i].logs);
+            PyObject *logs = list_in(&slot);
+            rs->r[i].logs = obj(slot);
+            PyObject *t = logs ? Py_BuildValue("(KLO)", rs->r[i].task, (long long)rs->r[i].seq, logs) : NULL;
+            if (!t)
+                Py_CLEAR(l);
+            else
+                PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+        }
+        if (!l || PyDict_SetItem(out, k, l) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(k);
+        Py_XDECREF(l);
+    }
+    return out;
+}
+
+static PyObject *touched_set(const Map *m) {
+    PyObject *out = PySet_New(NULL);
+    size_t pos = 0;
+    u64 key, *val;
+    while (out && map_next(m, &pos, &key, &val)) {
+        PyObject *k = PyLong_FromUnsignedLongLong(key);
+        if (!k || PySet_Add(out, k) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(k);
+    }
+    return out;
+}
+
+static PyObject *pops_dict(const Map *m) {
+    PyObject *out = PyDict_New();
+    size_t pos = 0;
+    u64 key, *val;
+    while (out && map_next(m, &pos, &key, &val)) {
+        PyObject *k = PyLong_FromLongLong((i64)key);
+        PyObject *v = k ? Py_BuildValue("[Li]", (long long)(*val >> 1), (int)(*val & 1)) : NULL;
+        if (!v || PyDict_SetItem(out, k, v) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+    }
+    return out;
+}
+
+/* export() -> (tasks, regions, seq, touched, pending_tasks, pops, pending_regions), as the twin holds them */
+static PyObject *L_export(LogsObject *self, PyObject *unused) {
+    (void)unused;
+    if (refuse_busy(self))
+        return NULL;
+    return Py_BuildValue("(NNLNNNN)", dict_of_lists(&self->tasks, 0), regions_dict(&self->regions),
+                         (long long)self->seq, touched_set(&self->touched), dict_of_lists(&self->pending_tasks, 0),
+                         pops_dict(&self->pops), dict_of_lists(&self->pending_regions, 1));
+}
+
+/* set_tasks({task: list of logs}): the open tasks, in place of those held. */
+static PyObject *L_set_tasks(LogsObject *self, PyObject *args) {
+    PyObject *tasks, *k, *v;
+    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &tasks) || refuse_busy(self))
+        return NULL;
+    Map fresh = {0};
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(tasks, &pos, &k, &v)) {
+        if (!PyLong_Check(k) || !PyList_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "set_tasks: {task id: list of logs} expected");
+            goto fail;
+        }
+        u64 task = PyLong_AsUnsignedLongLong(k);
+        if (task == (u64)-1 && PyErr_Occurred())
+            goto fail;
+        u64 *slot = map_slot(&fresh, task, 0);
+        if (!slot) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        Py_INCREF(v);
+        *slot = val_of(v); /* (a dict's keys are distinct: no slot is filled twice) */
+    }
+    map_clear_objects(&self->tasks, 0);
+    self->tasks = fresh;
+    Py_RETURN_NONE;
+fail:
+    map_clear_objects(&fresh, 0);
+    return NULL;
+}
+
+/* One goroutine's regions as set_regions is given them: a list of (task, seq, logs). */
+static Regions *regions_of(PyObject *list) {
+    if (!PyList_Check(list)) {
+        PyErr_SetString(PyExc_TypeError, "set_regions: {goroutine: list of (task, seq, logs)} expected");
+        return NULL;
+    }
+    Regions *rs = calloc(1, sizeof(Regions));
+    size_t n = (size_t)PyList_GET_SIZE(list);
+    if (!rs || (n && grow((void **)&rs->r, &rs->cap, n, sizeof(Region)))) {
+        free(rs);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(list, (Py_ssize_t)i);
+        unsigned long long task;
+        long long seq;
+        PyObject *logs;
+        if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "KLO!", &task, &seq, &PyList_Type, &logs)) {
+            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_TypeError, "set_regions: {goroutine: list of (task, seq, logs)} expected");
+            }
+            regions_free(rs);
+            return NULL;
+        }
+        Py_INCREF(logs);
+        rs->r[rs->n++] = (Region){(u64)task, (i64)seq, logs};
+    }
+    return rs;
+}
+
+/* set_regions({goroutine: [(task, seq, logs), ...]}): the open regions, in place of those held. */
+static PyObject *L_set_regions(LogsObject *self, PyObject *args) {
+    PyObject *regions, *k, *v;
+    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &regions) || refuse_busy(self))
+        return NULL;
+    Map fresh = {0};
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(regions, &pos, &k, &v)) {
+        if (!PyLong_Check(k)) {
+            PyErr_SetString(PyExc_TypeError, "set_regions: {goroutine: list of (task, seq, logs)} expected");
+            goto fail;
+        }
+        long long g = PyLong_AsLongLong(k);
+        if (g == -1 && PyErr_Occurred())
+            goto fail;
+        Regions *rs = regions_of(v);
+        if (!rs)
+            goto fail;
+        u64 *slot = map_slot(&fresh, (u64)g, 0);
+        if (!slot) {
+            regions_free(rs);
+            PyErr_NoMemory();
+            goto fail;
+        }
+        *slot = (u64)(uintptr_t)rs;
+    }
+    map_clear_objects(&self->regions, 1);
+    self->regions = fresh;
+    Py_RETURN_NONE;
+fail:
+    map_clear_objects(&fresh, 1);
+    return NULL;
+}
+
+static PyObject *L_clear(LogsObject *self, PyObject *unused) {
+    (void)unused;
+    if (refuse_busy(self))
+        return NULL;
+    map_clear_objects(&self->tasks, 0);
+    map_clear_objects(&self->regions, 1);
+    Py_RETURN_NONE;
+}
+
+static PyObject *L_get_seq(LogsObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromLongLong(self->seq);
+}
+
+static int L_set_seq(LogsObject *self, PyObject *value, void *closure) {
+    (void)closure;
+    if (!value) {
+        PyErr_SetString(PyExc_AttributeError, "seq cannot be deleted");
+        return -1;
+    }
+    long long seq = PyLong_AsLongLong(value);
+    if (seq == -1 && PyErr_Occurred())
+        return -1;
+    self->seq = (i64)seq;
+    return 0;
+}
+
+static PyGetSetDef L_getset[] = {
+    {"seq", (getter)L_get_seq, (setter)L_set_seq, "How many regions have begun (their order's count).", NULL},
+    {NULL},
+};
+
+static PyMethodDef L_methods[] = {
+    {"scan", (PyCFunction)L_scan, METH_VARARGS,
+     "scan($self, codes, goroutines, args, strings, /)\n--\n\n"
+     "A batch's tasks, regions and logs followed: (the logs of the tasks ended, by task; of the regions ended, "
+     "in order)."},
+    {"export", (PyCFunction)L_export, METH_NOARGS,
+     "export($self, /)\n--\n\n(tasks, regions, seq, touched, pending_tasks, pops, pending_regions), as UserLogs "
+     "holds them; the lists are the state's own."},
+    {"set_tasks", (PyCFunction)L_set_tasks, METH_VARARGS,
+     "set_tasks($self, tasks, /)\n--\n\nThe open tasks ({task: list of logs}), in place of those held."},
+    {"set_regions", (PyCFunction)L_set_regions, METH_VARARGS,
+     "set_regions($self, regions, /)\n--\n\nThe open regions ({goroutine: [(task, seq, logs), ...]}, "
+     "outermost first), in place of those held."},
+    {"clear", (PyCFunction)L_clear, METH_NOARGS, "clear($self, /)\n--\n\nForget the open tasks and regions."},
+    {NULL},
+};
+
+static PyTypeObject UserLogsCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "livetrace._trace._ccore.UserLogsCore",
+    .tp_basicsize = sizeof(LogsObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)L_init,
+    .tp_dealloc = (destructor)L_dealloc,
+    .tp_methods = L_methods,
+    .tp_getset = L_getset,
+    .tp_doc = "UserLogsCore(split, max_logs, prior)\n--\n\nThe state and scan of _trace/spans/logs.py's "
+              "UserLogs, compiled (CompiledUserLogs wraps it).",
+};
 
 /* span_task_logs(kinds, tasks, task_logs, TASK) -> {row: tuple of its logs} for each task span (kind TASK)
  * whose task has logs in task_logs: the twin is _trace/spans/builder.py's span_logs' loop over the task spans. */
@@ -341,17 +667,13 @@ static PyMethodDef logs_methods[] = {
     {"span_task_logs", span_task_logs, METH_VARARGS,
      "span_task_logs($module, kinds, tasks, task_logs, task_kind, /)\n--\n\n"
      "The logs of a batch's task spans whose task has any, by row."},
-    {"user_logs_scan", user_logs_scan, METH_VARARGS,
-     "user_logs_scan($module, codes, goroutines, args, strings, split, tasks, regions, seq, touched, "
-     "pending_tasks, pops, pending_regions, prior, max_logs, /)\n--\n\n"
-     "UserLogs.scan, compiled: (the logs of the tasks ended, of the regions ended, the regions' count)."},
     {NULL},
 };
 
 int span_logs_register(PyObject *module) {
     if (!EMPTY && !(EMPTY = PyBytes_FromStringAndSize("", 0)))
         return -1;
-    if (!ONE && !(ONE = PyLong_FromLong(1)))
+    if (add_type(module, &UserLogsCoreType, "UserLogsCore") < 0)
         return -1;
     return PyModule_AddFunctions(module, logs_methods);
 }

@@ -17,7 +17,7 @@ from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
-from livetrace._trace.spans.logs import Logs, UserLogs
+from livetrace._trace.spans.logs import Logs, user_logs
 from livetrace._trace.spans.model import Follow, SpanKind
 from livetrace._trace.spans.twin import SpanCore
 
@@ -109,7 +109,7 @@ class SpanBuilder:
         self._tables: dict[int, Tables] = {}
         self._last: Tables | None = None
         self._token = -1
-        self._logs = UserLogs(compiled=compiled, following=bool(follow & Follow.LOGS))
+        self._logs = user_logs(compiled=compiled, following=bool(follow & Follow.LOGS))
 
     def _token_of(self, gen: Tables | None) -> int:
         if gen is not None and gen is not self._last:

@@ -39,7 +39,7 @@ from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.tables import Tables
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.builder import SpanBuilder, slim_tables, span_logs
-from livetrace._trace.spans.logs import Logs, Prior, UserLogs
+from livetrace._trace.spans.logs import CompiledUserLogs, Logs, Prior, UserLogs, user_logs
 from livetrace._trace.spans.model import MAX_SPAN_LOGS, SPAN_CLIPPED_END, Follow, SpanKind
 from livetrace._trace.spans.twin import (
     ACTIVE,
@@ -109,7 +109,7 @@ class GenerationSpans:
     token: int
     tables: Tables | None
     core: SpanCore | ccore.SpanCore  # kept for the join's questions about regions and tasks
-    logs: UserLogs
+    logs: UserLogs | CompiledUserLogs
     names: list[bytes]
     parts: list[Part]  # per batch fed: span columns (bytearrays), its tasks' and regions' logs
     opens: list[tuple[int, ...]]
@@ -133,7 +133,7 @@ def build_generation(
     core: SpanCore | ccore.SpanCore = (
         ccore.SpanCore(True, int(follow)) if use_compiled(compiled) else SpanCore(True, follow)
     )
-    logs = UserLogs(split=True, compiled=compiled, following=bool(follow & Follow.LOGS))
+    logs = user_logs(split=True, compiled=compiled, following=bool(follow & Follow.LOGS))
     names: list[bytes] = [b""]
     parts: list[Part] = []
     tables: Tables | None = None

@@ -14,6 +14,7 @@ a :class:`Prior` for the join to resolve.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import NARGS
@@ -41,6 +42,7 @@ _USER_EVENTS_OR_EXITS = _any_of(*_USER, EV_GO_DESTROY, EV_GO_DESTROY_SYSCALL)
 _REGION_BEGIN = bytes([EV_USER_REGION_BEGIN])
 Log = tuple[bytes, bytes]
 Logs = list[Log]
+Region = tuple[int, int, Logs]  # an open region: its task, its begin order, its logs
 
 
 @dataclass
@@ -55,19 +57,30 @@ class Prior:
     pending: Logs = field(default_factory=list)
 
 
+def _opened(opens: list[tuple[int, ...]]) -> tuple[dict[int, Logs], dict[int, list[Region]], int]:
+    """The tasks and regions open in a span core (``opens``, its export's),
+    each with no logs (those so far are not known), and the greatest
+    region order among them."""
+    tasks: dict[int, Logs] = {key: [] for where, key, *_ in opens if where == IN_TASKS}
+    regions: dict[int, list[Region]] = {}
+    seq = 0
+    for where, key, *f in opens:  # (each goroutine's outermost first)
+        if where == IN_REGIONS:
+            regions.setdefault(key, []).append((f[OPEN_TASK], f[OPEN_SEQ], []))
+            seq = max(seq, f[OPEN_SEQ])
+    return tasks, regions, seq
+
+
 class UserLogs:
-    """``compiled`` as for :func:`open_decoder`: the scan in the core
-    (``user_logs_scan``, on this object's dicts), or in Python.
+    """The scan in Python, the twin of :class:`CompiledUserLogs`.
     ``following`` False: the logs are not followed (a builder that does
     not follow Follow.LOGS), and a scan finds none, until :meth:`follow_open`."""
 
-    def __init__(self, *, split: bool = False, compiled: bool | None = None, following: bool = True) -> None:
+    def __init__(self, *, split: bool = False, following: bool = True) -> None:
         self.split = split
         self.following = following
-        self._fast = use_compiled(compiled)
         self.tasks: dict[int, Logs] = {}  # open task -> its logs
-        # goroutine -> its open regions, innermost last: (task, begin order, logs)
-        self.regions: dict[int, list[tuple[int, int, Logs]]] = {}
+        self.regions: dict[int, list[Region]] = {}  # goroutine -> its open regions, innermost last
         self.seq = 0
         # Split mode only:
         self.touched: set[int] = set()  # tasks begun or ended in the generation
@@ -84,12 +97,8 @@ class UserLogs:
         span core (``opens``, its export's): their logs so far are not
         known, so each starts with none, and the regions the core ends are
         those this side ends, one for one."""
-        self.tasks = {key: [] for where, key, *_ in opens if where == IN_TASKS}
-        self.regions = {}
-        for where, key, *f in opens:  # (each goroutine's outermost first)
-            if where == IN_REGIONS:
-                self.regions.setdefault(key, []).append((f[OPEN_TASK], f[OPEN_SEQ], []))
-                self.seq = max(self.seq, f[OPEN_SEQ])
+        self.tasks, self.regions, seq = _opened(opens)
+        self.seq = max(self.seq, seq)
         self.following = True
 
     def scan(
@@ -100,24 +109,6 @@ class UserLogs:
         the order the core ends them."""
         if not self.following:
             return {}, []
-        if self._fast:
-            tasks_out, regions_out, self.seq = ccore.user_logs_scan(
-                codes,
-                goroutines,
-                args,
-                strings,
-                self.split,
-                self.tasks,
-                self.regions,
-                self.seq,
-                self.touched,
-                self.pending_tasks,
-                self.pops,
-                self.pending_regions,
-                Prior,
-                MAX_SPAN_LOGS,
-            )
-            return tasks_out, regions_out
         ended_tasks: dict[int, Logs | Prior] = {}
         ended_regions: list[Logs | Prior] = []
         raw = codes.tobytes()
@@ -184,3 +175,106 @@ class UserLogs:
                     self.pops.setdefault(g, [0, 0])[1] = 1
             i = find(1, i + 1)
         return ended_tasks, ended_regions
+
+
+class CompiledUserLogs:
+    """:class:`UserLogs` with its state and scan in the core
+    (``ccore.UserLogsCore``): the same calls, and the same state to read
+    and set, as the twin's dicts, made when asked (until the next scan or
+    change: the join reads them many times over, once a generation)."""
+
+    def __init__(self, *, split: bool = False, following: bool = True) -> None:
+        self.split = split
+        self.following = following
+        self._core = ccore.UserLogsCore(split, MAX_SPAN_LOGS, Prior)
+        self._state: _State | None = None
+
+    def _read(self) -> _State:
+        if self._state is None:
+            self._state = _State(*self._core.export())
+        return self._state
+
+    def clear(self) -> None:
+        self._state = None
+        self._core.clear()
+
+    def follow_open(self, opens: list[tuple[int, ...]]) -> None:
+        """As :meth:`UserLogs.follow_open`."""
+        self.tasks, self.regions, seq = _opened(opens)
+        self.seq = max(self.seq, seq)
+        self.following = True
+
+    def scan(
+        self, codes: memoryview, goroutines: memoryview, args: memoryview, strings: dict[int, bytes]
+    ) -> tuple[dict[int, Logs | Prior], list[Logs | Prior]]:
+        """As :meth:`UserLogs.scan`."""
+        if not self.following:
+            return {}, []
+        self._state = None
+        tasks, regions = self._core.scan(codes, goroutines, args, strings)
+        return tasks, regions
+
+    @property
+    def tasks(self) -> dict[int, Logs]:
+        return self._read().tasks
+
+    @tasks.setter
+    def tasks(self, tasks: dict[int, Logs]) -> None:
+        self._state = None
+        self._core.set_tasks(tasks)
+
+    @property
+    def regions(self) -> dict[int, list[Region]]:
+        return self._read().regions
+
+    @regions.setter
+    def regions(self, regions: dict[int, list[Region]]) -> None:
+        self._state = None
+        self._core.set_regions(regions)
+
+    @property
+    def seq(self) -> int:
+        return int(self._core.seq)
+
+    @seq.setter
+    def seq(self, seq: int) -> None:
+        self._core.seq = seq
+
+    @property
+    def touched(self) -> set[int]:
+        return self._read().touched
+
+    @property
+    def pending_tasks(self) -> dict[int, Logs]:
+        return self._read().pending_tasks
+
+    @property
+    def pops(self) -> dict[int, list[int]]:
+        return self._read().pops
+
+    @property
+    def pending_regions(self) -> dict[int, list[tuple[int, int, Log]]]:
+        return self._read().pending_regions
+
+
+class _State(NamedTuple):
+    """CompiledUserLogs' state as the twin holds it (UserLogsCore.export)."""
+
+    tasks: dict[int, Logs]
+    regions: dict[int, list[Region]]
+    seq: int
+    touched: set[int]
+    pending_tasks: dict[int, Logs]
+    pops: dict[int, list[int]]
+    pending_regions: dict[int, list[tuple[int, int, Log]]]
+
+
+def user_logs(
+    *, split: bool = False, compiled: bool | None = None, following: bool = True
+) -> UserLogs | CompiledUserLogs:
+    """The logs' side of a span builder: ``compiled`` as for
+    :func:`open_decoder` (the core's, or the twin); ``split``: a generation
+    built on its own; ``following`` as for :class:`UserLogs`."""
+    if use_compiled(compiled):
+        return CompiledUserLogs(split=split, following=following)
+    return UserLogs(split=split, following=following)
