@@ -240,3 +240,20 @@ def test_the_scan_lets_the_gil_go_while_it_looks_for_its_rows() -> None:
     batch = user_batch([(m.EV_GO_CREATE, 1, 0, 0, 0)] * 2_000_000 + [(m.EV_USER_TASK_BEGIN, 1, 7, 0, 0)])
     u = user_logs(compiled=True)
     assert lets_the_gil_go(lambda: scan_of(u, batch))
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["compiled", "twin"])
+def test_regions_ended_is_region_meta_without_its_rows(fast: bool) -> None:
+    """What the join's check asks of a generation's regions, without the
+    rows of every span a goroutine emitted (a long-lived one has thousands)."""
+    asked = 0
+    for name, step in [("go122-annotations-stress", 20), ("go122-annotations", 7)]:
+        for i, gen in enumerate(generations(cut(batches_of(named(name).data), step))):
+            w = build_generation(gen, i, compiled=fast)
+            goroutines = {-1, 0, 1 << 40, *w.logs.pops, *w.logs.pending_regions}
+            goroutines |= {int(g) for b in gen for g in b.columns()[4]}
+            for g in goroutines:
+                pops, cleared, _ = w.core.region_meta(g)
+                assert w.core.regions_ended(g) == (pops, cleared)
+                asked += bool(pops or cleared)
+    assert asked > 0

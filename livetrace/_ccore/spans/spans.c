@@ -938,6 +938,14 @@ static PyObject *SpanCore_region_meta(SpanCoreObject *self, PyObject *arg) {
     return Py_BuildValue("(KiN)", (unsigned long long)(r ? r->pops : 0), r ? r->cleared : 0, rows);
 }
 
+static PyObject *SpanCore_regions_ended(SpanCoreObject *self, PyObject *arg) {
+    u64 g = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    Regions *r = map_get_ptr(&self->regions, g);
+    return Py_BuildValue("(Ki)", (unsigned long long)(r ? r->pops : 0), r ? r->cleared : 0);
+}
+
 static PyObject *SpanCore_task_deps(SpanCoreObject *self, PyObject *arg) {
     u64 task = PyLong_AsUnsignedLongLongMask(arg);
     if (PyErr_Occurred())
@@ -1059,6 +1067,9 @@ static PyMethodDef SpanCore_methods[] = {
     {"region_meta", (PyCFunction)SpanCore_region_meta, METH_O,
      "region_meta($self, g, /)\n--\n\nRegions from before goroutine g ended, whether its exit ended the rest, and "
      "(depth, batch, row) of the spans emitted whose names may be a region's from before."},
+    {"regions_ended", (PyCFunction)SpanCore_regions_ended, METH_O,
+     "regions_ended($self, g, /)\n--\n\nregion_meta's first two: what the join's check needs, without the rows "
+     "(a long-lived goroutine's are thousands)."},
     {"task_deps", (PyCFunction)SpanCore_task_deps, METH_O,
      "task_deps($self, task, /)\n--\n\nThe records of the spans that took task's name unseen."},
     {"widen", (PyCFunction)SpanCore_widen, METH_O,

@@ -343,11 +343,11 @@ class SpanJoin:
         elif not self._touches_fit(w.touches):
             return False
         for g, prior in self._regions.items():
-            pops, cleared, _ = w.core.region_meta(g)
+            pops, cleared = w.core.regions_ended(g)
             if cleared and len(prior) > pops:
                 return False
         for g in w.logs.pops.keys() | w.logs.pending_regions.keys():
-            pops, cleared, _ = w.core.region_meta(g)
+            pops, cleared = w.core.regions_ended(g)
             if [pops, cleared] != w.logs.pops.get(g, [0, 0]):
                 return False
         return True

@@ -529,6 +529,11 @@ class SpanCore:
         deps = [self.fixes[i] for i in self.deps.get((DEP_REGION, g), ())]
         return pops[0], pops[1], [(f[3], f[4], f[5]) for f in deps if f[4] >= 0]
 
+    def regions_ended(self, g: int) -> tuple[int, int]:
+        """region_meta's first two, without its rows."""
+        pops = self.region_pops.get(g, [0, 0])
+        return pops[0], pops[1]
+
     def task_deps(self, task: int) -> list[tuple[int, ...]]:
         """Split mode: the records of the spans that took task's name
         while the generation had not seen it begin or end."""
