@@ -3,10 +3,11 @@
  * (dump.c, jsonl.c, text.c). A piece is made by miss(kind, id), which
  * returns bytes, the first time a call meets the id; the caller's dict
  * (one per generation and kind) keeps it, and so keeps alive the bytes the
- * writers point into: it only grows during a call. In front of the dict,
- * a direct-mapped memo, so that most lookups make no Python object; a
- * memo's slots are valid for one call (one open), as the dict may be
- * another at the next. */
+ * writers point into: it only grows, and an id's piece is never replaced
+ * (a piece two makers made at once is the first one's: setdefault). In
+ * front of the dict, a direct-mapped memo, so that most lookups make no
+ * Python object; a memo's slots are good for as long as the next calls
+ * open that same dict (partcache.c). */
 
 #ifndef LIVETRACE_PARTCACHE_H
 #define LIVETRACE_PARTCACHE_H
@@ -44,18 +45,20 @@ enum {
     PART_MISS_RAISED = -2, /* miss raised the exception that is set */
 };
 
-/* A memo of this thread's (partcache.c), emptied by a new epoch rather than
- * cleared: the writers are called every 512 lines, and clearing three memos
- * of 1024 slots at each call cost more than a tenth of a JSON line. -1 when
- * the thread's are all in use (a writer inside a writer's callback). */
-int part_memo_take(PartSlot **slots, u32 *epoch);
+/* A memo of this thread's (partcache.c) for dict: the one last filled from
+ * it, as it was, else one emptied by a new epoch rather than cleared (the
+ * writers are called every 512 lines, and clearing three memos of 1024
+ * slots at each call cost more than a tenth of a JSON line). -1 when the
+ * thread's are all in use (a writer inside a writer's callback). The GIL
+ * held. */
+int part_memo_take(PyObject *dict, PartSlot **slots, u32 *epoch);
 void part_memo_give(int memo);
 
 /* A cache in front of dict: 0, or -1 with MemoryError. Closed by
  * part_cache_close, even after a failed open (or none, if zeroed). */
 static inline int part_cache_open(PartCache *c, PyObject *dict, PyObject *miss, const char *kind) {
     *c = (PartCache){dict, miss, kind, NULL, 1, -1};
-    c->memo = part_memo_take(&c->slots, &c->epoch);
+    c->memo = part_memo_take(dict, &c->slots, &c->epoch);
     if (c->memo < 0 && !(c->slots = calloc(PART_SLOTS, sizeof(PartSlot)))) {
         PyErr_NoMemory();
         return -1;

@@ -161,8 +161,8 @@ class _Pieces:
 
     def name(self, nid: int) -> bytes:
         got = self.pieces["name"].get(nid)
-        if got is None:
-            got = self.pieces["name"][nid] = self._make_name(nid)
+        if got is None:  # (setdefault: the core may point into a piece another thread put in meanwhile)
+            got = self.pieces["name"].setdefault(nid, self._make_name(nid))
         return got
 
     def _make_name(self, nid: int) -> bytes:
@@ -177,7 +177,7 @@ class _Pieces:
         key = tok << 32 | sid
         got = self.pieces["stack"].get(key)
         if got is None:
-            got = self.pieces["stack"][key] = self._make_stack(tables, tok, sid)
+            got = self.pieces["stack"].setdefault(key, self._make_stack(tables, tok, sid))
         return got
 
     def _make_stack(self, tables: Mapping[int, Tables], tok: int, sid: int) -> bytes:
