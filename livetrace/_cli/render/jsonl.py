@@ -192,7 +192,13 @@ def frame_text(stack: list[StackFrame]) -> str:
 def _replaced(name: str) -> str:
     """A name whose bytes were not all UTF-8 (kept as lone surrogates) with
     U+FFFD for each such byte, as its JSON shows it."""
-    return name if name.isascii() else name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if name.isascii():
+        return name
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no decoded name holds (a frame made through the API)
+        raw = name.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "replace")
 
 
 PIECE_LINES = 512
