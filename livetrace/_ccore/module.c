@@ -22,6 +22,7 @@
 #include "views/pprof.h"
 #include "views/top.h"
 #include "tables/columns.h"
+#include "tables/units.h"
 #include "select/select.h"
 #include "spans/spans.h"
 #include "decode/tables.h"
@@ -959,7 +960,8 @@ PyMODINIT_FUNC PyInit__ccore(void) {
         goto fail;
     if (legacy_dump_register(m) < 0 || legacy_stream_register(m) < 0)
         goto fail;
-    if (pprof_register(m) < 0 || top_register(m) < 0 || table_columns_register(m) < 0)
+    if (pprof_register(m) < 0 || top_register(m) < 0 || table_columns_register(m) < 0 ||
+        table_units_register(m) < 0)
         goto fail;
     if (PyType_Ready(&ColumnType) < 0)
         goto fail;

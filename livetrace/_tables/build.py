@@ -23,9 +23,8 @@ import pyarrow.compute as pc
 
 from livetrace._tables.columns import full, names, null_where_not, strided
 from livetrace._tables.events import Strings, counters_batch, cpu_samples_batch, events_batch, logs_batch
-from livetrace._tables.goroutines import blocked_units_batch, goroutine_units_batch
+from livetrace._tables.goroutines import goroutine_units_batch
 from livetrace._tables.kernels import Scratch, Wakes, span_partition, wakers_at_ends
-from livetrace._tables.profiles import pprof_batches, sched_units_batch
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
 from livetrace._tables.spans import (
     STATE_COLUMNS,
@@ -39,6 +38,7 @@ from livetrace._tables.spans import (
     tasks_batch,
 )
 from livetrace._tables.stacks import StackIds
+from livetrace._tables.sums import unit_sums
 from livetrace._trace.accel import use_compiled
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import NO_TASK
@@ -241,15 +241,11 @@ class UnitBuilder:
         units = goroutine_units_batch(
             capture, generation, event_rows, states, self.stacks.rootless, compiled=self._compiled
         )
-        pprof_units, pprof_interval_units = pprof_batches(capture, generation, states, units)
         out: Unit = {
             "events": event_rows,
             "goroutine_states": states,
             "goroutine_units": units,
-            "blocked_units": blocked_units_batch(capture, generation, states),
-            "sched_units": sched_units_batch(capture, generation, states),
-            "pprof_units": pprof_units,
-            "pprof_interval_units": pprof_interval_units,
+            **unit_sums(capture, generation, states, units, compiled=self._compiled),
             "proc_states": procs,
             "spans": sp,
             "gc_spans": gc_spans_batch(sp),

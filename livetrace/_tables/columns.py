@@ -50,6 +50,24 @@ def null_where_not(array: pa.Array, keep: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(array.type, len(array), [valid.buffers()[1], array.buffers()[1]])
 
 
+def whole(array: pa.Array) -> pa.Array:
+    """The array from offset 0 of its buffers (a copy only where it had an offset)."""
+    return pa.concat_arrays([array]) if array.offset else array
+
+
+def sorted_by_keys(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """The rows sorted by the key columns, each ascending, nulls first: the
+    order of the compiled core's grouped rows. A key with nulls sorts by
+    its validity first (false first), which needs no pyarrow's per-key
+    null placement (25 and later)."""
+    columns = {}
+    for k in keys:
+        if rows[k].null_count:
+            columns[f"{k} valid"] = pc.is_valid(rows[k])
+        columns[k] = rows[k]
+    return rows.take(pc.sort_indices(pa.table(columns), sort_keys=[(c, "ascending") for c in columns]))
+
+
 def flag(flags: pa.Array, bit: int) -> pa.Array:
     return pc.not_equal(pc.bit_wise_and(flags, pa.scalar(bit, flags.type)), pa.scalar(0, flags.type))
 

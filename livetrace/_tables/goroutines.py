@@ -19,7 +19,7 @@ from collections.abc import Set
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import full
+from livetrace._tables.columns import full, sorted_by_keys, whole
 from livetrace._tables.kernels import one_of
 from livetrace._tables.schema import SCHEMAS
 from livetrace._trace.accel import ccore
@@ -117,19 +117,14 @@ def _forever(reasons: pa.DictionaryArray) -> pa.Array:
     return pc.equal(reasons.dictionary, "forever")
 
 
-def _whole(array: pa.Array) -> pa.Array:
-    """The array from offset 0 of its buffers (a copy only where it had an offset)."""
-    return pa.concat_arrays([array]) if array.offset else array
-
-
 def _seen_compiled(states: pa.RecordBatch, rootless: Set[int]) -> pa.Table:
     n = states.num_rows
     if not n:
         return _seen(states, rootless, compiled=False)
     g, start, end, start_stacks, end_stacks = (
-        _whole(states[c]) for c in ("goroutine", "start", "end", "start_stack_id", "end_stack_id")
+        whole(states[c]) for c in ("goroutine", "start", "end", "start_stack_id", "end_stack_id")
     )
-    kinds, reasons = _whole(states["state"].indices), _whole(states["reason"].indices)
+    kinds, reasons = whole(states["state"].indices), whole(states["reason"].indices)
     forever = _forever(states["reason"]).fill_null(False).cast(pa.uint8())
     ids = array("Q", sorted(i & (2**64 - 1) for i in rootless))
     cols = ccore.table_goroutine_seen(
@@ -186,20 +181,21 @@ def _aggregate(rows: pa.Table, columns: dict[str, tuple[str, str]]) -> pa.Table:
 
 def blocked_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> pa.RecordBatch:
     """The unit's ``blocked_units`` rows: its goroutine_states rows of
-    state blocked, summed per reason, stack and whether still blocked."""
+    state blocked, summed per reason, stack and whether still blocked, by
+    those (a reason by its dictionary index)."""
+    keys = ["reason", "stack_id", "clipped_end"]
     rows = pa.table(
         {
-            "reason": states["reason"],
+            "reason": states["reason"].indices,
             "stack_id": states["start_stack_id"],
             "clipped_end": states["clipped_end"],
             "duration": states["duration"],
         }
     ).filter(state_is(states, SpanKind.BLOCKED))
-    sums = rows.group_by(["reason", "stack_id", "clipped_end"], use_threads=False).aggregate(
-        [("duration", f) for f in ("count", "sum", "min", "max")]
-    )
-    sums = sums.rename_columns(["reason", "stack_id", "clipped_end", "intervals", "total_ns", "min_ns", "max_ns"])
-    return unit_batch(capture, generation, sums, "blocked_units")
+    sums = rows.group_by(keys, use_threads=False).aggregate([("duration", f) for f in ("count", "sum", "min", "max")])
+    sums = sorted_by_keys(sums, keys).rename_columns([*keys, "intervals", "total_ns", "min_ns", "max_ns"])
+    reasons = pa.DictionaryArray.from_arrays(sums["reason"].combine_chunks(), states["reason"].dictionary)
+    return unit_batch(capture, generation, sums.set_column(0, "reason", reasons), "blocked_units")
 
 
 def goroutine_units_batch(

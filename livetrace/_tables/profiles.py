@@ -23,14 +23,14 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from livetrace._tables.columns import full
+from livetrace._tables.columns import full, sorted_by_keys
 from livetrace._tables.goroutines import state_is, unit_batch
 from livetrace._tables.schema import PPROF_PROFILES
 from livetrace._trace.spans.model import SPAN_KIND_NAMES, SpanKind
 from livetrace._views.pprof import PROFILE_RULES
 
 _PROFILE_TYPE = pa.dictionary(pa.int32(), pa.string())
-_PROFILES = pa.array(PPROF_PROFILES, pa.string())
+PROFILE_NAMES = pa.array(PPROF_PROFILES, pa.string())  # a profile column's dictionary
 _NO_PROFILE = -1
 
 
@@ -40,10 +40,11 @@ def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
 
 def sched_units_batch(capture: int, generation: int, states: pa.RecordBatch) -> pa.RecordBatch:
     """The unit's ``sched_units`` rows: its runnable intervals whose end was
-    seen, counted per goroutine and duration."""
+    seen, counted per goroutine and duration, by those."""
     waits = pc.and_(state_is(states, SpanKind.RUNNABLE), pc.invert(states["clipped_end"]))
     rows = pa.table({"goroutine": states["goroutine"], "duration": states["duration"]}).filter(waits)
-    counts = rows.group_by(["goroutine", "duration"], use_threads=False).aggregate([("duration", "count")])
+    keys = ["goroutine", "duration"]
+    counts = sorted_by_keys(rows.group_by(keys, use_threads=False).aggregate([("duration", "count")]), keys)
     return unit_batch(capture, generation, _renamed(counts, {"duration_count": "waits"}), "sched_units")
 
 
@@ -57,13 +58,18 @@ def _profile_of(state: str, reason: str) -> int:
     return _NO_PROFILE
 
 
-def _profiles(states: pa.RecordBatch) -> pa.Array:
-    """Each state's profile (_profile_of), looked up by its state's and its
-    reason's dictionary indices together: one take, whatever the rows."""
+def profile_table(states: pa.RecordBatch) -> pa.Array:
+    """The profile (_profile_of) of each pair of a state's and a reason's
+    dictionary index, at state * len(reasons) + reason (int32)."""
     kinds, reasons = states["state"].dictionary.to_pylist(), states["reason"].dictionary.to_pylist()
-    table = pa.array([_profile_of(k, r) for k in kinds for r in reasons], pa.int32())
-    at = pc.add(pc.multiply(states["state"].indices, len(reasons)), states["reason"].indices)
-    return pc.take(table, at)
+    return pa.array([_profile_of(k, r) for k in kinds for r in reasons], pa.int32())
+
+
+def _profiles(states: pa.RecordBatch) -> pa.Array:
+    """Each state's profile, looked up by its state's and its reason's
+    dictionary indices together: one take, whatever the rows."""
+    at = pc.add(pc.multiply(states["state"].indices, len(states["reason"].dictionary)), states["reason"].indices)
+    return pc.take(profile_table(states), at)
 
 
 def _pprof_rows(states: pa.RecordBatch, units: pa.RecordBatch) -> tuple[pa.Table, pa.Table]:
@@ -93,11 +99,12 @@ def _pprof_rows(states: pa.RecordBatch, units: pa.RecordBatch) -> tuple[pa.Table
 def _pprof_batch(capture: int, generation: int, inside: pa.Table, alone: pa.Table, table: str) -> pa.RecordBatch:
     """``table``'s rows: the intervals ``inside`` summed per its key
     (goroutine, profile, stack, and for pprof_interval_units their
-    duration), each of ``alone`` a row of its own."""
+    duration), by that key; then each of ``alone`` a row of its own."""
     keys = ["goroutine", "profile", "stack_id", *(["ns"] if table == "pprof_interval_units" else [])]
     sums = inside.group_by(keys, use_threads=False).aggregate(
         [("start", "count"), ("ns", "sum"), ("start", "min"), ("end", "max")]
     )
+    sums = sorted_by_keys(sums, keys)
     alone = pa.table(
         {
             **{k: alone[k] for k in keys},
@@ -111,7 +118,7 @@ def _pprof_batch(capture: int, generation: int, inside: pa.Table, alone: pa.Tabl
     both = _renamed(
         both, {"start_count": "intervals", "ns_sum": "total_ns", "start_min": "first_start", "end_max": "last_end"}
     )
-    names = pa.DictionaryArray.from_arrays(both["profile"].combine_chunks(), _PROFILES)
+    names = pa.DictionaryArray.from_arrays(both["profile"].combine_chunks(), PROFILE_NAMES)
     both = both.set_column(both.column_names.index("profile"), "profile", names)
     return unit_batch(capture, generation, both, table)
 

@@ -613,3 +613,26 @@ def table_goroutine_seen(
     """Per goroutine of goroutine_states rows, when first and last seen and
     its first own stack, as columns and validity bitmaps (the twin of
     _tables/goroutines.py's _seen)."""
+
+def table_unit_sums(
+    goroutines: ReadableBuffer,
+    starts: ReadableBuffer,
+    ends: ReadableBuffer,
+    durations: ReadableBuffer,
+    stacks: ReadableBuffer,
+    states: ReadableBuffer,
+    reasons: ReadableBuffer,
+    clipped_end: ReadableBuffer,
+    profile_of: ReadableBuffer,
+    unit_goroutines: ReadableBuffer,
+    first_runs: ReadableBuffer,
+    stack_valid: ReadableBuffer | None,
+    first_run_valid: ReadableBuffer | None,
+    n: int,
+    nreasons: int,
+    /,
+) -> tuple[tuple[bytes, ...], tuple[bytes, ...], tuple[bytes, ...], tuple[bytes, ...]]:
+    """A unit's sched_units, blocked_units, pprof_units and
+    pprof_interval_units rows from its goroutine_states, as columns and
+    validity bitmaps, each table's groups sorted by key (the twin of
+    _tables/sums.py's unit_sums on pyarrow)."""
