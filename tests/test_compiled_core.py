@@ -261,6 +261,7 @@ def text_and_span_lines(rng):  # the writers that let the GIL go, with pieces wh
         except ValueError:
             pass
 from livetrace._trace.spans.logs import user_logs
+from livetrace._tables.read import iter_tables
 def logs_state(batches, rng):  # the logs' state in the core, split or not, read and set back now and then
     for split in (False, True):
         u = user_logs(split=split, compiled=True)
@@ -333,6 +334,11 @@ while time.monotonic() < deadline:
     top_of(sums, spans)
     sums.take()
     fresh_and_carried(bytes(buf), rng)
+    if rng.random() < 0.2:  # the tables' kernels (a unit's sums, the goroutines seen, the wakers...)
+        try:
+            for _ in iter_tables(bytes(buf), compiled=True): pass
+        except (TraceFormatError, MemoryError):
+            pass
     try:
         record_columns(bytes(buf[16:16 + rng.randint(0, 300)]), 26, compiled=True)
     except TraceFormatError:
