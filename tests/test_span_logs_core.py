@@ -237,9 +237,10 @@ def test_a_scan_refuses_to_be_reentered() -> None:
 
 
 def test_the_scan_lets_the_gil_go_while_it_looks_for_its_rows() -> None:
-    batch = user_batch([(m.EV_GO_CREATE, 1, 0, 0, 0)] * 2_000_000 + [(m.EV_USER_TASK_BEGIN, 1, 7, 0, 0)])
+    n = 2_000_000  # none of them the scan's
+    codes, goroutines, args = bytes([m.EV_GO_CREATE]) * n, bytes(8 * n), bytes(8 * NARGS * n)
     u = user_logs(compiled=True)
-    assert lets_the_gil_go(lambda: scan_of(u, batch))
+    assert lets_the_gil_go(lambda: u.scan(memoryview(codes), memoryview(goroutines), memoryview(args), {}))
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["compiled", "twin"])
