@@ -181,7 +181,9 @@ class CompiledUserLogs:
     """:class:`UserLogs` with its state and scan in the core
     (``ccore.UserLogsCore``): the same calls, and the same state to read
     and set, as the twin's dicts, made when asked (until the next scan or
-    change: the join reads them many times over, once a generation)."""
+    change: the join reads them many times over, once a generation). The
+    dicts read are the state's copies (the lists in them its own): a
+    change to them is set whole (``tasks``, ``regions``)."""
 
     def __init__(self, *, split: bool = False, following: bool = True) -> None:
         self.split = split
