@@ -57,10 +57,10 @@ class Prior:
     pending: Logs = field(default_factory=list)
 
 
-def _opened(opens: list[tuple[int, ...]]) -> tuple[dict[int, Logs], dict[int, list[Region]], int]:
-    """The tasks and regions open in a span core (``opens``, its export's),
-    each with no logs (those so far are not known), and the greatest
-    region order among them."""
+def _follow_open(logs: UserLogs | CompiledUserLogs, opens: list[tuple[int, ...]]) -> None:
+    """Both twins' follow_open: the tasks and regions open in a span core
+    (``opens``, its export's), each with no logs, and the regions' order
+    counted on from the greatest among them."""
     tasks: dict[int, Logs] = {key: [] for where, key, *_ in opens if where == IN_TASKS}
     regions: dict[int, list[Region]] = {}
     seq = 0
@@ -68,7 +68,9 @@ def _opened(opens: list[tuple[int, ...]]) -> tuple[dict[int, Logs], dict[int, li
         if where == IN_REGIONS:
             regions.setdefault(key, []).append((f[OPEN_TASK], f[OPEN_SEQ], []))
             seq = max(seq, f[OPEN_SEQ])
-    return tasks, regions, seq
+    logs.tasks, logs.regions = tasks, regions
+    logs.seq = max(logs.seq, seq)
+    logs.following = True
 
 
 class UserLogs:
@@ -97,9 +99,7 @@ class UserLogs:
         span core (``opens``, its export's): their logs so far are not
         known, so each starts with none, and the regions the core ends are
         those this side ends, one for one."""
-        self.tasks, self.regions, seq = _opened(opens)
-        self.seq = max(self.seq, seq)
-        self.following = True
+        _follow_open(self, opens)
 
     def scan(
         self, codes: memoryview, goroutines: memoryview, args: memoryview, strings: dict[int, bytes]
@@ -202,9 +202,7 @@ class CompiledUserLogs:
 
     def follow_open(self, opens: list[tuple[int, ...]]) -> None:
         """As :meth:`UserLogs.follow_open`."""
-        self.tasks, self.regions, seq = _opened(opens)
-        self.seq = max(self.seq, seq)
-        self.following = True
+        _follow_open(self, opens)
 
     def scan(
         self, codes: memoryview, goroutines: memoryview, args: memoryview, strings: dict[int, bytes]
