@@ -188,3 +188,18 @@ def test_a_bad_frame_after_a_held_one_keeps_the_good_frames() -> None:
     with pytest.raises(ProtocolError, match="unknown frame type 0x7f") as err:
         conn.receive_data(first[10:] + proto.encode_frame(0x7F, b"x"))
     assert [c.seq for c in err.value.events if isinstance(c, proto.Chunk)] == [1]
+
+
+def test_a_large_frame_sent_a_few_bytes_at_a_time_arrives_whole() -> None:
+    """A frame a slow (or hostile) peer sends in pieces is held and grown in
+    place until whole, then read once."""
+    payload = bytes(range(256)) * 4096  # 1 MiB
+    stream = server_preamble() + json_frame(proto.HANDSHAKE, HANDSHAKE) + chunk_frame(1, 0, payload)
+    conn = proto.ClientConnection()
+    events: list[proto.Event] = []
+    for i in range(0, len(stream), 61):
+        events += conn.receive_data(stream[i : i + 61])
+        assert conn.buffered < len(stream)
+    assert conn.buffered == 0
+    chunks = [e for e in events if isinstance(e, proto.Chunk)]
+    assert len(chunks) == 1 and chunks[0].data == payload

@@ -72,7 +72,7 @@ HEARTBEAT = 0x24
 MAX_FRAME = 16 << 20
 
 
-def _frame_head(src: bytes, pos: int) -> tuple[int, int]:
+def _frame_head(src: bytes | bytearray, pos: int) -> tuple[int, int]:
     """The type and payload length of the frame whose header starts at pos;
     ProtocolError past MAX_FRAME (before any of it is waited for)."""
     ftype, length = _FRAME_HEAD.unpack_from(src, pos)
@@ -272,8 +272,9 @@ class ClientConnection:
     def __init__(self) -> None:
         # The start of a frame whose end has not arrived (the preamble's,
         # before it is seen): the rest of the stream is read where it
-        # arrives, only this piece kept between calls.
-        self._held = b""
+        # arrives, only this piece kept between calls. Grown in place: a
+        # peer may send a large frame a few bytes at a time.
+        self._held = bytearray()
         self._preamble_seen = False
         self._handshake_seen = False
         self._chunk_seen = False
@@ -289,9 +290,9 @@ class ClientConnection:
         data = data if type(data) is bytes else bytes(data)
         events: list[Event] = []
         if not self._preamble_seen:
-            data, self._held = self._held + data, b""
+            data, self._held = bytes(self._held) + data, bytearray()
             if len(data) < PREAMBLE_SIZE:
-                self._held = data
+                self._held += data
                 return events
             try:
                 p = Preamble.parse(data[:PREAMBLE_SIZE])
@@ -305,7 +306,7 @@ class ClientConnection:
         try:
             pos = self._complete_held(data, events)
             if pos is not None:
-                self._held = data[self._frames(data, pos, events) :]
+                self._held += data[self._frames(data, pos, events) :]
         except ProtocolError as e:
             # The frames before the bad one are good: the caller may still use
             # them (a recording keeps their chunks) before reporting the error.
@@ -319,17 +320,18 @@ class ClientConnection:
         bytes copied) and read: where data's next frame starts, or None when
         data did not complete it (the held piece grown by all of data)."""
         pos = 0
-        while self._held:
-            held = self._held
+        held = self._held
+        while held:
             header_only = len(held) < FRAME_HEADER_SIZE  # its header first, for its length
             size = FRAME_HEADER_SIZE + (0 if header_only else _frame_head(held, 0)[1])
             take = min(size - len(held), len(data) - pos)
-            self._held = held + data[pos : pos + take]
+            held += data[pos : pos + take]
             pos += take
-            if len(self._held) < size:
+            if len(held) < size:
                 return None
             if not header_only:
-                frame, self._held = self._held, b""
+                frame = bytes(held)
+                held.clear()
                 self._frames(frame, 0, events)
         return pos
 
