@@ -274,6 +274,7 @@ def span_select(
 
 def span_take(columns: list[memoryview], rows: ReadableBuffer, /) -> list[bytes]: ...
 
+@final
 class UserLogsCore:
     """_trace/spans/logs.py's UserLogs state and scan, compiled (CompiledUserLogs wraps it)."""
 
