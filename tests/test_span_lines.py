@@ -306,18 +306,17 @@ def test_twins_agree_on_hostile_columns(spans: SpanBatch, t0: int) -> None:
     assert_lines_agree([spans], t0, with_reference=False)
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["compiled", "twin"])
 @pytest.mark.parametrize("fmt", ["jsonl", "text"])
-def test_a_stack_or_name_is_made_once_whatever_generations_name_it(
-    fast: bool, fmt: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_stack_or_name_is_made_once_whatever_generations_name_it(fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each generation names its stacks with ids of its own, and built in
-    the pool, its names too: the pieces are kept by what they show, so a
-    stack or a name that every generation has is made into JSON (or text)
-    once, not once per generation; and the lines are those of pieces made
-    afresh for each batch."""
+    the pool, its names too (and a live tail writes each with a SpanLines
+    of its own: Render): the pieces are kept by what they show, so a stack
+    or a name that every generation has is made into JSON (or text) once,
+    not once per generation; and the lines are those of pieces made afresh
+    for each batch."""
     from livetrace._cli.render import spans as render
     from livetrace._cli.render.parts import stack_content
+    from livetrace._cli.tail import Render, View
 
     made: list[object] = []
     stack_maker, name_maker = (
@@ -332,14 +331,15 @@ def test_a_stack_or_name_is_made_once_whatever_generations_name_it(
         made.append(raw)
         return name_maker(raw)
 
-    batches, _ = split(batches_of((RUNTIME / "go126-generations.trace").read_bytes()), fast, ())
+    batches, _ = split(batches_of((RUNTIME / "go126-generations.trace").read_bytes()), True, ())
     batches = [b for b in batches if len(b)]
-    each = b"".join(SpanLines(fmt, compiled=fast).encode(b, 0) for b in batches)  # pieces made afresh
+    t0 = batches[0].starts[0]
+    each = b"".join(SpanLines(fmt).encode(b, t0) for b in batches)  # pieces made afresh
     suffix = "json" if fmt == "jsonl" else "text"
     monkeypatch.setattr(render, f"_stack_{suffix}", stack)
     monkeypatch.setattr(render, f"_name_{suffix}", name)
-    lines = SpanLines(fmt, compiled=fast)
-    assert b"".join(lines.encode(b, 0) for b in batches) == each
+    lines = Render(View(fmt, None, True, False))
+    assert b"".join(p for b in batches for p in lines(b)().pieces) == each
     assert len({id(b.names_table) for b in batches}) > 1  # names of several builders
     assert len({id(t) for b in batches for t in b.tables.values()}) > 1  # stacks of several generations
     assert any(isinstance(k, tuple) for k in made) and any(isinstance(k, bytes) for k in made)

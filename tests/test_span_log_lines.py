@@ -5,16 +5,21 @@ each such line whole, several times the cost. The bytes stay the twin's."""
 
 from __future__ import annotations
 
+import json
 import os
 from functools import partial
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from livetrace._cli.render.spans import SpanLines, logs_json
+from livetrace._protocol.text import json_safe
 from livetrace._trace.accel import ccore
 from livetrace._trace.spans.batch import SpanBatch
 from livetrace._trace.spans.model import SPAN_KIND_NAMES
 
+from .conftest import examples
 from .test_span_lines import batch
 
 pytestmark = [
@@ -73,3 +78,19 @@ def test_a_batch_in_one_call_comes_in_pieces_of_the_lines_asked(per: int) -> Non
     )
     assert [piece.count(b"\n") for piece in got] == ([per] * (10 // per) + [10 % per] * (10 % per > 0) if per else [10])
     assert b"".join(got) == lines.encode_twin(spans, 0)
+
+
+_LOG_BYTES = st.lists(
+    st.sampled_from([b"a", b"\x00", b"\x7f", b"\xc2\x85", b"\xe2\x80\xa8", b"\xff", b'"', b"\\", b"\xf0\x9f\x98\x80"]),
+    max_size=4,
+).map(b"".join)
+
+
+@settings(max_examples=examples(300))
+@given(st.lists(st.tuples(_LOG_BYTES, _LOG_BYTES), max_size=4))
+def test_logs_json_is_the_json_of_their_list(logs: list[tuple[bytes, bytes]]) -> None:
+    """Each log's JSON is kept and the list's joined from them: the bytes of
+    the whole list's JSON, escapes and all."""
+    entries = [{"category": c.decode("utf-8", "replace"), "message": m.decode("utf-8", "replace")} for c, m in logs]
+    assert logs_json(logs) == json_safe(json.dumps(entries, ensure_ascii=False)).encode()
+    assert logs_json(logs) == logs_json(list(logs))  # (again: from the kept pieces)

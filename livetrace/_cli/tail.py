@@ -24,8 +24,9 @@ from livetrace._cli.common import (
 )
 from livetrace._cli.output import widen_pipe, write_bytes
 from livetrace._cli.render.jsonl import JsonlEncoder, PartsAcross, utf8
+from livetrace._cli.render.parts import Kept
 from livetrace._cli.render.provisional import ProvisionalJsonl
-from livetrace._cli.render.spans import SpanLines, first_spans
+from livetrace._cli.render.spans import MAX_PIECES, SpanLines, first_spans
 from livetrace._cli.render.text import TextAcross, TextEncoder
 from livetrace._items import Notice, Provisional, SymbolsResolved, WindowGap
 from livetrace._plural import plural
@@ -204,12 +205,18 @@ class Formatter:
     """The bytes `tail` writes for a batch (of events, spans or a notice):
     its lines in the view's format, in pieces to write in order."""
 
-    def __init__(self, view: View, across: PartsAcross | None = None, text_across: TextAcross | None = None) -> None:
+    def __init__(
+        self,
+        view: View,
+        across: PartsAcross | None = None,
+        text_across: TextAcross | None = None,
+        span_pieces: Kept[bytes] | None = None,
+    ) -> None:
         self.view = view
         self.jsonl = JsonlEncoder(across)
         self.provisional_jsonl = ProvisionalJsonl()
         self.text = TextEncoder(view.color, across=text_across)
-        self.spans = SpanLines(view.fmt, view.color)
+        self.spans = SpanLines(view.fmt, view.color, kept=span_pieces)
 
     def pieces(self, batch: Sequence[object], t0: int, provisional: bool) -> list[bytes]:
         """provisional: the batch is a legacy trace's events before its footer."""
@@ -258,14 +265,19 @@ class Render:
     generation (whose caches are per generation; the pool's threads share
     it: its writers keep no state per batch, and their caches only grow,
     under the GIL; the JSON and text of stacks and strings are kept across
-    generations: :class:`PartsAcross`, :class:`TextAcross`)."""
+    generations: :class:`PartsAcross`, :class:`TextAcross`, and the spans'
+    pieces in a ``Kept`` of their own)."""
 
     def __init__(self, view: View) -> None:
         self._view = view
         self._t0: int | None = None
         self._key: object = None
         self._across, self._text_across = PartsAcross(), TextAcross()
-        self._formatter = Formatter(view, self._across, self._text_across)
+        self._span_pieces = Kept[bytes](MAX_PIECES)
+        self._formatter = self._new_formatter()
+
+    def _new_formatter(self) -> Formatter:
+        return Formatter(self._view, self._across, self._text_across, self._span_pieces)
 
     def __call__(self, batch: EventBatch | SpanBatch) -> Callable[[], Rendered]:
         if self._t0 is None:
@@ -273,7 +285,7 @@ class Render:
         # A span batch's names and stacks are its generation's (or its builder's) tables.
         key = batch.names_table if isinstance(batch, SpanBatch) else batch.gen
         if key is not self._key or key is None:
-            self._formatter, self._key = Formatter(self._view, self._across, self._text_across), key
+            self._formatter, self._key = self._new_formatter(), key
         formatter, t0 = self._formatter, self._t0
 
         def lines() -> Rendered:

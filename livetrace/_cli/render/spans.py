@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from livetrace._cli.render.color import paint_line
@@ -116,9 +116,20 @@ def kind_columns(color: bool) -> tuple[bytes, ...]:
 
 
 def logs_json(logs: Sequence[tuple[bytes, bytes]]) -> bytes:
-    """A span's logs (category, message) as a JSON line has them."""
-    entries = [{"category": c.decode("utf-8", "replace"), "message": m.decode("utf-8", "replace")} for c, m in logs]
-    return json_safe(json.dumps(entries, ensure_ascii=False)).encode()
+    """A span's logs (category, message) as a JSON line has them: the JSON
+    of their list, ``json.dumps``'s separators (json_safe escapes a
+    character at a time, so the list's is its entries' joined)."""
+    return b"[" + b", ".join([_log_json(c, m) for c, m in logs]) + b"]"
+
+
+@lru_cache(maxsize=1 << 12)
+def _log_json(category: bytes, message: bytes) -> bytes:
+    """One log's JSON object, kept: a service logs the same few
+    categories and messages over and over (a request's status), and making
+    their JSON again for every span was most of the GIL the logs of a span
+    view held."""
+    entry = {"category": category.decode("utf-8", "replace"), "message": message.decode("utf-8", "replace")}
+    return json_safe(json.dumps(entry, ensure_ascii=False)).encode()
 
 
 def _name_json(raw: bytes) -> bytes:
@@ -202,7 +213,9 @@ class SpanLines:
     made. On the compiled core span_lines.c writes them; :meth:`encode_twin`
     is its twin."""
 
-    def __init__(self, fmt: str, color: bool = False, compiled: bool | None = None) -> None:
+    def __init__(
+        self, fmt: str, color: bool = False, compiled: bool | None = None, kept: Kept[bytes] | None = None
+    ) -> None:
         self._fast = use_compiled(compiled)
         self._json = fmt == "jsonl"
         self._kinds = tuple(n.encode() for n in SPAN_KIND_NAMES) if self._json else kind_columns(color)
@@ -210,8 +223,10 @@ class SpanLines:
         # Each generation's stacks have ids of their own (and, built in the
         # pool, a names table of their own): the pieces are kept by what
         # they show (a stack's frames, a name's bytes), or every generation
-        # made its stacks' and names' JSON again.
-        self._kept = Kept[bytes](MAX_PIECES)
+        # made its stacks' and names' JSON again. ``kept``: shared with the
+        # SpanLines of the same format for other generations (a live tail
+        # makes one for each).
+        self._kept = Kept[bytes](MAX_PIECES) if kept is None else kept
         self._pieces = _Pieces((), *self._makers, self._kept)
 
     def _pieces_for(self, spans: SpanBatch) -> _Pieces:
