@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from construct import Const, Int8ub, Int16ub, Int32ub, Int64sb, Int64ub, Struct
+from construct import Const, Int16ub, Struct
 
 from livetrace._errors import ProtocolError, ProtocolVersionError, TraceFormatError
 
@@ -35,23 +35,16 @@ Preamble = Struct(
     "max_version" / Int16ub,
 ).compile()
 
-FrameHeader = Struct("type" / Int8ub, "length" / Int32ub).compile()
-
-ChunkHeader = Struct(
-    "seq" / Int64ub,
-    "read_unix_ns" / Int64sb,
-    "generation" / Int64ub,
-).compile()
-
-PREAMBLE_SIZE = Preamble.sizeof()
-FRAME_HEADER_SIZE = FrameHeader.sizeof()
-CHUNK_HEADER_SIZE = ChunkHeader.sizeof()
-# The same two headers for the reader's hot path, read in place: a chunk
-# frame comes every 64 KiB of trace, and construct's parse of a copy of its
-# bytes was a tenth of the GIL a live view held.
+# A frame's header (type u8, payload length u32) and a chunk frame's
+# (seq u64, read_unix_ns i64, generation u64), big-endian: read in place
+# with struct, as a chunk frame comes every 64 KiB of trace (construct's
+# parse of a copy of their bytes was a tenth of the GIL a live view held).
 _FRAME_HEAD = struct.Struct(">BI")
 _CHUNK_HEAD = struct.Struct(">QqQ")
-assert (_FRAME_HEAD.size, _CHUNK_HEAD.size) == (FRAME_HEADER_SIZE, CHUNK_HEADER_SIZE)
+
+PREAMBLE_SIZE = Preamble.sizeof()
+FRAME_HEADER_SIZE = _FRAME_HEAD.size
+CHUNK_HEADER_SIZE = _CHUNK_HEAD.size
 
 # Frame types.
 HELLO = 0x01
@@ -216,7 +209,7 @@ def client_preamble() -> bytes:
 
 
 def encode_frame(frame_type: int, payload: bytes = b"") -> bytes:
-    return cast(bytes, FrameHeader.build({"type": frame_type, "length": len(payload)})) + payload
+    return _FRAME_HEAD.pack(frame_type, len(payload)) + payload
 
 
 def hello(

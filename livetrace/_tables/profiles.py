@@ -29,7 +29,6 @@ from livetrace._tables.schema import PPROF_PROFILES
 from livetrace._trace.spans.model import SPAN_KIND_NAMES, SpanKind
 from livetrace._views.pprof import PROFILE_RULES
 
-_PROFILE_TYPE = pa.dictionary(pa.int32(), pa.string())
 PROFILE_NAMES = pa.array(PPROF_PROFILES, pa.string())  # a profile column's dictionary
 _NO_PROFILE = -1
 

@@ -15,6 +15,23 @@ typedef uint32_t u32;
 typedef uint64_t u64;
 typedef int64_t i64;
 
+/* Unaligned loads of a column's i-th value: the columns are whatever buffers the caller gives. */
+static inline i64 ld_i64(const u8 *p, size_t i) {
+    i64 v;
+    memcpy(&v, p + i * 8, 8);
+    return v;
+}
+static inline u64 ld_u64(const u8 *p, size_t i) {
+    u64 v;
+    memcpy(&v, p + i * 8, 8);
+    return v;
+}
+static inline u32 ld_u32(const u8 *p, size_t i) {
+    u32 v;
+    memcpy(&v, p + i * 4, 4);
+    return v;
+}
+
 /* Grows *ptr to hold at least need elements, doubling: 0, or -1 when out of memory. */
 static inline int grow(void **ptr, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap)

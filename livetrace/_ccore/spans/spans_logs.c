@@ -463,41 +463,20 @@ static PyObject *L_export(LogsObject *self, PyObject *unused) {
                          pops_dict(&self->pops), dict_of_lists(&self->pending_regions, 1));
 }
 
-/* set_tasks({task: list of logs}): the open tasks, in place of those held. */
-static PyObject *L_set_tasks(LogsObject *self, PyObject *args) {
-    PyObject *tasks, *k, *v;
-    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &tasks) || refuse_busy(self))
-        return NULL;
-    Map fresh = {0};
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(tasks, &pos, &k, &v)) {
-        if (!PyLong_Check(k) || !PyList_Check(v)) {
-            PyErr_SetString(PyExc_TypeError, "set_tasks: {task id: list of logs} expected");
-            goto fail;
-        }
-        u64 task = PyLong_AsUnsignedLongLong(k);
-        if (task == (u64)-1 && PyErr_Occurred())
-            goto fail;
-        u64 *slot = map_slot(&fresh, task, 0);
-        if (!slot) {
-            PyErr_NoMemory();
-            goto fail;
-        }
-        Py_INCREF(v);
-        *slot = val_of(v); /* (a dict's keys are distinct: no slot is filled twice) */
-    }
-    map_clear_objects(&self->tasks, 0);
-    self->tasks = fresh;
-    Py_RETURN_NONE;
-fail:
-    map_clear_objects(&fresh, 0);
-    return NULL;
-}
+/* What set_tasks and set_regions are given, per kind of state. */
+typedef struct {
+    const char *expected; /* the TypeError's message */
+    int regions;          /* values are Regions (else Python lists) */
+    int signed_keys;
+} Shape;
+
+static const Shape TASKS = {"set_tasks: {task id: list of logs} expected", 0, 0};
+static const Shape REGIONS = {"set_regions: {goroutine: list of (task, seq, logs)} expected", 1, 1};
 
 /* One goroutine's regions as set_regions is given them: a list of (task, seq, logs). */
 static Regions *regions_of(PyObject *list) {
     if (!PyList_Check(list)) {
-        PyErr_SetString(PyExc_TypeError, "set_regions: {goroutine: list of (task, seq, logs)} expected");
+        PyErr_SetString(PyExc_TypeError, REGIONS.expected);
         return NULL;
     }
     Regions *rs = calloc(1, sizeof(Regions));
@@ -515,7 +494,7 @@ static Regions *regions_of(PyObject *list) {
         if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "KLO!", &task, &seq, &PyList_Type, &logs)) {
             if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
                 PyErr_Clear();
-                PyErr_SetString(PyExc_TypeError, "set_regions: {goroutine: list of (task, seq, logs)} expected");
+                PyErr_SetString(PyExc_TypeError, REGIONS.expected);
             }
             regions_free(rs);
             return NULL;
@@ -526,38 +505,61 @@ static Regions *regions_of(PyObject *list) {
     return rs;
 }
 
-/* set_regions({goroutine: [(task, seq, logs), ...]}): the open regions, in place of those held. */
-static PyObject *L_set_regions(LogsObject *self, PyObject *args) {
-    PyObject *regions, *k, *v;
-    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &regions) || refuse_busy(self))
+/* A dict's entry as the map holds it: 0, or -1 with an exception. */
+static int entry_of(const Shape *shape, PyObject *k, PyObject *v, u64 *key, u64 *val) {
+    if (!PyLong_Check(k) || (!shape->regions && !PyList_Check(v))) {
+        PyErr_SetString(PyExc_TypeError, shape->expected);
+        return -1;
+    }
+    *key = shape->signed_keys ? (u64)PyLong_AsLongLong(k) : PyLong_AsUnsignedLongLong(k);
+    if (*key == (u64)-1 && PyErr_Occurred())
+        return -1;
+    if (shape->regions) {
+        Regions *rs = regions_of(v);
+        *val = (u64)(uintptr_t)rs;
+        return rs ? 0 : -1;
+    }
+    Py_INCREF(v);
+    *val = val_of(v);
+    return 0;
+}
+
+/* The dict in args into *m, in place of what it held: all of it, or (an
+ * entry of the wrong shape) none. */
+static PyObject *load(LogsObject *self, PyObject *args, Map *m, const Shape *shape) {
+    PyObject *d, *k, *v;
+    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &d) || refuse_busy(self))
         return NULL;
     Map fresh = {0};
     Py_ssize_t pos = 0;
-    while (PyDict_Next(regions, &pos, &k, &v)) {
-        if (!PyLong_Check(k)) {
-            PyErr_SetString(PyExc_TypeError, "set_regions: {goroutine: list of (task, seq, logs)} expected");
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        u64 key, val, *slot;
+        if (entry_of(shape, k, v, &key, &val) < 0)
             goto fail;
-        }
-        long long g = PyLong_AsLongLong(k);
-        if (g == -1 && PyErr_Occurred())
-            goto fail;
-        Regions *rs = regions_of(v);
-        if (!rs)
-            goto fail;
-        u64 *slot = map_slot(&fresh, (u64)g, 0);
-        if (!slot) {
-            regions_free(rs);
+        if (!(slot = map_slot(&fresh, key, 0))) { /* (a dict's keys are distinct: no slot is filled twice) */
+            if (shape->regions)
+                regions_free((Regions *)(uintptr_t)val);
+            else
+                Py_DECREF(obj(val));
             PyErr_NoMemory();
             goto fail;
         }
-        *slot = (u64)(uintptr_t)rs;
+        *slot = val;
     }
-    map_clear_objects(&self->regions, 1);
-    self->regions = fresh;
+    map_clear_objects(m, shape->regions);
+    *m = fresh;
     Py_RETURN_NONE;
 fail:
-    map_clear_objects(&fresh, 1);
+    map_clear_objects(&fresh, shape->regions);
     return NULL;
+}
+
+/* set_tasks({task: list of logs}): the open tasks, in place of those held. */
+static PyObject *L_set_tasks(LogsObject *self, PyObject *args) { return load(self, args, &self->tasks, &TASKS); }
+
+/* set_regions({goroutine: [(task, seq, logs), ...]}): the open regions, in place of those held. */
+static PyObject *L_set_regions(LogsObject *self, PyObject *args) {
+    return load(self, args, &self->regions, &REGIONS);
 }
 
 static PyObject *L_clear(LogsObject *self, PyObject *unused) {

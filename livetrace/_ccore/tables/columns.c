@@ -21,11 +21,6 @@
 
 #define NPICKS 4 /* the arguments picked per code: stack, new stack, two strings */
 
-static inline u64 ld_u64(const u8 *p, size_t i) {
-    u64 v;
-    memcpy(&v, p + i * 8, 8);
-    return v;
-}
 
 static inline void set_valid(u8 *bits, size_t i) { bits[i >> 3] |= (u8)(1u << (i & 7)); }
 

@@ -38,11 +38,6 @@ typedef struct {
     size_t n, nslots;
 } Groups;
 
-static inline u64 ld_u64(const u8 *p, size_t i) {
-    u64 v;
-    memcpy(&v, p + i * 8, 8);
-    return v;
-}
 
 static inline int bit_at(const u8 *bits, size_t i) { return !bits || (bits[i >> 3] >> (i & 7)) & 1; }
 

@@ -73,21 +73,6 @@ typedef struct {
     Groups kinds, regions, tasks;
 } TopSumsObject;
 
-static inline i64 ld_i64(const u8 *p, size_t i) {
-    i64 v;
-    memcpy(&v, p + i * 8, 8);
-    return v;
-}
-static inline u64 ld_u64(const u8 *p, size_t i) {
-    u64 v;
-    memcpy(&v, p + i * 8, 8);
-    return v;
-}
-static inline u32 ld_u32(const u8 *p, size_t i) {
-    u32 v;
-    memcpy(&v, p + i * 4, 4);
-    return v;
-}
 
 static void groups_free(Groups *g) {
     for (size_t i = 0; i < g->n; i++)
