@@ -1,7 +1,8 @@
 """Every live view against the demo on a machine with many cores: does it keep up?
 
     python3 bench/many_cores.py DEMO_BINARY [--procs 16] [--jobs 1,7] [--seconds 8]
-                                [--workers 16,48] [--only tail-jsonl,top,...] [--limit S]
+                                [--workers 16,48] [--only tail-jsonl,top@1,...] [--limit S]
+                                [--extra '--max-pipeline-mb 4096']
 
 The demo runs with GOMAXPROCS=--procs and each of --workers (16 gives about
 4M events/s on 16 cores, 48 about 12M: issue 27's table), and every view
@@ -119,11 +120,19 @@ def wall_of(line: bytes) -> float | None:
     return None
 
 
-def run_view(view: str, addr: str, seconds: float, jobs: int, limit: float) -> str:
+def run_view(
+    view: str, addr: str, seconds: float, jobs: int, limit: float, extra: list[str], pyspy: str | None = None
+) -> str:
     args, is_jsonl = VIEWS[view]
     # The flight recorder runs until stopped: it is sent SIGINT, as Ctrl-C, after the same time.
     timed = view != "flight"
-    cmd = [*LT, args[0], addr, *args[1:], *(["--duration", str(seconds)] if timed else []), "--jobs", str(jobs)]
+    cmd = [*LT, args[0], addr, *args[1:], *(["--duration", str(seconds)] if timed else []), "--jobs", str(jobs), *extra]
+    if pyspy and timed:
+        # Every thread, idle or not, as collapsed stacks: where each thread spends the view's time
+        # (waiting for the GIL shows as a thread's stack held in the interpreter, not idle).
+        out = os.path.join(pyspy, f"{view}-jobs{jobs}.txt")
+        spy = ["py-spy", "record", "-f", "raw", "-o", out, "-r", "100", "--threads", "--idle", "--nonblocking"]
+        cmd = [*spy, "--", *cmd]
     os.makedirs("/tmp/many-cores-flight", exist_ok=True)
     null = view.endswith("-null")
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if null else subprocess.PIPE, stderr=subprocess.PIPE)
@@ -133,7 +142,7 @@ def run_view(view: str, addr: str, seconds: float, jobs: int, limit: float) -> s
     killer = threading.Timer(limit, p.kill)
     killer.start()
     t0 = time.time()
-    lines, nbytes, lags, rem = 0, 0, [], b""
+    lines, nbytes, lags, rem, shed, lost = 0, 0, [], b"", 0, 0
     assert p.stderr is not None
     err: list[bytes] = []
     reader = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)  # type: ignore[union-attr]
@@ -148,6 +157,9 @@ def run_view(view: str, addr: str, seconds: float, jobs: int, limit: float) -> s
             continue
         whole, rem = data[: end + 1], data[end + 1 :]
         lines += whole.count(b"\n")
+        if view == "top":  # each JSON snapshot counts what was lost since the one before
+            for snap in (json.loads(x) for x in whole.splitlines() if x.startswith(b"{")):  # (py-spy's lines)
+                shed, lost = shed + snap["shed_generations"], lost + snap["lost_batches"]
         if is_jsonl:
             t = wall_of(whole[: whole.find(b"\n")])
             if t is not None:
@@ -158,7 +170,9 @@ def run_view(view: str, addr: str, seconds: float, jobs: int, limit: float) -> s
     wall = time.time() - t0
     w.stop = True
     text = b"".join(err).decode(errors="replace")
-    gaps = re.findall(r"(\d+) gaps?\b", text)
+    gaps = re.findall(r"(\d+) gaps?\b", text) or re.findall(r"helper shed (\d+) generations?", text)
+    if view == "top":
+        gaps = [f"{shed} shed, {lost} batches lost"]
     behind = re.search(r"behind the service by (p50 [\d.]+ s, p99 [\d.]+ s, max [\d.]+ s)", text)
     lag = ""
     if lags:
@@ -193,7 +207,11 @@ def main() -> None:
     ap.add_argument("--workers", default="16,48")
     ap.add_argument("--jobs", default="1,7")
     ap.add_argument("--seconds", type=float, default=8)
-    ap.add_argument("--only", default="", help="comma-separated views (default: each load's views)")
+    ap.add_argument(
+        "--only", default="", help="comma-separated views (default: each load's views); VIEW@N: with --jobs N only"
+    )
+    ap.add_argument("--extra", default="", help="more options for every view (say --max-pipeline-mb 4096)")
+    ap.add_argument("--pyspy", metavar="DIR", help="record each timed view with py-spy (every thread) into DIR")
     ap.add_argument("--limit", type=float, help="kill a view after this many seconds (default: 6 x --seconds + 30)")
     a = ap.parse_args()
     only = [v for v in a.only.split(",") if v]
@@ -211,9 +229,11 @@ def main() -> None:
             time.sleep(2)
             log(f"== -workers {workers}: {(ops(http) - o) / (time.monotonic() - t):,.0f} ops/s untraced")
             log(decode_rate(addr, 5))
-            for view in only or LOADS.get(workers, list(VIEWS)):
-                for jobs in map(int, a.jobs.split(",")):
-                    log(run_view(view, addr, a.seconds, jobs, a.limit or a.seconds * 6 + 30))
+            for spec in only or LOADS.get(workers, list(VIEWS)):
+                view, _, pinned = spec.partition("@")
+                for jobs in map(int, (pinned or a.jobs).split(",")):
+                    limit = a.limit or a.seconds * 6 + 30
+                    log(run_view(view, addr, a.seconds, jobs, limit, a.extra.split(), a.pyspy))
         finally:
             demo.send_signal(signal.SIGTERM)
             try:

@@ -1,13 +1,17 @@
 #!/bin/bash
-# What docs/decoder.md's "On 16 cores, again" ran, on a machine with many cores and no package
-# registry, from the folder bench/many_cores.sh packs (it copies this there as .scale/device.sh):
-# W1's views (recording that load), the recording decoded by decode_batches with 1-8 jobs and
-# replayed through the views at jobs 1 and J with the service gone, then W2's views. Logs go to $OUT.
-#   bash .scale/device.sh        (PROCS, W1, W2, SECS, JOBS, LIM, RVIEWS, PY: see below)
+# What docs/decoder.md's 16-core figures ran, on a machine with many cores and no package registry,
+# from the folder bench/many_cores.sh packs (it copies this there as .scale/device.sh). Issue 27's
+# targets first, so that a run cut short still answers them: W2's views (tail -k Log, the 5 ms blocked
+# spans, top with its default one job and with J, flight, profile), W1's (the JSON tail into /dev/null,
+# text, spans); then, while BUDGET seconds last, W2's again with a larger pipeline cap, the W1
+# recording replayed through the views at jobs 1 and J with the service gone, and decode_batches
+# with 1-8 jobs. Logs go to $OUT.
+#   bash .scale/device.sh        (PROCS, W1, W2, SECS, JOBS, LIM, BUDGET, RVIEWS, PY: see below)
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-P=${PROCS:-16} W1=${W1:-16} W2=${W2:-48} S=${SECS:-6} J=${JOBS:-7} LIM=${LIM:-40} PY=${PY:-python3}
+P=${PROCS:-16} W1=${W1:-16} W2=${W2:-48} S=${SECS:-6} J=${JOBS:-7} LIM=${LIM:-25} PY=${PY:-python3}
+BUDGET=${BUDGET:-480}
 export PYTHONUNBUFFERED=1
 echo "== $(nproc) cores; $($PY --version); $(grep -m1 'model name' /proc/cpuinfo)"
 $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$D"/whl/*.whl || exit 1
@@ -18,13 +22,17 @@ export PYTHONPATH=$D/src:/tmp/site
 cd /tmp
 $PY -c "import livetrace; print('core:', livetrace.implementation(), livetrace.__file__)" || exit 1
 M=$D/src/bench/many_cores.py
-$PY "$M" "$D/demo" --procs "$P" --workers "$W1" --jobs "$J" --seconds "$S" --limit "$LIM" 2>&1 | tee "$OUT/mc$W1.log"
-echo "== at ${SECONDS}s"
-cp /tmp/many-cores.trace /tmp/w1.trace
-$PY "$D/src/bench/parallel_decode.py" --jobs 1,2,4,8 --runs 2 /tmp/w1.trace 2>&1 | tee "$OUT/pdecode.log"
-$PY "$D/src/bench/parallel_decode.py" --jobs 1,4,8 --runs 1 --switch-interval 0.0002 /tmp/w1.trace 2>&1 | tee -a "$OUT/pdecode.log"
-echo "== at ${SECONDS}s"
-$PY "$D/src/bench/live_scale.py" --trace /tmp/w1.trace --views "${RVIEWS:-tail-jsonl,tail-spans,top,tail-log}" --jobs "1,$J" 2>&1 | tee "$OUT/replay$W1.log"
-echo "== at ${SECONDS}s"
-$PY "$M" "$D/demo" --procs "$P" --workers "$W2" --jobs "$J" --seconds "$S" --limit "$LIM" 2>&1 | tee "$OUT/mc$W2.log"
+# The next step starts only if the time it may take (its second argument) is left.
+step() { local name=$1 need=$2; shift 2
+  if (( SECONDS + need > BUDGET )); then echo "== skipped $name at ${SECONDS}s (needs ${need}s)"; return; fi
+  echo "== $name at ${SECONDS}s"; "$@"; }
+mc() { $PY "$M" "$D/demo" --procs "$P" --seconds "$S" --limit "$LIM" "$@"; }
+step "W2 targets" 200 mc --workers "$W2" --jobs "$J" --only tail-log,spans-5ms-blocked,top@1,top,flight,profile 2>&1 | tee "$OUT/mc$W2.log"
+step "W1 targets" 110 mc --workers "$W1" --jobs "$J" --only tail-jsonl-null,tail-text,tail-spans-null 2>&1 | tee "$OUT/mc$W1.log"
+cp /tmp/many-cores.trace /tmp/w1.trace 2>/dev/null
+step "W2 with a 4 GiB cap" 100 mc --workers "$W2" --jobs "$J" --only tail-log,spans-5ms-blocked,flight \
+  --extra "--max-pipeline-mb 4096" 2>&1 | tee "$OUT/mc$W2-4g.log"
+step "replay" 90 $PY "$D/src/bench/live_scale.py" --trace /tmp/w1.trace --views "${RVIEWS:-tail-jsonl,tail-log,tail-spans}" \
+  --jobs "1,$J" 2>&1 | tee "$OUT/replay$W1.log"
+step "decode_batches" 40 $PY "$D/src/bench/parallel_decode.py" --jobs 1,2,4,8 --runs 1 /tmp/w1.trace 2>&1 | tee "$OUT/pdecode.log"
 echo "== done at ${SECONDS}s"

@@ -9,7 +9,7 @@ import ctypes
 import functools
 import os
 
-__all__ = ["arrow_from_malloc", "keep_freed_memory", "usable_cores"]
+__all__ = ["arrow_from_malloc", "keep_freed_memory", "usable_cores", "usable_memory"]
 
 
 def usable_cores() -> int:
@@ -19,6 +19,30 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+# Where a container's memory limit is read: cgroup v2's, then v1's ("max", or a v1 figure near 2**63,
+# is no limit).
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def usable_memory() -> int | None:
+    """The bytes this process may use: the machine's, or its container's
+    limit where that is less; None where neither can be read."""
+    try:
+        found: list[int] = [os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")]
+    except (ValueError, OSError, AttributeError):
+        found = []
+    for path in _CGROUP_LIMITS:
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            found.append(int(text))
+        break
+    return min(found) if found else None
 
 
 # glibc's mallopt parameters (malloc.h).

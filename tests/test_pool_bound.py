@@ -18,9 +18,11 @@ import pytest
 import trio
 
 from livetrace._errors import LivetraceError, TraceFormatError
+from livetrace._host import usable_memory
 from livetrace._items import Notice, SubscriberGap
 from livetrace._protocol.address import parse_address
 from livetrace._protocol.frames import Chunk, End, Frame, SessionInfo
+from livetrace._session import pool
 from livetrace._session.pipeline import SPAN_BYTES
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EVENT_BYTES, EventBatch
@@ -200,3 +202,32 @@ def test_the_default_pool_is_the_cores_this_process_may_use_less_one() -> None:
     mine = os.sched_getaffinity(0)
     assert jobs({min(mine)}) == 1
     assert jobs(mine) == max(1, len(mine) - 1)
+
+
+@pytest.mark.once  # no decoding
+@pytest.mark.parametrize(
+    ("jobs", "memory_gib", "cap_mib"),
+    [
+        (1, None, 512),  # one job's share, as before
+        (7, None, 3584),  # a share a job
+        (15, None, 4096),  # at most 4 GiB
+        (7, 8, 1024),  # an eighth of the memory this process may use
+        (7, 2, 512),  # never less than one job's share
+    ],
+)
+def test_the_default_cap_is_a_share_a_job_within_the_memory_at_hand(
+    jobs: int, memory_gib: int | None, cap_mib: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool, "usable_memory", lambda: None if memory_gib is None else memory_gib << 30)
+    assert pool.default_pipeline_bytes(jobs) == cap_mib << 20
+
+
+@pytest.mark.once  # no decoding
+async def test_a_session_without_a_cap_takes_the_default_for_its_jobs() -> None:
+    async with trio.open_nursery() as n:
+        session = Session(Replay(), parse_address("unix:/nowhere"), info(), n, jobs=3)
+        async for _ in session.subscribe(what="batches", lossless=True):
+            pass
+    assert session._pump is not None and session._pump.max_pipeline_bytes == pool.default_pipeline_bytes(3)
+    memory = usable_memory()
+    assert memory is None or 0 < memory <= os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

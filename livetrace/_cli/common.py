@@ -16,9 +16,11 @@ from livetrace._cli.exits import EXIT_OK as EXIT_OK
 from livetrace._cli.exits import say as say
 from livetrace._cli.exits import silence_stdout as silence_stdout
 from livetrace._nursery import open_nursery
+from livetrace._plural import plural
 from livetrace._protocol import text as peer
 from livetrace._protocol.frames import SessionInfo, SessionMode
 from livetrace._session.connect import connect
+from livetrace._session.limits import Counters
 from livetrace._session.session import Session
 
 if TYPE_CHECKING:
@@ -125,7 +127,25 @@ async def live_pass(
         end = session.end
         if end is not None:
             say(err, f"session ended: {peer.shown(end.reason)}")
+        if shed := shed_of(session.counters):
+            say(err, shed)
         return done is not None and end is not None
+
+
+def shed_note(generations: int, nbytes: int) -> str:
+    """What the helper shed because this consumer fell behind, as a line for
+    the summary (or ''): the output says nothing of that time, and must say so."""
+    if not generations:
+        return ""
+    return (
+        f"the helper shed {plural(generations, 'generation')} ({nbytes / 1e6:,.1f} MB of trace) because this "
+        "consumer fell behind: what they held is missing from the output (--jobs, a narrower filter, "
+        "or a larger --max-pipeline-mb may keep up)"
+    )
+
+
+def shed_of(counters: Counters) -> str:
+    return shed_note(counters.dropped_generations, counters.dropped_bytes)
 
 
 async def units_recorded(

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 import trio
 
-from livetrace._cli.common import EXIT_ERROR, EXIT_OK, about, say
+from livetrace._cli.common import EXIT_ERROR, EXIT_OK, about, say, shed_note
 from livetrace._cli.flight_options import FLIGHT_WINDOW
 from livetrace._cli.progress import show_status
 from livetrace._errors import (
@@ -48,6 +48,8 @@ class _Run:
     session: Session | None = None
     recorder: FlightRecorder | None = None
     stopping: bool = False
+    shed: int = 0  # generations the helper shed, every session's
+    shed_bytes: int = 0
 
 
 def _fired(err: TextIO, f: Firing, started: bool) -> None:
@@ -184,6 +186,8 @@ async def flight_command(args: argparse.Namespace, err: TextIO, **limits: Any) -
             code = await _attach_loop(run, args, triggers, err, limits)
         nursery.cancel_scope.cancel()
     say(err, summary(run.state))
+    if shed := shed_note(run.shed, run.shed_bytes):
+        say(err, shed)
     return code
 
 
@@ -250,6 +254,8 @@ async def _attach_loop(
                     await recorder.run()
                 finally:
                     run.session = run.recorder = None
+                    run.shed += session.counters.dropped_generations
+                    run.shed_bytes += session.counters.dropped_bytes
                 if trio.current_time() - started > MAX_BACKOFF:
                     backoff = FIRST_BACKOFF
                 end = session.end

@@ -8,7 +8,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from livetrace._session.defaults import IDLE_TIMEOUT, MAX_PIPELINE_BYTES, MIN_ADVANCE, MIN_WINDOW, STOP_TIMEOUT
+from livetrace._session.defaults import (
+    IDLE_TIMEOUT,
+    MAX_DEFAULT_PIPELINE_BYTES,
+    MIN_ADVANCE,
+    MIN_WINDOW,
+    PIPELINE_BYTES_PER_JOB,
+    PIPELINE_MEMORY_SHARE,
+    STOP_TIMEOUT,
+)
 
 
 def _finite(text: str, unit: str, example: str) -> float:
@@ -97,8 +105,9 @@ def add_jobs_option(p: argparse.ArgumentParser, default: int | None = None, why:
         type=megabytes_option,
         metavar="MB",
         help=f"the most the generations in those threads' hands may hold at once, in MiB of decoded "
-        f"events (default {MAX_PIPELINE_BYTES >> 20}); past it fewer run side by side, and one alone "
-        "may hold more",
+        f"events (default {PIPELINE_BYTES_PER_JOB >> 20} a job, at most {MAX_DEFAULT_PIPELINE_BYTES >> 20} and "
+        f"1/{PIPELINE_MEMORY_SHARE} of the memory this process may use); past it fewer run side by side, and "
+        "one alone may hold more",
     )
 
 

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.live import Live
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, live_pass, say
+from livetrace._items import Gap, SubscriberGap
 from livetrace._nursery import open_nursery
 from livetrace._protocol.text import json_safe
 from livetrace._session.recording import Recorder
@@ -147,7 +148,9 @@ async def _feed(session: Session, stats: TopStats, display: _Display, once: bool
                     continue
             if feeder.ends_unit(item) and due():
                 show()
-            if feeder.feed(item):
+            # A loss is news too: the helper's last gap comes after the last spans, when the
+            # session ended while top was behind, and the last snapshot must count it.
+            if feeder.feed(item) or isinstance(item, Gap | SubscriberGap):
                 fed = True
         if fed or once:
             show()

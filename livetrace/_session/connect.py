@@ -83,8 +83,9 @@ async def connect(
     cores this process may use, less one; 1 does it all in the decoder's
     thread). What subscribers get is the same for any ``jobs``. The
     generations in the pool's hands hold at most ``max_pipeline_bytes`` of
-    decoded events at once (default 512 MiB), unless one alone holds more:
-    past it, fewer run side by side.
+    decoded events at once (default 512 MiB a job, at most 4 GiB and an
+    eighth of the memory this process may use), unless one alone holds
+    more: past it, fewer run side by side.
     """
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")

@@ -14,8 +14,13 @@ IDLE_TIMEOUT = 30.0
 STOP_TIMEOUT = 60.0
 MAX_GENERATION_BYTES = 512 << 20
 # The most the units on a session's pipeline (with a pool) may hold at once, as their events' columns
-# count (docs/decoder.md, "Bounded memory").
-MAX_PIPELINE_BYTES = 512 << 20
+# count (docs/decoder.md, "Bounded memory"), unless given: this much a job, as much as one job's, never
+# more than the cap below or an eighth of the memory this process may use. A pool keeps up with a busy
+# service only with a generation a job on its line: on 16 cores one of 36 MB decodes to 450 MB, and
+# 512 MiB in all made every view shed there, where 4 GiB at --jobs 7 shed nothing.
+PIPELINE_BYTES_PER_JOB = 512 << 20
+MAX_DEFAULT_PIPELINE_BYTES = 4 << 30
+PIPELINE_MEMORY_SHARE = 8
 # The shortest generation period the helper accepts (its advance_ms), seconds.
 MIN_ADVANCE = 0.1
 # The shortest /debug/pprof/trace window a pprof session asks for, seconds.

@@ -35,7 +35,7 @@ from livetrace._host import keep_freed_memory
 from livetrace._items import Gap, SegmentEnd, WindowEnd, WindowGap
 from livetrace._nursery import open_nursery
 from livetrace._protocol.frames import Chunk, Frame
-from livetrace._session.defaults import MAX_PIPELINE_BYTES
+from livetrace._session.defaults import PIPELINE_BYTES_PER_JOB
 from livetrace._session.limits import Counters
 from livetrace._session.pipeline import Cutter, Unit, stages, unit_bytes
 from livetrace._session.pool import Line
@@ -150,7 +150,7 @@ class Pump:
         counters: Counters,
         max_generation_bytes: int,
         jobs: int = 1,
-        max_pipeline_bytes: int = MAX_PIPELINE_BYTES,
+        max_pipeline_bytes: int = PIPELINE_BYTES_PER_JOB,
     ) -> None:
         if jobs < 1:
             raise ValueError(f"jobs must be at least 1, not {jobs}")

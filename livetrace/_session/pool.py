@@ -29,7 +29,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from livetrace._host import usable_cores
+from livetrace._host import usable_cores, usable_memory
+from livetrace._session.defaults import MAX_DEFAULT_PIPELINE_BYTES, PIPELINE_BYTES_PER_JOB, PIPELINE_MEMORY_SHARE
 
 __all__ = ["Line", "Stage", "default_jobs"]
 
@@ -40,6 +41,18 @@ def default_jobs() -> int:
     """The pool's size when none is given: the cores this process may use,
     less one (for the decoder and the event loop), at least 1."""
     return max(1, usable_cores() - 1)
+
+
+def default_pipeline_bytes(jobs: int) -> int:
+    """The pipeline's bound on the bytes its units hold when none is given:
+    :data:`PIPELINE_BYTES_PER_JOB` a job, at most
+    :data:`MAX_DEFAULT_PIPELINE_BYTES` and a :data:`PIPELINE_MEMORY_SHARE`-th
+    of the memory this process may use, and never less than one job's."""
+    cap = min(jobs * PIPELINE_BYTES_PER_JOB, MAX_DEFAULT_PIPELINE_BYTES)
+    memory = usable_memory()
+    if memory is not None:
+        cap = min(cap, memory // PIPELINE_MEMORY_SHARE)
+    return max(PIPELINE_BYTES_PER_JOB, cap)
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,9 @@ from livetrace._items import Gap, Notice, Provisional, SegmentEnd, WindowGap
 from livetrace._protocol import frames as proto
 from livetrace._protocol.address import Address
 from livetrace._protocol.frames import Frame
-from livetrace._session.defaults import MAX_PIPELINE_BYTES
 from livetrace._session.limits import Counters, Limits
 from livetrace._session.live import Pump
-from livetrace._session.pool import default_jobs
+from livetrace._session.pool import default_jobs, default_pipeline_bytes
 from livetrace._session.pprof_http import PprofAddress
 from livetrace._session.subscribers import DEFAULT_BUFFER, Fanout, Map, Subscription, What
 from livetrace._trace.decoder import Item
@@ -65,7 +64,7 @@ class Session:
         limits: Limits | None = None,
         counters: Counters | None = None,
         jobs: int | None = None,
-        max_pipeline_bytes: int = MAX_PIPELINE_BYTES,
+        max_pipeline_bytes: int | None = None,
     ) -> None:
         self._source = source
         self._nursery = nursery
@@ -80,6 +79,7 @@ class Session:
         self.limits = limits or Limits()
         # The pipeline's pool of threads (see live.Pump): set it before the first subscription.
         self.jobs = default_jobs() if jobs is None else jobs
+        # None: the default for the pool's size when it starts (pool.default_pipeline_bytes).
         self.max_pipeline_bytes = max_pipeline_bytes
 
     def chunks(self) -> AsyncIterator[Frame]:
@@ -171,7 +171,7 @@ class Session:
                 self.counters,
                 self.limits.max_generation_bytes,
                 self.jobs,
-                self.max_pipeline_bytes,
+                default_pipeline_bytes(self.jobs) if self.max_pipeline_bytes is None else self.max_pipeline_bytes,
             )
             self._nursery.start_soon(self._pump.run)
         return sub
