@@ -340,11 +340,15 @@ def stages(
         Stage("join", True, _join, has_spans),
         Stage("select spans", False, _select_spans, has_spans),
         Stage("map order", True, _map_order, lambda u: any(s.map is not None for s in u.subs)),
+        # Apart: a lossless subscriber that reads slowly holds the delivery up (top takes every span),
+        # and the line then started no other unit's work meanwhile: on 16 cores the pool sat idle.
         Stage(
             "deliver",
             True,
             deliver,
-            note=f"the maps' work in the pool, up to {MAP_GROUP_EVENTS} events a piece, {window} x jobs ahead",
+            note=f"its own thread; the maps' work in the pool, up to {MAP_GROUP_EVENTS} events a piece, "
+            f"{window} x jobs ahead",
+            apart=True,
         ),
     ]
 

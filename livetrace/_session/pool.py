@@ -4,8 +4,10 @@ A :class:`Line` takes units (a session's generations, see ``pipeline.py``)
 in order from one producer (:meth:`Line.put`) and passes each through the
 same :class:`Stage` list. An *ordered* stage runs one unit at a time, in
 the order the units were put, on the line's sequencer thread
-(:meth:`Line.run`): the cheap steps whose state crosses units (and the
-last, which may hand work of its own to the pool). Any other stage runs in
+(:meth:`Line.run`): the cheap steps whose state crosses units; or, if
+``apart``, on a thread of its own (the last, the delivery, which waits for
+the subscribers and may hand work of its own to the pool), so that the
+sequencer goes on starting other units' stages. Any other stage runs in
 the pool (a ``ThreadPoolExecutor`` of ``jobs`` threads), units side by
 side: the heavy steps, each of which sees its own unit only (the compiled
 core releases the GIL, so threads run them at once). A unit goes on to
@@ -59,13 +61,18 @@ def default_pipeline_bytes(jobs: int) -> int:
 class Stage(Generic[U]):
     """One step of every unit: ``run(unit)``, in order or in the pool;
     ``wanted(unit)`` False skips it for that unit (no trip to the pool);
-    ``note`` says more of it, for the picture of the pipeline."""
+    ``note`` says more of it, for the picture of the pipeline. An ordered
+    stage runs in the line's own thread, unless ``apart``: then in a thread
+    of its own, one unit at a time in order still, for a stage that waits
+    (the delivery waits for the subscribers to take what it hands them),
+    while the line goes on starting the other units' stages."""
 
     name: str
     ordered: bool
     run: Callable[[U], None]
     wanted: Callable[[U], bool] = lambda unit: True
     note: str = ""
+    apart: bool = False
 
 
 class _Slot(Generic[U]):
@@ -111,6 +118,9 @@ class Line(Generic[U]):
         self._closed = False
         self._stopped = False
         self._error: BaseException | None = None
+        # The apart stages' thread: one, as they run in order anyway.
+        apart = any(s.apart for s in stages)
+        self._apart = ThreadPoolExecutor(1, thread_name_prefix="livetrace-line") if apart else None
         self.peak = 0
         self.peak_shared = 0
 
@@ -179,15 +189,18 @@ class Line(Generic[U]):
                 if not ready:
                     return
                 for slot, stage in ready:
-                    if stage.ordered:
+                    if stage.ordered and not stage.apart:
                         stage.run(slot.unit)
                         self._done(slot)
                     else:
-                        pool.submit(stage.run, slot.unit).add_done_callback(
+                        runner = self._apart if stage.apart and self._apart is not None else pool
+                        runner.submit(stage.run, slot.unit).add_done_callback(
                             lambda f, slot=slot: self._finished(f, slot)  # type: ignore[misc]  # bound per slot
                         )
         finally:
             self.stop()
+            if self._apart is not None:
+                self._apart.shutdown(wait=False, cancel_futures=True)
 
     def _ready(self) -> list[tuple[_Slot[U], Stage[U]]]:
         """Under the lock: the stages that may start now, marked busy. An
