@@ -22,10 +22,11 @@ from livetrace._host import usable_memory
 from livetrace._items import Notice, SubscriberGap
 from livetrace._protocol.address import parse_address
 from livetrace._protocol.frames import Chunk, End, Frame, SessionInfo
-from livetrace._session import pool
+from livetrace._session import live, pool
 from livetrace._session.pipeline import SPAN_BYTES
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EVENT_BYTES, EventBatch
+from livetrace._trace.modern.parallel import COLUMN_BYTES_PER_WIRE_BYTE
 from livetrace._trace.spans.batch import SpanBatch
 
 from .test_pool_identity import MODERN
@@ -231,3 +232,24 @@ async def test_a_session_without_a_cap_takes_the_default_for_its_jobs() -> None:
     assert session._pump is not None and session._pump.max_pipeline_bytes == pool.default_pipeline_bytes(3)
     memory = usable_memory()
     assert memory is None or 0 < memory <= os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.once  # plumbing, the same for either core
+@pytest.mark.parametrize("jobs", [1, 4])
+async def test_a_pool_reads_ahead_what_its_cap_stands_for_while_its_subscriber_waits(
+    jobs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The decoder's own queue of frames, one byte here: one job reads a frame or two past what the
+    # decoder holds; a pool reads on, up to the wire bytes its cap stands for (the whole trace
+    # here), so that the helper need not shed what a pipeline of several seconds still holds up.
+    monkeypatch.setattr(live, "DECODE_QUEUE_BYTES", 1)
+    cap = 2 * len(MODERN) * COLUMN_BYTES_PER_WIRE_BYTE
+    async with trio.open_nursery() as n:
+        session = Session(Replay(), parse_address("unix:/nowhere"), info(), n, jobs=jobs, max_pipeline_bytes=cap)
+        stalled = session.subscribe(what="batches", buffer=1, lossless=True)
+        await trio.sleep(1)  # reading nothing meanwhile
+        read = session.counters.bytes
+        async for _ in stalled:
+            pass
+    assert session.counters.bytes == len(MODERN)
+    assert (read == len(MODERN)) == (jobs > 1), (read, len(MODERN))

@@ -44,11 +44,15 @@ from livetrace._session.window_gaps import WindowGaps
 from livetrace._trace.decoder import Item, TraceDecoder, open_decoder
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.events import Kind
-from livetrace._trace.modern.parallel import Holding, SharedPool
+from livetrace._trace.modern.parallel import COLUMN_BYTES_PER_WIRE_BYTE, Holding, SharedPool
 
 __all__ = ["Item", "LiveDecoder", "Pump"]
 
-# Frames read but not yet decoded: the reader waits past this.
+# Frames read but not yet decoded: the reader waits past this, or, with a pool, past the wire bytes
+# that the pipeline's cap stands for, if more. The helper sheds what its consumer does not read for
+# about a second (its queue, 64 MiB, is a second of a 16-core service's trace), and a pool's
+# pipeline takes a few seconds to pass a generation of such a service on: the consumer holds the
+# trace that waits meanwhile, as it came (a byte a byte), rather than the service, or nobody.
 DECODE_QUEUE_BYTES = 32 << 20
 # The decoder's thread is handed the frames that came within this long of the first (or this many
 # bytes of them): what a generation waits for at most before it is decoded, on top of its own time.
@@ -166,6 +170,8 @@ class Pump:
         self._live = LiveDecoder(None, False)
         self._meter = _GenerationMeter(max_generation_bytes)
         self._queued = 0
+        wire = max_pipeline_bytes // COLUMN_BYTES_PER_WIRE_BYTE
+        self._queue_cap = DECODE_QUEUE_BYTES if jobs == 1 else max(DECODE_QUEUE_BYTES, wire)
         self._room = trio.Event()
         self._to_decode: trio.MemorySendChannel[object] | None = None
         self._token: trio.lowlevel.TrioToken | None = None
@@ -196,7 +202,7 @@ class Pump:
                     self._meter.add(frame)
                     await out.send(frame)
                     self._queued += _size(frame)
-                    while self._queued > DECODE_QUEUE_BYTES:
+                    while self._queued > self._queue_cap:
                         self._room = trio.Event()
                         await self._room.wait()
             except LivetraceError as e:
