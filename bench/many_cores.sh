@@ -16,6 +16,9 @@ git ls-files -z livetrace setup.py pyproject.toml README.md bench tests/__init__
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .scale/whl \
   trio outcome sniffio construct attrs sortedcontainers idna perfetto protobuf==7.35.1
+# py-spy, for many_cores.py --pyspy (device.sh's SPY=1): a binary wheel of its own platform tags.
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_5_x86_64 \
+  --platform manylinux1_x86_64 -d .scale/whl py-spy
 cat > .scale/run.sh <<'RUN'
 #!/bin/bash
 set -u
