@@ -129,7 +129,7 @@ def run_view(
     cmd = [*LT, args[0], addr, *args[1:], *(["--duration", str(seconds)] if timed else []), "--jobs", str(jobs), *extra]
     if pyspy and timed:
         # Every thread, idle or not, as collapsed stacks: where each thread spends the view's time
-        # (waiting for the GIL shows as a thread's stack held in the interpreter, not idle).
+        # (docs/decoder.md, "On 16 cores, a fourth time", reads top's so).
         out = os.path.join(pyspy, f"{view}-jobs{jobs}.txt")
         spy = ["py-spy", "record", "-f", "raw", "-o", out, "-r", "100", "--threads", "--idle", "--nonblocking"]
         cmd = [*spy, "--", *cmd]

@@ -223,7 +223,7 @@ def test_the_default_cap_is_a_share_a_job_within_the_memory_at_hand(
     assert pool.default_pipeline_bytes(jobs) == cap_mib << 20
 
 
-@pytest.mark.once  # no decoding
+@pytest.mark.once  # plumbing, the same for either core
 async def test_a_session_without_a_cap_takes_the_default_for_its_jobs() -> None:
     async with trio.open_nursery() as n:
         session = Session(Replay(), parse_address("unix:/nowhere"), info(), n, jobs=3)
