@@ -3,7 +3,7 @@ view takes it: events per second and per CPU-second of the view.
 
     .venv/bin/python bench/live_scale.py [--trace FILE] [--go PATH] [--seconds 10] [--advance 0.5]
                                          [--views tail-jsonl,top,...] [--jobs 1,2] [--runs 1]
-                                         [--baseline DIR] [--profile VIEW]
+                                         [--baseline DIR] [--profile VIEW] [--pace X [--queue-mb 64]]
 
 The trace: --trace names a file; if it does not exist, the demo service
 (built with --go, default as `livetrace demo` finds it) runs with
@@ -17,7 +17,12 @@ larger generations, which the pool has fewer of to run side by side.
 The replay: a fake helper here (a thread serving a unix socket) sends the
 trace's frames as the helper sends them (the header, then each batch and
 end-of-generation byte as one CHUNK with its generation) as fast as the
-socket takes them, then END. The view is the real command (`livetrace
+socket takes them, then END. With --pace X it sends them at X times the
+trace's own rate instead (its --seconds, evenly), and sheds as the helper
+does: past --queue-mb unsent, the queued chunks are dropped, the rest of
+their generation skipped, and a GAP sent when a newer one comes; each line
+then says how many generations the view's summary says were shed. That is
+a service too busy for the view, here: the rate at which it falls behind. The view is the real command (`livetrace
 tail ...`, `top`, `flight`, `profile`) run by main() in a child process
 whose modules are imported before the clock starts; its output goes into
 a pipe this process reads and throws away. Its CPU (user and system, all
@@ -66,6 +71,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import socket
 import struct
@@ -164,11 +170,17 @@ def _frame(ftype: int, payload: bytes) -> bytes:
 
 
 class FakeHelper:
-    """Serves the chunks to each client of a unix socket, one at a time."""
+    """Serves the chunks to each client of a unix socket, one at a time: as
+    fast as the socket takes them, or with ``pace`` (the trace's ``seconds``
+    compressed that many times) at that rate, shedding as the helper does
+    what the client leaves unread past ``queue_bytes``."""
 
-    def __init__(self, chunks: list[tuple[int, bytes]], path: str) -> None:
+    def __init__(
+        self, chunks: list[tuple[int, bytes]], path: str, pace: float = 0, seconds: float = 10, queue_bytes: int = 0
+    ) -> None:
         self.chunks = chunks
         self.path = path
+        self.pace, self.seconds, self.queue_bytes = pace, seconds, queue_bytes
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
         self.sock.listen(4)
@@ -195,6 +207,9 @@ class FakeHelper:
         conn.recv(n, socket.MSG_WAITALL)  # the HELLO
         info = {**HANDSHAKE, "pid": os.getpid(), "start_unix_ns": time.time_ns()}
         conn.sendall(_frame(p.HANDSHAKE, json.dumps(info).encode()))  # type: ignore[attr-defined]
+        if self.pace:
+            self._paced(conn, p)
+            return
         total, out = 0, []
         for seq, (gen, data) in enumerate(self.chunks, 1):
             out.append(_frame(p.CHUNK, struct.pack(">QqQ", seq, time.time_ns(), gen) + data))  # type: ignore[attr-defined]
@@ -207,6 +222,85 @@ class FakeHelper:
         conn.sendall(b"".join(out))
         conn.shutdown(socket.SHUT_WR)
         # Until the client leaves (it may send STOP first).
+        while conn.recv(1 << 16):
+            pass
+
+    def _paced(self, conn: socket.socket, p: Any) -> None:
+        """The chunks at their pace from a producer thread, sent from this
+        one; past queue_bytes unsent, the queued chunks are dropped and the
+        rest of their generation skipped, and a GAP says so when a newer
+        generation comes (the helper's policy, go_helper/ring.go)."""
+        cv = threading.Condition()
+        queue: list[tuple[int, bytes]] = []  # (generation, frame); -1: a frame of no generation
+        state = {"queued": 0, "sent_gen": -1, "done": False, "dropped": [0, 0, 0]}
+        gap: dict[str, Any] | None = None
+        skip = -1
+        every = self.seconds / self.pace / max(1, len(self.chunks))
+
+        def count(g: dict[str, Any], generations: int) -> None:
+            d = state["dropped"]
+            d[0], d[1], d[2] = d[0] + g["chunks"], d[1] + g["bytes"], d[2] + generations
+
+        def produce() -> None:
+            nonlocal gap, skip
+            t0 = time.monotonic()
+            for seq, (gen, data) in enumerate(self.chunks, 1):
+                time.sleep(max(0.0, t0 + seq * every - time.monotonic()))
+                with cv:
+                    if gen <= skip and gap is not None:
+                        gap["chunks"], gap["bytes"] = gap["chunks"] + 1, gap["bytes"] + len(data)
+                        continue
+                    if gap is not None:  # a newer generation: the gap is over
+                        gap["last_generation"] = gen - 1
+                        queue.append((-1, _frame(p.GAP, json.dumps(gap).encode())))
+                        count(gap, gen - gap["first_generation"])
+                        gap = None
+                    frame = _frame(p.CHUNK, struct.pack(">QqQ", seq, time.time_ns(), gen) + data)
+                    queue.append((gen, frame))
+                    state["queued"] += len(frame)
+                    if state["queued"] > self.queue_bytes:
+                        dropped = [(g, f) for g, f in queue if g >= 0]
+                        first = min(g for g, _ in dropped)
+                        gap = {
+                            "first_generation": first, "last_generation": gen, "chunks": len(dropped),
+                            "bytes": sum(len(f) - 29 for _, f in dropped),  # less the frame's headers
+                            "discard_received": state["sent_gen"] >= first,
+                        }  # fmt: skip
+                        queue[:] = [(g, f) for g, f in queue if g < 0]
+                        state["queued"], skip = 0, gen
+                    cv.notify()
+            with cv:
+                if gap is not None:
+                    queue.append((-1, _frame(p.GAP, json.dumps(gap).encode())))
+                    count(gap, skip - gap["first_generation"] + 1)
+                state["done"] = True
+                cv.notify()
+
+        threading.Thread(target=produce, daemon=True).start()
+        while True:
+            with cv:
+                while not queue and not state["done"]:
+                    cv.wait()
+                if not queue and state["done"]:
+                    break
+                # At most 1 MiB at a time: what waits in sendall is unread, as in the helper's ring.
+                k, size = 0, 0
+                while k < len(queue) and (k == 0 or size + len(queue[k][1]) <= 1 << 20):
+                    size += len(queue[k][1]) if queue[k][0] >= 0 else 0
+                    k += 1
+                out = queue[:k]
+                del queue[:k]
+                state["queued"] -= size
+                state["sent_gen"] = max([state["sent_gen"], *(g for g, _ in out)])
+            conn.sendall(b"".join(f for _, f in out))
+        chunks, nbytes, gens = state["dropped"]
+        end = {
+            "reason": "client-stop", "complete": True, "chunks": len(self.chunks) - chunks,
+            "bytes": sum(len(d) for _, d in self.chunks) - nbytes, "dropped_chunks": chunks,
+            "dropped_bytes": nbytes, "dropped_generations": gens,
+        }  # fmt: skip
+        conn.sendall(_frame(p.END, json.dumps(end).encode()))
+        conn.shutdown(socket.SHUT_WR)
         while conn.recv(1 << 16):
             pass
 
@@ -296,6 +390,7 @@ class Run:
     calls: int | None = None
     gc: tuple[float, int] = (0.0, 0)
     faults: int = 0  # page faults: pages first touched, or touched again after being given back
+    shed: int = 0  # generations the (paced) helper shed, as the view's summary says
 
 
 def has_jobs(tree: Path, command: str) -> bool:
@@ -354,7 +449,9 @@ def once(
         r = json.loads(result.read_text())
         if r["rc"]:
             raise SystemExit(f"{view} exited {r['rc']}: {b''.join(errs).decode(errors='replace')[-2000:]}")
-        return Run(r["wall"], r["cpu"], r["rss_mib"], got, r.get("calls"), tuple(r["gc"]), r.get("faults", 0))
+        text = b"".join(errs).decode(errors="replace")
+        shed = sum(int(a or b) for a, b in re.findall(r"(\d+) generations? shed|helper shed (\d+) generations?", text))
+        return Run(r["wall"], r["cpu"], r["rss_mib"], got, r.get("calls"), tuple(r["gc"]), r.get("faults", 0), shed)
 
 
 def gil_dir(given: Path | None, tree: str) -> Path | None:
@@ -425,6 +522,14 @@ def main() -> None:
         help="the recording's generations: the helper closes one this often (s; default 0.5, what the views "
         "ask for by default, their --period; 0: the runtime's own, about a second)",
     )
+    ap.add_argument(
+        "--pace",
+        type=float,
+        default=0,
+        help="replay at this many times the trace's own rate (its --seconds), shedding as the helper does past "
+        "--queue-mb unread (default 0: as fast as the view takes it)",
+    )
+    ap.add_argument("--queue-mb", type=int, default=64, help="the paced helper's queue (default 64, the helper's)")
     ap.add_argument("--views", default=",".join(VIEWS), help="comma-separated (default: all)")
     ap.add_argument("--jobs", default="1,2", help="comma-separated job counts (default 1,2)")
     ap.add_argument("--runs", type=int, default=1, help="best of N (default 1)")
@@ -447,7 +552,7 @@ def main() -> None:
     print(f"trace: {len(data) / 1e6:.1f} MB, {events:,} events, {len(chunks):,} chunks", flush=True)
     with tempfile.TemporaryDirectory(prefix="live-scale-sock-") as tmp:
         sock = f"{tmp}/helper.sock"
-        helper = FakeHelper(chunks, sock)
+        helper = FakeHelper(chunks, sock, args.pace, args.seconds, args.queue_mb << 20)
         addr = f"unix:{sock}"
         try:
             if args.profile:
@@ -487,7 +592,8 @@ def main() -> None:
                             f"{best.rss_mib:.0f} MiB, {best.faults / 1e3:.0f}k faults, "
                             f"{best.out_bytes / 1e6:.1f} MB out, "
                             f"collector {best.gc[0]:.2f} s in {best.gc[1]:,} passes; "
-                            f"target {target / 1e6:g}M {'met' if rate >= target else 'NOT met'}){note}",
+                            + (f"{best.shed} generations shed; " if args.pace else "")
+                            + f"target {target / 1e6:g}M {'met' if rate >= target else 'NOT met'}){note}",
                             flush=True,
                         )
                         if j == 1:
