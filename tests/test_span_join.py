@@ -224,3 +224,27 @@ def test_split_legacy_demo_traces(legacy_demo_traces: dict[str, Path], compiled:
         batches = [b for b in livetrace.decode_batches(path) if isinstance(b, EventBatch)]
         check(batches, compiled)
         check(cut(batches, 50000), compiled)
+
+
+@pytest.mark.compiled_core
+@pytest.mark.parametrize("step", [0, 40])  # Go's generations; or 40 events each, regions open across
+def test_the_room_a_split_core_reserves_changes_nothing(step: int) -> None:
+    # build_generation tells the compiled core how many events it will be fed, for the room of
+    # its region records: none (not a list), far too little (they grow past it), or enough.
+    from livetrace._trace import _ccore
+
+    batches = batches_of(named("go122-annotations-stress").data)
+    for gen in generations(cut(batches, step) if step else batches):
+        goroutines = sorted({g for b in gen for g in b.columns()[4]})
+        got = []
+        for hint in (0, 1, 10**6):
+            core = _ccore.SpanCore(True, 7, hint)
+            cols = []
+            for b in gen:
+                codes, times, _, procs, gs, args, extra = b.columns()
+                strings = b.gen.strings if b.gen is not None else {}
+                xs = b.gen.extra_strings if b.gen is not None else [b""]
+                out = core.feed(codes, times, procs, gs, args, extra, 0, strings, xs, [b""])
+                cols.append([bytes(c) for c in out])
+            got.append((cols, core.export(), [core.region_meta(g) for g in goroutines]))
+        assert got[0] == got[1] == got[2]

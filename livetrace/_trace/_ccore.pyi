@@ -169,7 +169,8 @@ class SpanCore:
     across batches; spans out as a list of bytes columns, in
     spans.batch.COLUMNS order (bytearrays when split)."""
 
-    def __init__(self, split: bool = False, follow: int = 7, /) -> None: ...
+    def __init__(self, split: bool = False, follow: int = 7, events: int = 0, /) -> None:
+        """``events``: how many it will be fed, if known (room reserved at once, split)."""
     def widen(self, more: int, /) -> int: ...
     def feed(
         self,

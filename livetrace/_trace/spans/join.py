@@ -130,8 +130,9 @@ def build_generation(
     number, counted from 0, in the order :class:`SpanJoin` is fed);
     ``follow`` as for :class:`SpanBuilder`, never less than the generations
     joined before it followed."""
+    hint = sum(map(len, batches)) if isinstance(batches, list | tuple) else 0
     core: SpanCore | ccore.SpanCore = (
-        ccore.SpanCore(True, int(follow)) if use_compiled(compiled) else SpanCore(True, follow)
+        ccore.SpanCore(True, int(follow), hint) if use_compiled(compiled) else SpanCore(True, follow, hint)
     )
     logs = user_logs(split=True, compiled=compiled, following=bool(follow & Follow.LOGS))
     names: list[bytes] = [b""]

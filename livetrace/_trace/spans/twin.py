@@ -137,7 +137,8 @@ class SpanCore:
     """Open spans across batches and generations; ``feed`` returns the
     spans that ended, as columns."""
 
-    def __init__(self, split: bool = False, follow: int = Follow.ALL) -> None:
+    def __init__(self, split: bool = False, follow: int = Follow.ALL, events: int = 0) -> None:
+        # (events: the compiled core's hint for the room it reserves; a list needs none.)
         _check_follow(follow)
         self.split = split
         self.follow = int(follow)
