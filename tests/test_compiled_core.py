@@ -262,6 +262,20 @@ def text_and_span_lines(rng):  # the writers that let the GIL go, with pieces wh
             pass
 from livetrace._trace.spans.logs import user_logs
 from livetrace._tables.read import iter_tables
+from livetrace._trace.spans.join import SpanJoin, build_generation
+def split_spans(batches, rng):  # each generation's spans built apart (their room reserved, or not), then joined
+    gens = []
+    for b in batches:
+        if gens and gens[-1][0].gen is b.gen: gens[-1].append(b)
+        else: gens.append([b])
+    j = SpanJoin(compiled=True)
+    try:
+        for i, g in enumerate(gens):
+            built = build_generation(g if rng.random() < 0.5 else iter(g), i, compiled=True)
+            for _ in j.join(built, g): pass
+        j.close()
+    except (TraceFormatError, ValueError, MemoryError):
+        pass
 def logs_state(batches, rng):  # the logs' state in the core, split or not, read and set back now and then
     for split in (False, True):
         u = user_logs(split=split, compiled=True)
@@ -329,6 +343,7 @@ while time.monotonic() < deadline:
     except (TraceFormatError, MemoryError):
         pass
     logs_state(seen, rng)
+    split_spans(seen, rng)
     spans = sb.close()
     for p in profiles: p.feed(spans); p.records()
     top_of(sums, spans)
