@@ -143,6 +143,7 @@ def run_view(
     killer.start()
     t0 = time.time()
     lines, nbytes, lags, rem, shed, lost = 0, 0, [], b"", 0, 0
+    when: list[int] = []  # top: what each snapshot says was shed, in order (when it fell behind)
     assert p.stderr is not None
     err: list[bytes] = []
     reader = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)  # type: ignore[union-attr]
@@ -160,6 +161,7 @@ def run_view(
         if view == "top":  # each JSON snapshot counts what was lost since the one before
             for snap in (json.loads(x) for x in whole.splitlines() if x.startswith(b"{")):  # (py-spy's lines)
                 shed, lost = shed + snap["shed_generations"], lost + snap["lost_batches"]
+                when.append(snap["shed_generations"])
         if is_jsonl:
             t = wall_of(whole[: whole.find(b"\n")])
             if t is not None:
@@ -172,7 +174,7 @@ def run_view(
     text = b"".join(err).decode(errors="replace")
     gaps = re.findall(r"(\d+) gaps?\b", text) or re.findall(r"helper shed (\d+) generations?", text)
     if view == "top":
-        gaps = [f"{shed} shed, {lost} batches lost"]
+        gaps = [f"{shed} shed ({' '.join(map(str, when))} a snapshot), {lost} batches lost"]
     behind = re.search(r"behind the service by (p50 [\d.]+ s, p99 [\d.]+ s, max [\d.]+ s)", text)
     lag = ""
     if lags:
