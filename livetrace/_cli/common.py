@@ -20,7 +20,6 @@ from livetrace._plural import plural
 from livetrace._protocol import text as peer
 from livetrace._protocol.frames import SessionInfo, SessionMode
 from livetrace._session.connect import connect
-from livetrace._session.limits import Counters
 from livetrace._session.session import Session
 
 if TYPE_CHECKING:
@@ -127,7 +126,7 @@ async def live_pass(
         end = session.end
         if end is not None:
             say(err, f"session ended: {peer.shown(end.reason)}")
-        if shed := shed_of(session.counters):
+        if shed := shed_note(session.counters.dropped_generations, session.counters.dropped_bytes):
             say(err, shed)
         return done is not None and end is not None
 
@@ -142,10 +141,6 @@ def shed_note(generations: int, nbytes: int) -> str:
         "consumer fell behind: what they held is missing from the output (--jobs, a narrower filter, "
         "or a larger --max-pipeline-mb may keep up)"
     )
-
-
-def shed_of(counters: Counters) -> str:
-    return shed_note(counters.dropped_generations, counters.dropped_bytes)
 
 
 async def units_recorded(

@@ -19,7 +19,6 @@ from rich.console import Console
 from rich.live import Live
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, live_pass, say
-from livetrace._items import Gap, SubscriberGap, WindowGap
 from livetrace._nursery import open_nursery
 from livetrace._protocol.text import json_safe
 from livetrace._session.recording import Recorder
@@ -150,16 +149,11 @@ async def _feed(session: Session, stats: TopStats, display: _Display, once: bool
                 show()
             # A loss is news too: the helper's last gap comes after the last spans, when the
             # session ended while top was behind, and the last snapshot must count it.
-            if feeder.feed(item) or _lost(item):
+            lost = stats.losses
+            if feeder.feed(item) or stats.losses > lost:
                 fed = True
         if fed or once:
             show()
-
-
-def _lost(item: object) -> bool:
-    """Whether the item says something was lost (generations the helper shed, batches top
-    missed); the time between two pprof windows is no loss."""
-    return isinstance(item, SubscriberGap) or (isinstance(item, Gap) and not isinstance(item, WindowGap))
 
 
 async def _read_keys(display: _Display, fd: int, scope: trio.CancelScope, feeding: trio.CancelScope) -> None:

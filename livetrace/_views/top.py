@@ -311,6 +311,11 @@ class TopStats:
         self._unit_key = 0  # the unit's key in the root cache: negative, apart from the span builder's
         self._reset()
 
+    @property
+    def losses(self) -> int:
+        """What the next snapshot will say was lost: generations shed, batches missed."""
+        return self._shed + self._lost
+
     def _reset(self) -> None:
         self._first = self._last = -1
         self._start = self._end = -1

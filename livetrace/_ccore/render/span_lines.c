@@ -34,21 +34,9 @@ typedef struct {
     const u8 *c[NCOLS];
 } Cols;
 
-static inline i64 col_i64(const Cols *c, int k, size_t i) {
-    i64 v;
-    memcpy(&v, c->c[k] + i * 8, 8);
-    return v;
-}
-static inline u64 col_u64(const Cols *c, int k, size_t i) {
-    u64 v;
-    memcpy(&v, c->c[k] + i * 8, 8);
-    return v;
-}
-static inline u32 col_u32(const Cols *c, int k, size_t i) {
-    u32 v;
-    memcpy(&v, c->c[k] + i * 4, 4);
-    return v;
-}
+static inline i64 col_i64(const Cols *c, int k, size_t i) { return ld_i64(c->c[k], i); }
+static inline u64 col_u64(const Cols *c, int k, size_t i) { return ld_u64(c->c[k], i); }
+static inline u32 col_u32(const Cols *c, int k, size_t i) { return ld_u32(c->c[k], i); }
 
 typedef struct {
     TextBuf o;

@@ -21,7 +21,6 @@
 
 #define NPICKS 4 /* the arguments picked per code: stack, new stack, two strings */
 
-
 static inline void set_valid(u8 *bits, size_t i) { bits[i >> 3] |= (u8)(1u << (i & 7)); }
 
 /* Holds the n writable buffers of the tuple outs, each of at least

@@ -38,7 +38,6 @@ typedef struct {
     size_t n, nslots;
 } Groups;
 
-
 static inline int bit_at(const u8 *bits, size_t i) { return !bits || (bits[i >> 3] >> (i & 7)) & 1; }
 
 static u64 key_hash(const i64 *key) {

@@ -66,7 +66,6 @@ typedef struct {
     size_t norder, caporder;
 } ProfileCountsObject;
 
-
 static void free_map(void *m) {
     map_free(m);
     free(m);

@@ -73,7 +73,6 @@ typedef struct {
     Groups kinds, regions, tasks;
 } TopSumsObject;
 
-
 static void groups_free(Groups *g) {
     for (size_t i = 0; i < g->n; i++)
         free(g->vecs[i].v);
