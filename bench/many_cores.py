@@ -37,6 +37,7 @@ import threading
 import time
 import urllib.request
 from datetime import datetime
+from pathlib import Path
 
 import psutil
 
@@ -121,7 +122,14 @@ def wall_of(line: bytes) -> float | None:
 
 
 def run_view(
-    view: str, addr: str, seconds: float, jobs: int, limit: float, extra: list[str], pyspy: str | None = None
+    view: str,
+    addr: str,
+    seconds: float,
+    jobs: int,
+    limit: float,
+    extra: list[str],
+    pyspy: str | None = None,
+    cgroup: str | None = None,
 ) -> str:
     args, is_jsonl = VIEWS[view]
     # The flight recorder runs until stopped: it is sent SIGINT, as Ctrl-C, after the same time.
@@ -136,6 +144,8 @@ def run_view(
     os.makedirs("/tmp/many-cores-flight", exist_ok=True)
     null = view.endswith("-null")
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if null else subprocess.PIPE, stderr=subprocess.PIPE)
+    if cgroup:  # before its first thread but the main one, which the others inherit it from
+        Path(cgroup, "cgroup.procs").write_text(f"{p.pid}\n")
     w = Watch(p.pid)
     if not timed:
         threading.Timer(seconds, p.send_signal, (signal.SIGINT,)).start()
@@ -215,6 +225,12 @@ def main() -> None:
     ap.add_argument("--extra", default="", help="more options for every view (say --max-pipeline-mb 4096)")
     ap.add_argument("--pyspy", metavar="DIR", help="record each timed view with py-spy (every thread) into DIR")
     ap.add_argument("--limit", type=float, help="kill a view after this many seconds (default: 6 x --seconds + 30)")
+    ap.add_argument(
+        "--view-cgroup",
+        metavar="DIR",
+        help="run each view in this cgroup (v1 or v2, made beforehand): with a CPU quota, a view with fewer "
+        "and slower cores than the service, as a big service's consumer is, on a small machine",
+    )
     a = ap.parse_args()
     only = [v for v in a.only.split(",") if v]
     log(f"== {os.cpu_count()} cores; {sys.version.split()[0]}; demo GOMAXPROCS={a.procs}")
@@ -235,7 +251,7 @@ def main() -> None:
                 view, _, pinned = spec.partition("@")
                 for jobs in map(int, (pinned or a.jobs).split(",")):
                     limit = a.limit or a.seconds * 6 + 30
-                    log(run_view(view, addr, a.seconds, jobs, limit, a.extra.split(), a.pyspy))
+                    log(run_view(view, addr, a.seconds, jobs, limit, a.extra.split(), a.pyspy, a.view_cgroup))
         finally:
             demo.send_signal(signal.SIGTERM)
             try:

@@ -3,8 +3,8 @@
 # from the folder bench/many_cores.sh packs (it copies this there as .scale/device.sh). Issue 27's
 # targets first, so that a run cut short still answers them: W2's views (tail -k Log, the 5 ms blocked
 # spans, top with its default one job and with J, flight, profile), W1's (the JSON tail into /dev/null,
-# text, spans); then, while BUDGET seconds last, W2's span tail with shorter generations and top
-# with twice the default cap, the W1 recording replayed through the views at jobs 1 and J with the service gone, and decode_batches
+# text, spans); then, while BUDGET seconds last, W2's span tail and top with generations as long
+# as their period (no --generation-mb: what the default of 8 MiB gained), top with twice the default cap, the W1 recording replayed through the views at jobs 1 and J with the service gone, and decode_batches
 # with 1-8 jobs. Logs go to $OUT.
 #   bash .scale/device.sh        (PROCS, W1, W2, SECS, JOBS, LIM, BUDGET, RVIEWS, PY, SPY: see below;
 #                                 SPY=1 records top with py-spy, whose wheel must then be in .scale/whl)
@@ -33,10 +33,11 @@ mc() { $PY "$M" "$D/demo" --procs "$P" --seconds "$S" --limit "$LIM" "$@"; }
 step "W2 targets" 200 mc --workers "$W2" --jobs "$J" --only tail-log,spans-5ms-blocked,top@1,top,flight,profile 2>&1 | tee "$OUT/mc$W2.log"
 step "W1 targets" 110 mc --workers "$W1" --jobs "$J" --only tail-jsonl-null,tail-text,tail-spans-null 2>&1 | tee "$OUT/mc$W1.log"
 cp /tmp/many-cores.trace /tmp/w1.trace 2>/dev/null
-# What 2026-11-28's run left open: the span tail's lag with generations half as long, and whether top
-# keeps up with twice the default cap (with py-spy's view of every thread, where it is carried in).
-step "W2, shorter generations" 45 mc --workers "$W2" --jobs "$J" --only spans-5ms-blocked \
-  --extra "--period 0.25" 2>&1 | tee "$OUT/mc$W2-p025.log"
+# What 2026-11-28's run left open: the span tail's lag and top's shedding against generations of a
+# period's length, as they were before the 8 MiB default, and whether top keeps up with twice the
+# default cap (with py-spy's view of every thread, where it is carried in).
+step "W2, generations by time only" 80 mc --workers "$W2" --jobs "$J" --only spans-5ms-blocked,top \
+  --extra "--generation-mb 0" 2>&1 | tee "$OUT/mc$W2-bytime.log"
 step "W2, top with 8 GiB" 45 mc --workers "$W2" --jobs "$J" --only top --extra "--max-pipeline-mb 8192" \
   ${SPY:+--pyspy "$OUT/spy"} 2>&1 | tee "$OUT/mc$W2-top8g.log"
 step "replay" 90 $PY "$D/src/bench/live_scale.py" --trace /tmp/w1.trace --views "${RVIEWS:-tail-jsonl,tail-log,tail-spans}" \

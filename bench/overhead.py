@@ -1,6 +1,7 @@
 """What livetrace costs the traced service, against tracing to a local file.
 
     .venv/bin/python bench/overhead.py [--go PATH] [--rounds 6] [--window 5] [--consumer record|tail]
+                                       [--generation-mb MB]
 
 Starts the demo service (4 workers of each kind: its full load) and, in
 interleaved rounds (the order alternating from round to round), measures
@@ -11,6 +12,10 @@ the work it gets done (its /stats counter) over a window while it is traced:
              (the trace to a file, as `file` does) or `tail` (decoding every
              event and writing JSON lines into a pipe read as fast as it can)
   untraced   for reference
+  livetrace, MB MiB generations
+             with --generation-mb: `record`, with the helper closing a
+             generation at every MB of trace (--generation-mb), against
+             `livetrace` with no such limit: what smaller generations cost
 
 and prints every round and the ratio of medians livetrace / file. The
 consumer runs on the same machine, so its CPU is part of what is measured.
@@ -63,7 +68,9 @@ async def traced_to_file(demo: DemoProcess, seconds: float) -> float:
         return await window(demo, seconds)
 
 
-async def traced_live(demo: DemoProcess, seconds: float, consumer: str, tmp: Path) -> float:
+async def traced_live(
+    demo: DemoProcess, seconds: float, consumer: str, tmp: Path, generation_bytes: int | None = None
+) -> float:
     if consumer == "tail":
         proc = subprocess.Popen(
             [
@@ -91,7 +98,9 @@ async def traced_live(demo: DemoProcess, seconds: float, consumer: str, tmp: Pat
             rate = await window(demo, seconds)
         proc.wait()
         return rate
-    async with livetrace.connect(demo.trace_address, duration=seconds + 2 * WARMUP) as session:
+    async with livetrace.connect(
+        demo.trace_address, duration=seconds + 2 * WARMUP, generation_bytes=generation_bytes
+    ) as session:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(livetrace.record, session, tmp / "live.trace")
             await trio.sleep(WARMUP)
@@ -101,11 +110,14 @@ async def traced_live(demo: DemoProcess, seconds: float, consumer: str, tmp: Pat
 async def main(args: argparse.Namespace) -> None:
     exe = build_demo(find_go(args.go))
     results: dict[str, list[float]] = {"untraced": [], "file": [], "livetrace": []}
+    split = f"livetrace, {args.generation_mb:g} MiB generations"
+    if args.generation_mb:
+        results[split] = []
     with tempfile.TemporaryDirectory() as tmp:
         async with run_demo(exe, args=["-workers", "4"]) as demo:
             await trio.sleep(1)
             for r in range(args.rounds):
-                order = ["untraced", "file", "livetrace"]
+                order = list(results)
                 if r % 2:
                     order.reverse()
                 for mode in order:
@@ -113,8 +125,11 @@ async def main(args: argparse.Namespace) -> None:
                         rate = await window(demo, args.window)
                     elif mode == "file":
                         rate = await traced_to_file(demo, args.window)
-                    else:
+                    elif mode == "livetrace":
                         rate = await traced_live(demo, args.window, args.consumer, Path(tmp))
+                    else:
+                        size = int(args.generation_mb * (1 << 20))
+                        rate = await traced_live(demo, args.window, "record", Path(tmp), size)
                     results[mode].append(rate)
                     await trio.sleep(1)  # let the last session's ends settle
                 print(f"round {r + 1}: " + ", ".join(f"{m} {results[m][-1]:,.0f} ops/s" for m in results), flush=True)
@@ -125,6 +140,8 @@ async def main(args: argparse.Namespace) -> None:
         f"livetrace / tracing to a file: {med['livetrace'] / med['file']:.3f} (target >= 0.97); "
         f"file / untraced: {med['file'] / med['untraced']:.3f}"
     )
+    if args.generation_mb:
+        print(f"{split} / livetrace: {med[split] / med['livetrace']:.3f}")
 
 
 if __name__ == "__main__":
@@ -133,4 +150,5 @@ if __name__ == "__main__":
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--window", type=float, default=5.0)
     p.add_argument("--consumer", choices=["record", "tail"], default="record")
+    p.add_argument("--generation-mb", type=float, default=0, metavar="MB")
     trio.run(main, p.parse_args())

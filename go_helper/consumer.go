@@ -23,17 +23,19 @@ const (
 // A consumer is one connection reading the shared trace: its own options,
 // its own position in the ring, its own losses.
 type consumer struct {
-	srv       *Server
-	hub       *hub
-	id        uint64
-	conn      net.Conn
-	peer      string
-	client    string
-	since     time.Time
-	duration  time.Duration
-	advance   time.Duration // generation period asked for; 0: the runtime's
-	heartbeat time.Duration
-	wake      chan struct{} // a record may be waiting
+	srv      *Server
+	hub      *hub
+	id       uint64
+	conn     net.Conn
+	peer     string
+	client   string
+	since    time.Time
+	duration time.Duration
+	advance  time.Duration // generation period asked for; 0: the runtime's
+	// advanceBytes is the generation size asked for; 0: no limit.
+	advanceBytes uint64
+	heartbeat    time.Duration
+	wake         chan struct{} // a record may be waiting
 
 	// Guarded by hub.mu.
 	next                   uint64 // the next record to read
@@ -89,6 +91,7 @@ func (c *consumer) serve() {
 	}
 	h.mu.Unlock()
 	hs.AdvanceMs = h.advanceMs()
+	hs.AdvanceBytes = int64(h.advanceSize())
 	how := "started the trace"
 	switch {
 	case c.firstGen > 0:

@@ -17,6 +17,11 @@ const (
 	// longer ones are the runtime's own default.
 	minAdvanceMs = 100
 	maxAdvanceMs = 999
+	// A generation is closed early once it holds this much trace. Below a
+	// MiB the runtime's per-generation tables outweigh what a consumer
+	// gains; the time floor (minAdvanceMs) applies to these boundaries too.
+	minAdvanceBytes = 1 << 20
+	maxAdvanceBytes = 1 << 30
 	// Each segment restart costs two stop-the-worlds and a stack dump.
 	minSegmentMs = 1000
 	// Beyond this a period in milliseconds overflows a time.Duration.
@@ -67,6 +72,7 @@ func parseHello(body []byte) (helloMsg, error) {
 	}{
 		{"duration_ns", &h.DurationNs, 0, math.MaxInt64},
 		{"advance_ms", &h.AdvanceMs, minAdvanceMs, maxAdvanceMs},
+		{"advance_bytes", &h.AdvanceBytes, minAdvanceBytes, maxAdvanceBytes},
 		{"segment_ms", &h.SegmentMs, minSegmentMs, maxPeriodMs},
 		{"heartbeat_ms", &h.HeartbeatMs, minHeartbeatMs, maxHeartbeatMs},
 	}

@@ -7,9 +7,9 @@ import (
 )
 
 func TestHelloFieldsAreReadAndUnknownOnesIgnored(t *testing.T) {
-	h, err := parseHello([]byte(`{"token":"t","client":"c","duration_ns":5,"advance_ms":100,"segment_ms":1000,
-		"heartbeat_ms":60000,"from_the_future":{"x":[1]},"client_version":null}`))
-	want := helloMsg{Token: "t", Client: "c", DurationNs: 5, AdvanceMs: 100, SegmentMs: 1000, HeartbeatMs: 60000}
+	h, err := parseHello([]byte(`{"token":"t","client":"c","duration_ns":5,"advance_ms":100,"advance_bytes":1048576,
+		"segment_ms":1000,"heartbeat_ms":60000,"from_the_future":{"x":[1]},"client_version":null}`))
+	want := helloMsg{Token: "t", Client: "c", DurationNs: 5, AdvanceMs: 100, AdvanceBytes: 1 << 20, SegmentMs: 1000, HeartbeatMs: 60000}
 	if err != nil || h != want {
 		t.Fatalf("got %+v, %v", h, err)
 	}
@@ -40,6 +40,9 @@ func TestHelloIsValidatedStrictly(t *testing.T) {
 		`{"advance_ms":99}`:                             `"advance_ms" is 99; it must be from 100 to 999`,
 		`{"advance_ms":1000}`:                           `"advance_ms" is 1000; it must be from 100 to 999`,
 		`{"advance_ms":true}`:                           `"advance_ms" must be an integer`,
+		`{"advance_bytes":1048575}`:                     `"advance_bytes" is 1048575; it must be from 1048576 to 1073741824`,
+		`{"advance_bytes":1073741825}`:                  `"advance_bytes" is 1073741825; it must be from 1048576 to`,
+		`{"advance_bytes":"8M"}`:                        `"advance_bytes" must be an integer`,
 		`{"segment_ms":999}`:                            `"segment_ms" is 999; it must be from 1000 to`,
 		`{"segment_ms":9223372036854775807}`:            `"segment_ms" is 9223372036854775807; it must be from 1000 to`,
 		`{"heartbeat_ms":99}`:                           `"heartbeat_ms" is 99; it must be from 100 to 60000`,

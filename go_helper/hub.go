@@ -21,6 +21,7 @@ type hub struct {
 	start    time.Time
 	segment  time.Duration // legacy segment period, fixed for the run; 0 without segments
 	retune   chan struct{} // the advance period may have changed
+	grown    chan struct{} // the current generation reached the size asked for
 	stopCh   chan struct{} // closed by stopLocked
 	released chan struct{} // closed once the run is over and its consumers are gone
 
@@ -47,6 +48,9 @@ type hub struct {
 	headerTime            int64
 	seq                   uint64 // every chunk the runtime handed over, kept or not
 	curGen                uint64 // generation of the latest chunk (modern Go)
+	genBytes              uint64 // bytes of curGen so far
+	split                 uint64 // the smallest advanceBytes of the consumers reading; 0: none
+	splitAt               uint64 // the generation whose size already asked for a boundary
 	segments              uint64 // legacy segments completed
 	overflowed, restarted bool
 }
@@ -58,7 +62,7 @@ func newHub(s *Server, buf []byte, free func() error) *hub {
 	}
 	return &hub{
 		srv: s, freeRing: free, buf: buf, recs: make([]record, maxRecs),
-		retune: make(chan struct{}, 1), stopCh: make(chan struct{}), released: make(chan struct{}),
+		retune: make(chan struct{}, 1), grown: make(chan struct{}, 1), stopCh: make(chan struct{}), released: make(chan struct{}),
 	}
 }
 
@@ -151,6 +155,7 @@ func (h *hub) add(c *consumer) {
 
 // poke tells the advancer that the set of consumers changed.
 func (h *hub) poke() {
+	h.split = h.advanceSizeLocked()
 	select {
 	case h.retune <- struct{}{}:
 	default:
@@ -336,11 +341,15 @@ func (h *hub) cycle() bool {
 }
 
 // advance closes a generation at the shortest period any consumer still
-// reading asked for, until the trace stops.
+// reading asked for, and early when one grows past the smallest size one
+// asked for (but never sooner than minAdvanceMs after the last), until the
+// trace stops.
 func (h *hub) advance(done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	last := time.Now()
+	var closed uint64 // the generation the last boundary closed
 	for {
 		period := h.advancePeriod()
 		if !t.Stop() {
@@ -356,10 +365,37 @@ func (h *hub) advance(done chan<- struct{}) {
 		case <-h.stopCh:
 			return
 		case <-h.retune:
+		case <-h.grown:
+			if early := time.Until(last.Add(minAdvanceMs * time.Millisecond)); early > 0 {
+				select {
+				case <-h.stopCh:
+					return
+				case <-time.After(early):
+				}
+			}
+			if h.splitGen() > closed { // not closed by the period meanwhile
+				closed, last = h.closeGeneration()
+			}
 		case <-t.C:
-			forceBoundary()
+			closed, last = h.closeGeneration()
 		}
 	}
+}
+
+// closeGeneration forces a boundary, and says which generation it closed
+// (at least) and when.
+func (h *hub) closeGeneration() (uint64, time.Time) {
+	h.mu.Lock()
+	gen := h.curGen
+	h.mu.Unlock()
+	forceBoundary()
+	return gen, time.Now()
+}
+
+func (h *hub) splitGen() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.splitAt
 }
 
 func (h *hub) advancePeriod() time.Duration {
@@ -375,3 +411,36 @@ func (h *hub) advancePeriod() time.Duration {
 }
 
 func (h *hub) advanceMs() int64 { return h.advancePeriod().Milliseconds() }
+
+func (h *hub) advanceSize() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.split
+}
+
+func (h *hub) advanceSizeLocked() uint64 {
+	var n uint64
+	for _, c := range h.consumers {
+		if c.reason == "" && c.advanceBytes > 0 && (n == 0 || c.advanceBytes < n) {
+			n = c.advanceBytes
+		}
+	}
+	return n
+}
+
+// grew counts a chunk of generation gen, and asks the advancer for a
+// boundary, once a generation, when it passes the size asked for.
+func (h *hub) grew(gen uint64, n int) {
+	if gen != h.curGen {
+		h.genBytes = 0
+	}
+	h.genBytes += uint64(n)
+	if h.split == 0 || h.genBytes < h.split || h.splitAt == gen {
+		return
+	}
+	h.splitAt = gen
+	select {
+	case h.grown <- struct{}{}:
+	default:
+	}
+}

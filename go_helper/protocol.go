@@ -56,6 +56,11 @@ type helloMsg struct {
 	// AdvanceMs asks for a generation boundary at least this often, so
 	// that a live consumer sees events sooner (Go 1.22+).
 	AdvanceMs int64 `json:"advance_ms,omitempty"`
+	// AdvanceBytes asks for a generation boundary once a generation holds
+	// about this many bytes (Go 1.22+): on a busy service a generation of a
+	// second is too much for a consumer to decode in time, and smaller ones
+	// can be decoded side by side.
+	AdvanceBytes int64 `json:"advance_bytes,omitempty"`
 	// SegmentMs asks a legacy runtime (before Go 1.22) to stop and restart
 	// the trace this often, so that each segment is a complete trace, with
 	// its stacks and frequency, a few seconds after its events.
@@ -79,7 +84,10 @@ type handshakeMsg struct {
 	QueueBytes  int    `json:"queue_bytes"`
 	Session     uint64 `json:"session"`
 	AdvanceMs   int64  `json:"advance_ms"` // what the helper does: 0 leaves the runtime's period alone
-	SegmentMs   int64  `json:"segment_ms"` // what the helper does: 0 for one trace from start to end
+	// What the helper does: it closes a generation once it holds this many
+	// bytes; 0 when no consumer asked (or on a legacy runtime).
+	AdvanceBytes int64 `json:"advance_bytes"`
+	SegmentMs    int64 `json:"segment_ms"` // what the helper does: 0 for one trace from start to end
 	// JoinedRunning: the consumer attached to a trace already running for
 	// others; its stream is the trace header, then everything from
 	// FirstGeneration (modern Go) or from segment FirstSegment (legacy Go).

@@ -58,6 +58,7 @@ func (h *hub) Write(p []byte) (int, error) {
 	var gen uint64
 	if h.modern && !header {
 		gen = chunkGeneration(p, h.curGen)
+		h.grew(gen, len(p))
 		h.curGen = gen
 	}
 	if !h.modern && !h.stopping {

@@ -325,7 +325,8 @@ func (s *Server) attach(conn net.Conn, peer string, hello helloMsg) (*consumer, 
 	c := &consumer{
 		srv: s, conn: conn, peer: peer, client: hello.Client, since: time.Now(),
 		duration: time.Duration(hello.DurationNs), advance: advancePeriod(hello.AdvanceMs),
-		heartbeat: time.Duration(hello.HeartbeatMs) * time.Millisecond, wake: make(chan struct{}, 1),
+		advanceBytes: advanceSize(hello.AdvanceBytes),
+		heartbeat:    time.Duration(hello.HeartbeatMs) * time.Millisecond, wake: make(chan struct{}, 1),
 	}
 	giveUp := time.NewTimer(tracerFreeWait)
 	defer giveUp.Stop()
@@ -406,6 +407,13 @@ func advancePeriod(ms int64) time.Duration {
 		return 0
 	}
 	return time.Duration(ms) * time.Millisecond // parseHello checked the range
+}
+
+func advanceSize(n int64) uint64 {
+	if n <= 0 || !canForceBoundaries {
+		return 0
+	}
+	return uint64(n) // parseHello checked the range
 }
 
 func formatBytes(n uint64) string {

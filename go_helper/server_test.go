@@ -200,6 +200,40 @@ func TestConsumersShareOneTrace(t *testing.T) {
 	}
 }
 
+// A consumer that asks for generations of at most advance_bytes gets them
+// closed as they reach it, not only once a second; and the handshake says so.
+func TestAGenerationIsClosedAtTheSizeAskedFor(t *testing.T) {
+	if !canForceBoundaries {
+		t.Skip("only Go 1.22+ traces are made of generations")
+	}
+	s, _ := serveTest(t, "tcp:0", Options{})
+	for n := 0; n < 4; n++ {
+		churn(t)
+	}
+	c := dial(t, s)
+	hs := c.start(map[string]any{"advance_bytes": minAdvanceBytes, "duration_ns": int64(1500 * time.Millisecond)})
+	if hs.AdvanceBytes != minAdvanceBytes || hs.AdvanceMs != 0 {
+		t.Fatalf("handshake %+v", hs)
+	}
+	got := c.untilEnd()
+	size := map[uint64]int{}
+	total := 0
+	for _, ch := range got.chunks[1:] {
+		size[chunkGeneration(ch, 0)] += len(ch)
+		total += len(ch)
+	}
+	// The runtime alone closes one a second; by size, one every MiB, but
+	// never two within minAdvanceMs.
+	want := total / minAdvanceBytes
+	if most := 1500 / minAdvanceMs; want > most {
+		want = most
+	}
+	if len(size) < want/2 || len(size) < 4 {
+		t.Fatalf("%d bytes in %d generations %v; want about %d", total, len(size), size, want)
+	}
+	waitIdle(t, s)
+}
+
 // churn keeps the scheduler busy, so that even a legacy tracer fills and
 // hands over buffers, until the test ends.
 func churn(t *testing.T) {

@@ -254,6 +254,7 @@ GAP = {"first_generation": 2, "last_generation": 3, "chunks": 1, "bytes": 10, "d
     [
         (handshake_stream(segment_ms="500"), "handshake", "segment_ms"),
         (handshake_stream(advance_ms=[1]), "handshake", "advance_ms"),
+        (handshake_stream(advance_bytes=-1), "handshake", "advance_bytes"),
         (handshake_stream(go_version=126), "handshake", "go_version"),
         (handshake_stream(pid=True), "handshake", "pid"),
         (handshake_stream(queue_bytes=-1), "handshake", "queue_bytes"),

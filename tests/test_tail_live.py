@@ -11,6 +11,7 @@ import pytest
 import trio
 
 import livetrace
+from livetrace._session.defaults import GENERATION_BYTES
 from livetrace._trace.modern.decoder import ModernDecoder
 
 from .conftest import cli, demo, go_tool_trace
@@ -165,9 +166,37 @@ async def test_a_live_consumer_can_have_generations_closed_more_often() -> None:
     assert len(syncs) >= 7
 
 
+async def test_a_busy_service_s_generations_are_closed_at_the_size_asked_for() -> None:
+    async with demo("1.26", args=["-workers", "4"]) as d:
+        async with livetrace.connect(d.trace_address, duration=2.5, generation_bytes=1 << 20) as session:
+            assert session.info.advance_bytes == 1 << 20 and session.info.advance_ms == 0
+            chunks = [c async for c in session.chunks() if isinstance(c, livetrace.Chunk)]
+    size: dict[int, int] = {}
+    for c in chunks[1:]:  # after the header
+        size[c.generation] = size.get(c.generation, 0) + len(c.data)
+    # By time alone the runtime closes about three in 2.5 s; by size, one a MiB (but at most one
+    # in 0.1 s). The service's buffers in flight when one is closed still go to it.
+    want = min(sum(size.values()) >> 20, 25)
+    assert len(size) >= max(want // 2, 4), size
+    async with demo("1.26", args=["-workers", "1"]) as d:
+        async with livetrace.connect(d.trace_address, duration=0.2) as session:
+            assert session.info.advance_bytes == GENERATION_BYTES
+
+
+async def test_tail_asks_for_the_generation_size_given() -> None:
+    async with demo("1.26", args=["-workers", "1"]) as d:
+        for given, said in (("1", "generation (0.5 s, or 1 MiB)"), ("0", "generation (0.5 s)")):
+            proc = cli("tail", d.trace_address, "--generation-mb", given, "--duration", "0.3", "-k", "Log")
+            _, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))  # noqa: B023
+            assert proc.returncode == 0 and said in err, err
+    proc = cli("tail", "unix:/nonexistent", "--generation-mb", "0.5")
+    _, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=120))
+    assert proc.returncode == 2 and "0.5 MiB: a generation's size is 1 to 1024 MiB, or 0 for no limit" in err, err
+
+
 async def test_legacy_runtimes_ignore_the_advance_request(tmp_path: Path) -> None:
     async with demo("1.21", args=["-workers", "1"]) as d:
-        async with livetrace.connect(d.trace_address, duration=0.5, advance=0.2) as session:
-            assert session.info.advance_ms == 0
+        async with livetrace.connect(d.trace_address, duration=0.5, advance=0.2, generation_bytes=1 << 20) as session:
+            assert session.info.advance_ms == 0 and session.info.advance_bytes == 0
             rec = await livetrace.record(session, tmp_path / "legacy.trace")
         assert rec.end is not None and rec.end.complete

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from livetrace._session.defaults import (
+    GENERATION_BYTES,
+    GENERATION_BYTES_RANGE,
     IDLE_TIMEOUT,
     MAX_DEFAULT_PIPELINE_BYTES,
     MIN_ADVANCE,
@@ -41,6 +43,18 @@ def period_option(text: str) -> float:
     if value != 0 and not MIN_ADVANCE <= value <= 1:
         raise argparse.ArgumentTypeError(f"{text} s: the period is {MIN_ADVANCE} to 1 s, or 0 for the runtime's own")
     return value
+
+
+def generation_mb_option(text: str) -> int:
+    """A --generation-mb: 0 (no limit) or 1 to 1024 MiB, in bytes."""
+    value = _finite(text, "MiB", "8 or 0")
+    lo, hi = GENERATION_BYTES_RANGE
+    size = int(value * (1 << 20))
+    if value != 0 and not lo <= size <= hi:
+        raise argparse.ArgumentTypeError(
+            f"{text} MiB: a generation's size is {lo >> 20} to {hi >> 20} MiB, or 0 for no limit"
+        )
+    return size
 
 
 def window_option(text: str) -> float:
@@ -108,6 +122,15 @@ def add_jobs_option(p: argparse.ArgumentParser, default: int | None = None, why:
         f"events (default {PIPELINE_BYTES_PER_JOB >> 20} a job, at most {MAX_DEFAULT_PIPELINE_BYTES >> 20} and "
         f"1/{PIPELINE_MEMORY_SHARE} of the memory this process may use); past it fewer run side by side, and "
         "one alone may hold more",
+    )
+    p.add_argument(
+        "--generation-mb",
+        type=generation_mb_option,
+        default=GENERATION_BYTES,
+        metavar="MB",
+        help=f"have the helper close a generation once it holds this much trace, 1 to 1024 (default "
+        f"{GENERATION_BYTES >> 20}; 0: only by time): a busy service's generations are then decoded soon "
+        "after they end, and several side by side (Go 1.22+ with a helper)",
     )
 
 
@@ -201,4 +224,6 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
         opts["jobs"] = args.jobs
     if getattr(args, "max_pipeline_mb", None):
         opts["max_pipeline_bytes"] = args.max_pipeline_mb
+    if hasattr(args, "generation_mb"):
+        opts["generation_bytes"] = args.generation_mb or None
     return opts

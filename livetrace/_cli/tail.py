@@ -95,6 +95,8 @@ async def tail_command(
             )
         else:
             every = f"{info.advance_ms / 1000:g} s" if info.advance_ms else "about a second"
+            if info.advance_bytes:
+                every += f", or {info.advance_bytes / (1 << 20):g} MiB"
             how = f"{what} arrive a generation ({every}) at a time"
         say(err, f"tailing {about(info)}); {how}" + ("" if duration else "; Ctrl-C stops"))
         # Lines are written in the session's pipeline (in parallel with --jobs), except where

@@ -111,6 +111,7 @@ class SessionInfo:
     queue_bytes: int
     session: int
     advance_ms: int = 0  # how often the helper closes a generation for us; 0: the runtime's own period
+    advance_bytes: int = 0  # the helper closes a generation once it holds this much; 0: by time only
     segment_ms: int = 0  # how often the helper restarts a legacy trace; 0: one trace for the session
     # The session joined a trace already running for other consumers: the stream is the trace header,
     # then everything from generation first_generation (Go 1.22+) or from segment first_segment (legacy).
@@ -213,11 +214,20 @@ def encode_frame(frame_type: int, payload: bytes = b"") -> bytes:
 
 
 def hello(
-    *, token: str | None, duration_ns: int, client: str, advance_ms: int = 0, segment_ms: int = 0, heartbeat_ms: int = 0
+    *,
+    token: str | None,
+    duration_ns: int,
+    client: str,
+    advance_ms: int = 0,
+    advance_bytes: int = 0,
+    segment_ms: int = 0,
+    heartbeat_ms: int = 0,
 ) -> bytes:
     body: dict[str, Any] = {"client": client}
     if advance_ms > 0:
         body["advance_ms"] = advance_ms
+    if advance_bytes > 0:
+        body["advance_bytes"] = advance_bytes
     if segment_ms > 0:
         body["segment_ms"] = segment_ms
     if heartbeat_ms > 0:

@@ -114,6 +114,7 @@ HANDSHAKE = Schema(
         "queue_bytes": u64(),
         "session": u64(),
         "advance_ms": Int(0, 999, 0),
+        "advance_bytes": Int(0, I64_MAX, 0),
         "segment_ms": Int(0, I64_MAX, 0),
         "joined_running": Bool(False),
         "first_generation": u64(0),

@@ -15,7 +15,14 @@ import trio
 from livetrace._nursery import open_nursery
 from livetrace._protocol.address import Address, parse_address
 from livetrace._session import transport
-from livetrace._session.defaults import IDLE_TIMEOUT, MAX_GENERATION_BYTES, MIN_ADVANCE, STOP_TIMEOUT
+from livetrace._session.defaults import (
+    GENERATION_BYTES,
+    GENERATION_BYTES_RANGE,
+    IDLE_TIMEOUT,
+    MAX_GENERATION_BYTES,
+    MIN_ADVANCE,
+    STOP_TIMEOUT,
+)
 from livetrace._session.helper import Hello, open_helper_session
 from livetrace._session.limits import Limits
 from livetrace._session.session import Session
@@ -32,6 +39,7 @@ async def connect(
     token: str | None = None,
     duration: float | None = None,
     advance: float | None = None,
+    generation_bytes: int | None = GENERATION_BYTES,
     segment: float | None = None,
     client_name: str | None = None,
     idle_timeout: float | None = IDLE_TIMEOUT,
@@ -53,7 +61,11 @@ async def connect(
     the helper stop by itself; ``advance`` (seconds, 0.1 to 1) asks it to
     close a generation that often instead of about once a second, so that
     live events arrive sooner (Go 1.22+; ``info.advance_ms`` says what it
-    does). ``segment`` (seconds, at least 1) asks a legacy runtime (Go 1.21
+    does). ``generation_bytes`` (1 MiB to 1 GiB; default 8 MiB, None for
+    no limit) asks it to close a generation early once it holds that much
+    trace, so that on a busy service each generation is decoded soon after
+    its end, and several side by side (``info.advance_bytes``; 0 from a
+    helper too old to know it). ``segment`` (seconds, at least 1) asks a legacy runtime (Go 1.21
     and older) to stop and restart the trace that often, so that each
     segment is a complete trace soon after its events: :meth:`Session.chunks`
     then yields a :class:`SegmentEnd` after each but the last
@@ -94,6 +106,9 @@ async def connect(
     target = await resolve(address, expected_pid)
     if advance is not None and not MIN_ADVANCE <= advance <= 1:
         raise ValueError(f"advance must be {MIN_ADVANCE} to 1 seconds (None leaves it to the runtime), not {advance}")
+    lo, hi = GENERATION_BYTES_RANGE
+    if generation_bytes is not None and not lo <= generation_bytes <= hi:
+        raise ValueError(f"generation_bytes must be {lo} to {hi} (None for no limit), not {generation_bytes}")
     if token is None:
         token = os.environ.get("LIVETRACE_TOKEN") or None
     name = client_name or f"livetrace-py/{__version__} pid {os.getpid()} on {socket.gethostname()}"
@@ -115,7 +130,7 @@ async def connect(
     tls = transport.TLSOptions(
         None if tls_ca is None else Path(tls_ca), None if tls_pin is None else transport.parse_pin(tls_pin)
     )
-    hello = Hello(token, duration, name, advance, segment)
+    hello = Hello(token, duration, name, advance, segment, generation_bytes)
     async with open_helper_session(addr, hello, limits, peer, tls) as session:
         _pipeline(session, jobs, max_pipeline_bytes)
         if stop is None:

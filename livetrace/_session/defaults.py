@@ -21,6 +21,13 @@ MAX_GENERATION_BYTES = 512 << 20
 PIPELINE_BYTES_PER_JOB = 512 << 20
 MAX_DEFAULT_PIPELINE_BYTES = 4 << 30
 PIPELINE_MEMORY_SHARE = 8
+# The size at which the helper closes a generation early, unless asked otherwise. The pool
+# decodes a generation in one job, and on 16 cores a second's generation (36 MB of trace) took
+# a job about 2 s to order and build spans from: more than the 2 s a live view may lag, and
+# one at a time. Smaller ones cost no more per event (docs/decoder.md).
+GENERATION_BYTES = 8 << 20
+# The sizes the helper accepts for it (its advance_bytes), lowest and highest.
+GENERATION_BYTES_RANGE = (1 << 20, 1 << 30)
 # The shortest generation period the helper accepts (its advance_ms), seconds.
 MIN_ADVANCE = 0.1
 # The shortest /debug/pprof/trace window a pprof session asks for, seconds.

@@ -44,6 +44,7 @@ class Hello:
     name: str
     advance: float | None
     segment: float | None
+    generation_bytes: int | None = None
 
     @property
     def advance_ms(self) -> int:
@@ -316,6 +317,7 @@ async def _handshake(
                             duration_ns=int((hello.duration or 0) * 1e9),
                             client=hello.name,
                             advance_ms=hello.advance_ms,
+                            advance_bytes=hello.generation_bytes or 0,
                             segment_ms=int((hello.segment or 0) * 1000),
                             heartbeat_ms=heartbeat_ms,
                         )
