@@ -101,6 +101,7 @@ GARBAGE: list[tuple[str, Callable[[random.Random], bytes]]] = [
     ("a HELLO that is a JSON array", lambda rng: PREAMBLE + frame(proto.HELLO, b"[1, 2]")),
     ("a HELLO with a numeric token", lambda rng: PREAMBLE + hello({"token": 5})),
     ("a HELLO with advance_ms out of range", lambda rng: PREAMBLE + hello({"advance_ms": 5})),
+    ("a HELLO with advance_bytes out of range", lambda rng: PREAMBLE + hello({"advance_bytes": 1 << 40})),
     ("a HELLO with an oversize client name", lambda rng: PREAMBLE + hello({"client": "x" * 300})),
 ]
 

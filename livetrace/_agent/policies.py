@@ -138,7 +138,11 @@ async def open_session(traced: Traced, **options: Any) -> AsyncIterator[Session]
         nursery.start_soon(relay)
         # One thread per session (jobs=1): the agent traces many processes at once within a CPU budget, and a
         # pool of cores-1 threads for each (and glibc keeping freed memory, process-wide, for them) is not that.
-        async with connect(traced.address, client_name="livetrace-agent", stop=own, jobs=1, **options) as session:
+        # Nor does it ask for generations of a bounded size: they are for a view's lag and its pool, and the
+        # agent stores a summary row a generation, which on a busy service they would multiply.
+        async with connect(
+            traced.address, client_name="livetrace-agent", stop=own, jobs=1, generation_bytes=None, **options
+        ) as session:
             yield session
         nursery.cancel_scope.cancel()
 
