@@ -183,6 +183,13 @@ async def test_a_busy_service_s_generations_are_closed_at_the_size_asked_for() -
             assert session.info.advance_bytes == GENERATION_BYTES
 
 
+async def test_connect_refuses_a_generation_size_out_of_the_helper_s_range() -> None:
+    for size in (1000, (1 << 30) + 1):
+        with pytest.raises(ValueError, match=f"generation_bytes must be 1048576 to 1073741824 .* not {size}"):
+            async with livetrace.connect("unix:/nonexistent/helper.sock", generation_bytes=size):
+                pass
+
+
 async def test_tail_asks_for_the_generation_size_given() -> None:
     async with demo("1.26", args=["-workers", "1"]) as d:
         for given, said in (("1", "generation (0.5 s, or 1 MiB)"), ("0", "generation (0.5 s)")):

@@ -65,10 +65,10 @@ async def connect(
     no limit) asks it to close a generation early once it holds that much
     trace, so that on a busy service each generation is decoded soon after
     its end, and several side by side (``info.advance_bytes``; 0 from a
-    helper too old to know it). ``segment`` (seconds, at least 1) asks a legacy runtime (Go 1.21
-    and older) to stop and restart the trace that often, so that each
-    segment is a complete trace soon after its events: :meth:`Session.chunks`
-    then yields a :class:`SegmentEnd` after each but the last
+    helper too old to know it). ``segment`` (seconds, at least 1) asks a
+    legacy runtime (Go 1.21 and older) to stop and restart the trace that
+    often, so that each segment is a complete trace soon after its events:
+    :meth:`Session.chunks` then yields a :class:`SegmentEnd` after each but the last
     (``info.segment_ms`` says what the helper does; 0 on Go 1.22+, whose
     generations are complete already). Leaving the block before the end
     frame drops the connection, which makes the helper stop the tracer.
@@ -103,12 +103,12 @@ async def connect(
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     if max_pipeline_bytes is not None and max_pipeline_bytes < 1:
         raise ValueError(f"max_pipeline_bytes must be at least 1, not {max_pipeline_bytes}")
-    target = await resolve(address, expected_pid)
-    if advance is not None and not MIN_ADVANCE <= advance <= 1:
-        raise ValueError(f"advance must be {MIN_ADVANCE} to 1 seconds (None leaves it to the runtime), not {advance}")
     lo, hi = GENERATION_BYTES_RANGE
     if generation_bytes is not None and not lo <= generation_bytes <= hi:
         raise ValueError(f"generation_bytes must be {lo} to {hi} (None for no limit), not {generation_bytes}")
+    target = await resolve(address, expected_pid)
+    if advance is not None and not MIN_ADVANCE <= advance <= 1:
+        raise ValueError(f"advance must be {MIN_ADVANCE} to 1 seconds (None leaves it to the runtime), not {advance}")
     if token is None:
         token = os.environ.get("LIVETRACE_TOKEN") or None
     name = client_name or f"livetrace-py/{__version__} pid {os.getpid()} on {socket.gethostname()}"
