@@ -15,7 +15,9 @@ the work it gets done (its /stats counter) over a window while it is traced:
   livetrace, MB MiB generations
              with --generation-mb: `record`, with the helper closing a
              generation at every MB of trace (--generation-mb), against
-             `livetrace` with no such limit: what smaller generations cost
+             `livetrace` as it runs by default (a generation a second
+             here, as the demo's 4 MB or so never reach the default
+             8 MiB): what smaller generations cost
 
 and prints every round and the ratio of medians livetrace / file. The
 consumer runs on the same machine, so its CPU is part of what is measured.

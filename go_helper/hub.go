@@ -373,7 +373,7 @@ func (h *hub) advance(done chan<- struct{}) {
 				case <-time.After(early):
 				}
 			}
-			if h.splitGen() > closed { // not closed by the period meanwhile
+			if h.splitAtGen() > closed { // not closed by the period meanwhile
 				closed, last = h.closeGeneration()
 			}
 		case <-t.C:
@@ -392,7 +392,8 @@ func (h *hub) closeGeneration() (uint64, time.Time) {
 	return gen, time.Now()
 }
 
-func (h *hub) splitGen() uint64 {
+// splitAtGen is the generation that last asked for a boundary by its size.
+func (h *hub) splitAtGen() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.splitAt

@@ -22,7 +22,7 @@ PIPELINE_BYTES_PER_JOB = 512 << 20
 MAX_DEFAULT_PIPELINE_BYTES = 4 << 30
 PIPELINE_MEMORY_SHARE = 8
 # The size at which the helper closes a generation early, unless asked otherwise. The pool
-# decodes a generation in one job, and on 16 cores one of half a second (33 MB of trace) took a
+# decodes a generation in one job, and on 16 cores one of half a second (36 MB of trace) took a
 # job about 2 s to order and build spans from: more than the 2 s a live view may lag, and one at
 # a time. Smaller ones cost no more per event (docs/decoder.md, "Generations of a bounded size").
 GENERATION_BYTES = 8 << 20
