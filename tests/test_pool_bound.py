@@ -235,6 +235,7 @@ async def test_a_session_without_a_cap_takes_the_default_for_its_jobs() -> None:
 
 
 @pytest.mark.once  # plumbing, the same for either core
+@pytest.mark.slow  # lets a second pass to see what was read meanwhile
 @pytest.mark.parametrize("jobs", [1, 4])
 async def test_a_pool_reads_ahead_what_its_cap_stands_for_while_its_subscriber_waits(
     jobs: int, monkeypatch: pytest.MonkeyPatch

@@ -56,6 +56,7 @@ def test_a_delivery_that_waits_holds_no_other_unit_up_and_units_leave_in_order()
     assert delivered == list(range(UNITS))
 
 
+@pytest.mark.slow  # waits out its 2 s to see that nothing else started
 def test_in_the_line_s_own_thread_the_same_delivery_holds_every_unit_up() -> None:
     # What the apart stage is for: run in the sequencer, the waiting delivery starts nothing else.
     delivered, released = line_with_a_waiting_delivery(apart=False)
