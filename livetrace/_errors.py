@@ -29,6 +29,12 @@ class PeerCredentialsError(ConnectError):
         self.pid = pid
 
 
+class NotASocketError(ConnectError):
+    """A unix address names something that is no socket (a trace file, a
+    directory): it never will be one, as the helper refuses to listen
+    there, so it is not worth trying again."""
+
+
 class TLSVerificationError(ConnectError):
     """The TLS server's certificate failed verification: not signed by the
     given CA, not for that host, or not the pinned one."""

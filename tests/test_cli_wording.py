@@ -1,8 +1,9 @@
 """What the command line says, word for word where it was wrong (issue 26,
 point 8): an HTTP server given as a helper's address, counts and their
 plurals, advice a command-line user can follow, a truncated or missing
-file, a bad number, a name cut to fit top's column; and the record summary's
-duration, against Go services built in the test."""
+file, a trace file given where a live address goes, a bad number, a name
+cut to fit top's column; and the record summary's duration, against Go
+services built in the test."""
 
 from __future__ import annotations
 
@@ -154,6 +155,32 @@ def test_a_missing_file_or_a_directory_is_one_clear_line(tmp_path: Path, capsys:
     code, out, err = run(capsys, "decode", str(tmp_path))
     assert (code, out) == (EXIT_ERROR, "")
     assert err == f"livetrace: error: {tmp_path} is a directory: give a trace file, or - for standard input\n"
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("command", ["tail", "top", "record", "flight"])
+def test_a_trace_file_given_as_an_address_is_named_for_what_it_is(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bare path is a helper's unix socket; connecting to a regular file
+    is refused by Linux like a socket nobody serves, which is no help."""
+    recorded = tmp_path / "service.trace"
+    recorded.write_bytes(b"go 1.26 trace\x00\x00\x00")
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(stale))  # bound, never listening: a service that died
+    extra = {"record": ["-o", str(tmp_path / "out.trace")], "flight": ["-t", "gc>1s", "-o", str(tmp_path)]}
+    for path, what in [(recorded, "a file"), (tmp_path, "a directory"), (Path("/dev/null"), "a device or a pipe")]:
+        code, out, err = run(capsys, command, str(path), "--duration", "1", *extra.get(command, []))
+        assert (code, out) == (EXIT_ERROR, ""), "at once: flight does not wait for a file to become a socket"
+        first = err.splitlines()[0]  # (flight's summary follows)
+        assert first.startswith(f"livetrace: error: {path} is {what}, not a socket: this command attaches to a live")
+        assert first.endswith("a recorded trace is read by `livetrace decode`, `profile`, `export` or `sql`")
+    if command == "flight":
+        return  # which tries again there, as the service may come back: that waits in real time
+    code, out, err = run(capsys, command, str(stale), "--duration", "1", *extra.get(command, []))
+    assert (code, out) == (EXIT_ERROR, "")
+    assert "Connection refused; is the service listening there?" in err and "not a socket" not in err
 
 
 @pytest.mark.parametrize("option", ["--duration", "--window", "--stop-timeout"])

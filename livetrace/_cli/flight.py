@@ -21,6 +21,7 @@ from livetrace._errors import (
     ConnectError,
     ConnectionLostError,
     LivetraceError,
+    NotASocketError,
     PeerCredentialsError,
     TLSVerificationError,
 )
@@ -149,7 +150,7 @@ async def _signals(run: _Run, abort: trio.CancelScope, err: TextIO) -> None:
 
 
 def _retryable(e: LivetraceError) -> bool:
-    if isinstance(e, PeerCredentialsError | TLSVerificationError):
+    if isinstance(e, PeerCredentialsError | TLSVerificationError | NotASocketError):
         return False
     return isinstance(e, ConnectError | ConnectionLostError | BusyError | AlreadyTracingError)
 

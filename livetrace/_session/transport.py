@@ -9,6 +9,7 @@ import os
 import re
 import socket
 import ssl
+import stat
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import trio
 
-from livetrace._errors import ConnectError, PeerCredentialsError, TLSVerificationError
+from livetrace._errors import ConnectError, NotASocketError, PeerCredentialsError, TLSVerificationError
 from livetrace._protocol.address import Address
 
 CLOSE_TIMEOUT = 2.0  # for a TLS close_notify to a peer that reads nothing
@@ -84,10 +85,30 @@ async def open_stream(addr: Address, peer: PeerCheck, tls: TLSOptions | None) ->
     except PermissionError:
         raise ConnectError(f"permission denied on {addr.path}: the socket is 0600, run as the service's user") from None
     except OSError as e:
+        if addr.family == "unix" and (what := _not_a_socket(addr.path)):
+            raise NotASocketError(
+                f"{addr.path} is {what}, not a socket: this command attaches to a live service (its helper's "
+                "unix:/path or HOST:PORT, pid:N, or http://HOST:PORT of its net/http/pprof); a recorded trace is "
+                "read by `livetrace decode`, `profile`, `export` or `sql`"
+            ) from None
         raise ConnectError(f"cannot connect to {addr}: {e.strerror or e}; is the service listening there?") from None
     if addr.family != "tls":
         return tcp
     return await _tls(tcp, addr, tls or TLSOptions())
+
+
+def _not_a_socket(path: str) -> str:
+    """What is at path where that is no socket (empty: a socket, or nothing
+    there): a trace file given where an address goes is the common case."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    if stat.S_ISSOCK(mode):
+        return ""
+    if stat.S_ISREG(mode):
+        return "a file"
+    return "a directory" if stat.S_ISDIR(mode) else "a device or a pipe"
 
 
 def _check_unix_peer(sock: trio.socket.SocketType, addr: Address, peer: PeerCheck) -> None:
