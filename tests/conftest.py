@@ -15,7 +15,8 @@ for a toolchain without `slow`, or starts a service under `go`, fails and
 says which mark it needs.
 
 Hypothesis runs a profile: `dev` (few examples, the inner loop's) unless
-LIVETRACE_HYPOTHESIS_PROFILE or CI says `ci` (the full counts); a property
+LIVETRACE_HYPOTHESIS_PROFILE or CI says `ci` (the full counts), or `deep`
+(25 times the full counts, for a long fuzzing run); a property
 that needs more than the profile's count asks for examples(n).
 
 The suite runs under pytest-xdist (dev.py passes -n): what the workers share
@@ -57,11 +58,12 @@ IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
 PURE_PASS = os.environ.get("LIVETRACE_PURE_PYTHON") == "1"
 
 # Hypothesis: `ci` runs CI_EXAMPLES examples of a property that names no
-# count, `dev` (the inner loop) a tenth as many; examples(n) scales a
-# property's own count alike. The examples decode whole traces on a loaded
-# two-core machine: no deadline, and slow data is no failure.
+# count, `dev` (the inner loop) a tenth as many, `deep` (a fuzzing session
+# of its own, hours on two cores: nothing runs it for you) 25 times as many;
+# examples(n) scales a property's own count alike. The examples decode whole
+# traces on a loaded two-core machine: no deadline, and slow data is no failure.
 CI_EXAMPLES = 200
-for _profile, _examples in [("ci", CI_EXAMPLES), ("dev", CI_EXAMPLES // 10)]:
+for _profile, _examples in [("ci", CI_EXAMPLES), ("dev", CI_EXAMPLES // 10), ("deep", CI_EXAMPLES * 25)]:
     settings.register_profile(
         _profile, max_examples=_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow]
     )
