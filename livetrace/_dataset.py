@@ -31,8 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from livetrace._errors import OutputPathError, OutputWriteError
-from livetrace._outfile import AtomicFile, open_dir, plain_name
+from livetrace._errors import OutputPathError
+from livetrace._outfile import AtomicFile, open_dir, plain_name, write_error
 
 SCHEMA_VERSION_KEY = b"livetrace.schema_version"
 TABLE_KEY = b"livetrace.table"
@@ -155,14 +155,6 @@ def distinct_dictionaries(data: Data) -> Data:
     if isinstance(data, pa.RecordBatch):
         return pa.record_batch(columns, schema=data.schema)
     return pa.table(columns, schema=data.schema)
-
-
-def write_error(path: Path, e: OSError) -> OutputWriteError:
-    """The typed error of a file that failed to be written (after it was removed)."""
-    why = e.strerror or str(e)
-    if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        why += ": the disk is full"
-    return OutputWriteError(f"cannot write {path}: {why}; nothing was saved there", path=path, errno=e.errno)
 
 
 def with_version(schema: pa.Schema, version: str, table: str | None = None) -> pa.Schema:

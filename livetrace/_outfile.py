@@ -39,7 +39,7 @@ from types import TracebackType
 from typing import BinaryIO
 from urllib.parse import quote
 
-from livetrace._errors import OutputPathError, OutputTamperedError
+from livetrace._errors import OutputPathError, OutputTamperedError, OutputWriteError
 
 PART_SUFFIX = ".part"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -303,10 +303,40 @@ def open_stream(path: Path) -> BinaryIO:
     return os.fdopen(fd, "wb")
 
 
+def write_error(path: Path, e: OSError) -> OutputWriteError:
+    """The typed error of a file that failed to be written (after it was removed)."""
+    why = e.strerror or str(e)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        why += ": the disk is full"
+    return OutputWriteError(f"cannot write {path}: {why}; nothing was saved there", path=path, errno=e.errno)
+
+
+def check_output(path: str | os.PathLike[str], verb: str = "write") -> None:
+    """Raise :class:`OutputPathError` unless a command's output can go to
+    path: a stream target must be writable, a file's directory must exist
+    and take new files. Checked before the work, so that a typo costs no
+    session and no decoding."""
+    p = Path(path)
+    if str(p) == "-":
+        return
+    if p.is_dir():
+        raise OutputPathError(f"cannot {verb} to {p}: it is a directory; give a file name")
+    if is_stream(p):
+        if not os.access(p, os.W_OK):
+            raise OutputPathError(f"cannot write to {p}: permission denied")
+        return
+    parent = p.parent
+    if not parent.is_dir():
+        raise OutputPathError(f"cannot {verb} to {p}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"cannot {verb} to {p}: the directory {parent} is not writable")
+
+
 def write_output(path: Path, pieces: Iterable[bytes]) -> int:
     """A command's ``-o``: standard output for ``-``, a pipe or device in
     place, anything else a new file through :class:`AtomicFile`. Returns the
-    size written."""
+    size written. A failed write raises :class:`OutputWriteError` (a new
+    file is then removed; a pipe or device keeps what it took)."""
     if str(path) == "-":
         out = sys.stdout.buffer
         size = 0
@@ -316,6 +346,17 @@ def write_output(path: Path, pieces: Iterable[bytes]) -> int:
         out.flush()
         return size
     if is_stream(path):
-        with open_stream(path) as out:
-            return sum(out.write(piece) for piece in pieces)
-    return write_atomic(path, pieces)
+        try:
+            with open_stream(path) as out:
+                return sum(out.write(piece) for piece in pieces)
+        except OSError as e:
+            why = e.strerror or str(e)
+            raise OutputWriteError(
+                f"cannot write to {path}: {why}; what it took is incomplete", path=path, errno=e.errno
+            ) from None
+    try:
+        return write_atomic(path, pieces)
+    except IsADirectoryError:  # made a directory since the check
+        raise OutputPathError(f"cannot write to {path}: it is a directory; give a file name") from None
+    except OSError as e:
+        raise write_error(path, e) from None

@@ -336,6 +336,41 @@ def test_standard_output_still_takes_a_profile() -> None:
     assert gzip.decompress(got.stdout)
 
 
+@pytest.mark.parametrize("command", [["profile", "--kind", "sched"], ["export", "--to", "perfetto"]])
+def test_an_output_that_cannot_be_written_is_one_typed_line(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory, before the trace is read; a full device and a file past
+    the size the system allows, when written: never an OSError's repr."""
+    name, *options = command
+    assert main([name, str(TRACE), *options, "-o", str(tmp_path)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"livetrace: error: cannot write to {tmp_path}: it is a directory; give a file name\n"
+    )
+    assert main([name, str(TRACE), *options, "-o", "/dev/full"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "livetrace: error: cannot write to /dev/full: No space left on device; what it took is incomplete\n"
+    )
+    out = tmp_path / "big.out"
+    # A file limit of 16 bytes (RLIMIT_FSIZE; its signal ignored, so the write fails with EFBIG: a gzip header and
+    # trailer alone are 18), in a process of its own.
+    limited = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16)); "
+        "from livetrace._cli.main import main; sys.exit(main(sys.argv[1:]))"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", limited, name, str(TRACE), *options, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert got.returncode == 2
+    assert got.stderr == f"livetrace: error: cannot write {out}: File too large; nothing was saved there\n"
+    assert list(tmp_path.iterdir()) == [], "no file, and no temporary file left"
+
+
 # ---- fuzz: the writer keeps every byte, and leaves nothing behind ----
 
 

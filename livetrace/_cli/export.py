@@ -13,7 +13,7 @@ from livetrace._cli.sources import is_file_source, open_input
 from livetrace._errors import LivetraceError
 from livetrace._files import decode_batches, is_trace_gap
 from livetrace._nursery import open_nursery
-from livetrace._outfile import write_output
+from livetrace._outfile import check_output, write_output
 from livetrace._plural import plural
 from livetrace._session.session import Session
 from livetrace._trace.model.batch import EventBatch
@@ -75,6 +75,7 @@ async def live_timeline(
 def export_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
     from livetrace._views.perfetto_file import encode_timeline  # needs the perfetto package
 
+    check_output(args.output)
     if is_file_source(args.address):
         if args.duration:
             say(err, "note: --duration applies to a live service, not to a file")

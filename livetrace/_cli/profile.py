@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from livetrace._cli.exits import EXIT_INCOMPLETE, EXIT_OK, say
 from livetrace._cli.sources import is_file_source, open_input
 from livetrace._files import decode_span_batches
-from livetrace._outfile import write_output
+from livetrace._outfile import check_output, write_output
 from livetrace._plural import plural
 from livetrace._views.pprof import ProfileBuilder, Record
 from livetrace._views.pprof_file import encode_profile
@@ -62,6 +62,7 @@ async def live_profile(
 
 
 def profile_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
+    check_output(args.output)
     if is_file_source(args.address):
         if args.duration:
             say(err, "note: --duration applies to a live service, not to a file")

@@ -13,14 +13,14 @@ from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, about, platform, say
 from livetrace._cli.progress import format_bytes, show_progress, show_status
 from livetrace._items import Gap, WindowGap
 from livetrace._nursery import open_nursery
-from livetrace._outfile import is_stream
+from livetrace._outfile import check_output, is_stream
 from livetrace._plural import plural
 from livetrace._protocol import text as peer
 from livetrace._protocol.frames import SessionMode
 from livetrace._protocol.redact import redact
 from livetrace._session.connect import connect
 from livetrace._session.pprof_http import is_pprof_address
-from livetrace._session.recording import Recorder, Recording, check_output, segment_path
+from livetrace._session.recording import Recorder, Recording, segment_path
 from livetrace._session.session import Session
 
 # A pprof recording's window without --duration (with one: the whole duration).
@@ -99,7 +99,7 @@ async def record_command(
     window: float | None = None,
     **limits: Any,
 ) -> tuple[int, Recording]:
-    check_output(out)
+    check_output(out, "record")
     pprof = is_pprof_address(address)
     if pprof:
         window, segment = window or duration or RECORD_WINDOW, None

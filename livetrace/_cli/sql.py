@@ -13,6 +13,7 @@ import trio
 
 from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say, units_recorded
 from livetrace._cli.sql_inputs import Inputs, expand
+from livetrace._outfile import check_output
 from livetrace._plural import plural
 from livetrace._tables.deps import need
 
@@ -179,6 +180,10 @@ def sql_command(args: argparse.Namespace, out: TextIO, err: TextIO, **limits: An
     if args.record and not inputs.live:
         say(err, "error: --record writes a live session's trace: the sources are files")
         return EXIT_ERROR
+    if args.output is not None:
+        check_output(args.output)
+    if args.record is not None:
+        check_output(args.record, "record")
     con, complete = load(args, inputs, err, **limits)
     interactive = args.query is None and sys.stdin.isatty()
     out = sys.stdout if interactive else out

@@ -23,7 +23,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from livetrace._dataset import ParquetFile, write_error
+from livetrace._dataset import ParquetFile
 from livetrace._outfile import write_output
 from livetrace._protocol.text import shown
 
@@ -145,8 +145,5 @@ def write_result(
         out.writelines(piece.decode("utf-8", "surrogateescape") for piece in pieces)
         out.flush()
     else:
-        try:
-            write_output(output, pieces)
-        except OSError as e:  # (the writer left nothing behind)
-            raise write_error(output, e) from None
+        write_output(output, pieces)
     return 0

@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import trio
 
-from livetrace._errors import LivetraceError, OutputPathError, OutputTamperedError
+from livetrace._errors import LivetraceError, OutputTamperedError
 from livetrace._items import Gap, SegmentEnd
 from livetrace._outfile import AtomicFile, is_stream, open_stream
 from livetrace._protocol.frames import Chunk, End, SessionInfo
@@ -51,26 +51,6 @@ def segment_path(path: Path, index: int) -> Path:
     if index == 1:
         return path
     return path.with_name(f"{path.stem}.{index}{path.suffix}")
-
-
-def check_output(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`OutputPathError` unless a recording can go to path: a
-    stream target must be writable, a file's directory must exist and take
-    new files. Checked before attaching, so that a typo costs no session."""
-    p = Path(path)
-    if str(p) == "-":
-        return
-    if p.is_dir():
-        raise OutputPathError(f"cannot record to {p}: it is a directory; give a file name")
-    if is_stream(p):
-        if not os.access(p, os.W_OK):
-            raise OutputPathError(f"cannot write to {p}: permission denied")
-        return
-    parent = p.parent
-    if not parent.is_dir():
-        raise OutputPathError(f"cannot record to {p}: the directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputPathError(f"cannot record to {p}: the directory {parent} is not writable")
 
 
 class _SegmentWriter:
