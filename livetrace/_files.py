@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from livetrace._errors import TraceFormatError
 from livetrace._items import Notice, TraceGap
 from livetrace._trace.model.batch import EventBatch
-from livetrace._trace.model.events import Event, Kind
+from livetrace._trace.model.events import SYNC_CODE, Event, Kind
 from livetrace._trace.version import HEADER_SIZE
 
 if TYPE_CHECKING:
@@ -177,6 +177,46 @@ def decode(source: Source, kinds: Iterable[Kind] | None = None, *, compiled: boo
     except TraceFormatError as e:
         yield from e.partial or []
         raise
+
+
+class WholeGenerations:
+    """:func:`decode_batches`, a generation at a time: a Go 1.22+ trace's
+    batches of a generation come once the next one begins (or the trace
+    ends). So on a malformed or truncated trace, what comes before the
+    :class:`TraceFormatError` is every generation read whole and nothing of
+    the one that failed: what ``go tool trace`` analyzes of a trace it
+    could read only in part (its profiles count the events up to the last
+    generation's start: the error's ``partial`` is left out, but a Sync in
+    it says the generation before was whole). A generation's batches are
+    held until then: its events, never more. ``decoded``: whether any event
+    but a Sync was, whole generation or not (Go's profiles give up on a
+    trace with no goroutine)."""
+
+    def __init__(self, source: Source, *, compiled: bool | None = None) -> None:
+        self._source = source
+        self._compiled = compiled
+        self.decoded = False
+
+    def __iter__(self) -> Iterator[EventBatch | Notice]:
+        held: list[EventBatch] = []
+        try:
+            for item in decode_batches(self._source, compiled=self._compiled):
+                if isinstance(item, EventBatch):
+                    self.decoded = self.decoded or any(code != SYNC_CODE for code in item.columns()[0])
+                    if held and item.gen is not held[-1].gen:  # (a new generation starts with its Sync)
+                        yield from held
+                        held = []
+                    held.append(item)
+                    continue
+                yield from held  # a notice (the gap between two traces of a stream) ends a generation too
+                held = []
+                yield item
+        except TraceFormatError as e:
+            self.decoded = self.decoded or any(event.code != SYNC_CODE for event in e.partial or [])
+            if any(event.code == SYNC_CODE for event in e.partial or []):
+                yield from held
+            raise
+        yield from held
 
 
 def decode_span_batches(

@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 import livetrace
 from livetrace._cli.render.dump import parsed_text
+from livetrace._go.toolchain import go_env
 from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, FrameReader
 
 from . import textform
-from .conftest import MODERN_VERSIONS, go_dump
+from .conftest import MODERN_VERSIONS, go_binary, go_dump
 from .mutate import mutate
 
 TEXT_TESTS = textform.all_tests()
@@ -78,6 +79,63 @@ def test_dump_is_identical_to_go(version: str, mode: str, demo_traces: dict[str,
     )
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == expected
+
+
+def broken_variants(name: str, data: bytes) -> list[tuple[str, bytes]]:
+    """data cut at four points, with three bytes changed (six ways), and
+    with bytes put in (two ways): past its header, seeded."""
+    out = [(f"{name}-cut{k}", data[: len(data) * k // 5]) for k in range(1, 5)]
+    rng = random.Random(name)
+    for k in range(6):
+        b = bytearray(data)
+        for _ in range(3):
+            b[rng.randrange(16, len(b))] = rng.randrange(256)
+        out.append((f"{name}-flip{k}", bytes(b)))
+    for k in range(2):
+        at = rng.randrange(16, len(data))
+        out.append((f"{name}-insert{k}", data[:at] + rng.randbytes(rng.randrange(1, 9)) + data[at:]))
+    return out
+
+
+@pytest.mark.slow
+def test_a_broken_trace_prints_what_go_prints_before_the_error(tmp_path: Path, demo_traces: dict[str, Path]) -> None:
+    """Go's reader gives a generation's events before it reads the next: a
+    problem in generation N (its framing, its tables, its order) leaves the
+    generations before it printed, and Go 1.22-1.25's generation whose
+    framing breaks is taken as whole so far (it has no end to look for)."""
+    by_name = {t.name: t.data for t in TEXT_TESTS}
+    sources = {
+        "gens126": (Path(__file__).parent / "corpus" / "runtime" / "go126-generations.trace").read_bytes(),
+        "demo123": demo_traces["1.23"].read_bytes()[:400_000],  # a cut trace of several generations, to break more
+        "sync123": by_name["go123-sync"],
+        "sync125": by_name["go125-sync"],
+        "task122": by_name["go122-task-across-generations"],
+    }
+    compared = errors = 0
+    for name, data in sources.items():
+        for variant, broken in broken_variants(name, data):
+            path = tmp_path / f"{variant}.trace"
+            path.write_bytes(broken)
+            # Bytes: a changed string is no longer UTF-8, and both print it as it is.
+            go = subprocess.run(
+                [str(go_binary("1.27")), "tool", "trace", "-d=parsed", str(path)],
+                capture_output=True,
+                env={**go_env(), "TZ": "UTC"},
+                timeout=300,
+            )
+            status, expected, err = go.returncode, go.stdout, go.stderr
+            if status not in (0, 1):  # Go's reader panicked: nothing to hold ours to
+                continue
+            ours = subprocess.run(
+                [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
+                capture_output=True,
+                timeout=300,
+            )
+            assert ours.stdout == expected, variant
+            assert (ours.returncode == 0) == (status == 0), (variant, ours.stderr, err)
+            compared += 1
+            errors += status == 1
+    assert compared >= 50 and errors >= 30, (compared, errors)
 
 
 @pytest.mark.slow

@@ -10,8 +10,8 @@ import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._cli.sources import is_file_source, open_input
-from livetrace._errors import LivetraceError
-from livetrace._files import decode_batches, is_trace_gap
+from livetrace._errors import LivetraceError, TraceFormatError
+from livetrace._files import WholeGenerations, is_trace_gap
 from livetrace._nursery import open_nursery
 from livetrace._outfile import check_output, write_output
 from livetrace._plural import plural
@@ -22,17 +22,28 @@ from livetrace._trace.spans.builder import SpanBuilder
 from livetrace._views.perfetto import TIMELINE_FOLLOWS, Timeline, TimelineCollector
 
 
-def file_timeline(source: str) -> Timeline:
+def file_timeline(source: str, err: TextIO) -> tuple[Timeline, bool]:
+    """The timeline of a trace file, and whether it could be read whole: of
+    a trace read in part, that of the generations read whole (said on err),
+    as profile's; of one with none, the error."""
     collector, spans = TimelineCollector(), SpanBuilder(follow=TIMELINE_FOLLOWS)
+    complete = True
     with open_input(source) as stream:
-        for item in decode_batches(stream):
-            if isinstance(item, EventBatch):
-                collector.feed_events(item)
-                collector.feed_spans(spans.feed(item))
-            elif is_trace_gap(item):  # one trace of a stream ended: its open spans end there
-                collector.feed_spans(spans.close())
+        read = WholeGenerations(stream)
+        try:
+            for item in read:
+                if isinstance(item, EventBatch):
+                    collector.feed_events(item)
+                    collector.feed_spans(spans.feed(item))
+                elif is_trace_gap(item):  # one trace of a stream ended: its open spans end there
+                    collector.feed_spans(spans.close())
+        except TraceFormatError as e:
+            if not read.decoded:
+                raise
+            complete = False
+            say(err, f"warning: the trace is incomplete: {e}; the timeline is of the generations before it")
     collector.feed_spans(spans.close())
-    return collector.timeline()
+    return collector.timeline(), complete
 
 
 async def _collect(session: Session, collector: TimelineCollector) -> bool:
@@ -79,7 +90,7 @@ def export_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int:
     if is_file_source(args.address):
         if args.duration:
             say(err, "note: --duration applies to a live service, not to a file")
-        timeline, complete = file_timeline(args.address), True
+        timeline, complete = file_timeline(args.address, err)
     else:
         timeline, complete = trio.run(lambda: live_timeline(args.address, args.duration, args.token, err, **limits))
     size = write_output(args.output, encode_timeline(timeline))

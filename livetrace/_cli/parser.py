@@ -109,7 +109,8 @@ def _add_profile_parser(sub: Any) -> None:
         "version; - for standard input), giving the very profile Go's tool gives, or the ADDRESS of a "
         "live service, traced for --duration (or until Ctrl-C), giving the profile of the trace "
         "`livetrace record` would have written (a pprof session's windows, or a legacy trace's segments, "
-        "add up). docs/views.md says what each kind counts.",
+        "add up). A trace file cut short or broken is profiled as Go's tool profiles it, up to the "
+        "generation that failed, with a warning and exit status 1. docs/views.md says what each kind counts.",
         epilog=PROFILE_EXAMPLES,
         formatter_class=_ExamplesFormatter,
     )

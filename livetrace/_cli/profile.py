@@ -10,9 +10,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from livetrace._cli.exits import EXIT_INCOMPLETE, EXIT_OK, say
 from livetrace._cli.sources import is_file_source, open_input
-from livetrace._files import decode_span_batches
+from livetrace._errors import TraceFormatError
+from livetrace._files import WholeGenerations, is_trace_gap
 from livetrace._outfile import check_output, write_output
 from livetrace._plural import plural
+from livetrace._trace.model.batch import EventBatch
+from livetrace._trace.spans.builder import SpanBuilder
+from livetrace._trace.spans.model import Follow
 from livetrace._views.pprof import ProfileBuilder, Record
 from livetrace._views.pprof_file import encode_profile
 
@@ -20,12 +24,27 @@ if TYPE_CHECKING:
     from livetrace._session.session import Session
 
 
-def file_profile(source: str, kind: str) -> list[Record]:
-    builder = ProfileBuilder(kind)
+def file_profile(source: str, kind: str, err: TextIO) -> tuple[list[Record], bool]:
+    """The profile of a trace file, and whether it could be read whole. Of
+    a trace read in part, the profile is of the generations read whole, as
+    go tool trace's is (said on err); of one with none, the error."""
+    builder, spans = ProfileBuilder(kind), SpanBuilder(follow=Follow.GOROUTINES)
+    complete = True
     with open_input(source) as stream:
-        for spans in decode_span_batches(stream):
-            builder.feed(spans)
-    return builder.records()
+        read = WholeGenerations(stream)
+        try:
+            for item in read:
+                if isinstance(item, EventBatch):
+                    builder.feed(spans.feed(item))
+                elif is_trace_gap(item):  # one trace of a stream ended: its open spans end there
+                    builder.feed(spans.close())
+        except TraceFormatError as e:
+            if not read.decoded:
+                raise
+            complete = False
+            say(err, f"warning: the trace is incomplete: {e}; the profile is of the generations before it, as Go's is")
+    builder.feed(spans.close())
+    return builder.records(), complete
 
 
 async def _collect(session: Session, builder: ProfileBuilder) -> bool:
@@ -66,7 +85,7 @@ def profile_command(args: argparse.Namespace, err: TextIO, **limits: Any) -> int
     if is_file_source(args.address):
         if args.duration:
             say(err, "note: --duration applies to a live service, not to a file")
-        records, complete = file_profile(args.address, args.kind), True
+        records, complete = file_profile(args.address, args.kind, err)
     else:
         import trio
 

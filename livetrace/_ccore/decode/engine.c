@@ -502,12 +502,8 @@ Cursor *engine_add_thread(Engine *e, i64 m, size_t nb) {
 
 void engine_gen_start(Engine *e, u64 start_ticks) {
     e->active = 1;
-    e->syncs++;
-    i64 t0 = 0;
-    if (!ns_of(e, start_ticks, &t0)) {
-        u64 a[NARGS] = {e->syncs, 0, 0, 0};
-        emit(e, SYNC_CODE, t0, (Ctx){NO_ID, NO_ID, NO_ID}, a, 0, 0);
-    }
+    /* Each thread's first event read before the generation's Sync: as Go's
+     * reader, a generation whose first events are unreadable has none. */
     for (size_t i = 0; i < e->ncur && !e->err; i++) {
         Cursor *c = &e->cur[i];
         int r = cursor_next(e, c);
@@ -515,6 +511,14 @@ void engine_gen_start(Engine *e, u64 start_ticks) {
             e->heap[e->nheap++] = c;
             sift_up(e->heap, e->nheap - 1);
         }
+    }
+    if (e->err)
+        return;
+    e->syncs++;
+    i64 t0 = 0;
+    if (!ns_of(e, start_ticks, &t0)) {
+        u64 a[NARGS] = {e->syncs, 0, 0, 0};
+        emit(e, SYNC_CODE, t0, (Ctx){NO_ID, NO_ID, NO_ID}, a, 0, 0);
     }
 }
 

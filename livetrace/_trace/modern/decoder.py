@@ -163,20 +163,22 @@ class _PythonEngine:
             yield out
 
     def _run(self, gen: Generation, out: list[Event]) -> Iterator[list[Event]]:
-        self.syncs += 1
         mask = self._mask
         stamp = self._stamp
-        ev = stamp(Event(SYNC_CODE, gen.ns(gen.min_ticks), -1, -1, -1, [self.syncs], gen))
-        if mask[SYNC_CODE]:
-            out.append(ev)
         order = self._order
         queue = order.out
+        # Each thread's first event read before the generation's Sync: as Go's
+        # reader, a generation whose first events are unreadable has none.
         frontier: list[_Cursor] = []
         for m, batches in gen.batches.items():
             c = _Cursor(m, batches)
             if c.next(gen):
                 frontier.append(c)
                 _sift_up(frontier, len(frontier) - 1)
+        self.syncs += 1
+        ev = stamp(Event(SYNC_CODE, gen.ns(gen.min_ticks), -1, -1, -1, [self.syncs], gen))
+        if mask[SYNC_CODE]:
+            out.append(ev)
         samples, si = gen.cpu_samples, 0
         while True:
             if queue:
@@ -372,14 +374,17 @@ class ModernDecoder:
         return _collect(self.abandon_batches(discard_generation))
 
     def feed_batches(self, data: bytes) -> Iterator[EventBatch]:
-        frames = self._frames.feed(data)
-        if not frames:
+        frames, failed = self._frames.feed_until_error(data)
+        if self._frames.minor is None:  # (the header itself was bad, or is not all in yet)
+            if failed is not None:
+                raise failed
+            return iter(())
+        if not frames and failed is None:
             return iter(())
         asm = self._asm
         if asm is None:
-            assert self._frames.minor is not None
             asm = self._asm = GenerationAssembler(self._frames.minor, self.implementation == "compiled")
-        return self._assembled(lambda: asm.push(frames))
+        return self._assembled(lambda: asm.push_until_error(frames), failed=failed)
 
     def close_batches(self) -> Iterator[EventBatch]:
         try:
@@ -395,7 +400,9 @@ class ModernDecoder:
             yield from self._decode([], flush=True)  # the generations a pool still held
             e.partial = self._salvage(e.offset or 0)
             raise
-        yield from self._assembled(lambda: self._asm.close(self._frames.offset) if self._asm else [], flush=True)
+        yield from self._assembled(
+            lambda: (self._asm.close(self._frames.offset) if self._asm else [], None), flush=True
+        )
         sync = self._final_sync()
         if sync:
             yield EventBatch.from_events(None, sync)
@@ -413,7 +420,7 @@ class ModernDecoder:
         if asm.version.has_end_of_generation or asm.current.gen == discard_generation:
             asm.current = None
             return self._decode([], flush=True)
-        return self._assembled(lambda: asm.close(self._frames.offset), flush=True)
+        return self._assembled(lambda: (asm.close(self._frames.offset), None), flush=True)
 
     def _final_sync(self) -> list[Event]:
         ev = self._engine.final_sync()
@@ -421,29 +428,48 @@ class ModernDecoder:
 
     def _salvage(self, offset: int) -> list[Event]:
         """Events of the generation a cut interrupted, if it was whole but
-        for its end. Its events contradicting each other is reported over the
-        cut; its tables missing is just the cut."""
+        for its end (Go 1.22-1.25, which has no end to look for), then the
+        final Sync. As Go's reader: its tables missing or broken is just the
+        cut, after that Sync; its events unreadable or contradicting each
+        other is reported over the cut (raised, with those before it)."""
         events: list[Event] = []
         if self._asm is not None and not self._asm.version.has_end_of_generation:
             try:
-                events += _collect(self._decode(self._asm.close(offset), flush=True))
-            except OrderingError:
-                raise
-            except TraceFormatError as e:
-                events += e.partial or []
+                gens = self._asm.close(offset)
+            except TraceFormatError:
+                gens = []
+            events += _collect(self._decode(gens, flush=True))
         return events + self._final_sync()
 
-    def _assembled(self, step: Callable[[], list[Generation]], *, flush: bool = False) -> Iterator[EventBatch]:
-        """The batches of the generations ``step`` assembles. If it fails,
-        those a pool still held come first (they came before the problem, and
-        a live session delivers them), then the error."""
+    def _assembled(
+        self,
+        step: Callable[[], tuple[list[Generation], TraceFormatError | None]],
+        *,
+        flush: bool = False,
+        failed: TraceFormatError | None = None,
+    ) -> Iterator[EventBatch]:
+        """The batches of the generations ``step`` assembles, then its error,
+        or ``failed``, the framing's (past the frames step was given). What
+        came before the problem comes first, as Go's reader gives it: those
+        a pool still held, and the generations completed before it; where
+        the framing failed in a Go 1.22-1.25 generation, the one read so far
+        too (the reader takes it as whole, having no end to look for)."""
         try:
-            gens = step()
+            gens, error = step()
         except TraceFormatError as e:
             yield from self._decode([], flush=True)
             e.partial = self._final_sync()
             raise
-        yield from self._decode(gens, flush=flush)
+        if error is None and failed is None:
+            yield from self._decode(gens, flush=flush)
+            return
+        yield from self._decode(gens, flush=True)
+        if error is None:
+            assert failed is not None
+            error, error.partial = failed, self._salvage(failed.offset or 0)
+        else:
+            error.partial = self._final_sync()
+        raise error
 
     def _decode(self, gens: list[Generation], *, flush: bool = False) -> Iterator[EventBatch]:
         for g in gens:

@@ -204,7 +204,23 @@ class GenerationAssembler:
         self.largest = 0  # bytes of the largest generation completed so far
 
     def push(self, frames: list[Frame]) -> list[Generation]:
+        done, error = self.push_until_error(frames)
+        if error is not None:
+            raise error
+        return done
+
+    def push_until_error(self, frames: list[Frame]) -> tuple[list[Generation], TraceFormatError | None]:
+        """The generations the frames complete; where one is malformed, those
+        completed before it and the error (Go's reader gives a generation's
+        events before it reads the next one)."""
         done: list[Generation] = []
+        try:
+            self._push(frames, done)
+        except TraceFormatError as e:
+            return done, e
+        return done, None
+
+    def _push(self, frames: list[Frame], done: list[Generation]) -> None:
         for f in frames:
             if isinstance(f, EndOfGeneration):
                 if self.current is None:
@@ -229,7 +245,6 @@ class GenerationAssembler:
                 cur = self.current = Generation(f.gen, minor=self.minor, compiled=self.compiled)
                 self._start = f.offset
             cur.add(f)
-        return done
 
     def _complete(self, offset: int) -> Generation:
         g = self.current

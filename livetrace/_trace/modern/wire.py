@@ -104,13 +104,29 @@ class FrameReader:
         return self._in.offset
 
     def feed(self, data: bytes) -> list[Frame]:
+        frames, error = self.feed_until_error(data)
+        if error is not None:
+            raise error
+        return frames
+
+    def feed_until_error(self, data: bytes) -> tuple[list[Frame], TraceFormatError | None]:
+        """The frames the new bytes complete; where a frame is malformed,
+        those before it and the error (the rest of the stream is not read:
+        the reader is done)."""
+        frames: list[Frame] = []
+        try:
+            self._cut(data, frames)
+        except TraceFormatError as e:
+            return frames, e
+        return frames, None
+
+    def _cut(self, data: bytes, frames: list[Frame]) -> None:
         buf = self._in.buf
         buf += data
-        frames: list[Frame] = []
         pos, end = self._in.pos, len(buf)
         if self.version is None:
             if end - pos < HEADER_SIZE:
-                return frames
+                return
             self.version = self._known or modern_version(bytes(buf[pos : pos + HEADER_SIZE]))
             pos += HEADER_SIZE
         base = self._in.base
@@ -153,7 +169,6 @@ class FrameReader:
             frames.append(Batch(gen, m, t, bytes(buf[i : i + size]), base + pos, base + i, exp))
             pos = i + size
         self._in.consumed(pos)
-        return frames
 
     def close(self) -> None:
         """The stream ended; it must end on a frame boundary."""
