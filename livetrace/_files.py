@@ -179,44 +179,66 @@ def decode(source: Source, kinds: Iterable[Kind] | None = None, *, compiled: boo
         raise
 
 
-class WholeGenerations:
-    """:func:`decode_batches`, a generation at a time: a Go 1.22+ trace's
-    batches of a generation come once the next one begins (or the trace
-    ends). So on a malformed or truncated trace, what comes before the
-    :class:`TraceFormatError` is every generation read whole and nothing of
-    the one that failed: what ``go tool trace`` analyzes of a trace it
-    could read only in part (its profiles count the events up to the last
-    generation's start: the error's ``partial`` is left out, but a Sync in
-    it says the generation before was whole). A generation's batches are
-    held until then: its events, never more. ``decoded``: whether any event
-    but a Sync was, whole generation or not (Go's profiles give up on a
-    trace with no goroutine)."""
+class GenerationEnd:
+    """The mark :meth:`WholeGenerations.with_ends` gives after a generation's batches."""
 
-    def __init__(self, source: Source, *, compiled: bool | None = None) -> None:
-        self._source = source
-        self._compiled = compiled
+
+GENERATION_END = GenerationEnd()
+
+
+class WholeGenerations:
+    """A decoder's items (:func:`decode_batches`'), a Go 1.22+ trace's
+    generation at a time: its batches come once the next one begins (or the
+    trace ends). So on a malformed or truncated trace, what comes before
+    the :class:`TraceFormatError` is every generation read whole and
+    nothing of the one that failed: what ``go tool trace`` analyzes of a
+    trace it could read only in part (its profiles count the events up to
+    the last generation's start: the error's ``partial`` is left out, but a
+    Sync in it says the generation before was whole). A generation's
+    batches are held until then: its events, never more; a legacy trace's,
+    which come only once it was read whole, are not held. ``decoded``:
+    whether any event but a Sync was, whole generation or not (Go's
+    profiles give up on a trace with no goroutine)."""
+
+    def __init__(self, items: Iterable[EventBatch | Notice]) -> None:
+        self._items = items
         self.decoded = False
 
     def __iter__(self) -> Iterator[EventBatch | Notice]:
+        return (item for item in self.with_ends() if not isinstance(item, GenerationEnd))
+
+    def with_ends(self) -> Iterator[EventBatch | Notice | GenerationEnd]:
+        """The same, with :data:`GENERATION_END` after each Go 1.22+
+        generation's batches: the moment it is known whole."""
+        from livetrace._trace.modern.generation import Generation
+
         held: list[EventBatch] = []
+
+        def whole() -> Iterator[EventBatch | GenerationEnd]:
+            if held:
+                yield from held
+                held.clear()
+                yield GENERATION_END
+
         try:
-            for item in decode_batches(self._source, compiled=self._compiled):
+            for item in self._items:
                 if isinstance(item, EventBatch):
                     self.decoded = self.decoded or any(code != SYNC_CODE for code in item.columns()[0])
                     if held and item.gen is not held[-1].gen:  # (a new generation starts with its Sync)
-                        yield from held
-                        held = []
-                    held.append(item)
+                        yield from whole()
+                    if isinstance(item.gen, Generation):
+                        held.append(item)
+                    else:
+                        yield item
                     continue
-                yield from held  # a notice (the gap between two traces of a stream) ends a generation too
-                held = []
+                yield from whole()  # a notice (the gap between two traces of a stream) ends a generation too
                 yield item
         except TraceFormatError as e:
             self.decoded = self.decoded or any(event.code != SYNC_CODE for event in e.partial or [])
             if any(event.code == SYNC_CODE for event in e.partial or []):
-                yield from held
+                yield from whole()
             raise
-        yield from held
+        yield from whole()
 
 
 def decode_span_batches(

@@ -226,3 +226,50 @@ def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing(
             f"livetrace: error: cannot write {out}: No space left on device: the disk is full; nothing was saved there",
         )
         assert list(disk.iterdir()) == []
+
+
+GENERATIONS = ROOT / "tests" / "corpus" / "runtime" / "go126-generations.trace"
+
+
+def test_a_trace_cut_short_keeps_its_whole_generations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace file of a service that died while writing it: its tables are
+    those of the generations it had whole, as go tool trace reads it; a file
+    with nothing whole is left out; each says so, and the command exits 1."""
+    data = GENERATIONS.read_bytes()
+    cut, whole, empty, stub = (tmp_path / n for n in ("cut.trace", "whole.trace", "empty.trace", "stub.trace"))
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    whole.write_bytes(data)
+    empty.write_bytes(b"")
+    stub.write_bytes(data[:200])  # its first generation cut: nothing whole
+    before: list[livetrace.EventBatch] = []
+
+    def decode_cut() -> None:
+        before.extend(b for b in livetrace.decode_batches(cut) if isinstance(b, livetrace.EventBatch))
+
+    with pytest.raises(livetrace.TruncatedTraceError):
+        decode_cut()
+    failed: list[tuple[str, livetrace.TraceFormatError, bool]] = []
+    t = livetrace.tables([cut, whole, stub], on_error=lambda *f: failed.append(f))
+    assert [(name, kept) for name, _, kept in failed] == [(str(cut), True), (str(stub), False)]
+    assert t["captures"].num_rows == 2
+    by_capture = t["events"].group_by("capture").aggregate([("event", "count")]).column("event_count").to_pylist()
+    assert sorted(by_capture) == sorted([sum(map(len, before)), len(livetrace.tables(whole)["events"])])
+    with pytest.raises(livetrace.TruncatedTraceError):
+        livetrace.tables(cut)
+
+    code, out, err = sql(capsys, str(cut), str(whole), str(empty), "-c", "SELECT count(*) AS n FROM captures")
+    assert (code, out.split()[-1]) == (1, "2"), err
+    assert f"livetrace: warning: {cut}: trace ends in the middle of a batch" in err
+    assert err.count("its tables hold the generations before it") == 1
+    assert f"livetrace: warning: {empty}: not a Go execution trace" in err and "nothing of it could be read" in err
+    code, out, err = sql(capsys, str(stub), "-c", "SELECT 1")
+    assert (code, out) == (1, "") and err.startswith("livetrace: error: trace ends in the middle of a batch")
+
+    files = tmp_path / "files"
+    files.mkdir()
+    for f in (cut, whole, empty):
+        shutil.copy(f, files)
+    code = main(["export", str(files), "--to", "parquet", "-o", str(tmp_path / "ds")])
+    err = capsys.readouterr().err
+    assert code == 1 and "its files hold the generations before it" in err, err
+    assert sql(capsys, str(tmp_path / "ds"), "-c", "SELECT count(*) FROM captures")[1].split()[-1] == "2"

@@ -11,7 +11,7 @@ import trio
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
 from livetrace._cli.sources import is_file_source, open_input
 from livetrace._errors import LivetraceError, TraceFormatError
-from livetrace._files import WholeGenerations, is_trace_gap
+from livetrace._files import WholeGenerations, decode_batches, is_trace_gap
 from livetrace._nursery import open_nursery
 from livetrace._outfile import check_output, write_output
 from livetrace._plural import plural
@@ -29,7 +29,7 @@ def file_timeline(source: str, err: TextIO) -> tuple[Timeline, bool]:
     collector, spans = TimelineCollector(), SpanBuilder(follow=TIMELINE_FOLLOWS)
     complete = True
     with open_input(source) as stream:
-        read = WholeGenerations(stream)
+        read = WholeGenerations(decode_batches(stream))
         try:
             for item in read:
                 if isinstance(item, EventBatch):

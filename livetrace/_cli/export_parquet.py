@@ -22,6 +22,7 @@ import trio
 
 from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say, units_recorded
 from livetrace._cli.sql_inputs import expand
+from livetrace._errors import TraceFormatError
 from livetrace._host import usable_cores
 from livetrace._outfile import plain_name
 from livetrace._plural import plural
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
     from livetrace._dataset import ParquetDataset, ParquetFile
     from livetrace._session.session import Session
+    from livetrace._tables.read import OnError
 
 LIVE_SEGMENT = 5.0  # seconds
 MAX_WRITERS = 8
@@ -98,8 +100,12 @@ class _Writes:
         return sum(f.rows for f in self.files)
 
 
-def export_file(ds: ParquetDataset, path: Path, service: str | None) -> tuple[int, int]:
-    """One trace file's tables, a file each: (events, rows written).
+def export_file(
+    ds: ParquetDataset, path: Path, service: str | None, on_error: OnError | None = None
+) -> tuple[int, int]:
+    """One trace file's tables, a file each: (events, rows written);
+    ``on_error`` as for ``iter_tables`` (a file cut short keeps what it had
+    whole).
 
     A unit's tables are written by a pool of threads (pyarrow lets go of
     the GIL while it encodes), while the next unit is built: two units are
@@ -113,7 +119,7 @@ def export_file(ds: ParquetDataset, path: Path, service: str | None) -> tuple[in
     files: dict[str, ParquetFile] = {}
     events = 0
     with ThreadPoolExecutor(max_workers=writers()) as pool, _Writes(ds, pool) as writes:
-        for unit in iter_tables([path]):
+        for unit in iter_tables([path], on_error=on_error):
             if not files:
                 when = _first_wall(unit) or dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC)
                 partition = [("service", service), ("date", _day(when))]
@@ -183,8 +189,15 @@ def export_parquet_command(args: argparse.Namespace, err: TextIO, **limits: Any)
         else:
             if args.duration:
                 say(err, "note: --duration applies to a live service, not to a file")
+            failed: list[tuple[str, TraceFormatError, bool]] = []
             for path in inputs.files:
-                rows += export_file(ds, path, args.service)[1]
+                rows += export_file(ds, path, args.service, lambda *f: failed.append(f))[1]
+            if failed and not any(kept for _, _, kept in failed) and len(failed) == len(inputs.files):
+                raise failed[0][1]  # nothing could be read: that is the error, as for one file
+            for name, e, kept in failed:
+                left = "its files hold the generations before it" if kept else "nothing of it could be read; left out"
+                say(err, f"warning: {e if str(e).startswith(name) else f'{name}: {e}'}; {left}")
+            complete = not failed
         files = len(ds.files)
     say(err, f"wrote {args.output}: {plural(files, 'file')}, {rows:,} rows")
     return EXIT_OK if complete else EXIT_INCOMPLETE

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from livetrace._cli.exits import EXIT_INCOMPLETE, EXIT_OK, say
 from livetrace._cli.sources import is_file_source, open_input
 from livetrace._errors import TraceFormatError
-from livetrace._files import WholeGenerations, is_trace_gap
+from livetrace._files import WholeGenerations, decode_batches, is_trace_gap
 from livetrace._outfile import check_output, write_output
 from livetrace._plural import plural
 from livetrace._trace.model.batch import EventBatch
@@ -31,7 +31,7 @@ def file_profile(source: str, kind: str, err: TextIO) -> tuple[list[Record], boo
     builder, spans = ProfileBuilder(kind), SpanBuilder(follow=Follow.GOROUTINES)
     complete = True
     with open_input(source) as stream:
-        read = WholeGenerations(stream)
+        read = WholeGenerations(decode_batches(stream))
         try:
             for item in read:
                 if isinstance(item, EventBatch):

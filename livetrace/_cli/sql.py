@@ -13,6 +13,7 @@ import trio
 
 from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say, units_recorded
 from livetrace._cli.sql_inputs import Inputs, expand
+from livetrace._errors import TraceFormatError
 from livetrace._outfile import check_output
 from livetrace._plural import plural
 from livetrace._tables.deps import need
@@ -124,8 +125,9 @@ def _literal(text: str) -> str:
 def load(
     args: argparse.Namespace, inputs: Inputs, err: TextIO, **limits: Any
 ) -> tuple[duckdb.DuckDBPyConnection, bool]:
-    """A connection over the tables of every input, and whether every live
-    source ended as it should."""
+    """A connection over the tables of every input, and whether every input
+    was read whole (a live source ended as it should; a file, malformed or
+    cut short, keeps the generations before the problem, and says so)."""
     from livetrace._tables.read import tables
     from livetrace._tables.sql import connect
 
@@ -134,10 +136,17 @@ def load(
         say(err, f"{plural(len(inputs.datasets), 'Parquet dataset')}, read as the queries ask")
         return con, True
     files = sorted(inputs.files, key=recording_order) if args.one_session else inputs.files
-    parts = [tables(files, one_session=args.one_session)] if files else []
-    complete = True
+    failed: list[tuple[str, TraceFormatError, bool]] = []
+    parts = [tables(files, one_session=args.one_session, on_error=lambda *f: failed.append(f))] if files else []
+    if failed and not inputs.live and parts[0]["captures"].num_rows == 0:
+        raise failed[0][1]  # nothing could be read: that is the error, as for one file
+    for name, e, kept in failed:
+        left = "its tables hold the generations before it" if kept else "nothing of it could be read; left out"
+        say(err, f"warning: {e if str(e).startswith(name) else f'{name}: {e}'}; {left}")
+    complete = not failed
     if inputs.live:
-        live, complete = trio.run(lambda: _live_tables(args, inputs.live, err, **limits))
+        live, live_complete = trio.run(lambda: _live_tables(args, inputs.live, err, **limits))
+        complete = complete and live_complete
         parts.extend(live)
     merged = _merge(parts)
     captures, events = merged["captures"].num_rows, merged["events"].num_rows

@@ -13,11 +13,16 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from livetrace._tables.read import Sources
+    from livetrace._tables.read import OnError, Sources
 
 
 def tables(
-    source: Sources, *, duration: float | None = None, one_session: bool = False, compiled: bool | None = None
+    source: Sources,
+    *,
+    duration: float | None = None,
+    one_session: bool = False,
+    compiled: bool | None = None,
+    on_error: OnError | None = None,
 ) -> dict[str, pa.Table]:
     """Every table of the traces in ``source`` (a path, bytes, a binary
     file, or a sequence of paths), of any Go version: table name ->
@@ -27,7 +32,10 @@ def tables(
     ``one_session``: the files are one session's, in order (a recording's
     files: ``trace.out``, ``trace.2.out``, ...), where each is its own
     else (``captures.session``). ``compiled`` as for :func:`decode`. A malformed trace raises
-    :class:`TraceFormatError`; without pyarrow, :class:`MissingDependencyError`."""
+    :class:`TraceFormatError`, unless ``on_error``: then a trace malformed or cut short keeps the
+    generations it had whole before the problem (as ``go tool trace`` reads it), ``on_error(name,
+    error, kept)`` is told (``kept``: whether anything was), and the next file goes on. Without
+    pyarrow, :class:`MissingDependencyError`."""
     need("pyarrow")
     if duration is not None:
         from livetrace._tables.live import live_tables
@@ -35,19 +43,19 @@ def tables(
         return live_tables(str(source), duration, compiled=compiled)
     from livetrace._tables.read import tables as read_tables
 
-    return read_tables(source, one_session=one_session, compiled=compiled)
+    return read_tables(source, one_session=one_session, compiled=compiled, on_error=on_error)
 
 
 def iter_tables(
-    source: Sources, *, one_session: bool = False, compiled: bool | None = None
+    source: Sources, *, one_session: bool = False, compiled: bool | None = None, on_error: OnError | None = None
 ) -> Iterator[dict[str, pa.RecordBatch]]:
     """The tables of :func:`tables` a unit (a generation, a legacy
     segment) at a time, in bounded memory: per unit, table name ->
-    ``pyarrow.RecordBatch`` of that unit's rows."""
+    ``pyarrow.RecordBatch`` of that unit's rows (``on_error`` as there)."""
     need("pyarrow")
     from livetrace._tables.read import iter_tables as read_units
 
-    return read_units(source, one_session=one_session, compiled=compiled)
+    return read_units(source, one_session=one_session, compiled=compiled, on_error=on_error)
 
 
 def sql(

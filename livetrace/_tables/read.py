@@ -7,7 +7,7 @@ import io
 import itertools
 import os
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import BinaryIO
 import pyarrow as pa
 
 from livetrace._errors import InputPathError, TraceFormatError
-from livetrace._files import decode_pieces, is_trace_gap, pieces
+from livetrace._files import GENERATION_END, WholeGenerations, decode_pieces, is_trace_gap, pieces
 from livetrace._tables.build import Unit, UnitBuilder
 from livetrace._tables.captures import Capture, capture_id
 from livetrace._tables.schema import SCHEMAS, TABLE_NAMES
@@ -26,6 +26,8 @@ from livetrace._trace.version import HEADER_SIZE, sniff
 
 TraceSource = str | os.PathLike[str] | bytes | BinaryIO
 Sources = TraceSource | Sequence[str | os.PathLike[str]]
+# A source's name, what is wrong with it, and whether a capture of what it had whole was kept.
+OnError = Callable[[str, TraceFormatError, bool], None]
 _HEAD = 1 << 16  # how much of a source its capture id hashes
 
 
@@ -59,7 +61,12 @@ class _Session:
 
 
 def iter_tables(
-    source: Sources, *, one_session: bool = False, compiled: bool | None = None, build_ahead: bool = False
+    source: Sources,
+    *,
+    one_session: bool = False,
+    compiled: bool | None = None,
+    build_ahead: bool = False,
+    on_error: OnError | None = None,
 ) -> Iterator[Unit]:
     """Every table's rows, a unit at a time: one dict of table name ->
     ``pyarrow.RecordBatch`` per generation (a legacy trace: per segment),
@@ -72,7 +79,11 @@ def iter_tables(
     its files are one session's, in order (the files of a recording), where
     each is its own else; ``compiled`` as for :func:`decode`. A malformed
     trace raises :class:`TraceFormatError` after the units before the
-    problem."""
+    problem. With ``on_error``, a trace that is malformed or cut short
+    keeps the generations it had whole before the problem (a capture of
+    them, as ``go tool trace`` reads such a trace; none where it had none),
+    ``on_error(name, error, kept)`` is told (``kept``: a capture was), and
+    the next source goes on."""
     builder = UnitBuilder(compiled=compiled)
     shared = _Session() if one_session else None
     # The kernels and pyarrow's let go of the GIL: a thread of its own
@@ -81,7 +92,9 @@ def iter_tables(
         for one in _sources(source):
             name, stream = _open(one)
             with stream:
-                pending = _units(builder, name, stream, shared if shared is not None else _Session(), compiled)
+                pending = _units(
+                    builder, name, stream, shared if shared is not None else _Session(), compiled, on_error
+                )
                 yield from (_built(pending, pool) if build_ahead else (unit() for unit in pending))
 
 
@@ -110,12 +123,21 @@ def _built(pending: Iterator[PendingUnit], pool: ThreadPoolExecutor) -> Iterator
 
 
 def _units(
-    builder: UnitBuilder, name: str, stream: BinaryIO, session: _Session, compiled: bool | None
+    builder: UnitBuilder,
+    name: str,
+    stream: BinaryIO,
+    session: _Session,
+    compiled: bool | None,
+    on_error: OnError | None = None,
 ) -> Iterator[PendingUnit]:
     head = stream.read(_HEAD)
     version = sniff(head[:HEADER_SIZE]) if len(head) >= HEADER_SIZE else None
     if version is None:
-        raise TraceFormatError(f"{name}: not a Go execution trace (it is {len(head)} bytes)", offset=0)
+        error = TraceFormatError(f"{name}: not a Go execution trace (it is {len(head)} bytes)", offset=0)
+        if on_error is None:
+            raise error
+        on_error(name, error, False)
+        return
     index = 0
 
     def units() -> CaptureUnits:
@@ -127,26 +149,43 @@ def _units(
         return CaptureUnits(builder, cap, compiled=compiled)
 
     current = units()
-    for item in decode_pieces(itertools.chain([head], pieces(stream)), compiled=compiled):
-        if isinstance(item, EventBatch):
-            unit = current.feed_pending(item)
-            if unit is not None:
-                yield unit
-        elif is_trace_gap(item):  # the next trace of the stream is its own capture
+    fed = False  # the capture under way has events
+    read = WholeGenerations(decode_pieces(itertools.chain([head], pieces(stream)), compiled=compiled))
+    try:
+        for item in read.with_ends():
+            if isinstance(item, EventBatch):
+                fed = True
+                unit = current.feed_pending(item)
+                if unit is not None:
+                    yield unit
+            elif item is GENERATION_END:
+                unit = current.end_generation()
+                if unit is not None:
+                    yield unit
+            elif is_trace_gap(item):  # the next trace of the stream is its own capture
+                yield current.close_pending()
+                index += 1
+                current, fed = units(), False
+    except TraceFormatError as e:
+        if on_error is None:
+            raise
+        if fed:
             yield current.close_pending()
-            index += 1
-            current = units()
+        on_error(name, e, fed)
+        return
     yield current.close_pending()
 
 
-def tables(source: Sources, *, one_session: bool = False, compiled: bool | None = None) -> dict[str, pa.Table]:
+def tables(
+    source: Sources, *, one_session: bool = False, compiled: bool | None = None, on_error: OnError | None = None
+) -> dict[str, pa.Table]:
     """Every table of the source's traces, whole: table name ->
     ``pyarrow.Table`` (docs/sql.md lists the tables and their columns).
-    ``one_session`` as for :func:`iter_tables`."""
+    ``one_session`` and ``on_error`` as for :func:`iter_tables`."""
     parts: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLE_NAMES}
     # Every unit is kept: one more being built at a time costs little, and
     # it is built while the next is decoded.
-    for unit in iter_tables(source, one_session=one_session, compiled=compiled, build_ahead=True):
+    for unit in iter_tables(source, one_session=one_session, compiled=compiled, build_ahead=True, on_error=on_error):
         for name, batch in unit.items():
             if batch.num_rows:
                 parts[name].append(batch)

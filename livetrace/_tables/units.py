@@ -57,6 +57,12 @@ class CaptureUnits:
         self._span_batches.append(self._spans.feed(batch))
         return unit
 
+    def end_generation(self) -> PendingUnit | None:
+        """The unit of the generation fed so far, known whole (None if none
+        was fed since the last): without waiting for the next one's first
+        batch, which :meth:`feed_pending` would."""
+        return self._take(last=False) if self._batches else None
+
     def gap(self) -> None:
         """Generations were lost (a live session shed some): the spans open
         now are forgotten, as their ends would be wrong."""
