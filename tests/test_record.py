@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from .conftest import GO_VERSIONS, cli, count_events, demo, go_tool_trace
+from .conftest import GO_VERSIONS, cli, count_events, demo, go_binary, go_tool_trace
+from .gopprof import go_trace_pprof, read_totals
 
 # Recording writes the bytes as they come, and Go checks them: no decoding on our side.
 pytestmark = pytest.mark.once
@@ -65,6 +66,7 @@ async def test_service_death_is_reported_incomplete_with_status_1(tmp_path: Path
         with trio.fail_after(30):
             while not any(p.stat().st_size > 100_000 for p in tmp_path.glob(f"{out.name}.*.part")):
                 await trio.sleep(0.05)
+        await trio.sleep(2)  # past a generation or two, so that some are whole (the helper's period: 1 s at most)
         d.process.kill()
         code, err = await finish(proc)
     assert code == 1, err
@@ -72,6 +74,11 @@ async def test_service_death_is_reported_incomplete_with_status_1(tmp_path: Path
     assert not out.exists(), "an incomplete trace must not take the final name"
     kept = out.with_name(out.name + ".incomplete")
     assert kept.stat().st_size > 100_000 and str(kept) in err
+    # What it kept is read as Go reads it: the profile of its whole generations is Go's.
+    ours = tmp_path / "cut.pb.gz"
+    code, err = await finish(cli("profile", str(kept), "--kind", "sched", "-o", str(ours)))
+    assert code == 1 and "warning: the trace is incomplete" in err, err
+    assert read_totals(ours.read_bytes()) == read_totals(go_trace_pprof(go_binary("1.27"), "sched", kept))
 
 
 async def test_unreachable_service_is_one_line_and_status_2(tmp_path: Path) -> None:
