@@ -66,7 +66,7 @@ async def test_service_death_is_reported_incomplete_with_status_1(tmp_path: Path
         with trio.fail_after(30):
             while not any(p.stat().st_size > 100_000 for p in tmp_path.glob(f"{out.name}.*.part")):
                 await trio.sleep(0.05)
-        await trio.sleep(2)  # past a generation or two, so that some are whole (the helper's period: 1 s at most)
+        await trio.sleep(2)  # past a generation or two (the runtime's own, about a second): some are whole
         d.process.kill()
         code, err = await finish(proc)
     assert code == 1, err
