@@ -98,11 +98,17 @@ def broken_variants(name: str, data: bytes) -> list[tuple[str, bytes]]:
 
 
 @pytest.mark.slow
-def test_a_broken_trace_prints_what_go_prints_before_the_error(tmp_path: Path, demo_traces: dict[str, Path]) -> None:
-    """Go's reader gives a generation's events before it reads the next: a
-    problem in generation N (its framing, its tables, its order) leaves the
-    generations before it printed, and Go 1.22-1.25's generation whose
-    framing breaks is taken as whole so far (it has no end to look for)."""
+@pytest.mark.parametrize("mode", ["parsed", "wire"])
+def test_a_broken_trace_prints_what_go_prints_before_the_error(
+    mode: str, tmp_path: Path, demo_traces: dict[str, Path]
+) -> None:
+    """Parsed: Go's reader gives a generation's events before it reads the
+    next, so a problem in generation N (its framing, its tables, its order)
+    leaves the generations before it printed, and Go 1.22-1.25's generation
+    whose framing breaks is taken as whole so far (it has no end to look
+    for). Wire: Go's raw reader reads one event after another and never
+    looks at a batch's size, so where the framing breaks ours reads on
+    from there as it does."""
     by_name = {t.name: t.data for t in TEXT_TESTS}
     sources = {
         "gens126": (Path(__file__).parent / "corpus" / "runtime" / "go126-generations.trace").read_bytes(),
@@ -118,7 +124,7 @@ def test_a_broken_trace_prints_what_go_prints_before_the_error(tmp_path: Path, d
             path.write_bytes(broken)
             # Bytes: a changed string is no longer UTF-8, and both print it as it is.
             go = subprocess.run(
-                [str(go_binary("1.27")), "tool", "trace", "-d=parsed", str(path)],
+                [str(go_binary("1.27")), "tool", "trace", f"-d={mode}", str(path)],
                 capture_output=True,
                 env={**go_env(), "TZ": "UTC"},
                 timeout=300,
@@ -127,7 +133,7 @@ def test_a_broken_trace_prints_what_go_prints_before_the_error(tmp_path: Path, d
             if status not in (0, 1):  # Go's reader panicked: nothing to hold ours to
                 continue
             ours = subprocess.run(
-                [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
+                [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", mode],
                 capture_output=True,
                 timeout=300,
             )

@@ -15,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livetrace import TraceFormatError
-from livetrace._cli.render.dump import wire_lines
+from livetrace._cli.render.dump import raw_lines, wire_lines
 from livetrace._errors import TruncatedTraceError, UnsupportedTraceVersionError
+from livetrace._trace.modern.raw import read_raw
 from livetrace._trace.modern.wire import Batch, FrameReader
 
 from . import textform
@@ -123,15 +124,26 @@ def test_corrupt_payload_reports_offset_and_generation() -> None:
 
 
 def test_cli_prints_what_decoded_then_one_error_line(tmp_path: Path) -> None:
-    t = textform.load(textform.CORPUS / "go122-annotations.test")
+    """Cut inside a value, Go's raw reader fails there; cut where a value
+    (or a byte of a string) would start, it ends as at the end of the file
+    (Go's io.EOF), without the event cut, and with no error."""
+    data = GENERATIONS.read_bytes()
+    second = FrameReader().feed(data)[1]
     path = tmp_path / "cut.trace"
-    path.write_bytes(t.data[:-3])
+    path.write_bytes(data[: second.offset + 3])  # inside the second batch's M, a varint of 3 bytes
     out = subprocess.run(
         [sys.executable, "-m", "livetrace", "decode", "--dump", "wire", str(path)], capture_output=True, text=True
     )
     assert out.returncode == 1
-    assert out.stdout.startswith("EventBatch gen=1")
-    assert out.stderr.count("\n") == 1 and "middle of a batch" in out.stderr and "offset" in out.stderr
+    assert out.stdout.startswith("EventBatch gen=1") and "m=21610" not in out.stdout
+    assert out.stderr.count("\n") == 1 and "unexpected EOF" in out.stderr and "offset" in out.stderr
+    t = textform.load(textform.CORPUS / "go122-annotations.test")
+    path.write_bytes(t.data[:-3])  # in the last string's bytes
+    out = subprocess.run(
+        [sys.executable, "-m", "livetrace", "decode", "--dump", "wire", str(path)], capture_output=True, text=True
+    )
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout.endswith('String id=57\n\tdata="sync.(*WaitGroup).Wait"\n')
 
 
 def test_stdin_is_decoded_as_it_arrives() -> None:
@@ -176,3 +188,55 @@ def test_fuzz_mutated_traces_decode_or_fail_cleanly(data: st.DataObject) -> None
         our_wire([buf])
     except TraceFormatError as e:
         assert e.offset is None or 0 <= e.offset <= len(buf)
+
+
+GENERATIONS = Path(__file__).parent / "corpus" / "runtime" / "go126-generations.trace"
+
+
+@pytest.mark.parametrize("t", [t for t in TEXT_TESTS if t.expect_success][:12], ids=lambda t: t.name)
+def test_the_raw_reader_reads_a_whole_trace_as_its_frames(t: textform.TextTrace) -> None:
+    """Go's raw reader (sizes never used) and the frames' records agree
+    wherever the framing holds."""
+    reader = FrameReader()
+    reader.feed(t.data)
+    assert reader.minor is not None
+    events, error = read_raw(t.data, 16, reader.minor)
+    assert error is None
+    assert "\n".join(raw_lines(events)).split("\n") == our_wire([t.data])
+
+
+def test_the_raw_reader_ends_as_go_s_does() -> None:
+    data = GENERATIONS.read_bytes()
+    whole, error = read_raw(data, 16, 26)
+    assert error is None and len(whole) > 1000
+    # Cut where a value would start: a clean end, the event left out (Go's io.EOF).
+    first = whole[0]
+    assert first.spec is not None and first.spec.name == "EventBatch"
+    cut_at_value = 16 + 1 + 1  # the batch byte and its one-byte generation
+    events, error = read_raw(data[:cut_at_value], 16, 26)
+    assert (events, error) == ([], None)
+    # Cut inside a value of several bytes (the M's ten): an error.
+    events, error = read_raw(data[: 16 + 4], 16, 26)
+    assert events == [] and error is not None and "unexpected EOF" in str(error)
+    # A batch's size is printed, never used: another one reads on alike. (The runtime pads it to a fixed width.)
+    at = 17
+    for _ in range(3):  # past the generation, the M and the time
+        at = _past_uvarint(data, at)
+    end = _past_uvarint(data, at)
+    padded = bytes([0x85] + [0x80] * (end - at - 2) + [0x00])  # 5, as wide
+    shrunk = data[:at] + padded + data[end:]
+    events, error = read_raw(shrunk, 16, 26)
+    assert error is None and [e.args for e in events[1:]] == [e.args for e in whole[1:]]
+    assert events[0].args[3] == 5 != whole[0].args[3]
+    # A code with no event in Go's table but inside it (1.26's gap before the experimental events): an empty line.
+    gap = 60
+    events, error = read_raw(data[:16] + bytes([gap]), 16, 26)
+    assert error is None and list(raw_lines(events)) == [""]
+    events, error = read_raw(data[:16] + bytes([200]), 16, 26)
+    assert events == [] and str(error).startswith("invalid event type: 200")
+
+
+def _past_uvarint(data: bytes, at: int) -> int:
+    while data[at] >= 0x80:
+        at += 1
+    return at + 1

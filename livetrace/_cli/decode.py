@@ -6,7 +6,7 @@ so those load in the dumps that need them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
@@ -14,22 +14,27 @@ from livetrace._cli.render.dumptext import utf8_sink, wire_text, wire_utf8
 from livetrace._errors import TraceFormatError
 from livetrace._files import head, pieces
 from livetrace._trace.accel import use_compiled
-from livetrace._trace.modern.wire import FrameReader
+from livetrace._trace.modern.wire import Frame, FrameReader
 
 if TYPE_CHECKING:
     pass
 
 
 def dump_wire(stream: BinaryIO, out: TextIO) -> None:
+    """Go 1.22+ traces' frames, a line per record; where the framing breaks
+    (a size that does not match the events, a cut, a record past its
+    batch's end), the rest of that trace as Go's raw reader reads it, which
+    never looks at a batch's size (``modern/raw.py``)."""
     from livetrace._trace.stream import NextTrace, split_traces
 
     reader: FrameReader | None = None
     sink = utf8_sink(out) if use_compiled() else None
     traces = 1
-    for data in split_traces(pieces(stream)):
+    parts = iter(split_traces(pieces(stream)))
+    for data in parts:
         if isinstance(data, NextTrace):
             assert reader is not None
-            reader.close()
+            _close_wire(reader, out)
             reader = None
             traces += 1
             out.write(gap_line(traces - 1))
@@ -37,15 +42,93 @@ def dump_wire(stream: BinaryIO, out: TextIO) -> None:
         if reader is None:
             _no_legacy_wire(data)
             reader = FrameReader()
-        frames = reader.feed(data)
-        if frames:
-            assert reader.minor is not None
-            if sink is not None:
-                sink(wire_utf8(frames, reader.minor))
-            else:
-                out.write(wire_text(frames, reader.minor, compiled=False))
-            out.flush()
-    (reader or FrameReader()).close()
+        at, held = reader.unread_bytes()
+        frames, failed = reader.feed_until_error(data)
+        if reader.minor is None:
+            if failed is not None:
+                raise failed
+            continue
+        minor = reader.minor
+        stop = _write_frames(frames, minor, out, sink)
+        if stop is None and failed is not None:
+            stop = failed.offset
+        if stop is None:
+            continue
+        # The framing broke at stop: the rest of this trace, read whole, as Go's raw reader reads it.
+        rest = [(held + data)[stop - at :]]
+        for more in parts:
+            if isinstance(more, NextTrace):
+                _write_raw(b"".join(rest), minor, stop, out)
+                reader = None
+                traces += 1
+                out.write(gap_line(traces - 1))
+                break
+            rest.append(more)
+        else:
+            _write_raw(b"".join(rest), minor, stop, out)
+            return
+    if reader is None:
+        FrameReader().close()  # an empty stream: the reader says so
+        return
+    _close_wire(reader, out)
+
+
+def _write_frames(frames: list[Frame], minor: int, out: TextIO, sink: Callable[[bytes], None] | None) -> int | None:
+    """Write the frames' lines; where a frame's records break, those before
+    it, and its offset (None: all were written)."""
+
+    def text(some: list[Frame]) -> bytes:
+        return (
+            wire_utf8(some, minor)
+            if sink is not None
+            else wire_text(some, minor, compiled=False).encode("utf-8", "surrogateescape")
+        )
+
+    try:
+        pieces = [text(frames)] if frames else []
+    except TraceFormatError:  # one at a time, to write those before it
+        pieces = []
+        for f in frames:
+            try:
+                pieces.append(text([f]))
+            except TraceFormatError:
+                _write_utf8(pieces, out, sink)
+                return f.offset
+    _write_utf8(pieces, out, sink)
+    return None
+
+
+def _write_utf8(pieces: list[bytes], out: TextIO, sink: Callable[[bytes], None] | None) -> None:
+    for piece in pieces:
+        if sink is not None:
+            sink(piece)
+        else:
+            out.write(piece.decode("utf-8", "surrogateescape"))
+    out.flush()
+
+
+def _close_wire(reader: FrameReader, out: TextIO) -> None:
+    """The trace's end: a batch cut short is read on as Go's raw reader does."""
+    try:
+        reader.close()
+    except TraceFormatError:
+        if reader.minor is None:
+            raise
+        at, rest = reader.unread_bytes()
+        _write_raw(rest, reader.minor, at, out)
+
+
+def _write_raw(data: bytes, minor: int, offset: int, out: TextIO) -> None:
+    """Lines of Go's raw reader for data (at ``offset`` in the stream); its
+    error, if it had one, raised after them."""
+    from livetrace._cli.render.dump import raw_lines
+    from livetrace._trace.modern.raw import read_raw
+
+    events, error = read_raw(data, 0, minor, offset)
+    out.write("".join(line + "\n" for line in raw_lines(events)))
+    out.flush()
+    if error is not None:
+        raise error
 
 
 def _no_legacy_wire(head: bytes) -> None:

@@ -16,6 +16,7 @@ from livetrace._trace.model.events import (
     transition_parts,
 )
 from livetrace._trace.model.tables import Tables
+from livetrace._trace.modern.raw import RawEvent
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, decode_records
 from livetrace._trace.spec.legacy import GLOBAL_G0
 from livetrace._trace.spec.legacy import SPECS as LEGACY_SPECS
@@ -71,20 +72,30 @@ def wire_lines(frames: Iterable[Frame], minor: int, records: bool = True) -> Ite
 
 
 def _record_lines(batch: Batch, minor: int) -> Iterator[str]:
-    formats = _FORMATS
     for rec in decode_records(batch.payload, minor, batch.payload_offset, batch.gen):
-        spec = rec.spec
-        n = len(spec.args)
-        line = formats[spec.code] % rec.args[:n] if n else spec.name
-        if spec.is_stack:
-            frames = rec.args[n:]
-            line += "".join(
-                f"\n\tpc={frames[k]} func={frames[k + 1]} file={frames[k + 2]} line={frames[k + 3]}"
-                for k in range(0, len(frames), 4)
-            )
-        if rec.data is not None:
-            line += "\n\tdata=" + go_quote(rec.data)
-        yield line
+        yield _record_line(rec.spec, rec.args, rec.data)
+
+
+def raw_lines(events: Iterable[RawEvent]) -> Iterator[str]:
+    """``-d=wire`` lines of events as Go's raw reader reads them (an event
+    batch's header one of them; a code its table has no event for, an empty
+    name)."""
+    for ev in events:
+        yield "" if ev.spec is None else _record_line(ev.spec, ev.args, ev.data)
+
+
+def _record_line(spec: EventSpec, args: tuple[int, ...], data: bytes | None) -> str:
+    n = len(spec.args)
+    line = _FORMATS[spec.code] % args[:n] if n else spec.name
+    if spec.is_stack:
+        frames = args[n:]
+        line += "".join(
+            f"\n\tpc={frames[k]} func={frames[k + 1]} file={frames[k + 2]} line={frames[k + 3]}"
+            for k in range(0, len(frames), 4)
+        )
+    if data is not None:
+        line += "\n\tdata=" + go_quote(data)
+    return line
 
 
 def _stack_block(e: Event, title: str, stack_id: int) -> str:

@@ -170,6 +170,10 @@ class FrameReader:
             pos = i + size
         self._in.consumed(pos)
 
+    def unread_bytes(self) -> tuple[int, bytes]:
+        """(stream offset, bytes) of what is not yet part of a returned frame."""
+        return self._in.offset, bytes(self._in.buf[self._in.pos :])
+
     def close(self) -> None:
         """The stream ended; it must end on a frame boundary."""
         left = self._in.unread
