@@ -133,6 +133,16 @@ def test_twins_agree_on_mutated_traces(data: st.DataObject) -> None:
     assert_twins_agree(buf, data.draw(st.integers(1, 4)))
 
 
+@needs_core
+def test_twins_name_the_generation_of_a_code_the_ordering_has_no_event_for() -> None:
+    """Found by the deep fuzzing profile: the twin left the generation out."""
+    (t,) = [t for t in TEXT_TESTS if t.name == "go122-confuse-seq-across-generations"]
+    buf = bytearray(t.data)
+    buf[21] = 51  # a GoStatus becomes a code the ordering has no handler for
+    assert_twins_agree(bytes(buf))
+    assert outcome(bytes(buf), False)[1] == ("OrderingError", "bad event type found while ordering: 51", None, 1)
+
+
 def wire_outcome(payload: bytes, compiled: bool) -> object:
     try:
         c = record_columns(payload, 26, 100, 7, compiled=compiled)

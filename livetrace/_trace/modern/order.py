@@ -132,7 +132,7 @@ class Ordering(SchedRules, GCRules, AnnotationRules):
             ctx = (m, ms[0], ms[1])
         fn = self._dispatch[code]
         if fn is None:
-            raise OrderingError(f"bad event type found while ordering: {code}")
+            raise OrderingError(f"bad event type found while ordering: {code}", generation=gen.gen)
         try:
             new = fn(code, time, args, gen, ctx)
         except OrderingError as e:
