@@ -187,7 +187,7 @@ GENERATION_END = GenerationEnd()
 
 
 class WholeGenerations:
-    """A decoder's items (:func:`decode_batches`'), a Go 1.22+ trace's
+    """A decoder's items (as :func:`decode_batches` gives them), a Go 1.22+ trace's
     generation at a time: its batches come once the next one begins (or the
     trace ends). So on a malformed or truncated trace, what comes before
     the :class:`TraceFormatError` is every generation read whole and
