@@ -109,6 +109,25 @@ def test_what_the_carry_patches() -> None:
     assert got[-1] == "M=-1 P=-1 G=-1 Sync Time=513 N=3"
 
 
+def test_a_goroutine_looked_for_before_its_status_in_a_later_generation_is_the_carried_engine_s_error() -> None:
+    """Found by the deep fuzzing profile: goroutine 1 is new in generation 2
+    (generation 1 names goroutine 0 instead), and thread 1 starts it before
+    thread 0's status says it is runnable. The sequential engine refuses the
+    status of a goroutine new after the first generation; the fresh one,
+    whose generation is its first, took it, so the generation is ordered
+    again."""
+    (t,) = (t for t in TEXT_TESTS if t.name == "go122-confuse-seq-across-generations")
+    lines = list(t.wire_lines)
+    assert lines[2].startswith("GoStatus dt=1 g=1") and lines[6].startswith("GoStart dt=1 g=1")
+    lines[2], lines[6] = lines[2].replace("g=1", "g=0", 1), lines[6].replace("g=1", "g=0", 1)
+    data = textform.parse(
+        t.name, f"-- expect --\nSUCCESS\n-- trace --\nTrace Go1.{t.minor}\n" + "\n".join(lines) + "\n"
+    ).data
+    carrier = check(data)
+    assert carrier is not None and carrier.reordered == 1
+    assert "found goroutine status for new goroutine after the first generation: id=1" in str(sequential(data)[1])
+
+
 MULTI = [t for t in TEXT_TESTS if any(re.match(r"EventBatch gen=[2-9]", line) for line in t.wire_lines)]
 _VALUE = re.compile(r"(?<= )(\w+)=(\d+)")
 

@@ -541,6 +541,10 @@ def _goroutines(o: FreshOrdering, state: Carried) -> dict[int, GState] | None:
         if before is None:
             if first.code in _GO_STATUS and first.accepted:
                 return None  # a status for a goroutine the trace has not seen: the carried engine's error
+            if not first.accepted and gid not in o.created:
+                # Looked for before it existed, and not made by a create of this generation: its status made it
+                # afterwards, which the carried engine refuses as above.
+                return None
         else:
             if first.code not in _GO_STATUS or not first.accepted or first.args[2] != before.status:
                 return None
