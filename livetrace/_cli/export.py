@@ -9,9 +9,8 @@ from typing import Any, TextIO
 import trio
 
 from livetrace._cli.common import EXIT_INCOMPLETE, EXIT_OK, live_pass, say
-from livetrace._cli.sources import is_file_source, open_input
-from livetrace._errors import LivetraceError, TraceFormatError
-from livetrace._files import WholeGenerations, decode_batches, is_trace_gap
+from livetrace._cli.sources import is_file_source, read_whole_generations
+from livetrace._errors import LivetraceError
 from livetrace._nursery import open_nursery
 from livetrace._outfile import check_output, write_output
 from livetrace._plural import plural
@@ -23,25 +22,18 @@ from livetrace._views.perfetto import TIMELINE_FOLLOWS, Timeline, TimelineCollec
 
 
 def file_timeline(source: str, err: TextIO) -> tuple[Timeline, bool]:
-    """The timeline of a trace file, and whether it could be read whole: of
-    a trace read in part, that of the generations read whole (said on err),
-    as profile's; of one with none, the error."""
+    """The timeline of a trace file, and whether it could be read whole (of
+    one read in part: of its whole generations, as profile's)."""
     collector, spans = TimelineCollector(), SpanBuilder(follow=TIMELINE_FOLLOWS)
-    complete = True
-    with open_input(source) as stream:
-        read = WholeGenerations(decode_batches(stream))
-        try:
-            for item in read:
-                if isinstance(item, EventBatch):
-                    collector.feed_events(item)
-                    collector.feed_spans(spans.feed(item))
-                elif is_trace_gap(item):  # one trace of a stream ended: its open spans end there
-                    collector.feed_spans(spans.close())
-        except TraceFormatError as e:
-            if not read.decoded:
-                raise
-            complete = False
-            say(err, f"warning: the trace is incomplete: {e}; the timeline is of the generations before it")
+
+    def feed(batch: EventBatch) -> None:
+        collector.feed_events(batch)
+        collector.feed_spans(spans.feed(batch))
+
+    # At the end of one trace of a stream, its open spans end there.
+    complete = read_whole_generations(
+        source, feed, lambda: collector.feed_spans(spans.close()), err, "the timeline is of the generations before it"
+    )
     collector.feed_spans(spans.close())
     return collector.timeline(), complete
 

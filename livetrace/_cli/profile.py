@@ -9,12 +9,9 @@ import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
 from livetrace._cli.exits import EXIT_INCOMPLETE, EXIT_OK, say
-from livetrace._cli.sources import is_file_source, open_input
-from livetrace._errors import TraceFormatError
-from livetrace._files import WholeGenerations, decode_batches, is_trace_gap
+from livetrace._cli.sources import is_file_source, read_whole_generations
 from livetrace._outfile import check_output, write_output
 from livetrace._plural import plural
-from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.spans.builder import SpanBuilder
 from livetrace._trace.spans.model import Follow
 from livetrace._views.pprof import ProfileBuilder, Record
@@ -25,24 +22,16 @@ if TYPE_CHECKING:
 
 
 def file_profile(source: str, kind: str, err: TextIO) -> tuple[list[Record], bool]:
-    """The profile of a trace file, and whether it could be read whole. Of
-    a trace read in part, the profile is of the generations read whole, as
-    go tool trace's is (said on err); of one with none, the error."""
+    """The profile of a trace file, and whether it could be read whole (of
+    one read in part: of its whole generations, as go tool trace's)."""
     builder, spans = ProfileBuilder(kind), SpanBuilder(follow=Follow.GOROUTINES)
-    complete = True
-    with open_input(source) as stream:
-        read = WholeGenerations(decode_batches(stream))
-        try:
-            for item in read:
-                if isinstance(item, EventBatch):
-                    builder.feed(spans.feed(item))
-                elif is_trace_gap(item):  # one trace of a stream ended: its open spans end there
-                    builder.feed(spans.close())
-        except TraceFormatError as e:
-            if not read.decoded:
-                raise
-            complete = False
-            say(err, f"warning: the trace is incomplete: {e}; the profile is of the generations before it, as Go's is")
+    complete = read_whole_generations(
+        source,
+        lambda batch: builder.feed(spans.feed(batch)),
+        lambda: builder.feed(spans.close()),  # one trace of a stream ended: its open spans end there
+        err,
+        "the profile is of the generations before it, as Go's is",
+    )
     builder.feed(spans.close())
     return builder.records(), complete
 

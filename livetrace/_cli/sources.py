@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
-from livetrace._errors import InputPathError
+from livetrace._errors import InputPathError, TraceFormatError
+from livetrace._trace.model.batch import EventBatch
 
 
 def open_input(path: str) -> AbstractContextManager[BinaryIO]:
@@ -37,3 +39,31 @@ def is_file_source(source: str) -> bool:
     if os.path.exists(source):  # a unix socket, given as its bare path, is an address
         return False
     return ("/" in source or source.endswith(".trace")) and ":" not in source
+
+
+def read_whole_generations(
+    source: str, feed: Callable[[EventBatch], None], end_trace: Callable[[], None], err: TextIO, made: str
+) -> bool:
+    """Feed a trace file's batches (``end_trace`` at the gap between two
+    traces of a stream) a generation at a time, and whether it was read
+    whole. Of one read only in part, its whole generations are fed, as Go's
+    tools read it, and err says so (``made``: what that makes of them, "the
+    profile is of the generations before it"); of one with nothing whole,
+    the error."""
+    from livetrace._cli.exits import say
+    from livetrace._files import WholeGenerations, decode_batches, is_trace_gap
+
+    with open_input(source) as stream:
+        read = WholeGenerations(decode_batches(stream))
+        try:
+            for item in read:
+                if isinstance(item, EventBatch):
+                    feed(item)
+                elif is_trace_gap(item):
+                    end_trace()
+        except TraceFormatError as e:
+            if not read.decoded:
+                raise
+            say(err, f"warning: the trace is incomplete: {e}; {made}")
+            return False
+    return True
