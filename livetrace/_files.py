@@ -208,24 +208,28 @@ class WholeGenerations:
         return (item for item in self.with_ends() if not isinstance(item, GenerationEnd))
 
     def with_ends(self) -> Iterator[EventBatch | Notice | GenerationEnd]:
-        """The same, with :data:`GENERATION_END` after each Go 1.22+
-        generation's batches: the moment it is known whole."""
+        """The same, with :data:`GENERATION_END` after a Go 1.22+
+        generation's batches where the next generation begins: the moment it
+        is known whole and more is to come (the last one's end is the
+        trace's: what comes after it, the final Sync or a gap between
+        traces, is its)."""
         from livetrace._trace.modern.generation import Generation
 
         held: list[EventBatch] = []
 
-        def whole() -> Iterator[EventBatch | GenerationEnd]:
+        def whole(mark: bool = False) -> Iterator[EventBatch | GenerationEnd]:
             if held:
                 yield from held
                 held.clear()
-                yield GENERATION_END
+                if mark:
+                    yield GENERATION_END
 
         try:
             for item in self._items:
                 if isinstance(item, EventBatch):
                     self.decoded = self.decoded or any(code != SYNC_CODE for code in item.columns()[0])
                     if held and item.gen is not held[-1].gen:  # (a new generation starts with its Sync)
-                        yield from whole()
+                        yield from whole(mark=item.gen is not None)  # (None: the trace's final Sync)
                     if isinstance(item.gen, Generation):
                         held.append(item)
                     else:

@@ -217,6 +217,7 @@ def test_units_are_generations_and_the_capture_comes_last() -> None:
     units = list(livetrace.iter_tables(data))
     gens = [set(u["events"]["generation"].to_pylist()) for u in units]
     assert len(units) > 1 and all(len(g) <= 1 for g in gens)
+    assert gens == [{1}, {2}], "a unit a generation, the final Sync in the last one's"
     assert [u["captures"].num_rows for u in units] == [0] * (len(units) - 1) + [1]
     whole = livetrace.tables(data)
     rows = sum(u["events"].num_rows for u in units)
