@@ -16,7 +16,6 @@ from livetrace._trace.model.events import (
     transition_parts,
 )
 from livetrace._trace.model.tables import Tables
-from livetrace._trace.modern.raw import RawEvent
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, Frame, decode_records
 from livetrace._trace.spec.legacy import GLOBAL_G0
 from livetrace._trace.spec.legacy import SPECS as LEGACY_SPECS
@@ -32,6 +31,7 @@ from livetrace._trace.spec.modern import (
 
 if TYPE_CHECKING:
     from livetrace._trace.legacy.trace import LegacyEvent
+    from livetrace._trace.modern.raw import RawEvent
 
 
 def legacy_lines(events: Iterable[LegacyEvent]) -> Iterator[bytes]:
