@@ -36,7 +36,7 @@ run (many wait on a Go service in real time), unless ARGS choose (`-n 1`,
 `-p no:xdist`, `--pdb`). Hypothesis runs its `dev` profile (a
 tenth of the examples), or `ci` (the full counts) where CI is set;
 LIVETRACE_HYPOTHESIS_PROFILE=ci|dev|deep chooses (deep: 25 times the full
-counts, a long fuzzing run, e.g. `-m "not slow" -k fuzz`).
+counts, a fuzzing run of its own, with `-m "not slow"`).
 
 A test that runs Go without `slow`, or starts a service under `go`, fails
 saying which mark it needs. `test` runs lint first and fails if lint fails;

@@ -59,7 +59,7 @@ PURE_PASS = os.environ.get("LIVETRACE_PURE_PYTHON") == "1"
 
 # Hypothesis: `ci` runs CI_EXAMPLES examples of a property that names no
 # count, `dev` (the inner loop) a tenth as many, `deep` (a fuzzing session
-# of its own, hours on two cores: nothing runs it for you) 25 times as many;
+# of its own, some 40 minutes a pass on one core: nothing runs it for you) 25 times as many;
 # examples(n) scales a property's own count alike. The examples decode whole
 # traces on a loaded two-core machine: no deadline, and slow data is no failure.
 CI_EXAMPLES = 200
