@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 import trio
 
 from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say, units_recorded
+from livetrace._cli.sources import Unread, files_read_in_part
 from livetrace._cli.sql_inputs import expand
-from livetrace._errors import TraceFormatError
 from livetrace._host import usable_cores
 from livetrace._outfile import plain_name
 from livetrace._plural import plural
@@ -189,15 +189,10 @@ def export_parquet_command(args: argparse.Namespace, err: TextIO, **limits: Any)
         else:
             if args.duration:
                 say(err, "note: --duration applies to a live service, not to a file")
-            failed: list[tuple[str, TraceFormatError, bool]] = []
+            unread: list[Unread] = []
             for path in inputs.files:
-                rows += export_file(ds, path, args.service, lambda *f: failed.append(f))[1]
-            if failed and not any(kept for _, _, kept in failed) and len(failed) == len(inputs.files):
-                raise failed[0][1]  # nothing could be read: that is the error, as for one file
-            for name, e, kept in failed:
-                left = "its files hold the generations before it" if kept else "nothing of it could be read; left out"
-                say(err, f"warning: {e if str(e).startswith(name) else f'{name}: {e}'}; {left}")
-            complete = not failed
+                rows += export_file(ds, path, args.service, lambda *f: unread.append(f))[1]
+            complete = files_read_in_part(unread, len(inputs.files), err, "its files")
         files = len(ds.files)
     say(err, f"wrote {args.output}: {plural(files, 'file')}, {rows:,} rows")
     return EXIT_OK if complete else EXIT_INCOMPLETE

@@ -67,3 +67,21 @@ def read_whole_generations(
             say(err, f"warning: the trace is incomplete: {e}; {made}")
             return False
     return True
+
+
+Unread = tuple[str, TraceFormatError, bool]  # a file, its problem, whether its whole generations were kept
+
+
+def files_read_in_part(unread: list[Unread], files: int, err: TextIO, kept_in: str, alone: bool = True) -> bool:
+    """Say which files were read only in part (``kept_in``: where their
+    whole generations went, "its tables"), and whether none was. Where
+    every file failed with nothing kept and nothing else was read
+    (``alone``), the first one's problem is the error, as for one file."""
+    from livetrace._cli.exits import say
+
+    if alone and unread and len(unread) == files and not any(kept for _, _, kept in unread):
+        raise unread[0][1]
+    for name, e, kept in unread:
+        left = f"{kept_in} hold the generations before it" if kept else "nothing of it could be read; left out"
+        say(err, f"warning: {e if str(e).startswith(name) else f'{name}: {e}'}; {left}")
+    return not unread

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 import trio
 
 from livetrace._cli.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, live_pass, say, units_recorded
+from livetrace._cli.sources import Unread, files_read_in_part
 from livetrace._cli.sql_inputs import Inputs, expand
-from livetrace._errors import TraceFormatError
 from livetrace._outfile import check_output
 from livetrace._plural import plural
 from livetrace._tables.deps import need
@@ -136,14 +136,9 @@ def load(
         say(err, f"{plural(len(inputs.datasets), 'Parquet dataset')}, read as the queries ask")
         return con, True
     files = sorted(inputs.files, key=recording_order) if args.one_session else inputs.files
-    failed: list[tuple[str, TraceFormatError, bool]] = []
-    parts = [tables(files, one_session=args.one_session, on_error=lambda *f: failed.append(f))] if files else []
-    if failed and not inputs.live and parts[0]["captures"].num_rows == 0:
-        raise failed[0][1]  # nothing could be read: that is the error, as for one file
-    for name, e, kept in failed:
-        left = "its tables hold the generations before it" if kept else "nothing of it could be read; left out"
-        say(err, f"warning: {e if str(e).startswith(name) else f'{name}: {e}'}; {left}")
-    complete = not failed
+    unread: list[Unread] = []
+    parts = [tables(files, one_session=args.one_session, on_error=lambda *f: unread.append(f))] if files else []
+    complete = files_read_in_part(unread, len(files), err, "its tables", alone=not inputs.live)
     if inputs.live:
         live, live_complete = trio.run(lambda: _live_tables(args, inputs.live, err, **limits))
         complete = complete and live_complete

@@ -466,9 +466,9 @@ class ModernDecoder:
         yield from self._decode(gens, flush=True)
         if error is None:
             assert failed is not None
-            error, error.partial = failed, self._salvage(failed.offset or 0)
-        else:
-            error.partial = self._final_sync()
+            failed.partial = self._salvage(failed.offset or 0)
+            raise failed
+        error.partial = self._final_sync()
         raise error
 
     def _decode(self, gens: list[Generation], *, flush: bool = False) -> Iterator[EventBatch]:

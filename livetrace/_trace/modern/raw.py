@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from livetrace._errors import TraceFormatError
-from livetrace._trace.modern.wire import _SPECS
+from livetrace._trace.modern.wire import specs_by_code
 from livetrace._trace.spec.modern import EventSpec
 
 _MAX_VARINT_BYTES = 10  # a uvarint of 64 bits, as encoding/binary reads it
@@ -41,7 +41,7 @@ def read_raw(buf: bytes, pos: int, minor: int, offset: int = 0) -> tuple[list[Ra
     ``buf[0]``), and the error that stopped them (None: the bytes ended
     where Go's reader ends cleanly, which includes an event whose first
     missing byte starts a value, as Go's io.EOF does)."""
-    specs = _SPECS[minor]
+    specs = specs_by_code(minor)
     last = max(i for i, s in enumerate(specs) if s is not None)
     events: list[RawEvent] = []
     end = len(buf)

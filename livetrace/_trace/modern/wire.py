@@ -308,6 +308,11 @@ class _Short(Exception):
 _SPECS = {version.minor: specs_for(version) for version in LAST_CODE}
 
 
+def specs_by_code(minor: int) -> list[EventSpec | None]:
+    """The format version's event specs, indexed by code (None: no event)."""
+    return _SPECS[minor]
+
+
 def _wire_table(specs: list[EventSpec | None]) -> bytes:
     """Per code, for the compiled core: 0 if invalid in a batch, else
     0x80 | argument count | 0x20 if a Stack | 0x40 if it has data."""
