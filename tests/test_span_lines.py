@@ -259,6 +259,27 @@ def test_lines_agree_on_odd_strings_stacks_and_fields() -> None:
     assert_lines_agree([batch(rows, logs)], 1 << 62)
 
 
+def test_lines_agree_on_numbers_of_every_length() -> None:
+    """Each number of 1 to 20 digits, at the edges where the core's digits
+    change how they are cut (eight at a time, then two): ids, times,
+    durations, Ps and tasks, both signs."""
+    edges = sorted({v for k in range(20) for v in (10**k - 1, 10**k, 10**k + 1)} - {-1})
+    rows = [
+        {
+            "kinds": i % 9,
+            "resource_kinds": i % 3,
+            "resource_ids": sign * min(v, (1 << 63) - 1),
+            "starts": -min(v, (1 << 62)) // 2,
+            "ends": min(v, (1 << 62)) // 2,
+            "procs": min(v, (1 << 63) - 1),
+            "tasks": v,
+        }
+        for i, v in enumerate([*edges, (1 << 63) - 1, (1 << 64) - 1])
+        for sign in (1, -1)
+    ]
+    assert_lines_agree([batch(rows)])
+
+
 def test_first_spans_keeps_the_first_rows_and_their_logs() -> None:
     logs: dict[int, tuple[tuple[bytes, bytes], ...]] = {1: ((b"a", b"b"),), 4: ((b"c", b"d"),)}
     b = batch([{"kinds": 7, "starts": i, "ends": i + 1} for i in range(5)], logs)

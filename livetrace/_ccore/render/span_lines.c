@@ -38,11 +38,17 @@ static inline i64 col_i64(const Cols *c, int k, size_t i) { return ld_i64(c->c[k
 static inline u64 col_u64(const Cols *c, int k, size_t i) { return ld_u64(c->c[k], i); }
 static inline u32 col_u32(const Cols *c, int k, size_t i) { return ld_u32(c->c[k], i); }
 
+/* A JSON line's start up to its id's value, for each kind and resource
+ * kind: one copy where there were four pieces. */
+#define PREFIX_ROOM 96
+
 typedef struct {
     TextBuf o;
     PartCache names, stacks;
     const char *kind[NKINDS];
     size_t kind_n[NKINDS];
+    char prefix[NKINDS][3][PREFIX_ROOM];
+    u8 prefix_n[NKINDS][3];
     int json;
     i64 t0;
 } Lines;
@@ -129,7 +135,20 @@ static void put_duration(TextBuf *o, i64 ns) {
 }
 
 static const char *const RESOURCE_TEXT[3] = {"None", "Goroutine(", "Proc("};
+static const u8 RESOURCE_TEXT_N[3] = {4, 10, 5};
 static const char *const RESOURCE_JSON[3] = {"none", "goroutine", "proc"};
+
+/* The JSON lines' prefixes; a length of 0 where a kind's name does not fit
+ * or holds a NUL (a caller's odd tuple): the spans of that kind are then
+ * the twin's. */
+static void make_prefixes(Lines *x) {
+    for (int k = 0; k < NKINDS; k++)
+        for (int rk = 0; rk < 3; rk++) {
+            int n = snprintf(x->prefix[k][rk], PREFIX_ROOM, "{\"kind\": \"Span\", \"span\": \"%.*s\", \"resource\": \"%s\", \"id\": ",
+                             (int)x->kind_n[k], x->kind[k], RESOURCE_JSON[rk]);
+            x->prefix_n[k][rk] = n > 0 && n < PREFIX_ROOM && memchr(x->kind[k], 0, x->kind_n[k]) == NULL ? (u8)n : 0;
+        }
+}
 
 /* A piece appended (room reserved for it); nothing for an empty one. */
 static int put_piece(TextBuf *o, const char *pre, size_t npre, const char *p, size_t n, const char *post,
@@ -145,6 +164,15 @@ static int put_piece(TextBuf *o, const char *pre, size_t npre, const char *p, si
 }
 
 #define PUT_PIECE(o, pre, p, n, post) put_piece(o, pre, sizeof(pre) - 1, p, n, post, sizeof(post) - 1)
+
+/* A piece appended into room the line reserved for it; nothing for an empty one. */
+#define PUT_PIECE_RAW(o, pre, p, n)                                                                                   \
+    do {                                                                                                               \
+        if (n) {                                                                                                       \
+            TB_LIT_RAW(o, pre);                                                                                        \
+            tb_put_raw(o, p, n);                                                                                       \
+        }                                                                                                              \
+    } while (0)
 
 /* One span's line, with the JSON of its logs (none: n 0): 0, -1 (no
  * exception) when the twin must write it, -2 with an exception set. */
@@ -169,14 +197,14 @@ static int put_line(Lines *x, const Cols *c, size_t i, const char *logs, size_t 
     if (x->json && (r = part(&x->names, col_u32(c, SPAN_COL_TASK_NAMES, i), &tname, &ntname)))
         return r == PART_TWIN ? -1 : -2;
     int on_p = proc >= 0 && rk != RES_PROC;
-    if (tb_room(o, LINE_ROOM + x->kind_n[kind]))
-        return -2;
     if (x->json) {
-        TB_LIT_RAW(o, "{\"kind\": \"Span\", \"span\": \"");
-        tb_put_raw(o, x->kind[kind], x->kind_n[kind]);
-        TB_LIT_RAW(o, "\", \"resource\": \"");
-        tb_put_raw(o, RESOURCE_JSON[rk], strlen(RESOURCE_JSON[rk]));
-        TB_LIT_RAW(o, "\", \"id\": ");
+        size_t npre = x->prefix_n[kind][rk];
+        if (!npre)
+            return -1;
+        /* One reservation for the whole line: LINE_ROOM holds its names and numbers. */
+        if (tb_room(o, LINE_ROOM + npre + nreason + nname + ntname + nsp + nep + nlogs))
+            return -2;
+        tb_put_raw(o, x->prefix[kind][rk], npre);
         tb_i64_raw(o, rid);
         TB_LIT_RAW(o, ", \"start_ns\": ");
         tb_i64_raw(o, start);
@@ -188,33 +216,32 @@ static int put_line(Lines *x, const Cols *c, size_t i, const char *logs, size_t 
             TB_LIT_RAW(o, ", \"proc\": ");
             tb_i64_raw(o, proc);
         }
-        if (PUT_PIECE(o, ", \"reason\": ", reason, nreason, "") || PUT_PIECE(o, ", \"name\": ", name, nname, ""))
-            return -2;
+        PUT_PIECE_RAW(o, ", \"reason\": ", reason, nreason);
+        PUT_PIECE_RAW(o, ", \"name\": ", name, nname);
         if (task) {
             TB_LIT_RAW(o, ", \"task\": ");
             tb_u64_raw(o, task);
         }
-        if (PUT_PIECE(o, ", \"task_name\": ", tname, ntname, ""))
-            return -2;
+        PUT_PIECE_RAW(o, ", \"task_name\": ", tname, ntname);
         if (flags & CLIPPED_START)
             TB_LIT_RAW(o, ", \"clipped_start\": true");
         if (flags & CLIPPED_END)
             TB_LIT_RAW(o, ", \"clipped_end\": true");
-        if (PUT_PIECE(o, ", \"start_stack\": ", sp, nsp, "") || PUT_PIECE(o, ", \"end_stack\": ", ep, nep, "") ||
-            PUT_PIECE(o, ", \"logs\": ", logs, nlogs, ""))
-            return -2;
-        if (tb_room(o, 2))
-            return -2;
+        PUT_PIECE_RAW(o, ", \"start_stack\": ", sp, nsp);
+        PUT_PIECE_RAW(o, ", \"end_stack\": ", ep, nep);
+        PUT_PIECE_RAW(o, ", \"logs\": ", logs, nlogs);
         TB_LIT_RAW(o, "}\n");
         return 0;
     }
+    if (tb_room(o, LINE_ROOM + x->kind_n[kind]))
+        return -2;
     put_scaled(o, since, 9, 6, 1);
     o->p[o->n++] = 's';
     o->p[o->n++] = ' ';
     tb_put_raw(o, x->kind[kind], x->kind_n[kind]);
     o->p[o->n++] = ' ';
     size_t res = o->n;
-    tb_put_raw(o, RESOURCE_TEXT[rk], strlen(RESOURCE_TEXT[rk]));
+    tb_put_raw(o, RESOURCE_TEXT[rk], RESOURCE_TEXT_N[rk]);
     if (rk) {
         tb_i64_raw(o, rid);
         o->p[o->n++] = ')';
@@ -300,6 +327,8 @@ PyObject *span_lines(PyObject *self, PyObject *args) {
     }
     x.json = json;
     x.t0 = (i64)t0;
+    if (json)
+        make_prefixes(&x);
     /* Pieces of piece_lines lines (all in one, 0): a piece of a few hundred lines is written in warm memory. */
     size_t per = piece_lines > 0 && piece_lines < hi - lo ? (size_t)piece_lines : (size_t)(hi - lo);
     size_t room = per * (json ? 1024 : 128) + LINE_ROOM;
