@@ -9,7 +9,7 @@ import ctypes
 import functools
 import os
 
-__all__ = ["arrow_from_malloc", "keep_freed_memory", "usable_cores", "usable_memory"]
+__all__ = ["arrow_from_malloc", "keep_freed_memory", "one_blas_thread", "usable_cores", "usable_memory"]
 
 
 def usable_cores() -> int:
@@ -91,3 +91,19 @@ def arrow_from_malloc() -> None:
     CLI calls it; a program that uses the API chooses its own pool): its
     children inherit the variable, and only pyarrow reads it."""
     os.environ.setdefault(ARROW_POOL_VARIABLE, "system")
+
+
+# OpenBLAS (numpy's, which pyarrow, pandas and DuckDB's results bring in) reads it when it loads.
+BLAS_THREADS_VARIABLE = "OPENBLAS_NUM_THREADS"
+
+
+def one_blas_thread() -> None:
+    """Before numpy is imported: its OpenBLAS starts no threads of its own,
+    unless the user chose a count in the environment.
+
+    livetrace does no linear algebra, but OpenBLAS starts a thread for every
+    core when numpy loads, and they spin a while: 0.08 to 0.1 s of CPU for
+    each `livetrace sql` or `export` on two cores, and on a host of 64 cores
+    an agent that holds 63 threads it never uses. For this process alone
+    (the CLI calls it), as :func:`arrow_from_malloc`."""
+    os.environ.setdefault(BLAS_THREADS_VARIABLE, "1")

@@ -18,7 +18,7 @@ from livetrace._cli.options import connect_options
 from livetrace._cli.output import TerminalWriter, WholeWriter
 from livetrace._cli.parser import build_parser
 from livetrace._errors import LivetraceError, TraceFormatError
-from livetrace._host import arrow_from_malloc, keep_freed_memory
+from livetrace._host import arrow_from_malloc, keep_freed_memory, one_blas_thread
 
 
 def whole_stdout(terminal_safe: bool = False) -> TextIO:
@@ -200,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _quiet_collector()
     arrow_from_malloc()
+    one_blas_thread()
     if args.command not in GIVES_MEMORY_BACK:
         keep_freed_memory()
     err = sys.stderr
