@@ -55,6 +55,7 @@ VIEWS = [
     ("spans", "text", True, None),
     ("long", "jsonl", True, Filter(min_duration=1_000_000)),
     ("regions", "text", True, Filter(kinds=frozenset({SpanKind.REGION, SpanKind.TASK}))),  # no state followed
+    ("gc", "jsonl", True, Filter(kinds=frozenset({SpanKind.GC, SpanKind.STW}))),  # the ranges alone
     ("blocked", "jsonl", True, Filter(kinds=frozenset({SpanKind.BLOCKED}))),  # no P followed
 ]
 IDS = [f"{n}-{f}" for n, f, _, _ in VIEWS]
