@@ -1,9 +1,9 @@
 """numpy's OpenBLAS starts a thread for every core when it loads, and
 livetrace does no linear algebra: the CLI asks it for none
 (``_host.one_blas_thread``) unless the user chose a count in the
-environment. Checked by the threads a fresh interpreter has once numpy is
-loaded, after the CLI ran a command that loads it, against one that is not
-the CLI."""
+environment. Checked by the threads numpy's loading starts in a fresh
+interpreter after the CLI ran a command (one that does not load numpy
+itself), against an interpreter that is not the CLI."""
 
 from __future__ import annotations
 
