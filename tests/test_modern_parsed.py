@@ -4,6 +4,7 @@ to Go 1.27.3's `go tool trace -d=parsed`, Go's text-form tests, any chunking."""
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import re
 import subprocess
@@ -19,6 +20,7 @@ from livetrace._cli.render.dump import parsed_text
 from livetrace._go.toolchain import go_env
 from livetrace._trace.modern.decoder import ModernDecoder
 from livetrace._trace.modern.wire import Batch, EndOfGeneration, FrameReader
+from livetrace._trace.spec.modern import EV_FREQUENCY, EV_STACKS, EV_STRINGS, EV_SYNC
 
 from . import textform
 from .conftest import MODERN_VERSIONS, go_binary, go_dump
@@ -142,6 +144,86 @@ def test_a_broken_trace_prints_what_go_prints_before_the_error(
             compared += 1
             errors += status == 1
     assert compared >= 50 and errors >= 30, (compared, errors)
+
+
+def _padded_uvarint(v: int, width: int) -> bytes:
+    """v as a varint of width bytes, as the runtime writes a batch's size (room for any, filled in last)."""
+    out = [v >> (7 * k) & 0x7F | (0x80 if k < width - 1 else 0) for k in range(width)]
+    assert v >> (7 * width) == 0
+    return bytes(out)
+
+
+def _varint_end(data: bytes, pos: int) -> int:
+    while data[pos] & 0x80:
+        pos += 1
+    return pos + 1
+
+
+def table_ending_early(data: bytes, generation: int, first: int) -> bytes | None:
+    """data with the first batch of ``generation`` whose payload begins with
+    the code ``first`` (a strings, stacks or sync batch) cut after its first
+    record's code, its size made to match: the record's first value would
+    begin where the batch ends. None if there is no such batch."""
+    for f in FrameReader().feed(data):
+        keep = 1 if first == EV_FREQUENCY else 2  # a lone frequency's value; else a record's first
+        if isinstance(f, Batch) and f.gen == generation and f.payload[:1] == bytes([first]) and len(f.payload) > keep:
+            size_at = f.offset + 1  # past the batch's code: its generation, thread and time, then its size
+            for _ in range(3):
+                size_at = _varint_end(data, size_at)
+            width = f.payload_offset - size_at
+            cut = data[:size_at] + _padded_uvarint(keep, width) + f.payload[:keep]
+            return cut + data[f.payload_offset + len(f.payload) :]
+    return None
+
+
+@pytest.mark.slow
+def test_a_table_that_ends_where_a_value_begins_ends_the_trace_as_in_go(tmp_path: Path) -> None:
+    """Go reads the values of the strings, stacks, CPU samples and sync
+    batches with binary.ReadUvarint, whose bare io.EOF where a value would
+    begin at the batch's end reaches `go tool trace` as the end of the
+    stream: the generations before it, the final Sync, status 0, and
+    nothing after it read. Found by a mutation fuzz against Go 1.27.3 (a
+    flipped byte that made a clock snapshot's seconds swallow its
+    nanoseconds); ours reported an error there. The second generation's
+    strings, stacks and sync batches of a Go 1.26 trace, the sync batch of
+    a 1.25 one, and the lone frequency of 1.23 and 1.22 ones, on both
+    cores."""
+    by_name = {t.name: t.data for t in TEXT_TESTS}
+    sources = {
+        "gens126": (Path(__file__).parent / "corpus" / "runtime" / "go126-generations.trace").read_bytes(),
+        "sync123": by_name["go123-sync"],
+        "sync125": by_name["go125-sync"],
+        "task122": by_name["go122-task-across-generations"],
+    }
+    # The codes a table batch begins with: strings, stacks, and the sync batch's (Go 1.25+: EvSync;
+    # before: its lone EvFrequency).
+    firsts = {"strings": EV_STRINGS, "stacks": EV_STACKS, "sync": EV_SYNC, "frequency": EV_FREQUENCY}
+    compared = 0
+    for name, data in sources.items():
+        for what, code in firsts.items():
+            cut = table_ending_early(data, 2, code)
+            if cut is None:
+                continue
+            path = tmp_path / f"{name}-{what}.trace"
+            path.write_bytes(cut)
+            go = subprocess.run(
+                [str(go_binary("1.27")), "tool", "trace", "-d=parsed", str(path)],
+                capture_output=True,
+                env={**go_env(), "TZ": "UTC"},
+                timeout=300,
+            )
+            assert go.returncode == 0, (name, what, go.stderr)  # the case: Go takes it for the end
+            for pure in ("0", "1"):
+                ours = subprocess.run(
+                    [sys.executable, "-m", "livetrace", "decode", str(path), "--dump", "parsed"],
+                    capture_output=True,
+                    env={**os.environ, "LIVETRACE_PURE_PYTHON": pure},
+                    timeout=300,
+                )
+                assert ours.stdout == go.stdout, (name, what, pure)
+                assert ours.returncode == 0, (name, what, pure, ours.stderr)
+            compared += 1
+    assert compared >= 6, compared
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from livetrace._errors import TraceFormatError
 from livetrace._trace.accel import ccore, use_compiled
 from livetrace._trace.model.batch import EventBatch, kind_mask
 from livetrace._trace.model.events import SYNC_CODE, Event, Kind
-from livetrace._trace.modern.generation import Generation, GenerationAssembler
+from livetrace._trace.modern.generation import Generation, GenerationAssembler, TraceEndsInTable
 from livetrace._trace.modern.order import Ordering
 from livetrace._trace.modern.state import OrderingError, check_ids
 from livetrace._trace.modern.wire import Batch, FrameReader, read_uvarint
@@ -349,6 +349,7 @@ class ModernDecoder:
         self._sync_wanted = bool(mask[SYNC_CODE])
         self.implementation = "compiled" if fast else "python"
         self.generations = 0
+        self._ended = False  # a table ended the trace, as Go's reader ends it (TraceEndsInTable)
 
     @property
     def minor(self) -> int | None:
@@ -374,6 +375,8 @@ class ModernDecoder:
         return _collect(self.abandon_batches(discard_generation))
 
     def feed_batches(self, data: bytes) -> Iterator[EventBatch]:
+        if self._ended:
+            return iter(())
         frames, failed = self._frames.feed_until_error(data)
         if self._frames.minor is None:  # (the header itself was bad, or is not all in yet)
             if failed is not None:
@@ -387,6 +390,8 @@ class ModernDecoder:
         return self._assembled(lambda: asm.push_until_error(frames), failed=failed)
 
     def close_batches(self) -> Iterator[EventBatch]:
+        if self._ended:
+            return
         try:
             self._frames.close()
         except TraceFormatError as e:
@@ -415,6 +420,8 @@ class ModernDecoder:
         1.25 it is otherwise complete and its events are returned.
         """
         asm = self._asm
+        if self._ended:
+            return iter(())
         if asm is None or asm.current is None:
             return self._decode([], flush=True)
         if asm.version.has_end_of_generation or asm.current.gen == discard_generation:
@@ -464,6 +471,13 @@ class ModernDecoder:
             yield from self._decode(gens, flush=flush)
             return
         yield from self._decode(gens, flush=True)
+        if isinstance(error, TraceEndsInTable):
+            # Go's reader stops there, without an error: the framing's, past it, is never met.
+            self._ended = True
+            sync = self._final_sync()
+            if sync:
+                yield EventBatch.from_events(None, sync)
+            return
         if error is None:
             assert failed is not None
             failed.partial = self._salvage(failed.offset or 0)

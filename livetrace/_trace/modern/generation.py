@@ -40,6 +40,17 @@ class CPUSample:
     stack: int
 
 
+class TraceEndsInTable(TraceFormatError):
+    """A value of a generation's strings, stacks, CPU samples or sync batch
+    begins exactly where its batch ends. Go's reader reads each such value
+    with ``binary.ReadUvarint``, whose bare ``io.EOF`` there reaches its
+    caller as the end of the stream (``go tool trace`` then exits 0): the
+    generation is dropped, the final Sync comes, and nothing after it is
+    read. The decoder does the same (``ModernDecoder``); anywhere else it
+    is this error. A stack's frames are read with their errors wrapped, so
+    a frame cut there is an error for Go too."""
+
+
 @dataclass(eq=False, repr=False)
 class Generation(Tables):
     """One complete generation: its per-thread event batches, and the tables
@@ -80,13 +91,21 @@ class Generation(Tables):
     def _error(self, b: Batch, msg: str, at: int = 0) -> TraceFormatError:
         return TraceFormatError(msg, offset=b.payload_offset + at, generation=self.gen)
 
-    def _uvarints(self, b: Batch, i: int, n: int) -> tuple[list[int], int]:
+    def _uvarints(self, b: Batch, i: int, n: int, ends_trace: bool = True) -> tuple[list[int], int]:
+        """n values from i; ``ends_trace``: one that would begin at the
+        batch's end ends the trace instead (:class:`TraceEndsInTable`)."""
         p, end, out = b.payload, len(b.payload), []
         for _ in range(n):
             try:
                 v, j = read_uvarint(p, i, end)
             except ValueError as e:
                 raise self._error(b, str(e), i) from None
+            if v < 0 and ends_trace and i == end:
+                raise TraceEndsInTable(
+                    "a table's value begins where its batch ends: Go's reader takes that for the end of the trace",
+                    offset=b.payload_offset + i,
+                    generation=self.gen,
+                )
             if v < 0:
                 raise self._error(b, "record runs past the end of its batch", i)
             out.append(v)
@@ -126,7 +145,7 @@ class Generation(Tables):
             (sid, n), i = self._uvarints(b, i, 2)
             if n > MAX_FRAMES_PER_STACK:
                 raise self._error(b, f"invalid stack size {n}, maximum is {MAX_FRAMES_PER_STACK}", start)
-            vals, i = self._uvarints(b, i, 4 * n)
+            vals, i = self._uvarints(b, i, 4 * n, ends_trace=False)
             pcs = tuple(vals[0::4])
             for k in range(0, len(vals), 4):
                 frames.setdefault(vals[k], (vals[k + 1], vals[k + 2], vals[k + 3]))  # first definition wins
