@@ -153,12 +153,6 @@ def _padded_uvarint(v: int, width: int) -> bytes:
     return bytes(out)
 
 
-def _varint_end(data: bytes, pos: int) -> int:
-    while data[pos] & 0x80:
-        pos += 1
-    return pos + 1
-
-
 def table_ending_early(data: bytes, generation: int, first: int) -> bytes | None:
     """data with the first batch of ``generation`` whose payload begins with
     the code ``first`` (a strings, stacks or sync batch) cut after its first
@@ -169,7 +163,7 @@ def table_ending_early(data: bytes, generation: int, first: int) -> bytes | None
         if isinstance(f, Batch) and f.gen == generation and f.payload[:1] == bytes([first]) and len(f.payload) > keep:
             size_at = f.offset + 1  # past the batch's code: its generation, thread and time, then its size
             for _ in range(3):
-                size_at = _varint_end(data, size_at)
+                size_at = textform.past_uvarint(data, size_at)
             width = f.payload_offset - size_at
             cut = data[:size_at] + _padded_uvarint(keep, width) + f.payload[:keep]
             return cut + data[f.payload_offset + len(f.payload) :]

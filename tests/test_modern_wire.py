@@ -221,8 +221,8 @@ def test_the_raw_reader_ends_as_go_s_does() -> None:
     # A batch's size is printed, never used: another one reads on alike. (The runtime pads it to a fixed width.)
     at = 17
     for _ in range(3):  # past the generation, the M and the time
-        at = _past_uvarint(data, at)
-    end = _past_uvarint(data, at)
+        at = textform.past_uvarint(data, at)
+    end = textform.past_uvarint(data, at)
     padded = bytes([0x85] + [0x80] * (end - at - 2) + [0x00])  # 5, as wide
     shrunk = data[:at] + padded + data[end:]
     events, error = read_raw(shrunk, 16, 26)
@@ -234,9 +234,3 @@ def test_the_raw_reader_ends_as_go_s_does() -> None:
     assert error is None and list(raw_lines(events)) == [""]
     events, error = read_raw(data[:16] + bytes([200]), 16, 26)
     assert events == [] and str(error).startswith("invalid event type: 200")
-
-
-def _past_uvarint(data: bytes, at: int) -> int:
-    while data[at] >= 0x80:
-        at += 1
-    return at + 1

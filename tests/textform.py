@@ -37,6 +37,13 @@ def uvarint(v: int) -> bytes:
     return bytes(out)
 
 
+def past_uvarint(data: bytes, at: int) -> int:
+    """Where the uvarint at ``at`` ends."""
+    while data[at] >= 0x80:
+        at += 1
+    return at + 1
+
+
 def _members(text: str) -> dict[str, list[str]]:
     members: dict[str, list[str]] = {}
     current = None

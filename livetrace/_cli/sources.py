@@ -10,6 +10,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import BinaryIO, TextIO
 
+from livetrace._cli.exits import say
 from livetrace._errors import InputPathError, TraceFormatError
 from livetrace._trace.model.batch import EventBatch
 
@@ -50,7 +51,6 @@ def read_whole_generations(
     tools read it, and err says so (``made``: what that makes of them, "the
     profile is of the generations before it"); of one with nothing whole,
     the error."""
-    from livetrace._cli.exits import say
     from livetrace._files import WholeGenerations, decode_batches, is_trace_gap
 
     with open_input(source) as stream:
@@ -77,8 +77,6 @@ def files_read_in_part(unread: list[Unread], files: int, err: TextIO, kept_in: s
     whole generations went, "its tables"), and whether none was. Where
     every file failed with nothing kept and nothing else was read
     (``alone``), the first one's problem is the error, as for one file."""
-    from livetrace._cli.exits import say
-
     if alone and unread and len(unread) == files and not any(kept for _, _, kept in unread):
         raise unread[0][1]
     for name, e, kept in unread:

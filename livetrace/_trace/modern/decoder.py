@@ -419,9 +419,9 @@ class ModernDecoder:
         discards (or, on 1.26+, always, as it lacks its end); on 1.22 to
         1.25 it is otherwise complete and its events are returned.
         """
-        asm = self._asm
         if self._ended:
             return iter(())
+        asm = self._asm
         if asm is None or asm.current is None:
             return self._decode([], flush=True)
         if asm.version.has_end_of_generation or asm.current.gen == discard_generation:
