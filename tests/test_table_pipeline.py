@@ -1,9 +1,10 @@
-"""Units built in a thread of their own while the next are decoded
+"""Units built in threads of their own while the next are decoded
 (livetrace/_tables/read.py's iter_tables with build_ahead, as tables()
 reads them; units.py's feed_pending): a unit
 made ready and built later is the unit built at once, though the span
-builder's names table grew in between; a malformed trace still gives the
-units before the problem, then its error."""
+builder's names table grew in between, and the rests of the units
+(build.py's Built) made after every ordered part, in any order; a
+malformed trace still gives the units before the problem, then its error."""
 
 from __future__ import annotations
 
@@ -43,7 +44,10 @@ def _units(*, later: bool) -> list[Unit]:
     # The span builder's names table grows as later batches are fed (this
     # trace's later generations name nothing new: as if one did).
     units._spans.names.append(b"a name of a later unit")
-    return [p() for p in pending]  # every one built after every batch was fed
+    # Every one built after every batch was fed; each unit's ordered part
+    # in order, then their rests in the reverse order (UnitBuilder.build_ordered).
+    built = [p() for p in pending]
+    return [b.whole() for b in reversed(built)][::-1]
 
 
 def test_a_unit_built_later_is_the_unit_built_at_once() -> None:

@@ -15,7 +15,8 @@ through another worker has a null ``parent_task``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import NamedTuple
 
 import pyarrow as pa
@@ -174,6 +175,21 @@ def _note_parents(parents: dict[int, int], events: pa.RecordBatch) -> None:
     parents.update((task, parent) for task, parent in zip(tasks, of, strict=True) if parent != NO_TASK)
 
 
+class Built(NamedTuple):
+    """A unit built as far as its order matters: ``unit`` holds every table
+    but the sums of its goroutine states (the tables of sums.py), which
+    ``rest`` makes from ``unit``'s rows alone: in any thread, in any order,
+    while the next unit is built (they are a third of a unit's build)."""
+
+    unit: Unit
+    rest: Callable[[], Unit]
+
+    def whole(self) -> Unit:
+        """Every table's rows, in TABLE_NAMES' order."""
+        out = {**self.unit, **self.rest()}
+        return {name: out[name] for name in TABLE_NAMES}
+
+
 class UnitBuilder:
     """Units to tables. ``stacks`` dedups stacks and frames for every unit
     it builds (pass one to share it between builders); ``compiled`` as for
@@ -209,6 +225,20 @@ class UnitBuilder:
         spans' names table had at the unit's end (None: all it has; it
         grows while a later unit's batches are fed). ``captures`` is left empty: a
         capture's row is made once, at its end (captures.py)."""
+        return self.build_ordered(capture, events, spans, open_counts, names_upto=names_upto).whole()
+
+    def build_ordered(
+        self,
+        capture: int,
+        events: Sequence[EventBatch],
+        spans: Sequence[SpanBatch],
+        open_counts: tuple[int, Mapping[SpanKind, int]] | None = None,
+        *,
+        names_upto: int | None = None,
+    ) -> Built:
+        """As :meth:`build`, the part that must follow the units before (the
+        stacks, frames and task parents this builder keeps): the rest may
+        be made later, elsewhere."""
         generation = next((b.gen.gen for b in events if b.gen is not None), 0)
         ev = [
             events_batch(capture, r.batches, r.gen, self.stacks, self._strings, generation, r.tabled, self._scratch)
@@ -245,7 +275,6 @@ class UnitBuilder:
             "events": event_rows,
             "goroutine_states": states,
             "goroutine_units": units,
-            **unit_sums(capture, generation, states, units, compiled=self._compiled),
             "proc_states": procs,
             "spans": sp,
             "gc_spans": gc_spans_batch(sp),
@@ -257,7 +286,7 @@ class UnitBuilder:
         }
         out["stacks"], out["frames"] = self.stacks.take_new()
         out["captures"] = _empty_batch("captures")
-        return {name: out[name] for name in TABLE_NAMES}
+        return Built(out, partial(unit_sums, capture, generation, states, units, compiled=self._compiled))
 
     @staticmethod
     def _counts(capture: int, open_counts: tuple[int, Mapping[SpanKind, int]] | None) -> pa.RecordBatch:

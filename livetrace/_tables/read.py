@@ -73,8 +73,9 @@ def iter_tables(
     each with every table's columns (a table with no rows of that unit has
     an empty batch). A capture's ``captures`` row comes with its last unit;
     a stack's and a frame's row with the first unit that refers to it.
-    Memory holds one unit at a time; with ``build_ahead``, two: each is
-    built in a thread of its own while the next is decoded. ``source``: a
+    Memory holds one unit at a time; with ``build_ahead``, up to four:
+    each is built in two steps, each in a thread of its own, while the
+    next is decoded. ``source``: a
     path, bytes, a binary file, or a sequence of paths; ``one_session``:
     its files are one session's, in order (the files of a recording), where
     each is its own else; ``compiled`` as for :func:`decode`. A malformed
@@ -87,22 +88,33 @@ def iter_tables(
     builder = UnitBuilder(compiled=compiled)
     shared = _Session() if one_session else None
     # The kernels and pyarrow's let go of the GIL: a thread of its own
-    # builds the units, in order, while this one decodes the next.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="livetrace-tables") as pool:
+    # builds each unit's ordered part, in order, and another its rest,
+    # while this one decodes the next.
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="livetrace-tables") as ordered,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="livetrace-tables-rest") as rest,
+    ):
         for one in _sources(source):
             name, stream = _open(one)
             with stream:
                 pending = _units(
                     builder, name, stream, shared if shared is not None else _Session(), compiled, on_error
                 )
-                yield from (_built(pending, pool) if build_ahead else (unit() for unit in pending))
+                yield from (_built(pending, ordered, rest) if build_ahead else (unit().whole() for unit in pending))
 
 
-def _built(pending: Iterator[PendingUnit], pool: ThreadPoolExecutor) -> Iterator[Unit]:
-    """The units, each built in ``pool`` while the next is made ready (at
-    most one building and one waiting). Where making one ready fails (a
-    malformed trace), the units before it come first."""
-    building: deque[Future[Unit]] = deque()
+def _built(pending: Iterator[PendingUnit], ordered: ThreadPoolExecutor, rest: ThreadPoolExecutor) -> Iterator[Unit]:
+    """The units, each built in two steps while the next is made ready:
+    its ordered part in ``ordered`` (UnitBuilder.build_ordered, a unit
+    after the other), then its rest in ``rest`` while the next unit's
+    ordered part is built. At most three are under way besides the one
+    being made ready. Where making one ready fails (a malformed trace), the
+    units before it come first."""
+
+    def build(unit: PendingUnit) -> Future[Unit]:
+        return rest.submit(unit().whole)
+
+    building: deque[Future[Future[Unit]]] = deque()
     try:
         while True:
             try:
@@ -111,15 +123,17 @@ def _built(pending: Iterator[PendingUnit], pool: ThreadPoolExecutor) -> Iterator
                 break
             except Exception:
                 while building:
-                    yield building.popleft().result()
+                    yield building.popleft().result().result()
                 raise
-            building.append(pool.submit(unit))
-            if len(building) > 1:
-                yield building.popleft().result()
+            building.append(ordered.submit(build, unit))
+            if len(building) > 2:
+                yield building.popleft().result().result()
         while building:
-            yield building.popleft().result()
+            yield building.popleft().result().result()
     finally:
-        wait(building)  # (a consumer that stopped, or a build that failed: none goes on after)
+        # (a consumer that stopped, or a build that failed: none goes on after)
+        wait(building)
+        wait([f.result() for f in building if not f.cancelled() and f.exception() is None])
 
 
 def _units(
@@ -183,8 +197,8 @@ def tables(
     ``pyarrow.Table`` (docs/sql.md lists the tables and their columns).
     ``one_session`` and ``on_error`` as for :func:`iter_tables`."""
     parts: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLE_NAMES}
-    # Every unit is kept: one more being built at a time costs little, and
-    # it is built while the next is decoded.
+    # Every unit is kept: two more being built at a time cost little, and
+    # they are built while the next is decoded.
     for unit in iter_tables(source, one_session=one_session, compiled=compiled, build_ahead=True, on_error=on_error):
         for name, batch in unit.items():
             if batch.num_rows:

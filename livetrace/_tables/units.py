@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from livetrace._tables.build import Unit, UnitBuilder
+from livetrace._tables.build import Built, Unit, UnitBuilder
 from livetrace._tables.captures import Capture
 from livetrace._trace.model.batch import EventBatch
 from livetrace._trace.model.tables import Tables
@@ -19,8 +19,9 @@ from livetrace._trace.spans.model import Follow
 
 # A unit made ready to build: building it (once) is all that is left, and
 # needs nothing the capture's later batches change (so another thread may
-# do it while they are decoded).
-PendingUnit = Callable[[], Unit]
+# do it while they are decoded). It gives the unit built as far as its
+# order matters (UnitBuilder.build_ordered): Built.whole() makes the rest.
+PendingUnit = Callable[[], Built]
 
 
 class CaptureUnits:
@@ -44,7 +45,7 @@ class CaptureUnits:
     def feed(self, batch: EventBatch) -> Unit | None:
         """The unit that ended before this batch, if it began a new one."""
         pending = self.feed_pending(batch)
-        return None if pending is None else pending()
+        return None if pending is None else pending().whole()
 
     def feed_pending(self, batch: EventBatch) -> PendingUnit | None:
         """As :meth:`feed`, the unit ready to build."""
@@ -70,7 +71,7 @@ class CaptureUnits:
 
     def close(self) -> Unit:
         """The capture's last unit, with its ``captures`` row."""
-        return self.close_pending()()
+        return self.close_pending()().whole()
 
     def close_pending(self) -> PendingUnit:
         """As :meth:`close`, the unit ready to build."""
@@ -88,13 +89,15 @@ class CaptureUnits:
         names_upto = len(self._spans.names)
         self._batches, self._span_batches = [], []
 
-        def build() -> Unit:
+        def build() -> Built:
             batches, span_batches = held.pop()
-            unit = self._builder.build(self.capture.capture, batches, span_batches, counts, names_upto=names_upto)
-            self.capture.saw(unit["events"])
+            built = self._builder.build_ordered(
+                self.capture.capture, batches, span_batches, counts, names_upto=names_upto
+            )
+            self.capture.saw(built.unit["events"])
             if last:
-                unit["captures"] = self.capture.row()
+                built.unit["captures"] = self.capture.row()
                 self._builder.forget(self.capture.capture)
-            return unit
+            return built
 
         return build
