@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import trio
 
-from livetrace._errors import LimitExceededError, LivetraceError
+from livetrace._errors import LimitExceededError, LivetraceError, TraceFormatError
 from livetrace._host import keep_freed_memory
 from livetrace._items import Gap, SegmentEnd, WindowEnd, WindowGap
 from livetrace._nursery import open_nursery
@@ -121,6 +121,7 @@ class LiveDecoder:
                 )
             if isinstance(f, Chunk):
                 yield from d.feed_iter(f.data, f.read_unix_ns)
+                _stop_where_the_trace_ended(d)
             elif isinstance(f, Gap):
                 yield from d.gap(f.first_generation if f.discard_received else None)
                 yield f
@@ -136,6 +137,20 @@ class LiveDecoder:
         if self._decoder is not None:
             yield from self._gaps.items(self._decoder.close_iter())
         yield from self._gaps.flush()
+
+
+def _stop_where_the_trace_ended(decoder: TraceDecoder) -> None:
+    """A file's decoding ends without an error where a table ends its trace,
+    as Go's reader ends it (TraceEndsInTable). A service's stream goes on
+    past that point, and nothing after it can be read: the session stops
+    there and says why, rather than take the rest without a word."""
+    ended = decoder.ended_in_table
+    if ended is not None:
+        raise TraceFormatError(
+            f"{ended.reason}; the service's trace goes on past it, but no reader of it can, so the session stops here",
+            offset=ended.offset,
+            generation=ended.generation,
+        )
 
 
 class Pump:

@@ -34,6 +34,7 @@ from livetrace._trace.legacy.live import LegacyLive
 from livetrace._trace.model.batch import EventBatch, kind_mask
 from livetrace._trace.model.events import Event, Kind
 from livetrace._trace.modern.decoder import ModernDecoder
+from livetrace._trace.modern.generation import TraceEndsInTable
 from livetrace._trace.modern.parallel import ParallelEngine, SharedPool
 from livetrace._trace.version import HEADER_SIZE, TraceVersion, header_size, sniff
 
@@ -89,6 +90,13 @@ class TraceDecoder(abc.ABC):
         tracing stopped at ``stopped_unix_ns`` until the next segment's
         first chunk was read."""
         return iter(())
+
+    @property
+    def ended_in_table(self) -> TraceEndsInTable | None:
+        """What ended the trace inside a generation's tables, as Go's reader
+        ends it there (a file's decoding then stops without an error); None
+        if nothing did."""
+        return None
 
     @abc.abstractmethod
     def end_trace(self) -> Iterator[Item]:
@@ -160,6 +168,10 @@ class _Modern(TraceDecoder):
 
     def close_iter(self) -> Iterator[Item]:
         return iter(()) if self._ended else self._decoder.close_batches()
+
+    @property
+    def ended_in_table(self) -> TraceEndsInTable | None:
+        return self._decoder.ended_in_table
 
     def end_trace(self) -> Iterator[Item]:
         if not self._ended:

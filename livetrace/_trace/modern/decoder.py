@@ -349,7 +349,8 @@ class ModernDecoder:
         self._sync_wanted = bool(mask[SYNC_CODE])
         self.implementation = "compiled" if fast else "python"
         self.generations = 0
-        self._ended = False  # a table ended the trace, as Go's reader ends it (TraceEndsInTable)
+        # A table ended the trace, as Go's reader ends it: what said so (nothing is read after it).
+        self.ended_in_table: TraceEndsInTable | None = None
 
     @property
     def minor(self) -> int | None:
@@ -375,7 +376,7 @@ class ModernDecoder:
         return _collect(self.abandon_batches(discard_generation))
 
     def feed_batches(self, data: bytes) -> Iterator[EventBatch]:
-        if self._ended:
+        if self.ended_in_table is not None:
             return iter(())
         frames, failed = self._frames.feed_until_error(data)
         if self._frames.minor is None:  # (the header itself was bad, or is not all in yet)
@@ -390,7 +391,7 @@ class ModernDecoder:
         return self._assembled(lambda: asm.push_until_error(frames), failed=failed)
 
     def close_batches(self) -> Iterator[EventBatch]:
-        if self._ended:
+        if self.ended_in_table is not None:
             return
         try:
             self._frames.close()
@@ -419,7 +420,7 @@ class ModernDecoder:
         discards (or, on 1.26+, always, as it lacks its end); on 1.22 to
         1.25 it is otherwise complete and its events are returned.
         """
-        if self._ended:
+        if self.ended_in_table is not None:
             return iter(())
         asm = self._asm
         if asm is None or asm.current is None:
@@ -473,7 +474,7 @@ class ModernDecoder:
         yield from self._decode(gens, flush=True)
         if isinstance(error, TraceEndsInTable):
             # Go's reader stops there, without an error: the framing's, past it, is never met.
-            self._ended = True
+            self.ended_in_table = error
             sync = self._final_sync()
             if sync:
                 yield EventBatch.from_events(None, sync)
