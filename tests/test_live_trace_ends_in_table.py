@@ -49,10 +49,15 @@ def test_a_live_session_stops_with_an_error_where_a_table_ends_the_trace(tmp_pat
 async def test_the_api_raises_it_after_the_events_before(tmp_path: Path) -> None:
     cut, events = _cut_trace()
     got = 0
+
+    async def count(session: livetrace.Session) -> None:
+        nonlocal got
+        async for e in session.events():
+            got += isinstance(e, livetrace.Event)
+
     with Peer(serve_trace(cut, "go1.26.0"), tmp_path) as peer:
         async with livetrace.connect(peer.address) as session:
             with pytest.raises(TraceFormatError, match="the session stops here") as raised:
-                async for e in session.events():
-                    got += isinstance(e, livetrace.Event)
+                await count(session)
     assert raised.value.generation == 2
     assert got == events  # what the file gives came first
