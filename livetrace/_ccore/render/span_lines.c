@@ -150,21 +150,6 @@ static void make_prefixes(Lines *x) {
         }
 }
 
-/* A piece appended (room reserved for it); nothing for an empty one. */
-static int put_piece(TextBuf *o, const char *pre, size_t npre, const char *p, size_t n, const char *post,
-                     size_t npost) {
-    if (!n)
-        return 0;
-    if (tb_room(o, n + npre + npost + LINE_ROOM))
-        return -1;
-    tb_put_raw(o, pre, npre);
-    tb_put_raw(o, p, n);
-    tb_put_raw(o, post, npost);
-    return 0;
-}
-
-#define PUT_PIECE(o, pre, p, n, post) put_piece(o, pre, sizeof(pre) - 1, p, n, post, sizeof(post) - 1)
-
 /* A piece appended into room the line reserved for it; nothing for an empty one. */
 #define PUT_PIECE_RAW(o, pre, p, n)                                                                                   \
     do {                                                                                                               \
@@ -233,7 +218,8 @@ static int put_line(Lines *x, const Cols *c, size_t i, const char *logs, size_t 
         TB_LIT_RAW(o, "}\n");
         return 0;
     }
-    if (tb_room(o, LINE_ROOM + x->kind_n[kind]))
+    /* One reservation for the whole line, as for JSON; of the stacks, it shows one. */
+    if (tb_room(o, LINE_ROOM + x->kind_n[kind] + nname + nreason + (nsp ? nsp : nep)))
         return -2;
     put_scaled(o, since, 9, 6, 1);
     o->p[o->n++] = 's';
@@ -254,19 +240,20 @@ static int put_line(Lines *x, const Cols *c, size_t i, const char *logs, size_t 
         TB_LIT_RAW(o, " on P ");
         tb_i64_raw(o, proc);
     }
-    if (PUT_PIECE(o, " ", name, nname, "") || PUT_PIECE(o, " (", reason, nreason, ")"))
-        return -2;
+    PUT_PIECE_RAW(o, " ", name, nname);
+    if (nreason) {
+        PUT_PIECE_RAW(o, " (", reason, nreason);
+        o->p[o->n++] = ')';
+    }
     if (task) {
-        if (tb_room(o, 32))
-            return -2;
         TB_LIT_RAW(o, " task ");
         tb_u64_raw(o, task);
     }
     /* the first frame of the start stack, or else of the end stack */
-    if (nsp ? PUT_PIECE(o, "", sp, nsp, "") : PUT_PIECE(o, "", ep, nep, ""))
-        return -2;
-    if (tb_room(o, 1))
-        return -2;
+    if (nsp)
+        tb_put_raw(o, sp, nsp);
+    else if (nep)
+        tb_put_raw(o, ep, nep);
     o->p[o->n++] = '\n';
     return 0;
 }
