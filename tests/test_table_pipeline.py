@@ -45,7 +45,7 @@ def _units(*, later: bool) -> list[Unit]:
     # trace's later generations name nothing new: as if one did).
     units._spans.names.append(b"a name of a later unit")
     # Every one built after every batch was fed; each unit's ordered part
-    # in order, then their rests in the reverse order (UnitBuilder.build_ordered).
+    # in order, then their rests in the reverse order (UnitBuilder.build).
     built = [p() for p in pending]
     return [b.whole() for b in reversed(built)][::-1]
 

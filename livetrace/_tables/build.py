@@ -218,27 +218,15 @@ class UnitBuilder:
         open_counts: tuple[int, Mapping[SpanKind, int]] | None = None,
         *,
         names_upto: int | None = None,
-    ) -> Unit:
+    ) -> Built:
         """Every table's rows of one unit: its event batches, the spans that
         ended in them, and (time, SpanBuilder.open_counts()) at its end for
         the goroutines-by-state counters. ``names_upto``: how many names the
         spans' names table had at the unit's end (None: all it has; it
         grows while a later unit's batches are fed). ``captures`` is left empty: a
-        capture's row is made once, at its end (captures.py)."""
-        return self.build_ordered(capture, events, spans, open_counts, names_upto=names_upto).whole()
-
-    def build_ordered(
-        self,
-        capture: int,
-        events: Sequence[EventBatch],
-        spans: Sequence[SpanBatch],
-        open_counts: tuple[int, Mapping[SpanKind, int]] | None = None,
-        *,
-        names_upto: int | None = None,
-    ) -> Built:
-        """As :meth:`build`, the part that must follow the units before (the
-        stacks, frames and task parents this builder keeps): the rest may
-        be made later, elsewhere."""
+        capture's row is made once, at its end (captures.py). Built as far as
+        it must follow the units before (the stacks, frames and task parents
+        this builder keeps): ``Built.whole()`` makes the rest, in any thread."""
         generation = next((b.gen.gen for b in events if b.gen is not None), 0)
         ev = [
             events_batch(capture, r.batches, r.gen, self.stacks, self._strings, generation, r.tabled, self._scratch)

@@ -105,7 +105,7 @@ def iter_tables(
 
 def _built(pending: Iterator[PendingUnit], ordered: ThreadPoolExecutor, rest: ThreadPoolExecutor) -> Iterator[Unit]:
     """The units, each built in two steps while the next is made ready:
-    its ordered part in ``ordered`` (UnitBuilder.build_ordered, a unit
+    its ordered part in ``ordered`` (UnitBuilder.build, a unit
     after the other), then its rest in ``rest`` while the next unit's
     ordered part is built. At most three are under way besides the one
     being made ready. Where making one ready fails (a malformed trace), the

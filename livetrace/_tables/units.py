@@ -20,7 +20,7 @@ from livetrace._trace.spans.model import Follow
 # A unit made ready to build: building it (once) is all that is left, and
 # needs nothing the capture's later batches change (so another thread may
 # do it while they are decoded). It gives the unit built as far as its
-# order matters (UnitBuilder.build_ordered): Built.whole() makes the rest.
+# order matters (UnitBuilder.build): Built.whole() makes the rest.
 PendingUnit = Callable[[], Built]
 
 
@@ -91,9 +91,7 @@ class CaptureUnits:
 
         def build() -> Built:
             batches, span_batches = held.pop()
-            built = self._builder.build_ordered(
-                self.capture.capture, batches, span_batches, counts, names_upto=names_upto
-            )
+            built = self._builder.build(self.capture.capture, batches, span_batches, counts, names_upto=names_upto)
             self.capture.saw(built.unit["events"])
             if last:
                 built.unit["captures"] = self.capture.row()
