@@ -25,6 +25,7 @@ from livetrace._trace.version import GOTRACE
 
 from .conftest import examples
 from .mutate import mutate
+from .textform import uvarint  # traceAppend's (seed L1349-1355)
 
 # Event types, seed L828-864 (the traceEv constants).
 BATCH, FREQUENCY, STACK, GOMAXPROCS, PROC_START, PROC_STOP, GC_START, GC_DONE = 1, 2, 3, 4, 5, 6, 7, 8
@@ -40,17 +41,6 @@ HEADER = b"gotrace\x00"  # ReadTrace's first chunk, 8 bytes, seed L1109
 FREQ = 15_625_000
 # The fake Ps Go's old parser moves events to.
 TIMER_P, SYSCALL_P, GC_P = 1000001, 1000003, 1000004
-
-
-def uvarint(v: int) -> bytes:
-    """traceAppend (seed L1349-1355): 7 bits a byte, low bits first, 0x80 =
-    more bytes follow."""
-    out = bytearray()
-    while v >= 0x80:
-        out.append(0x80 | v & 0x7F)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 class Buffer:

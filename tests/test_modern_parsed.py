@@ -146,13 +146,6 @@ def test_a_broken_trace_prints_what_go_prints_before_the_error(
     assert compared >= 50 and errors >= 30, (compared, errors)
 
 
-def _padded_uvarint(v: int, width: int) -> bytes:
-    """v as a varint of width bytes, as the runtime writes a batch's size (room for any, filled in last)."""
-    out = [v >> (7 * k) & 0x7F | (0x80 if k < width - 1 else 0) for k in range(width)]
-    assert v >> (7 * width) == 0
-    return bytes(out)
-
-
 def table_ending_early(data: bytes, generation: int, first: int) -> bytes | None:
     """data with the first batch of ``generation`` whose payload begins with
     the code ``first`` (a strings, stacks or sync batch) cut after its first
@@ -165,7 +158,7 @@ def table_ending_early(data: bytes, generation: int, first: int) -> bytes | None
             for _ in range(3):
                 size_at = textform.past_uvarint(data, size_at)
             width = f.payload_offset - size_at
-            cut = data[:size_at] + _padded_uvarint(keep, width) + f.payload[:keep]
+            cut = data[:size_at] + textform.uvarint(keep, width) + f.payload[:keep]
             return cut + data[f.payload_offset + len(f.payload) :]
     return None
 

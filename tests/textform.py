@@ -28,12 +28,16 @@ class TextTrace:
     data: bytes
 
 
-def uvarint(v: int) -> bytes:
+def uvarint(v: int, width: int = 0) -> bytes:
+    """v as an unsigned LEB128 varint: 7 bits a byte, low bits first, 0x80
+    where more follow; padded to ``width`` bytes where given, as the runtime
+    writes a batch's size (room for any, filled in last)."""
     out = bytearray()
-    while v >= 0x80:
+    while v >= 0x80 or len(out) + 1 < width:
         out.append(v & 0x7F | 0x80)
         v >>= 7
     out.append(v)
+    assert not width or len(out) == width, (v, width)
     return bytes(out)
 
 
